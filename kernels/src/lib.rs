@@ -1,0 +1,10 @@
+//! The roofline kernel suite: the toolkit's known answers.
+//!
+//! Every kernel comes in variants (`scalar`, `sse`, `avx2`, `avx512`) written with
+//! `std::arch` intrinsics, and declares its **analytic** work and traffic as a function of
+//! size and variant ([`Counts`]). The trace backend must reproduce W and explicit-operand
+//! bytes exactly, so the formulas are derived from the loops as written, remainders included.
+
+pub mod types;
+
+pub use types::{Counts, FlopClass, Precision, Variant};

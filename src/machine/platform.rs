@@ -1,0 +1,205 @@
+//! Microarchitecture data (`platforms/*.toml`): identification, FP pipes per vector width,
+//! bytes per cycle per cache level, and the counter events the perf backend needs.
+//! Knowledge as data, like LIKWID's groups. Every file is embedded in the binary.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+include!(concat!(env!("OUT_DIR"), "/embedded_platforms.rs"));
+
+/// FP pipes of one vector width: how many can start an FMA, an add, a mul each cycle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipes {
+    #[serde(default)]
+    pub fma: u32,
+    #[serde(default)]
+    pub add: u32,
+    #[serde(default)]
+    pub mul: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identify {
+    /// `GenuineIntel` or `AuthenticAMD`.
+    pub vendor: String,
+    /// Display families (family + extended family), e.g. 6 or 0x19.
+    pub families: Vec<u32>,
+    /// Display models (model + extended model << 4).
+    #[serde(default)]
+    pub models: Vec<u32>,
+    /// Feature flags (names as in [`crate::machine::cpuid`]) that must be present.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Feature flags that must be absent.
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Tie-breaking preference among candidates matched by flags (higher wins).
+    #[serde(default)]
+    pub priority: i32,
+}
+
+/// One hardware event, exactly as the kernel ABI takes it, plus what it measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    /// Vendor name, e.g. `FP_ARITH_INST_RETIRED.SCALAR_DOUBLE`.
+    pub name: String,
+    /// PMU in /sys/bus/event_source/devices: `cpu`, `cpu_core`, `uncore_imc`, `amd_umc`,
+    /// `amd_df`, … (uncore PMUs name the prefix of their instances).
+    #[serde(default = "default_pmu")]
+    pub pmu: String,
+    pub event: u64,
+    #[serde(default)]
+    pub umask: u64,
+    #[serde(default)]
+    pub cmask: u64,
+    #[serde(default)]
+    pub inv: bool,
+    #[serde(default)]
+    pub edge: bool,
+    /// Extra raw config bits (e.g. AMD's extended event select, uncore `config1`).
+    #[serde(default)]
+    pub config1: u64,
+    /// General-purpose counters it may run on (`None`: any).
+    #[serde(default)]
+    pub counters: Option<Vec<u32>>,
+    /// What it measures: `flops`, `bytes.l1_fill`, `bytes.l2`, `bytes.l3`, `bytes.dram`,
+    /// `bytes.dram_read`, `bytes.dram_write`, `cycles`, `instructions`.
+    pub quantity: String,
+    /// For `flops`: the `FlopClass` key it counts.
+    #[serde(default)]
+    pub class: Option<String>,
+    /// Multiplier from count to flops or bytes (weight 8 for packed512 double, 64 for CAS).
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// Must be scheduled on a pair of counters (AMD merged events).
+    #[serde(default)]
+    pub paired: bool,
+    /// Counts executed rather than retired operations, or otherwise approximate.
+    #[serde(default)]
+    pub unreliable: bool,
+    #[serde(default)]
+    pub caveat: Option<String>,
+    /// Opt-in events (single precision, FP16) are collected only when asked.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+fn default_pmu() -> String {
+    "cpu".into()
+}
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// Short key: file stem, e.g. `gnr`, `zen4`.
+    pub key: String,
+    /// Display name, e.g. `Granite Rapids`.
+    pub name: String,
+    pub identify: Identify,
+    /// FP pipes per core per vector width: keys `"128"`, `"256"`, `"512"` (scalar uses 128).
+    pub fp_pipes: BTreeMap<String, Pipes>,
+    /// Whether the 512-bit pipe count varies by SKU (Skylake-SP) and must be measured.
+    #[serde(default)]
+    pub fp512_units_vary: bool,
+    /// Theoretical bytes per cycle per core: `l1_load`, `l1_store`, `l2`, `l3`.
+    #[serde(default)]
+    pub bytes_per_cycle: BTreeMap<String, f64>,
+    /// General-purpose core counters per logical CPU (SMT on / off).
+    #[serde(default)]
+    pub core_counters: Option<u32>,
+    #[serde(default)]
+    pub core_counters_smt_off: Option<u32>,
+    /// Whether the LLC is inclusive of L2 (for the cache simulator).
+    #[serde(default)]
+    pub llc_inclusive: Option<bool>,
+    #[serde(default)]
+    pub events: Vec<EventSpec>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Platform {
+    /// Parse a platform TOML; errors carry the origin, line and what is wrong.
+    pub fn parse(text: &str, origin: &str) -> Result<Platform> {
+        toml::from_str::<Platform>(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let loc = line.map(|l| format!(":{l}")).unwrap_or_default();
+            Error::input(
+                format!("{origin}{loc}: {}", e.message()),
+                "see platforms/README.md for the format",
+            )
+        })
+    }
+
+    /// All embedded platforms.
+    pub fn embedded() -> Vec<Platform> {
+        EMBEDDED_PLATFORMS
+            .iter()
+            .map(|(stem, text)| {
+                Platform::parse(text, &format!("platforms/{stem}.toml"))
+                    .expect("embedded platform files are tested to parse")
+            })
+            .collect()
+    }
+
+    /// `--platform NAME|FILE`: an embedded key, or a path to a TOML file.
+    pub fn load(spec: &str) -> Result<Platform> {
+        let p = Path::new(spec);
+        if spec.ends_with(".toml") || p.exists() {
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                Error::input(
+                    format!("--platform {spec}: cannot read ({e})"),
+                    "pass a platform name or a readable TOML file",
+                )
+            })?;
+            return Platform::parse(&text, spec);
+        }
+        Platform::embedded()
+            .into_iter()
+            .find(|pl| pl.key.eq_ignore_ascii_case(spec))
+            .ok_or_else(|| {
+                let keys: Vec<&str> = EMBEDDED_PLATFORMS.iter().map(|(k, _)| *k).collect();
+                Error::input(
+                    format!("--platform {spec}: no such platform"),
+                    format!("known: {}", keys.join(", ")),
+                )
+            })
+    }
+
+    /// Pipes at a vector width in bits (64-bit scalar uses the 128-bit pipes).
+    pub fn pipes(&self, width_bits: u32) -> Option<Pipes> {
+        let w = width_bits.max(128);
+        self.fp_pipes.get(&w.to_string()).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_platform_parses_and_has_a_matching_key() {
+        for (stem, text) in EMBEDDED_PLATFORMS {
+            let p = Platform::parse(text, stem).unwrap();
+            assert_eq!(&p.key, stem, "key must equal file stem");
+        }
+    }
+
+    #[test]
+    fn malformed_file_names_line() {
+        let text = "key = \"x\"\nname = \"X\"\nbogus = 3\n";
+        let e = Platform::parse(text, "my.toml").unwrap_err().to_string();
+        assert!(e.starts_with("my.toml:"), "{e}");
+    }
+}

@@ -1,0 +1,441 @@
+//! `roofline.report/1`: the one document every measuring command writes and every view
+//! reads. Documented field by field in `docs/report-schema.md`.
+//!
+//! Schema changes bump the version; readers reject unknown major versions.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::error::Error;
+
+pub const REPORT_SCHEMA: &str = "roofline.report/1";
+pub const REPORT_MAJOR: u32 = 1;
+
+/// Which backend produced a quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    Analytic,
+    Trace,
+    Perf,
+    PerfStat,
+    Ncu,
+    /// Measured by our own clock around a native run (wall time of the kernel).
+    Native,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Analytic => "analytic",
+            Source::Trace => "trace",
+            Source::Perf => "perf",
+            Source::PerfStat => "perf-stat",
+            Source::Ncu => "ncu",
+            Source::Native => "native",
+        }
+    }
+}
+
+/// Provenance of each quantity of a point, separately: a point may mix traced W with
+/// native T, and says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub flops: Option<Source>,
+    /// Per byte level (`core`, `l2`, …): which backend produced it.
+    #[serde(default)]
+    pub bytes: BTreeMap<String, Source>,
+    pub seconds: Option<Source>,
+    /// Free-form caveats ("uncore counts are system-wide", "prefetchers not modelled").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Flops {
+    /// Hardware-counter semantics: full vector width, FMA = 2 per lane.
+    pub total: f64,
+    /// Mask-aware count (AVX-512 lanes masked off excluded), when known.
+    pub effective: Option<f64>,
+    /// Open-ended: keys from `FlopClass::key` (`scalar_double`, `packed512_double`, …).
+    #[serde(default)]
+    pub by_class: BTreeMap<String, f64>,
+}
+
+/// Bytes keyed by the level that serves them: `core`, `l2`, `l3`, `dram` on CPUs;
+/// `l1`, `l2`, `dram` on GPUs; plus `stack` where the backend can tell.
+pub type Bytes = BTreeMap<String, f64>;
+
+/// Well-known byte levels.
+pub mod level {
+    pub const CORE: &str = "core";
+    pub const STACK: &str = "stack";
+    pub const L1: &str = "l1";
+    pub const L2: &str = "l2";
+    pub const L3: &str = "l3";
+    pub const DRAM: &str = "dram";
+}
+
+/// What bounds a point, as classified by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Bound {
+    Compute { isa: String },
+    Memory { level: String },
+    Overhead,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub name: String,
+    /// The source report (file name or label) when this point came from a merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub provenance: Provenance,
+    pub flops: Flops,
+    pub bytes: Bytes,
+    pub threads: u32,
+    /// Median over repetitions.
+    pub seconds: f64,
+    /// Every repetition, in order.
+    #[serde(default)]
+    pub seconds_samples: Vec<f64>,
+    pub gflops: Option<f64>,
+    /// GB/s per level.
+    #[serde(default)]
+    pub gbs: BTreeMap<String, f64>,
+    /// Arithmetic intensity (flop/byte) per level; `core` uses core + stack bytes.
+    #[serde(default)]
+    pub ai: BTreeMap<String, f64>,
+    pub bound: Option<Bound>,
+    pub roof_fraction: Option<f64>,
+    /// Backend-specific figures: launch counts, multiplexing ratios, coalescing, …
+    #[serde(default)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Point {
+    /// A point with W, Q and T filled; derived figures (gflops, gbs, ai) computed.
+    pub fn new(
+        name: impl Into<String>,
+        provenance: Provenance,
+        flops: Flops,
+        bytes: Bytes,
+        threads: u32,
+        seconds_samples: Vec<f64>,
+    ) -> Point {
+        let seconds = median(&seconds_samples).unwrap_or(0.0);
+        let mut p = Point {
+            name: name.into(),
+            source: None,
+            provenance,
+            flops,
+            bytes,
+            threads,
+            seconds,
+            seconds_samples,
+            gflops: None,
+            gbs: BTreeMap::new(),
+            ai: BTreeMap::new(),
+            bound: None,
+            roof_fraction: None,
+            extra: BTreeMap::new(),
+        };
+        p.derive();
+        p
+    }
+
+    /// Bytes the cache-aware AI divides by: core + stack.
+    pub fn core_side_bytes(&self) -> Option<f64> {
+        let core = self.bytes.get(level::CORE)?;
+        Some(core + self.bytes.get(level::STACK).copied().unwrap_or(0.0))
+    }
+
+    /// Recompute gflops, gbs and ai from W, Q and T.
+    pub fn derive(&mut self) {
+        self.gbs.clear();
+        self.ai.clear();
+        let t = self.seconds;
+        if t > 0.0 && t.is_finite() {
+            self.gflops = Some(self.flops.total / t / 1e9);
+        } else {
+            self.gflops = None;
+        }
+        for (lvl, b) in &self.bytes {
+            if lvl == level::STACK {
+                continue;
+            }
+            let bytes = if lvl == level::CORE {
+                self.core_side_bytes().unwrap_or(*b)
+            } else {
+                *b
+            };
+            if t > 0.0 && t.is_finite() {
+                self.gbs.insert(lvl.clone(), bytes / t / 1e9);
+            }
+            if bytes > 0.0 {
+                self.ai.insert(lvl.clone(), self.flops.total / bytes);
+            }
+        }
+    }
+
+    /// Relative spread of the samples: (max - min) / median.
+    pub fn spread(&self) -> Option<f64> {
+        spread(&self.seconds_samples)
+    }
+}
+
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v: Vec<f64> = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    })
+}
+
+pub fn spread(xs: &[f64]) -> Option<f64> {
+    let m = median(xs)?;
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if m > 0.0 { Some((hi - lo) / m) } else { None }
+}
+
+/// Where and how a report was produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub governor: Option<String>,
+    pub turbo: Option<bool>,
+    pub smt: Option<bool>,
+    /// Hypervisor name when running in a VM (CPUID hypervisor bit / leaf 0x4000_0000).
+    pub hypervisor: Option<String>,
+    /// Steal time (fraction of the run) where /proc/stat tells.
+    pub steal_fraction: Option<f64>,
+    /// Effective core clock measured during the run.
+    pub measured_ghz: Option<f64>,
+    pub tool_version: String,
+    pub git_sha: Option<String>,
+    /// Compiler and flags of the measured program where known.
+    pub compiler: Option<String>,
+    pub command_line: Vec<String>,
+    /// MPI/Slurm rank when one of their variables is set.
+    pub rank: Option<u32>,
+    pub timestamp: Option<String>,
+}
+
+/// The roofs used for a report (a summary of `roofline.ceilings/1` or theoretical peaks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Roofs {
+    /// `empirical` or `theoretical`.
+    pub kind: String,
+    /// Compute roofs, GFLOP/s, keyed like `double.avx512.fma`.
+    pub compute_gflops: BTreeMap<String, f64>,
+    /// Bandwidth roofs, GB/s, keyed by level (`l1`, `l2`, `l3`, `dram`).
+    pub bandwidth_gbs: BTreeMap<String, f64>,
+    pub threads: Option<u32>,
+}
+
+/// A merged report keeps every source's machine and environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceReport {
+    pub name: String,
+    pub machine: serde_json::Value,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    /// The machine model (`roofline.machine/1` document).
+    pub machine: serde_json::Value,
+    pub environment: Environment,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings: Option<Roofs>,
+    pub points: Vec<Point>,
+    /// Present in merged reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceReport>,
+}
+
+impl Report {
+    pub fn new(machine: serde_json::Value, environment: Environment) -> Report {
+        Report {
+            schema: REPORT_SCHEMA.to_string(),
+            machine,
+            environment,
+            ceilings: None,
+            points: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// Parse and validate a report document. `origin` names the file in errors.
+    pub fn from_json(text: &str, origin: &str) -> Result<Report, Error> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::input(
+                format!("{origin}: not JSON ({e})"),
+                "pass a file written by `roofline … -o report.json`",
+            )
+        })?;
+        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        check_schema(schema, "roofline.report", REPORT_MAJOR, origin)?;
+        let r: Report = serde_json::from_value(v).map_err(|e| {
+            Error::input(
+                format!("{origin}: not a valid roofline.report/1 document ({e})"),
+                "see docs/report-schema.md",
+            )
+        })?;
+        r.validate(origin)?;
+        Ok(r)
+    }
+
+    /// Reject impossible values: negative or NaN times and counts.
+    pub fn validate(&self, origin: &str) -> Result<(), Error> {
+        for p in &self.points {
+            let bad = |what: &str| {
+                Error::input(
+                    format!("{origin}: point '{}' has an impossible {what}", p.name),
+                    "the report was edited or produced by a broken backend",
+                )
+            };
+            if !(p.seconds.is_finite() && p.seconds >= 0.0)
+                || p.seconds_samples
+                    .iter()
+                    .any(|s| !(s.is_finite() && *s >= 0.0))
+            {
+                return Err(bad("time"));
+            }
+            if !(p.flops.total.is_finite() && p.flops.total >= 0.0)
+                || p.flops
+                    .by_class
+                    .values()
+                    .any(|v| !(v.is_finite() && *v >= 0.0))
+            {
+                return Err(bad("flop count"));
+            }
+            if p.bytes.values().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(bad("byte count"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+}
+
+/// Check a `"schema": "name/MAJOR"` string.
+pub fn check_schema(schema: &str, name: &str, major: u32, origin: &str) -> Result<(), Error> {
+    let Some((n, ver)) = schema.split_once('/') else {
+        return Err(Error::input(
+            format!("{origin}: no \"schema\" field naming {name}/{major}"),
+            "is this a roofline document?",
+        ));
+    };
+    if n != name {
+        return Err(Error::input(
+            format!("{origin}: schema '{schema}' is not {name}"),
+            "pass the right kind of document",
+        ));
+    }
+    let maj: u32 = ver
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(u32::MAX);
+    if maj != major {
+        return Err(Error::input(
+            format!(
+                "{origin}: schema version '{ver}' is not supported (this roofline reads {name}/{major})"
+            ),
+            "re-create the document with this roofline version",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Report {
+        let mut bytes = Bytes::new();
+        bytes.insert("core".into(), 3.0e9);
+        bytes.insert("stack".into(), 1.0e9);
+        bytes.insert("dram".into(), 2.0e9);
+        let mut by_class = BTreeMap::new();
+        by_class.insert("packed512_double".into(), 8.0e9);
+        let prov = Provenance {
+            flops: Some(Source::Analytic),
+            bytes: BTreeMap::new(),
+            seconds: Some(Source::Native),
+            notes: vec![],
+        };
+        let p = Point::new(
+            "triad",
+            prov,
+            Flops {
+                total: 8.0e9,
+                effective: None,
+                by_class,
+            },
+            bytes,
+            1,
+            vec![2.0, 1.0, 4.0],
+        );
+        let mut r = Report::new(
+            serde_json::json!({"vendor": "test"}),
+            Environment::default(),
+        );
+        r.points.push(p);
+        r
+    }
+
+    #[test]
+    fn derived_figures_follow_w_q_t() {
+        let r = sample();
+        let p = &r.points[0];
+        assert_eq!(p.seconds, 2.0);
+        assert!((p.gflops.unwrap() - 4.0).abs() < 1e-12);
+        // core AI uses core + stack
+        assert!((p.ai["core"] - 2.0).abs() < 1e-12);
+        assert!((p.ai["dram"] - 4.0).abs() < 1e-12);
+        assert!(!p.ai.contains_key("stack"));
+        assert!((p.spread().unwrap() - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn round_trip_and_version_check() {
+        let r = sample();
+        let back = Report::from_json(&r.to_json(), "x.json").unwrap();
+        assert_eq!(back, r);
+        let future = r
+            .to_json()
+            .replace("roofline.report/1", "roofline.report/2");
+        let e = Report::from_json(&future, "x.json").unwrap_err();
+        assert!(e.to_string().contains("not supported"), "{e}");
+        assert!(Report::from_json("{", "x.json").is_err());
+    }
+
+    #[test]
+    fn impossible_values_rejected() {
+        let mut r = sample();
+        r.points[0].seconds_samples.push(-1.0);
+        let text = r.to_json();
+        assert!(
+            Report::from_json(&text, "x.json")
+                .unwrap_err()
+                .to_string()
+                .contains("impossible time")
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! Small shared helpers: thread lists, byte sizes, atomic file output.
+
+use crate::error::{Error, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Parse `--threads`: `1`, `1,2`, `1-4`, or `all`, checked against the CPUs we may run on.
+pub fn parse_threads(spec: &str, available: usize) -> Result<Vec<usize>> {
+    let bad = |why: String| {
+        Error::input(
+            format!("--threads '{spec}': {why}"),
+            format!("use e.g. 1, 1,2, 1-{available} or all (this machine: {available} CPUs)"),
+        )
+    };
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim) {
+        if part.eq_ignore_ascii_case("all") {
+            out.push(available);
+            continue;
+        }
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("'{part}' is not a range")))?;
+            let b: usize = b
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("'{part}' is not a range")))?;
+            if a == 0 || b < a {
+                return Err(bad(format!("'{part}' is not a valid range")));
+            }
+            out.extend(a..=b);
+            continue;
+        }
+        let n: usize = part
+            .parse()
+            .map_err(|_| bad(format!("'{part}' is not a number")))?;
+        out.push(n);
+    }
+    if out.is_empty() {
+        return Err(bad("empty list".into()));
+    }
+    for &n in &out {
+        if n == 0 {
+            return Err(bad("0 threads".into()));
+        }
+        if n > available {
+            return Err(bad(format!(
+                "{n} threads but only {available} CPUs are available"
+            )));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// CPUs this process may run on.
+pub fn available_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Parse a byte size: `4096`, `4KiB`, `64MiB`, `1GiB`, `2kB`, `1.5MiB`.
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        Error::input(
+            format!("'{s}' is not a byte size"),
+            "use e.g. 4096, 32KiB, 64MiB or 1GiB",
+        )
+    };
+    let x: f64 = num.parse().map_err(|_| bad())?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "kb" => 1e3,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "mb" => 1e6,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "gb" => 1e9,
+        "t" | "tib" => 1024f64.powi(4),
+        "tb" => 1e12,
+        _ => return Err(bad()),
+    };
+    let v = x * mult;
+    if !v.is_finite() || v < 1.0 || v > 1.0e18 {
+        return Err(bad());
+    }
+    Ok(v.round() as u64)
+}
+
+/// Human-readable binary size.
+pub fn fmt_bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} {}", units[i])
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
+/// An output file checked before any measuring and written atomically (temp file + rename),
+/// so nothing half-written is ever left behind.
+#[derive(Debug, Clone)]
+pub struct OutputFile {
+    pub path: PathBuf,
+}
+
+impl OutputFile {
+    /// Check that `path` can be written: its directory exists and is writable, and its
+    /// extension is one of `allowed`. Returns the lower-case extension.
+    pub fn check(path: &Path, allowed: &[&str]) -> Result<(OutputFile, String)> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase())
+            .unwrap_or_default();
+        if !allowed.contains(&ext.as_str()) {
+            return Err(Error::input(
+                format!("-o {}: unsupported extension '{}'", path.display(), ext),
+                format!(
+                    "this command writes {}",
+                    allowed
+                        .iter()
+                        .map(|e| format!(".{e}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(Error::input(
+                format!(
+                    "-o {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ),
+                "create it first or choose another path",
+            ));
+        }
+        // Probe writability with a temp file in the same directory (rename target dir).
+        let probe = dir.join(format!(".roofline-probe-{}", std::process::id()));
+        match std::fs::File::create(&probe) {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&probe);
+            }
+            Err(e) => {
+                return Err(Error::input(
+                    format!(
+                        "-o {}: cannot write in {} ({e})",
+                        path.display(),
+                        dir.display()
+                    ),
+                    "choose a writable directory",
+                ));
+            }
+        }
+        if path.is_dir() {
+            return Err(Error::input(
+                format!("-o {}: is a directory", path.display()),
+                "name a file",
+            ));
+        }
+        Ok((
+            OutputFile {
+                path: path.to_path_buf(),
+            },
+            ext,
+        ))
+    }
+
+    /// Write all bytes to a temp file beside the target, then rename over it.
+    pub fn write(&self, data: &[u8]) -> Result<()> {
+        write_atomic(&self.path, data)
+    }
+}
+
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(format!("writing {}", path.display()), e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_lists() {
+        assert_eq!(parse_threads("1", 4).unwrap(), vec![1]);
+        assert_eq!(parse_threads("2,1,2", 4).unwrap(), vec![1, 2]);
+        assert_eq!(parse_threads("all", 4).unwrap(), vec![4]);
+        assert_eq!(parse_threads("1-3", 4).unwrap(), vec![1, 2, 3]);
+        assert!(parse_threads("5", 4).is_err());
+        assert!(parse_threads("0", 4).is_err());
+        assert!(parse_threads("x", 4).is_err());
+        assert!(parse_threads("", 4).is_err());
+        assert!(parse_threads("3-1", 4).is_err());
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("4KiB").unwrap(), 4096);
+        assert_eq!(parse_bytes("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_bytes("1.5k").unwrap(), 1536);
+        assert_eq!(parse_bytes("2kB").unwrap(), 2000);
+        for bad in ["", "abc", "4XB", "0", "-5", "1e30"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn atomic_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        let (f, ext) = OutputFile::check(&p, &["json", "csv"]).unwrap();
+        assert_eq!(ext, "json");
+        f.write(b"{}").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"{}");
+        assert!(OutputFile::check(&dir.path().join("missing/a.json"), &["json"]).is_err());
+        assert!(OutputFile::check(&dir.path().join("a.txt"), &["json"]).is_err());
+        // no temp files left behind
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
