@@ -3,13 +3,19 @@
 //!
 //! The data path is machine → counters → model → report:
 //! - [`machine`]: CPUID, topology, caches, clocks, theoretical peaks, `platforms/` data;
-//! - `counters`: backends producing W/Q/T (perf, trace, analytic, ncu);
-//! - `model`: AI per level, attainable performance, bound classification;
-//! - [`report`]: the one `roofline.report/1` schema and its views.
+//! - [`counters`]: backends producing W/Q/T (perf, trace, analytic), [`gpu`] for ncu;
+//! - [`ceilings`]: empirical roofs; [`model`]: AI per level, attainable performance, bounds;
+//! - [`report`]: the one `roofline.report/1` schema and its views; [`gate`]: CI checks.
 
+pub mod ceilings;
 pub mod cli;
+pub mod counters;
 pub mod error;
+pub mod gate;
+pub mod gpu;
 pub mod machine;
+pub mod model;
+pub mod region;
 pub mod report;
 pub mod util;
 

@@ -1,8 +1,22 @@
 //! The `roofline` command line: clap definitions and thin glue to the library.
 //! One file per subcommand; each defines its own `Args` and `run`.
 
+pub mod ceilings;
 pub mod common;
+pub mod compare;
+pub mod events;
+pub mod gate;
+pub mod gpu;
+pub mod import;
+pub mod kernels_cmd;
 pub mod machine;
+pub mod measure;
+pub mod plot;
+pub mod profile;
+pub mod report_cmd;
+pub mod run;
+pub mod sweep;
+pub mod validate;
 
 use clap::{Parser, Subcommand};
 
@@ -17,6 +31,36 @@ pub struct Cli {
 pub enum Command {
     /// The machine model: CPU, topology, caches, measured clocks, theoretical peaks.
     Machine(machine::Args),
+    /// List the kernel suite, the variants this CPU can run, and their W/Q formulas.
+    #[command(name = "kernels")]
+    Kernels(kernels_cmd::Args),
+    /// Run a suite kernel: W and Q from a backend, T measured natively.
+    Run(run::Args),
+    /// A suite kernel against working-set size, cache levels marked, bound per size.
+    Sweep(sweep::Args),
+    /// Empirical roofs: peak GFLOP/s per ISA and bandwidth per memory level.
+    Ceilings(ceilings::Args),
+    /// W, Q and T of a command (perf counters or trace).
+    Measure(measure::Args),
+    /// The perf stat line that collects the same counters on a target machine.
+    Events(events::Args),
+    /// Import counts measured elsewhere (perf stat -x, output).
+    Import(import::Args),
+    /// The kernel suite under each backend against analytic W and Q.
+    Validate(validate::Args),
+    /// Roofline plots (SVG, PNG, HTML) of one or more reports.
+    Plot(plot::Args),
+    /// Show, merge or export reports.
+    #[command(name = "report")]
+    Report(report_cmd::Args),
+    /// A quick full profile of this machine, written to roofline-report/.
+    Profile(profile::Args),
+    /// A CI performance gate: compare a report against a baseline.
+    Gate(gate::Args),
+    /// NVIDIA GPUs: machine, ceilings, measure (ncu), import, run.
+    Gpu(gpu::Args),
+    /// CPU and GPU reports on one roofline.
+    Compare(compare::Args),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -24,6 +68,20 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Machine(a)) => machine::run(a),
+        Some(Command::Kernels(a)) => kernels_cmd::run(a),
+        Some(Command::Run(a)) => run::run(a),
+        Some(Command::Sweep(a)) => sweep::run(a),
+        Some(Command::Ceilings(a)) => ceilings::run(a),
+        Some(Command::Measure(a)) => measure::run(a),
+        Some(Command::Events(a)) => events::run(a),
+        Some(Command::Import(a)) => import::run(a),
+        Some(Command::Validate(a)) => validate::run(a),
+        Some(Command::Plot(a)) => plot::run(a),
+        Some(Command::Report(a)) => report_cmd::run(a),
+        Some(Command::Profile(a)) => profile::run(a),
+        Some(Command::Gate(a)) => gate::run(a),
+        Some(Command::Gpu(a)) => gpu::run(a),
+        Some(Command::Compare(a)) => compare::run(a),
         None => {
             eprintln!(
                 "roofline: no subcommand given (the profile job lands with the reports issue)\n  hint: try `roofline machine` or `roofline --help`"

@@ -1,0 +1,13 @@
+//! `roofline import` (issue 5).
+
+use clap::Args as ClapArgs;
+
+#[derive(Debug, ClapArgs)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!(crate::error::Error::unavailable(
+        "`roofline import` is not built yet",
+        "see issue 5"
+    ))
+}

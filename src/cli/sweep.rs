@@ -1,0 +1,13 @@
+//! `roofline sweep` (issue 3).
+
+use clap::Args as ClapArgs;
+
+#[derive(Debug, ClapArgs)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!(crate::error::Error::unavailable(
+        "`roofline sweep` is not built yet",
+        "see issue 3"
+    ))
+}

@@ -1,0 +1,1 @@
+//! Backend module `analytic` (filled by its issue).

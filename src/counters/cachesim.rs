@@ -1,0 +1,1 @@
+//! Backend module `cachesim` (filled by its issue).

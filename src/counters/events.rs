@@ -1,0 +1,1 @@
+//! Backend module `events` (filled by its issue).

@@ -1,0 +1,61 @@
+//! Backends producing W, Q and T: one file per backend.
+//!
+//! - `perf`: Linux perf_event (core FP events, per-level traffic, uncore CAS counts);
+//! - `trace`: ptrace + x86 decoding (exact W, core-side Q) with `cachesim` for Q per level;
+//! - `analytic`: the kernel suite's own formulas;
+//! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf_stat`).
+
+pub mod analytic;
+pub mod cachesim;
+pub mod events;
+pub mod perf;
+pub mod perf_stat;
+pub mod trace;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::report::{Bytes, Flops, Point, Provenance};
+
+/// Which backend to use; `Auto` picks perf when a usable core PMU exists, else trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Auto,
+    Perf,
+    Trace,
+    Analytic,
+}
+
+/// W, Q and T of one measured thing, with the provenance of each: what every backend
+/// produces, and what becomes a [`Point`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measurement {
+    pub flops: Flops,
+    pub bytes: Bytes,
+    pub provenance: Option<Provenance>,
+    pub seconds_samples: Vec<f64>,
+    pub threads: u32,
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Measurement {
+    pub fn into_point(self, name: impl Into<String>) -> Point {
+        let prov = self.provenance.unwrap_or(Provenance {
+            flops: None,
+            bytes: BTreeMap::new(),
+            seconds: None,
+            notes: vec![],
+        });
+        let mut p = Point::new(
+            name,
+            prov,
+            self.flops,
+            self.bytes,
+            self.threads.max(1),
+            self.seconds_samples,
+        );
+        p.extra = self.extra;
+        p
+    }
+}

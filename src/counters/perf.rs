@@ -1,0 +1,1 @@
+//! Backend module `perf` (filled by its issue).

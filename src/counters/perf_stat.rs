@@ -1,0 +1,1 @@
+//! Backend module `perf_stat` (filled by its issue).

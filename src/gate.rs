@@ -1,0 +1,1 @@
+//! CI performance gates (issue 8): rules, statistics, verdicts.

@@ -1,0 +1,1 @@
+//! NVIDIA GPUs (issue 9): device query, ceilings, ncu import, instruction roofline.
