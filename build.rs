@@ -15,31 +15,21 @@ fn main() {
         })
         .unwrap_or_default();
     names.sort();
-    let mut out = String::from(
-        "/// (file stem, TOML text) of every embedded platform file.\npub const EMBEDDED_PLATFORMS: &[(&str, &str)] = &[\n",
-    );
+    let mut out =
+        String::from("/// (file stem, TOML text) of every embedded platform file.\npub const EMBEDDED_PLATFORMS: &[(&str, &str)] = &[\n");
     for n in &names {
         let stem = n.trim_end_matches(".toml");
         let abs = fs::canonicalize(dir.join(n)).expect("platform file path");
         println!("cargo:rerun-if-changed={}", abs.display());
-        out.push_str(&format!(
-            "    ({stem:?}, include_str!({:?})),\n",
-            abs.display().to_string()
-        ));
+        out.push_str(&format!("    ({stem:?}, include_str!({:?})),\n", abs.display().to_string()));
     }
     out.push_str("];\n");
     let dest = Path::new(&env::var("OUT_DIR").unwrap()).join("embedded_platforms.rs");
     fs::write(dest, out).expect("write embedded_platforms.rs");
     // Git SHA for the report's environment, when built from a checkout.
-    if let Ok(o) = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-    {
+    if let Ok(o) = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output() {
         if o.status.success() {
-            println!(
-                "cargo:rustc-env=ROOFLINE_GIT_SHA={}",
-                String::from_utf8_lossy(&o.stdout).trim()
-            );
+            println!("cargo:rustc-env=ROOFLINE_GIT_SHA={}", String::from_utf8_lossy(&o.stdout).trim());
         }
     }
     println!("cargo:rerun-if-changed=.git/HEAD");

@@ -19,23 +19,15 @@ pub fn parse_threads(spec: &str, available: usize) -> Result<Vec<usize>> {
             continue;
         }
         if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a
-                .trim()
-                .parse()
-                .map_err(|_| bad(format!("'{part}' is not a range")))?;
-            let b: usize = b
-                .trim()
-                .parse()
-                .map_err(|_| bad(format!("'{part}' is not a range")))?;
+            let a: usize = a.trim().parse().map_err(|_| bad(format!("'{part}' is not a range")))?;
+            let b: usize = b.trim().parse().map_err(|_| bad(format!("'{part}' is not a range")))?;
             if a == 0 || b < a {
                 return Err(bad(format!("'{part}' is not a valid range")));
             }
             out.extend(a..=b);
             continue;
         }
-        let n: usize = part
-            .parse()
-            .map_err(|_| bad(format!("'{part}' is not a number")))?;
+        let n: usize = part.parse().map_err(|_| bad(format!("'{part}' is not a number")))?;
         out.push(n);
     }
     if out.is_empty() {
@@ -46,9 +38,7 @@ pub fn parse_threads(spec: &str, available: usize) -> Result<Vec<usize>> {
             return Err(bad("0 threads".into()));
         }
         if n > available {
-            return Err(bad(format!(
-                "{n} threads but only {available} CPUs are available"
-            )));
+            return Err(bad(format!("{n} threads but only {available} CPUs are available")));
         }
     }
     out.sort_unstable();
@@ -58,24 +48,15 @@ pub fn parse_threads(spec: &str, available: usize) -> Result<Vec<usize>> {
 
 /// CPUs this process may run on.
 pub fn available_cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// Parse a byte size: `4096`, `4KiB`, `64MiB`, `1GiB`, `2kB`, `1.5MiB`.
 pub fn parse_bytes(s: &str) -> Result<u64> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let bad = || {
-        Error::input(
-            format!("'{s}' is not a byte size"),
-            "use e.g. 4096, 32KiB, 64MiB or 1GiB",
-        )
-    };
+    let bad = || Error::input(format!("'{s}' is not a byte size"), "use e.g. 4096, 32KiB, 64MiB or 1GiB");
     let x: f64 = num.parse().map_err(|_| bad())?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
@@ -133,11 +114,7 @@ impl OutputFile {
                 format!("-o {}: unsupported extension '{}'", path.display(), ext),
                 format!(
                     "this command writes {}",
-                    allowed
-                        .iter()
-                        .map(|e| format!(".{e}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    allowed.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(", ")
                 ),
             ));
         }
@@ -147,11 +124,7 @@ impl OutputFile {
         };
         if !dir.is_dir() {
             return Err(Error::input(
-                format!(
-                    "-o {}: directory {} does not exist",
-                    path.display(),
-                    dir.display()
-                ),
+                format!("-o {}: directory {} does not exist", path.display(), dir.display()),
                 "create it first or choose another path",
             ));
         }
@@ -163,27 +136,15 @@ impl OutputFile {
             }
             Err(e) => {
                 return Err(Error::input(
-                    format!(
-                        "-o {}: cannot write in {} ({e})",
-                        path.display(),
-                        dir.display()
-                    ),
+                    format!("-o {}: cannot write in {} ({e})", path.display(), dir.display()),
                     "choose a writable directory",
                 ));
             }
         }
         if path.is_dir() {
-            return Err(Error::input(
-                format!("-o {}: is a directory", path.display()),
-                "name a file",
-            ));
+            return Err(Error::input(format!("-o {}: is a directory", path.display()), "name a file"));
         }
-        Ok((
-            OutputFile {
-                path: path.to_path_buf(),
-            },
-            ext,
-        ))
+        Ok((OutputFile { path: path.to_path_buf() }, ext))
     }
 
     /// Write all bytes to a temp file beside the target, then rename over it.

@@ -161,12 +161,7 @@ pub enum Variant {
 }
 
 impl Variant {
-    pub const ALL: [Variant; 4] = [
-        Variant::Scalar,
-        Variant::Sse,
-        Variant::Avx2,
-        Variant::Avx512,
-    ];
+    pub const ALL: [Variant; 4] = [Variant::Scalar, Variant::Sse, Variant::Avx2, Variant::Avx512];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -198,10 +193,7 @@ impl Variant {
             match self {
                 Variant::Scalar => true,
                 Variant::Sse => std::arch::is_x86_feature_detected!("sse2"),
-                Variant::Avx2 => {
-                    std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("fma")
-                }
+                Variant::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
                 Variant::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
             }
         }
@@ -269,18 +261,9 @@ mod tests {
 
     #[test]
     fn class_of_width_and_precision() {
-        assert_eq!(
-            FlopClass::of(Precision::F64, 512, false),
-            FlopClass::Packed512Double
-        );
-        assert_eq!(
-            FlopClass::of(Precision::F32, 128, false),
-            FlopClass::Packed128Single
-        );
-        assert_eq!(
-            FlopClass::of(Precision::F64, 64, true),
-            FlopClass::ScalarDouble
-        );
+        assert_eq!(FlopClass::of(Precision::F64, 512, false), FlopClass::Packed512Double);
+        assert_eq!(FlopClass::of(Precision::F32, 128, false), FlopClass::Packed128Single);
+        assert_eq!(FlopClass::of(Precision::F64, 64, true), FlopClass::ScalarDouble);
         assert_eq!(FlopClass::Packed256Single.lanes(), Some(8));
     }
 }

@@ -21,10 +21,7 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// Check `-o` before any measuring: directory exists and is writable, extension known.
     pub fn check(&self, allowed: &[&str]) -> Result<Option<(OutputFile, String)>> {
-        self.output
-            .as_deref()
-            .map(|p| OutputFile::check(p, allowed))
-            .transpose()
+        self.output.as_deref().map(|p| OutputFile::check(p, allowed)).transpose()
     }
 }
 

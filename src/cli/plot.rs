@@ -6,8 +6,5 @@ use clap::Args as ClapArgs;
 pub struct Args {}
 
 pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline plot` is not built yet",
-        "see issue 7"
-    ))
+    anyhow::bail!(crate::error::Error::unavailable("`roofline plot` is not built yet", "see issue 7"))
 }

@@ -6,8 +6,5 @@ use clap::Args as ClapArgs;
 pub struct Args {}
 
 pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline run` is not built yet",
-        "see issue 3"
-    ))
+    anyhow::bail!(crate::error::Error::unavailable("`roofline run` is not built yet", "see issue 3"))
 }

@@ -47,14 +47,7 @@ impl Measurement {
             seconds: None,
             notes: vec![],
         });
-        let mut p = Point::new(
-            name,
-            prov,
-            self.flops,
-            self.bytes,
-            self.threads.max(1),
-            self.seconds_samples,
-        );
+        let mut p = Point::new(name, prov, self.flops, self.bytes, self.threads.max(1), self.seconds_samples);
         p.extra = self.extra;
         p
     }

@@ -131,14 +131,9 @@ impl Platform {
     /// Parse a platform TOML; errors carry the origin, line and what is wrong.
     pub fn parse(text: &str, origin: &str) -> Result<Platform> {
         toml::from_str::<Platform>(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
             let loc = line.map(|l| format!(":{l}")).unwrap_or_default();
-            Error::input(
-                format!("{origin}{loc}: {}", e.message()),
-                "see platforms/README.md for the format",
-            )
+            Error::input(format!("{origin}{loc}: {}", e.message()), "see platforms/README.md for the format")
         })
     }
 
@@ -147,8 +142,7 @@ impl Platform {
         EMBEDDED_PLATFORMS
             .iter()
             .map(|(stem, text)| {
-                Platform::parse(text, &format!("platforms/{stem}.toml"))
-                    .expect("embedded platform files are tested to parse")
+                Platform::parse(text, &format!("platforms/{stem}.toml")).expect("embedded platform files are tested to parse")
             })
             .collect()
     }

@@ -193,11 +193,7 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = xs.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    })
+    Some(if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) })
 }
 
 pub fn spread(xs: &[f64]) -> Option<f64> {
@@ -306,19 +302,10 @@ impl Report {
                     "the report was edited or produced by a broken backend",
                 )
             };
-            if !(p.seconds.is_finite() && p.seconds >= 0.0)
-                || p.seconds_samples
-                    .iter()
-                    .any(|s| !(s.is_finite() && *s >= 0.0))
-            {
+            if !(p.seconds.is_finite() && p.seconds >= 0.0) || p.seconds_samples.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
                 return Err(bad("time"));
             }
-            if !(p.flops.total.is_finite() && p.flops.total >= 0.0)
-                || p.flops
-                    .by_class
-                    .values()
-                    .any(|v| !(v.is_finite() && *v >= 0.0))
-            {
+            if !(p.flops.total.is_finite() && p.flops.total >= 0.0) || p.flops.by_class.values().any(|v| !(v.is_finite() && *v >= 0.0)) {
                 return Err(bad("flop count"));
             }
             if p.bytes.values().any(|v| !(v.is_finite() && *v >= 0.0)) {
@@ -347,16 +334,10 @@ pub fn check_schema(schema: &str, name: &str, major: u32, origin: &str) -> Resul
             "pass the right kind of document",
         ));
     }
-    let maj: u32 = ver
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(u32::MAX);
+    let maj: u32 = ver.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(u32::MAX);
     if maj != major {
         return Err(Error::input(
-            format!(
-                "{origin}: schema version '{ver}' is not supported (this roofline reads {name}/{major})"
-            ),
+            format!("{origin}: schema version '{ver}' is not supported (this roofline reads {name}/{major})"),
             "re-create the document with this roofline version",
         ));
     }
@@ -392,10 +373,7 @@ mod tests {
             1,
             vec![2.0, 1.0, 4.0],
         );
-        let mut r = Report::new(
-            serde_json::json!({"vendor": "test"}),
-            Environment::default(),
-        );
+        let mut r = Report::new(serde_json::json!({"vendor": "test"}), Environment::default());
         r.points.push(p);
         r
     }
@@ -418,9 +396,7 @@ mod tests {
         let r = sample();
         let back = Report::from_json(&r.to_json(), "x.json").unwrap();
         assert_eq!(back, r);
-        let future = r
-            .to_json()
-            .replace("roofline.report/1", "roofline.report/2");
+        let future = r.to_json().replace("roofline.report/1", "roofline.report/2");
         let e = Report::from_json(&future, "x.json").unwrap_err();
         assert!(e.to_string().contains("not supported"), "{e}");
         assert!(Report::from_json("{", "x.json").is_err());
