@@ -27,10 +27,10 @@ fn main() {
     let dest = Path::new(&env::var("OUT_DIR").unwrap()).join("embedded_platforms.rs");
     fs::write(dest, out).expect("write embedded_platforms.rs");
     // Git SHA for the report's environment, when built from a checkout.
-    if let Ok(o) = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output() {
-        if o.status.success() {
-            println!("cargo:rustc-env=ROOFLINE_GIT_SHA={}", String::from_utf8_lossy(&o.stdout).trim());
-        }
+    if let Ok(o) = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output()
+        && o.status.success()
+    {
+        println!("cargo:rustc-env=ROOFLINE_GIT_SHA={}", String::from_utf8_lossy(&o.stdout).trim());
     }
     println!("cargo:rerun-if-changed=.git/HEAD");
 }

@@ -71,7 +71,7 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
         _ => return Err(bad()),
     };
     let v = x * mult;
-    if !v.is_finite() || v < 1.0 || v > 1.0e18 {
+    if !v.is_finite() || !(1.0..=1.0e18).contains(&v) {
         return Err(bad());
     }
     Ok(v.round() as u64)

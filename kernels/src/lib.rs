@@ -5,6 +5,9 @@
 //! size and variant ([`Counts`]). The trace backend must reproduce W and explicit-operand
 //! bytes exactly, so the formulas are derived from the loops as written, remainders included.
 
+pub mod api;
+pub mod runner;
 pub mod types;
 
+pub use api::{Instance, Kernel};
 pub use types::{Counts, FlopClass, Precision, Variant};

@@ -1,0 +1,53 @@
+//! The kernel API: what every suite kernel provides, and the registry.
+
+use crate::types::{Counts, Precision, Variant};
+
+/// One kernel of the suite, at any size and variant.
+pub trait Kernel: Send + Sync {
+    /// Short name used on the command line: `triad`, `dgemm`, `normalize_fused`, …
+    fn name(&self) -> &'static str;
+    /// One line for `roofline kernels`.
+    fn description(&self) -> &'static str;
+    fn precision(&self) -> Precision;
+    /// Variants implemented (the runnable ones are those whose `Variant::supported()` holds).
+    fn variants(&self) -> &'static [Variant];
+    /// Human-readable W/Q formulas (for `roofline kernels`), in terms of the size `n`.
+    fn formula(&self, variant: Variant) -> String;
+    /// What `n` means: `elements`, `matrix order`, `rows of 512`, …
+    fn size_unit(&self) -> &'static str {
+        "elements"
+    }
+    /// Bytes of all arrays touched at size `n` (the working set).
+    fn working_set_bytes(&self, n: usize) -> u64;
+    /// The largest `n` whose working set is at most `bytes` (at least the smallest valid size).
+    fn size_for_bytes(&self, bytes: u64) -> usize;
+    /// Analytic W and Q of ONE invocation at size `n` (per thread-slice when run threaded:
+    /// the runner sums the instances' counts).
+    fn counts(&self, n: usize, variant: Variant) -> Counts;
+    /// Allocate and fill (seeded random) an instance of size `n`. Fails with a one-line cause
+    /// for a size 0, a size beyond memory, or an unsupported variant (never a SIGILL).
+    fn instance(&self, n: usize, variant: Variant, seed: u64) -> Result<Box<dyn Instance>, String>;
+}
+
+/// A ready-to-run kernel invocation with its own data.
+pub trait Instance: Send {
+    /// Run the kernel once.
+    fn run(&mut self);
+    /// Check the last run's output against the scalar f64 reference (poisoning outputs
+    /// before running is the instance's job in `verify`).
+    fn verify(&mut self) -> Result<(), String>;
+    /// Analytic counts of one `run()` of this instance.
+    fn counts(&self) -> Counts;
+}
+
+/// Every kernel of the suite.
+pub fn all() -> Vec<Box<dyn Kernel>> {
+    #[allow(unused_mut)]
+    let mut v: Vec<Box<dyn Kernel>> = Vec::new();
+    v
+}
+
+/// Find a kernel by name.
+pub fn find(name: &str) -> Option<Box<dyn Kernel>> {
+    all().into_iter().find(|k| k.name() == name)
+}

@@ -1,0 +1,95 @@
+//! Run instances on a team of pinned threads and time them: the one timing loop shared by
+//! `roofline run`, `sweep`, `ceilings` and the profile job.
+
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::api::Instance;
+
+/// How long and how often to repeat.
+#[derive(Debug, Clone, Copy)]
+pub struct Repeat {
+    /// Keep repeating until the samples add up to at least this long…
+    pub min_total: Duration,
+    /// …and at least this many samples…
+    pub min_samples: usize,
+    /// …but never more than this many.
+    pub max_samples: usize,
+    /// Untimed warm-up runs.
+    pub warmup: usize,
+}
+
+impl Default for Repeat {
+    fn default() -> Self {
+        Repeat {
+            min_total: Duration::from_millis(200),
+            min_samples: 5,
+            max_samples: 1000,
+            warmup: 1,
+        }
+    }
+}
+
+/// Pin the calling thread to one CPU (best effort: a container may forbid it).
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_err() {
+        return false;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_ok()
+}
+
+/// CPUs this process may run on, in order (the pinning targets).
+pub fn allowed_cpus() -> Vec<usize> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect(),
+    }
+}
+
+/// Wall-clock seconds of each repetition of all instances running at once, one pinned thread
+/// per instance; a repetition ends when the slowest thread ends.
+pub fn time_team(instances: Vec<Box<dyn Instance>>, repeat: Repeat) -> Vec<f64> {
+    let n = instances.len().max(1);
+    let cpus = allowed_cpus();
+    let barrier = Arc::new(Barrier::new(n));
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    std::thread::scope(|s| {
+        for (i, mut inst) in instances.into_iter().enumerate() {
+            let barrier = barrier.clone();
+            let samples = samples.clone();
+            let stop = stop.clone();
+            let cpu = cpus.get(i % cpus.len().max(1)).copied().unwrap_or(i);
+            s.spawn(move || {
+                pin_to_cpu(cpu);
+                for _ in 0..repeat.warmup {
+                    inst.run();
+                }
+                let mut total = 0.0;
+                let mut count = 0;
+                loop {
+                    barrier.wait();
+                    let t0 = Instant::now();
+                    inst.run();
+                    barrier.wait();
+                    let dt = t0.elapsed().as_secs_f64();
+                    if i == 0 {
+                        samples.lock().unwrap().push(dt);
+                        total += dt;
+                        count += 1;
+                        let done = count >= repeat.max_samples || (count >= repeat.min_samples && total >= repeat.min_total.as_secs_f64());
+                        stop.store(done, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    barrier.wait();
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    Arc::try_unwrap(samples).map(|m| m.into_inner().unwrap()).unwrap_or_default()
+}
