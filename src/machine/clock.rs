@@ -104,8 +104,8 @@ impl Kernel {
     pub fn calibrate(self, secs: f64) -> Option<u64> {
         let mut iters = 1000u64;
         loop {
-            let t = self.time(iters, 1)?;
-            if t > 2e-3 || iters > 1 << 34 {
+            let t = self.time(iters, 3)?;
+            if t > 5e-4 || iters > 1 << 34 {
                 return Some(((iters as f64 * secs / t).ceil() as u64).max(1));
             }
             iters *= 8;

@@ -13,6 +13,9 @@ use super::topology::{self, CpuidTopology, OsTopology};
 use super::{ByIsa, Frequency, IdentifiedBy, MACHINE_SCHEMA, MachineModel, Pipes, Platform, ThreadScaling, peaks};
 use crate::error::{Error, Result};
 
+/// Timed runs per figure; the fastest counts (short runs, many tries: robust on a shared host).
+pub const REPS: u32 = 7;
+
 /// What `detect` should do.
 #[derive(Debug, Clone, Default)]
 pub struct DetectOptions {
@@ -20,7 +23,8 @@ pub struct DetectOptions {
     pub platform: Option<String>,
     /// `--frequency GHZ`: the clock the peaks use (measurements are still reported).
     pub frequency_ghz: Option<f64>,
-    /// Seconds per timed run (default 8 ms; every figure is the best of 3 runs).
+    /// Seconds per timed run (default 2 ms; every figure is the best of [`REPS`] runs, so that a
+    /// run the scheduler interrupted does not count).
     pub run_secs: Option<f64>,
 }
 
@@ -257,7 +261,7 @@ fn chain_width(isa: &str) -> u32 {
 
 /// The measured part: clocks, FP throughput, thread scaling. Mutates `m` and recomputes peaks.
 fn measure(m: &mut MachineModel, opts: &DetectOptions) {
-    let secs = opts.run_secs.unwrap_or(0.008).clamp(0.001, 1.0);
+    let secs = opts.run_secs.unwrap_or(0.002).clamp(0.001, 1.0);
     let platform = match m.identified_by {
         IdentifiedBy::Generic => None,
         _ => Platform::embedded().into_iter().find(|p| p.key == m.microarchitecture),
@@ -280,7 +284,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     let first = [cpus.first().copied().unwrap_or(0)];
     let one = |k: Kernel, lat: u32| -> Option<f64> {
         let iters = k.calibrate(secs)?;
-        clock::chain_ghz(k, lat, iters, 3)
+        clock::chain_ghz(k, lat, iters, REPS)
     };
     // Integer chains, interleaved, on the first allowed CPU.
     let results = clock::on_cpus(&first, || {
@@ -327,7 +331,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
                 .filter_map(|&w| {
                     let k = Kernel::FpChain { width: w, fma: has_fma };
                     let iters = k.calibrate(secs)?;
-                    clock::chain_ghz(k, fp_lat, iters, 3).map(|g| (w, g))
+                    clock::chain_ghz(k, fp_lat, iters, REPS).map(|g| (w, g))
                 })
                 .collect::<BTreeMap<u32, f64>>()
         });
@@ -354,7 +358,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
                 let k = Kernel::FpStreams { width: w, fma: has_fma };
                 let iters = k.calibrate(secs)?;
                 let ghz = by_width_one.get(&w).copied().or(if imul > 0.0 { Some(imul) } else { None })?;
-                clock::streams_ops_per_sec(k, iters, 3).map(|r| (w, r / (ghz * 1e9)))
+                clock::streams_ops_per_sec(k, iters, REPS).map(|r| (w, r / (ghz * 1e9)))
             })
             .collect::<BTreeMap<u32, f64>>()
     })
@@ -382,7 +386,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
             counts.push(cpus.len().max(1));
             let mut base = None;
             for n in counts {
-                let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || clock::streams_ops_per_sec(k, iters, 3).unwrap_or(0.0));
+                let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || clock::streams_ops_per_sec(k, iters, REPS).unwrap_or(0.0));
                 let gflops = rates.iter().sum::<f64>() * k.flops_per_op() / 1e9;
                 let b = *base.get_or_insert(gflops);
                 m.thread_scaling.push(ThreadScaling {
