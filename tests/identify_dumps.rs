@@ -113,7 +113,11 @@ fn granite_rapids_reported_as_rocket_lake_is_identified_by_flags() {
     assert_eq!(m.microarchitecture, "gnr");
     assert_eq!(m.identified_by, IdentifiedBy::FeatureFlags);
     assert!(m.candidates.is_empty(), "{:?}", m.candidates);
-    assert!(m.warnings.iter().any(|w| w.contains("Rocket Lake") && w.contains("amx_tile")), "{:?}", m.warnings);
+    assert!(
+        m.warnings.iter().any(|w| w.contains("Rocket Lake") && w.contains("amx_tile")),
+        "{:?}",
+        m.warnings
+    );
     // The same dump unmasked is GNR by model, and SPR's model on GNR's flags is rejected too.
     for c in &mut d.cpus {
         c.mask_model(0x8F);
@@ -153,9 +157,17 @@ fn caches_from_cpuid_match_the_dumps_own_summary() {
         assert_eq!(want.len(), 3, "{short}: summary lines");
         let m = model(&path);
         for (level, size, ways, line) in want {
-            let c = m.caches.iter().find(|c| c.level == level).unwrap_or_else(|| panic!("{short}: no L{level}"));
+            let c = m
+                .caches
+                .iter()
+                .find(|c| c.level == level)
+                .unwrap_or_else(|| panic!("{short}: no L{level}"));
             assert_eq!((c.size_bytes, c.ways, c.line_bytes), (size, ways, line), "{short} L{level}");
-            assert_eq!(c.size_bytes, c.ways as u64 * c.sets as u64 * c.line_bytes as u64, "{short} L{level} sets");
+            assert_eq!(
+                c.size_bytes,
+                c.ways as u64 * c.sets as u64 * c.line_bytes as u64,
+                "{short} L{level} sets"
+            );
             assert_eq!(c.shared_by_source, "cpuid");
         }
     }
@@ -166,13 +178,13 @@ fn topology_of_recorded_cpus() {
     let Some(dir) = shared_cpuid() else { return };
     // (sockets, cores, threads, smt) from the README and the CPUs' specifications.
     let cases = [
-        ("skx", (2, 48, 96, true)),   // 2 × Platinum 8160 (24 cores)
+        ("skx", (2, 48, 96, true)),     // 2 × Platinum 8160 (24 cores)
         ("zen3", (2, 128, 128, false)), // 2 × EPYC 7763, SMT off
-        ("zen4", (1, 16, 32, true)),  // EPYC 9124
-        ("zen5", (1, 64, 64, false)), // 64 of the 9655's cores, SMT off
-        ("emr", (1, 56, 56, false)),  // SMT off
-        ("adl", (1, 16, 24, true)),   // i9-12900K: 8 P-cores (SMT) + 8 E-cores
-        ("snb", (1, 6, 12, true)),    // i7-3930K
+        ("zen4", (1, 16, 32, true)),    // EPYC 9124
+        ("zen5", (1, 64, 64, false)),   // 64 of the 9655's cores, SMT off
+        ("emr", (1, 56, 56, false)),    // SMT off
+        ("adl", (1, 16, 24, true)),     // i9-12900K: 8 P-cores (SMT) + 8 E-cores
+        ("snb", (1, 6, 12, true)),      // i7-3930K
     ];
     let all = dumps(&dir);
     for (short, want) in cases {
@@ -193,14 +205,22 @@ fn topology_of_recorded_cpus() {
 fn own_fixtures_identify_client_haswell_and_broadwell() {
     for (file, key, l3) in [("hsw_client.txt", "hsw", 8u64 << 20), ("bdw_client.txt", "bdw", 6 << 20)] {
         let m = model(&fixture(file));
-        assert_eq!((m.microarchitecture.as_str(), m.identified_by), (key, IdentifiedBy::CpuidModel), "{file}");
+        assert_eq!(
+            (m.microarchitecture.as_str(), m.identified_by),
+            (key, IdentifiedBy::CpuidModel),
+            "{file}"
+        );
         assert_eq!((m.sockets, m.cores, m.threads, m.smt), (1, 4, 8, true), "{file}");
         assert_eq!(m.caches.iter().find(|c| c.level == 3).unwrap().size_bytes, l3);
         // Masked model: flags and the L3 size still pick the client part.
         let mut d = CpuidDump::load(&fixture(file)).unwrap();
         d.cpus.iter_mut().for_each(|c| c.mask_model(0xFE));
         let m = from_dump(&d, &DetectOptions::default()).unwrap();
-        assert_eq!((m.microarchitecture.as_str(), m.identified_by), (key, IdentifiedBy::FeatureFlags), "{file}");
+        assert_eq!(
+            (m.microarchitecture.as_str(), m.identified_by),
+            (key, IdentifiedBy::FeatureFlags),
+            "{file}"
+        );
         // Nominal clock from the brand string; Haswell has no leaf 0x16.
         assert_eq!(m.frequency_ghz.nominal_source.as_deref(), Some("brand string"));
     }
@@ -250,7 +270,11 @@ fn peaks_follow_the_platform_table_at_the_given_clock() {
             "snb" | "ivb" | "hsx" | "bdx" | "skl" | "adl" | "zen1" | "zen2" | "zen3" => assert_eq!(per_core_512, None, "{short}"),
             _ => {}
         }
-        assert_eq!(m.peak_gflops.double.avx2, m.peak_gflops_per_core.double.avx2.map(|p| p * m.cores as f64), "{short}");
+        assert_eq!(
+            m.peak_gflops.double.avx2,
+            m.peak_gflops_per_core.double.avx2.map(|p| p * m.cores as f64),
+            "{short}"
+        );
         assert_eq!(m.peak_gflops.single.scalar, m.peak_gflops.double.scalar.map(|p| 2.0 * p), "{short}");
     }
 }

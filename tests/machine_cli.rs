@@ -15,21 +15,40 @@ fn json_of(args: &[&str]) -> Value {
 }
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpuid").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cpuid")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 #[test]
 fn static_json_has_the_documented_fields() {
     let v = json_of(&["machine", "--json", "--no-measure"]);
     assert_eq!(v["schema"], "roofline.machine/1");
-    for key in ["vendor", "microarchitecture", "identified_by", "sockets", "cores", "threads", "caches", "isa", "fp_pipes"] {
+    for key in [
+        "vendor",
+        "microarchitecture",
+        "identified_by",
+        "sockets",
+        "cores",
+        "threads",
+        "caches",
+        "isa",
+        "fp_pipes",
+    ] {
         assert!(!v[key].is_null(), "missing {key}");
     }
     let threads = v["threads"].as_u64().unwrap();
     let cores = v["cores"].as_u64().unwrap();
     assert!(threads >= cores && cores >= v["sockets"].as_u64().unwrap() && cores >= 1);
     for c in v["caches"].as_array().unwrap() {
-        let (size, ways, sets, line) = (c["size_bytes"].as_u64().unwrap(), c["ways"].as_u64().unwrap(), c["sets"].as_u64().unwrap(), c["line_bytes"].as_u64().unwrap());
+        let (size, ways, sets, line) = (
+            c["size_bytes"].as_u64().unwrap(),
+            c["ways"].as_u64().unwrap(),
+            c["sets"].as_u64().unwrap(),
+            c["line_bytes"].as_u64().unwrap(),
+        );
         assert!(size > 0 && size % (ways * sets * line) == 0, "{c}");
         assert!(c["shared_by_threads"].as_u64().unwrap() >= 1);
     }
@@ -64,14 +83,20 @@ fn measured_clocks_and_peaks_are_consistent() {
 fn table_by_default_and_json_file_with_o() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("m.json");
-    let a = roofline().args(["machine", "--no-measure", "-o", out.to_str().unwrap()]).assert().success();
+    let a = roofline()
+        .args(["machine", "--no-measure", "-o", out.to_str().unwrap()])
+        .assert()
+        .success();
     let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
     assert!(stdout.contains("micro-arch") && stdout.contains("caches"), "{stdout}");
     let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(v["schema"], "roofline.machine/1");
     // Unsupported extension: exit 2, nothing written.
     let bad = dir.path().join("m.svg");
-    roofline().args(["machine", "--no-measure", "-o", bad.to_str().unwrap()]).assert().code(2);
+    roofline()
+        .args(["machine", "--no-measure", "-o", bad.to_str().unwrap()])
+        .assert()
+        .code(2);
     assert!(!bad.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
@@ -83,7 +108,10 @@ fn bad_frequency_exits_2() {
         assert_eq!(out.status.code(), Some(2), "--frequency {f}");
         assert!(!out.stderr.is_empty());
     }
-    roofline().args(["machine", "--no-measure", "--frequency", "3.1"]).assert().success();
+    roofline()
+        .args(["machine", "--no-measure", "--frequency", "3.1"])
+        .assert()
+        .success();
 }
 
 #[test]
@@ -98,9 +126,18 @@ fn platform_option_and_bad_platforms() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         // (content, line that must be named)
-        ("key = \"x\"\nname = \"X\"\nfp_pipes = 3\n[identify]\nvendor = \"GenuineIntel\"\nfamilies = [6]\n", 3),
-        ("key = \"x\"\nname = \"X\"\n\n[identify]\nvendor = \"GenuineIntel\"\nfamilies = [6]\nrequires = [\"avx9000\"]\n[fp_pipes.128]\nfma = 2\n", 7),
-        ("key = \"x\"\nname = \"X\"\n[identify]\nvendor = \"AuthenticAMD\"\nfamilies = [0x19]\n[fp_pipes.96]\nfma = 2\n", 6),
+        (
+            "key = \"x\"\nname = \"X\"\nfp_pipes = 3\n[identify]\nvendor = \"GenuineIntel\"\nfamilies = [6]\n",
+            3,
+        ),
+        (
+            "key = \"x\"\nname = \"X\"\n\n[identify]\nvendor = \"GenuineIntel\"\nfamilies = [6]\nrequires = [\"avx9000\"]\n[fp_pipes.128]\nfma = 2\n",
+            7,
+        ),
+        (
+            "key = \"x\"\nname = \"X\"\n[identify]\nvendor = \"AuthenticAMD\"\nfamilies = [0x19]\n[fp_pipes.96]\nfma = 2\n",
+            6,
+        ),
         ("key = \"x\"\nname = \"X\n", 2),
     ];
     for (i, (text, line)) in cases.iter().enumerate() {

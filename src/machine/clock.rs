@@ -37,8 +37,7 @@ impl Kernel {
                     512 => std::arch::is_x86_feature_detected!("avx512f"),
                     _ => false,
                 };
-                base && (!fma || std::arch::is_x86_feature_detected!("fma"))
-                    && !(matches!(self, Kernel::FpStreams { width: 64, .. }))
+                base && (!fma || std::arch::is_x86_feature_detected!("fma")) && !(matches!(self, Kernel::FpStreams { width: 64, .. }))
             }
         }
     }
@@ -158,7 +157,10 @@ pub fn on_cpus<T: Send>(cpus: &[usize], f: impl Fn() -> T + Sync) -> Vec<T> {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("measurement thread panicked")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("measurement thread panicked"))
+            .collect()
     })
 }
 
@@ -261,7 +263,6 @@ unsafe fn fma_chain_512(n: u64) {
             n = inout(reg) n => _, out("zmm0") _, out("zmm1") _, out("zmm2") _, options(nomem, nostack));
     }
 }
-
 
 /// SAFETY: caller checked avx,fma.
 #[target_feature(enable = "avx,fma")]

@@ -30,7 +30,12 @@ pub struct Reader<'a>(pub &'a dyn CpuidSource);
 impl CpuIdReader for Reader<'_> {
     fn cpuid2(&self, eax: u32, ecx: u32) -> CpuIdResult {
         let [a, b, c, d] = self.0.cpuid(eax, ecx);
-        CpuIdResult { eax: a, ebx: b, ecx: c, edx: d }
+        CpuIdResult {
+            eax: a,
+            ebx: b,
+            ecx: c,
+            edx: d,
+        }
     }
 }
 
@@ -151,7 +156,11 @@ impl CpuidFacts {
         let max_sub7 = if max_basic >= 7 { src.cpuid(7, 0)[0] } else { 0 };
         let mut flags = BTreeSet::new();
         for &(name, leaf, sub, reg, bit) in FLAGS {
-            let present = if leaf >= 0x8000_0000 { leaf <= max_ext && max_ext < 0x8000_1000 } else { leaf <= max_basic };
+            let present = if leaf >= 0x8000_0000 {
+                leaf <= max_ext && max_ext < 0x8000_1000
+            } else {
+                leaf <= max_basic
+            };
             // Unsupported leaves return the highest leaf's data on Intel: never trust them.
             if !present || (leaf == 7 && sub > max_sub7) {
                 continue;

@@ -78,7 +78,10 @@ pub fn detect_static(opts: &DetectOptions) -> Result<MachineModel> {
 /// The static model of a recorded CPU (its first logical CPU's CPUID; topology from the dump).
 pub fn from_dump(d: &CpuidDump, opts: &DetectOptions) -> Result<MachineModel> {
     check_frequency(opts.frequency_ghz)?;
-    let first = d.cpus.first().ok_or_else(|| Error::input("empty CPUID dump", "pass a dump with at least one CPU"))?;
+    let first = d
+        .cpus
+        .first()
+        .ok_or_else(|| Error::input("empty CPUID dump", "pass a dump with at least one CPU"))?;
     let os = OsTopology::from_dump(d);
     let mut m = build(first, &os, opts)?;
     set_peaks(&mut m);
@@ -145,7 +148,10 @@ fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result
         stepping: facts.stepping,
         brand: facts.brand.clone(),
         microarchitecture: platform.as_ref().map(|p| p.key.clone()).unwrap_or_else(|| "generic".into()),
-        microarchitecture_name: platform.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "generic (CPUID only)".into()),
+        microarchitecture_name: platform
+            .as_ref()
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| "generic (CPUID only)".into()),
         identified_by,
         candidates,
         warnings,
@@ -189,7 +195,11 @@ fn pipes_for(table: &BTreeMap<String, Pipes>, f: &CpuidFacts) -> BTreeMap<String
 
 /// Unknown CPU: two FMA pipes per width present, or one add and one mul without FMA.
 fn generic_pipes(f: &CpuidFacts) -> BTreeMap<String, Pipes> {
-    let p = if f.has("fma") { Pipes { fma: 2, add: 0, mul: 0 } } else { Pipes { fma: 0, add: 1, mul: 1 } };
+    let p = if f.has("fma") {
+        Pipes { fma: 2, add: 0, mul: 0 }
+    } else {
+        Pipes { fma: 0, add: 1, mul: 1 }
+    };
     let mut m = BTreeMap::new();
     m.insert("128".to_string(), p);
     if f.has("avx") {
@@ -205,7 +215,12 @@ fn generic_pipes(f: &CpuidFacts) -> BTreeMap<String, Pipes> {
 pub fn brand_ghz(brand: &str) -> Option<f64> {
     let lower = brand.to_ascii_lowercase();
     let at = lower.rfind("ghz")?;
-    let num: String = lower[..at].trim_end().chars().rev().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let num: String = lower[..at]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
     let num: String = num.chars().rev().collect();
     num.parse::<f64>().ok().filter(|g| *g > 0.0 && *g <= 10.0)
 }
@@ -350,7 +365,10 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         m.frequency_ghz.by_isa_all_threads.set(isa, by_width_all.get(&w).copied());
     }
     // Throughput: instructions per cycle per width on one core (12 independent streams).
-    let stream_widths: Vec<u32> = [128u32, 256, 512].into_iter().filter(|w| m.fp_pipes.contains_key(&w.to_string())).collect();
+    let stream_widths: Vec<u32> = [128u32, 256, 512]
+        .into_iter()
+        .filter(|w| m.fp_pipes.contains_key(&w.to_string()))
+        .collect();
     let ops: BTreeMap<u32, f64> = clock::on_cpus(&first, || {
         stream_widths
             .iter()
@@ -386,7 +404,9 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
             counts.push(cpus.len().max(1));
             let mut base = None;
             for n in counts {
-                let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || clock::streams_ops_per_sec(k, iters, REPS).unwrap_or(0.0));
+                let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || {
+                    clock::streams_ops_per_sec(k, iters, REPS).unwrap_or(0.0)
+                });
                 let gflops = rates.iter().sum::<f64>() * k.flops_per_op() / 1e9;
                 let b = *base.get_or_insert(gflops);
                 m.thread_scaling.push(ThreadScaling {

@@ -76,8 +76,13 @@ pub fn parse(text: &str, origin: &str) -> Result<CpuidDump> {
                 && let Some(pos) = line.find("Logical CPU #")
             {
                 let digits: String = line[pos + 13..].chars().take_while(|c| c.is_ascii_digit()).collect();
-                let index = digits.parse::<u32>().map_err(|_| bad(lineno, "block header without a CPU number".into()))?;
-                current = Some(DumpCpu { index, ..Default::default() });
+                let index = digits
+                    .parse::<u32>()
+                    .map_err(|_| bad(lineno, "block header without a CPU number".into()))?;
+                current = Some(DumpCpu {
+                    index,
+                    ..Default::default()
+                });
             }
             continue;
         }
@@ -91,12 +96,19 @@ pub fn parse(text: &str, origin: &str) -> Result<CpuidDump> {
         let Some(rest) = line.strip_prefix("CPUID ") else { continue };
         // `CPUID Manufacturer: ...` summary lines have no hex leaf: skip them.
         let Some((leaf_s, regs_s)) = rest.split_once(':') else { continue };
-        let Ok(leaf) = u32::from_str_radix(leaf_s.trim(), 16) else { continue };
+        let Ok(leaf) = u32::from_str_radix(leaf_s.trim(), 16) else {
+            continue;
+        };
         let mut parts = regs_s.split_whitespace();
-        let regs_tok = parts.next().ok_or_else(|| bad(lineno, format!("leaf {leaf:08X} has no registers")))?;
+        let regs_tok = parts
+            .next()
+            .ok_or_else(|| bad(lineno, format!("leaf {leaf:08X} has no registers")))?;
         let regs: Vec<&str> = regs_tok.split('-').collect();
         if regs.len() != 4 {
-            return Err(bad(lineno, format!("leaf {leaf:08X}: expected EAX-EBX-ECX-EDX, found '{regs_tok}'")));
+            return Err(bad(
+                lineno,
+                format!("leaf {leaf:08X}: expected EAX-EBX-ECX-EDX, found '{regs_tok}'"),
+            ));
         }
         let mut r = [0u32; 4];
         for (slot, s) in r.iter_mut().zip(&regs) {

@@ -45,7 +45,11 @@ pub fn identify(facts: &CpuidFacts, caches: &[Cache], platforms: &[Platform]) ->
     let mut warnings = Vec::new();
     let same_family = |p: &&Platform| p.identify.vendor == facts.vendor && p.identify.families.contains(&facts.family);
     // 1. Family/model, confirmed by flags.
-    for p in platforms.iter().filter(same_family).filter(|p| p.identify.models.contains(&facts.model)) {
+    for p in platforms
+        .iter()
+        .filter(same_family)
+        .filter(|p| p.identify.models.contains(&facts.model))
+    {
         match flag_conflict(p, facts) {
             None => {
                 return Identification {
@@ -62,7 +66,11 @@ pub fn identify(facts: &CpuidFacts, caches: &[Cache], platforms: &[Platform]) ->
         }
     }
     // 2. Flags, then cache sizes.
-    let by_flags: Vec<&Platform> = platforms.iter().filter(same_family).filter(|p| flag_conflict(p, facts).is_none()).collect();
+    let by_flags: Vec<&Platform> = platforms
+        .iter()
+        .filter(same_family)
+        .filter(|p| flag_conflict(p, facts).is_none())
+        .collect();
     let (l2, l3) = (cache_kib(caches, 2), cache_kib(caches, 3));
     let by_caches: Vec<&Platform> = by_flags
         .iter()

@@ -26,7 +26,11 @@ pub fn flops_per_cycle(isa: &str, has_fma: bool, pipes: &BTreeMap<String, Pipes>
         "avx2" | "avx512" => true,
         _ => false,
     };
-    let per_lane = if fma_instr { 2 * p.fma + p.add + p.mul } else { p.fma + p.add + p.mul };
+    let per_lane = if fma_instr {
+        2 * p.fma + p.add + p.mul
+    } else {
+        p.fma + p.add + p.mul
+    };
     let lanes = (w / 64).max(1);
     (per_lane > 0).then_some((lanes * per_lane) as f64)
 }
@@ -42,7 +46,9 @@ pub fn peaks(
     let mut p = Peaks::default();
     for isa in ByIsa::ISAS {
         let v = if present(isa) {
-            flops_per_cycle(isa, has_fma, pipes).zip(clock(isa)).map(|(f, ghz)| f * ghz * cores as f64)
+            flops_per_cycle(isa, has_fma, pipes)
+                .zip(clock(isa))
+                .map(|(f, ghz)| f * ghz * cores as f64)
         } else {
             None
         };
@@ -57,7 +63,9 @@ mod tests {
     use super::*;
 
     fn pipes(list: &[(&str, u32, u32, u32)]) -> BTreeMap<String, Pipes> {
-        list.iter().map(|&(w, fma, add, mul)| (w.to_string(), Pipes { fma, add, mul })).collect()
+        list.iter()
+            .map(|&(w, fma, add, mul)| (w.to_string(), Pipes { fma, add, mul }))
+            .collect()
     }
 
     #[test]

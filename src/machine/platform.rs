@@ -185,26 +185,38 @@ impl Platform {
         for w in self.fp_pipes.keys() {
             if !["128", "256", "512"].contains(&w.as_str()) {
                 return Err(Error::input(
-                    format!("{origin}{}: fp_pipes width '{w}' is not 128, 256 or 512", at(&format!("fp_pipes.{w}"))),
+                    format!(
+                        "{origin}{}: fp_pipes width '{w}' is not 128, 256 or 512",
+                        at(&format!("fp_pipes.{w}"))
+                    ),
                     hint,
                 ));
             }
         }
         for (w, p) in &self.fp_pipes {
             if p.fma > 8 || p.add > 8 || p.mul > 8 {
-                return Err(Error::input(format!("{origin}{}: more than 8 pipes at width {w}", at(&format!("fp_pipes.{w}"))), hint));
+                return Err(Error::input(
+                    format!("{origin}{}: more than 8 pipes at width {w}", at(&format!("fp_pipes.{w}"))),
+                    hint,
+                ));
             }
         }
         for (name, v) in [("fma", self.latency.fma), ("fadd", self.latency.fadd)] {
             if let Some(l) = v
                 && !(1..=20).contains(&l)
             {
-                return Err(Error::input(format!("{origin}{}: latency.{name} = {l} is not 1..20 cycles", at("[latency]")), hint));
+                return Err(Error::input(
+                    format!("{origin}{}: latency.{name} = {l} is not 1..20 cycles", at("[latency]")),
+                    hint,
+                ));
             }
         }
         for (k, v) in &self.bytes_per_cycle {
             if !(v.is_finite() && *v > 0.0 && *v <= 4096.0) {
-                return Err(Error::input(format!("{origin}{}: bytes_per_cycle.{k} = {v} is not in (0, 4096]", at(k)), hint));
+                return Err(Error::input(
+                    format!("{origin}{}: bytes_per_cycle.{k} = {v} is not in (0, 4096]", at(k)),
+                    hint,
+                ));
             }
         }
         Ok(())

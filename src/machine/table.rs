@@ -18,8 +18,16 @@ pub fn render(m: &MachineModel) -> String {
         super::IdentifiedBy::Generic => "generic",
     };
     let _ = writeln!(s, "CPU            {} ({})", m.brand, m.vendor);
-    let _ = writeln!(s, "signature      family {:#x} model {:#x} stepping {}", m.family, m.model, m.stepping);
-    let _ = writeln!(s, "micro-arch     {} [{}], identified by {by}", m.microarchitecture_name, m.microarchitecture);
+    let _ = writeln!(
+        s,
+        "signature      family {:#x} model {:#x} stepping {}",
+        m.family, m.model, m.stepping
+    );
+    let _ = writeln!(
+        s,
+        "micro-arch     {} [{}], identified by {by}",
+        m.microarchitecture_name, m.microarchitecture
+    );
     if !m.candidates.is_empty() {
         let _ = writeln!(s, "               other candidates: {}", m.candidates.join(", "));
     }
@@ -55,7 +63,11 @@ pub fn render(m: &MachineModel) -> String {
     let _ = writeln!(s, "ISA            {}", m.isa.join(" "));
     let _ = writeln!(s, "FP pipes/core  ({})", m.fp_pipes_source);
     for (w, p) in &m.fp_pipes {
-        let measured = m.fp_ops_per_cycle_measured.get(w).map(|v| format!("   measured {v:.2} FP ops/cycle")).unwrap_or_default();
+        let measured = m
+            .fp_ops_per_cycle_measured
+            .get(w)
+            .map(|v| format!("   measured {v:.2} FP ops/cycle"))
+            .unwrap_or_default();
         let _ = writeln!(s, "  {w:>3}-bit      fma {}  add {}  mul {}{measured}", p.fma, p.add, p.mul);
     }
     let f = &m.frequency_ghz;
@@ -91,7 +103,11 @@ pub fn render(m: &MachineModel) -> String {
     if !m.thread_scaling.is_empty() {
         let _ = writeln!(s, "FMA scaling    (widest ISA, double)");
         for t in &m.thread_scaling {
-            let _ = writeln!(s, "  {:>4} thread(s) {:>10.1} GFLOP/s  efficiency {:.2}", t.threads, t.gflops, t.efficiency);
+            let _ = writeln!(
+                s,
+                "  {:>4} thread(s) {:>10.1} GFLOP/s  efficiency {:.2}",
+                t.threads, t.gflops, t.efficiency
+            );
         }
     }
     if !m.bytes_per_cycle.is_empty() {

@@ -76,7 +76,9 @@ impl OsTopology {
             });
             for idx in 0..16 {
                 let c = d.join("cache").join(format!("index{idx}"));
-                let Some(level) = read_trim(&c.join("level")).and_then(|s| s.parse::<u32>().ok()) else { break };
+                let Some(level) = read_trim(&c.join("level")).and_then(|s| s.parse::<u32>().ok()) else {
+                    break;
+                };
                 let kind = read_trim(&c.join("type")).unwrap_or_default().to_ascii_lowercase();
                 if let Some(list) = read_trim(&c.join("shared_cpu_list")).and_then(|s| parse_cpu_list(&s)) {
                     t.cache_groups.entry((level, kind)).or_default().insert(list);
