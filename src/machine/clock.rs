@@ -343,3 +343,42 @@ unsafe fn fma_streams_512(n: u64) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_run_or_refuse() {
+        assert!(Kernel::Imul.run(10));
+        assert!(Kernel::Xor.run(10));
+        assert!(!Kernel::Imul.run(0));
+        // No scalar stream kernel exists: refused, not run.
+        assert!(!Kernel::FpStreams { width: 64, fma: false }.run(10));
+        assert!(!Kernel::FpChain { width: 96, fma: false }.run(10));
+        assert!(Kernel::FpChain { width: 128, fma: false }.run(10), "SSE2 is baseline x86-64");
+        assert_eq!(Kernel::Xor.ops_per_iter(), 8 * BLOCK);
+        assert_eq!(Kernel::FpStreams { width: 512, fma: true }.flops_per_op(), 16.0);
+        assert_eq!(Kernel::FpStreams { width: 256, fma: false }.flops_per_op(), 4.0);
+    }
+
+    #[test]
+    fn every_supported_width_runs_on_all_allowed_cpus() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty());
+        let ran = on_cpus(&cpus, || {
+            [64, 128, 256, 512]
+                .into_iter()
+                .filter(|&w| {
+                    let k = Kernel::FpChain {
+                        width: w,
+                        fma: std::arch::is_x86_feature_detected!("fma"),
+                    };
+                    k.supported() && k.run(5)
+                })
+                .count()
+        });
+        assert_eq!(ran.len(), cpus.len());
+        assert!(ran.iter().all(|&n| n >= 2), "scalar and 128-bit chains run on any x86-64: {ran:?}");
+    }
+}

@@ -110,3 +110,77 @@ pub fn identify(facts: &CpuidFacts, caches: &[Cache], platforms: &[Platform]) ->
         warnings,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(vendor: &str, family: u32, model: u32, flags: &[&str]) -> CpuidFacts {
+        CpuidFacts {
+            vendor: vendor.into(),
+            family,
+            model,
+            flags: flags.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn cache(level: u32, kib: u64) -> Cache {
+        Cache {
+            level,
+            kind: "unified".into(),
+            size_bytes: kib * 1024,
+            line_bytes: 64,
+            ways: 8,
+            sets: (kib * 1024 / 512) as u32,
+            shared_by_threads: 1,
+            shared_by_source: "cpuid".into(),
+            instances: None,
+        }
+    }
+
+    #[test]
+    fn model_counts_only_when_flags_agree() {
+        let all = Platform::embedded();
+        let rkl = facts("GenuineIntel", 6, 0xA7, &["avx2", "avx512f", "avx512vbmi2", "gfni"]);
+        let id = identify(&rkl, &[cache(2, 512)], &all);
+        assert_eq!(
+            (id.platform.unwrap().key.as_str(), id.identified_by),
+            ("tgl", IdentifiedBy::CpuidModel)
+        );
+        // The same model with SPR's flags (AMX, FP16, no AMX-FP16): SPR by flags, model rejected.
+        let spr_flags = ["avx2", "avx512f", "avx512vbmi2", "gfni", "amx_tile", "avx512_fp16"];
+        let id = identify(&facts("GenuineIntel", 6, 0xA7, &spr_flags), &[cache(2, 2048)], &all);
+        assert_eq!(
+            (id.platform.unwrap().key.as_str(), id.identified_by),
+            ("spr", IdentifiedBy::FeatureFlags)
+        );
+        assert!(id.warnings[0].contains("model 0xa7"), "{:?}", id.warnings);
+    }
+
+    #[test]
+    fn caches_narrow_and_ambiguity_is_reported() {
+        let all = Platform::embedded();
+        let hsw_flags = ["avx", "avx2", "fma", "f16c"];
+        let id = identify(
+            &facts("GenuineIntel", 6, 0xFE, &hsw_flags),
+            &[cache(2, 256), cache(3, 30 * 1024)],
+            &all,
+        );
+        assert_eq!(id.platform.unwrap().key, "hsx");
+        assert!(id.candidates.is_empty());
+        // No cache information: both Haswells remain; the client part (priority 1) is assumed.
+        let id = identify(&facts("GenuineIntel", 6, 0xFE, &hsw_flags), &[], &all);
+        assert_eq!(id.platform.unwrap().key, "hsw");
+        assert_eq!(id.candidates, vec!["hsx".to_string()]);
+        assert!(id.warnings.iter().any(|w| w.contains("cannot separate")));
+    }
+
+    #[test]
+    fn unknown_vendor_is_generic_with_a_warning() {
+        let id = identify(&facts("HygonGenuine", 0x18, 1, &["avx2", "fma"]), &[], &Platform::embedded());
+        assert!(id.platform.is_none());
+        assert_eq!(id.identified_by, IdentifiedBy::Generic);
+        assert!(id.warnings[0].contains("unknown CPU"));
+    }
+}
