@@ -30,6 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         platform: args.platform.platform.clone(),
         frequency_ghz: args.frequency,
         run_secs: None,
+        progress: true,
     };
     if let Some(spec) = &opts.platform {
         // A bad platform file fails before anything is measured.

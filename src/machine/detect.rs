@@ -26,6 +26,8 @@ pub struct DetectOptions {
     /// Seconds per timed run (default 2 ms; every figure is the best of [`REPS`] runs, so that a
     /// run the scheduler interrupted does not count).
     pub run_secs: Option<f64>,
+    /// Show a progress bar on stderr while measuring (hidden when stderr is not a terminal).
+    pub progress: bool,
 }
 
 /// `--frequency` must be in (0, 10] GHz.
@@ -301,6 +303,11 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         let iters = k.calibrate(secs)?;
         clock::chain_ghz(k, lat, iters, REPS)
     };
+    let bar = if opts.progress { indicatif::ProgressBar::new(4) } else { indicatif::ProgressBar::hidden() };
+    bar.set_message("measuring clocks");
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:20}] {pos}/{len}") {
+        bar.set_style(style);
+    }
     // Integer chains, interleaved, on the first allowed CPU.
     let results = clock::on_cpus(&first, || {
         let mut best = [0.0f64; 2];
@@ -325,6 +332,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
             "the clock chains disagree: imul says {imul:.3} GHz, xor {xor:.3} GHz (a busy or oversubscribed machine; rerun)"
         ));
     }
+    bar.inc(1);
     // FP chains per ISA, one thread then all threads.
     let isas: Vec<&str> = ByIsa::ISAS.iter().copied().filter(|i| has_isa(&m.isa, i)).collect();
     let widths: Vec<u32> = {
@@ -364,6 +372,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         m.frequency_ghz.by_isa.set(isa, by_width_one.get(&w).copied());
         m.frequency_ghz.by_isa_all_threads.set(isa, by_width_all.get(&w).copied());
     }
+    bar.inc(1);
     // Throughput: instructions per cycle per width on one core (12 independent streams).
     let stream_widths: Vec<u32> = [128u32, 256, 512]
         .into_iter()
@@ -391,6 +400,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         }
         m.fp_pipes_source = format!("platform table; 512-bit FMA units measured ({v:.2} per cycle → {units})");
     }
+    bar.inc(1);
     // 1 → N thread scaling of the widest stream kernel.
     if let Some(&w) = stream_widths.last() {
         let k = Kernel::FpStreams { width: w, fma: has_fma };
@@ -417,6 +427,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
             }
         }
     }
+    bar.finish_and_clear();
     m.measured = true;
     set_peaks(m);
 }
