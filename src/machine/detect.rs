@@ -303,7 +303,11 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         let iters = k.calibrate(secs)?;
         clock::chain_ghz(k, lat, iters, REPS)
     };
-    let bar = if opts.progress { indicatif::ProgressBar::new(4) } else { indicatif::ProgressBar::hidden() };
+    let bar = if opts.progress {
+        indicatif::ProgressBar::new(4)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     bar.set_message("measuring clocks");
     if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:20}] {pos}/{len}") {
         bar.set_style(style);
