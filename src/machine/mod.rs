@@ -1,11 +1,25 @@
 //! The machine model: CPUID identification, topology, caches, clocks and theoretical peaks.
 //! `roofline.machine/1` is its JSON form (documented in `docs/machine-schema.md`).
 
+//!
+//! Other commands call [`detect`] (full model, clocks measured, ~1 s) or [`detect_static`]
+//! (CPUID, topology, caches and platform only, a few milliseconds; peaks at the nominal or
+//! `--frequency` clock). [`from_dump`] builds the static model from a recorded CPUID dump.
+
+pub mod clock;
+pub mod cpuid;
+pub mod detect;
+pub mod dump;
+pub mod identify;
+pub mod peaks;
 pub mod platform;
+pub mod table;
+pub mod topology;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use detect::{DetectOptions, detect, detect_static, from_dump};
 pub use platform::{EventSpec, Pipes, Platform};
 
 pub const MACHINE_SCHEMA: &str = "roofline.machine/1";
@@ -156,4 +170,11 @@ pub struct MachineModel {
     /// Theoretical bytes/cycle per core per level, where the platform knows them.
     #[serde(default)]
     pub bytes_per_cycle: BTreeMap<String, f64>,
+    /// Measured FMA (or, without FMA, add) instructions retired per cycle on one core, per
+    /// vector width (`"128"`, `"256"`, `"512"`): the pipes as the hardware shows them.
+    #[serde(default)]
+    pub fp_ops_per_cycle_measured: BTreeMap<String, f64>,
+    /// Whether clocks were measured (`detect`) or not (`detect_static`, dumps).
+    #[serde(default)]
+    pub measured: bool,
 }

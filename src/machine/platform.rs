@@ -41,6 +41,26 @@ pub struct Identify {
     /// Tie-breaking preference among candidates matched by flags (higher wins).
     #[serde(default)]
     pub priority: i32,
+    /// L2 size per core, KiB, `[min, max]`: separates client from server parts when
+    /// identifying by flags (e.g. Skylake 256 KiB vs Skylake-SP 1 MiB).
+    #[serde(default)]
+    pub l2_kib: Option<[u32; 2]>,
+    /// Total L3 (all instances of one package as CPUID describes one instance), KiB, `[min, max]`.
+    #[serde(default)]
+    pub l3_kib: Option<[u32; 2]>,
+}
+
+/// Dependent-chain latencies (cycles) the clock measurement needs, where they vary by core.
+/// `imul r64` (3) and `xor r64, r64` (1) are the same on every supported core and are not here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// Dependent `vfmadd231pd` (any width, this core's FMA latency).
+    #[serde(default)]
+    pub fma: Option<u32>,
+    /// Dependent `addpd`/`vaddpd` (used where there is no FMA: Sandy/Ivy Bridge).
+    #[serde(default)]
+    pub fadd: Option<u32>,
 }
 
 /// One hardware event, exactly as the kernel ABI takes it, plus what it measures.
@@ -90,6 +110,15 @@ pub struct EventSpec {
     pub optional: bool,
 }
 
+/// 1-based line of byte offset `off` in `text`.
+fn line_of(text: &str, off: usize) -> usize {
+    let mut end = off.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].matches('\n').count() + 1
+}
+
 fn default_pmu() -> String {
     "cpu".into()
 }
@@ -122,6 +151,8 @@ pub struct Platform {
     #[serde(default)]
     pub llc_inclusive: Option<bool>,
     #[serde(default)]
+    pub latency: Latency,
+    #[serde(default)]
     pub events: Vec<EventSpec>,
     #[serde(default)]
     pub notes: Vec<String>,
@@ -130,11 +161,65 @@ pub struct Platform {
 impl Platform {
     /// Parse a platform TOML; errors carry the origin, line and what is wrong.
     pub fn parse(text: &str, origin: &str) -> Result<Platform> {
-        toml::from_str::<Platform>(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        let p = toml::from_str::<Platform>(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
             let loc = line.map(|l| format!(":{l}")).unwrap_or_default();
             Error::input(format!("{origin}{loc}: {}", e.message()), "see platforms/README.md for the format")
-        })
+        })?;
+        p.check(text, origin)?;
+        Ok(p)
+    }
+
+    /// What serde cannot check: flag names, pipe counts, latencies.
+    fn check(&self, text: &str, origin: &str) -> Result<()> {
+        let at = |needle: &str| text.find(needle).map(|o| format!(":{}", line_of(text, o))).unwrap_or_default();
+        let hint = "see platforms/README.md for the format";
+        for f in self.identify.requires.iter().chain(&self.identify.lacks) {
+            if !super::cpuid::known_flag(f) {
+                return Err(Error::input(
+                    format!("{origin}{}: unknown feature flag '{f}'", at(&format!("\"{f}\""))),
+                    "flags are named as in src/machine/cpuid.rs (e.g. avx512f, amx_fp16, avx10_1)",
+                ));
+            }
+        }
+        for w in self.fp_pipes.keys() {
+            if !["128", "256", "512"].contains(&w.as_str()) {
+                return Err(Error::input(
+                    format!(
+                        "{origin}{}: fp_pipes width '{w}' is not 128, 256 or 512",
+                        at(&format!("fp_pipes.{w}"))
+                    ),
+                    hint,
+                ));
+            }
+        }
+        for (w, p) in &self.fp_pipes {
+            if p.fma > 8 || p.add > 8 || p.mul > 8 {
+                return Err(Error::input(
+                    format!("{origin}{}: more than 8 pipes at width {w}", at(&format!("fp_pipes.{w}"))),
+                    hint,
+                ));
+            }
+        }
+        for (name, v) in [("fma", self.latency.fma), ("fadd", self.latency.fadd)] {
+            if let Some(l) = v
+                && !(1..=20).contains(&l)
+            {
+                return Err(Error::input(
+                    format!("{origin}{}: latency.{name} = {l} is not 1..20 cycles", at("[latency]")),
+                    hint,
+                ));
+            }
+        }
+        for (k, v) in &self.bytes_per_cycle {
+            if !(v.is_finite() && *v > 0.0 && *v <= 4096.0) {
+                return Err(Error::input(
+                    format!("{origin}{}: bytes_per_cycle.{k} = {v} is not in (0, 4096]", at(k)),
+                    hint,
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// All embedded platforms.

@@ -1,0 +1,458 @@
+//! Building the machine model: the static part (CPUID, topology, caches, platform, nominal
+//! clock) from any [`CpuidSource`], and the measured part (clocks, FP throughput, thread
+//! scaling) on the live machine.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::clock::{self, Kernel};
+use super::cpuid::{CpuidFacts, CpuidSource, LiveCpuid};
+use super::dump::CpuidDump;
+use super::identify::{flag_conflict, identify};
+use super::topology::{self, CpuidTopology, OsTopology};
+use super::{ByIsa, Frequency, IdentifiedBy, MACHINE_SCHEMA, MachineModel, Pipes, Platform, ThreadScaling, peaks};
+use crate::error::{Error, Result};
+
+/// Timed runs per figure; the fastest counts (short runs, many tries: robust on a shared host).
+pub const REPS: u32 = 7;
+
+/// What `detect` should do.
+#[derive(Debug, Clone, Default)]
+pub struct DetectOptions {
+    /// `--platform NAME|FILE`: skip identification.
+    pub platform: Option<String>,
+    /// `--frequency GHZ`: the clock the peaks use (measurements are still reported).
+    pub frequency_ghz: Option<f64>,
+    /// Seconds per timed run (default 2 ms; every figure is the best of [`REPS`] runs, so that a
+    /// run the scheduler interrupted does not count).
+    pub run_secs: Option<f64>,
+    /// Show a progress bar on stderr while measuring (hidden when stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// `--frequency` must be in (0, 10] GHz.
+pub fn check_frequency(f: Option<f64>) -> Result<()> {
+    match f {
+        Some(g) if !(g.is_finite() && g > 0.0 && g <= 10.0) => Err(Error::input(
+            format!("--frequency {g}: not a clock in (0, 10] GHz"),
+            "give GHz, e.g. --frequency 2.6",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The full model of this machine, clocks measured (about a second).
+pub fn detect(opts: &DetectOptions) -> Result<MachineModel> {
+    check_frequency(opts.frequency_ghz)?;
+    let mut m = detect_static(opts)?;
+    measure(&mut m, opts);
+    Ok(m)
+}
+
+/// The model without any clock measurement (milliseconds): peaks use `--frequency` or the
+/// nominal clock.
+pub fn detect_static(opts: &DetectOptions) -> Result<MachineModel> {
+    check_frequency(opts.frequency_ghz)?;
+    let mut os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(fallback_topology);
+    let facts = CpuidFacts::read(&LiveCpuid);
+    if facts.has("hybrid") && os.cpus.iter().all(|c| c.core_type.is_none()) {
+        // No cpu_core/cpu_atom PMUs in sysfs: ask each CPU (leaf 0x1A) on a pinned thread.
+        let cpus: Vec<usize> = os.cpus.iter().map(|c| c.cpu as usize).collect();
+        let types = clock::on_cpus(&cpus, || (LiveCpuid.cpuid(0x1A, 0)[0] >> 24) as u8);
+        for (c, t) in os.cpus.iter_mut().zip(types) {
+            c.core_type = (t != 0).then_some(t);
+        }
+    }
+    let mut m = build(&LiveCpuid, &os, opts)?;
+    if m.frequency_ghz.nominal.is_none() {
+        if let Some(mhz) = cpuinfo_mhz() {
+            m.frequency_ghz.nominal = Some(mhz / 1000.0);
+            m.frequency_ghz.nominal_source = Some("/proc/cpuinfo".into());
+        } else if let Some(ghz) = tsc_ghz() {
+            m.frequency_ghz.nominal = Some(ghz);
+            m.frequency_ghz.nominal_source = Some("tsc calibration".into());
+        }
+    }
+    set_peaks(&mut m);
+    Ok(m)
+}
+
+/// The static model of a recorded CPU (its first logical CPU's CPUID; topology from the dump).
+pub fn from_dump(d: &CpuidDump, opts: &DetectOptions) -> Result<MachineModel> {
+    check_frequency(opts.frequency_ghz)?;
+    let first = d
+        .cpus
+        .first()
+        .ok_or_else(|| Error::input("empty CPUID dump", "pass a dump with at least one CPU"))?;
+    let os = OsTopology::from_dump(d);
+    let mut m = build(first, &os, opts)?;
+    set_peaks(&mut m);
+    Ok(m)
+}
+
+fn fallback_topology() -> OsTopology {
+    OsTopology {
+        cpus: (0..crate::util::available_cpus() as u32)
+            .map(|cpu| topology::OsCpu {
+                cpu,
+                package: 0,
+                core: cpu,
+                die: 0,
+                core_type: None,
+            })
+            .collect(),
+        cache_groups: BTreeMap::new(),
+        source: "available_parallelism".into(),
+    }
+}
+
+fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result<MachineModel> {
+    let facts = CpuidFacts::read(src);
+    let counts = topology::counts(os, &CpuidTopology::read(src));
+    let caches = topology::caches(src, os);
+    let mut warnings = Vec::new();
+    let (platform, identified_by, candidates) = match &opts.platform {
+        Some(spec) => {
+            let p = Platform::load(spec)?;
+            if let Some(why) = flag_conflict(&p, &facts) {
+                warnings.push(format!("--platform {}: this CPU {why}", p.key));
+            }
+            (Some(p), IdentifiedBy::PlatformOption, Vec::new())
+        }
+        None => {
+            let id = identify(&facts, &caches, &Platform::embedded());
+            warnings.extend(id.warnings);
+            (id.platform, id.identified_by, id.candidates)
+        }
+    };
+    warnings.extend(counts.warnings.iter().cloned());
+    if caches.is_empty() {
+        warnings.push("CPUID describes no caches (leaf 4 / 0x8000_001D absent)".into());
+    }
+    let (fp_pipes, fp_pipes_source) = match &platform {
+        Some(p) => (pipes_for(&p.fp_pipes, &facts), "platform table".to_string()),
+        None => (generic_pipes(&facts), "generic guess".to_string()),
+    };
+    let core_types = topology::core_types(os);
+    if !core_types.is_empty() {
+        warnings.push("hybrid CPU: FP pipes and peaks are those of the P-cores; E-cores are slower".into());
+    }
+    let (nominal, nominal_source) = match (facts.base_mhz, brand_ghz(&facts.brand)) {
+        (Some(mhz), _) => (Some(mhz as f64 / 1000.0), Some("cpuid 0x16".to_string())),
+        (None, Some(g)) => (Some(g), Some("brand string".to_string())),
+        _ => (None, None),
+    };
+    Ok(MachineModel {
+        schema: MACHINE_SCHEMA.into(),
+        vendor: facts.vendor.clone(),
+        family: facts.family,
+        model: facts.model,
+        stepping: facts.stepping,
+        brand: facts.brand.clone(),
+        microarchitecture: platform.as_ref().map(|p| p.key.clone()).unwrap_or_else(|| "generic".into()),
+        microarchitecture_name: platform
+            .as_ref()
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| "generic (CPUID only)".into()),
+        identified_by,
+        candidates,
+        warnings,
+        hypervisor: facts.hypervisor.clone(),
+        sockets: counts.sockets,
+        cores: counts.cores,
+        threads: counts.threads,
+        smt: counts.smt,
+        core_types,
+        caches,
+        isa: facts.isa(),
+        fp_pipes,
+        fp_pipes_source,
+        frequency_ghz: Frequency {
+            nominal,
+            nominal_source,
+            override_ghz: opts.frequency_ghz,
+            ..Default::default()
+        },
+        peak_gflops: Default::default(),
+        peak_gflops_per_core: Default::default(),
+        thread_scaling: Vec::new(),
+        bytes_per_cycle: platform.as_ref().map(|p| p.bytes_per_cycle.clone()).unwrap_or_default(),
+        fp_ops_per_cycle_measured: BTreeMap::new(),
+        measured: false,
+    })
+}
+
+/// The platform's pipes, without widths this CPU cannot use (no 512 without AVX-512F).
+fn pipes_for(table: &BTreeMap<String, Pipes>, f: &CpuidFacts) -> BTreeMap<String, Pipes> {
+    table
+        .iter()
+        .filter(|(w, _)| match w.as_str() {
+            "256" => f.has("avx"),
+            "512" => f.has("avx512f"),
+            _ => true,
+        })
+        .map(|(w, p)| (w.clone(), *p))
+        .collect()
+}
+
+/// Unknown CPU: two FMA pipes per width present, or one add and one mul without FMA.
+fn generic_pipes(f: &CpuidFacts) -> BTreeMap<String, Pipes> {
+    let p = if f.has("fma") {
+        Pipes { fma: 2, add: 0, mul: 0 }
+    } else {
+        Pipes { fma: 0, add: 1, mul: 1 }
+    };
+    let mut m = BTreeMap::new();
+    m.insert("128".to_string(), p);
+    if f.has("avx") {
+        m.insert("256".to_string(), p);
+    }
+    if f.has("avx512f") {
+        m.insert("512".to_string(), p);
+    }
+    m
+}
+
+/// `... @ 3.20GHz` in the brand string.
+pub fn brand_ghz(brand: &str) -> Option<f64> {
+    let lower = brand.to_ascii_lowercase();
+    let at = lower.rfind("ghz")?;
+    let num: String = lower[..at]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let num: String = num.chars().rev().collect();
+    num.parse::<f64>().ok().filter(|g| *g > 0.0 && *g <= 10.0)
+}
+
+fn cpuinfo_mhz() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("cpu MHz"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|m| *m > 0.0)
+}
+
+/// TSC ticks per nanosecond over 20 ms.
+fn tsc_ghz() -> Option<f64> {
+    // SAFETY: rdtsc has no preconditions on x86-64.
+    let t0 = unsafe { std::arch::x86_64::_rdtsc() };
+    let w0 = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // SAFETY: as above.
+    let t1 = unsafe { std::arch::x86_64::_rdtsc() };
+    let ns = w0.elapsed().as_nanos() as f64;
+    (t1 > t0 && ns > 0.0).then(|| (t1 - t0) as f64 / ns)
+}
+
+/// Clock for peaks: the override, else the measured clock of that ISA (all threads for the
+/// all-cores figure), else the measured scalar clock, else nominal.
+fn set_peaks(m: &mut MachineModel) {
+    let f = &m.frequency_ghz;
+    let has = |isa: &str| has_isa(&m.isa, isa);
+    let has_fma = m.isa.iter().any(|i| i == "fma");
+    let per_core_clock = |isa: &str| f.override_ghz.or(f.by_isa.get(isa)).or(f.measured).or(f.nominal);
+    let all_clock = |isa: &str| f.override_ghz.or(f.by_isa_all_threads.get(isa)).or(per_core_clock(isa));
+    m.peak_gflops_per_core = peaks::peaks(has, has_fma, &m.fp_pipes, per_core_clock, 1);
+    m.peak_gflops = peaks::peaks(has, has_fma, &m.fp_pipes, all_clock, m.cores);
+}
+
+fn has_isa(isa: &[String], name: &str) -> bool {
+    let h = |s: &str| isa.iter().any(|i| i == s);
+    match name {
+        "scalar" | "sse" => h("sse2"),
+        "avx" => h("avx"),
+        "avx2" => h("avx2") && h("fma"),
+        "avx512" => h("avx512f"),
+        _ => false,
+    }
+}
+
+/// Chain width (bits) measured for each ISA.
+fn chain_width(isa: &str) -> u32 {
+    peaks::isa_width(isa)
+}
+
+/// The measured part: clocks, FP throughput, thread scaling. Mutates `m` and recomputes peaks.
+fn measure(m: &mut MachineModel, opts: &DetectOptions) {
+    let secs = opts.run_secs.unwrap_or(0.002).clamp(0.001, 1.0);
+    let platform = match m.identified_by {
+        IdentifiedBy::Generic => None,
+        _ => Platform::embedded().into_iter().find(|p| p.key == m.microarchitecture),
+    };
+    let platform = match (&opts.platform, platform) {
+        (Some(spec), _) => Platform::load(spec).ok(),
+        (None, p) => p,
+    };
+    let has_fma = m.isa.iter().any(|i| i == "fma");
+    let lat = platform.as_ref().map(|p| p.latency).unwrap_or_default();
+    let fp_lat = if has_fma { lat.fma } else { lat.fadd };
+    let fp_lat = fp_lat.unwrap_or_else(|| {
+        m.warnings.push(format!(
+            "no {} latency in the platform table: assuming 4 cycles for the FP clock chains",
+            if has_fma { "FMA" } else { "FP add" }
+        ));
+        4
+    });
+    let cpus = clock::allowed_cpus();
+    let first = [cpus.first().copied().unwrap_or(0)];
+    let one = |k: Kernel, lat: u32| -> Option<f64> {
+        let iters = k.calibrate(secs)?;
+        clock::chain_ghz(k, lat, iters, REPS)
+    };
+    let bar = if opts.progress {
+        indicatif::ProgressBar::new(4)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_message("measuring clocks");
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:20}] {pos}/{len}") {
+        bar.set_style(style);
+    }
+    // Integer chains, interleaved, on the first allowed CPU.
+    let results = clock::on_cpus(&first, || {
+        let mut best = [0.0f64; 2];
+        for _ in 0..2 {
+            for (i, (k, l)) in [(Kernel::Imul, 3), (Kernel::Xor, 1)].into_iter().enumerate() {
+                best[i] = best[i].max(one(k, l).unwrap_or(0.0));
+            }
+        }
+        best
+    });
+    let [imul, xor] = results[0];
+    let f = &mut m.frequency_ghz;
+    if imul > 0.0 {
+        f.measured = Some(imul);
+        f.chains.insert("imul r64 (3 cycles)".into(), imul);
+    }
+    if xor > 0.0 {
+        f.chains.insert("xor r64 (1 cycle)".into(), xor);
+    }
+    if imul > 0.0 && xor > 0.0 && (imul - xor).abs() / imul.max(xor) > 0.05 {
+        m.warnings.push(format!(
+            "the clock chains disagree: imul says {imul:.3} GHz, xor {xor:.3} GHz (a busy or oversubscribed machine; rerun)"
+        ));
+    }
+    bar.inc(1);
+    // FP chains per ISA, one thread then all threads.
+    let isas: Vec<&str> = ByIsa::ISAS.iter().copied().filter(|i| has_isa(&m.isa, i)).collect();
+    let widths: Vec<u32> = {
+        let mut w: Vec<u32> = isas.iter().map(|i| chain_width(i)).collect();
+        w.dedup();
+        w
+    };
+    let by_width_one: BTreeMap<u32, f64> = clock::on_cpus(&first, || {
+        widths
+            .iter()
+            .filter_map(|&w| one(Kernel::FpChain { width: w, fma: has_fma }, fp_lat).map(|g| (w, g)))
+            .collect()
+    })
+    .remove(0);
+    let by_width_all: BTreeMap<u32, f64> = {
+        let per_thread = clock::on_cpus(&cpus, || {
+            widths
+                .iter()
+                .filter_map(|&w| {
+                    let k = Kernel::FpChain { width: w, fma: has_fma };
+                    let iters = k.calibrate(secs)?;
+                    clock::chain_ghz(k, fp_lat, iters, REPS).map(|g| (w, g))
+                })
+                .collect::<BTreeMap<u32, f64>>()
+        });
+        widths
+            .iter()
+            .filter_map(|w| {
+                let mut v: Vec<f64> = per_thread.iter().filter_map(|t| t.get(w).copied()).collect();
+                v.sort_by(f64::total_cmp);
+                (!v.is_empty()).then(|| (*w, v[v.len() / 2]))
+            })
+            .collect()
+    };
+    for isa in &isas {
+        let w = chain_width(isa);
+        m.frequency_ghz.by_isa.set(isa, by_width_one.get(&w).copied());
+        m.frequency_ghz.by_isa_all_threads.set(isa, by_width_all.get(&w).copied());
+    }
+    bar.inc(1);
+    // Throughput: instructions per cycle per width on one core (12 independent streams).
+    let stream_widths: Vec<u32> = [128u32, 256, 512]
+        .into_iter()
+        .filter(|w| m.fp_pipes.contains_key(&w.to_string()))
+        .collect();
+    let ops: BTreeMap<u32, f64> = clock::on_cpus(&first, || {
+        stream_widths
+            .iter()
+            .filter_map(|&w| {
+                let k = Kernel::FpStreams { width: w, fma: has_fma };
+                let iters = k.calibrate(secs)?;
+                let ghz = by_width_one.get(&w).copied().or(if imul > 0.0 { Some(imul) } else { None })?;
+                clock::streams_ops_per_sec(k, iters, REPS).map(|r| (w, r / (ghz * 1e9)))
+            })
+            .collect::<BTreeMap<u32, f64>>()
+    })
+    .remove(0);
+    m.fp_ops_per_cycle_measured = ops.iter().map(|(w, v)| (w.to_string(), (v * 100.0).round() / 100.0)).collect();
+    if platform.as_ref().is_some_and(|p| p.fp512_units_vary)
+        && let (Some(v), Some(p)) = (ops.get(&512), m.fp_pipes.get_mut("512"))
+    {
+        let units = v.round().clamp(1.0, 2.0) as u32;
+        if has_fma {
+            p.fma = units;
+        }
+        m.fp_pipes_source = format!("platform table; 512-bit FMA units measured ({v:.2} per cycle → {units})");
+    }
+    bar.inc(1);
+    // 1 → N thread scaling of the widest stream kernel.
+    if let Some(&w) = stream_widths.last() {
+        let k = Kernel::FpStreams { width: w, fma: has_fma };
+        if let Some(iters) = k.calibrate(secs) {
+            let mut counts: Vec<usize> = Vec::new();
+            let mut n = 1;
+            while n < cpus.len() {
+                counts.push(n);
+                n *= 2;
+            }
+            counts.push(cpus.len().max(1));
+            let mut base = None;
+            for n in counts {
+                let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || {
+                    clock::streams_ops_per_sec(k, iters, REPS).unwrap_or(0.0)
+                });
+                let gflops = rates.iter().sum::<f64>() * k.flops_per_op() / 1e9;
+                let b = *base.get_or_insert(gflops);
+                m.thread_scaling.push(ThreadScaling {
+                    threads: n as u32,
+                    gflops,
+                    efficiency: if b > 0.0 { gflops / (b * n as f64) } else { 0.0 },
+                });
+            }
+        }
+    }
+    bar.finish_and_clear();
+    m.measured = true;
+    set_peaks(m);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brand_string_clock() {
+        assert_eq!(brand_ghz("Intel(R) Core(TM) i7-3930K CPU @ 3.20GHz"), Some(3.2));
+        assert_eq!(brand_ghz("AMD EPYC 9124 16-Core Processor"), None);
+        assert_eq!(brand_ghz("weird @ 99GHz"), None);
+    }
+
+    #[test]
+    fn frequency_bounds() {
+        assert!(check_frequency(Some(2.5)).is_ok());
+        assert!(check_frequency(None).is_ok());
+        for bad in [0.0, -1.0, 10.5, f64::NAN, f64::INFINITY] {
+            assert_eq!(check_frequency(Some(bad)).unwrap_err().exit_code(), 2, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Theoretical peak GFLOP/s per ISA: over that width's pipes, lanes × (2 per FMA pipe, 1 per
+//! add or mul pipe) × the clock of that ISA. `sse` and `avx` have no FMA instruction, so an
+//! FMA pipe counts as one add or mul there; `scalar` uses FMA where the CPU has FMA3.
+
+use std::collections::BTreeMap;
+
+use super::{ByIsa, Peaks, Pipes};
+
+/// Vector width (bits) whose pipes an ISA uses, and whether it has an FMA instruction.
+pub fn isa_width(isa: &str) -> u32 {
+    match isa {
+        "scalar" => 64,
+        "sse" => 128,
+        "avx" | "avx2" => 256,
+        "avx512" => 512,
+        _ => 0,
+    }
+}
+
+/// Double-precision flops per cycle per core for `isa`, or `None` without pipes at that width.
+pub fn flops_per_cycle(isa: &str, has_fma: bool, pipes: &BTreeMap<String, Pipes>) -> Option<f64> {
+    let w = isa_width(isa);
+    let p = pipes.get(&w.max(128).to_string())?;
+    let fma_instr = match isa {
+        "scalar" => has_fma,
+        "avx2" | "avx512" => true,
+        _ => false,
+    };
+    let per_lane = if fma_instr {
+        2 * p.fma + p.add + p.mul
+    } else {
+        p.fma + p.add + p.mul
+    };
+    let lanes = (w / 64).max(1);
+    (per_lane > 0).then_some((lanes * per_lane) as f64)
+}
+
+/// Peaks (GFLOP/s) for ISAs present (`present(isa)`), with the clock of each ISA.
+pub fn peaks(
+    present: impl Fn(&str) -> bool,
+    has_fma: bool,
+    pipes: &BTreeMap<String, Pipes>,
+    clock: impl Fn(&str) -> Option<f64>,
+    cores: u32,
+) -> Peaks {
+    let mut p = Peaks::default();
+    for isa in ByIsa::ISAS {
+        let v = if present(isa) {
+            flops_per_cycle(isa, has_fma, pipes)
+                .zip(clock(isa))
+                .map(|(f, ghz)| f * ghz * cores as f64)
+        } else {
+            None
+        };
+        p.double.set(isa, v);
+        p.single.set(isa, v.map(|x| 2.0 * x));
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipes(list: &[(&str, u32, u32, u32)]) -> BTreeMap<String, Pipes> {
+        list.iter()
+            .map(|&(w, fma, add, mul)| (w.to_string(), Pipes { fma, add, mul }))
+            .collect()
+    }
+
+    #[test]
+    fn formula_per_isa() {
+        // Skylake-SP, 2 FMA at every width: AVX-512 = 8 lanes × 2 × 2 = 32 DP flops/cycle.
+        let skx = pipes(&[("128", 2, 0, 0), ("256", 2, 0, 0), ("512", 2, 0, 0)]);
+        assert_eq!(flops_per_cycle("avx512", true, &skx), Some(32.0));
+        assert_eq!(flops_per_cycle("avx2", true, &skx), Some(16.0));
+        assert_eq!(flops_per_cycle("avx", true, &skx), Some(8.0), "no FMA instruction in AVX1");
+        assert_eq!(flops_per_cycle("sse", true, &skx), Some(4.0));
+        assert_eq!(flops_per_cycle("scalar", true, &skx), Some(4.0));
+        // Sandy Bridge: one add and one mul pipe, no FMA.
+        let snb = pipes(&[("128", 0, 1, 1), ("256", 0, 1, 1)]);
+        assert_eq!(flops_per_cycle("avx", false, &snb), Some(8.0));
+        assert_eq!(flops_per_cycle("scalar", false, &snb), Some(2.0));
+        assert_eq!(flops_per_cycle("avx512", false, &snb), None);
+        // Zen 4: 512-bit double-pumped (1 FMA + 1 add), 256-bit 2 FMA + 2 add.
+        let zen4 = pipes(&[("128", 2, 2, 0), ("256", 2, 2, 0), ("512", 1, 1, 0)]);
+        assert_eq!(flops_per_cycle("avx512", true, &zen4), Some(24.0));
+        assert_eq!(flops_per_cycle("avx2", true, &zen4), Some(24.0));
+    }
+
+    #[test]
+    fn peaks_scale_with_clock_cores_and_precision() {
+        let skx = pipes(&[("128", 2, 0, 0), ("256", 2, 0, 0), ("512", 2, 0, 0)]);
+        let clock = |isa: &str| Some(if isa == "avx512" { 2.0 } else { 3.0 });
+        let p = peaks(|isa| isa != "avx", true, &skx, clock, 4);
+        assert_eq!(p.double.avx512, Some(32.0 * 2.0 * 4.0));
+        assert_eq!(p.single.avx512, Some(2.0 * 32.0 * 2.0 * 4.0));
+        assert_eq!(p.double.avx2, Some(16.0 * 3.0 * 4.0));
+        assert_eq!(p.double.avx, None);
+        let none = peaks(|_| true, true, &skx, |_| None, 4);
+        assert_eq!(none.double.scalar, None);
+    }
+}

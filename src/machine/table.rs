@@ -1,0 +1,118 @@
+//! The human-readable form of the machine model (the default output of `roofline machine`).
+
+use std::fmt::Write;
+
+use super::{ByIsa, MachineModel};
+use crate::util::fmt_bytes;
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "—".into())
+}
+
+pub fn render(m: &MachineModel) -> String {
+    let mut s = String::new();
+    let by = match m.identified_by {
+        super::IdentifiedBy::CpuidModel => "cpuid model",
+        super::IdentifiedBy::FeatureFlags => "feature flags",
+        super::IdentifiedBy::PlatformOption => "platform option",
+        super::IdentifiedBy::Generic => "generic",
+    };
+    let _ = writeln!(s, "CPU            {} ({})", m.brand, m.vendor);
+    let _ = writeln!(
+        s,
+        "signature      family {:#x} model {:#x} stepping {}",
+        m.family, m.model, m.stepping
+    );
+    let _ = writeln!(
+        s,
+        "micro-arch     {} [{}], identified by {by}",
+        m.microarchitecture_name, m.microarchitecture
+    );
+    if !m.candidates.is_empty() {
+        let _ = writeln!(s, "               other candidates: {}", m.candidates.join(", "));
+    }
+    if let Some(h) = &m.hypervisor {
+        let _ = writeln!(s, "hypervisor     {h}");
+    }
+    let _ = writeln!(
+        s,
+        "topology       {} socket(s), {} core(s), {} thread(s), SMT {}",
+        m.sockets,
+        m.cores,
+        m.threads,
+        if m.smt { "on" } else { "off" }
+    );
+    for ct in &m.core_types {
+        let _ = writeln!(s, "               {}-cores: {} CPUs", ct.kind, ct.cpus.len());
+    }
+    let _ = writeln!(s, "caches");
+    for c in &m.caches {
+        let _ = writeln!(
+            s,
+            "  L{} {:<8} {:>10}  {:>2}-way  {:>6} sets  {} B line  shared by {} thread(s) ({})",
+            c.level,
+            c.kind,
+            fmt_bytes(c.size_bytes as f64),
+            c.ways,
+            c.sets,
+            c.line_bytes,
+            c.shared_by_threads,
+            c.shared_by_source
+        );
+    }
+    let _ = writeln!(s, "ISA            {}", m.isa.join(" "));
+    let _ = writeln!(s, "FP pipes/core  ({})", m.fp_pipes_source);
+    for (w, p) in &m.fp_pipes {
+        let measured = m
+            .fp_ops_per_cycle_measured
+            .get(w)
+            .map(|v| format!("   measured {v:.2} FP ops/cycle"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "  {w:>3}-bit      fma {}  add {}  mul {}{measured}", p.fma, p.add, p.mul);
+    }
+    let f = &m.frequency_ghz;
+    let _ = writeln!(
+        s,
+        "clock (GHz)    nominal {} ({})",
+        opt(f.nominal, 3),
+        f.nominal_source.as_deref().unwrap_or("unknown")
+    );
+    if m.measured {
+        let chains: Vec<String> = f.chains.iter().map(|(k, v)| format!("{k}: {v:.3}")).collect();
+        let _ = writeln!(s, "               measured {} ({})", opt(f.measured, 3), chains.join(", "));
+    }
+    if let Some(o) = f.override_ghz {
+        let _ = writeln!(s, "               --frequency {o} (used for the peaks)");
+    }
+    let _ = writeln!(s, "{:<15}{:>9}{:>9}{:>9}{:>9}{:>9}", "", "scalar", "sse", "avx", "avx2", "avx512");
+    let row = |s: &mut String, name: &str, b: &ByIsa, prec: usize| {
+        let _ = write!(s, "{name:<15}");
+        for isa in ByIsa::ISAS {
+            let _ = write!(s, "{:>9}", opt(b.get(isa), prec));
+        }
+        let _ = writeln!(s);
+    };
+    if m.measured {
+        row(&mut s, "clock 1 thread", &f.by_isa, 3);
+        row(&mut s, "clock all thr.", &f.by_isa_all_threads, 3);
+    }
+    row(&mut s, "GF/s/core DP", &m.peak_gflops_per_core.double, 1);
+    row(&mut s, "GF/s/core SP", &m.peak_gflops_per_core.single, 1);
+    row(&mut s, "GF/s all DP", &m.peak_gflops.double, 1);
+    row(&mut s, "GF/s all SP", &m.peak_gflops.single, 1);
+    if !m.thread_scaling.is_empty() {
+        let _ = writeln!(s, "FMA scaling    (widest ISA, double)");
+        for t in &m.thread_scaling {
+            let _ = writeln!(
+                s,
+                "  {:>4} thread(s) {:>10.1} GFLOP/s  efficiency {:.2}",
+                t.threads, t.gflops, t.efficiency
+            );
+        }
+    }
+    if !m.bytes_per_cycle.is_empty() {
+        let b: Vec<String> = m.bytes_per_cycle.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "bytes/cycle    {}", b.join(", "));
+    }
+    s
+}

@@ -1,0 +1,280 @@
+//! Identification, caches and topology on recorded CPUID dumps (`../shared/cpuid`, AIDA64
+//! format; skipped with a message when absent) and on this repo's own small fixtures.
+
+use std::path::{Path, PathBuf};
+
+use roofline::machine::dump::CpuidDump;
+use roofline::machine::{DetectOptions, IdentifiedBy, MachineModel, Platform, from_dump};
+
+/// `$ROOFLINE_SHARED/cpuid`, else `../shared/cpuid` beside the repository.
+fn shared_cpuid() -> Option<PathBuf> {
+    let base = std::env::var_os("ROOFLINE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let dir = base.join("cpuid");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: {} is absent (set ROOFLINE_SHARED to the shared folder)", dir.display());
+        None
+    }
+}
+
+/// Recorded dumps: (short name from the file name, path).
+fn dumps(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().split('_').next().unwrap().to_string(), p))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Which platform file each recorded CPU belongs to (from the dumps' README: the CPU names).
+fn expected_platform(short: &str) -> &'static str {
+    match short {
+        "snb" => "snb",
+        "ivb" => "ivb",
+        "hsw" => "hsx", // Xeon E5-2699 v3
+        "bdw" => "bdx", // Xeon E5-2620 v4
+        "skl" => "skl",
+        "skx" | "clx" => "skx",
+        "icl" => "icl",
+        "icx" => "icx",
+        "rkl" | "tgl" => "tgl",
+        "adl" => "adl",
+        "spr" | "emr" => "spr",
+        "gnr" => "gnr",
+        "zen1" => "zen1",
+        "zen2" => "zen2",
+        "zen3" => "zen3",
+        "zen4" => "zen4",
+        "zen5" => "zen5",
+        other => panic!("unexpected dump {other}"),
+    }
+}
+
+fn model(path: &Path) -> MachineModel {
+    from_dump(&CpuidDump::load(path).unwrap(), &DetectOptions::default()).unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpuid").join(name)
+}
+
+#[test]
+fn every_recorded_cpu_is_identified_by_its_model() {
+    let Some(dir) = shared_cpuid() else { return };
+    let all = dumps(&dir);
+    assert!(all.len() >= 20, "expected the 20 recorded CPUs, found {}", all.len());
+    for (short, path) in all {
+        let m = model(&path);
+        assert_eq!(m.microarchitecture, expected_platform(&short), "{short}: {:?}", m.warnings);
+        assert_eq!(m.identified_by, IdentifiedBy::CpuidModel, "{short}");
+    }
+}
+
+#[test]
+fn every_recorded_cpu_is_identified_by_flags_when_the_model_is_masked() {
+    let Some(dir) = shared_cpuid() else { return };
+    for (short, path) in dumps(&dir) {
+        let mut d = CpuidDump::load(&path).unwrap();
+        for c in &mut d.cpus {
+            c.mask_model(0xFE); // in no platform file
+        }
+        let m = from_dump(&d, &DetectOptions::default()).unwrap();
+        let want = expected_platform(&short);
+        assert_eq!(m.identified_by, IdentifiedBy::FeatureFlags, "{short}");
+        assert!(
+            m.microarchitecture == want || m.candidates.iter().any(|c| c == want),
+            "{short}: got {} (candidates {:?}), want {want}",
+            m.microarchitecture,
+            m.candidates
+        );
+        if m.microarchitecture != want {
+            // Only Rocket Lake may stay ambiguous: same flags and L2 as Ice Lake client.
+            assert_eq!(short, "rkl", "{short} ambiguous: {:?}", m.warnings);
+        }
+    }
+}
+
+#[test]
+fn granite_rapids_reported_as_rocket_lake_is_identified_by_flags() {
+    let Some(dir) = shared_cpuid() else { return };
+    let (_, path) = dumps(&dir).into_iter().find(|(s, _)| s == "gnr").expect("gnr dump");
+    let mut d = CpuidDump::load(&path).unwrap();
+    for c in &mut d.cpus {
+        c.mask_model(0xA7);
+    }
+    let m = from_dump(&d, &DetectOptions::default()).unwrap();
+    assert_eq!(m.model, 0xA7);
+    assert_eq!(m.microarchitecture, "gnr");
+    assert_eq!(m.identified_by, IdentifiedBy::FeatureFlags);
+    assert!(m.candidates.is_empty(), "{:?}", m.candidates);
+    assert!(
+        m.warnings.iter().any(|w| w.contains("Rocket Lake") && w.contains("amx_tile")),
+        "{:?}",
+        m.warnings
+    );
+    // The same dump unmasked is GNR by model, and SPR's model on GNR's flags is rejected too.
+    for c in &mut d.cpus {
+        c.mask_model(0x8F);
+    }
+    let m = from_dump(&d, &DetectOptions::default()).unwrap();
+    assert_eq!((m.microarchitecture.as_str(), m.identified_by), ("gnr", IdentifiedBy::FeatureFlags));
+}
+
+/// `L2 Unified Cache:     2 MB, 16-way Associative, 64-byte Line` → (level, bytes, ways, line).
+fn aida_cache_summary(text: &str) -> Vec<(u32, u64, u32, u32)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if !(l.starts_with("L1    Data Cache:") || l.starts_with("L2 Unified Cache:") || l.starts_with("L3 Unified Cache:")) {
+            continue;
+        }
+        let level: u32 = l[1..2].parse().unwrap();
+        let rest = l.split_once(':').unwrap().1;
+        let parts: Vec<&str> = rest.split(',').map(str::trim).collect();
+        let (n, unit) = parts[0].split_once(' ').unwrap();
+        let size = n.parse::<u64>().unwrap() * if unit == "MB" { 1 << 20 } else { 1 << 10 };
+        let ways = parts[1].split('-').next().unwrap().parse().unwrap();
+        let line_b = parts[2].split('-').next().unwrap().parse().unwrap();
+        if !out.iter().any(|c: &(u32, u64, u32, u32)| c.0 == level) {
+            out.push((level, size, ways, line_b));
+        }
+    }
+    out
+}
+
+#[test]
+fn caches_from_cpuid_match_the_dumps_own_summary() {
+    let Some(dir) = shared_cpuid() else { return };
+    for (short, path) in dumps(&dir) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let want = aida_cache_summary(&text);
+        assert_eq!(want.len(), 3, "{short}: summary lines");
+        let m = model(&path);
+        for (level, size, ways, line) in want {
+            let c = m
+                .caches
+                .iter()
+                .find(|c| c.level == level)
+                .unwrap_or_else(|| panic!("{short}: no L{level}"));
+            assert_eq!((c.size_bytes, c.ways, c.line_bytes), (size, ways, line), "{short} L{level}");
+            assert_eq!(
+                c.size_bytes,
+                c.ways as u64 * c.sets as u64 * c.line_bytes as u64,
+                "{short} L{level} sets"
+            );
+            assert_eq!(c.shared_by_source, "cpuid");
+        }
+    }
+}
+
+#[test]
+fn topology_of_recorded_cpus() {
+    let Some(dir) = shared_cpuid() else { return };
+    // (sockets, cores, threads, smt) from the README and the CPUs' specifications.
+    let cases = [
+        ("skx", (2, 48, 96, true)),     // 2 × Platinum 8160 (24 cores)
+        ("zen3", (2, 128, 128, false)), // 2 × EPYC 7763, SMT off
+        ("zen4", (1, 16, 32, true)),    // EPYC 9124
+        ("zen5", (1, 64, 64, false)),   // 64 of the 9655's cores, SMT off
+        ("emr", (1, 56, 56, false)),    // SMT off
+        ("adl", (1, 16, 24, true)),     // i9-12900K: 8 P-cores (SMT) + 8 E-cores
+        ("snb", (1, 6, 12, true)),      // i7-3930K
+    ];
+    let all = dumps(&dir);
+    for (short, want) in cases {
+        let (_, path) = all.iter().find(|(s, _)| s == short).unwrap();
+        let m = model(path);
+        assert_eq!((m.sockets, m.cores, m.threads, m.smt), want, "{short}");
+    }
+    let (_, adl) = all.iter().find(|(s, _)| s == "adl").unwrap();
+    let m = model(adl);
+    let kinds: Vec<(&str, usize)> = m.core_types.iter().map(|c| (c.kind.as_str(), c.cpus.len())).collect();
+    assert_eq!(kinds, vec![("E", 8), ("P", 16)]);
+    // A partial dump (EMR lists 56 of 112 logical CPUs) says so.
+    let (_, emr) = all.iter().find(|(s, _)| s == "emr").unwrap();
+    assert!(model(emr).warnings.iter().any(|w| w.contains("112 logical CPUs per package")));
+}
+
+#[test]
+fn own_fixtures_identify_client_haswell_and_broadwell() {
+    for (file, key, l3) in [("hsw_client.txt", "hsw", 8u64 << 20), ("bdw_client.txt", "bdw", 6 << 20)] {
+        let m = model(&fixture(file));
+        assert_eq!(
+            (m.microarchitecture.as_str(), m.identified_by),
+            (key, IdentifiedBy::CpuidModel),
+            "{file}"
+        );
+        assert_eq!((m.sockets, m.cores, m.threads, m.smt), (1, 4, 8, true), "{file}");
+        assert_eq!(m.caches.iter().find(|c| c.level == 3).unwrap().size_bytes, l3);
+        // Masked model: flags and the L3 size still pick the client part.
+        let mut d = CpuidDump::load(&fixture(file)).unwrap();
+        d.cpus.iter_mut().for_each(|c| c.mask_model(0xFE));
+        let m = from_dump(&d, &DetectOptions::default()).unwrap();
+        assert_eq!(
+            (m.microarchitecture.as_str(), m.identified_by),
+            (key, IdentifiedBy::FeatureFlags),
+            "{file}"
+        );
+        // Nominal clock from the brand string; Haswell has no leaf 0x16.
+        assert_eq!(m.frequency_ghz.nominal_source.as_deref(), Some("brand string"));
+    }
+}
+
+#[test]
+fn own_fixture_granite_rapids_guest_reporting_rocket_lake() {
+    let m = model(&fixture("gnr_as_rkl_guest.txt"));
+    assert_eq!(m.model, 0xA7);
+    assert_eq!((m.microarchitecture.as_str(), m.identified_by), ("gnr", IdentifiedBy::FeatureFlags));
+    assert!(m.isa.iter().any(|i| i == "avx10.1") && m.isa.iter().any(|i| i == "amx_fp16"));
+    // Two 512-bit FMA pipes: 8 lanes × 2 pipes × 2 flops per core per cycle, no clock known → null.
+    assert_eq!(m.fp_pipes["512"].fma, 2);
+    assert_eq!(m.peak_gflops.double.avx512, None);
+}
+
+#[test]
+fn every_platform_file_is_identified_from_recorded_cpuid_values() {
+    let mut seen: std::collections::BTreeSet<String> = ["hsw_client.txt", "bdw_client.txt", "gnr_as_rkl_guest.txt"]
+        .iter()
+        .map(|f| model(&fixture(f)).microarchitecture)
+        .collect();
+    let Some(dir) = shared_cpuid() else { return };
+    for (_, path) in dumps(&dir) {
+        seen.insert(model(&path).microarchitecture);
+    }
+    for p in Platform::embedded() {
+        assert!(seen.contains(&p.key), "no recorded CPU identifies as {}", p.key);
+    }
+}
+
+#[test]
+fn peaks_follow_the_platform_table_at_the_given_clock() {
+    let Some(dir) = shared_cpuid() else { return };
+    let opts = DetectOptions {
+        frequency_ghz: Some(2.0),
+        ..Default::default()
+    };
+    for (short, path) in dumps(&dir) {
+        let m = from_dump(&CpuidDump::load(&path).unwrap(), &opts).unwrap();
+        let per_core_512 = m.peak_gflops_per_core.double.avx512;
+        match expected_platform(&short) {
+            // Two 512-bit FMA units: 8 lanes × 2 × 2 flops × 2 GHz.
+            "skx" | "icx" | "spr" | "gnr" => assert_eq!(per_core_512, Some(64.0), "{short}"),
+            // Zen 4: one (double-pumped) 512-bit FMA + one add: 8 × (2 + 1) × 2 GHz.
+            "zen4" => assert_eq!(per_core_512, Some(48.0), "{short}"),
+            "snb" | "ivb" | "hsx" | "bdx" | "skl" | "adl" | "zen1" | "zen2" | "zen3" => assert_eq!(per_core_512, None, "{short}"),
+            _ => {}
+        }
+        assert_eq!(
+            m.peak_gflops.double.avx2,
+            m.peak_gflops_per_core.double.avx2.map(|p| p * m.cores as f64),
+            "{short}"
+        );
+        assert_eq!(m.peak_gflops.single.scalar, m.peak_gflops.double.scalar.map(|p| 2.0 * p), "{short}");
+    }
+}
