@@ -399,7 +399,7 @@ impl PerfStatPlan {
             notes.push("uncore events are socket-wide: -a counts every CPU, so core counts are system-wide too; run on an otherwise idle machine, or pass --no-uncore for a per-command line".into());
         }
         if p.events.iter().any(|e| e.paired) {
-            notes.push("event 0x03 is merged over a counter pair by the kernel (needs Linux 5.7 or later)".into());
+            notes.push("event 0x03 (FpRetSseAvxOps) is merged over an even/odd counter pair by the kernel (Large Increment per Cycle events): each takes two counters".into());
         }
         PerfStatPlan {
             event_args: args,

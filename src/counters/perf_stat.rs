@@ -361,12 +361,15 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
             "running_pct": r.running_pct, "resolved": if resolved_name.is_empty() { None } else { Some(&resolved_name) },
         }));
         if r.status != Status::Counted {
-            if !matches!(res, Resolved::Unknown) && !not_counted.contains(&r.event) {
-                not_counted.push(format!(
-                    "{} ({})",
-                    r.event,
-                    if r.status == Status::NotSupported { "not supported" } else { "not counted" }
-                ));
+            let missing = match &res {
+                Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops" => ": W is missing its share",
+                Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity.starts_with("bytes.") => ": Q is missing its share",
+                _ => "",
+            };
+            let what = if r.status == Status::NotSupported { "not supported" } else { "not counted" };
+            let n = format!("{} was {what}{missing}", r.event);
+            if !not_counted.contains(&n) {
+                not_counted.push(n);
             }
             continue;
         }
@@ -459,9 +462,7 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
     if !d.multiplexed.is_empty() {
         notes.push("perf-stat counts are printed already scaled for multiplexing: imported as printed, not rescaled".into());
     }
-    for n in &not_counted {
-        notes.push(format!("{n}: its contribution to W or Q is missing"));
-    }
+    notes.extend(not_counted.iter().cloned());
     for (ev, from) in &borrowed {
         notes.push(format!("{ev} is not in the {} table: its meaning was taken from platform {from}", platform.key));
     }
