@@ -428,12 +428,12 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
             running_fraction: frac,
         })
         .collect();
-    if values.is_empty() {
+    if !values.iter().any(|v| v.spec.quantity == "flops" || v.spec.quantity.starts_with("bytes.")) {
         return Err(Error::input(
             format!(
-                "{origin}: no event in it is a {} counter event (found: {})",
+                "{origin}: no event in it is a {} FP or memory-traffic event (unresolved: {})",
                 platform.name,
-                if unknown.is_empty() { "only time and software events".to_string() } else { unknown.join(", ") }
+                if unknown.is_empty() { "none".to_string() } else { unknown.join(", ") }
             ),
             "pass the platform the file was measured on (--platform) and collect the events `roofline events` prints",
         ));
