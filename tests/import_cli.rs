@@ -37,7 +37,13 @@ fn close(a: &Value, b: f64) -> bool {
 }
 
 fn notes(p: &Value) -> String {
-    p["provenance"]["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect::<Vec<_>>().join("\n")
+    p["provenance"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -62,7 +68,10 @@ fn skx_encoded_events_two_multiplexed_groups() {
     assert!(close(&p["extra"]["multiplexing"]["FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE"], 0.5));
     assert!(p["extra"]["multiplexing"].get("UNC_M_CAS_COUNT.RD").is_none());
     let n = notes(&p);
-    assert!(n.contains("not rescaled") && n.contains("system-wide") && n.contains("ref-cycles was not supported"), "{n}");
+    assert!(
+        n.contains("not rescaled") && n.contains("system-wide") && n.contains("ref-cycles was not supported"),
+        "{n}"
+    );
 }
 
 #[test]
@@ -110,7 +119,10 @@ fn zen3_any_precision_and_approximate_df_channels() {
     assert!(close(&p["bytes"]["dram"], 8.0 * 1.25e8 * 64.0));
     assert!(close(&p["bytes"]["l2"], 1.2e9 * 64.0));
     let n = notes(&p);
-    assert!(n.contains("NPS1") && n.contains("dram_channel_data_controller_7 counted 50.0%"), "{n}");
+    assert!(
+        n.contains("NPS1") && n.contains("dram_channel_data_controller_7 counted 50.0%"),
+        "{n}"
+    );
 }
 
 #[test]
@@ -165,26 +177,53 @@ fn bad_input_exits_2_with_a_cause() {
     fails(&["import", "perf-stat", empty.to_str().unwrap(), "--platform", "skx"], "is empty");
     fails(&["import", "perf-stat", "/nonexistent/x.csv", "--platform", "skx"], "cannot read");
     let phantom = fixture("zen3_phantom.csv");
-    fails(&["import", "perf-stat", phantom.to_str().unwrap(), "--platform", "zen3"], "cannot be true");
+    fails(
+        &["import", "perf-stat", phantom.to_str().unwrap(), "--platform", "zen3"],
+        "cannot be true",
+    );
     let skx = fixture("skx_triad.csv");
     let skx = skx.to_str().unwrap();
     fails(&["import", "perf-stat", skx, "--platform", "nosuch"], "no such platform");
     fails(&["import", "perf-stat", skx, "--platform", "skx", "--seconds=0"], "positive");
-    fails(&["import", "perf-stat", skx, "--platform", "skx", "-o", "/nonexistent/dir/r.json"], "does not exist");
-    fails(&["import", "perf-stat", skx, "--platform", "skx", "-o", dir.path().join("r.png").to_str().unwrap()], "extension");
+    fails(
+        &["import", "perf-stat", skx, "--platform", "skx", "-o", "/nonexistent/dir/r.json"],
+        "does not exist",
+    );
+    fails(
+        &[
+            "import",
+            "perf-stat",
+            skx,
+            "--platform",
+            "skx",
+            "-o",
+            dir.path().join("r.png").to_str().unwrap(),
+        ],
+        "extension",
+    );
     // Zen 4 counters read as Skylake-SP ones: nothing resolves.
     let z4 = fixture("zen4_umc.csv");
-    fails(&["import", "perf-stat", z4.to_str().unwrap(), "--platform", "skx"], "no event in it");
+    fails(
+        &["import", "perf-stat", z4.to_str().unwrap(), "--platform", "skx"],
+        "no event in it",
+    );
     // No duration_time and no --seconds.
     let not = dir.path().join("notime.csv");
     std::fs::write(&not, "100,,fp_ret_sse_avx_ops.all,10,100.00,,\n").unwrap();
-    fails(&["import", "perf-stat", not.to_str().unwrap(), "--platform", "zen4"], "no wall time");
+    fails(
+        &["import", "perf-stat", not.to_str().unwrap(), "--platform", "zen4"],
+        "no wall time",
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no report was written");
 }
 
 #[test]
 fn random_bytes_never_panic() {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
     let mut x = seed;
     let skx = roofline::machine::Platform::load("skx").unwrap();
     let base = std::fs::read_to_string(fixture("skx_triad.csv")).unwrap();
@@ -245,20 +284,32 @@ fn a_real_perf_stat_file_from_this_machine() {
     assert!(parsed.rows.iter().any(|r| r.event == "page-faults" && r.value >= 1.0));
     assert!(parsed.skipped_lines.is_empty(), "{parsed:?}");
     // Time and software events only: nothing to derive W or Q from, said in one line.
-    fails(&["import", "perf-stat", f.to_str().unwrap(), "--platform", "zen4"], "no event in it");
+    fails(
+        &["import", "perf-stat", f.to_str().unwrap(), "--platform", "zen4"],
+        "no event in it",
+    );
 }
 
 #[test]
 fn events_prints_a_grouped_perf_line() {
-    let out = roofline().args(["events", "--platform", "skx", "--", "./triad", "--n", "100"]).output().unwrap();
+    let out = roofline()
+        .args(["events", "--platform", "skx", "--", "./triad", "--n", "100"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     let line = s.lines().find(|l| l.starts_with("perf stat")).unwrap();
     // two groups of at most 4 events each on counters 0-3 (SMT on)
     assert_eq!(line.matches("-e '{").count(), 2, "{line}");
-    assert!(line.contains("uncore_imc/event=0x04,umask=0x03/") && line.contains(" -a "), "{line}");
+    assert!(
+        line.contains("uncore_imc/event=0x04,umask=0x03/") && line.contains(" -a "),
+        "{line}"
+    );
     assert!(line.ends_with("-- ./triad --n 100"), "{line}");
-    let out = roofline().args(["events", "--platform", "icx", "--json", "--no-uncore", "--optional"]).output().unwrap();
+    let out = roofline()
+        .args(["events", "--platform", "icx", "--json", "--no-uncore", "--optional"])
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], "roofline.events/1");
     let cmd = v["perf_command"].as_str().unwrap();
@@ -272,7 +323,9 @@ fn events_prints_a_grouped_perf_line() {
 fn events_line_round_trips_through_import() {
     // Every core event the `events` line collects resolves back to its table entry when perf
     // prints it as written.
-    for key in ["snb", "hsw", "bdx", "skx", "icx", "adl", "spr", "gnr", "zen1", "zen2", "zen3", "zen4", "zen5"] {
+    for key in [
+        "snb", "hsw", "bdx", "skx", "icx", "adl", "spr", "gnr", "zen1", "zen2", "zen3", "zen4", "zen5",
+    ] {
         let p = roofline::machine::Platform::load(key).unwrap();
         for e in roofline::counters::events::selected(&p, true, true) {
             let printed = roofline::counters::events::perf_event_syntax(e);

@@ -85,7 +85,9 @@ fn intel_files(perfmon: &Path, p: &Platform) -> Vec<IntelFile> {
             }
             // mapfile paths look like /SKX/events/skylakex_core.json; the copy drops events/.
             let parts: Vec<&str> = f[2].trim_start_matches('/').split('/').collect();
-            let (Some(dir), Some(file)) = (parts.first(), parts.last()) else { continue };
+            let (Some(dir), Some(file)) = (parts.first(), parts.last()) else {
+                continue;
+            };
             let path = perfmon.join("intel").join(dir).join(file);
             if !path.exists() || !seen.insert(path.clone()) {
                 continue;
@@ -289,7 +291,11 @@ fn the_checker_catches_a_wrong_encoding() {
     };
     let mut skx = Platform::load("skx").unwrap();
     assert!(check_platform(&perfmon, &skx).is_ok());
-    let fp = skx.events.iter_mut().find(|e| e.name == "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE").unwrap();
+    let fp = skx
+        .events
+        .iter_mut()
+        .find(|e| e.name == "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE")
+        .unwrap();
     fp.counters = Some((0..8).collect());
     let errs = check_platform(&perfmon, &skx).unwrap_err();
     assert!(errs.iter().any(|m| m.contains("counters")), "{errs:?}");
@@ -300,6 +306,10 @@ fn the_checker_catches_a_wrong_encoding() {
     assert!(check_platform(&perfmon, &zen4).is_err());
 
     let mut zen1 = Platform::load("zen1").unwrap();
-    zen1.events.iter_mut().find(|e| e.name == "fp_ret_sse_avx_ops.dp_flops").unwrap().umask = 0x1f0;
+    zen1.events
+        .iter_mut()
+        .find(|e| e.name == "fp_ret_sse_avx_ops.dp_flops")
+        .unwrap()
+        .umask = 0x1f0;
     assert!(check_platform(&perfmon, &zen1).is_err());
 }

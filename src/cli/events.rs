@@ -53,7 +53,9 @@ pub fn platform_of_this_cpu() -> Option<Platform> {
             .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
             .collect();
         if cands.len() > 1 {
-            cands.retain(|p| p.identify.requires.iter().all(|f| has(f) != Some(false)) && !p.identify.lacks.iter().any(|f| has(f) == Some(true)));
+            cands.retain(|p| {
+                p.identify.requires.iter().all(|f| has(f) != Some(false)) && !p.identify.lacks.iter().any(|f| has(f) == Some(true))
+            });
         }
         cands.sort_by_key(|p| -p.identify.priority);
         cands.into_iter().next()
@@ -69,12 +71,14 @@ pub fn choose_platform(arg: &PlatformArg) -> Result<(Platform, String), Error> {
     if let Some(spec) = &arg.platform {
         return Ok((Platform::load(spec)?, "platform option".into()));
     }
-    platform_of_this_cpu().map(|p| (p, "this machine (cpuid model)".into())).ok_or_else(|| {
-        Error::input(
-            "this CPU matches no platform in platforms/",
-            "name the target with --platform (e.g. skx, icx, spr, gnr, zen3, zen4)",
-        )
-    })
+    platform_of_this_cpu()
+        .map(|p| (p, "this machine (cpuid model)".into()))
+        .ok_or_else(|| {
+            Error::input(
+                "this CPU matches no platform in platforms/",
+                "name the target with --platform (e.g. skx, icx, spr, gnr, zen3, zen4)",
+            )
+        })
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -103,7 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some((file, ext)) = out {
         let data = match ext.as_str() {
             "json" => serde_json::to_string_pretty(&doc)? + "\n",
-            _ => format!("#!/bin/sh\n# {} ({}): counters for `roofline import perf-stat perf-stat.csv`\n{line}\n", platform.name, platform.key),
+            _ => format!(
+                "#!/bin/sh\n# {} ({}): counters for `roofline import perf-stat perf-stat.csv`\n{line}\n",
+                platform.name, platform.key
+            ),
         };
         file.write(data.as_bytes())?;
     }
@@ -111,10 +118,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(0);
     }
-    println!("# {} ({}, from {how}); import with: roofline import perf-stat perf-stat.csv --platform {}", platform.name, platform.key, platform.key);
+    println!(
+        "# {} ({}, from {how}); import with: roofline import perf-stat perf-stat.csv --platform {}",
+        platform.name, platform.key, platform.key
+    );
     println!("{line}");
     println!();
-    println!("{:<44} {:<10} {:<17} {:<20} {:>6}  counters", "event", "pmu", "quantity", "class", "weight");
+    println!(
+        "{:<44} {:<10} {:<17} {:<20} {:>6}  counters",
+        "event", "pmu", "quantity", "class", "weight"
+    );
     for e in &selected {
         let ctr = match &e.counters {
             Some(c) if c.iter().all(|&c| c >= 32) => "fixed".to_string(),
@@ -138,7 +151,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             e.quantity,
             e.class.as_deref().unwrap_or("-"),
             e.weight,
-            if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) }
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", flags.join(", "))
+            }
         );
     }
     for n in &plan.notes {

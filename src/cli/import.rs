@@ -49,10 +49,14 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
     if let Some(s) = a.seconds
         && !(s > 0.0 && s.is_finite())
     {
-        anyhow::bail!(Error::input(format!("--seconds {s}: must be a positive time"), "e.g. --seconds 1.5"));
+        anyhow::bail!(Error::input(
+            format!("--seconds {s}: must be a positive time"),
+            "e.g. --seconds 1.5"
+        ));
     }
     let origin = a.file.display().to_string();
-    let bytes = std::fs::read(&a.file).map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass a perf stat -x, output file"))?;
+    let bytes =
+        std::fs::read(&a.file).map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass a perf stat -x, output file"))?;
     let text = String::from_utf8_lossy(&bytes);
     let (platform, how) = super::events::choose_platform(&a.platform)?;
     if a.platform.platform.is_none() {
@@ -61,10 +65,12 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
             platform.key
         );
     }
-    let name = a
-        .name
-        .clone()
-        .unwrap_or_else(|| a.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| origin.clone()));
+    let name = a.name.clone().unwrap_or_else(|| {
+        a.file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| origin.clone())
+    });
     let opts = ImportOptions {
         seconds: a.seconds,
         name,
@@ -83,7 +89,7 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let p = &report.points[0];
-    println!("{} ({}), {} ({})", p.name, "perf-stat", platform.name, platform.key);
+    println!("{} (perf-stat), {} ({})", p.name, platform.name, platform.key);
     println!("  T      {:.6} s", p.seconds);
     match (&p.provenance.flops, p.gflops) {
         (Some(_), Some(g)) => {

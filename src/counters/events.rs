@@ -144,7 +144,9 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
                         caveats.insert(format!("Q_{level} is approximate: {c}"));
                     }
                 }
-                None => d.notes.push(format!("event {} measures '{q}', which no formula uses: ignored", s.name)),
+                None => d
+                    .notes
+                    .push(format!("event {} measures '{q}', which no formula uses: ignored", s.name)),
             },
         }
     }
@@ -156,11 +158,15 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
             by_class,
         });
     } else {
-        d.notes.push("no FP event was counted: W unavailable (use --backend trace or analytic)".into());
+        d.notes
+            .push("no FP event was counted: W unavailable (use --backend trace or analytic)".into());
     }
     d.notes.extend(caveats);
     for (name, f) in &d.multiplexed {
-        d.notes.push(format!("multiplexed: {name} counted {:.1}% of the time, scaled to the full run", f * 100.0));
+        d.notes.push(format!(
+            "multiplexed: {name} counted {:.1}% of the time, scaled to the full run",
+            f * 100.0
+        ));
     }
     if !d.system_wide_levels.is_empty() {
         let lv: Vec<&str> = d.system_wide_levels.iter().map(String::as_str).collect();
@@ -172,7 +178,8 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
     if let Some(p) = platform
         && !p.events.iter().any(|e| e.quantity.starts_with("bytes.dram"))
     {
-        d.notes.push(format!("Q_dram unavailable: {} has no usable DRAM counter event", p.name));
+        d.notes
+            .push(format!("Q_dram unavailable: {} has no usable DRAM counter event", p.name));
     }
     d.notes
         .push("bytes.core (load/store operand bytes) cannot be counted by hardware: use the trace or analytic backend".into());
@@ -251,18 +258,16 @@ pub fn decode_core_config(c: u64, amd: bool) -> (u64, u64, u64, bool, bool) {
 /// architecture has (Intel before Ice Lake: 4 with SMT on, 8 off; Ice Lake and later: 8;
 /// AMD Zen: 6). A small table until every platform file carries `core_counters`.
 pub fn gp_counters(p: &Platform, smt: bool) -> u32 {
-    let given = if smt { p.core_counters } else { p.core_counters_smt_off.or(p.core_counters) };
+    let given = if smt {
+        p.core_counters
+    } else {
+        p.core_counters_smt_off.or(p.core_counters)
+    };
     if let Some(n) = given {
         return n;
     }
     match p.key.as_str() {
-        "snb" | "ivb" | "hsw" | "hsx" | "bdw" | "bdx" | "skl" | "skx" => {
-            if smt {
-                4
-            } else {
-                8
-            }
-        }
+        "snb" | "ivb" | "hsw" | "hsx" | "bdw" | "bdx" | "skl" | "skx" if smt => 4,
         k if k.starts_with("zen") => 6,
         _ => 8,
     }
@@ -275,7 +280,7 @@ fn allowed(spec: &EventSpec, n: u32) -> Vec<u32> {
         None => (0..n).collect(),
     };
     if spec.paired {
-        all.into_iter().filter(|c| c % 2 == 0 && c + 1 < n).collect()
+        all.into_iter().filter(|c| c.is_multiple_of(2) && c + 1 < n).collect()
     } else {
         all
     }
@@ -372,17 +377,29 @@ impl PerfStatPlan {
         let events = selected(p, optional, uncore);
         let n = gp_counters(p, smt);
         let mut args = vec!["duration_time,task-clock".to_string()];
-        let named: Vec<String> = events.iter().filter(|e| e.perf_name.is_some() && is_core_pmu(&e.pmu)).map(|e| perf_event_syntax(e)).collect();
+        let named: Vec<String> = events
+            .iter()
+            .filter(|e| e.perf_name.is_some() && is_core_pmu(&e.pmu))
+            .map(|e| perf_event_syntax(e))
+            .collect();
         if !named.is_empty() {
             args.push(named.join(","));
         }
-        let core: Vec<&EventSpec> = events.iter().copied().filter(|e| e.perf_name.is_none() && is_core_pmu(&e.pmu)).collect();
+        let core: Vec<&EventSpec> = events
+            .iter()
+            .copied()
+            .filter(|e| e.perf_name.is_none() && is_core_pmu(&e.pmu))
+            .collect();
         let groups = schedule_groups(&core, n);
         for g in &groups {
             let inner: Vec<String> = g.iter().map(|e| perf_event_syntax(e)).collect();
             args.push(format!("{{{}}}", inner.join(",")));
         }
-        let unc: Vec<String> = events.iter().filter(|e| !is_core_pmu(&e.pmu)).map(|e| perf_event_syntax(e)).collect();
+        let unc: Vec<String> = events
+            .iter()
+            .filter(|e| !is_core_pmu(&e.pmu))
+            .map(|e| perf_event_syntax(e))
+            .collect();
         if !unc.is_empty() {
             args.push(unc.join(","));
         }
@@ -479,7 +496,11 @@ mod tests {
         }
     }
     fn seed() -> u64 {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1
     }
 
     #[test]
@@ -499,7 +520,11 @@ mod tests {
             let c = r.next() % 1_000_000_000;
             let s = scale_multiplexed(c, en, run).unwrap();
             let back = s.value * s.running_fraction;
-            assert!((back - c as f64).abs() <= 1e-6 * c as f64 + 1e-6, "seed {} c {c} en {en} run {run}", r.0);
+            assert!(
+                (back - c as f64).abs() <= 1e-6 * c as f64 + 1e-6,
+                "seed {} c {c} en {en} run {run}",
+                r.0
+            );
         }
     }
 
@@ -616,12 +641,12 @@ mod tests {
         let mut r = Rng(seed());
         for _ in 0..500 {
             let mut s = spec("x", "flops", None, 1.0);
-            let amd = r.next() % 2 == 0;
+            let amd = r.next().is_multiple_of(2);
             s.event = r.next() % if amd { 0x1000 } else { 0x100 };
             s.umask = r.next() % 0x100;
             s.cmask = r.next() % 0x100;
-            s.inv = r.next() % 2 == 0;
-            s.edge = r.next() % 2 == 0;
+            s.inv = r.next().is_multiple_of(2);
+            s.edge = r.next().is_multiple_of(2);
             let (e, u, c, i, g) = decode_core_config(core_config(&s, amd), amd);
             assert_eq!((e, u, c, i, g), (s.event, s.umask, s.cmask, s.inv, s.edge), "seed {}", r.0);
         }
@@ -667,9 +692,20 @@ mod tests {
         let skx = Platform::load("skx").unwrap();
         let plan = PerfStatPlan::new(&skx, true, false, true);
         let line = plan.command_line(&["./triad".into(), "1 2".into()]);
-        assert!(line.starts_with("perf stat -x, -a -e duration_time,task-clock -e instructions,cycles,ref-cycles"), "{line}");
-        assert!(line.contains("-e '{cpu/event=0xc7,umask=0x01/,cpu/event=0xc7,umask=0x04/,cpu/event=0xc7,umask=0x10/,cpu/event=0xc7,umask=0x40/}'"), "{line}");
-        assert!(line.contains("uncore_imc/event=0x04,umask=0x03/,uncore_imc/event=0x04,umask=0x0c/"), "{line}");
+        assert!(
+            line.starts_with("perf stat -x, -a -e duration_time,task-clock -e instructions,cycles,ref-cycles"),
+            "{line}"
+        );
+        assert!(
+            line.contains(
+                "-e '{cpu/event=0xc7,umask=0x01/,cpu/event=0xc7,umask=0x04/,cpu/event=0xc7,umask=0x10/,cpu/event=0xc7,umask=0x40/}'"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("uncore_imc/event=0x04,umask=0x03/,uncore_imc/event=0x04,umask=0x0c/"),
+            "{line}"
+        );
         assert!(line.ends_with("-- ./triad '1 2'"), "{line}");
         let zen4 = Platform::load("zen4").unwrap();
         let plan = PerfStatPlan::new(&zen4, true, false, false);

@@ -104,7 +104,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Parsed> {
         let why = if text.trim().is_empty() {
             "is empty".to_string()
         } else {
-            format!("has no `perf stat -x,` rows (line {} is not one)", p.skipped_lines.first().copied().unwrap_or(1))
+            format!(
+                "has no `perf stat -x,` rows (line {} is not one)",
+                p.skipped_lines.first().copied().unwrap_or(1)
+            )
         };
         return Err(Error::input(
             format!("{origin}: {why}"),
@@ -120,9 +123,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Parsed> {
 /// a non-empty, non-numeric event name.
 fn parse_row(line: &str, ln: usize) -> Option<Row> {
     let f = split_fields(line);
-    let start = (0..f.len().min(4)).find(|&i| {
-        i + 2 < f.len() && value_like(&f[i]) && !numeric(&f[i + 1]) && !f[i + 2].trim().is_empty() && !numeric(&f[i + 2])
-    })?;
+    let start = (0..f.len().min(4))
+        .find(|&i| i + 2 < f.len() && value_like(&f[i]) && !numeric(&f[i + 1]) && !f[i + 2].trim().is_empty() && !numeric(&f[i + 2]))?;
     let v = f[start].trim();
     let (status, value) = if v.starts_with("<not counted>") {
         (Status::NotCounted, 0.0)
@@ -236,7 +238,11 @@ pub fn resolve(event: &str, platform: &Platform) -> Resolved {
         return platform
             .events
             .iter()
-            .find(|s| events::is_core_pmu(&s.pmu) && s.perf_name.is_none() && (s.event, s.umask, s.cmask, s.inv, s.edge) == (ev, um, cm, inv, edge))
+            .find(|s| {
+                events::is_core_pmu(&s.pmu)
+                    && s.perf_name.is_none()
+                    && (s.event, s.umask, s.cmask, s.inv, s.edge) == (ev, um, cm, inv, edge)
+            })
             .map(|s| Resolved::Event(s.clone()))
             .unwrap_or(Resolved::Unknown);
     }
@@ -310,7 +316,11 @@ fn borrow(name: &str, platform: &Platform, row_pmu: Option<&str>) -> Resolved {
         if p.identify.vendor != platform.identify.vendor || p.key == platform.key {
             continue;
         }
-        if let Some(s) = p.events.iter().find(|s| matches_name(s, name) && row_pmu.is_none_or(|r| same_pmu(&s.pmu, r))) {
+        if let Some(s) = p
+            .events
+            .iter()
+            .find(|s| matches_name(s, name) && row_pmu.is_none_or(|r| same_pmu(&s.pmu, r)))
+        {
             return Resolved::Borrowed(s.clone(), p.key.clone());
         }
     }
@@ -366,7 +376,11 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
                 Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity.starts_with("bytes.") => ": Q is missing its share",
                 _ => "",
             };
-            let what = if r.status == Status::NotSupported { "not supported" } else { "not counted" };
+            let what = if r.status == Status::NotSupported {
+                "not supported"
+            } else {
+                "not counted"
+            };
             let n = format!("{} was {what}{missing}", r.event);
             if !not_counted.contains(&n) {
                 not_counted.push(n);
@@ -404,7 +418,10 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
                 }
                 let bytes_unit = byte_unit(&r.unit);
                 if bytes_unit.is_none() && !r.unit.is_empty() {
-                    warnings.push(format!("{origin}:{}: unit '{}' of {} is not a byte unit: taken as a count", r.line, r.unit, r.event));
+                    warnings.push(format!(
+                        "{origin}:{}: unit '{}' of {} is not a byte unit: taken as a count",
+                        r.line, r.unit, r.event
+                    ));
                 }
                 let (amount, is_bytes) = match bytes_unit {
                     Some(m) => (r.value * m, true),
@@ -428,12 +445,19 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
             running_fraction: frac,
         })
         .collect();
-    if !values.iter().any(|v| v.spec.quantity == "flops" || v.spec.quantity.starts_with("bytes.")) {
+    if !values
+        .iter()
+        .any(|v| v.spec.quantity == "flops" || v.spec.quantity.starts_with("bytes."))
+    {
         return Err(Error::input(
             format!(
                 "{origin}: no event in it is a {} FP or memory-traffic event (unresolved: {})",
                 platform.name,
-                if unknown.is_empty() { "none".to_string() } else { unknown.join(", ") }
+                if unknown.is_empty() {
+                    "none".to_string()
+                } else {
+                    unknown.join(", ")
+                }
             ),
             "pass the platform the file was measured on (--platform) and collect the events `roofline events` prints",
         ));
@@ -449,7 +473,10 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         }
     };
     if !(seconds > 0.0 && seconds.is_finite()) {
-        return Err(Error::input(format!("--seconds {seconds}: must be a positive time"), "e.g. --seconds 1.5"));
+        return Err(Error::input(
+            format!("--seconds {seconds}: must be a positive time"),
+            "e.g. --seconds 1.5",
+        ));
     }
     let d = events::derive(&values, Some(platform));
     if let Some(dram) = d.bytes.get(crate::report::schema::level::DRAM) {
@@ -464,7 +491,10 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
     }
     notes.extend(not_counted.iter().cloned());
     for (ev, from) in &borrowed {
-        notes.push(format!("{ev} is not in the {} table: its meaning was taken from platform {from}", platform.key));
+        notes.push(format!(
+            "{ev} is not in the {} table: its meaning was taken from platform {from}",
+            platform.key
+        ));
     }
     if !unknown.is_empty() {
         notes.push(format!("ignored events with no W/Q formula: {}", unknown.join(", ")));
@@ -479,7 +509,14 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         seconds: Some(Source::PerfStat),
         notes,
     };
-    let mut point = Point::new(opts.name.clone(), prov, d.flops.clone().unwrap_or_default(), d.bytes.clone(), 1, vec![seconds]);
+    let mut point = Point::new(
+        opts.name.clone(),
+        prov,
+        d.flops.clone().unwrap_or_default(),
+        d.bytes.clone(),
+        1,
+        vec![seconds],
+    );
     if d.flops.is_none() {
         point.gflops = None;
     }
@@ -493,7 +530,12 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
     if let Some(v) = d.dram_write_bytes {
         extra.insert("dram_write_bytes".into(), json!(v));
     }
-    for (k, v) in [("cycles", d.cycles), ("instructions", d.instructions), ("ref_cycles", d.ref_cycles), ("task_clock_seconds", task_clock_s)] {
+    for (k, v) in [
+        ("cycles", d.cycles),
+        ("instructions", d.instructions),
+        ("ref_cycles", d.ref_cycles),
+        ("task_clock_seconds", task_clock_s),
+    ] {
         if let Some(v) = v {
             extra.insert(k.into(), json!(v));
         }
@@ -554,8 +596,19 @@ mod tests {
         assert_eq!(parse_row("100,,cycles,0.52%,1000,75.00,,", 1).unwrap().running_pct, Some(75.0));
         let r = parse_row("<not counted>,,cpu/event=0xc7,umask=0x40/,0,0.00,,", 1).unwrap();
         assert_eq!(r.status, Status::NotCounted);
-        assert_eq!(parse_row("<not supported>,,ref-cycles,0,100.00,,", 1).unwrap().status, Status::NotSupported);
-        for bad in ["hello world", "1,2,3", ",,,", "-5,,cycles,1,100,,", "NaN,,cycles,1,100.00", "12,,", ""] {
+        assert_eq!(
+            parse_row("<not supported>,,ref-cycles,0,100.00,,", 1).unwrap().status,
+            Status::NotSupported
+        );
+        for bad in [
+            "hello world",
+            "1,2,3",
+            ",,,",
+            "-5,,cycles,1,100,,",
+            "NaN,,cycles,1,100.00",
+            "12,,",
+            "",
+        ] {
             assert!(parse_row(bad, 1).is_none(), "{bad}");
         }
     }
@@ -568,9 +621,15 @@ mod tests {
             other => format!("{other:?}"),
         };
         assert_eq!(name(resolve("r40c7", &skx)), "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE");
-        assert_eq!(name(resolve("cpu/event=0xc7,umask=0x10/u", &skx)), "FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE");
+        assert_eq!(
+            name(resolve("cpu/event=0xc7,umask=0x10/u", &skx)),
+            "FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE"
+        );
         assert_eq!(name(resolve("cpu/config=0x01c7/", &skx)), "FP_ARITH_INST_RETIRED.SCALAR_DOUBLE");
-        assert_eq!(name(resolve("fp_arith_inst_retired.scalar_double:u", &skx)), "FP_ARITH_INST_RETIRED.SCALAR_DOUBLE");
+        assert_eq!(
+            name(resolve("fp_arith_inst_retired.scalar_double:u", &skx)),
+            "FP_ARITH_INST_RETIRED.SCALAR_DOUBLE"
+        );
         assert_eq!(name(resolve("uncore_imc/cas_count_read/", &skx)), "UNC_M_CAS_COUNT.RD");
         assert_eq!(name(resolve("uncore_imc_3/event=0x4,umask=0xc/", &skx)), "UNC_M_CAS_COUNT.WR");
         assert_eq!(name(resolve("unc_m_cas_count.wr", &skx)), "UNC_M_CAS_COUNT.WR");
@@ -589,10 +648,20 @@ mod tests {
         assert!(matches!(resolve("fp_ret_sse_avx_ops.all", &zen1), Resolved::Borrowed(_, _)));
         // AMD raw codes carry event-select bits 8-11 at config bit 32.
         let zen3 = Platform::load("zen3").unwrap();
-        assert_eq!(name(resolve("amd_df/event=0x107,umask=0x38/", &zen3)), "dram_channel_data_controller_4");
+        assert_eq!(
+            name(resolve("amd_df/event=0x107,umask=0x38/", &zen3)),
+            "dram_channel_data_controller_4"
+        );
         let adl = Platform::load("adl").unwrap();
-        assert_eq!(name(resolve("cpu_core/event=0xc7,umask=0x04/", &adl)), "FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE");
-        assert_eq!(resolve("cpu_atom/cycles/", &adl), Resolved::Unknown, "E-core rows never count as P-core events");
+        assert_eq!(
+            name(resolve("cpu_core/event=0xc7,umask=0x04/", &adl)),
+            "FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE"
+        );
+        assert_eq!(
+            resolve("cpu_atom/cycles/", &adl),
+            Resolved::Unknown,
+            "E-core rows never count as P-core events"
+        );
     }
 
     #[test]
