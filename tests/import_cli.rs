@@ -288,6 +288,45 @@ fn a_real_perf_stat_file_from_this_machine() {
         &["import", "perf-stat", f.to_str().unwrap(), "--platform", "zen4"],
         "no event in it",
     );
+
+    // perf's own layouts for PMU-term events in a group (their commas kept), -r (a variance
+    // field) and -I (a timestamp column, `<not counted>` intervals).
+    let run = |args: &[&str], cmd: &[&str]| -> Option<String> {
+        let out = dir.path().join("more.csv");
+        let ok = std::process::Command::new("perf")
+            .args(["stat", "-x,", "-o"])
+            .arg(&out)
+            .args(args)
+            .arg("--")
+            .args(cmd)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| std::fs::read_to_string(&out).ok()).flatten()
+    };
+    if let Some(t) = run(
+        &[
+            "-e",
+            "{software/config=0x2/,software/config=0x1,name=foo/}",
+            "-e",
+            "software/config=0x0/u",
+        ],
+        &["true"],
+    ) {
+        let p = roofline::counters::perf_stat::parse(&t, "terms.csv").unwrap();
+        let events: Vec<&str> = p.rows.iter().map(|r| r.event.as_str()).collect();
+        assert_eq!(events, ["software/config=0x2/", "foo", "software/config=0x0/u"], "{t}");
+    }
+    if let Some(t) = run(&["-r", "3", "-e", "task-clock"], &["true"]) {
+        let p = roofline::counters::perf_stat::parse(&t, "repeat.csv").unwrap();
+        assert_eq!(p.rows.len(), 1, "{t}");
+        assert_eq!((p.rows[0].unit.as_str(), p.rows[0].running_pct), ("msec", Some(100.0)), "{t}");
+    }
+    if let Some(t) = run(&["-I", "20", "-e", "task-clock"], &["sleep", "0.07"]) {
+        let p = roofline::counters::perf_stat::parse(&t, "interval.csv").unwrap();
+        assert!(p.rows.len() >= 2, "{t}");
+        assert!(p.rows.iter().all(|r| r.event == "task-clock" && r.unit == "msec"), "{t}");
+        assert!(p.skipped_lines.is_empty(), "{t}");
+    }
 }
 
 #[test]

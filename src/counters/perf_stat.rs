@@ -35,6 +35,15 @@ pub struct Row {
     pub event: String,
     /// Percentage of the enabled time the event was counting (100 = not multiplexed).
     pub running_pct: Option<f64>,
+    /// Fields before the value: an interval timestamp (`-I`), a CPU, a socket and its CPU count.
+    pub prefix: Vec<String>,
+}
+
+impl Row {
+    /// The `-I` timestamp, when the row is one interval of several.
+    pub fn interval(&self) -> Option<f64> {
+        self.prefix.first().and_then(|p| p.trim().parse::<f64>().ok())
+    }
 }
 
 /// Rows plus what was not a row.
@@ -123,8 +132,15 @@ pub fn parse(text: &str, origin: &str) -> Result<Parsed> {
 /// a non-empty, non-numeric event name.
 fn parse_row(line: &str, ln: usize) -> Option<Row> {
     let f = split_fields(line);
-    let start = (0..f.len().min(4))
-        .find(|&i| i + 2 < f.len() && value_like(&f[i]) && !numeric(&f[i + 1]) && !f[i + 2].trim().is_empty() && !numeric(&f[i + 2]))?;
+    let start = (0..f.len().min(4)).find(|&i| {
+        i + 2 < f.len()
+            && value_like(&f[i])
+            && !numeric(&f[i + 1])
+            && !value_like(&f[i + 1])
+            && !f[i + 2].trim().is_empty()
+            && !numeric(&f[i + 2])
+            && !value_like(&f[i + 2])
+    })?;
     let v = f[start].trim();
     let (status, value) = if v.starts_with("<not counted>") {
         (Status::NotCounted, 0.0)
@@ -156,6 +172,7 @@ fn parse_row(line: &str, ln: usize) -> Option<Row> {
         unit,
         event,
         running_pct,
+        prefix: f[..start].iter().map(|p| p.trim().to_string()).collect(),
     })
 }
 
@@ -352,6 +369,7 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
     // Sum rows per resolved event (per-CPU, per-socket, per-instance and interval rows).
     let mut sums: BTreeMap<String, (EventSpec, f64, bool, Option<f64>)> = BTreeMap::new();
     let mut duration_ns: Option<f64> = None;
+    let mut interval_ns = 0.0;
     let mut task_clock_s: Option<f64> = None;
     let mut unknown: Vec<String> = Vec::new();
     let mut not_counted: Vec<String> = Vec::new();
@@ -396,7 +414,12 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
                     "s" | "sec" => r.value * 1e9,
                     _ => r.value,
                 };
-                *duration_ns.get_or_insert(0.0) = duration_ns.unwrap_or(0.0).max(ns);
+                // Intervals (-I) add up; per-socket or per-CPU copies of the one run do not.
+                if r.interval().is_some() {
+                    interval_ns += ns;
+                } else {
+                    duration_ns = Some(duration_ns.unwrap_or(0.0).max(ns));
+                }
             }
             Resolved::TaskClock => {
                 let s = match r.unit.as_str() {
@@ -461,6 +484,9 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
             ),
             "pass the platform the file was measured on (--platform) and collect the events `roofline events` prints",
         ));
+    }
+    if interval_ns > 0.0 {
+        duration_ns = Some(duration_ns.unwrap_or(0.0).max(interval_ns));
     }
     let seconds = match (opts.seconds, duration_ns) {
         (Some(s), _) => s,
@@ -588,6 +614,11 @@ mod tests {
         // interval mode
         let r = parse_row("1.001234,5000,,instructions,1000,49.90,,", 1).unwrap();
         assert_eq!((r.value, r.running_pct), (5000.0, Some(49.9)));
+        let r = parse_row("     0.043900260,<not counted>,msec,task-clock,0,100.00,,", 1).unwrap();
+        assert_eq!(
+            (r.status, r.unit.as_str(), r.event.as_str()),
+            (Status::NotCounted, "msec", "task-clock")
+        );
         // per-CPU and per-socket prefixes
         assert_eq!(parse_row("CPU3,77,,cycles,10,100.00,,", 1).unwrap().value, 77.0);
         let r = parse_row("S0,8,1234.56,MiB,uncore_imc/cas_count_read/,100,100.00,,", 1).unwrap();
@@ -670,5 +701,28 @@ mod tests {
         assert!(e.to_string().contains("line 1"), "{e}");
         assert!(parse("", "x.csv").is_err());
         assert!(parse("# started on Mon\n\n", "x.csv").is_err());
+    }
+
+    #[test]
+    fn intervals_add_up_and_socket_copies_do_not() {
+        let zen4 = Platform::load("zen4").unwrap();
+        let opts = ImportOptions {
+            name: "t".into(),
+            ..ImportOptions::default()
+        };
+        let interval = "     1.000100000,1000000000,ns,duration_time,1000000000,100.00,,\n\
+                        \x20    1.000100000,1000000000,,fp_ret_sse_avx_ops.all,1000000000,100.00,,\n\
+                        \x20    2.000200000,1000000000,ns,duration_time,1000000000,100.00,,\n\
+                        \x20    2.000200000,3000000000,,fp_ret_sse_avx_ops.all,1000000000,100.00,,\n";
+        let (r, _) = import(interval, "i.csv", &zen4, &opts).unwrap();
+        assert_eq!(r.points[0].seconds, 2.0);
+        assert_eq!(r.points[0].flops.total, 4e9);
+        let sockets = "S0,96,2000000000,ns,duration_time,2000000000,100.00,,\n\
+                       S1,96,2000000000,ns,duration_time,2000000000,100.00,,\n\
+                       S0,96,1000,,fp_ret_sse_avx_ops.all,1,100.00,,\n\
+                       S1,96,3000,,fp_ret_sse_avx_ops.all,1,100.00,,\n";
+        let (r, _) = import(sockets, "s.csv", &zen4, &opts).unwrap();
+        assert_eq!(r.points[0].seconds, 2.0);
+        assert_eq!(r.points[0].flops.total, 4000.0);
     }
 }
