@@ -356,6 +356,18 @@ fn events_prints_a_grouped_perf_line() {
     // single precision opt-in events are in
     assert!(v["events"].as_array().unwrap().iter().any(|e| e["class"] == "packed512_single"));
     fails(&["events", "--platform", "pentium4"], "no such platform");
+    // -o writes the line as a script, atomically.
+    let dir = tempfile::tempdir().unwrap();
+    let sh = dir.path().join("collect.sh");
+    roofline().args(["events", "--platform", "zen3", "-o"]).arg(&sh).assert().success();
+    let script = std::fs::read_to_string(&sh).unwrap();
+    let line = script.lines().find(|l| l.starts_with("perf stat")).unwrap();
+    // 8 DF channel events; FP (a counter pair) and the L2 event share one group
+    assert_eq!(line.matches("amd_df/event=").count(), 8, "{line}");
+    assert!(
+        line.contains("-e '{cpu/event=0x03,umask=0xff/,cpu/event=0x60,umask=0xe8/}'"),
+        "{line}"
+    );
 }
 
 #[test]
