@@ -344,6 +344,31 @@ fn borrow(name: &str, platform: &Platform, row_pmu: Option<&str>) -> Resolved {
     Resolved::Unknown
 }
 
+/// Per resolved event: (spec, summed value, value is bytes, lowest running fraction).
+type Sums = BTreeMap<String, (EventSpec, f64, bool, Option<f64>)>;
+
+/// Add one counted row to its event's sum (rows per CPU, socket, instance or interval).
+fn add(spec: EventSpec, r: &Row, sums: &mut Sums, warnings: &mut Vec<String>) {
+    let bytes_unit = byte_unit(&r.unit);
+    if bytes_unit.is_none() && !r.unit.is_empty() {
+        warnings.push(format!(
+            "line {}: unit '{}' of {} is not a byte unit: taken as a count",
+            r.line, r.unit, r.event
+        ));
+    }
+    let (amount, is_bytes) = match bytes_unit {
+        Some(m) => (r.value * m, true),
+        None => (r.value, false),
+    };
+    let e = sums.entry(spec.name.clone()).or_insert((spec, 0.0, is_bytes, None));
+    e.1 += amount;
+    e.2 = is_bytes;
+    if let Some(p) = r.running_pct {
+        let f = (p / 100.0).min(1.0);
+        e.3 = Some(e.3.map_or(f, |o: f64| o.min(f)));
+    }
+}
+
 /// What the caller knows beyond the file.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
@@ -367,7 +392,7 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         ));
     }
     // Sum rows per resolved event (per-CPU, per-socket, per-instance and interval rows).
-    let mut sums: BTreeMap<String, (EventSpec, f64, bool, Option<f64>)> = BTreeMap::new();
+    let mut sums = Sums::new();
     let mut duration_ns: Option<f64> = None;
     let mut interval_ns = 0.0;
     let mut task_clock_s: Option<f64> = None;
@@ -435,31 +460,14 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
                     unknown.push(r.event.clone());
                 }
             }
-            Resolved::Event(spec) | Resolved::Borrowed(spec, _) => {
-                if let Resolved::Borrowed(_, from) = &resolve(&r.event, platform) {
-                    borrowed.insert(r.event.clone(), from.clone());
-                }
-                let bytes_unit = byte_unit(&r.unit);
-                if bytes_unit.is_none() && !r.unit.is_empty() {
-                    warnings.push(format!(
-                        "{origin}:{}: unit '{}' of {} is not a byte unit: taken as a count",
-                        r.line, r.unit, r.event
-                    ));
-                }
-                let (amount, is_bytes) = match bytes_unit {
-                    Some(m) => (r.value * m, true),
-                    None => (r.value, false),
-                };
-                let e = sums.entry(spec.name.clone()).or_insert((spec, 0.0, is_bytes, None));
-                e.1 += amount;
-                e.2 = is_bytes;
-                if let Some(p) = r.running_pct {
-                    let f = (p / 100.0).min(1.0);
-                    e.3 = Some(e.3.map_or(f, |o: f64| o.min(f)));
-                }
+            Resolved::Event(spec) => add(spec, r, &mut sums, &mut warnings),
+            Resolved::Borrowed(spec, from) => {
+                borrowed.insert(r.event.clone(), from);
+                add(spec, r, &mut sums, &mut warnings);
             }
         }
     }
+
     let values: Vec<EventValue> = sums
         .into_values()
         .map(|(spec, v, is_bytes, frac)| EventValue {
