@@ -375,7 +375,10 @@ pub struct PerfStatPlan {
 impl PerfStatPlan {
     pub fn new(p: &Platform, smt: bool, optional: bool, uncore: bool) -> PerfStatPlan {
         let events = selected(p, optional, uncore);
-        let n = gp_counters(p, smt);
+        // AMD has no fixed counters: the NMI watchdog (on by default) holds one of the
+        // general-purpose ones, so groups leave it free.
+        let amd = p.identify.vendor == "AuthenticAMD";
+        let n = gp_counters(p, smt) - u32::from(amd);
         let mut args = vec!["duration_time,task-clock".to_string()];
         let named: Vec<String> = events
             .iter()
@@ -415,6 +418,10 @@ impl PerfStatPlan {
         if !unc.is_empty() {
             notes.push("uncore events are socket-wide: -a counts every CPU, so core counts are system-wide too; run on an otherwise idle machine, or pass --no-uncore for a per-command line".into());
         }
+        notes.push(format!(
+            "groups use {n} counters per thread{}; if a whole group reads <not counted>, the NMI watchdog or another perf user holds a counter (sysctl kernel.nmi_watchdog=0)",
+            if amd { " (one left to the NMI watchdog)" } else { "" }
+        ));
         if p.events.iter().any(|e| e.paired) {
             notes.push("event 0x03 (FpRetSseAvxOps) is merged over an even/odd counter pair by the kernel (Large Increment per Cycle events): each takes two counters".into());
         }
