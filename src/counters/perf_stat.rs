@@ -329,7 +329,9 @@ fn resolve_terms(pmu: &str, terms: &str, platform: &Platform, amd: bool, full: &
 /// A symbolic name this platform lacks but another platform's table has (e.g.
 /// `fp_ret_sse_avx_ops.all` on Zen 1): same vendor only, first match.
 fn borrow(name: &str, platform: &Platform, row_pmu: Option<&str>) -> Resolved {
-    for p in Platform::embedded() {
+    // Parsed once per process: a file may hold many unknown names.
+    static EMBEDDED: std::sync::OnceLock<Vec<Platform>> = std::sync::OnceLock::new();
+    for p in EMBEDDED.get_or_init(Platform::embedded) {
         if p.identify.vendor != platform.identify.vendor || p.key == platform.key {
             continue;
         }
