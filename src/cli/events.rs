@@ -1,13 +1,165 @@
-//! `roofline events` (issue 5).
+//! `roofline events`: the `perf stat -x, …` line that collects the counters the perf backend
+//! uses, for a target machine where perf runs but this tool does not. Its output file is read
+//! back by `roofline import perf-stat`.
 
 use clap::Args as ClapArgs;
 
-#[derive(Debug, ClapArgs)]
-pub struct Args {}
+use super::common::{OutputArgs, PlatformArg};
+use crate::counters::events::{self as ev, PerfStatPlan};
+use crate::error::Error;
+use crate::machine::Platform;
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline events` is not built yet",
-        "see issue 5"
-    ))
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    #[command(flatten)]
+    pub platform: PlatformArg,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// The target runs with SMT off (more counters per thread on Intel before Ice Lake).
+    #[arg(long)]
+    pub no_smt: bool,
+    /// Also collect opt-in events: single precision, FP16.
+    #[arg(long)]
+    pub optional: bool,
+    /// Leave out uncore (memory-controller) events: no `-a`, counts follow the command only.
+    #[arg(long)]
+    pub no_uncore: bool,
+    /// The command to measure, after `--` (a placeholder otherwise).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// The platform of this CPU from its CPUID vendor, family and model, with `requires` flags
+/// breaking ties. A small stand-in until `roofline::machine` identification lands (issue 2).
+pub fn platform_of_this_cpu() -> Option<Platform> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let id = raw_cpuid::CpuId::new();
+        let vendor = id.get_vendor_info()?.as_str().to_string();
+        let fi = id.get_feature_info()?;
+        let family = fi.family_id() as u32;
+        let model = fi.model_id() as u32;
+        // Only the flags std can test; others do not break ties.
+        let has = |flag: &str| match flag {
+            "avx512f" => Some(std::arch::is_x86_feature_detected!("avx512f")),
+            "avx2" => Some(std::arch::is_x86_feature_detected!("avx2")),
+            "fma" => Some(std::arch::is_x86_feature_detected!("fma")),
+            "avx" => Some(std::arch::is_x86_feature_detected!("avx")),
+            "avx512fp16" => Some(std::arch::is_x86_feature_detected!("avx512fp16")),
+            _ => None,
+        };
+        let mut cands: Vec<Platform> = Platform::embedded()
+            .into_iter()
+            .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
+            .collect();
+        if cands.len() > 1 {
+            cands.retain(|p| {
+                p.identify.requires.iter().all(|f| has(f) != Some(false)) && !p.identify.lacks.iter().any(|f| has(f) == Some(true))
+            });
+        }
+        cands.sort_by_key(|p| -p.identify.priority);
+        cands.into_iter().next()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// `--platform`, else this CPU's platform; the second value says which.
+pub fn choose_platform(arg: &PlatformArg) -> Result<(Platform, String), Error> {
+    if let Some(spec) = &arg.platform {
+        return Ok((Platform::load(spec)?, "platform option".into()));
+    }
+    platform_of_this_cpu()
+        .map(|p| (p, "this machine (cpuid model)".into()))
+        .ok_or_else(|| {
+            Error::input(
+                "this CPU matches no platform in platforms/",
+                "name the target with --platform (e.g. skx, icx, spr, gnr, zen3, zen4)",
+            )
+        })
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let out = args.output.check(&["json", "txt", "sh"])?;
+    let (platform, how) = choose_platform(&args.platform)?;
+    let plan = PerfStatPlan::new(&platform, !args.no_smt, args.optional, !args.no_uncore);
+    let line = plan.command_line(&args.command);
+    let selected = ev::selected(&platform, args.optional, !args.no_uncore);
+    let doc = serde_json::json!({
+        "schema": "roofline.events/1",
+        "platform": platform.key,
+        "platform_name": platform.name,
+        "platform_from": how,
+        "smt": !args.no_smt,
+        "gp_counters": plan.gp_counters,
+        "perf_command": line,
+        "event_args": plan.event_args,
+        "system_wide": plan.system_wide,
+        "events": selected.iter().map(|e| serde_json::json!({
+            "name": e.name, "perf": ev::perf_event_syntax(e), "pmu": e.pmu, "quantity": e.quantity,
+            "class": e.class, "weight": e.weight, "counters": e.counters, "paired": e.paired,
+            "unreliable": e.unreliable, "optional": e.optional, "caveat": e.caveat,
+        })).collect::<Vec<_>>(),
+        "notes": plan.notes,
+    });
+    if let Some((file, ext)) = out {
+        let data = match ext.as_str() {
+            "json" => serde_json::to_string_pretty(&doc)? + "\n",
+            _ => format!(
+                "#!/bin/sh\n# {} ({}): counters for `roofline import perf-stat perf-stat.csv`\n{line}\n",
+                platform.name, platform.key
+            ),
+        };
+        file.write(data.as_bytes())?;
+    }
+    if args.output.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(0);
+    }
+    println!(
+        "# {} ({}, from {how}); import with: roofline import perf-stat perf-stat.csv --platform {}",
+        platform.name, platform.key, platform.key
+    );
+    println!("{line}");
+    println!();
+    println!(
+        "{:<44} {:<10} {:<17} {:<20} {:>6}  counters",
+        "event", "pmu", "quantity", "class", "weight"
+    );
+    for e in &selected {
+        let ctr = match &e.counters {
+            Some(c) if c.iter().all(|&c| c >= 32) => "fixed".to_string(),
+            Some(c) => c.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            None => "any".into(),
+        };
+        let mut flags = Vec::new();
+        if e.paired {
+            flags.push("paired");
+        }
+        if e.unreliable {
+            flags.push("approximate");
+        }
+        if e.optional {
+            flags.push("opt-in");
+        }
+        println!(
+            "{:<44} {:<10} {:<17} {:<20} {:>6}  {ctr}{}",
+            e.name,
+            e.pmu,
+            e.quantity,
+            e.class.as_deref().unwrap_or("-"),
+            e.weight,
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", flags.join(", "))
+            }
+        );
+    }
+    for n in &plan.notes {
+        eprintln!("note: {n}");
+    }
+    Ok(0)
 }

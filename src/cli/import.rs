@@ -1,13 +1,118 @@
-//! `roofline import` (issue 5).
+//! `roofline import perf-stat FILE`: counts measured elsewhere with `perf stat -x,` (see
+//! `roofline events`) become a `roofline.report/1` point with provenance `perf-stat`.
 
-use clap::Args as ClapArgs;
+use clap::{Args as ClapArgs, Subcommand};
+use std::path::PathBuf;
+
+use super::common::{OutputArgs, PlatformArg};
+use crate::counters::perf_stat::{self, ImportOptions};
+use crate::error::Error;
+use crate::util::fmt_bytes;
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub what: What,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline import` is not built yet",
-        "see issue 5"
-    ))
+#[derive(Debug, Subcommand)]
+pub enum What {
+    /// `perf stat -x,` output (a file written with `-o`, or its captured stderr).
+    #[command(name = "perf-stat")]
+    PerfStat(PerfStatArgs),
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct PerfStatArgs {
+    /// The perf stat output file.
+    pub file: PathBuf,
+    /// Wall time of the measured run in seconds (default: the file's duration_time).
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<f64>,
+    /// Point name (default: the file name).
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub platform: PlatformArg,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    match args.what {
+        What::PerfStat(a) => run_perf_stat(a),
+    }
+}
+
+fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
+    let out = a.output.check(&["json"])?;
+    if let Some(s) = a.seconds
+        && !(s > 0.0 && s.is_finite())
+    {
+        anyhow::bail!(Error::input(
+            format!("--seconds {s}: must be a positive time"),
+            "e.g. --seconds 1.5"
+        ));
+    }
+    let origin = a.file.display().to_string();
+    let bytes =
+        std::fs::read(&a.file).map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass a perf stat -x, output file"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let (platform, how) = super::events::choose_platform(&a.platform)?;
+    if a.platform.platform.is_none() {
+        eprintln!(
+            "warning: no --platform: assuming {origin} was measured on a machine like this one ({}); pass --platform otherwise",
+            platform.key
+        );
+    }
+    let name = a.name.clone().unwrap_or_else(|| {
+        a.file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| origin.clone())
+    });
+    let opts = ImportOptions {
+        seconds: a.seconds,
+        name,
+        platform_source: how,
+    };
+    let (report, warnings) = perf_stat::import(&text, &origin, &platform, &opts)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let json = report.to_json();
+    if let Some((file, _)) = out {
+        file.write(format!("{json}\n").as_bytes())?;
+    }
+    if a.output.json {
+        println!("{json}");
+        return Ok(0);
+    }
+    let p = &report.points[0];
+    println!("{} (perf-stat), {} ({})", p.name, platform.name, platform.key);
+    println!("  T      {:.6} s", p.seconds);
+    match (&p.provenance.flops, p.gflops) {
+        (Some(_), Some(g)) => {
+            println!("  W      {:.4e} flop   {:.3} GFLOP/s", p.flops.total, g);
+            for (c, v) in &p.flops.by_class {
+                println!("         {c:<22} {v:.4e}");
+            }
+        }
+        _ => println!("  W      unavailable"),
+    }
+    for (lvl, b) in &p.bytes {
+        println!(
+            "  Q_{lvl:<5}{:>12}   {:.3} GB/s   AI {}",
+            fmt_bytes(*b),
+            p.gbs.get(lvl).copied().unwrap_or(0.0),
+            p.ai.get(lvl).map(|x| format!("{x:.3} flop/B")).unwrap_or_else(|| "-".into())
+        );
+    }
+    if let Some(g) = p.extra.get("effective_ghz").and_then(|v| v.as_f64()) {
+        println!("  clock  {g:.3} GHz (cycles / task-clock)");
+    }
+    for n in &p.provenance.notes {
+        println!("  note: {n}");
+    }
+    Ok(0)
 }

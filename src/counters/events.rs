@@ -1,1 +1,725 @@
-//! Backend module `events` (filled by its issue).
+//! What counter events mean, shared by the perf backend (`perf.rs`) and the perf-stat import
+//! (`perf_stat.rs`): event → W (flops by class) and Q (bytes per level) formulas, the
+//! multiplexing scale, counter-constrained grouping, and perf's event syntax.
+//!
+//! Quantities (see [`EventSpec::quantity`]): `flops` adds `count × weight` to its class;
+//! `bytes.l2` are lines moved between L1 and L2 (LIKWID's L2 data volume), `bytes.l3` between
+//! L2 and L3, `bytes.dram*` CAS commands at the memory controller; each ×64 B by its weight.
+//! Hardware cannot count core-side (load/store operand) bytes: `bytes.core` is left to the trace
+//! and analytic backends, and the notes say so.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{Error, Result};
+use crate::machine::{EventSpec, Platform};
+use crate::report::{Bytes, Flops};
+
+/// A count scaled for multiplexing, with the fraction of the time it was really counting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scaled {
+    pub value: f64,
+    /// time_running / time_enabled: 1.0 when the event had a counter all the time.
+    pub running_fraction: f64,
+}
+
+/// perf's multiplexing estimate: `count × time_enabled / time_running`. `None` when the event
+/// never got a counter (time_running 0): it was not counted, and must not read as zero.
+pub fn scale_multiplexed(count: u64, time_enabled: u64, time_running: u64) -> Option<Scaled> {
+    if time_running == 0 {
+        return None;
+    }
+    // A counter cannot run longer than it was enabled; clamp rounding noise.
+    let enabled = time_enabled.max(time_running);
+    let ratio = time_running as f64 / enabled as f64;
+    Some(Scaled {
+        value: count as f64 / ratio,
+        running_fraction: ratio,
+    })
+}
+
+/// What perf reported for one event: a count (apply the event's weight), or bytes already
+/// (perf applied the sysfs scale and unit, e.g. `uncore_imc/cas_count_read/` in MiB).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Amount {
+    Count(f64),
+    Bytes(f64),
+}
+
+/// One event's (scaled) value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventValue {
+    pub spec: EventSpec,
+    pub amount: Amount,
+    /// time_running / time_enabled, where known; below 1 means multiplexed (already scaled).
+    pub running_fraction: Option<f64>,
+}
+
+/// W, Q and the clock counters derived from a set of event values, with the caveats.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Derived {
+    /// `None` when no FP event was counted.
+    pub flops: Option<Flops>,
+    pub bytes: Bytes,
+    pub dram_read_bytes: Option<f64>,
+    pub dram_write_bytes: Option<f64>,
+    pub cycles: Option<f64>,
+    pub instructions: Option<f64>,
+    pub ref_cycles: Option<f64>,
+    /// Events that ran part of the time (name → running fraction), already scaled.
+    pub multiplexed: BTreeMap<String, f64>,
+    /// Whether W comes from approximate events (executed not retired, AVX_INSTS, …).
+    pub flops_approximate: bool,
+    /// Byte levels measured by uncore (socket-wide) counters.
+    pub system_wide_levels: BTreeSet<String>,
+    pub notes: Vec<String>,
+}
+
+fn level_of(quantity: &str) -> Option<&'static str> {
+    Some(match quantity {
+        "bytes.l2" => crate::report::schema::level::L2,
+        "bytes.l3" => crate::report::schema::level::L3,
+        "bytes.dram" | "bytes.dram_read" | "bytes.dram_write" => crate::report::schema::level::DRAM,
+        _ => return None,
+    })
+}
+
+/// Whether an event is counted by a core PMU (follows the task) rather than an uncore one.
+pub fn is_core_pmu(pmu: &str) -> bool {
+    matches!(pmu, "cpu" | "cpu_core" | "cpu_atom")
+}
+
+/// W and Q from event values. `platform`, when known, adds what it lacks to the notes
+/// (e.g. Zen 1 has no DRAM event).
+pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
+    let mut d = Derived::default();
+    let mut by_class: BTreeMap<String, f64> = BTreeMap::new();
+    let mut caveats: BTreeSet<String> = BTreeSet::new();
+    let mut any_flops = false;
+    for v in values {
+        let s = &v.spec;
+        // `weighted`: flops or bytes; `count`: the raw (scaled) count where perf gave one.
+        let (count, weighted) = match v.amount {
+            Amount::Count(c) => (Some(c), c * s.weight),
+            Amount::Bytes(b) => (None, b),
+        };
+        if let Some(f) = v.running_fraction
+            && f < 0.999
+        {
+            d.multiplexed.insert(s.name.clone(), f);
+        }
+        match s.quantity.as_str() {
+            "flops" => {
+                any_flops = true;
+                let class = s.class.clone().unwrap_or_else(|| "any_precision".into());
+                *by_class.entry(class).or_insert(0.0) += weighted;
+                if s.unreliable {
+                    d.flops_approximate = true;
+                    if let Some(c) = &s.caveat {
+                        caveats.insert(format!("W is approximate: {c}"));
+                    }
+                } else if let Some(c) = &s.caveat
+                    && (c.contains("E-cores") || c.contains("split neither") || c.contains("width"))
+                {
+                    caveats.insert(c.clone());
+                }
+            }
+            "cycles" => *d.cycles.get_or_insert(0.0) += count.unwrap_or(weighted),
+            "instructions" => *d.instructions.get_or_insert(0.0) += count.unwrap_or(weighted),
+            "ref_cycles" => *d.ref_cycles.get_or_insert(0.0) += count.unwrap_or(weighted),
+            q => match level_of(q) {
+                Some(level) => {
+                    *d.bytes.entry(level.to_string()).or_insert(0.0) += weighted;
+                    if q == "bytes.dram_read" {
+                        *d.dram_read_bytes.get_or_insert(0.0) += weighted;
+                    }
+                    if q == "bytes.dram_write" {
+                        *d.dram_write_bytes.get_or_insert(0.0) += weighted;
+                    }
+                    if !is_core_pmu(&s.pmu) {
+                        d.system_wide_levels.insert(level.to_string());
+                    }
+                    if s.unreliable
+                        && let Some(c) = &s.caveat
+                    {
+                        caveats.insert(format!("Q_{level} is approximate: {c}"));
+                    }
+                }
+                None => d
+                    .notes
+                    .push(format!("event {} measures '{q}', which no formula uses: ignored", s.name)),
+            },
+        }
+    }
+    if any_flops {
+        let total = by_class.values().sum();
+        d.flops = Some(Flops {
+            total,
+            effective: None,
+            by_class,
+        });
+    } else {
+        d.notes
+            .push("no FP event was counted: W unavailable (use --backend trace or analytic)".into());
+    }
+    d.notes.extend(caveats);
+    for (name, f) in &d.multiplexed {
+        d.notes.push(format!(
+            "multiplexed: {name} counted {:.1}% of the time, scaled to the full run",
+            f * 100.0
+        ));
+    }
+    if !d.system_wide_levels.is_empty() {
+        let lv: Vec<&str> = d.system_wide_levels.iter().map(String::as_str).collect();
+        d.notes.push(format!(
+            "Q_{} from uncore counters: system-wide (the whole socket), not only the measured command",
+            lv.join(", Q_")
+        ));
+    }
+    if let Some(p) = platform
+        && !p.events.iter().any(|e| e.quantity.starts_with("bytes.dram"))
+    {
+        d.notes
+            .push(format!("Q_dram unavailable: {} has no usable DRAM counter event", p.name));
+    }
+    d.notes
+        .push("bytes.core (load/store operand bytes) cannot be counted by hardware: use the trace or analytic backend".into());
+    d
+}
+
+/// A generous ceiling on a whole system's DRAM bandwidth (GB/s) per platform: channels ×
+/// transfer rate of the fastest supported memory × the most sockets the part scales to. Used
+/// only to reject impossible counts (10× margin), never as a roof.
+pub fn dram_ceiling_gbs(platform_key: &str) -> f64 {
+    match platform_key {
+        "snb" | "ivb" => 60.0 * 4.0,
+        "hsw" | "bdw" | "skl" => 60.0,
+        "hsx" | "bdx" => 120.0 * 8.0,
+        "skx" => 150.0 * 8.0,
+        "icl" | "tgl" => 80.0,
+        "icx" => 210.0 * 2.0,
+        "adl" => 110.0,
+        // SPR Max's HBM included.
+        "spr" => 1700.0 * 8.0,
+        "gnr" => 900.0 * 8.0,
+        "zen1" => 180.0 * 2.0,
+        "zen2" | "zen3" => 210.0 * 2.0,
+        "zen4" => 470.0 * 2.0,
+        "zen5" => 620.0 * 2.0,
+        _ => 2000.0 * 8.0,
+    }
+}
+
+/// Reject DRAM traffic no machine of this platform can move in `seconds` (more than 10× its
+/// ceiling), like LIKWID's phantom-channel 1.88e19 bytes.
+pub fn check_dram_plausible(dram_bytes: f64, seconds: f64, platform_key: &str) -> Result<()> {
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Ok(());
+    }
+    let limit = 10.0 * dram_ceiling_gbs(platform_key) * 1e9 * seconds;
+    if !dram_bytes.is_finite() || dram_bytes > limit {
+        return Err(Error::input(
+            format!(
+                "{dram_bytes:.3e} DRAM bytes in {seconds} s is {:.3e} GB/s, over 10x the {} GB/s any {platform_key} system can move: the counts cannot be true",
+                dram_bytes / seconds / 1e9,
+                dram_ceiling_gbs(platform_key)
+            ),
+            "check the platform (--platform), the time (--seconds) and the uncore events (a phantom memory channel?)",
+        ));
+    }
+    Ok(())
+}
+
+/// Raw `config` of a core-PMU event (the `rNNNN` perf syntax). AMD puts event-select bits
+/// 8–11 at config bits 32–35.
+pub fn core_config(spec: &EventSpec, amd: bool) -> u64 {
+    let mut c = (spec.event & 0xff) | ((spec.umask & 0xff) << 8) | ((spec.cmask & 0xff) << 24);
+    if spec.edge {
+        c |= 1 << 18;
+    }
+    if spec.inv {
+        c |= 1 << 23;
+    }
+    if amd {
+        c |= ((spec.event >> 8) & 0xf) << 32;
+    }
+    c
+}
+
+/// Inverse of [`core_config`]: (event, umask, cmask, inv, edge).
+pub fn decode_core_config(c: u64, amd: bool) -> (u64, u64, u64, bool, bool) {
+    let mut event = c & 0xff;
+    if amd {
+        event |= ((c >> 32) & 0xf) << 8;
+    }
+    (event, (c >> 8) & 0xff, (c >> 24) & 0xff, c & (1 << 23) != 0, c & (1 << 18) != 0)
+}
+
+/// General-purpose core counters per logical CPU: the platform's figure, else what the
+/// architecture has (Intel before Ice Lake: 4 with SMT on, 8 off; Ice Lake and later: 8;
+/// AMD Zen: 6). A small table until every platform file carries `core_counters`.
+pub fn gp_counters(p: &Platform, smt: bool) -> u32 {
+    let given = if smt {
+        p.core_counters
+    } else {
+        p.core_counters_smt_off.or(p.core_counters)
+    };
+    if let Some(n) = given {
+        return n;
+    }
+    match p.key.as_str() {
+        "snb" | "ivb" | "hsw" | "hsx" | "bdw" | "bdx" | "skl" | "skx" if smt => 4,
+        k if k.starts_with("zen") => 6,
+        _ => 8,
+    }
+}
+
+/// Counters an event may take among `n` (paired events: the even counter of a free pair).
+fn allowed(spec: &EventSpec, n: u32) -> Vec<u32> {
+    let all: Vec<u32> = match &spec.counters {
+        Some(c) => c.iter().copied().filter(|&c| c < n).collect(),
+        None => (0..n).collect(),
+    };
+    if spec.paired {
+        all.into_iter().filter(|c| c.is_multiple_of(2) && c + 1 < n).collect()
+    } else {
+        all
+    }
+}
+
+/// Whether `events` can all hold a counter at once among `n` (small exhaustive search).
+pub fn schedulable(events: &[&EventSpec], n: u32) -> bool {
+    fn go(i: usize, ev: &[&EventSpec], n: u32, used: &mut Vec<bool>) -> bool {
+        if i == ev.len() {
+            return true;
+        }
+        for c in allowed(ev[i], n) {
+            let width = if ev[i].paired { 2 } else { 1 };
+            let slots = c as usize..c as usize + width;
+            if slots.clone().all(|s| !used[s]) {
+                slots.clone().for_each(|s| used[s] = true);
+                if go(i + 1, ev, n, used) {
+                    return true;
+                }
+                slots.for_each(|s| used[s] = false);
+            }
+        }
+        false
+    }
+    let mut used = vec![false; n as usize];
+    go(0, events, n, &mut used)
+}
+
+/// Split core events into groups the PMU can count at once (first fit, in table order, so
+/// W's events come first). An event that fits no group alone gets one anyway: the kernel
+/// will refuse it and say so, which beats dropping it silently.
+pub fn schedule_groups<'a>(events: &[&'a EventSpec], n: u32) -> Vec<Vec<&'a EventSpec>> {
+    let mut groups: Vec<Vec<&EventSpec>> = Vec::new();
+    for &e in events {
+        let slot = groups.iter().position(|g| {
+            let mut t = g.clone();
+            t.push(e);
+            schedulable(&t, n)
+        });
+        match slot {
+            Some(i) => groups[i].push(e),
+            None => groups.push(vec![e]),
+        }
+    }
+    groups
+}
+
+/// The event as perf's `-e` takes it: its `perf_name`, else `pmu/event=0x..,umask=0x../`.
+pub fn perf_event_syntax(spec: &EventSpec) -> String {
+    if let Some(n) = &spec.perf_name {
+        return n.clone();
+    }
+    let mut terms = vec![format!("event={:#04x}", spec.event)];
+    if spec.umask != 0 {
+        terms.push(format!("umask={:#04x}", spec.umask));
+    }
+    if spec.cmask != 0 {
+        terms.push(format!("cmask={:#x}", spec.cmask));
+    }
+    if spec.inv {
+        terms.push("inv".into());
+    }
+    if spec.edge {
+        terms.push("edge".into());
+    }
+    if spec.rdwrmask != 0 {
+        terms.push(format!("rdwrmask={:#x}", spec.rdwrmask));
+    }
+    format!("{}/{}/", spec.pmu, terms.join(","))
+}
+
+/// The events of a platform to collect: defaults, plus opt-in ones when asked.
+pub fn selected(p: &Platform, optional: bool, uncore: bool) -> Vec<&EventSpec> {
+    p.events
+        .iter()
+        .filter(|e| optional || !e.optional)
+        .filter(|e| uncore || is_core_pmu(&e.pmu))
+        .collect()
+}
+
+/// A `perf stat` invocation collecting a platform's counters.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PerfStatPlan {
+    /// Each `-e` argument, in order (groups in `{}`).
+    pub event_args: Vec<String>,
+    /// Whether `-a` is needed (uncore events cannot be counted per task).
+    pub system_wide: bool,
+    pub gp_counters: u32,
+    pub notes: Vec<String>,
+}
+
+impl PerfStatPlan {
+    pub fn new(p: &Platform, smt: bool, optional: bool, uncore: bool) -> PerfStatPlan {
+        let events = selected(p, optional, uncore);
+        // AMD has no fixed counters: the NMI watchdog (on by default) holds one of the
+        // general-purpose ones, so groups leave it free.
+        let amd = p.identify.vendor == "AuthenticAMD";
+        let n = gp_counters(p, smt) - u32::from(amd);
+        let mut args = vec!["duration_time,task-clock".to_string()];
+        let named: Vec<String> = events
+            .iter()
+            .filter(|e| e.perf_name.is_some() && is_core_pmu(&e.pmu))
+            .map(|e| perf_event_syntax(e))
+            .collect();
+        if !named.is_empty() {
+            args.push(named.join(","));
+        }
+        let core: Vec<&EventSpec> = events
+            .iter()
+            .copied()
+            .filter(|e| e.perf_name.is_none() && is_core_pmu(&e.pmu))
+            .collect();
+        let groups = schedule_groups(&core, n);
+        for g in &groups {
+            let inner: Vec<String> = g.iter().map(|e| perf_event_syntax(e)).collect();
+            args.push(format!("{{{}}}", inner.join(",")));
+        }
+        let unc: Vec<String> = events
+            .iter()
+            .filter(|e| !is_core_pmu(&e.pmu))
+            .map(|e| perf_event_syntax(e))
+            .collect();
+        if !unc.is_empty() {
+            args.push(unc.join(","));
+        }
+        let mut notes = Vec::new();
+        if groups.len() > 1 {
+            notes.push(format!(
+                "{} core events need {} groups with {n} general-purpose counters per thread{}: perf multiplexes them and scales the counts (the import flags it)",
+                core.len(),
+                groups.len(),
+                if smt { " (SMT on)" } else { "" }
+            ));
+        }
+        if !unc.is_empty() {
+            notes.push("uncore events are socket-wide: -a counts every CPU, so core counts are system-wide too; run on an otherwise idle machine, or pass --no-uncore for a per-command line".into());
+        }
+        notes.push(format!(
+            "groups use {n} counters per thread{}; if a whole group reads <not counted>, the NMI watchdog or another perf user holds a counter (sysctl kernel.nmi_watchdog=0)",
+            if amd { " (one left to the NMI watchdog)" } else { "" }
+        ));
+        if p.events.iter().any(|e| e.paired) {
+            notes.push("event 0x03 (FpRetSseAvxOps) is merged over an even/odd counter pair by the kernel (Large Increment per Cycle events): each takes two counters".into());
+        }
+        PerfStatPlan {
+            event_args: args,
+            system_wide: !unc.is_empty(),
+            gp_counters: n,
+            notes,
+        }
+    }
+
+    /// The shell command line (groups quoted for the shell).
+    pub fn command_line(&self, command: &[String]) -> String {
+        let mut s = String::from("perf stat -x,");
+        if self.system_wide {
+            s.push_str(" -a");
+        }
+        for a in &self.event_args {
+            if a.contains('{') {
+                s.push_str(&format!(" -e '{a}'"));
+            } else {
+                s.push_str(&format!(" -e {a}"));
+            }
+        }
+        s.push_str(" -o perf-stat.csv --");
+        if command.is_empty() {
+            s.push_str(" CMD ARGS...");
+        } else {
+            for c in command {
+                if c.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_./=:,+@%".contains(ch)) && !c.is_empty() {
+                    s.push(' ');
+                    s.push_str(c);
+                } else {
+                    s.push_str(&format!(" '{}'", c.replace('\'', "'\\''")));
+                }
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, quantity: &str, class: Option<&str>, weight: f64) -> EventSpec {
+        EventSpec {
+            name: name.into(),
+            pmu: "cpu".into(),
+            event: 0xc7,
+            umask: 1,
+            cmask: 0,
+            inv: false,
+            edge: false,
+            config1: 0,
+            counters: None,
+            quantity: quantity.into(),
+            class: class.map(String::from),
+            weight,
+            paired: false,
+            unreliable: false,
+            caveat: None,
+            optional: false,
+            rdwrmask: 0,
+            perf_name: None,
+            aliases: vec![],
+            unchecked: None,
+        }
+    }
+
+    /// A small seeded generator (fresh seed per run from the clock; printed on failure).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+    fn seed() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1
+    }
+
+    #[test]
+    fn multiplex_scaling_uses_enabled_over_running() {
+        let s = scale_multiplexed(1000, 4_000_000, 1_000_000).unwrap();
+        assert_eq!(s.value, 4000.0);
+        assert_eq!(s.running_fraction, 0.25);
+        let full = scale_multiplexed(1234, 10, 10).unwrap();
+        assert_eq!((full.value, full.running_fraction), (1234.0, 1.0));
+        assert_eq!(scale_multiplexed(1234, 10, 0), None, "never scheduled is not zero");
+        // running > enabled (clock rounding) never scales down
+        assert_eq!(scale_multiplexed(50, 9, 10).unwrap().value, 50.0);
+        let mut r = Rng(seed());
+        for _ in 0..1000 {
+            let run = r.next() % 1_000_000 + 1;
+            let en = run + r.next() % 1_000_000;
+            let c = r.next() % 1_000_000_000;
+            let s = scale_multiplexed(c, en, run).unwrap();
+            let back = s.value * s.running_fraction;
+            assert!(
+                (back - c as f64).abs() <= 1e-6 * c as f64 + 1e-6,
+                "seed {} c {c} en {en} run {run}",
+                r.0
+            );
+        }
+    }
+
+    #[test]
+    fn flops_are_weighted_by_class_and_summed() {
+        let vals = vec![
+            EventValue {
+                spec: spec("SD", "flops", Some("scalar_double"), 1.0),
+                amount: Amount::Count(1000.0),
+                running_fraction: Some(1.0),
+            },
+            EventValue {
+                spec: spec("P512D", "flops", Some("packed512_double"), 8.0),
+                amount: Amount::Count(250.0),
+                running_fraction: Some(0.5),
+            },
+            EventValue {
+                spec: spec("P256S", "flops", Some("packed256_single"), 8.0),
+                amount: Amount::Count(3.0),
+                running_fraction: None,
+            },
+        ];
+        let d = derive(&vals, None);
+        let f = d.flops.unwrap();
+        assert_eq!(f.by_class["scalar_double"], 1000.0);
+        assert_eq!(f.by_class["packed512_double"], 2000.0);
+        assert_eq!(f.by_class["packed256_single"], 24.0);
+        assert_eq!(f.total, 3024.0);
+        assert_eq!(d.multiplexed.get("P512D"), Some(&0.5));
+        assert!(d.notes.iter().any(|n| n.contains("P512D counted 50.0%")), "{:?}", d.notes);
+        assert!(!d.flops_approximate);
+    }
+
+    #[test]
+    fn bytes_per_level_and_dram_split() {
+        let mut rd = spec("CAS.RD", "bytes.dram_read", None, 64.0);
+        rd.pmu = "uncore_imc".into();
+        let mut wr = spec("CAS.WR", "bytes.dram_write", None, 64.0);
+        wr.pmu = "uncore_imc".into();
+        let vals = vec![
+            EventValue {
+                spec: spec("L1D.REPLACEMENT", "bytes.l2", None, 64.0),
+                amount: Amount::Count(10.0),
+                running_fraction: None,
+            },
+            EventValue {
+                spec: spec("L2_LINES_IN", "bytes.l3", None, 64.0),
+                amount: Amount::Count(3.0),
+                running_fraction: None,
+            },
+            EventValue {
+                spec: spec("L2_LINES_OUT", "bytes.l3", None, 64.0),
+                amount: Amount::Count(2.0),
+                running_fraction: None,
+            },
+            EventValue {
+                spec: rd,
+                amount: Amount::Count(100.0),
+                running_fraction: None,
+            },
+            // perf already applied the MiB scale: no weight.
+            EventValue {
+                spec: wr,
+                amount: Amount::Bytes(1_048_576.0),
+                running_fraction: None,
+            },
+        ];
+        let d = derive(&vals, None);
+        assert_eq!(d.bytes["l2"], 640.0);
+        assert_eq!(d.bytes["l3"], 320.0);
+        assert_eq!(d.bytes["dram"], 6400.0 + 1_048_576.0);
+        assert_eq!(d.dram_read_bytes, Some(6400.0));
+        assert_eq!(d.dram_write_bytes, Some(1_048_576.0));
+        assert!(d.system_wide_levels.contains("dram") && !d.system_wide_levels.contains("l2"));
+        assert!(d.flops.is_none());
+        assert!(d.notes.iter().any(|n| n.contains("W unavailable")));
+        assert!(d.notes.iter().any(|n| n.contains("system-wide")));
+    }
+
+    #[test]
+    fn approximate_events_are_flagged_and_missing_dram_is_said() {
+        let mut avx = spec("AVX_INSTS.ALL", "flops", Some("packed_any_precision"), 4.0);
+        avx.unreliable = true;
+        avx.caveat = Some("counts every AVX instruction".into());
+        let d = derive(
+            &[EventValue {
+                spec: avx,
+                amount: Amount::Count(5.0),
+                running_fraction: None,
+            }],
+            Some(&Platform::load("zen1").unwrap()),
+        );
+        assert_eq!(d.flops.as_ref().unwrap().total, 20.0);
+        assert!(d.flops_approximate);
+        assert!(d.notes.iter().any(|n| n.starts_with("W is approximate")));
+        assert!(d.notes.iter().any(|n| n.contains("Q_dram unavailable")), "{:?}", d.notes);
+        let d4 = derive(&[], Some(&Platform::load("zen4").unwrap()));
+        assert!(!d4.notes.iter().any(|n| n.contains("Q_dram unavailable")));
+    }
+
+    #[test]
+    fn phantom_dram_traffic_is_rejected() {
+        // LIKWID's phantom channel: 1.88e19 bytes.
+        let e = check_dram_plausible(1.88e19, 10.0, "zen3").unwrap_err();
+        assert!(e.to_string().contains("cannot be true"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        // A plausible full-bandwidth run passes.
+        assert!(check_dram_plausible(400e9 * 10.0, 10.0, "zen3").is_ok());
+        assert!(check_dram_plausible(f64::INFINITY, 1.0, "skx").is_err());
+    }
+
+    #[test]
+    fn raw_config_round_trips() {
+        let mut r = Rng(seed());
+        for _ in 0..500 {
+            let mut s = spec("x", "flops", None, 1.0);
+            let amd = r.next().is_multiple_of(2);
+            s.event = r.next() % if amd { 0x1000 } else { 0x100 };
+            s.umask = r.next() % 0x100;
+            s.cmask = r.next() % 0x100;
+            s.inv = r.next().is_multiple_of(2);
+            s.edge = r.next().is_multiple_of(2);
+            let (e, u, c, i, g) = decode_core_config(core_config(&s, amd), amd);
+            assert_eq!((e, u, c, i, g), (s.event, s.umask, s.cmask, s.inv, s.edge), "seed {}", r.0);
+        }
+        let mut fp = spec("FP", "flops", None, 1.0);
+        fp.event = 0xc7;
+        fp.umask = 0x40;
+        assert_eq!(core_config(&fp, false), 0x40c7);
+    }
+
+    #[test]
+    fn skx_groups_respect_counters_0_to_3() {
+        let skx = Platform::load("skx").unwrap();
+        let core: Vec<&EventSpec> = selected(&skx, false, false).into_iter().filter(|e| e.perf_name.is_none()).collect();
+        let groups = schedule_groups(&core, gp_counters(&skx, true));
+        // 4 FP_ARITH double + L1D.REPLACEMENT + 2 L2 events, all on counters 0-3.
+        assert_eq!(core.len(), 7);
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert!(groups.iter().all(|g| g.len() <= 4));
+        assert!(groups[0].iter().all(|e| e.quantity == "flops"));
+        // With SMT off perf has 8 counters, but these events still need 0-3.
+        assert_eq!(schedule_groups(&core, gp_counters(&skx, false)).len(), 2);
+        // Ice Lake-SP: FP_ARITH may use 0-7, so with 8 counters one group holds all.
+        let icx = Platform::load("icx").unwrap();
+        let core: Vec<&EventSpec> = selected(&icx, false, false).into_iter().filter(|e| e.perf_name.is_none()).collect();
+        assert_eq!(schedule_groups(&core, gp_counters(&icx, true)).len(), 1);
+    }
+
+    #[test]
+    fn paired_amd_events_take_two_counters() {
+        let mut a = spec("fp", "flops", Some("any_precision"), 1.0);
+        a.paired = true;
+        let evs = [&a, &a, &a];
+        assert!(schedulable(&evs, 6));
+        let four = [&a, &a, &a, &a];
+        assert!(!schedulable(&four, 6));
+        assert_eq!(schedule_groups(&four, 6).len(), 2);
+        let plain = spec("p", "bytes.l2", None, 64.0);
+        assert!(!schedulable(&[&a, &a, &a, &plain], 6));
+    }
+
+    #[test]
+    fn perf_syntax_of_core_uncore_and_named_events() {
+        let skx = Platform::load("skx").unwrap();
+        let plan = PerfStatPlan::new(&skx, true, false, true);
+        let line = plan.command_line(&["./triad".into(), "1 2".into()]);
+        assert!(
+            line.starts_with("perf stat -x, -a -e duration_time,task-clock -e instructions,cycles,ref-cycles"),
+            "{line}"
+        );
+        assert!(
+            line.contains(
+                "-e '{cpu/event=0xc7,umask=0x01/,cpu/event=0xc7,umask=0x04/,cpu/event=0xc7,umask=0x10/,cpu/event=0xc7,umask=0x40/}'"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("uncore_imc/event=0x04,umask=0x03/,uncore_imc/event=0x04,umask=0x0c/"),
+            "{line}"
+        );
+        assert!(line.ends_with("-- ./triad '1 2'"), "{line}");
+        let zen4 = Platform::load("zen4").unwrap();
+        let plan = PerfStatPlan::new(&zen4, true, false, false);
+        let line = plan.command_line(&[]);
+        assert!(!line.contains(" -a"), "{line}");
+        assert!(line.contains("'{cpu/event=0x03,umask=0x1f/}'"), "{line}");
+        let umc = zen4.events.iter().find(|e| e.name == "umc_cas_cmd.wr").unwrap();
+        assert_eq!(perf_event_syntax(umc), "amd_umc/event=0x0a,rdwrmask=0x2/");
+    }
+}

@@ -88,8 +88,9 @@ pub struct EventSpec {
     /// General-purpose counters it may run on (`None`: any).
     #[serde(default)]
     pub counters: Option<Vec<u32>>,
-    /// What it measures: `flops`, `bytes.l1_fill`, `bytes.l2`, `bytes.l3`, `bytes.dram`,
-    /// `bytes.dram_read`, `bytes.dram_write`, `cycles`, `instructions`.
+    /// What it measures: `flops`; `bytes.l2` (lines moved between L1 and L2), `bytes.l3`
+    /// (between L2 and L3), `bytes.dram`, `bytes.dram_read`, `bytes.dram_write`; `cycles`,
+    /// `instructions`, `ref_cycles`. See `crate::counters::events` for the formulas.
     pub quantity: String,
     /// For `flops`: the `FlopClass` key it counts.
     #[serde(default)]
@@ -108,6 +109,20 @@ pub struct EventSpec {
     /// Opt-in events (single precision, FP16) are collected only when asked.
     #[serde(default)]
     pub optional: bool,
+    /// AMD UMC read/write filter (`amd_umc` format `rdwrmask`): 1 reads, 2 writes, 0 both.
+    #[serde(default)]
+    pub rdwrmask: u64,
+    /// How perf names it instead of the encoding: a generic event (`cycles`, `cpu_core/cycles/`)
+    /// or a kernel sysfs alias (`uncore_imc/data_reads/`) whose encoding is the kernel's own.
+    #[serde(default)]
+    pub perf_name: Option<String>,
+    /// Other names perf may print for it (symbolic JSON names, sysfs aliases), lower case.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Why perfmon cannot confirm this encoding (generic and kernel-alias events only);
+    /// every other event is cross-checked by tests/platforms_perfmon.rs.
+    #[serde(default)]
+    pub unchecked: Option<String>,
 }
 
 /// 1-based line of byte offset `off` in `text`.
