@@ -159,8 +159,13 @@ impl CounterSpec {
         b.read_format(group_read_format());
         match self.scope {
             // exclude_kernel lets paranoid level 2 count user-space work.
-            Scope::Core | Scope::Software => {
+            Scope::Core => {
                 b.exclude_kernel(true).exclude_hv(true);
+            }
+            // Context switches and most page-fault handling happen in the kernel: count
+            // them there when this user may (paranoid ≤ 1 or CAP_PERFMON).
+            Scope::Software => {
+                b.exclude_kernel(!kernel_counting_allowed()).exclude_hv(true);
             }
             // These PMUs reject the exclude_* bits (PERF_PMU_CAP_NO_EXCLUDE).
             Scope::NoExclude | Scope::Uncore { .. } => {
@@ -276,6 +281,11 @@ pub fn check_paranoid(level: Option<i32>, need_system_wide: bool) -> Result<()> 
     Ok(())
 }
 
+/// Whether this user may count kernel-mode events of its own tasks.
+pub fn kernel_counting_allowed() -> bool {
+    paranoid().is_some_and(|l| l <= 1) || has_cap_perfmon()
+}
+
 /// Whether the effective capability set holds CAP_PERFMON (38) or CAP_SYS_ADMIN (21).
 fn has_cap_perfmon() -> bool {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
@@ -338,16 +348,26 @@ pub fn resolve_platform_events(platform: &Platform, pmus: &Path, with_optional: 
     Ok((out, notes))
 }
 
-/// The software events every perf measurement adds (and the whole list with `--events software`).
+/// The software events every perf measurement adds (and the whole list with `--events
+/// software`). `msr/tsc` is added when `with_msr` and the kernel lets this user open it
+/// (it needs kernel-level counting, refused at perf_event_paranoid 2).
 pub fn software_events(pmus: &Path, with_msr: bool) -> Vec<CounterSpec> {
     let mut v: Vec<CounterSpec> = ["task-clock", "page-faults", "context-switches"]
         .iter()
         .filter_map(|n| CounterSpec::software(n))
         .collect();
-    if with_msr && let Some(t) = CounterSpec::msr_tsc(pmus) {
+    if with_msr
+        && let Some(t) = CounterSpec::msr_tsc(pmus)
+        && can_open(&t)
+    {
         v.push(t);
     }
     v
+}
+
+/// Whether the kernel accepts this event for the calling thread (opened and closed at once).
+pub fn can_open(spec: &CounterSpec) -> bool {
+    spec.builder().observe_self().any_cpu().build().is_ok()
 }
 
 /// Split events into groups the kernel can schedule at once. Per-task hardware events go
