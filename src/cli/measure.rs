@@ -74,7 +74,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| args.command[0].clone());
     let mut report = Report::new(machine_summary(), environment());
-    report.points.push(measurement.into_point(name));
+    let mut point = measurement.into_point(name);
+    if point.provenance.flops.is_none() {
+        point.gflops = None; // W was not counted: no rate either.
+    }
+    report.points.push(point);
     let json = report.to_json();
     if let Some((file, _)) = out {
         file.write(json.as_bytes())?;
@@ -128,39 +132,13 @@ fn platform(arg: &PlatformArg) -> anyhow::Result<Platform> {
     if let Some(spec) = &arg.platform {
         return Ok(Platform::load(spec)?);
     }
-    identify_platform().ok_or_else(|| {
+    perf::identify_platform().ok_or_else(|| {
         Error::input(
             "unknown microarchitecture: no platform file matches this CPU's vendor, family and model",
             "pass `--platform NAME|FILE` (see `platforms/`), or use `--backend trace`",
         )
         .into()
     })
-}
-
-/// CPUID vendor/family/model against the platforms' `[identify]` tables. (The machine
-/// module's full identification, flags included, replaces this when it lands.)
-fn identify_platform() -> Option<Platform> {
-    let cpuid = raw_cpuid::CpuId::new();
-    let vendor = cpuid.get_vendor_info()?.as_str().to_string();
-    let f = cpuid.get_feature_info()?;
-    let family = u32::from(f.family_id()) + if f.family_id() == 0xf { u32::from(f.extended_family_id()) } else { 0 };
-    let model = u32::from(f.model_id())
-        + if matches!(f.family_id(), 6 | 0xf) {
-            u32::from(f.extended_model_id()) << 4
-        } else {
-            0
-        };
-    Platform::embedded()
-        .into_iter()
-        .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
-        .max_by_key(|p| p.identify.priority)
-}
-
-/// Counters available to one logical CPU on this platform (SMT halves them on Intel).
-fn core_counters(p: &Platform) -> u32 {
-    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active").map(|s| s.trim() == "1").unwrap_or(true);
-    let n = if smt { p.core_counters } else { p.core_counters_smt_off.or(p.core_counters) };
-    n.unwrap_or(4)
 }
 
 fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>, i32)> {
@@ -176,7 +154,7 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
             }
             specs.push(CounterSpec::cycles());
             specs.extend(perf::software_events(pmus, false));
-            (specs, core_counters(&plat), notes)
+            (specs, perf::core_counters(&plat), notes)
         }
     };
     specs.dedup_by(|a, b| a.name == b.name);
@@ -190,6 +168,7 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
     }
     let cmd = CommandSpec {
         argv: args.command.clone(),
+        env: Vec::new(),
     };
     let mut runs: Vec<(f64, Vec<EventCount>)> = Vec::new();
     for rep in 0..args.repeat {
@@ -287,7 +266,7 @@ fn machine_summary() -> serde_json::Value {
     serde_json::json!({
         "vendor": cpuid.get_vendor_info().map(|v| v.as_str().to_string()),
         "brand": cpuid.get_processor_brand_string().map(|b| b.as_str().trim().to_string()),
-        "microarchitecture": identify_platform().map(|p| p.key),
+        "microarchitecture": perf::identify_platform().map(|p| p.key),
     })
 }
 

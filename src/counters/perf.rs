@@ -348,6 +348,33 @@ pub fn resolve_platform_events(platform: &Platform, pmus: &Path, with_optional: 
     Ok((out, notes))
 }
 
+/// CPUID vendor/family/model against the platforms' `[identify]` tables. (The machine
+/// module's full identification, feature flags included, replaces this when it lands.)
+pub fn identify_platform() -> Option<Platform> {
+    let cpuid = raw_cpuid::CpuId::new();
+    let vendor = cpuid.get_vendor_info()?.as_str().to_string();
+    let f = cpuid.get_feature_info()?;
+    let family = u32::from(f.family_id()) + if f.family_id() == 0xf { u32::from(f.extended_family_id()) } else { 0 };
+    let model = u32::from(f.model_id())
+        + if matches!(f.family_id(), 6 | 0xf) {
+            u32::from(f.extended_model_id()) << 4
+        } else {
+            0
+        };
+    Platform::embedded()
+        .into_iter()
+        .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
+        .max_by_key(|p| p.identify.priority)
+}
+
+/// General-purpose counters available to one logical CPU on this platform (SMT halves
+/// them on Intel); 4 when the platform does not say.
+pub fn core_counters(p: &Platform) -> u32 {
+    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active").map(|s| s.trim() == "1").unwrap_or(true);
+    let n = if smt { p.core_counters } else { p.core_counters_smt_off.or(p.core_counters) };
+    n.unwrap_or(4)
+}
+
 /// The software events every perf measurement adds (and the whole list with `--events
 /// software`). `msr/tsc` is added when `with_msr` and the kernel lets this user open it
 /// (it needs kernel-level counting, refused at perf_event_paranoid 2).
@@ -629,7 +656,9 @@ impl CounterSet {
                     }
                     let c = match counters.first_mut() {
                         None => b.build(),
-                        Some(leader) => b.build_with_group(leader),
+                        // Members are created enabled: they count whenever their leader
+                        // does, so enabling (or exec-enabling) the leader starts the group.
+                        Some(leader) => b.enabled(true).enable_on_exec(false).build_with_group(leader),
                     }
                     .map_err(|e| OpenError::Open(open_error(spec, &e)))?;
                     counters.push(c);
@@ -906,6 +935,8 @@ pub fn multiplex_warnings(counts: &[EventCount]) -> Vec<String> {
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
     pub argv: Vec<String>,
+    /// Variables added to the command's environment.
+    pub env: Vec<(String, String)>,
 }
 
 /// The outcome of one counted run.
@@ -947,7 +978,7 @@ pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec
     let program = resolve_program(cmd.argv.first().map(String::as_str).unwrap_or(""))?;
     let mut set = CounterSet::open(specs.to_vec(), plan, Target::InheritOnExec)?;
     let mut command = Command::new(&program);
-    command.args(&cmd.argv[1..]);
+    command.args(&cmd.argv[1..]).envs(cmd.env.iter().map(|(k, v)| (k, v)));
     set.enable(true)?;
     let t0 = Instant::now();
     let mut child = command
