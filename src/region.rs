@@ -27,7 +27,7 @@
 //! thread makes its own. The C ABI (`include/roofline.h`) keeps one per thread and merges
 //! their totals per region name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, CString, c_char, c_double, c_int};
 use std::marker::PhantomData;
 use std::path::Path;
@@ -83,14 +83,23 @@ pub enum Mode {
 #[derive(Debug, Clone, Default)]
 struct Accum {
     calls: u64,
+    seconds_sum: f64,
+    /// Per-call times, the first [`MAX_SAMPLES`] calls (a hot loop of regions must not grow
+    /// memory without bound).
     seconds: Vec<f64>,
     raw: Vec<RawCount>,
 }
 
+/// Per-call times kept per region.
+pub const MAX_SAMPLES: usize = 4096;
+
 impl Accum {
     fn add(&mut self, call: &Call) {
         self.calls += 1;
-        self.seconds.push(call.seconds);
+        self.seconds_sum += call.seconds;
+        if self.seconds.len() < MAX_SAMPLES {
+            self.seconds.push(call.seconds);
+        }
         if self.raw.len() < call.raw.len() {
             self.raw.resize(call.raw.len(), RawCount::default());
         }
@@ -112,8 +121,8 @@ struct Call {
 }
 
 struct Open {
-    name: String,
-    cname: CString,
+    /// Index into `Session::names`.
+    idx: usize,
     start: Instant,
     raw: Vec<RawCount>,
 }
@@ -124,6 +133,9 @@ pub struct Session {
     counters: Option<CounterSet>,
     open: Vec<Open>,
     totals: BTreeMap<String, Accum>,
+    /// Region names seen, as C strings for the markers (interned: no allocation per call).
+    names: Vec<CString>,
+    index: HashMap<String, usize>,
     notes: Vec<String>,
     /// Counters opened on this thread count this thread only.
     _this_thread: PhantomData<*const ()>,
@@ -168,6 +180,8 @@ impl Session {
             counters: Some(set),
             open: Vec::new(),
             totals: BTreeMap::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
             notes: Vec::new(),
             _this_thread: PhantomData,
         })
@@ -185,6 +199,8 @@ impl Session {
             counters: None,
             open: Vec::new(),
             totals: BTreeMap::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
             notes: Vec::new(),
             _this_thread: PhantomData,
         }
@@ -213,39 +229,56 @@ impl Session {
 
     /// Start the region `name` (regions nest; the same name may not be open twice).
     pub fn begin(&mut self, name: &str) -> Result<()> {
-        if self.open.iter().any(|o| o.name == name) {
+        let idx = self.intern(name)?;
+        if self.open.iter().any(|o| o.idx == idx) {
             return Err(Error::input(
                 format!("region '{name}' begun twice without an end"),
                 "end a region before beginning it again",
             ));
         }
-        let cname = CString::new(name).map_err(|_| Error::input(format!("region name {name:?} contains a NUL byte"), "use a plain name"))?;
         let raw = match self.counters.as_mut() {
             Some(c) => c.read_raw()?,
             None => Vec::new(),
         };
         // Time starts after our own read; the marker is the last thing before the region.
         self.open.push(Open {
-            name: name.to_string(),
-            cname,
+            idx,
             start: Instant::now(),
             raw,
         });
-        roofline_region_begin(self.open.last().map(|o| o.cname.as_ptr()).unwrap_or(std::ptr::null()));
+        roofline_region_begin(self.names[idx].as_ptr());
         Ok(())
     }
 
-    /// End the region `name`: this call's W, Q and T.
+    fn intern(&mut self, name: &str) -> Result<usize> {
+        if let Some(&i) = self.index.get(name) {
+            return Ok(i);
+        }
+        let c = CString::new(name).map_err(|_| Error::input(format!("region name {name:?} contains a NUL byte"), "use a plain name"))?;
+        self.names.push(c);
+        self.index.insert(name.to_string(), self.names.len() - 1);
+        Ok(self.names.len() - 1)
+    }
+
+    /// End the region `name` and add the call to its totals (the cheap path: no
+    /// per-call measurement is built).
+    pub fn stop(&mut self, name: &str) -> Result<()> {
+        self.end_call(name).map(drop)
+    }
+
+    /// End the region `name`: this call's W, Q and T (also added to the totals).
     pub fn end(&mut self, name: &str) -> Result<Measurement> {
         let call = self.end_call(name)?;
         Ok(self.measurement(std::slice::from_ref(&call.seconds), &call.raw, 1))
     }
 
     fn end_call(&mut self, name: &str) -> Result<Call> {
-        let Some(pos) = self.open.iter().rposition(|o| o.name == name) else {
-            return Err(Error::input(format!("region '{name}' ended but never begun"), "call begin before end"));
-        };
-        roofline_region_end(self.open[pos].cname.as_ptr());
+        let pos = self
+            .index
+            .get(name)
+            .and_then(|&idx| self.open.iter().rposition(|o| o.idx == idx))
+            .ok_or_else(|| Error::input(format!("region '{name}' ended but never begun"), "call begin before end"))?;
+        roofline_region_end(self.names[self.open[pos].idx].as_ptr());
         let seconds = self.open[pos].start.elapsed().as_secs_f64();
         let now = match self.counters.as_mut() {
             Some(c) => c.read_raw()?,
@@ -254,7 +287,14 @@ impl Session {
         let open = self.open.remove(pos);
         let raw: Vec<RawCount> = now.iter().zip(&open.raw).map(|(n, b)| n.since(b)).collect();
         let call = Call { seconds, raw };
-        self.totals.entry(open.name).or_default().add(&call);
+        match self.totals.get_mut(name) {
+            Some(a) => a.add(&call),
+            None => {
+                let mut a = Accum::default();
+                a.add(&call);
+                self.totals.insert(name.to_string(), a);
+            }
+        }
         Ok(call)
     }
 
@@ -278,7 +318,7 @@ impl Session {
         RegionTotals {
             name: name.to_string(),
             calls: a.calls,
-            seconds: a.seconds.iter().sum(),
+            seconds: a.seconds_sum,
             counts: self.scaled(&a.raw).into_iter().map(|c| c.scaled.map(|s| s.value)).collect(),
             measurement: self.measurement(&a.seconds, &a.raw, a.calls),
         }
@@ -341,11 +381,12 @@ impl Session {
 pub struct RegionTotals {
     pub name: String,
     pub calls: u64,
-    /// Sum of the calls' wall time.
+    /// Sum of the calls' wall time (all calls).
     pub seconds: f64,
     /// Scaled counts per event (order of [`Session::events`]); `None`: never scheduled.
     pub counts: Vec<Option<f64>>,
-    /// W, Q and T summed over the calls (`seconds_samples`: one per call).
+    /// W, Q and T summed over the calls (`seconds_samples`: one per call, the first
+    /// [`MAX_SAMPLES`]).
     pub measurement: Measurement,
 }
 
