@@ -212,7 +212,10 @@ impl Session {
 
     /// The counted events, in the order of [`RegionTotals::counts`].
     pub fn events(&self) -> Vec<String> {
-        self.counters.as_ref().map(|c| c.specs.iter().map(|s| s.name.clone()).collect()).unwrap_or_default()
+        self.counters
+            .as_ref()
+            .map(|c| c.specs.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default()
     }
 
     /// Whether region reads use rdpmc (no system call) rather than `read()`.
@@ -505,7 +508,11 @@ fn backend_from_env() -> std::result::Result<CBackend, String> {
                 CBackend::TimeOnly
             }
         }
-        other => return Err(format!("ROOFLINE_BACKEND={other} is not one of auto, perf, software, trace, analytic")),
+        other => {
+            return Err(format!(
+                "ROOFLINE_BACKEND={other} is not one of auto, perf, software, trace, analytic"
+            ));
+        }
     })
 }
 
@@ -596,7 +603,11 @@ pub extern "C" fn roofline_marker_stop(name: *const c_char) -> c_int {
     let tid = thread_id();
     let done = with_thread_session(|s, g| {
         let call = s.end_call(&name)?;
-        let counts: Vec<f64> = s.scaled(&call.raw).iter().map(|c| c.scaled.map(|x| x.value).unwrap_or(0.0)).collect();
+        let counts: Vec<f64> = s
+            .scaled(&call.raw)
+            .iter()
+            .map(|c| c.scaled.map(|x| x.value).unwrap_or(0.0))
+            .collect();
         let m = g.totals.entry(name.clone()).or_default();
         m.calls += 1;
         m.seconds += call.seconds;
@@ -640,7 +651,9 @@ pub extern "C" fn roofline_marker_event_count() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn roofline_marker_event_name(index: c_int, buf: *mut c_char, len: usize) -> c_int {
     let g = global().lock().unwrap_or_else(|e| e.into_inner());
-    let Some(name) = g.as_ref().and_then(|g| g.events.get(usize::try_from(index).ok()?)) else { return -1 };
+    let Some(name) = g.as_ref().and_then(|g| g.events.get(usize::try_from(index).ok()?)) else {
+        return -1;
+    };
     if buf.is_null() || len == 0 {
         return -1;
     }
@@ -663,13 +676,21 @@ fn copy_to_c(bytes: &[u8], buf: *mut c_char, len: usize) {
 /// capacity of `events`, on output the number filled; `*time` the summed seconds, `*count`
 /// the calls. Returns 0, or -1 for an unknown region or null pointers.
 #[unsafe(no_mangle)]
-pub extern "C" fn roofline_marker_get(name: *const c_char, nevents: *mut c_int, events: *mut c_double, time: *mut c_double, count: *mut c_int) -> c_int {
+pub extern "C" fn roofline_marker_get(
+    name: *const c_char,
+    nevents: *mut c_int,
+    events: *mut c_double,
+    time: *mut c_double,
+    count: *mut c_int,
+) -> c_int {
     let Some(name) = name_from_c(name) else { return -1 };
     if nevents.is_null() || time.is_null() || count.is_null() {
         return -1;
     }
     let g = global().lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = g.as_ref().and_then(|g| g.totals.get(&name)) else { return -1 };
+    let Some(m) = g.as_ref().and_then(|g| g.totals.get(&name)) else {
+        return -1;
+    };
     write_region(m, nevents, events, time, count);
     0
 }
@@ -704,7 +725,12 @@ pub extern "C" fn roofline_marker_close() -> c_int {
         },
     );
     for (name, m) in &g.totals {
-        let mut line = format!("roofline region {name}: {} calls on {} threads, {:.6} s", m.calls, m.threads.len(), m.seconds);
+        let mut line = format!(
+            "roofline region {name}: {} calls on {} threads, {:.6} s",
+            m.calls,
+            m.threads.len(),
+            m.seconds
+        );
         let mut counts = serde_json::Map::new();
         for (e, v) in g.events.iter().zip(&m.counts) {
             line += &format!(", {e} {v:.0}");
@@ -716,7 +742,10 @@ pub extern "C" fn roofline_marker_close() -> c_int {
                 flops: None,
                 bytes: BTreeMap::new(),
                 seconds: Some(Source::Native),
-                notes: vec![format!("C marker API, backend {:?}; seconds summed over calls and threads", g.backend)],
+                notes: vec![format!(
+                    "C marker API, backend {:?}; seconds summed over calls and threads",
+                    g.backend
+                )],
             }),
             seconds_samples: vec![m.seconds],
             threads: m.threads.len() as u32,
@@ -744,7 +773,9 @@ mod tests {
     fn analytic_session_times_and_accumulates() {
         let mut s = Session::new(Backend::Analytic).unwrap();
         for _ in 0..3 {
-            let m = s.region("spin", || std::thread::sleep(std::time::Duration::from_millis(2))).unwrap();
+            let m = s
+                .region("spin", || std::thread::sleep(std::time::Duration::from_millis(2)))
+                .unwrap();
             assert!(m.seconds_samples[0] >= 0.002);
         }
         let t = s.totals("spin").unwrap();

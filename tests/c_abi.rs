@@ -33,7 +33,10 @@ struct Line {
 }
 
 fn parse(stdout: &str, region: &str) -> Line {
-    let l = stdout.lines().find(|l| l.starts_with(&format!("{region} "))).unwrap_or_else(|| panic!("no {region} line in {stdout}"));
+    let l = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{region} ")))
+        .unwrap_or_else(|| panic!("no {region} line in {stdout}"));
     let get = |k: &str| -> f64 {
         l.split_whitespace()
             .find_map(|w| w.strip_prefix(&format!("{k}=")))
@@ -68,7 +71,11 @@ fn run_and_check(exe: &Path, dir: &Path) {
     let touch = parse(&stdout, "touch");
     assert_eq!(touch.count, 2, "two threads ran the region once each");
     assert_eq!(touch.nevents, 3, "task-clock, page-faults, context-switches");
-    assert!(touch.faults >= (2 * pages) as f64, "{exe:?}: faults {} < 2 × {pages} pages\n{stdout}\n{stderr}", touch.faults);
+    assert!(
+        touch.faults >= (2 * pages) as f64,
+        "{exe:?}: faults {} < 2 × {pages} pages\n{stdout}\n{stderr}",
+        touch.faults
+    );
     assert!(touch.time > 0.0);
     let idle = parse(&stdout, "idle");
     assert_eq!(idle.count, 3);
@@ -88,8 +95,18 @@ fn c_program_uses_the_header_with_the_shared_library() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("markers_shared");
     let lib = lib_dir();
-    assert!(lib.join("libroofline.so").is_file(), "cargo builds the cdylib beside the tests: {lib:?}");
-    compile(&exe, &[format!("-L{}", lib.display()), "-lroofline".into(), format!("-Wl,-rpath,{}", lib.display())]);
+    assert!(
+        lib.join("libroofline.so").is_file(),
+        "cargo builds the cdylib beside the tests: {lib:?}"
+    );
+    compile(
+        &exe,
+        &[
+            format!("-L{}", lib.display()),
+            "-lroofline".into(),
+            format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    );
     run_and_check(&exe, dir.path());
 }
 

@@ -47,7 +47,9 @@ fn helper_touch_pages() {
 }
 
 fn helper_args() -> Vec<String> {
-    ["--ignored", "--exact", "helper_touch_pages", "--test-threads=1", "-q"].map(String::from).to_vec()
+    ["--ignored", "--exact", "helper_touch_pages", "--test-threads=1", "-q"]
+        .map(String::from)
+        .to_vec()
 }
 
 fn helper_argv() -> Vec<String> {
@@ -65,7 +67,12 @@ fn has_core_pmu() -> bool {
 }
 
 fn count(counts: &[perf::EventCount], name: &str) -> f64 {
-    counts.iter().find(|c| c.name == name).and_then(|c| c.scaled).map(|s| s.value).unwrap()
+    counts
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.scaled)
+        .map(|s| s.value)
+        .unwrap()
 }
 
 #[test]
@@ -91,9 +98,17 @@ fn command_counters_start_at_exec_and_follow_threads_and_children() {
     let run = perf::run_command(&specs, &plan, &cmd).unwrap();
     assert!(run.status.success());
     let faults = count(&run.counts, "page-faults");
-    assert!(faults >= (2 * n) as f64, "page-faults {faults} < {} touched by a thread and a child", 2 * n);
+    assert!(
+        faults >= (2 * n) as f64,
+        "page-faults {faults} < {} touched by a thread and a child",
+        2 * n
+    );
     let task = count(&run.counts, "task-clock");
-    assert!(task > 0.0 && task * 1e-9 < run.wall_seconds * 4.0, "task-clock {task} ns vs wall {}", run.wall_seconds);
+    assert!(
+        task > 0.0 && task * 1e-9 < run.wall_seconds * 4.0,
+        "task-clock {task} ns vs wall {}",
+        run.wall_seconds
+    );
     // One group: every member saw the same enabled time, and nothing was multiplexed.
     assert!(run.counts.iter().all(|c| c.scaled.unwrap().running_ratio == 1.0));
 }
@@ -109,7 +124,9 @@ fn session_counts_software_events_per_region_and_per_thread() {
     assert!(m.seconds_samples[0] > 0.0);
 
     // Another thread's faults during the region are not this thread's.
-    let m2 = s.region("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap()).unwrap();
+    let m2 = s
+        .region("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
+        .unwrap();
     let f2 = m2.extra["counts"]["page-faults"].as_f64().unwrap();
     assert!(f2 < (2 * n) as f64, "page-faults {f2} include the other thread's {}", 4 * n);
 

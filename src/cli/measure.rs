@@ -161,7 +161,9 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
     let plan = perf::plan_groups(&specs, counters);
     let hw_groups = plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).count();
     if hw_groups > 1 {
-        eprintln!("roofline: {hw_groups} hardware event groups do not fit the counters at once: the kernel multiplexes them (ratios below)");
+        eprintln!(
+            "roofline: {hw_groups} hardware event groups do not fit the counters at once: the kernel multiplexes them (ratios below)"
+        );
     }
     for n in &notes {
         eprintln!("roofline: {n}");
@@ -175,8 +177,15 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
         let run = perf::run_command(&specs, &plan, &cmd)?;
         let (code, signal) = perf::exit_code(&run.status);
         if let Some(sig) = signal {
-            let name = nix::sys::signal::Signal::try_from(sig).map(|s| s.as_str().to_string()).unwrap_or_else(|_| format!("signal {sig}"));
-            eprintln!("roofline: {} was killed by {name} (run {} of {}); no report written", args.command[0], rep + 1, args.repeat);
+            let name = nix::sys::signal::Signal::try_from(sig)
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|_| format!("signal {sig}"));
+            eprintln!(
+                "roofline: {} was killed by {name} (run {} of {}); no report written",
+                args.command[0],
+                rep + 1,
+                args.repeat
+            );
             return Ok((None, code));
         }
         if code != 0 {
@@ -202,7 +211,12 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
     m.extra.insert("repeats".into(), serde_json::json!(args.repeat));
     m.extra.insert(
         "hardware_groups".into(),
-        serde_json::json!(plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).map(|g| g.iter().map(|&i| specs[i].name.clone()).collect::<Vec<_>>()).collect::<Vec<_>>()),
+        serde_json::json!(
+            plan.iter()
+                .filter(|g| specs[g[0]].scope == Scope::Core)
+                .map(|g| g.iter().map(|&i| specs[i].name.clone()).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        ),
     );
     if let Some(prov) = m.provenance.as_mut() {
         prov.notes.extend(notes);
@@ -231,7 +245,8 @@ fn idle_baseline(specs: &[CounterSpec], m: &mut Measurement, seconds: f64) -> an
     }
     m.extra.insert("idle_baseline_bytes".into(), serde_json::Value::Object(subtracted));
     if let Some(prov) = m.provenance.as_mut() {
-        prov.notes.push("system-wide bytes have the idle background (same duration, no command) subtracted".into());
+        prov.notes
+            .push("system-wide bytes have the idle background (same duration, no command) subtracted".into());
     }
     Ok(())
 }
@@ -277,8 +292,12 @@ fn environment() -> Environment {
         // roofline's own argv, which holds the measured command after `--`.
         command_line: std::env::args().collect(),
         hypervisor: cpuid.get_hypervisor_info().map(|h| format!("{:?}", h.identify())),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
-        host: std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string()),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string()),
         ..Environment::default()
     }
 }

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use perf_event::data::ReadGroup;
 use perf_event::data::endian::Native;
 use perf_event::data::parse::{ParseConfig, Parser};
-use perf_event::data::ReadGroup;
 use perf_event::events::{Raw, Software};
 use perf_event::{Builder, Counter, ReadFormat};
 
@@ -288,7 +288,9 @@ pub fn kernel_counting_allowed() -> bool {
 
 /// Whether the effective capability set holds CAP_PERFMON (38) or CAP_SYS_ADMIN (21).
 fn has_cap_perfmon() -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
     status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -299,7 +301,12 @@ fn has_cap_perfmon() -> bool {
 /// Turn a platform's events into counters for this machine: core events on the core PMU,
 /// uncore events once per instance, on the CPUs of its `cpumask`. Missing optional PMUs are
 /// skipped with a note; `optional` events only when `with_optional`.
-pub fn resolve_platform_events(platform: &Platform, pmus: &Path, with_optional: bool, with_uncore: bool) -> Result<(Vec<CounterSpec>, Vec<String>)> {
+pub fn resolve_platform_events(
+    platform: &Platform,
+    pmus: &Path,
+    with_optional: bool,
+    with_uncore: bool,
+) -> Result<(Vec<CounterSpec>, Vec<String>)> {
     let core = core_pmu(pmus)?;
     let core_type = pmu_type(pmus, &core)?;
     let mut out = Vec::new();
@@ -329,7 +336,10 @@ pub fn resolve_platform_events(platform: &Platform, pmus: &Path, with_optional: 
         }
         let instances = pmu_instances(pmus, &e.pmu);
         if instances.is_empty() {
-            notes.push(format!("{}: PMU {} not present on this machine; {} not counted", e.name, e.pmu, e.quantity));
+            notes.push(format!(
+                "{}: PMU {} not present on this machine; {} not counted",
+                e.name, e.pmu, e.quantity
+            ));
             continue;
         }
         for inst in instances {
@@ -354,7 +364,12 @@ pub fn identify_platform() -> Option<Platform> {
     let cpuid = raw_cpuid::CpuId::new();
     let vendor = cpuid.get_vendor_info()?.as_str().to_string();
     let f = cpuid.get_feature_info()?;
-    let family = u32::from(f.family_id()) + if f.family_id() == 0xf { u32::from(f.extended_family_id()) } else { 0 };
+    let family = u32::from(f.family_id())
+        + if f.family_id() == 0xf {
+            u32::from(f.extended_family_id())
+        } else {
+            0
+        };
     let model = u32::from(f.model_id())
         + if matches!(f.family_id(), 6 | 0xf) {
             u32::from(f.extended_model_id()) << 4
@@ -370,8 +385,14 @@ pub fn identify_platform() -> Option<Platform> {
 /// General-purpose counters available to one logical CPU on this platform (SMT halves
 /// them on Intel); 4 when the platform does not say.
 pub fn core_counters(p: &Platform) -> u32 {
-    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active").map(|s| s.trim() == "1").unwrap_or(true);
-    let n = if smt { p.core_counters } else { p.core_counters_smt_off.or(p.core_counters) };
+    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active")
+        .map(|s| s.trim() == "1")
+        .unwrap_or(true);
+    let n = if smt {
+        p.core_counters
+    } else {
+        p.core_counters_smt_off.or(p.core_counters)
+    };
     n.unwrap_or(4)
 }
 
@@ -443,7 +464,13 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
         allowed
             .into_iter()
             .filter(|&c| c < n && (!s.paired || (c % 2 == 0 && c + 1 < n)))
-            .map(|c| if s.paired { vec![c as usize, c as usize + 1] } else { vec![c as usize] })
+            .map(|c| {
+                if s.paired {
+                    vec![c as usize, c as usize + 1]
+                } else {
+                    vec![c as usize]
+                }
+            })
             .collect()
     }
     fn place(i: usize, events: &[&CounterSpec], n: u32, used: &mut [bool]) -> bool {
@@ -826,7 +853,8 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
     let mut have_flops = false;
     let mut levels: BTreeMap<String, Source> = BTreeMap::new();
     let mut counts_json = serde_json::Map::new();
-    let mut notes = vec!["bytes.core is not counted by hardware: use `--backend trace` or analytic counts for core-side traffic".to_string()];
+    let mut notes =
+        vec!["bytes.core is not counted by hardware: use `--backend trace` or analytic counts for core-side traffic".to_string()];
     for (s, c) in specs.iter().zip(counts) {
         let Some(sc) = c.scaled else {
             not_counted.push(serde_json::Value::from(s.name.clone()));
@@ -956,7 +984,11 @@ pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
             "give the program's path or make sure it is in PATH (commands run without a shell)",
         )
     };
-    let executable = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    let executable = |p: &Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
     if cmd.is_empty() {
         return Err(not_found());
     }
@@ -965,7 +997,10 @@ pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
         return if executable(&p) { Ok(p) } else { Err(not_found()) };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| executable(p)).ok_or_else(not_found)
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| executable(p))
+        .ok_or_else(not_found)
 }
 
 /// Run CMD (argv, never a shell) once under the counters: per-task groups opened on this
@@ -981,9 +1016,12 @@ pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec
     command.args(&cmd.argv[1..]).envs(cmd.env.iter().map(|(k, v)| (k, v)));
     set.enable(true)?;
     let t0 = Instant::now();
-    let mut child = command
-        .spawn()
-        .map_err(|e| Error::input(format!("cannot run {}: {e}", program.display()), "check the command and its permissions"))?;
+    let mut child = command.spawn().map_err(|e| {
+        Error::input(
+            format!("cannot run {}: {e}", program.display()),
+            "check the command and its permissions",
+        )
+    })?;
     let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
     let wall = t0.elapsed();
     set.disable()?;
@@ -997,7 +1035,9 @@ pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec
 
 /// Count system-wide groups only, for `duration`, with no command: the background traffic.
 pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<EventCount>> {
-    let idx: Vec<usize> = (0..specs.len()).filter(|&i| matches!(specs[i].scope, Scope::Uncore { .. })).collect();
+    let idx: Vec<usize> = (0..specs.len())
+        .filter(|&i| matches!(specs[i].scope, Scope::Uncore { .. }))
+        .collect();
     let sub: Vec<CounterSpec> = idx.iter().map(|&i| specs[i].clone()).collect();
     let plan: Vec<Vec<usize>> = (0..sub.len()).map(|i| vec![i]).collect();
     let mut set = CounterSet::open(sub, &plan, Target::ThisThread)?;
@@ -1178,10 +1218,19 @@ mod tests {
     #[test]
     fn uncore_instances_are_found_by_prefix() {
         let dir = tempfile::tempdir().unwrap();
-        for d in ["uncore_imc_0", "uncore_imc_10", "uncore_imc_1", "uncore_imc_free_running_0", "uncore_imcx"] {
+        for d in [
+            "uncore_imc_0",
+            "uncore_imc_10",
+            "uncore_imc_1",
+            "uncore_imc_free_running_0",
+            "uncore_imcx",
+        ] {
             std::fs::create_dir(dir.path().join(d)).unwrap();
         }
-        assert_eq!(pmu_instances(dir.path(), "uncore_imc"), vec!["uncore_imc_0", "uncore_imc_1", "uncore_imc_10"]);
+        assert_eq!(
+            pmu_instances(dir.path(), "uncore_imc"),
+            vec!["uncore_imc_0", "uncore_imc_1", "uncore_imc_10"]
+        );
     }
 
     #[test]
