@@ -410,7 +410,9 @@ fn platform_counters(pmus: &Path) -> Result<Vec<CounterSpec>> {
     })?;
     let uncore = perf::check_paranoid(perf::paranoid(), true).is_ok();
     let (mut specs, _notes) = perf::resolve_platform_events(&plat, pmus, false, uncore)?;
-    specs.push(CounterSpec::cycles());
+    if !specs.iter().any(|s| s.quantity == "cycles") {
+        specs.push(CounterSpec::cycles());
+    }
     specs.extend(software_events());
     Ok(specs)
 }

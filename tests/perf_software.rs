@@ -109,6 +109,11 @@ fn command_counters_start_at_exec_and_follow_threads_and_children() {
         "task-clock {task} ns vs wall {}",
         run.wall_seconds
     );
+    // msr/tsc, where this user may open it: the TSC ticks at ≥ 100 MHz while the command runs.
+    if specs.iter().any(|s| s.name == "msr/tsc") {
+        let tsc = count(&run.counts, "msr/tsc");
+        assert!(tsc > 1e8 * task * 1e-9, "msr/tsc {tsc} over {task} ns of task-clock");
+    }
     // One group: every member saw the same enabled time, and nothing was multiplexed.
     assert!(run.counts.iter().all(|c| c.scaled.unwrap().running_ratio == 1.0));
 }
@@ -237,4 +242,18 @@ fn measure_perf_without_pmu_names_the_trace_backend() {
     let a = roofline().args(["measure", "--", "true"]).assert();
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(err.contains("backend auto → trace (no hardware core PMU"), "{err}");
+}
+
+#[test]
+fn idle_baseline_without_system_wide_events_says_so() {
+    let a = roofline()
+        .args(["measure", "--events", "software", "--idle-baseline", "--json", "--", "true"])
+        .assert()
+        .success();
+    let out = a.get_output();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("no system-wide events are counted, nothing to baseline"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "roofline.report/1");
+    assert!(v["points"][0]["extra"].get("idle_baseline_bytes").is_none());
 }

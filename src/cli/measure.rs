@@ -152,12 +152,13 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
             if specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
                 perf::check_paranoid(perf::paranoid(), true)?;
             }
-            specs.push(CounterSpec::cycles());
+            if !specs.iter().any(|s| s.quantity == "cycles") {
+                specs.push(CounterSpec::cycles());
+            }
             specs.extend(perf::software_events(pmus, false));
             (specs, perf::core_counters(&plat), notes)
         }
     };
-    specs.dedup_by(|a, b| a.name == b.name);
     let plan = perf::plan_groups(&specs, counters);
     let hw_groups = plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).count();
     if hw_groups > 1 {
