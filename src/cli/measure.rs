@@ -73,7 +73,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| args.command[0].clone());
-    let mut report = Report::new(machine_summary(), environment());
+    let mut env = environment();
+    env.measured_ghz = measurement.extra.get("effective_ghz").and_then(|g| g.as_f64());
+    let mut report = Report::new(machine_summary(), env);
     let mut point = measurement.into_point(name);
     if point.provenance.flops.is_none() {
         point.gflops = None; // W was not counted: no rate either.
@@ -142,7 +144,7 @@ fn platform(arg: &PlatformArg) -> anyhow::Result<Platform> {
 }
 
 fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>, i32)> {
-    let (mut specs, counters, notes): (Vec<CounterSpec>, u32, Vec<String>) = match args.events {
+    let (specs, counters, notes): (Vec<CounterSpec>, u32, Vec<String>) = match args.events {
         EventSet::Software => (perf::software_events(pmus, true), 4, vec![]),
         EventSet::Platform => {
             perf::core_pmu(pmus)?;

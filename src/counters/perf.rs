@@ -349,6 +349,17 @@ pub fn resolve_platform_events(
             out.push(base(inst.clone(), type_, Scope::Uncore { cpus }, format!("{inst}/{}", e.name)));
         }
     }
+    if core == "cpu_core" {
+        notes.push(
+            "hybrid CPU: core events count on the P-cores (cpu_core) only; W is partial for any part of the command that ran on E-cores, which have no FP_ARITH event (pin with taskset, or use --backend trace)".into(),
+        );
+    }
+    if !out.iter().any(|c| c.quantity == "flops") {
+        notes.push(format!(
+            "platform {} has no FP operation event: W is not counted (use --backend trace for W)",
+            platform.key
+        ));
+    }
     if out.iter().all(|c| c.scope != Scope::Core) {
         return Err(Error::unavailable(
             format!("platform {} lists no core events for the perf backend", platform.key),
@@ -1231,6 +1242,83 @@ mod tests {
             pmu_instances(dir.path(), "uncore_imc"),
             vec!["uncore_imc_0", "uncore_imc_1", "uncore_imc_10"]
         );
+    }
+
+    #[test]
+    fn platform_events_resolve_against_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mk = |name: &str, ty: &str, mask: Option<&str>| {
+            let d = dir.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("type"), ty).unwrap();
+            if let Some(m) = mask {
+                std::fs::write(d.join("cpumask"), m).unwrap();
+            }
+        };
+        mk("cpu", "4\n", None);
+        mk("uncore_imc_0", "13\n", Some("0,64\n"));
+        mk("uncore_imc_1", "14\n", Some("0,64\n"));
+        let toml = r#"
+key = "t"
+name = "Test"
+[identify]
+vendor = "GenuineIntel"
+families = [6]
+[fp_pipes.128]
+fma = 2
+[[events]]
+name = "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE"
+event = 0xc7
+umask = 0x40
+counters = [0, 1, 2, 3]
+quantity = "flops"
+class = "packed512_double"
+weight = 8
+[[events]]
+name = "FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE"
+event = 0xc7
+umask = 0x80
+quantity = "flops"
+class = "packed512_single"
+weight = 16
+optional = true
+[[events]]
+name = "CAS_COUNT.RD"
+pmu = "uncore_imc"
+event = 0x04
+umask = 0x03
+quantity = "bytes.dram_read"
+weight = 64
+[[events]]
+name = "UMC_CAS"
+pmu = "amd_umc"
+event = 0x0a
+quantity = "bytes.dram"
+weight = 64
+"#;
+        let plat = Platform::parse(toml, "t.toml").unwrap();
+        let (specs, notes) = resolve_platform_events(&plat, dir.path(), false, true).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE",
+                "uncore_imc_0/CAS_COUNT.RD",
+                "uncore_imc_1/CAS_COUNT.RD"
+            ]
+        );
+        assert_eq!((specs[0].type_, specs[0].config, specs[0].scope.clone()), (4, 0x40c7, Scope::Core));
+        assert_eq!(specs[0].counters, Some(vec![0, 1, 2, 3]));
+        assert_eq!(specs[2].type_, 14);
+        assert_eq!(specs[2].scope, Scope::Uncore { cpus: vec![0, 64] });
+        assert!(notes.iter().any(|n| n.contains("amd_umc not present")), "{notes:?}");
+        // Optional events on request; uncore left out on request.
+        let (specs, _) = resolve_platform_events(&plat, dir.path(), true, false).unwrap();
+        assert_eq!(specs.len(), 2);
+        assert!(specs.iter().all(|s| s.scope == Scope::Core));
+        // One hardware group, one group per uncore instance.
+        let (specs, _) = resolve_platform_events(&plat, dir.path(), false, true).unwrap();
+        assert_eq!(plan_groups(&specs, 4), vec![vec![0], vec![1], vec![2]]);
     }
 
     #[test]
