@@ -556,31 +556,48 @@ pub extern "C" fn roofline_marker_init() -> c_int {
     -1
 }
 
-/// Run `f` on this thread's session, opening it on first use.
-fn with_thread_session<T>(f: impl FnOnce(&mut Session, &mut Global) -> Result<T>) -> Option<T> {
-    let mut guard = global().lock().unwrap_or_else(|e| e.into_inner());
-    if guard.is_none() {
-        drop(guard);
-        roofline_marker_init();
-        guard = global().lock().unwrap_or_else(|e| e.into_inner());
+/// The backend threads open their sessions with, initialising the API on first use.
+fn backend_or_init() -> CBackend {
+    if let Some(g) = global().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return g.backend;
     }
-    let g = guard.as_mut()?;
+    roofline_marker_init();
+    global()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|g| g.backend)
+        .unwrap_or(CBackend::TimeOnly)
+}
+
+fn warn(msg: &str) {
+    if let Some(g) = global().lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        warn_once(g, msg);
+    }
+}
+
+/// Run `f` on this thread's session, opening it on first use. Takes no process-wide lock
+/// once the thread's session exists: threads start and stop regions independently.
+fn with_thread_session<T>(f: impl FnOnce(&mut Session) -> Result<T>) -> Option<T> {
+    if THREAD.with(|t| t.borrow().is_none()) {
+        // Outside the borrow: init may store the initialising thread's session itself.
+        let backend = backend_or_init();
+        THREAD.with(|t| {
+            let mut slot = t.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(open_session(backend).unwrap_or_else(|e| {
+                    warn(&format!("thread session: {}", e.to_string().replace('\n', ";")));
+                    Session::time_only(Mode::TimeOnly)
+                }));
+            }
+        });
+    }
     THREAD.with(|t| {
         let mut slot = t.borrow_mut();
-        if slot.is_none() {
-            match open_session(g.backend) {
-                Ok(s) => *slot = Some(s),
-                Err(e) => {
-                    warn_once(g, &format!("thread session: {}", e.to_string().replace('\n', ";")));
-                    *slot = Some(Session::time_only(Mode::TimeOnly));
-                }
-            }
-        }
-        let s = slot.as_mut()?;
-        match f(s, g) {
+        match f(slot.as_mut()?) {
             Ok(v) => Some(v),
             Err(e) => {
-                warn_once(g, &e.to_string().replace('\n', ";"));
+                warn(&e.to_string().replace('\n', ";"));
                 None
             }
         }
@@ -592,7 +609,7 @@ fn with_thread_session<T>(f: impl FnOnce(&mut Session, &mut Global) -> Result<T>
 pub extern "C" fn roofline_marker_start(name: *const c_char) -> c_int {
     let Some(name) = name_from_c(name) else { return -1 };
     // The session's begin calls the roofline_region_begin marker as its last step.
-    match with_thread_session(|s, _| s.begin(&name)) {
+    match with_thread_session(|s| s.begin(&name)) {
         Some(()) => 0,
         None => -1,
     }
@@ -602,27 +619,30 @@ pub extern "C" fn roofline_marker_start(name: *const c_char) -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn roofline_marker_stop(name: *const c_char) -> c_int {
     let Some(name) = name_from_c(name) else { return -1 };
-    let tid = thread_id();
-    let done = with_thread_session(|s, g| {
+    let done = with_thread_session(|s| {
         let call = s.end_call(&name)?;
         let counts: Vec<f64> = s
             .scaled(&call.raw)
             .iter()
             .map(|c| c.scaled.map(|x| x.value).unwrap_or(0.0))
             .collect();
-        let m = g.totals.entry(name.clone()).or_default();
-        m.calls += 1;
-        m.seconds += call.seconds;
-        m.threads.insert(tid);
-        if m.counts.len() < counts.len() {
-            m.counts.resize(counts.len(), 0.0);
-        }
-        for (a, c) in m.counts.iter_mut().zip(counts) {
-            *a += c;
-        }
-        Ok(())
+        Ok((call.seconds, counts))
     });
-    if done.is_some() { 0 } else { -1 }
+    let Some((seconds, counts)) = done else { return -1 };
+    let tid = thread_id();
+    let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(g) = g.as_mut() else { return -1 };
+    let m = g.totals.entry(name).or_default();
+    m.calls += 1;
+    m.seconds += seconds;
+    m.threads.insert(tid);
+    if m.counts.len() < counts.len() {
+        m.counts.resize(counts.len(), 0.0);
+    }
+    for (a, c) in m.counts.iter_mut().zip(counts) {
+        *a += c;
+    }
+    0
 }
 
 /// Forget a region's totals (LIKWID_MARKER_RESET).

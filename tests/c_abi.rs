@@ -108,6 +108,24 @@ fn c_program_uses_the_header_with_the_shared_library() {
         ],
     );
     run_and_check(&exe, dir.path());
+
+    // Without a hardware PMU, the perf backend refuses at init with one line, and says
+    // what the regions fall back to.
+    if roofline::counters::perf::core_pmu(std::path::Path::new(roofline::counters::perf::SYSFS_PMUS)).is_err() {
+        let out = Command::new(&exe)
+            .arg("10")
+            .env_remove("LD_LIBRARY_PATH")
+            .env("ROOFLINE_BACKEND", "perf")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(6), "markers.c exits 6 when init fails: {stderr}");
+        assert!(
+            stderr.contains("no hardware core PMU") && stderr.contains("regions keep wall time only"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 2, "one warning line and the program's own: {stderr}");
+    }
 }
 
 #[test]
