@@ -182,6 +182,9 @@ fn measure_reports_software_counts_over_repeats() {
     let r = Report::from_json(&std::fs::read_to_string(&out).unwrap(), "r.json").unwrap();
     let p = &r.points[0];
     assert_eq!(p.seconds_samples.len(), 3);
+    let runs = p.extra["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert!(runs.iter().all(|r| r["counts"]["page-faults"].as_f64().unwrap() >= (2 * n) as f64));
     assert!(p.extra["counts"]["page-faults"].as_f64().unwrap() >= (2 * n) as f64);
     assert!(p.extra["task_clock_seconds"].as_f64().unwrap() > 0.0);
     assert!(p.provenance.notes.iter().any(|n| n.contains("bytes.core is not counted")));

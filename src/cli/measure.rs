@@ -212,6 +212,19 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
     let median_run = order[order.len() / 2];
     let mut m = perf::to_measurement(&specs, &runs[median_run].1, samples.clone());
     m.extra.insert("repeats".into(), serde_json::json!(args.repeat));
+    if runs.len() > 1 {
+        let per_run: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|(wall, counts)| {
+                let c: serde_json::Map<String, serde_json::Value> = counts
+                    .iter()
+                    .map(|c| (c.name.clone(), serde_json::json!(c.scaled.map(|s| s.value))))
+                    .collect();
+                serde_json::json!({ "seconds": wall, "counts": c })
+            })
+            .collect();
+        m.extra.insert("runs".into(), serde_json::Value::Array(per_run));
+    }
     m.extra.insert(
         "hardware_groups".into(),
         serde_json::json!(
