@@ -20,4 +20,5 @@ pub mod report;
 pub mod util;
 
 pub use error::{Error, Result};
+pub use region::{Backend, Session};
 pub use roofline_kernels as kernels;

@@ -1,1 +1,832 @@
-//! The region API shared by every backend (issue 5): `Session::region`, exported marker symbols, C ABI.
+//! The region API shared by every backend (issue 5): mark a region of a program and get
+//! its W, Q and T, accumulated per name over calls like LIKWID's marker API.
+//!
+//! ```no_run
+//! use roofline::{Backend, Session};
+//! let mut s = Session::new(Backend::Auto)?;
+//! let (a, b) = (vec![1.0f64; 1 << 20], vec![2.0f64; 1 << 20]);
+//! let mut c = vec![0.0f64; 1 << 20];
+//! let m = s.region("triad", || {
+//!     for i in 0..c.len() {
+//!         c[i] = a[i] + 3.0 * b[i];
+//!     }
+//! })?;
+//! println!("{} flop in {:?} s", m.flops.total, m.seconds_samples);
+//! # Ok::<(), roofline::Error>(())
+//! ```
+//!
+//! - **perf**: per-thread counter groups (no inherit), opened when the session is created
+//!   and left running; a region reads them at begin and end (rdpmc where the kernel allows
+//!   user-space reads, else one `read()` per group) and keeps the difference.
+//! - **trace**: the process runs under `roofline measure --backend trace`; the tracer
+//!   breakpoints the exported [`roofline_region_begin`] / [`roofline_region_end`] markers
+//!   and attributes what it counts in between. In-process the session only keeps time.
+//! - **analytic**: wall time only; W and Q come from the kernel's own formulas elsewhere.
+//!
+//! A session counts the thread that created it (it is neither `Send` nor `Sync`): each
+//! thread makes its own. The C ABI (`include/roofline.h`) keeps one per thread and merges
+//! their totals per region name.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CStr, CString, c_char, c_double, c_int};
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+pub use crate::counters::BackendKind as Backend;
+use crate::counters::Measurement;
+use crate::counters::perf::{self, CounterSet, CounterSpec, EventCount, RawCount, SYSFS_PMUS, Target};
+use crate::error::{Error, Result};
+use crate::report::{Environment, Provenance, Report, Source};
+
+/// Marker calls seen, begin and end (also keeps the two markers' bodies distinct, so no
+/// linker folds them into one address the tracer could not tell apart).
+static BEGINS: AtomicU64 = AtomicU64::new(0);
+static ENDS: AtomicU64 = AtomicU64::new(0);
+
+/// Marker the trace backend breakpoints: a region named by the NUL-terminated `name`
+/// (first argument register) starts when this returns. Counting nothing itself.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn roofline_region_begin(name: *const c_char) {
+    std::hint::black_box(name);
+    BEGINS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Marker the trace backend breakpoints: the region named by `name` ends when this is called.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn roofline_region_end(name: *const c_char) {
+    std::hint::black_box(name);
+    ENDS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many times the begin and end markers have run in this process.
+pub fn marker_calls() -> (u64, u64) {
+    (BEGINS.load(Ordering::Relaxed), ENDS.load(Ordering::Relaxed))
+}
+
+/// What a session counts with, once `Auto` is resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// perf_event counters (hardware or software events).
+    Counters,
+    /// Time only; a tracer outside the process counts W and Q at the markers.
+    Traced,
+    /// Time only.
+    TimeOnly,
+}
+
+/// Sums over the calls of one region.
+#[derive(Debug, Clone, Default)]
+struct Accum {
+    calls: u64,
+    seconds_sum: f64,
+    /// Per-call times, the first [`MAX_SAMPLES`] calls (a hot loop of regions must not grow
+    /// memory without bound).
+    seconds: Vec<f64>,
+    raw: Vec<RawCount>,
+}
+
+/// Per-call times kept per region.
+pub const MAX_SAMPLES: usize = 4096;
+
+impl Accum {
+    fn add(&mut self, call: &Call) {
+        self.calls += 1;
+        self.seconds_sum += call.seconds;
+        if self.seconds.len() < MAX_SAMPLES {
+            self.seconds.push(call.seconds);
+        }
+        if self.raw.len() < call.raw.len() {
+            self.raw.resize(call.raw.len(), RawCount::default());
+        }
+        for (a, r) in self.raw.iter_mut().zip(&call.raw) {
+            *a = RawCount {
+                value: a.value + r.value,
+                time_enabled: a.time_enabled + r.time_enabled,
+                time_running: a.time_running + r.time_running,
+            };
+        }
+    }
+}
+
+/// One call of a region: its time and counter deltas.
+#[derive(Debug, Clone)]
+struct Call {
+    seconds: f64,
+    raw: Vec<RawCount>,
+}
+
+struct Open {
+    /// Index into `Session::names`.
+    idx: usize,
+    start: Instant,
+    raw: Vec<RawCount>,
+}
+
+/// A measuring session for the calling thread.
+pub struct Session {
+    mode: Mode,
+    counters: Option<CounterSet>,
+    open: Vec<Open>,
+    totals: BTreeMap<String, Accum>,
+    /// Region names seen, as C strings for the markers (interned: no allocation per call).
+    names: Vec<CString>,
+    index: HashMap<String, usize>,
+    notes: Vec<String>,
+    /// Counters opened on this thread count this thread only.
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl Session {
+    /// A session for `backend`: `Perf` opens the identified platform's core events (and
+    /// uncore ones where perf_event_paranoid allows) on this thread; `Auto` picks perf when
+    /// a core PMU exists, trace when a tracer is attached, and fails otherwise; `Trace` and
+    /// `Analytic` keep time only.
+    pub fn new(backend: Backend) -> Result<Session> {
+        let pmus = Path::new(SYSFS_PMUS);
+        match backend {
+            Backend::Perf => Session::with_events(platform_counters(pmus)?),
+            Backend::Auto => {
+                if perf::core_pmu(pmus).is_ok() {
+                    Session::new(Backend::Perf)
+                } else if traced() {
+                    Ok(Session::time_only(Mode::Traced))
+                } else {
+                    // The perf error explains the missing PMU and names the way out.
+                    let e = perf::core_pmu(pmus).unwrap_err();
+                    Err(Error::unavailable(
+                        e.to_string().lines().next().unwrap_or("no hardware core PMU").to_string(),
+                        "run the program under `roofline measure --backend trace -- …` (the markers are traced), or use Backend::Analytic for time only",
+                    ))
+                }
+            }
+            Backend::Trace => Ok(Session::time_only(Mode::Traced)),
+            Backend::Analytic => Ok(Session::time_only(Mode::TimeOnly)),
+        }
+    }
+
+    /// A session counting exactly `specs` on this thread (e.g. [`software_events`]).
+    pub fn with_events(specs: Vec<CounterSpec>) -> Result<Session> {
+        let counters = perf::identify_platform().map(|p| perf::core_counters(&p)).unwrap_or(4);
+        let plan = perf::plan_groups(&specs, counters);
+        let mut set = CounterSet::open(specs, &plan, Target::ThisThread)?;
+        set.enable(false)?;
+        Ok(Session {
+            mode: Mode::Counters,
+            counters: Some(set),
+            open: Vec::new(),
+            totals: BTreeMap::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
+            notes: Vec::new(),
+            _this_thread: PhantomData,
+        })
+    }
+
+    /// A session counting the kernel's software events (task-clock, page-faults,
+    /// context-switches): the perf path on any machine, PMU or not.
+    pub fn software() -> Result<Session> {
+        Session::with_events(software_events())
+    }
+
+    fn time_only(mode: Mode) -> Session {
+        Session {
+            mode,
+            counters: None,
+            open: Vec::new(),
+            totals: BTreeMap::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
+            notes: Vec::new(),
+            _this_thread: PhantomData,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The counted events, in the order of [`RegionTotals::counts`].
+    pub fn events(&self) -> Vec<String> {
+        self.counters
+            .as_ref()
+            .map(|c| c.specs.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether region reads use rdpmc (no system call) rather than `read()`.
+    pub fn uses_rdpmc(&self) -> bool {
+        self.counters.as_ref().is_some_and(|c| c.user_reads_mapped())
+    }
+
+    /// Run `f` as the region `name`: W, Q and T of this call (also added to the totals).
+    pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+        self.begin(name)?;
+        std::hint::black_box(f());
+        self.end(name)
+    }
+
+    /// Start the region `name` (regions nest; the same name may not be open twice).
+    pub fn begin(&mut self, name: &str) -> Result<()> {
+        let idx = self.intern(name)?;
+        if self.open.iter().any(|o| o.idx == idx) {
+            return Err(Error::input(
+                format!("region '{name}' begun twice without an end"),
+                "end a region before beginning it again",
+            ));
+        }
+        let raw = match self.counters.as_mut() {
+            Some(c) => c.read_raw()?,
+            None => Vec::new(),
+        };
+        // Time starts after our own read; the marker is the last thing before the region.
+        self.open.push(Open {
+            idx,
+            start: Instant::now(),
+            raw,
+        });
+        roofline_region_begin(self.names[idx].as_ptr());
+        Ok(())
+    }
+
+    fn intern(&mut self, name: &str) -> Result<usize> {
+        if let Some(&i) = self.index.get(name) {
+            return Ok(i);
+        }
+        let c = CString::new(name).map_err(|_| Error::input(format!("region name {name:?} contains a NUL byte"), "use a plain name"))?;
+        self.names.push(c);
+        self.index.insert(name.to_string(), self.names.len() - 1);
+        Ok(self.names.len() - 1)
+    }
+
+    /// End the region `name` and add the call to its totals (the cheap path: no
+    /// per-call measurement is built).
+    pub fn stop(&mut self, name: &str) -> Result<()> {
+        self.end_call(name).map(drop)
+    }
+
+    /// End the region `name`: this call's W, Q and T (also added to the totals).
+    pub fn end(&mut self, name: &str) -> Result<Measurement> {
+        let call = self.end_call(name)?;
+        Ok(self.measurement(std::slice::from_ref(&call.seconds), &call.raw, 1))
+    }
+
+    fn end_call(&mut self, name: &str) -> Result<Call> {
+        let pos = self
+            .index
+            .get(name)
+            .and_then(|&idx| self.open.iter().rposition(|o| o.idx == idx))
+            .ok_or_else(|| Error::input(format!("region '{name}' ended but never begun"), "call begin before end"))?;
+        roofline_region_end(self.names[self.open[pos].idx].as_ptr());
+        let seconds = self.open[pos].start.elapsed().as_secs_f64();
+        let now = match self.counters.as_mut() {
+            Some(c) => c.read_raw()?,
+            None => Vec::new(),
+        };
+        let open = self.open.remove(pos);
+        let raw: Vec<RawCount> = now.iter().zip(&open.raw).map(|(n, b)| n.since(b)).collect();
+        let call = Call { seconds, raw };
+        match self.totals.get_mut(name) {
+            Some(a) => a.add(&call),
+            None => {
+                let mut a = Accum::default();
+                a.add(&call);
+                self.totals.insert(name.to_string(), a);
+            }
+        }
+        Ok(call)
+    }
+
+    /// Forget the totals of `name` (LIKWID_MARKER_RESET).
+    pub fn reset(&mut self, name: &str) {
+        self.totals.remove(name);
+    }
+
+    /// Totals of one region over all its calls.
+    pub fn totals(&self, name: &str) -> Option<RegionTotals> {
+        let a = self.totals.get(name)?;
+        Some(self.region_totals(name, a))
+    }
+
+    /// Every region's totals, by name.
+    pub fn regions(&self) -> Vec<RegionTotals> {
+        self.totals.iter().map(|(n, a)| self.region_totals(n, a)).collect()
+    }
+
+    fn region_totals(&self, name: &str, a: &Accum) -> RegionTotals {
+        RegionTotals {
+            name: name.to_string(),
+            calls: a.calls,
+            seconds: a.seconds_sum,
+            counts: self.scaled(&a.raw).into_iter().map(|c| c.scaled.map(|s| s.value)).collect(),
+            measurement: self.measurement(&a.seconds, &a.raw, a.calls),
+        }
+    }
+
+    fn scaled(&self, raw: &[RawCount]) -> Vec<EventCount> {
+        let Some(c) = &self.counters else { return Vec::new() };
+        c.specs
+            .iter()
+            .zip(raw)
+            .map(|(s, r)| EventCount {
+                name: s.name.clone(),
+                scaled: perf::scale(r.value, r.time_enabled, r.time_running),
+            })
+            .collect()
+    }
+
+    fn measurement(&self, seconds: &[f64], raw: &[RawCount], calls: u64) -> Measurement {
+        let mut m = match &self.counters {
+            Some(c) => perf::to_measurement(&c.specs, &self.scaled(raw), seconds.to_vec()),
+            None => Measurement {
+                provenance: Some(Provenance {
+                    flops: None,
+                    bytes: BTreeMap::new(),
+                    seconds: Some(Source::Native),
+                    notes: vec![match self.mode {
+                        Mode::Traced => "W and Q are counted by the tracer at the region markers".into(),
+                        _ => "time only: W and Q come from analytic counts".into(),
+                    }],
+                }),
+                seconds_samples: seconds.to_vec(),
+                threads: 1,
+                ..Measurement::default()
+            },
+        };
+        if let Some(p) = m.provenance.as_mut() {
+            p.notes.extend(self.notes.iter().cloned());
+        }
+        m.extra.insert("calls".into(), serde_json::json!(calls));
+        m
+    }
+
+    /// A `roofline.report/1` with one point per region.
+    pub fn report(&self) -> Report {
+        let mut r = Report::new(
+            serde_json::json!({ "microarchitecture": perf::identify_platform().map(|p| p.key) }),
+            Environment {
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                command_line: std::env::args().collect(),
+                ..Environment::default()
+            },
+        );
+        r.points = self.regions().into_iter().map(|t| t.measurement.into_point(t.name)).collect();
+        r
+    }
+}
+
+/// Totals of one region over its calls.
+#[derive(Debug, Clone)]
+pub struct RegionTotals {
+    pub name: String,
+    pub calls: u64,
+    /// Sum of the calls' wall time (all calls).
+    pub seconds: f64,
+    /// Scaled counts per event (order of [`Session::events`]); `None`: never scheduled.
+    pub counts: Vec<Option<f64>>,
+    /// W, Q and T summed over the calls (`seconds_samples`: one per call, the first
+    /// [`MAX_SAMPLES`]).
+    pub measurement: Measurement,
+}
+
+/// The software events a [`Session::software`] counts.
+pub fn software_events() -> Vec<CounterSpec> {
+    perf::software_events(Path::new(SYSFS_PMUS), false)
+}
+
+/// The platform's core events plus cycles and task-clock; uncore events when paranoid allows.
+fn platform_counters(pmus: &Path) -> Result<Vec<CounterSpec>> {
+    perf::core_pmu(pmus)?;
+    perf::check_paranoid(perf::paranoid(), false)?;
+    let plat = perf::identify_platform().ok_or_else(|| {
+        Error::unavailable(
+            "unknown microarchitecture: no platform file matches this CPU",
+            "use Session::with_events with explicit events, or Backend::Analytic",
+        )
+    })?;
+    let uncore = perf::check_paranoid(perf::paranoid(), true).is_ok();
+    let (mut specs, _notes) = perf::resolve_platform_events(&plat, pmus, false, uncore)?;
+    if !specs.iter().any(|s| s.quantity == "cycles") {
+        specs.push(CounterSpec::cycles());
+    }
+    specs.extend(software_events());
+    Ok(specs)
+}
+
+/// Whether a tracer (the trace backend) is attached to this process.
+fn traced() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("TracerPid:").map(|v| v.trim().to_string())))
+        .is_some_and(|pid| pid != "0")
+}
+
+// ---- C ABI (include/roofline.h) -------------------------------------------------------
+
+/// Process-wide state of the C ABI: what each thread counts, and totals merged over threads.
+struct Global {
+    /// How threads open their sessions (fixed at init).
+    backend: CBackend,
+    /// Event names, in the order of `roofline_marker_get`'s array.
+    events: Vec<String>,
+    totals: BTreeMap<String, Merged>,
+    warned: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum CBackend {
+    Perf,
+    Software,
+    Traced,
+    TimeOnly,
+}
+
+#[derive(Default, Clone)]
+struct Merged {
+    calls: u64,
+    seconds: f64,
+    counts: Vec<f64>,
+    threads: std::collections::BTreeSet<u64>,
+}
+
+fn global() -> &'static Mutex<Option<Global>> {
+    static G: OnceLock<Mutex<Option<Global>>> = OnceLock::new();
+    G.get_or_init(|| Mutex::new(None))
+}
+
+thread_local! {
+    static THREAD: std::cell::RefCell<Option<Session>> = const { std::cell::RefCell::new(None) };
+}
+
+fn thread_id() -> u64 {
+    nix::unistd::gettid().as_raw() as u64
+}
+
+/// Read a region name from C.
+fn name_from_c(name: *const c_char) -> Option<String> {
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: the C caller passes a NUL-terminated string that stays valid for the call
+    // (the contract documented in roofline.h); null was excluded above.
+    let s = unsafe { CStr::from_ptr(name) };
+    Some(s.to_string_lossy().into_owned())
+}
+
+fn open_session(b: CBackend) -> Result<Session> {
+    match b {
+        CBackend::Perf => Session::new(Backend::Perf),
+        CBackend::Software => Session::software(),
+        CBackend::Traced => Session::new(Backend::Trace),
+        CBackend::TimeOnly => Session::new(Backend::Analytic),
+    }
+}
+
+fn warn_once(g: &mut Global, msg: &str) {
+    if !g.warned {
+        eprintln!("roofline: {msg}");
+        g.warned = true;
+    }
+}
+
+/// `ROOFLINE_BACKEND`: auto (default), perf, software, trace, analytic.
+fn backend_from_env() -> std::result::Result<CBackend, String> {
+    let v = std::env::var("ROOFLINE_BACKEND").unwrap_or_else(|_| "auto".into());
+    Ok(match v.as_str() {
+        "perf" => CBackend::Perf,
+        "software" => CBackend::Software,
+        "trace" => CBackend::Traced,
+        "analytic" => CBackend::TimeOnly,
+        "auto" | "" => {
+            if perf::core_pmu(Path::new(SYSFS_PMUS)).is_ok() {
+                CBackend::Perf
+            } else if traced() {
+                CBackend::Traced
+            } else {
+                CBackend::TimeOnly
+            }
+        }
+        other => {
+            return Err(format!(
+                "ROOFLINE_BACKEND={other} is not one of auto, perf, software, trace, analytic"
+            ));
+        }
+    })
+}
+
+/// Initialise the marker API (LIKWID_MARKER_INIT). Returns 0, or -1 when the chosen backend
+/// cannot count here (a one-line reason on stderr; regions then keep time only).
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_init() -> c_int {
+    let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_some() {
+        return 0;
+    }
+    let (backend, failure) = match backend_from_env() {
+        Err(msg) => (CBackend::TimeOnly, Some(msg)),
+        Ok(b) => match open_session(b) {
+            Ok(s) => {
+                let events = s.events();
+                THREAD.with(|t| *t.borrow_mut() = Some(s));
+                *g = Some(Global {
+                    backend: b,
+                    events,
+                    totals: BTreeMap::new(),
+                    warned: false,
+                });
+                return 0;
+            }
+            Err(e) => (CBackend::TimeOnly, Some(e.to_string().replace('\n', ";"))),
+        },
+    };
+    let mut st = Global {
+        backend,
+        events: Vec::new(),
+        totals: BTreeMap::new(),
+        warned: false,
+    };
+    if let Some(msg) = failure {
+        warn_once(&mut st, &format!("{msg} (regions keep wall time only)"));
+    }
+    *g = Some(st);
+    -1
+}
+
+/// The backend threads open their sessions with, initialising the API on first use.
+fn backend_or_init() -> CBackend {
+    if let Some(g) = global().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return g.backend;
+    }
+    roofline_marker_init();
+    global()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|g| g.backend)
+        .unwrap_or(CBackend::TimeOnly)
+}
+
+fn warn(msg: &str) {
+    if let Some(g) = global().lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        warn_once(g, msg);
+    }
+}
+
+/// Run `f` on this thread's session, opening it on first use. Takes no process-wide lock
+/// once the thread's session exists: threads start and stop regions independently.
+fn with_thread_session<T>(f: impl FnOnce(&mut Session) -> Result<T>) -> Option<T> {
+    if THREAD.with(|t| t.borrow().is_none()) {
+        // Outside the borrow: init may store the initialising thread's session itself.
+        let backend = backend_or_init();
+        THREAD.with(|t| {
+            let mut slot = t.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(open_session(backend).unwrap_or_else(|e| {
+                    warn(&format!("thread session: {}", e.to_string().replace('\n', ";")));
+                    Session::time_only(Mode::TimeOnly)
+                }));
+            }
+        });
+    }
+    THREAD.with(|t| {
+        let mut slot = t.borrow_mut();
+        match f(slot.as_mut()?) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                warn(&e.to_string().replace('\n', ";"));
+                None
+            }
+        }
+    })
+}
+
+/// Start a region on this thread (LIKWID_MARKER_START). 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_start(name: *const c_char) -> c_int {
+    let Some(name) = name_from_c(name) else { return -1 };
+    // The session's begin calls the roofline_region_begin marker as its last step.
+    match with_thread_session(|s| s.begin(&name)) {
+        Some(()) => 0,
+        None => -1,
+    }
+}
+
+/// Stop a region on this thread (LIKWID_MARKER_STOP) and add the call to the process totals.
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_stop(name: *const c_char) -> c_int {
+    let Some(name) = name_from_c(name) else { return -1 };
+    let done = with_thread_session(|s| {
+        let call = s.end_call(&name)?;
+        let counts: Vec<f64> = s
+            .scaled(&call.raw)
+            .iter()
+            .map(|c| c.scaled.map(|x| x.value).unwrap_or(0.0))
+            .collect();
+        Ok((call.seconds, counts))
+    });
+    let Some((seconds, counts)) = done else { return -1 };
+    let tid = thread_id();
+    let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(g) = g.as_mut() else { return -1 };
+    let m = g.totals.entry(name).or_default();
+    m.calls += 1;
+    m.seconds += seconds;
+    m.threads.insert(tid);
+    if m.counts.len() < counts.len() {
+        m.counts.resize(counts.len(), 0.0);
+    }
+    for (a, c) in m.counts.iter_mut().zip(counts) {
+        *a += c;
+    }
+    0
+}
+
+/// Forget a region's totals (LIKWID_MARKER_RESET).
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_reset(name: *const c_char) -> c_int {
+    let Some(name) = name_from_c(name) else { return -1 };
+    let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(g) = g.as_mut() {
+        g.totals.remove(&name);
+    }
+    THREAD.with(|t| {
+        if let Some(s) = t.borrow_mut().as_mut() {
+            s.reset(&name);
+        }
+    });
+    0
+}
+
+/// Number of counted events (the length `roofline_marker_get` fills).
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_event_count() -> c_int {
+    let g = global().lock().unwrap_or_else(|e| e.into_inner());
+    g.as_ref().map(|g| g.events.len() as c_int).unwrap_or(0)
+}
+
+/// Copy the name of event `index` into `buf` (NUL-terminated, truncated to `len`).
+/// Returns the full name's length, or -1 for a bad index or buffer.
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_event_name(index: c_int, buf: *mut c_char, len: usize) -> c_int {
+    let g = global().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(name) = g.as_ref().and_then(|g| g.events.get(usize::try_from(index).ok()?)) else {
+        return -1;
+    };
+    if buf.is_null() || len == 0 {
+        return -1;
+    }
+    copy_to_c(name.as_bytes(), buf, len);
+    name.len() as c_int
+}
+
+/// Copy bytes plus a NUL into a C buffer of `len` bytes, truncating.
+fn copy_to_c(bytes: &[u8], buf: *mut c_char, len: usize) {
+    let n = bytes.len().min(len - 1);
+    // SAFETY: the caller guarantees `buf` points to `len` writable bytes (roofline.h's
+    // contract), `len >= 1` was checked, and `n + 1 <= len`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), buf, n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// A region's totals over all threads (LIKWID_MARKER_GET): on input `*nevents` is the
+/// capacity of `events`, on output the number filled; `*time` the summed seconds, `*count`
+/// the calls. Returns 0, or -1 for an unknown region or null pointers.
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_get(
+    name: *const c_char,
+    nevents: *mut c_int,
+    events: *mut c_double,
+    time: *mut c_double,
+    count: *mut c_int,
+) -> c_int {
+    let Some(name) = name_from_c(name) else { return -1 };
+    if nevents.is_null() || time.is_null() || count.is_null() {
+        return -1;
+    }
+    let g = global().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(m) = g.as_ref().and_then(|g| g.totals.get(&name)) else {
+        return -1;
+    };
+    write_region(m, nevents, events, time, count);
+    0
+}
+
+fn write_region(m: &Merged, nevents: *mut c_int, events: *mut c_double, time: *mut c_double, count: *mut c_int) {
+    // SAFETY: non-null checked by the caller; `events` holds `*nevents` doubles (or is null
+    // with *nevents 0), as roofline.h documents.
+    unsafe {
+        let cap = usize::try_from(*nevents).unwrap_or(0);
+        let n = if events.is_null() { 0 } else { cap.min(m.counts.len()) };
+        for (i, v) in m.counts.iter().take(n).enumerate() {
+            *events.add(i) = *v;
+        }
+        *nevents = n as c_int;
+        *time = m.seconds;
+        *count = c_int::try_from(m.calls).unwrap_or(c_int::MAX);
+    }
+}
+
+/// Finish (LIKWID_MARKER_CLOSE): print every region's totals on stderr, and write them as a
+/// `roofline.report/1` to `$ROOFLINE_OUTPUT` when set. Returns 0, or -1 if writing failed.
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_close() -> c_int {
+    let g = global().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(g) = g.as_ref() else { return 0 };
+    let mut report = Report::new(
+        serde_json::json!({ "microarchitecture": perf::identify_platform().map(|p| p.key) }),
+        Environment {
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line: std::env::args().collect(),
+            ..Environment::default()
+        },
+    );
+    for (name, m) in &g.totals {
+        let mut line = format!(
+            "roofline region {name}: {} calls on {} threads, {:.6} s",
+            m.calls,
+            m.threads.len(),
+            m.seconds
+        );
+        let mut counts = serde_json::Map::new();
+        for (e, v) in g.events.iter().zip(&m.counts) {
+            line += &format!(", {e} {v:.0}");
+            counts.insert(e.clone(), serde_json::json!(v));
+        }
+        eprintln!("{line}");
+        let mut meas = Measurement {
+            provenance: Some(Provenance {
+                flops: None,
+                bytes: BTreeMap::new(),
+                seconds: Some(Source::Native),
+                notes: vec![format!(
+                    "C marker API, backend {:?}; seconds summed over calls and threads",
+                    g.backend
+                )],
+            }),
+            seconds_samples: vec![m.seconds],
+            threads: m.threads.len() as u32,
+            ..Measurement::default()
+        };
+        meas.extra.insert("calls".into(), serde_json::json!(m.calls));
+        meas.extra.insert("counts".into(), serde_json::Value::Object(counts));
+        report.points.push(meas.into_point(name.clone()));
+    }
+    if let Ok(path) = std::env::var("ROOFLINE_OUTPUT")
+        && !path.is_empty()
+        && let Err(e) = crate::util::write_atomic(Path::new(&path), report.to_json().as_bytes())
+    {
+        eprintln!("roofline: ROOFLINE_OUTPUT={path}: {e}");
+        return -1;
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn analytic_session_times_and_accumulates() {
+        let mut s = Session::new(Backend::Analytic).unwrap();
+        for _ in 0..3 {
+            let m = s
+                .region("spin", || std::thread::sleep(std::time::Duration::from_millis(2)))
+                .unwrap();
+            assert!(m.seconds_samples[0] >= 0.002);
+        }
+        let t = s.totals("spin").unwrap();
+        assert_eq!(t.calls, 3);
+        assert!(t.seconds >= 0.006);
+        assert_eq!(t.measurement.seconds_samples.len(), 3);
+        assert!(s.totals("other").is_none());
+    }
+
+    #[test]
+    fn unbalanced_regions_are_errors() {
+        let mut s = Session::new(Backend::Analytic).unwrap();
+        assert!(s.end("x").is_err());
+        s.begin("x").unwrap();
+        assert!(s.begin("x").is_err());
+        s.begin("y").unwrap();
+        s.end("x").unwrap();
+        s.end("y").unwrap();
+        assert!(s.begin("a\0b").is_err());
+    }
+
+    #[test]
+    fn markers_run_once_per_region_call() {
+        let (b0, e0) = marker_calls();
+        let mut s = Session::new(Backend::Analytic).unwrap();
+        s.region("m", || ()).unwrap();
+        s.region("m", || ()).unwrap();
+        let (b1, e1) = marker_calls();
+        // Other tests may run markers concurrently: at least ours.
+        assert!(b1 - b0 >= 2 && e1 - e0 >= 2);
+    }
+}

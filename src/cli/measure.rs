@@ -1,13 +1,357 @@
-//! `roofline measure` (issue 5).
+//! `roofline measure` (issue 5): W, Q and T of a command, from hardware counters (perf) or
+//! by tracing (trace), as a `roofline.report/1` document.
 
+use anyhow::Context;
 use clap::Args as ClapArgs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::common::{OutputArgs, PlatformArg};
+use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, SYSFS_PMUS, Scope};
+use crate::counters::{BackendKind, Measurement};
+use crate::error::Error;
+use crate::machine::Platform;
+use crate::report::{Environment, Report};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventSet {
+    /// The identified platform's FP, cache and memory events (needs a hardware PMU).
+    Platform,
+    /// Kernel software events only (task-clock, page-faults, context-switches, msr/tsc):
+    /// T without W or Q, on any machine.
+    Software,
+}
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    /// perf: hardware counters; trace: ptrace + decoding; auto: perf when a usable core PMU exists.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendKind,
+    /// Run the command this many times; T is the median, every run is kept.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Also count the system-wide (uncore) events for as long as the command ran, with no
+    /// command, and subtract that background from the memory traffic.
+    #[arg(long)]
+    pub idle_baseline: bool,
+    /// Which events the perf backend counts.
+    #[arg(long, value_enum, default_value = "platform")]
+    pub events: EventSet,
+    /// Also count the platform's opt-in events (single precision, FP16).
+    #[arg(long)]
+    pub optional_events: bool,
+    /// Leave out system-wide uncore (memory) events: no DRAM traffic, no paranoid 0 needed.
+    #[arg(long)]
+    pub no_uncore: bool,
+    #[command(flatten)]
+    pub platform: PlatformArg,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// The command and its arguments (run directly, never through a shell).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline measure` is not built yet",
-        "see issue 5"
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let out = args.output.check(&["json"])?;
+    perf::resolve_program(&args.command[0])?;
+    let pmus = Path::new(SYSFS_PMUS);
+    let backend = choose_backend(args.backend, args.events, pmus);
+    let (measurement, code) = match backend {
+        BackendKind::Trace => trace_command(&args.command)?,
+        BackendKind::Perf => perf_command(&args, pmus)?,
+        BackendKind::Analytic => anyhow::bail!(Error::input(
+            "`--backend analytic` counts suite kernels, not commands",
+            "use `roofline run KERNEL --backend analytic`, or `--backend perf|trace` here",
+        )),
+        BackendKind::Auto => unreachable!("resolved by choose_backend"),
+    };
+    let Some(measurement) = measurement else { return Ok(code) };
+
+    let name = Path::new(&args.command[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| args.command[0].clone());
+    let mut env = environment();
+    env.measured_ghz = measurement.extra.get("effective_ghz").and_then(|g| g.as_f64());
+    let mut report = Report::new(machine_summary(), env);
+    let mut point = measurement.into_point(name);
+    if point.provenance.flops.is_none() {
+        point.gflops = None; // W was not counted: no rate either.
+    }
+    report.points.push(point);
+    let json = report.to_json();
+    if let Some((file, _)) = out {
+        file.write(json.as_bytes())?;
+    }
+    if args.output.json {
+        println!("{json}");
+    } else {
+        print_table(&report);
+    }
+    Ok(code)
+}
+
+/// `auto`: perf when a usable core PMU exists (or only software events are asked for),
+/// else trace; says which and why on stderr.
+fn choose_backend(asked: BackendKind, events: EventSet, pmus: &Path) -> BackendKind {
+    if asked != BackendKind::Auto {
+        return asked;
+    }
+    if events == EventSet::Software {
+        eprintln!("roofline: backend auto → perf (software events need no hardware PMU)");
+        return BackendKind::Perf;
+    }
+    let paranoid = perf::paranoid();
+    match perf::core_pmu(pmus).and_then(|pmu| perf::check_paranoid(paranoid, false).map(|_| pmu)) {
+        Ok(pmu) => {
+            let lvl = paranoid.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into());
+            eprintln!("roofline: backend auto → perf (core PMU `{pmu}` present, perf_event_paranoid {lvl})");
+            BackendKind::Perf
+        }
+        Err(e) => {
+            let why = e.to_string();
+            eprintln!("roofline: backend auto → trace ({})", why.lines().next().unwrap_or(""));
+            BackendKind::Trace
+        }
+    }
+}
+
+/// The trace backend lands with issue 6 as `crate::counters::trace::measure_command`
+/// (`fn measure_command(argv: &[String]) -> crate::Result<TraceRun>` with
+/// `TraceRun { measurement: Measurement, status: std::process::ExitStatus }`); until then
+/// it is unavailable.
+fn trace_command(_argv: &[String]) -> anyhow::Result<(Option<Measurement>, i32)> {
+    anyhow::bail!(Error::unavailable(
+        "the trace backend is not built yet (issue 6)",
+        "on a machine with a hardware PMU use `--backend perf`; `--events software` counts T only"
     ))
+}
+
+/// The identified platform (or `--platform`).
+fn platform(arg: &PlatformArg) -> anyhow::Result<Platform> {
+    if let Some(spec) = &arg.platform {
+        return Ok(Platform::load(spec)?);
+    }
+    perf::identify_platform().ok_or_else(|| {
+        Error::input(
+            "unknown microarchitecture: no platform file matches this CPU's vendor, family and model",
+            "pass `--platform NAME|FILE` (see `platforms/`), or use `--backend trace`",
+        )
+        .into()
+    })
+}
+
+fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>, i32)> {
+    let (specs, counters, notes): (Vec<CounterSpec>, u32, Vec<String>) = match args.events {
+        EventSet::Software => (perf::software_events(pmus, true), 4, vec![]),
+        EventSet::Platform => {
+            perf::core_pmu(pmus)?;
+            perf::check_paranoid(perf::paranoid(), false)?;
+            let plat = platform(&args.platform.clone())?;
+            let (mut specs, notes) = perf::resolve_platform_events(&plat, pmus, args.optional_events, !args.no_uncore)?;
+            if specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
+                perf::check_paranoid(perf::paranoid(), true)?;
+            }
+            if !specs.iter().any(|s| s.quantity == "cycles") {
+                specs.push(CounterSpec::cycles());
+            }
+            specs.extend(perf::software_events(pmus, false));
+            (specs, perf::core_counters(&plat), notes)
+        }
+    };
+    let plan = perf::plan_groups(&specs, counters);
+    let hw_groups = plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).count();
+    if hw_groups > 1 {
+        eprintln!(
+            "roofline: {hw_groups} hardware event groups do not fit the counters at once: the kernel multiplexes them (ratios below)"
+        );
+    }
+    for n in &notes {
+        eprintln!("roofline: {n}");
+    }
+    let cmd = CommandSpec {
+        argv: args.command.clone(),
+        env: Vec::new(),
+    };
+    let mut runs: Vec<(f64, Vec<EventCount>)> = Vec::new();
+    for rep in 0..args.repeat {
+        let run = perf::run_command(&specs, &plan, &cmd)?;
+        let (code, signal) = perf::exit_code(&run.status);
+        if let Some(sig) = signal {
+            let name = nix::sys::signal::Signal::try_from(sig)
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|_| format!("signal {sig}"));
+            eprintln!(
+                "roofline: {} was killed by {name} (run {} of {}); no report written",
+                args.command[0],
+                rep + 1,
+                args.repeat
+            );
+            return Ok((None, code));
+        }
+        if code != 0 {
+            eprintln!(
+                "roofline: {} exited with status {code} (run {} of {}); no report written",
+                args.command[0],
+                rep + 1,
+                args.repeat
+            );
+            return Ok((None, code));
+        }
+        for w in perf::multiplex_warnings(&run.counts) {
+            eprintln!("roofline: {w}");
+        }
+        runs.push((run.wall_seconds, run.counts));
+    }
+    let samples: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    // W and Q from the run with the median time (counts of every run are kept in `extra`).
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| runs[a].0.total_cmp(&runs[b].0));
+    let median_run = order[order.len() / 2];
+    let mut m = perf::to_measurement(&specs, &runs[median_run].1, samples.clone());
+    m.extra.insert("repeats".into(), serde_json::json!(args.repeat));
+    if runs.len() > 1 {
+        let per_run: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|(wall, counts)| {
+                let c: serde_json::Map<String, serde_json::Value> = counts
+                    .iter()
+                    .map(|c| (c.name.clone(), serde_json::json!(c.scaled.map(|s| s.value))))
+                    .collect();
+                serde_json::json!({ "seconds": wall, "counts": c })
+            })
+            .collect();
+        m.extra.insert("runs".into(), serde_json::Value::Array(per_run));
+    }
+    m.extra.insert(
+        "hardware_groups".into(),
+        serde_json::json!(
+            plan.iter()
+                .filter(|g| specs[g[0]].scope == Scope::Core)
+                .map(|g| g.iter().map(|&i| specs[i].name.clone()).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        ),
+    );
+    if let Some(prov) = m.provenance.as_mut() {
+        prov.notes.extend(notes);
+    }
+    if args.idle_baseline {
+        idle_baseline(&specs, &mut m, samples[median_run])?;
+    }
+    check_plausible(&specs, &m, samples[median_run])?;
+    Ok((Some(m), 0))
+}
+
+fn idle_baseline(specs: &[CounterSpec], m: &mut Measurement, seconds: f64) -> anyhow::Result<()> {
+    if !specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
+        eprintln!("roofline: --idle-baseline: no system-wide events are counted, nothing to baseline");
+        return Ok(());
+    }
+    eprintln!("roofline: measuring the idle background for {seconds:.2} s (--idle-baseline)");
+    let idle = perf::idle_baseline(specs, Duration::from_secs_f64(seconds))?;
+    let base = perf::to_measurement(specs, &idle, vec![seconds]);
+    let mut subtracted = serde_json::Map::new();
+    for (lvl, b) in &base.bytes {
+        if let Some(v) = m.bytes.get_mut(lvl) {
+            *v = (*v - b).max(0.0);
+            subtracted.insert(lvl.clone(), serde_json::json!(b));
+        }
+    }
+    m.extra.insert("idle_baseline_bytes".into(), serde_json::Value::Object(subtracted));
+    if let Some(prov) = m.provenance.as_mut() {
+        prov.notes
+            .push("system-wide bytes have the idle background (same duration, no command) subtracted".into());
+    }
+    Ok(())
+}
+
+/// Reject counts that cannot be true, like LIKWID's phantom-channel 1.88e19 bytes: more
+/// DRAM traffic than 10 TB/s per socket for the run's duration (no socket comes within
+/// a tenth of that).
+fn check_plausible(specs: &[CounterSpec], m: &Measurement, seconds: f64) -> anyhow::Result<()> {
+    let sockets = specs
+        .iter()
+        .filter_map(|s| match &s.scope {
+            Scope::Uncore { cpus } => Some(cpus.len()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    if let Some(&b) = m.bytes.get("dram") {
+        let limit = 10.0e12 * sockets * seconds.max(1e-3);
+        if b > limit {
+            anyhow::bail!(Error::unavailable(
+                format!("implausible DRAM traffic: {b:.3e} bytes in {seconds:.3} s (over 10 TB/s per socket)"),
+                "an uncore event is miscounting (a phantom channel?): check the platform's memory events with `perf stat`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn machine_summary() -> serde_json::Value {
+    let cpuid = raw_cpuid::CpuId::new();
+    serde_json::json!({
+        "vendor": cpuid.get_vendor_info().map(|v| v.as_str().to_string()),
+        "brand": cpuid.get_processor_brand_string().map(|b| b.as_str().trim().to_string()),
+        "microarchitecture": perf::identify_platform().map(|p| p.key),
+    })
+}
+
+fn environment() -> Environment {
+    let cpuid = raw_cpuid::CpuId::new();
+    Environment {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        // roofline's own argv, which holds the measured command after `--`.
+        command_line: std::env::args().collect(),
+        hypervisor: cpuid.get_hypervisor_info().map(|h| format!("{:?}", h.identify())),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        ..Environment::default()
+    }
+}
+
+fn print_table(r: &Report) {
+    let mut s = String::new();
+    for p in &r.points {
+        s += &format!("{}: T {:.6} s (median of {})\n", p.name, p.seconds, p.seconds_samples.len());
+        if p.provenance.flops.is_some() {
+            s += &format!("  W {:.4e} flop", p.flops.total);
+            if let Some(g) = p.gflops {
+                s += &format!("  ({g:.3} GFLOP/s)");
+            }
+            s += "\n";
+            for (c, v) in &p.flops.by_class {
+                s += &format!("    {c:<20} {v:.4e}\n");
+            }
+        } else {
+            s += "  W not counted\n";
+        }
+        for (lvl, b) in &p.bytes {
+            s += &format!("  Q {lvl:<5} {}", crate::util::fmt_bytes(*b));
+            if let Some(g) = p.gbs.get(lvl) {
+                s += &format!("  ({g:.3} GB/s, AI {:.3})", p.ai.get(lvl).copied().unwrap_or(0.0));
+            }
+            s += "\n";
+        }
+        if let Some(counts) = p.extra.get("counts").and_then(|c| c.as_object()) {
+            for (k, v) in counts {
+                s += &format!("  {k:<24} {}\n", v.as_f64().map(|x| format!("{x:.0}")).unwrap_or_default());
+            }
+        }
+        if let Some(g) = p.extra.get("effective_ghz").and_then(|g| g.as_f64()) {
+            s += &format!("  effective clock {g:.3} GHz (cycles / task-clock)\n");
+        }
+        for n in &p.provenance.notes {
+            s += &format!("  note: {n}\n");
+        }
+    }
+    let _ = std::io::stdout().write_all(s.as_bytes()).context("writing the table");
 }

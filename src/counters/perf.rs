@@ -1,1 +1,1379 @@
-//! Backend module `perf` (filled by its issue).
+//! The perf_event backend: event descriptions → `perf_event_attr` → fd groups the kernel can
+//! schedule → `read_format` parsing → multiplex scaling → W, Q and T.
+//!
+//! perf-event2 opens, enables and reads the counters; this module decides *what* to open
+//! (raw configs, dynamic PMU types, groups that respect counter constraints, uncore instances
+//! on the CPU named by their `cpumask`) and turns counts into a [`Measurement`].
+//!
+//! Two ways of counting share every step:
+//! - command mode ([`run_command`]): counters opened on this thread, disabled, with
+//!   `inherit` + `enable_on_exec`, so they start at the child's exec and follow its threads
+//!   and children; uncore events system-wide, enabled just before the spawn;
+//! - region mode ([`CounterSet::open`] with [`Target::ThisThread`]): per-thread groups without
+//!   inherit, read around each region (rdpmc where the kernel allows, else `read()`).
+//!
+//! Software events (task-clock, page-faults, context-switches, msr/tsc) go through the same
+//! code, which is how the path is tested on machines without a hardware PMU.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use perf_event::data::ReadGroup;
+use perf_event::data::endian::Native;
+use perf_event::data::parse::{ParseConfig, Parser};
+use perf_event::events::{Raw, Software};
+use perf_event::{Builder, Counter, ReadFormat};
+
+use super::Measurement;
+use crate::error::{Error, Result};
+use crate::machine::{EventSpec, Platform};
+use crate::report::{Bytes, Flops, Provenance, Source};
+
+/// Where the kernel lists PMUs.
+pub const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";
+const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
+
+/// Every group we open reads as one record: times once, then (value, id) per member.
+pub fn group_read_format() -> ReadFormat {
+    ReadFormat::GROUP | ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING | ReadFormat::ID
+}
+
+/// How an event is opened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    /// A core PMU event, per task (counts the observed threads only).
+    Core,
+    /// A kernel software event (`PERF_TYPE_SOFTWARE`), per task.
+    Software,
+    /// A PMU that refuses exclude_* bits (msr), per task.
+    NoExclude,
+    /// An uncore event: system-wide, one fd per CPU listed (one per socket, from `cpumask`).
+    Uncore { cpus: Vec<usize> },
+}
+
+/// One counter to open: the `perf_event_attr` fields plus what its count means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterSpec {
+    /// Display name (`FP_ARITH_INST_RETIRED.SCALAR_DOUBLE`, `page-faults`, `uncore_imc_0/CAS_COUNT.RD`).
+    pub name: String,
+    /// PMU directory name (`cpu`, `software`, `uncore_imc_0`, `msr`).
+    pub pmu: String,
+    /// `perf_event_attr.type`.
+    pub type_: u32,
+    pub config: u64,
+    pub config1: u64,
+    pub scope: Scope,
+    /// General-purpose counters it may use (`None`: any).
+    pub counters: Option<Vec<u32>>,
+    /// Takes a pair of adjacent counters (AMD merged events).
+    pub paired: bool,
+    /// `flops`, `bytes.l2`, …, `cycles`, `seconds.task`, `software`.
+    pub quantity: String,
+    pub class: Option<String>,
+    pub weight: f64,
+    pub unreliable: bool,
+    pub caveat: Option<String>,
+}
+
+impl CounterSpec {
+    /// A kernel software event by its `perf stat` name.
+    pub fn software(name: &str) -> Option<CounterSpec> {
+        let (id, quantity) = match name {
+            "task-clock" => (Software::TASK_CLOCK, "seconds.task"),
+            "page-faults" => (Software::PAGE_FAULTS, "software"),
+            "context-switches" => (Software::CONTEXT_SWITCHES, "software"),
+            "cpu-migrations" => (Software::CPU_MIGRATIONS, "software"),
+            "minor-faults" => (Software::PAGE_FAULTS_MIN, "software"),
+            "major-faults" => (Software::PAGE_FAULTS_MAJ, "software"),
+            _ => return None,
+        };
+        Some(CounterSpec {
+            name: name.to_string(),
+            pmu: "software".into(),
+            type_: PERF_TYPE_SOFTWARE,
+            config: u64::from(id),
+            config1: 0,
+            scope: Scope::Software,
+            counters: None,
+            paired: false,
+            quantity: quantity.into(),
+            class: None,
+            weight: if quantity == "seconds.task" { 1e-9 } else { 1.0 },
+            unreliable: false,
+            caveat: None,
+        })
+    }
+
+    /// The TSC through the dynamic `msr` PMU, when the kernel has one.
+    pub fn msr_tsc(pmus: &Path) -> Option<CounterSpec> {
+        let type_ = pmu_type(pmus, "msr").ok()?;
+        Some(CounterSpec {
+            name: "msr/tsc".into(),
+            pmu: "msr".into(),
+            type_,
+            config: 0, // MSR_TSC in arch/x86/events/msr.c
+            config1: 0,
+            scope: Scope::NoExclude,
+            counters: None,
+            paired: false,
+            quantity: "software".into(),
+            class: None,
+            weight: 1.0,
+            unreliable: false,
+            caveat: None,
+        })
+    }
+
+    /// Core cycles through the generic hardware event (fixed counter on Intel).
+    pub fn cycles() -> CounterSpec {
+        CounterSpec {
+            name: "cycles".into(),
+            pmu: "cpu".into(),
+            type_: PERF_TYPE_HARDWARE,
+            config: 0, // PERF_COUNT_HW_CPU_CYCLES
+            config1: 0,
+            scope: Scope::Core,
+            counters: None,
+            paired: false,
+            quantity: "cycles".into(),
+            class: None,
+            weight: 1.0,
+            unreliable: false,
+            caveat: None,
+        }
+    }
+
+    fn is_hardware_counter(&self) -> bool {
+        matches!(self.scope, Scope::Core)
+    }
+
+    /// The builder for this event, with the settings every mode shares.
+    fn builder(&self) -> Builder<'static> {
+        let mut b = Builder::new(Raw::new(self.config).config1(self.config1));
+        // Raw sets PERF_TYPE_RAW; dynamic PMUs (cpu_core, amd_umc, msr, uncore_*) and
+        // software/hardware events need their own type.
+        b.attrs_mut().type_ = self.type_;
+        b.read_format(group_read_format());
+        match self.scope {
+            // exclude_kernel lets paranoid level 2 count user-space work.
+            Scope::Core => {
+                b.exclude_kernel(true).exclude_hv(true);
+            }
+            // Context switches and most page-fault handling happen in the kernel: count
+            // them there when this user may (paranoid ≤ 1 or CAP_PERFMON).
+            Scope::Software => {
+                b.exclude_kernel(!kernel_counting_allowed()).exclude_hv(true);
+            }
+            // These PMUs reject the exclude_* bits (PERF_PMU_CAP_NO_EXCLUDE).
+            Scope::NoExclude | Scope::Uncore { .. } => {
+                b.exclude_kernel(false).exclude_hv(false);
+            }
+        }
+        b
+    }
+}
+
+const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_TYPE_SOFTWARE: u32 = 1;
+
+/// `perf_event_attr.config` of a core event: the layout of IA32_PERFEVTSELx and AMD's
+/// PERF_CTLx. AMD's event select bits 8–11 live at bits 32–35 ("extended event").
+pub fn raw_config(e: &EventSpec) -> u64 {
+    (e.event & 0xff)
+        | (((e.event >> 8) & 0xf) << 32)
+        | ((e.umask & 0xff) << 8)
+        | (u64::from(e.edge) << 18)
+        | (u64::from(e.inv) << 23)
+        | ((e.cmask & 0xff) << 24)
+}
+
+/// `/sys/bus/event_source/devices/<pmu>/type`.
+pub fn pmu_type(pmus: &Path, pmu: &str) -> Result<u32> {
+    let path = pmus.join(pmu).join("type");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    text.trim().parse().map_err(|_| {
+        Error::unavailable(
+            format!("{}: not a PMU type number ({:?})", path.display(), text.trim()),
+            "the kernel's perf sysfs is unusual; report this",
+        )
+    })
+}
+
+/// Parse a sysfs CPU list (`0`, `0,64`, `0-3,8`).
+pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+            if b < a || b - a > 1 << 16 {
+                return None;
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(part.trim().parse().ok()?);
+        }
+    }
+    Some(out)
+}
+
+/// PMU instances for a PMU name: `uncore_imc` → `uncore_imc_0`, `uncore_imc_1`, …;
+/// an exact directory name matches itself.
+pub fn pmu_instances(pmus: &Path, pmu: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(pmus) else { return vec![] };
+    let mut names: Vec<String> = dir
+        .filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
+        .filter(|n| {
+            n == pmu
+                || n.strip_prefix(pmu)
+                    .and_then(|rest| rest.strip_prefix('_'))
+                    .is_some_and(|s| s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty())
+        })
+        .collect();
+    names.sort_by_key(|n| (n.len(), n.clone()));
+    names
+}
+
+/// The core PMU: `cpu` (Intel, AMD) or `cpu_core` (hybrid parts' P-cores).
+/// A VM without PMU passthrough has neither; say so and point at the trace backend.
+pub fn core_pmu(pmus: &Path) -> Result<String> {
+    for name in ["cpu", "cpu_core"] {
+        if pmus.join(name).join("type").is_file() {
+            return Ok(name.to_string());
+        }
+    }
+    let mut present: Vec<String> = std::fs::read_dir(pmus)
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
+    present.sort();
+    Err(Error::unavailable(
+        format!(
+            "no hardware core PMU: {} has only [{}] (a VM without PMU passthrough?)",
+            pmus.display(),
+            present.join(", ")
+        ),
+        "use `--backend trace` (exact W and core-side Q by tracing), or run on bare metal / a VM with the vPMU enabled",
+    ))
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid`, when readable.
+pub fn paranoid() -> Option<i32> {
+    std::fs::read_to_string(PARANOID).ok()?.trim().parse().ok()
+}
+
+/// Refuse early when the paranoid level forbids everything (Debian/Ubuntu's 3 and 4).
+pub fn check_paranoid(level: Option<i32>, need_system_wide: bool) -> Result<()> {
+    let Some(level) = level else { return Ok(()) };
+    if level >= 3 {
+        return Err(Error::unavailable(
+            format!("perf_event_paranoid is {level}: the kernel refuses all perf events to unprivileged users"),
+            "run `sudo sysctl kernel.perf_event_paranoid=2` (or 1), or grant CAP_PERFMON to the roofline binary (`sudo setcap cap_perfmon+ep $(which roofline)`)",
+        ));
+    }
+    if need_system_wide && level >= 1 && !has_cap_perfmon() {
+        return Err(Error::unavailable(
+            format!("perf_event_paranoid is {level}: system-wide uncore events (memory traffic) need level 0 or lower"),
+            "run `sudo sysctl kernel.perf_event_paranoid=0`, grant CAP_PERFMON (`sudo setcap cap_perfmon+ep $(which roofline)`), or pass `--no-uncore`",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether this user may count kernel-mode events of its own tasks.
+pub fn kernel_counting_allowed() -> bool {
+    paranoid().is_some_and(|l| l <= 1) || has_cap_perfmon()
+}
+
+/// Whether the effective capability set holds CAP_PERFMON (38) or CAP_SYS_ADMIN (21).
+fn has_cap_perfmon() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 38 | 1 << 21) != 0)
+}
+
+/// Turn a platform's events into counters for this machine: core events on the core PMU,
+/// uncore events once per instance, on the CPUs of its `cpumask`. Missing optional PMUs are
+/// skipped with a note; `optional` events only when `with_optional`.
+pub fn resolve_platform_events(
+    platform: &Platform,
+    pmus: &Path,
+    with_optional: bool,
+    with_uncore: bool,
+) -> Result<(Vec<CounterSpec>, Vec<String>)> {
+    let core = core_pmu(pmus)?;
+    let core_type = pmu_type(pmus, &core)?;
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for e in platform.events.iter().filter(|e| with_optional || !e.optional) {
+        let base = |pmu: String, type_: u32, scope: Scope, name: String| CounterSpec {
+            name,
+            pmu,
+            type_,
+            config: raw_config(e),
+            config1: e.config1,
+            scope,
+            counters: e.counters.clone(),
+            paired: e.paired,
+            quantity: e.quantity.clone(),
+            class: e.class.clone(),
+            weight: e.weight,
+            unreliable: e.unreliable,
+            caveat: e.caveat.clone(),
+        };
+        if e.pmu == "cpu" || e.pmu == "cpu_core" {
+            out.push(base(core.clone(), core_type, Scope::Core, e.name.clone()));
+            continue;
+        }
+        if !with_uncore {
+            continue;
+        }
+        let instances = pmu_instances(pmus, &e.pmu);
+        if instances.is_empty() {
+            notes.push(format!(
+                "{}: PMU {} not present on this machine; {} not counted",
+                e.name, e.pmu, e.quantity
+            ));
+            continue;
+        }
+        for inst in instances {
+            let type_ = pmu_type(pmus, &inst)?;
+            let mask = std::fs::read_to_string(pmus.join(&inst).join("cpumask")).unwrap_or_else(|_| "0".into());
+            let cpus = parse_cpu_list(&mask).filter(|c| !c.is_empty()).unwrap_or_else(|| vec![0]);
+            out.push(base(inst.clone(), type_, Scope::Uncore { cpus }, format!("{inst}/{}", e.name)));
+        }
+    }
+    if core == "cpu_core" {
+        notes.push(
+            "hybrid CPU: core events count on the P-cores (cpu_core) only; W is partial for any part of the command that ran on E-cores, which have no FP_ARITH event (pin with taskset, or use --backend trace)".into(),
+        );
+    }
+    if !out.iter().any(|c| c.quantity == "flops") {
+        notes.push(format!(
+            "platform {} has no FP operation event: W is not counted (use --backend trace for W)",
+            platform.key
+        ));
+    }
+    if out.iter().all(|c| c.scope != Scope::Core) {
+        return Err(Error::unavailable(
+            format!("platform {} lists no core events for the perf backend", platform.key),
+            "pass `--platform` with a file that has [[events]], or use `--backend trace`",
+        ));
+    }
+    Ok((out, notes))
+}
+
+/// CPUID vendor/family/model against the platforms' `[identify]` tables. (The machine
+/// module's full identification, feature flags included, replaces this when it lands.)
+pub fn identify_platform() -> Option<Platform> {
+    let cpuid = raw_cpuid::CpuId::new();
+    let vendor = cpuid.get_vendor_info()?.as_str().to_string();
+    let f = cpuid.get_feature_info()?;
+    let family = u32::from(f.family_id())
+        + if f.family_id() == 0xf {
+            u32::from(f.extended_family_id())
+        } else {
+            0
+        };
+    let model = u32::from(f.model_id())
+        + if matches!(f.family_id(), 6 | 0xf) {
+            u32::from(f.extended_model_id()) << 4
+        } else {
+            0
+        };
+    Platform::embedded()
+        .into_iter()
+        .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
+        .max_by_key(|p| p.identify.priority)
+}
+
+/// General-purpose counters available to one logical CPU on this platform (SMT halves
+/// them on Intel); 4 when the platform does not say.
+pub fn core_counters(p: &Platform) -> u32 {
+    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active")
+        .map(|s| s.trim() == "1")
+        .unwrap_or(true);
+    let n = if smt {
+        p.core_counters
+    } else {
+        p.core_counters_smt_off.or(p.core_counters)
+    };
+    n.unwrap_or(4)
+}
+
+/// The software events every perf measurement adds (and the whole list with `--events
+/// software`). `msr/tsc` is added when `with_msr` and the kernel lets this user open it
+/// (it needs kernel-level counting, refused at perf_event_paranoid 2).
+pub fn software_events(pmus: &Path, with_msr: bool) -> Vec<CounterSpec> {
+    let mut v: Vec<CounterSpec> = ["task-clock", "page-faults", "context-switches"]
+        .iter()
+        .filter_map(|n| CounterSpec::software(n))
+        .collect();
+    if with_msr
+        && let Some(t) = CounterSpec::msr_tsc(pmus)
+        && can_open(&t)
+    {
+        v.push(t);
+    }
+    v
+}
+
+/// Whether the kernel accepts this event for the calling thread (opened and closed at once).
+pub fn can_open(spec: &CounterSpec) -> bool {
+    spec.builder().observe_self().any_cpu().build().is_ok()
+}
+
+/// Split events into groups the kernel can schedule at once. Per-task hardware events go
+/// into groups whose members can be assigned distinct general-purpose counters (respecting
+/// each event's `counters` list, paired events taking two adjacent ones, at most
+/// `core_counters`); software events form their own group; each uncore event is its own
+/// group (its own PMU, its own CPU). More than one hardware group means the kernel
+/// multiplexes them: reported, never silent.
+pub fn plan_groups(specs: &[CounterSpec], core_counters: u32) -> Vec<Vec<usize>> {
+    let mut hw: Vec<Vec<usize>> = Vec::new();
+    let mut soft: Vec<usize> = Vec::new();
+    let mut uncore: Vec<Vec<usize>> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        match s.scope {
+            Scope::Core => {
+                if let Some(g) = hw.iter_mut().find(|g| {
+                    let mut trial: Vec<&CounterSpec> = g.iter().map(|&j| &specs[j]).collect();
+                    trial.push(s);
+                    schedulable(&trial, core_counters)
+                }) {
+                    g.push(i);
+                } else {
+                    hw.push(vec![i]);
+                }
+            }
+            Scope::Software | Scope::NoExclude => soft.push(i),
+            Scope::Uncore { .. } => uncore.push(vec![i]),
+        }
+    }
+    let mut out = hw;
+    if !soft.is_empty() {
+        out.push(soft);
+    }
+    out.extend(uncore);
+    out
+}
+
+/// Whether the events can sit on distinct counters at once: each on one of its `counters`
+/// (or any of `0..n`), paired events on an even counter and the next. Groups are a handful
+/// of events on at most ~8 counters, so a backtracking search is exact and cheap.
+/// Fixed-counter events (generic `cycles`) are assumed to take a general-purpose one:
+/// conservative.
+pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
+    fn choices(s: &CounterSpec, n: u32) -> Vec<Vec<usize>> {
+        let allowed: Vec<u32> = s.counters.clone().unwrap_or_else(|| (0..n).collect());
+        allowed
+            .into_iter()
+            .filter(|&c| c < n && (!s.paired || (c % 2 == 0 && c + 1 < n)))
+            .map(|c| {
+                if s.paired {
+                    vec![c as usize, c as usize + 1]
+                } else {
+                    vec![c as usize]
+                }
+            })
+            .collect()
+    }
+    fn place(i: usize, events: &[&CounterSpec], n: u32, used: &mut [bool]) -> bool {
+        if i == events.len() {
+            return true;
+        }
+        for slots in choices(events[i], n) {
+            if slots.iter().all(|&c| !used[c]) {
+                slots.iter().for_each(|&c| used[c] = true);
+                if place(i + 1, events, n, used) {
+                    return true;
+                }
+                slots.iter().for_each(|&c| used[c] = false);
+            }
+        }
+        false
+    }
+    let need: usize = events.iter().map(|e| if e.paired { 2 } else { 1 }).sum();
+    need <= n as usize && place(0, events, n, &mut vec![false; n as usize])
+}
+
+/// One group's reading: times shared by the group, then `(id, value)` per member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupReading {
+    pub time_enabled: u64,
+    pub time_running: u64,
+    pub values: Vec<(u64, u64)>,
+}
+
+/// Parse a `read()` of a group leader opened with [`group_read_format`], with the same
+/// parser perf-event2 uses on live counters.
+pub fn parse_group_read(bytes: &[u8]) -> Result<GroupReading> {
+    let mut b = Builder::new(Software::DUMMY);
+    b.read_format(group_read_format());
+    let config: ParseConfig<Native> = ParseConfig::from(*b.attrs());
+    let mut parser = Parser::new(bytes, config);
+    let group: ReadGroup = parser.parse().map_err(|e| {
+        Error::unavailable(
+            format!("malformed perf group read ({} bytes): {e}", bytes.len()),
+            "the kernel returned an unexpected read_format layout; report this",
+        )
+    })?;
+    Ok(GroupReading {
+        time_enabled: group.time_enabled().unwrap_or(0),
+        time_running: group.time_running().unwrap_or(0),
+        values: group.entries().map(|e| (e.id().unwrap_or(0), e.value())).collect(),
+    })
+}
+
+/// A count scaled for multiplexing: `raw × enabled / running`, and `running / enabled`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scaled {
+    pub raw: u64,
+    pub value: f64,
+    /// Fraction of the enabled time the event was on a counter (1.0: not multiplexed).
+    pub running_ratio: f64,
+}
+
+/// `None` when the event never ran (time_running 0 while enabled): not counted.
+pub fn scale(raw: u64, time_enabled: u64, time_running: u64) -> Option<Scaled> {
+    if time_enabled == 0 {
+        // Never enabled (e.g. the command did not exec): a true zero.
+        return Some(Scaled {
+            raw,
+            value: raw as f64,
+            running_ratio: 1.0,
+        });
+    }
+    if time_running == 0 {
+        return None;
+    }
+    let ratio = (time_running as f64 / time_enabled as f64).min(1.0);
+    Some(Scaled {
+        raw,
+        value: if time_running >= time_enabled {
+            raw as f64
+        } else {
+            raw as f64 * time_enabled as f64 / time_running as f64
+        },
+        running_ratio: ratio,
+    })
+}
+
+/// The final count of one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventCount {
+    pub name: String,
+    /// `None`: never scheduled (multiplexed out the whole time).
+    pub scaled: Option<Scaled>,
+}
+
+/// What the counters observe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// This thread and every thread/process it creates afterwards, enabled at exec
+    /// (`inherit` + `enable_on_exec`; command mode).
+    InheritOnExec,
+    /// Only the calling thread (region mode: no inherit, so rdpmc can read it).
+    ThisThread,
+}
+
+/// A group member: a plain fd, or an fd whose control page is mapped for rdpmc.
+enum Member {
+    Plain(Counter),
+    Mapped(perf_event::Sampler),
+}
+
+impl Member {
+    fn counter(&mut self) -> &mut Counter {
+        match self {
+            Member::Plain(c) => c,
+            Member::Mapped(s) => s,
+        }
+    }
+}
+
+struct OpenGroup {
+    /// Members in order (leader first), and the index of each one's spec.
+    members: Vec<Member>,
+    specs: Vec<usize>,
+    /// The CPU of a system-wide (uncore) group; `None` for per-task groups.
+    cpu: Option<usize>,
+}
+
+/// Open counter groups, enabled and disabled together, read into [`EventCount`]s.
+pub struct CounterSet {
+    pub specs: Vec<CounterSpec>,
+    groups: Vec<OpenGroup>,
+}
+
+/// Map an open/enable error to its cause and hint.
+pub fn open_error(spec: &CounterSpec, e: &io::Error) -> Error {
+    let level = paranoid();
+    let lvl = level.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into());
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EACCES) | Some(Errno::EPERM) => Error::unavailable(
+            format!(
+                "perf_event_open refused {} ({e}); perf_event_paranoid is {lvl}{}",
+                spec.name,
+                if matches!(spec.scope, Scope::Uncore { .. }) {
+                    " and system-wide uncore events need 0 or CAP_PERFMON"
+                } else {
+                    ""
+                }
+            ),
+            "lower it with `sudo sysctl kernel.perf_event_paranoid=1` (0 for uncore), or grant CAP_PERFMON (`sudo setcap cap_perfmon+ep $(which roofline)`)",
+        ),
+        Some(Errno::ENOENT) | Some(Errno::EINVAL) | Some(Errno::EOPNOTSUPP) => Error::unavailable(
+            format!(
+                "the kernel rejected event {} (pmu {}, type {}, config {:#x}, config1 {:#x}): {e}",
+                spec.name, spec.pmu, spec.type_, spec.config, spec.config1
+            ),
+            "this CPU or kernel does not support it: check `--platform` matches the CPU, or mark the event optional in the platform file",
+        ),
+        Some(Errno::EMFILE) => Error::unavailable(
+            format!("too many open files while opening {} ({e})", spec.name),
+            "raise the limit with `ulimit -n 4096`",
+        ),
+        _ => Error::unavailable(
+            format!("perf_event_open failed for {}: {e}", spec.name),
+            "check `perf stat -e` with the same event on this machine",
+        ),
+    }
+}
+
+impl CounterSet {
+    /// Open every group of `plan`. Groups are opened disabled; per-task groups with
+    /// `InheritOnExec` start at exec by themselves, the rest start with [`enable`](Self::enable).
+    pub fn open(specs: Vec<CounterSpec>, plan: &[Vec<usize>], target: Target) -> Result<CounterSet> {
+        if target == Target::ThisThread {
+            // Mapping pages for rdpmc can fail (perf_event_mlock_kb exhausted by many
+            // threads): then count with read() only.
+            match Self::open_with(specs.clone(), plan, target, true) {
+                Err(OpenError::Map) => {}
+                Err(OpenError::Open(e)) => return Err(e),
+                Ok(set) => return Ok(set),
+            }
+        }
+        match Self::open_with(specs, plan, target, false) {
+            Ok(set) => Ok(set),
+            Err(OpenError::Open(e)) => Err(e),
+            Err(OpenError::Map) => unreachable!("no mapping requested"),
+        }
+    }
+
+    fn open_with(specs: Vec<CounterSpec>, plan: &[Vec<usize>], target: Target, map: bool) -> Result<CounterSet, OpenError> {
+        let mut groups = Vec::new();
+        for members in plan {
+            let Some(&first) = members.first() else { continue };
+            let cpus: Vec<Option<usize>> = match &specs[first].scope {
+                Scope::Uncore { cpus } => cpus.iter().map(|&c| Some(c)).collect(),
+                _ => vec![None],
+            };
+            for cpu in cpus {
+                let mut counters: Vec<Counter> = Vec::with_capacity(members.len());
+                for &i in members {
+                    let spec = &specs[i];
+                    let mut b = spec.builder();
+                    match cpu {
+                        Some(c) => {
+                            b.any_pid().one_cpu(c);
+                        }
+                        None => {
+                            b.observe_self().any_cpu();
+                            if target == Target::InheritOnExec {
+                                b.inherit(true).enable_on_exec(true);
+                            }
+                        }
+                    }
+                    let c = match counters.first_mut() {
+                        None => b.build(),
+                        // Members are created enabled: they count whenever their leader
+                        // does, so enabling (or exec-enabling) the leader starts the group.
+                        Some(leader) => b.enabled(true).enable_on_exec(false).build_with_group(leader),
+                    }
+                    .map_err(|e| OpenError::Open(open_error(spec, &e)))?;
+                    counters.push(c);
+                }
+                let members: Vec<Member> = counters
+                    .into_iter()
+                    .zip(members)
+                    .map(|(c, &i)| {
+                        // Only hardware counters of this thread can be read with rdpmc;
+                        // inherited counters cannot be mmapped at all.
+                        if map && cpu.is_none() && specs[i].is_hardware_counter() {
+                            c.sampled(0).map(Member::Mapped).map_err(|_| OpenError::Map)
+                        } else {
+                            Ok(Member::Plain(c))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?;
+                groups.push(OpenGroup {
+                    members,
+                    specs: members_of(plan, first),
+                    cpu,
+                });
+            }
+        }
+        Ok(CounterSet { specs, groups })
+    }
+
+    /// Enable the groups that exec does not start (system-wide ones), or all of them.
+    pub fn enable(&mut self, only_system_wide: bool) -> Result<()> {
+        for g in &mut self.groups {
+            if only_system_wide && g.cpu.is_none() {
+                continue;
+            }
+            let spec = &self.specs[g.specs[0]];
+            g.members[0].counter().enable_group().map_err(|e| open_error(spec, &e))?;
+        }
+        Ok(())
+    }
+
+    pub fn disable(&mut self) -> Result<()> {
+        for g in &mut self.groups {
+            let spec = &self.specs[g.specs[0]];
+            g.members[0].counter().disable_group().map_err(|e| open_error(spec, &e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether hardware counters have their pages mapped for user-space (rdpmc) reads.
+    pub fn user_reads_mapped(&self) -> bool {
+        self.groups
+            .iter()
+            .flat_map(|g| g.members.iter())
+            .any(|m| matches!(m, Member::Mapped(_)))
+    }
+
+    /// Read every counter: per-spec raw readings, summed over the CPUs of uncore events.
+    /// A group whose members are all mapped and currently on a counter is read with rdpmc
+    /// (no system call); any other group with one `read()`.
+    pub fn read_raw(&mut self) -> Result<Vec<RawCount>> {
+        let mut out = vec![RawCount::default(); self.specs.len()];
+        for g in &mut self.groups {
+            if let Some(user) = read_group_user(&g.members) {
+                for (r, &si) in user.iter().zip(&g.specs) {
+                    out[si].add(r);
+                }
+                continue;
+            }
+            let leader_name = &self.specs[g.specs[0]].name;
+            let data = g.members[0].counter().read_group().map_err(|e| {
+                Error::unavailable(
+                    format!("reading the perf group led by {leader_name}: {e}"),
+                    "the kernel could not schedule the group; try fewer events",
+                )
+            })?;
+            let te = data.time_enabled().map(|d| d.as_nanos() as u64).unwrap_or(0);
+            let tr = data.time_running().map(|d| d.as_nanos() as u64).unwrap_or(0);
+            for (m, &si) in g.members.iter_mut().zip(&g.specs) {
+                let value = data.get(m.counter()).map(|e| e.value()).unwrap_or(0);
+                out[si].add(&RawCount {
+                    value,
+                    time_enabled: te,
+                    time_running: tr,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Final scaled counts.
+    pub fn scaled(&mut self) -> Result<Vec<EventCount>> {
+        let raw = self.read_raw()?;
+        Ok(self
+            .specs
+            .iter()
+            .zip(raw)
+            .map(|(s, r)| EventCount {
+                name: s.name.clone(),
+                scaled: scale(r.value, r.time_enabled, r.time_running),
+            })
+            .collect())
+    }
+}
+
+fn members_of(plan: &[Vec<usize>], first: usize) -> Vec<usize> {
+    plan.iter().find(|g| g.first() == Some(&first)).cloned().unwrap_or_default()
+}
+
+enum OpenError {
+    Open(Error),
+    Map,
+}
+
+/// All members' counts through rdpmc, when every member is mapped and on a counter now.
+fn read_group_user(members: &[Member]) -> Option<Vec<RawCount>> {
+    members
+        .iter()
+        .map(|m| match m {
+            Member::Mapped(s) => {
+                let d = s.read_user();
+                Some(RawCount {
+                    value: d.count()?,
+                    time_enabled: d.time_enabled().as_nanos() as u64,
+                    time_running: d.time_running().as_nanos() as u64,
+                })
+            }
+            Member::Plain(_) => None,
+        })
+        .collect()
+}
+
+/// Sum of readings of one spec over its fds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawCount {
+    pub value: u64,
+    pub time_enabled: u64,
+    pub time_running: u64,
+}
+
+impl RawCount {
+    fn add(&mut self, r: &RawCount) {
+        self.value += r.value;
+        self.time_enabled += r.time_enabled;
+        self.time_running += r.time_running;
+    }
+
+    /// `self - earlier`, for region deltas (saturating: a counter never runs backwards).
+    pub fn since(&self, earlier: &RawCount) -> RawCount {
+        RawCount {
+            value: self.value.saturating_sub(earlier.value),
+            time_enabled: self.time_enabled.saturating_sub(earlier.time_enabled),
+            time_running: self.time_running.saturating_sub(earlier.time_running),
+        }
+    }
+}
+
+/// W, Q and T from counts. (The event → W/Q formulas belong to `counters::events`, written
+/// alongside; until it lands this private version sums `count × weight` per quantity.)
+pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samples: Vec<f64>) -> Measurement {
+    let mut flops = Flops::default();
+    let mut bytes = Bytes::new();
+    let mut extra = BTreeMap::new();
+    let mut multiplex = serde_json::Map::new();
+    let mut not_counted = Vec::new();
+    let mut l1_fill = None;
+    let mut have_flops = false;
+    let mut levels: BTreeMap<String, Source> = BTreeMap::new();
+    let mut counts_json = serde_json::Map::new();
+    let mut notes =
+        vec!["bytes.core is not counted by hardware: use `--backend trace` or analytic counts for core-side traffic".to_string()];
+    for (s, c) in specs.iter().zip(counts) {
+        let Some(sc) = c.scaled else {
+            not_counted.push(serde_json::Value::from(s.name.clone()));
+            continue;
+        };
+        counts_json.insert(s.name.clone(), serde_json::json!(sc.value));
+        if sc.running_ratio < 1.0 {
+            multiplex.insert(s.name.clone(), serde_json::json!(sc.running_ratio));
+        }
+        let v = sc.value * s.weight;
+        match s.quantity.as_str() {
+            "flops" => {
+                have_flops = true;
+                let class = s.class.clone().unwrap_or_else(|| "unknown".into());
+                *flops.by_class.entry(class).or_insert(0.0) += v;
+                flops.total += v;
+            }
+            "bytes.l1_fill" => *l1_fill.get_or_insert(0.0) += v,
+            q if q.starts_with("bytes.") => {
+                let lvl = match &q[6..] {
+                    "dram_read" | "dram_write" => "dram",
+                    other => other,
+                };
+                *bytes.entry(lvl.to_string()).or_insert(0.0) += v;
+                levels.insert(lvl.to_string(), Source::Perf);
+            }
+            _ => {}
+        }
+        if s.unreliable
+            && let Some(cv) = &s.caveat
+        {
+            notes.push(format!("{}: {cv}", s.name));
+        }
+    }
+    // L1 fills are the lines L2 delivers to L1: Q at the L2 level when nothing better counts it.
+    if let Some(f) = l1_fill {
+        extra.insert("bytes_l1_fill".into(), serde_json::json!(f));
+        if !bytes.contains_key("l2") {
+            bytes.insert("l2".into(), f);
+            levels.insert("l2".into(), Source::Perf);
+        }
+    }
+    if specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
+        notes.push("uncore (memory) counts are system-wide: other processes' traffic is included (see --idle-baseline)".into());
+    }
+    let task_s: Option<f64> = specs
+        .iter()
+        .zip(counts)
+        .find(|(s, _)| s.quantity == "seconds.task")
+        .and_then(|(_, c)| c.scaled.map(|x| x.value * 1e-9));
+    let cycles: Option<f64> = specs
+        .iter()
+        .zip(counts)
+        .find(|(s, _)| s.quantity == "cycles")
+        .and_then(|(_, c)| c.scaled.map(|x| x.value));
+    if let Some(t) = task_s {
+        extra.insert("task_clock_seconds".into(), serde_json::json!(t));
+    }
+    if let Some(c) = cycles {
+        extra.insert("cycles".into(), serde_json::json!(c));
+        if let Some(t) = task_s.filter(|t| *t > 0.0) {
+            // cycles / task-clock, not / wall time: inherited cycles add up over threads.
+            extra.insert("effective_ghz".into(), serde_json::json!(c / t / 1e9));
+        }
+    }
+    extra.insert("counts".into(), serde_json::Value::Object(counts_json));
+    if !multiplex.is_empty() {
+        extra.insert("multiplex_running_ratio".into(), serde_json::Value::Object(multiplex));
+    }
+    if !not_counted.is_empty() {
+        extra.insert("not_counted".into(), serde_json::Value::Array(not_counted));
+    }
+    Measurement {
+        flops,
+        bytes,
+        provenance: Some(Provenance {
+            flops: have_flops.then_some(Source::Perf),
+            bytes: levels,
+            seconds: Some(Source::Native),
+            notes,
+        }),
+        seconds_samples,
+        threads: 1,
+        extra,
+    }
+}
+
+/// Multiplexing, printed: one stderr line per event that did not run all the time.
+pub fn multiplex_warnings(counts: &[EventCount]) -> Vec<String> {
+    counts
+        .iter()
+        .filter_map(|c| match c.scaled {
+            None => Some(format!("{}: never scheduled on a counter (not counted)", c.name)),
+            Some(s) if s.running_ratio < 1.0 => Some(format!(
+                "{}: multiplexed, counted {:.1}% of the time, scaled ×{:.2}",
+                c.name,
+                s.running_ratio * 100.0,
+                1.0 / s.running_ratio
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A command line to run under counters.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    pub argv: Vec<String>,
+    /// Variables added to the command's environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// The outcome of one counted run.
+#[derive(Debug)]
+pub struct CommandRun {
+    pub counts: Vec<EventCount>,
+    pub wall_seconds: f64,
+    pub status: ExitStatus,
+}
+
+/// Find CMD like execvp would: a path with a slash as is, else the first executable in PATH.
+pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let not_found = || {
+        Error::input(
+            format!("command not found: {cmd}"),
+            "give the program's path or make sure it is in PATH (commands run without a shell)",
+        )
+    };
+    let executable = |p: &Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if cmd.is_empty() {
+        return Err(not_found());
+    }
+    if cmd.contains('/') {
+        let p = PathBuf::from(cmd);
+        return if executable(&p) { Ok(p) } else { Err(not_found()) };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| executable(p))
+        .ok_or_else(not_found)
+}
+
+/// Run CMD (argv, never a shell) once under the counters: per-task groups opened on this
+/// thread with inherit + enable_on_exec (so they start at the child's exec and follow its
+/// threads and children), system-wide groups enabled just before the spawn.
+///
+/// Must be called from a thread that starts no other children meanwhile (they would be
+/// counted too): the CLI's main thread.
+pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec) -> Result<CommandRun> {
+    let program = resolve_program(cmd.argv.first().map(String::as_str).unwrap_or(""))?;
+    let mut set = CounterSet::open(specs.to_vec(), plan, Target::InheritOnExec)?;
+    let mut command = Command::new(&program);
+    command.args(&cmd.argv[1..]).envs(cmd.env.iter().map(|(k, v)| (k, v)));
+    set.enable(true)?;
+    let t0 = Instant::now();
+    let mut child = command.spawn().map_err(|e| {
+        Error::input(
+            format!("cannot run {}: {e}", program.display()),
+            "check the command and its permissions",
+        )
+    })?;
+    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
+    let wall = t0.elapsed();
+    set.disable()?;
+    let counts = set.scaled()?;
+    Ok(CommandRun {
+        counts,
+        wall_seconds: wall.as_secs_f64(),
+        status,
+    })
+}
+
+/// Count system-wide groups only, for `duration`, with no command: the background traffic.
+pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<EventCount>> {
+    let idx: Vec<usize> = (0..specs.len())
+        .filter(|&i| matches!(specs[i].scope, Scope::Uncore { .. }))
+        .collect();
+    let sub: Vec<CounterSpec> = idx.iter().map(|&i| specs[i].clone()).collect();
+    let plan: Vec<Vec<usize>> = (0..sub.len()).map(|i| vec![i]).collect();
+    let mut set = CounterSet::open(sub, &plan, Target::ThisThread)?;
+    set.enable(true)?;
+    std::thread::sleep(duration);
+    set.disable()?;
+    let mut counts = set.scaled()?;
+    // Back to the full spec list: per-task events read zero in an idle baseline.
+    let mut full: Vec<EventCount> = specs
+        .iter()
+        .map(|s| EventCount {
+            name: s.name.clone(),
+            scaled: Some(Scaled {
+                raw: 0,
+                value: 0.0,
+                running_ratio: 1.0,
+            }),
+        })
+        .collect();
+    for (k, &i) in idx.iter().enumerate().rev() {
+        full[i] = counts.remove(k);
+    }
+    Ok(full)
+}
+
+/// The exit code to pass through for a finished command: its status, or 128 + signal.
+pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (c, None),
+        (None, Some(sig)) => (128 + sig, Some(sig)),
+        _ => (1, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(event: u64, umask: u64) -> EventSpec {
+        EventSpec {
+            name: "X".into(),
+            pmu: "cpu".into(),
+            event,
+            umask,
+            cmask: 0,
+            inv: false,
+            edge: false,
+            config1: 0,
+            counters: None,
+            quantity: "flops".into(),
+            class: None,
+            weight: 1.0,
+            paired: false,
+            unreliable: false,
+            caveat: None,
+            optional: false,
+        }
+    }
+
+    #[test]
+    fn raw_config_places_every_field() {
+        // FP_ARITH_INST_RETIRED.SCALAR_DOUBLE = r01c7 in perf's notation.
+        assert_eq!(raw_config(&ev(0xc7, 0x01)), 0x01c7);
+        let mut e = ev(0xa3, 0x14);
+        e.cmask = 0x14;
+        e.inv = true;
+        e.edge = true;
+        assert_eq!(raw_config(&e), 0x14 << 24 | 1 << 23 | 1 << 18 | 0x14 << 8 | 0xa3);
+        // AMD extended event select: event 0x1AB → bits 0–7 = 0xAB, bits 32–35 = 0x1.
+        assert_eq!(raw_config(&ev(0x1ab, 0x02)), 0x1 << 32 | 0x02 << 8 | 0xab);
+    }
+
+    #[test]
+    fn cpu_lists_parse_and_reject_garbage() {
+        assert_eq!(parse_cpu_list("0,64\n"), Some(vec![0, 64]));
+        assert_eq!(parse_cpu_list("0-2,8"), Some(vec![0, 1, 2, 8]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    fn hw(name: &str, counters: Option<Vec<u32>>, paired: bool) -> CounterSpec {
+        let mut s = CounterSpec::cycles();
+        s.name = name.into();
+        s.counters = counters;
+        s.paired = paired;
+        s
+    }
+
+    #[test]
+    fn groups_respect_counter_constraints() {
+        // Skylake with SMT: 4 counters; FP_ARITH ×4 and L1D.REPLACEMENT all need 0–3,
+        // so five such events take two groups.
+        let low = Some(vec![0, 1, 2, 3]);
+        let specs: Vec<CounterSpec> = (0..5).map(|i| hw(&format!("e{i}"), low.clone(), false)).collect();
+        let plan = plan_groups(&specs, 4);
+        assert_eq!(plan, vec![vec![0, 1, 2, 3], vec![4]]);
+        // With 8 counters but the same 0–3 constraint it still takes two.
+        assert_eq!(plan_groups(&specs, 8).len(), 2);
+        // Unconstrained events fill all 8.
+        let free: Vec<CounterSpec> = (0..8).map(|i| hw(&format!("f{i}"), None, false)).collect();
+        assert_eq!(plan_groups(&free, 8).len(), 1);
+    }
+
+    #[test]
+    fn matching_moves_events_to_make_room() {
+        // a may use 0 or 1, b only 0: a must move to 1.
+        let a = hw("a", Some(vec![0, 1]), false);
+        let b = hw("b", Some(vec![0]), false);
+        assert!(schedulable(&[&a, &b], 4));
+        let c = hw("c", Some(vec![0]), false);
+        assert!(!schedulable(&[&b, &c], 4));
+        // A pair takes two adjacent counters: two pairs fit in 4, three do not.
+        let p = hw("p", None, true);
+        assert!(schedulable(&[&p, &p], 4));
+        assert!(!schedulable(&[&p, &p, &p], 4));
+        assert!(!schedulable(&[&p, &p, &a], 4));
+    }
+
+    #[test]
+    fn software_and_uncore_get_their_own_groups() {
+        let mut specs = vec![hw("fp", None, false)];
+        specs.extend(software_events(Path::new("/nonexistent"), false));
+        let mut u = hw("imc", None, false);
+        u.scope = Scope::Uncore { cpus: vec![0, 64] };
+        specs.push(u.clone());
+        specs.push(u);
+        let plan = plan_groups(&specs, 4);
+        assert_eq!(plan, vec![vec![0], vec![1, 2, 3], vec![4], vec![5]]);
+    }
+
+    fn words(ws: &[u64]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn group_read_parses_and_scales() {
+        // nr=3, enabled=1000, running=250, then (value, id) ×3
+        let buf = words(&[3, 1000, 250, 10, 7, 20, 8, 30, 9]);
+        let g = parse_group_read(&buf).unwrap();
+        assert_eq!(g.time_enabled, 1000);
+        assert_eq!(g.time_running, 250);
+        assert_eq!(g.values, vec![(7, 10), (8, 20), (9, 30)]);
+        let s = scale(g.values[1].1, g.time_enabled, g.time_running).unwrap();
+        assert_eq!(s.value, 80.0);
+        assert_eq!(s.running_ratio, 0.25);
+        // Not multiplexed: unscaled, ratio 1.
+        let s = scale(42, 500, 500).unwrap();
+        assert_eq!((s.value, s.running_ratio), (42.0, 1.0));
+        // Never scheduled: not counted.
+        assert_eq!(scale(0, 500, 0), None);
+    }
+
+    #[test]
+    fn truncated_group_read_is_an_error_not_a_panic() {
+        let buf = words(&[3, 1000, 250, 10, 7]);
+        assert!(parse_group_read(&buf).is_err());
+        assert!(parse_group_read(&[]).is_err());
+        assert!(parse_group_read(&words(&[u64::MAX, 1, 1])).is_err());
+    }
+
+    #[test]
+    fn no_core_pmu_names_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        for pmu in ["software", "msr"] {
+            std::fs::create_dir(dir.path().join(pmu)).unwrap();
+            std::fs::write(dir.path().join(pmu).join("type"), "1\n").unwrap();
+        }
+        let e = core_pmu(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("no hardware core PMU") && e.contains("msr, software"), "{e}");
+        assert!(e.contains("--backend trace"), "{e}");
+        std::fs::create_dir(dir.path().join("cpu")).unwrap();
+        std::fs::write(dir.path().join("cpu").join("type"), "4\n").unwrap();
+        assert_eq!(core_pmu(dir.path()).unwrap(), "cpu");
+        assert_eq!(pmu_type(dir.path(), "cpu").unwrap(), 4);
+    }
+
+    #[test]
+    fn uncore_instances_are_found_by_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in [
+            "uncore_imc_0",
+            "uncore_imc_10",
+            "uncore_imc_1",
+            "uncore_imc_free_running_0",
+            "uncore_imcx",
+        ] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        assert_eq!(
+            pmu_instances(dir.path(), "uncore_imc"),
+            vec!["uncore_imc_0", "uncore_imc_1", "uncore_imc_10"]
+        );
+    }
+
+    #[test]
+    fn platform_events_resolve_against_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mk = |name: &str, ty: &str, mask: Option<&str>| {
+            let d = dir.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("type"), ty).unwrap();
+            if let Some(m) = mask {
+                std::fs::write(d.join("cpumask"), m).unwrap();
+            }
+        };
+        mk("cpu", "4\n", None);
+        mk("uncore_imc_0", "13\n", Some("0,64\n"));
+        mk("uncore_imc_1", "14\n", Some("0,64\n"));
+        let toml = r#"
+key = "t"
+name = "Test"
+[identify]
+vendor = "GenuineIntel"
+families = [6]
+[fp_pipes.128]
+fma = 2
+[[events]]
+name = "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE"
+event = 0xc7
+umask = 0x40
+counters = [0, 1, 2, 3]
+quantity = "flops"
+class = "packed512_double"
+weight = 8
+[[events]]
+name = "FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE"
+event = 0xc7
+umask = 0x80
+quantity = "flops"
+class = "packed512_single"
+weight = 16
+optional = true
+[[events]]
+name = "CAS_COUNT.RD"
+pmu = "uncore_imc"
+event = 0x04
+umask = 0x03
+quantity = "bytes.dram_read"
+weight = 64
+[[events]]
+name = "UMC_CAS"
+pmu = "amd_umc"
+event = 0x0a
+quantity = "bytes.dram"
+weight = 64
+"#;
+        let plat = Platform::parse(toml, "t.toml").unwrap();
+        let (specs, notes) = resolve_platform_events(&plat, dir.path(), false, true).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE",
+                "uncore_imc_0/CAS_COUNT.RD",
+                "uncore_imc_1/CAS_COUNT.RD"
+            ]
+        );
+        assert_eq!((specs[0].type_, specs[0].config, specs[0].scope.clone()), (4, 0x40c7, Scope::Core));
+        assert_eq!(specs[0].counters, Some(vec![0, 1, 2, 3]));
+        assert_eq!(specs[2].type_, 14);
+        assert_eq!(specs[2].scope, Scope::Uncore { cpus: vec![0, 64] });
+        assert!(notes.iter().any(|n| n.contains("amd_umc not present")), "{notes:?}");
+        // Optional events on request; uncore left out on request.
+        let (specs, _) = resolve_platform_events(&plat, dir.path(), true, false).unwrap();
+        assert_eq!(specs.len(), 2);
+        assert!(specs.iter().all(|s| s.scope == Scope::Core));
+        // One hardware group, one group per uncore instance.
+        let (specs, _) = resolve_platform_events(&plat, dir.path(), false, true).unwrap();
+        assert_eq!(plan_groups(&specs, 4), vec![vec![0], vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn paranoid_levels() {
+        let e = check_paranoid(Some(3), false).unwrap_err().to_string();
+        assert!(e.contains("perf_event_paranoid is 3") && e.contains("CAP_PERFMON"), "{e}");
+        assert!(check_paranoid(Some(2), false).is_ok());
+        assert!(check_paranoid(Some(-1), true).is_ok());
+        assert!(check_paranoid(None, true).is_ok());
+    }
+
+    #[test]
+    fn measurement_sums_weighted_counts_and_reports_multiplexing() {
+        let mut fp = hw("FP.512D", None, false);
+        fp.quantity = "flops".into();
+        fp.class = Some("packed512_double".into());
+        fp.weight = 8.0;
+        let mut rd = hw("CAS.RD", None, false);
+        rd.quantity = "bytes.dram_read".into();
+        rd.weight = 64.0;
+        let mut wr = rd.clone();
+        wr.name = "CAS.WR".into();
+        wr.quantity = "bytes.dram_write".into();
+        let specs = vec![fp, rd, wr];
+        let counts = vec![
+            EventCount {
+                name: "FP.512D".into(),
+                scaled: scale(100, 1000, 500),
+            },
+            EventCount {
+                name: "CAS.RD".into(),
+                scaled: scale(10, 1, 1),
+            },
+            EventCount {
+                name: "CAS.WR".into(),
+                scaled: None,
+            },
+        ];
+        let m = to_measurement(&specs, &counts, vec![1.0]);
+        assert_eq!(m.flops.total, 1600.0);
+        assert_eq!(m.flops.by_class["packed512_double"], 1600.0);
+        assert_eq!(m.bytes["dram"], 640.0);
+        assert_eq!(m.extra["multiplex_running_ratio"]["FP.512D"], 0.5);
+        assert_eq!(m.extra["not_counted"][0], "CAS.WR");
+        assert!(m.provenance.unwrap().notes.iter().any(|n| n.contains("bytes.core is not counted")));
+        let w = multiplex_warnings(&counts);
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("50.0%"), "{w:?}");
+    }
+
+    #[test]
+    fn programs_resolve_like_execvp() {
+        assert!(resolve_program("sh").is_ok());
+        let e = resolve_program("surely-not-a-command-xyz").unwrap_err().to_string();
+        assert!(e.contains("command not found: surely-not-a-command-xyz"), "{e}");
+        assert!(resolve_program("/etc/passwd").is_err());
+    }
+}

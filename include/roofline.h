@@ -1,0 +1,71 @@
+/*
+ * roofline.h — mark regions of a C, C++ or Fortran program for `roofline`.
+ *
+ * Link with the library built by `cargo build --release` (target/release/libroofline.so
+ * or libroofline.a; the static library also needs -lpthread -ldl -lm).
+ *
+ *   roofline_marker_init();
+ *   roofline_marker_start("triad");  ... kernel ...  roofline_marker_stop("triad");
+ *   roofline_marker_close();
+ *
+ * Each thread counts its own counters (opened on its first start); totals are merged per
+ * region name over calls and threads. The backend comes from ROOFLINE_BACKEND:
+ *   auto (default: perf with a hardware PMU, else trace when traced, else time only),
+ *   perf, software (task-clock, page-faults, context-switches), trace, analytic (time only).
+ * roofline_marker_close() prints every region on stderr and, when ROOFLINE_OUTPUT names a
+ * file, writes a roofline.report/1 JSON document there.
+ *
+ * With ROOFLINE_LIKWID_COMPAT or LIKWID_PERFMON defined, the LIKWID_MARKER_* macros map to
+ * these functions, so LIKWID-instrumented code builds and runs unchanged (without likwid).
+ *
+ * Strings passed in must be NUL-terminated and valid for the call. Every function is
+ * thread-safe. Functions returning int return 0 on success and -1 on error (a one-line
+ * reason is printed on stderr once).
+ */
+#ifndef ROOFLINE_H
+#define ROOFLINE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pure markers: they count nothing. The trace backend breakpoints them; the name is the
+ * first argument. roofline_marker_start/stop call them (begin last, end first). */
+void roofline_region_begin(const char *name);
+void roofline_region_end(const char *name);
+
+int roofline_marker_init(void);
+int roofline_marker_start(const char *name);
+int roofline_marker_stop(const char *name);
+int roofline_marker_reset(const char *name);
+int roofline_marker_close(void);
+
+/* Number of counted events, and the name of event `index` (copied into buf of len bytes,
+ * NUL-terminated, truncated; returns the full length or -1). */
+int roofline_marker_event_count(void);
+int roofline_marker_event_name(int index, char *buf, size_t len);
+
+/* Totals of a region over all calls and threads. *nevents: capacity of `events` on input,
+ * number filled on output (events in the order of roofline_marker_event_name). */
+int roofline_marker_get(const char *name, int *nevents, double *events, double *time, int *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#if (defined(ROOFLINE_LIKWID_COMPAT) || defined(LIKWID_PERFMON)) && !defined(LIKWID_MARKER_INIT)
+#define LIKWID_MARKER_INIT roofline_marker_init()
+#define LIKWID_MARKER_THREADINIT ((void)0)
+#define LIKWID_MARKER_SWITCH ((void)0)
+#define LIKWID_MARKER_REGISTER(regionTag) ((void)(regionTag))
+#define LIKWID_MARKER_START(regionTag) roofline_marker_start(regionTag)
+#define LIKWID_MARKER_STOP(regionTag) roofline_marker_stop(regionTag)
+#define LIKWID_MARKER_RESET(regionTag) roofline_marker_reset(regionTag)
+#define LIKWID_MARKER_GET(regionTag, nevents, events, time, count) \
+    roofline_marker_get((regionTag), (nevents), (events), (time), (count))
+#define LIKWID_MARKER_CLOSE roofline_marker_close()
+#endif
+
+#endif /* ROOFLINE_H */

@@ -1,0 +1,139 @@
+//! The C header compiled and used by a C program (tests/c/markers.c) through the LIKWID
+//! compatibility macros, linked against the cdylib and against the staticlib.
+
+use roofline::report::Report;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where cargo put this build's libroofline.so / .a: beside this test binary (`deps/`).
+fn lib_dir() -> PathBuf {
+    std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn compile(out: &Path, link: &[String]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let st = Command::new("cc")
+        .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(out)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/markers.c"))
+        .args(link)
+        .args(["-lpthread", "-ldl", "-lm"])
+        .status()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(st.success(), "cc failed for {link:?}");
+}
+
+struct Line {
+    count: i64,
+    time: f64,
+    nevents: i64,
+    faults: f64,
+}
+
+fn parse(stdout: &str, region: &str) -> Line {
+    let l = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{region} ")))
+        .unwrap_or_else(|| panic!("no {region} line in {stdout}"));
+    let get = |k: &str| -> f64 {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("no {k} in {l}"))
+            .parse()
+            .unwrap()
+    };
+    Line {
+        count: get("count") as i64,
+        time: get("time"),
+        nevents: get("nevents") as i64,
+        faults: get("faults"),
+    }
+}
+
+fn run_and_check(exe: &Path, dir: &Path) {
+    let pages = 150 + (std::process::id() % 50) as usize;
+    let report = dir.join(format!("{}.json", exe.file_name().unwrap().to_string_lossy()));
+    let out = Command::new(exe)
+        .arg(pages.to_string())
+        // cargo's LD_LIBRARY_PATH lists target/<profile>/ first, where an older uplifted
+        // libroofline.so may lie: load the one the rpath names.
+        .env_remove("LD_LIBRARY_PATH")
+        .env("ROOFLINE_BACKEND", "software")
+        .env("ROOFLINE_OUTPUT", &report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{exe:?} failed ({:?}):\n{stdout}\n{stderr}", out.status);
+
+    let touch = parse(&stdout, "touch");
+    assert_eq!(touch.count, 2, "two threads ran the region once each");
+    assert_eq!(touch.nevents, 3, "task-clock, page-faults, context-switches");
+    assert!(
+        touch.faults >= (2 * pages) as f64,
+        "{exe:?}: faults {} < 2 × {pages} pages\n{stdout}\n{stderr}",
+        touch.faults
+    );
+    assert!(touch.time > 0.0);
+    let idle = parse(&stdout, "idle");
+    assert_eq!(idle.count, 3);
+    assert!(idle.faults < pages as f64, "idle region counted {} faults", idle.faults);
+
+    // CLOSE printed the regions and wrote the report.
+    assert!(stderr.contains("roofline region touch: 2 calls on 2 threads"), "{stderr}");
+    let r = Report::from_json(&std::fs::read_to_string(&report).unwrap(), "markers").unwrap();
+    let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["idle", "touch"]);
+    assert_eq!(r.points[1].threads, 2);
+    assert_eq!(r.points[1].extra["calls"], 2);
+}
+
+#[test]
+fn c_program_uses_the_header_with_the_shared_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("markers_shared");
+    let lib = lib_dir();
+    assert!(
+        lib.join("libroofline.so").is_file(),
+        "cargo builds the cdylib beside the tests: {lib:?}"
+    );
+    compile(
+        &exe,
+        &[
+            format!("-L{}", lib.display()),
+            "-lroofline".into(),
+            format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    );
+    run_and_check(&exe, dir.path());
+
+    // Without a hardware PMU, the perf backend refuses at init with one line, and says
+    // what the regions fall back to.
+    if roofline::counters::perf::core_pmu(std::path::Path::new(roofline::counters::perf::SYSFS_PMUS)).is_err() {
+        let out = Command::new(&exe)
+            .arg("10")
+            .env_remove("LD_LIBRARY_PATH")
+            .env("ROOFLINE_BACKEND", "perf")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(6), "markers.c exits 6 when init fails: {stderr}");
+        assert!(
+            stderr.contains("no hardware core PMU") && stderr.contains("regions keep wall time only"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 2, "one warning line and the program's own: {stderr}");
+    }
+}
+
+#[test]
+fn c_program_uses_the_header_with_the_static_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("markers_static");
+    let a = lib_dir().join("libroofline.a");
+    assert!(a.is_file(), "cargo builds the staticlib beside the tests: {a:?}");
+    compile(&exe, &[a.display().to_string(), "-Wl,--gc-sections".into()]);
+    run_and_check(&exe, dir.path());
+}
