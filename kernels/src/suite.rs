@@ -12,6 +12,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     vec![
         Box::new(crate::stencil::Stencil2d),
         Box::new(crate::spmv::Spmv),
+        Box::new(crate::gemm::Gemm::<f64>::new()),
+        Box::new(crate::gemm::Gemm::<f32>::new()),
 //SUITE
     ]
 }
