@@ -418,11 +418,13 @@ mod x86 {
         fn cos_select(t: Self, c: Self, s: Self) -> Self {
             unsafe {
                 let k = _mm_castpd_si128(t.0);
-                let one = _mm_set1_epi64x(1);
-                let two = _mm_set1_epi64x(2);
-                let odd = _mm_sub_epi64(_mm_setzero_si128(), _mm_and_si128(k, one));
+                // Shifts only, no vector constants (a constant-pool operand would be an
+                // uncounted core load): bit 0 → all-ones lanes via the high dword's sign.
+                let b0 = _mm_slli_epi64::<63>(k);
+                let odd = _mm_shuffle_epi32::<0b11_11_01_01>(_mm_srai_epi32::<31>(b0));
                 let pick = _mm_or_si128(_mm_and_si128(odd, _mm_castpd_si128(s.0)), _mm_andnot_si128(odd, _mm_castpd_si128(c.0)));
-                let sign = _mm_slli_epi64(_mm_and_si128(_mm_add_epi64(k, one), two), 62);
+                // Negative in quadrants 1 and 2: bit 1 xor bit 0, moved to the sign bit.
+                let sign = _mm_slli_epi64::<63>(_mm_srli_epi64::<63>(_mm_xor_si128(_mm_slli_epi64::<62>(k), b0)));
                 F64x2(_mm_castsi128_pd(_mm_xor_si128(pick, sign)))
             }
         }
@@ -514,14 +516,10 @@ mod x86 {
         fn cos_select(t: Self, c: Self, s: Self) -> Self {
             unsafe {
                 let k = _mm256_castpd_si256(t.0);
-                let one = _mm256_set1_epi64x(1);
-                let two = _mm256_set1_epi64x(2);
-                let odd = _mm256_sub_epi64(_mm256_setzero_si256(), _mm256_and_si256(k, one));
-                let pick = _mm256_or_si256(
-                    _mm256_and_si256(odd, _mm256_castpd_si256(s.0)),
-                    _mm256_andnot_si256(odd, _mm256_castpd_si256(c.0)),
-                );
-                let sign = _mm256_slli_epi64::<62>(_mm256_and_si256(_mm256_add_epi64(k, one), two));
+                // Shifts only, no vector constants (see F64x2): blendv reads the sign bit.
+                let b0 = _mm256_slli_epi64::<63>(k);
+                let pick = _mm256_castpd_si256(_mm256_blendv_pd(c.0, s.0, _mm256_castsi256_pd(b0)));
+                let sign = _mm256_slli_epi64::<63>(_mm256_srli_epi64::<63>(_mm256_xor_si256(_mm256_slli_epi64::<62>(k), b0)));
                 F64x4(_mm256_castsi256_pd(_mm256_xor_si256(pick, sign)))
             }
         }
@@ -624,11 +622,11 @@ mod x86 {
         fn cos_select(t: Self, c: Self, s: Self) -> Self {
             unsafe {
                 let k = _mm512_castpd_si512(t.0);
-                let one = _mm512_set1_epi64(1);
-                let two = _mm512_set1_epi64(2);
-                let odd = _mm512_test_epi64_mask(k, one);
+                // Shifts only, no vector constants (see F64x2).
+                let b0 = _mm512_slli_epi64::<63>(k);
+                let odd = _mm512_test_epi64_mask(b0, b0);
                 let pick = _mm512_mask_blend_pd(odd, c.0, s.0);
-                let sign = _mm512_slli_epi64::<62>(_mm512_and_si512(_mm512_add_epi64(k, one), two));
+                let sign = _mm512_slli_epi64::<63>(_mm512_srli_epi64::<63>(_mm512_xor_si512(_mm512_slli_epi64::<62>(k), b0)));
                 F64x8(_mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(pick), sign)))
             }
         }

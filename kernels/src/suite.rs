@@ -14,7 +14,10 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(crate::spmv::Spmv),
         Box::new(crate::gemm::Gemm::<f64>::new()),
         Box::new(crate::gemm::Gemm::<f32>::new()),
-//SUITE
+        Box::new(crate::normalize::Normalize { fused: false }),
+        Box::new(crate::normalize::Normalize { fused: true }),
+        Box::new(crate::cos_chain::CosChain { fused: false }),
+        Box::new(crate::cos_chain::CosChain { fused: true }),
     ]
 }
 
