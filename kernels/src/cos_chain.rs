@@ -201,7 +201,7 @@ impl Kernel for CosChain {
         }
     }
     fn working_set_bytes(&self, n: usize) -> u64 {
-        (if self.fused { 16 } else { 24 }) * n as u64
+        (if self.fused { 16u64 } else { 24 }).saturating_mul(n as u64)
     }
     fn size_for_bytes(&self, bytes: u64) -> usize {
         ((bytes / if self.fused { 16 } else { 24 }) as usize).max(1)

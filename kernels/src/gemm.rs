@@ -387,7 +387,7 @@ impl<E: GemmElem> Kernel for Gemm<E> {
         "matrix order"
     }
     fn working_set_bytes(&self, n: usize) -> u64 {
-        3 * (n as u64) * (n as u64) * size_of::<E>() as u64
+        (3 * size_of::<E>() as u64).saturating_mul(n as u64).saturating_mul(n as u64)
     }
     fn size_for_bytes(&self, bytes: u64) -> usize {
         (((bytes / (3 * size_of::<E>() as u64)) as f64).sqrt() as usize).max(1)

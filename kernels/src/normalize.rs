@@ -249,7 +249,7 @@ impl Kernel for Normalize {
         "rows of 500"
     }
     fn working_set_bytes(&self, n: usize) -> u64 {
-        16 * (n * ROW) as u64
+        (16 * ROW as u64).saturating_mul(n as u64)
     }
     fn size_for_bytes(&self, bytes: u64) -> usize {
         ((bytes / (16 * ROW as u64)) as usize).max(1)

@@ -106,8 +106,14 @@ pub fn counts(n: usize, v: Variant) -> Counts {
     c
 }
 
+/// Nonzeros of the size-`n` pattern: exact up to 2^26 rows, beyond that the expectation
+/// (such sizes only get here to be refused for memory: the exact sum would take minutes).
 fn nnz(n: usize) -> u64 {
-    row_lengths(n).map(|l| l as u64).sum()
+    if n <= 1 << 26 {
+        row_lengths(n).map(|l| l as u64).sum()
+    } else {
+        (n as u64).saturating_mul(((MIN_ROW + MAX_ROW) / 2) as u64)
+    }
 }
 
 impl Kernel for Spmv {
@@ -135,7 +141,7 @@ impl Kernel for Spmv {
         "rows"
     }
     fn working_set_bytes(&self, n: usize) -> u64 {
-        12 * nnz(n) + 8 * (n as u64 + 1) + 16 * n as u64
+        12u64.saturating_mul(nnz(n)).saturating_add(24u64.saturating_mul(n as u64)).saturating_add(8)
     }
     fn size_for_bytes(&self, bytes: u64) -> usize {
         // ≈ 16 nonzeros per row: 12·16 + 24 bytes per row; then step down to an exact fit.

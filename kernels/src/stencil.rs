@@ -39,7 +39,7 @@ pub fn sweep<V: F64Ops>(a: &Args) {
             let mut j = 0;
             while j + l <= m {
                 let ns = V::add(V::load(c.add(j).sub(n)), V::load(c.add(j + n)));
-                let we = V::add(V::load(c.add(j - 1)), V::load(c.add(j + 1)));
+                let we = V::add(V::load(c.add(j).sub(1)), V::load(c.add(j + 1)));
                 V::store(o.add(j), V::mul(V::add(ns, we), q));
                 j += l;
             }
@@ -47,13 +47,13 @@ pub fn sweep<V: F64Ops>(a: &Args) {
             if V::MASKED {
                 if r > 0 {
                     let ns = V::add(V::load_part(c.add(j).sub(n), r), V::load_part(c.add(j + n), r));
-                    let we = V::add(V::load_part(c.add(j - 1), r), V::load_part(c.add(j + 1), r));
+                    let we = V::add(V::load_part(c.add(j).sub(1), r), V::load_part(c.add(j + 1), r));
                     V::store_part(o.add(j), r, V::mul(V::add(ns, we), q));
                 }
             } else {
                 while j < m {
                     let ns = V::Sc::add(V::Sc::load(c.add(j).sub(n)), V::Sc::load(c.add(j + n)));
-                    let we = V::Sc::add(V::Sc::load(c.add(j - 1)), V::Sc::load(c.add(j + 1)));
+                    let we = V::Sc::add(V::Sc::load(c.add(j).sub(1)), V::Sc::load(c.add(j + 1)));
                     V::Sc::store(o.add(j), V::Sc::mul(V::Sc::add(ns, we), qs));
                     j += 1;
                 }
@@ -115,7 +115,7 @@ impl Kernel for Stencil2d {
         "grid order (n×n)"
     }
     fn working_set_bytes(&self, n: usize) -> u64 {
-        16 * (n as u64) * (n as u64)
+        16u64.saturating_mul(n as u64).saturating_mul(n as u64)
     }
     fn size_for_bytes(&self, bytes: u64) -> usize {
         (((bytes / 16) as f64).sqrt() as usize).max(3)
