@@ -19,7 +19,12 @@ fn sizes(name: &str) -> [(&'static str, Option<usize>, u64); 3] {
 
 fn bench_suite(c: &mut Criterion) {
     for k in api::all() {
-        let Some(v) = ALL_VARIANTS.iter().copied().filter(|v| k.variants().contains(v) && check::runnable(*v)).max() else {
+        let Some(v) = ALL_VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| k.variants().contains(v) && check::runnable(*v))
+            .max()
+        else {
             continue;
         };
         let mut group = c.benchmark_group(k.name());

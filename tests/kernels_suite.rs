@@ -22,9 +22,16 @@ fn every_kernel_and_runnable_variant_verifies() {
                 continue;
             }
             for &n in small_sizes(k.name()) {
-                let mut inst = k.instance(n, v, seed ^ n as u64).unwrap_or_else(|e| panic!("{} {v} n={n}: {e}", k.name()));
+                let mut inst = k
+                    .instance(n, v, seed ^ n as u64)
+                    .unwrap_or_else(|e| panic!("{} {v} n={n}: {e}", k.name()));
                 inst.verify().unwrap_or_else(|e| panic!("seed {seed}: {} {v} n={n}: {e}", k.name()));
-                assert_eq!(inst.counts(), k.counts(n, v), "{} {v} n={n}: instance and kernel counts differ", k.name());
+                assert_eq!(
+                    inst.counts(),
+                    k.counts(n, v),
+                    "{} {v} n={n}: instance and kernel counts differ",
+                    k.name()
+                );
             }
         }
     }
@@ -35,10 +42,24 @@ fn counts_have_work_and_traffic_and_widths_shift_the_classes() {
     for k in suite::kernels() {
         let n = *small_sizes(k.name()).last().unwrap();
         let scalar = k.counts(n, Variant::Scalar);
-        assert!(scalar.flops_total() > 0 && scalar.core_load_bytes > 0 && scalar.core_store_bytes > 0 && scalar.dram_bytes > 0, "{}", k.name());
-        assert!(scalar.flops.keys().all(|c| c.key().starts_with("scalar")), "{}: {:?}", k.name(), scalar.flops);
+        assert!(
+            scalar.flops_total() > 0 && scalar.core_load_bytes > 0 && scalar.core_store_bytes > 0 && scalar.dram_bytes > 0,
+            "{}",
+            k.name()
+        );
+        assert!(
+            scalar.flops.keys().all(|c| c.key().starts_with("scalar")),
+            "{}: {:?}",
+            k.name(),
+            scalar.flops
+        );
         let wide = k.counts(n, Variant::Avx512);
-        assert!(wide.flops.keys().any(|c| c.key().starts_with("packed512")), "{}: {:?}", k.name(), wide.flops);
+        assert!(
+            wide.flops.keys().any(|c| c.key().starts_with("packed512")),
+            "{}: {:?}",
+            k.name(),
+            wide.flops
+        );
         // The width does not change what is stored (gemm excepted: its tiles and their edge
         // copies differ by variant).
         if !k.name().ends_with("gemm") {
@@ -58,7 +79,11 @@ fn size_for_bytes_fits_and_bad_sizes_are_refused() {
         let v = Variant::Scalar;
         let e = k.instance(0, v, 1).err().unwrap_or_else(|| panic!("{} accepted size 0", k.name()));
         assert!(!e.contains('\n'), "{e}");
-        assert!(k.instance(usize::MAX / 2, v, 1).is_err(), "{} accepted an impossible size", k.name());
+        assert!(
+            k.instance(usize::MAX / 2, v, 1).is_err(),
+            "{} accepted an impossible size",
+            k.name()
+        );
     }
 }
 

@@ -23,11 +23,22 @@ fn kernels_json_lists_runnable_variants_and_formulas() {
     let dgemm = ks.iter().find(|k| k["name"] == "dgemm").expect("dgemm listed");
     for var in dgemm["variants"].as_array().unwrap() {
         let name = var["name"].as_str().unwrap();
-        assert_eq!(var["runnable"].as_bool().unwrap(), check::runnable(Variant::from_name(name).unwrap()));
+        assert_eq!(
+            var["runnable"].as_bool().unwrap(),
+            check::runnable(Variant::from_name(name).unwrap())
+        );
         assert!(var["formula"].as_str().unwrap().contains("W ="));
     }
     assert_eq!(dgemm["variants"][0]["name"], "scalar");
-    for name in ["stencil2d", "spmv", "sgemm", "normalize_naive", "normalize_fused", "cos_chain_unfused", "cos_chain_fused"] {
+    for name in [
+        "stencil2d",
+        "spmv",
+        "sgemm",
+        "normalize_naive",
+        "normalize_fused",
+        "cos_chain_unfused",
+        "cos_chain_fused",
+    ] {
         assert!(ks.iter().any(|k| k["name"] == name), "{name}");
     }
     let table = roofline().arg("kernels").output().unwrap();
@@ -40,7 +51,22 @@ fn run_json_is_a_report_with_analytic_provenance() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.json");
     let out = roofline()
-        .args(["run", "stencil2d", "--size", "37", "--variant", "scalar", "--threads", "1", "--repeat", "3", "--min-time", "0", "--json", "-o"])
+        .args([
+            "run",
+            "stencil2d",
+            "--size",
+            "37",
+            "--variant",
+            "scalar",
+            "--threads",
+            "1",
+            "--repeat",
+            "3",
+            "--min-time",
+            "0",
+            "--json",
+            "-o",
+        ])
         .arg(&file)
         .output()
         .unwrap();
@@ -64,12 +90,28 @@ fn run_json_is_a_report_with_analytic_provenance() {
 
 #[test]
 fn bytes_pick_the_size_and_default_variant_is_the_widest() {
-    let out = roofline().args(["run", "cos_chain_fused", "--bytes", "64KiB", "--repeat", "2", "--min-time", "0", "--json"]).output().unwrap();
+    let out = roofline()
+        .args([
+            "run",
+            "cos_chain_fused",
+            "--bytes",
+            "64KiB",
+            "--repeat",
+            "2",
+            "--min-time",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = &v["points"][0];
     assert_eq!(p["extra"]["size"], 4096);
-    let widest = [Variant::Avx512, Variant::Avx2, Variant::Sse, Variant::Scalar].into_iter().find(|v| check::runnable(*v)).unwrap();
+    let widest = [Variant::Avx512, Variant::Avx2, Variant::Sse, Variant::Scalar]
+        .into_iter()
+        .find(|v| check::runnable(*v))
+        .unwrap();
     assert_eq!(p["extra"]["variant"], widest.name());
 }
 
@@ -92,7 +134,10 @@ fn bad_input_is_one_cause_and_exit_2() {
         assert!(err.lines().count() <= 2, "{args:?}: cause + hint only: {err}");
     }
     // clap's own usage errors also exit 2
-    let out = roofline().args(["run", "spmv", "--size", "10", "--bytes", "1MiB"]).output().unwrap();
+    let out = roofline()
+        .args(["run", "spmv", "--size", "10", "--bytes", "1MiB"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -101,14 +146,20 @@ fn a_variant_this_cpu_lacks_is_refused_without_sigill() {
     let Some(missing) = Variant::ALL.into_iter().find(|v| !check::runnable(*v)) else {
         return; // this CPU runs every variant: nothing to refuse here
     };
-    let out = roofline().args(["run", "dgemm", "--size", "8", "--variant", missing.name()]).output().unwrap();
+    let out = roofline()
+        .args(["run", "dgemm", "--size", "8", "--variant", missing.name()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(one_line_error(&out).contains("cannot run"));
 }
 
 #[test]
 fn bad_output_path_is_refused_before_measuring() {
-    let out = roofline().args(["run", "spmv", "--size", "10", "-o", "/nonexistent-dir/r.json"]).output().unwrap();
+    let out = roofline()
+        .args(["run", "spmv", "--size", "10", "-o", "/nonexistent-dir/r.json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = roofline().args(["run", "spmv", "--size", "10", "-o", "r.txt"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -10,9 +10,7 @@ pub fn runnable(v: Variant) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         match v {
-            Variant::Avx512 => {
-                v.supported() && std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-            }
+            Variant::Avx512 => v.supported() && std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
             _ => v.supported(),
         }
     }
@@ -27,7 +25,9 @@ pub fn require(v: Variant) -> Result<(), String> {
     if runnable(v) {
         Ok(())
     } else {
-        Err(format!("this CPU cannot run the {v} variant (try `roofline kernels` for the runnable ones)"))
+        Err(format!(
+            "this CPU cannot run the {v} variant (try `roofline kernels` for the runnable ones)"
+        ))
     }
 }
 

@@ -23,7 +23,9 @@ use crate::types::{Counts, Precision, Variant};
 /// Flops of one cosine per lane.
 pub const COS_FLOPS: u64 = 36;
 
-/// 2/π, 1.5·2⁵², π/2 in two parts (fdlibm), ½, 1, sine then cosine coefficients (Cephes).
+/// 2/π, 1.5·2⁵², π/2 in two parts (fdlibm), ½, 1, sine then cosine coefficients (Cephes),
+/// written as published.
+#[allow(clippy::excessive_precision)]
 pub const CONSTS: [f64; 18] = [
     std::f64::consts::FRAC_2_PI,
     6755399441055744.0,
@@ -193,7 +195,11 @@ impl Kernel for CosChain {
         ALL_VARIANTS
     }
     fn formula(&self, v: Variant) -> String {
-        let tail = if masked(v) { "masked tail, full-width flops" } else { "scalar tail" };
+        let tail = if masked(v) {
+            "masked tail, full-width flops"
+        } else {
+            "scalar tail"
+        };
         if self.fused {
             format!("W = 72·n flops ({tail}); core Q = 16·n + 144 B; DRAM = 24·n + 144 B")
         } else {
@@ -208,6 +214,10 @@ impl Kernel for CosChain {
     }
     fn counts(&self, n: usize, v: Variant) -> Counts {
         counts(self.fused, n, v)
+    }
+    fn effective_flops(&self, n: usize, v: Variant) -> Option<u64> {
+        // Masked-off lanes excluded: 72 flops per element.
+        masked(v).then(|| counts(self.fused, n, Variant::Scalar).flops_total())
     }
     fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
         Ok(Box::new(Chain::new(self.fused, n, v, seed, 0, 10.0)?))
@@ -331,10 +341,26 @@ mod tests {
         for fused_kernel in [false, true] {
             for n in [1, 2, 3, 7, 8, 9, 31, 64] {
                 let f = |v| counts(fused_kernel, n, v);
-                assert_eq!(model::<Tally<f64, 1, false>>(fused_kernel, n), f(Variant::Scalar), "{fused_kernel} n={n}");
-                assert_eq!(model::<Tally<f64, 2, false>>(fused_kernel, n), f(Variant::Sse), "{fused_kernel} n={n}");
-                assert_eq!(model::<Tally<f64, 4, false>>(fused_kernel, n), f(Variant::Avx2), "{fused_kernel} n={n}");
-                assert_eq!(model::<Tally<f64, 8, true>>(fused_kernel, n), f(Variant::Avx512), "{fused_kernel} n={n}");
+                assert_eq!(
+                    model::<Tally<f64, 1, false>>(fused_kernel, n),
+                    f(Variant::Scalar),
+                    "{fused_kernel} n={n}"
+                );
+                assert_eq!(
+                    model::<Tally<f64, 2, false>>(fused_kernel, n),
+                    f(Variant::Sse),
+                    "{fused_kernel} n={n}"
+                );
+                assert_eq!(
+                    model::<Tally<f64, 4, false>>(fused_kernel, n),
+                    f(Variant::Avx2),
+                    "{fused_kernel} n={n}"
+                );
+                assert_eq!(
+                    model::<Tally<f64, 8, true>>(fused_kernel, n),
+                    f(Variant::Avx512),
+                    "{fused_kernel} n={n}"
+                );
             }
         }
     }

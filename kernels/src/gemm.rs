@@ -111,7 +111,14 @@ pub fn gemm<V: Lanes, const MR: usize, const NB: usize>(a: &Args<V::E>) {
 
 /// `MR × NB` vector accumulators over `kc` rank-1 updates.
 #[inline(always)]
-unsafe fn micro<V: Lanes, const MR: usize, const NB: usize>(kc: usize, ap: *const V::E, bp: *const V::E, c: *mut V::E, ldc: usize, first: bool) {
+unsafe fn micro<V: Lanes, const MR: usize, const NB: usize>(
+    kc: usize,
+    ap: *const V::E,
+    bp: *const V::E,
+    c: *mut V::E,
+    ldc: usize,
+    first: bool,
+) {
     let l = V::LANES;
     let mut acc = [[V::zero(); NB]; MR];
     // SAFETY: the caller passes panels of kc·MR and kc·NB·l elements and an MR×(NB·l) tile.
@@ -292,6 +299,7 @@ impl GemmElem for f32 {
 }
 
 /// Analytic counts of C = A·B (m×k times k×n) with tile `mr × nr` and blocking `blk`.
+#[allow(clippy::too_many_arguments)]
 pub fn counts_for(m: usize, n: usize, k: usize, mr: usize, nr: usize, blk: Blocking, v: Variant, prec: Precision) -> Counts {
     let e = prec.bytes();
     let mut c = Counts::default();
@@ -544,17 +552,41 @@ mod tests {
         };
         for n in [1, 3, 8, 13, 17, 33] {
             let b = blk(4, 2);
-            assert_eq!(model::<f64, Tally<f64, 1, false>, 4, 2>(n, b), formula(n, 4, 2, b, Variant::Scalar, Precision::F64), "n={n}");
+            assert_eq!(
+                model::<f64, Tally<f64, 1, false>, 4, 2>(n, b),
+                formula(n, 4, 2, b, Variant::Scalar, Precision::F64),
+                "n={n}"
+            );
             let b = blk(4, 4);
-            assert_eq!(model::<f64, Tally<f64, 2, false>, 4, 2>(n, b), formula(n, 4, 4, b, Variant::Sse, Precision::F64), "n={n}");
+            assert_eq!(
+                model::<f64, Tally<f64, 2, false>, 4, 2>(n, b),
+                formula(n, 4, 4, b, Variant::Sse, Precision::F64),
+                "n={n}"
+            );
             let b = blk(6, 8);
-            assert_eq!(model::<f64, Tally<f64, 4, false>, 6, 2>(n, b), formula(n, 6, 8, b, Variant::Avx2, Precision::F64), "n={n}");
+            assert_eq!(
+                model::<f64, Tally<f64, 4, false>, 6, 2>(n, b),
+                formula(n, 6, 8, b, Variant::Avx2, Precision::F64),
+                "n={n}"
+            );
             let b = blk(8, 16);
-            assert_eq!(model::<f64, Tally<f64, 8, true>, 8, 2>(n, b), formula(n, 8, 16, b, Variant::Avx512, Precision::F64), "n={n}");
+            assert_eq!(
+                model::<f64, Tally<f64, 8, true>, 8, 2>(n, b),
+                formula(n, 8, 16, b, Variant::Avx512, Precision::F64),
+                "n={n}"
+            );
             let b = blk(8, 32);
-            assert_eq!(model::<f32, Tally<f32, 16, true>, 8, 2>(n, b), formula(n, 8, 32, b, Variant::Avx512, Precision::F32), "n={n}");
+            assert_eq!(
+                model::<f32, Tally<f32, 16, true>, 8, 2>(n, b),
+                formula(n, 8, 32, b, Variant::Avx512, Precision::F32),
+                "n={n}"
+            );
             let b = blk(4, 2);
-            assert_eq!(model::<f32, Tally<f32, 1, false>, 4, 2>(n, b), formula(n, 4, 2, b, Variant::Scalar, Precision::F32), "n={n}");
+            assert_eq!(
+                model::<f32, Tally<f32, 1, false>, 4, 2>(n, b),
+                formula(n, 4, 2, b, Variant::Scalar, Precision::F32),
+                "n={n}"
+            );
         }
     }
 
@@ -565,7 +597,15 @@ mod tests {
             let (mr, nr) = f64::tile(v);
             for (n, mis, blk) in [
                 (1, 0, Blocking::for_tile(mr, nr, 8)),
-                (37, 1, Blocking { mc: 2 * mr, kc: 7, nc: 2 * nr }),
+                (
+                    37,
+                    1,
+                    Blocking {
+                        mc: 2 * mr,
+                        kc: 7,
+                        nc: 2 * nr,
+                    },
+                ),
                 (61, 3, Blocking::for_tile(mr, nr, 8)),
             ] {
                 let mut m = Mats::<f64>::new(n, v, seed ^ n as u64, mis, blk).unwrap();
@@ -576,7 +616,11 @@ mod tests {
             }
             let (mr, nr) = f32::tile(v);
             for (n, mis) in [(5, 2), (45, 1)] {
-                let blk = Blocking { mc: 2 * mr, kc: 9, nc: 2 * nr };
+                let blk = Blocking {
+                    mc: 2 * mr,
+                    kc: 9,
+                    nc: 2 * nr,
+                };
                 let mut m = Mats::<f32>::new(n, v, seed ^ n as u64, mis, blk).unwrap();
                 m.verify().unwrap_or_else(|e| panic!("seed {seed} sgemm {v} n={n}: {e}"));
             }
@@ -586,7 +630,10 @@ mod tests {
     #[test]
     fn large_orders_verify_by_sampling() {
         let seed = fresh_seed();
-        let v = [Variant::Avx512, Variant::Avx2, Variant::Sse].into_iter().find(|v| crate::check::runnable(*v)).unwrap();
+        let v = [Variant::Avx512, Variant::Avx2, Variant::Sse]
+            .into_iter()
+            .find(|v| crate::check::runnable(*v))
+            .unwrap();
         let mut m = Gemm::<f64>::new().instance(131, v, seed).unwrap();
         m.verify().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }

@@ -378,7 +378,11 @@ mod tests {
         b.consts.as_mut_slice()[3] = 1.0 / lanes(v) as f64;
         let a = b.args();
         tally_reset();
-        if fused_kernel { fused::<V>(&a) } else { naive::<V>(&a) }
+        if fused_kernel {
+            fused::<V>(&a)
+        } else {
+            naive::<V>(&a)
+        }
         let mut c = tally_take();
         c.dram_bytes = counts_for(fused_kernel, rows, len, v).dram_bytes;
         // The model computes too: compare with the reference.
@@ -391,10 +395,26 @@ mod tests {
         for fused_kernel in [false, true] {
             for (rows, len) in [(1, 1), (2, 7), (3, 8), (2, 17), (1, 128), (2, 133)] {
                 let f = |v| counts_for(fused_kernel, rows, len, v);
-                assert_eq!(model::<Tally<f64, 1, false>>(fused_kernel, rows, len), f(Variant::Scalar), "{fused_kernel} {rows}×{len}");
-                assert_eq!(model::<Tally<f64, 2, false>>(fused_kernel, rows, len), f(Variant::Sse), "{fused_kernel} {rows}×{len}");
-                assert_eq!(model::<Tally<f64, 4, false>>(fused_kernel, rows, len), f(Variant::Avx2), "{fused_kernel} {rows}×{len}");
-                assert_eq!(model::<Tally<f64, 8, true>>(fused_kernel, rows, len), f(Variant::Avx512), "{fused_kernel} {rows}×{len}");
+                assert_eq!(
+                    model::<Tally<f64, 1, false>>(fused_kernel, rows, len),
+                    f(Variant::Scalar),
+                    "{fused_kernel} {rows}×{len}"
+                );
+                assert_eq!(
+                    model::<Tally<f64, 2, false>>(fused_kernel, rows, len),
+                    f(Variant::Sse),
+                    "{fused_kernel} {rows}×{len}"
+                );
+                assert_eq!(
+                    model::<Tally<f64, 4, false>>(fused_kernel, rows, len),
+                    f(Variant::Avx2),
+                    "{fused_kernel} {rows}×{len}"
+                );
+                assert_eq!(
+                    model::<Tally<f64, 8, true>>(fused_kernel, rows, len),
+                    f(Variant::Avx512),
+                    "{fused_kernel} {rows}×{len}"
+                );
             }
         }
     }

@@ -21,6 +21,8 @@
 //!   or a remainder loop behind our back.
 
 #![allow(clippy::missing_safety_doc)]
+// The counting model works lane by lane over parallel arrays: index loops read best.
+#![allow(clippy::needless_range_loop)]
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -422,7 +424,10 @@ mod x86 {
                 // uncounted core load): bit 0 → all-ones lanes via the high dword's sign.
                 let b0 = _mm_slli_epi64::<63>(k);
                 let odd = _mm_shuffle_epi32::<0b11_11_01_01>(_mm_srai_epi32::<31>(b0));
-                let pick = _mm_or_si128(_mm_and_si128(odd, _mm_castpd_si128(s.0)), _mm_andnot_si128(odd, _mm_castpd_si128(c.0)));
+                let pick = _mm_or_si128(
+                    _mm_and_si128(odd, _mm_castpd_si128(s.0)),
+                    _mm_andnot_si128(odd, _mm_castpd_si128(c.0)),
+                );
                 // Negative in quadrants 1 and 2: bit 1 xor bit 0, moved to the sign bit.
                 let sign = _mm_slli_epi64::<63>(_mm_srli_epi64::<63>(_mm_xor_si128(_mm_slli_epi64::<62>(k), b0)));
                 F64x2(_mm_castsi128_pd(_mm_xor_si128(pick, sign)))

@@ -141,7 +141,10 @@ impl Kernel for Spmv {
         "rows"
     }
     fn working_set_bytes(&self, n: usize) -> u64 {
-        12u64.saturating_mul(nnz(n)).saturating_add(24u64.saturating_mul(n as u64)).saturating_add(8)
+        12u64
+            .saturating_mul(nnz(n))
+            .saturating_add(24u64.saturating_mul(n as u64))
+            .saturating_add(8)
     }
     fn size_for_bytes(&self, bytes: u64) -> usize {
         // ≈ 16 nonzeros per row: 12·16 + 24 bytes per row; then step down to an exact fit.
@@ -153,6 +156,10 @@ impl Kernel for Spmv {
     }
     fn counts(&self, n: usize, v: Variant) -> Counts {
         counts(n, v)
+    }
+    fn effective_flops(&self, n: usize, v: Variant) -> Option<u64> {
+        // Masked-off lanes excluded: 2 per nonzero plus the 7-flop lane sum per row.
+        masked(v).then(|| 2 * nnz(n) + 7 * n as u64)
     }
     fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
         Ok(Box::new(Csr::new(n, v, seed, 0)?))
@@ -197,7 +204,15 @@ impl Csr {
         let mut x = Buf::new(n, misalign)?;
         x.fill_random(&mut rng, -1.0, 1.0);
         let y = Buf::new(n, misalign)?;
-        Ok(Csr { n, v, rowptr, col, val, x, y })
+        Ok(Csr {
+            n,
+            v,
+            rowptr,
+            col,
+            val,
+            x,
+            y,
+        })
     }
 
     fn reference(&self) -> Vec<f64> {
@@ -269,6 +284,17 @@ mod tests {
                 let mut m = Csr::new(n, v, seed ^ n as u64, mis).unwrap();
                 m.verify().unwrap_or_else(|e| panic!("seed {seed} {v} n={n} misalign={mis}: {e}"));
             }
+        }
+    }
+
+    #[test]
+    fn effective_flops_drop_only_masked_lanes() {
+        for n in [1, 9, 100] {
+            let scalar = counts(n, Variant::Scalar).flops_total();
+            // scalar: 2 per nonzero; AVX-512 effective adds its 7-flop lane sum per row.
+            assert_eq!(Spmv.effective_flops(n, Variant::Avx512), Some(scalar + 7 * n as u64));
+            assert!(Spmv.effective_flops(n, Variant::Avx512).unwrap() <= counts(n, Variant::Avx512).flops_total());
+            assert_eq!(Spmv.effective_flops(n, Variant::Avx2), None);
         }
     }
 

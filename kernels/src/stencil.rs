@@ -106,10 +106,12 @@ impl Kernel for Stencil2d {
         ALL_VARIANTS
     }
     fn formula(&self, v: Variant) -> String {
-        let tail = if masked(v) { "masked tail, full-width flops" } else { "scalar tail" };
-        format!(
-            "W = 4·(n-2)² flops ({tail}); core Q = 40·(n-2)² + 8 B (4 loads + 1 store per point); DRAM = 8n² + 16·(n-2)² B"
-        )
+        let tail = if masked(v) {
+            "masked tail, full-width flops"
+        } else {
+            "scalar tail"
+        };
+        format!("W = 4·(n-2)² flops ({tail}); core Q = 40·(n-2)² + 8 B (4 loads + 1 store per point); DRAM = 8n² + 16·(n-2)² B")
     }
     fn size_unit(&self) -> &'static str {
         "grid order (n×n)"
@@ -122,6 +124,10 @@ impl Kernel for Stencil2d {
     }
     fn counts(&self, n: usize, v: Variant) -> Counts {
         counts(n, v)
+    }
+    fn effective_flops(&self, n: usize, v: Variant) -> Option<u64> {
+        // Masked-off lanes excluded: the work of the unmasked loops (4 flops per point).
+        masked(v).then(|| counts(n, Variant::Scalar).flops_total())
     }
     fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
         Ok(Box::new(Grid::new(n, v, seed, 0)?))

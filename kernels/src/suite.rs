@@ -67,12 +67,18 @@ macro_rules! dispatch {
             Variant::Scalar => $body::<$sc>(a),
             Variant::Sse => $body::<$sse>(a),
             Variant::Avx2 => {
-                assert!($crate::check::runnable(Variant::Avx2), "dispatching an AVX2 kernel on a CPU without AVX2+FMA");
+                assert!(
+                    $crate::check::runnable(Variant::Avx2),
+                    "dispatching an AVX2 kernel on a CPU without AVX2+FMA"
+                );
                 // SAFETY: the CPU has AVX2 and FMA (checked just above).
                 unsafe { avx2(a) }
             }
             Variant::Avx512 => {
-                assert!($crate::check::runnable(Variant::Avx512), "dispatching an AVX-512 kernel on a CPU without AVX-512F");
+                assert!(
+                    $crate::check::runnable(Variant::Avx512),
+                    "dispatching an AVX-512 kernel on a CPU without AVX-512F"
+                );
                 // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
                 unsafe { avx512(a) }
             }

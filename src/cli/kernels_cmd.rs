@@ -63,11 +63,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let w = infos.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
-    println!("{:<w$}  {:<9}  {:<28}  {:<26}  DESCRIPTION", "KERNEL", "PRECISION", "VARIANTS (* = runnable)", "SIZE N");
+    println!(
+        "{:<w$}  {:<9}  {:<28}  {:<26}  DESCRIPTION",
+        "KERNEL", "PRECISION", "VARIANTS (* = runnable)", "SIZE N"
+    );
     for k in &infos {
-        let vs: Vec<String> = k.variants.iter().map(|v| format!("{}{}", v.name, if v.runnable { "*" } else { "" })).collect();
+        let vs: Vec<String> = k
+            .variants
+            .iter()
+            .map(|v| format!("{}{}", v.name, if v.runnable { "*" } else { "" }))
+            .collect();
         let prec = format!("{:?}", k.precision).to_lowercase();
-        println!("{:<w$}  {:<9}  {:<28}  {:<26}  {}", k.name, prec, vs.join(" "), k.size_unit, k.description);
+        println!(
+            "{:<w$}  {:<9}  {:<28}  {:<26}  {}",
+            k.name,
+            prec,
+            vs.join(" "),
+            k.size_unit,
+            k.description
+        );
         for v in &k.variants {
             if args.all_formulas || Some(v.name) == k.default_variant {
                 println!("{:<w$}    {}: {}", "", v.name, v.formula);

@@ -68,9 +68,12 @@ fn plan(args: &Args) -> crate::Result<Plan> {
     })?;
     let variant = match &args.variant {
         Some(name) => {
-            let v = Variant::from_name(name)
-                .filter(|v| kernel.variants().contains(v))
-                .ok_or_else(|| Error::input(format!("unknown variant '{name}' of {}", kernel.name()), "one of: scalar, sse, avx2, avx512"))?;
+            let v = Variant::from_name(name).filter(|v| kernel.variants().contains(v)).ok_or_else(|| {
+                Error::input(
+                    format!("unknown variant '{name}' of {}", kernel.name()),
+                    "one of: scalar, sse, avx2, avx512",
+                )
+            })?;
             if !check::runnable(v) {
                 return Err(Error::input(
                     format!("this CPU cannot run the {v} variant"),
@@ -83,7 +86,12 @@ fn plan(args: &Args) -> crate::Result<Plan> {
             .ok_or_else(|| Error::unavailable(format!("this CPU runs no variant of {}", kernel.name()), "see `roofline kernels`"))?,
     };
     let n = match (args.size, &args.bytes) {
-        (Some(0), _) => return Err(Error::input("--size 0: nothing to run", format!("give a positive size in {}", kernel.size_unit()))),
+        (Some(0), _) => {
+            return Err(Error::input(
+                "--size 0: nothing to run",
+                format!("give a positive size in {}", kernel.size_unit()),
+            ));
+        }
         (Some(n), _) => n,
         (None, Some(b)) => kernel.size_for_bytes(crate::util::parse_bytes(b)?),
         (None, None) => kernel.size_for_bytes(DEFAULT_BYTES),
@@ -93,11 +101,17 @@ fn plan(args: &Args) -> crate::Result<Plan> {
         return Err(Error::input("--repeat 0: nothing would be timed", "use --repeat 1 or more"));
     }
     if !(args.min_time.is_finite() && args.min_time >= 0.0 && args.min_time <= 3600.0) {
-        return Err(Error::input(format!("--min-time {}: not a duration", args.min_time), "give seconds, e.g. 0.2"));
+        return Err(Error::input(
+            format!("--min-time {}: not a duration", args.min_time),
+            "give seconds, e.g. 0.2",
+        ));
     }
     let most = threads.iter().copied().max().unwrap_or(1) as u64;
     check::require_memory(kernel.working_set_bytes(n).saturating_mul(most)).map_err(|e| {
-        Error::input(format!("{} at size {n}: {e}", kernel.name()), "use a smaller --size or --bytes, or fewer threads")
+        Error::input(
+            format!("{} at size {n}: {e}", kernel.name()),
+            "use a smaller --size or --bytes, or fewer threads",
+        )
     })?;
     match args.backend {
         BackendKind::Analytic | BackendKind::Auto => {}
@@ -165,7 +179,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         };
         let m = run_analytic(&spec, &on_sample)?;
         bar.finish_and_clear();
-        report.points.push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
+        report
+            .points
+            .push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
     }
     report.environment.steal_fraction = steal.finish();
     let json = report.to_json();

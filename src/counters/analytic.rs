@@ -63,7 +63,12 @@ pub fn run(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Result<
         ));
     }
     let total = k.working_set_bytes(spec.n).saturating_mul(spec.threads as u64);
-    roofline_kernels::check::require_memory(total).map_err(|e| Error::input(format!("{} at size {}: {e}", k.name(), spec.n), "use a smaller --size or --bytes, or fewer threads"))?;
+    roofline_kernels::check::require_memory(total).map_err(|e| {
+        Error::input(
+            format!("{} at size {}: {e}", k.name(), spec.n),
+            "use a smaller --size or --bytes, or fewer threads",
+        )
+    })?;
     let mut instances = Vec::with_capacity(spec.threads);
     for t in 0..spec.threads {
         let inst = k
@@ -93,7 +98,11 @@ pub fn run(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Result<
         acc
     });
     let samples = time_team_observed(instances, spec.repeat, on_sample);
-    let mut m = measurement(&counts, k.effective_flops(spec.n, spec.variant).map(|e| e * spec.threads as u64), spec.threads);
+    let mut m = measurement(
+        &counts,
+        k.effective_flops(spec.n, spec.variant).map(|e| e * spec.threads as u64),
+        spec.threads,
+    );
     m.seconds_samples = samples;
     let extra = &mut m.extra;
     extra.insert("kernel".into(), k.name().into());
@@ -115,9 +124,15 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
     bytes.insert(level::DRAM.to_string(), counts.dram_bytes as f64);
     let prov = Provenance {
         flops: Some(Source::Analytic),
-        bytes: [(level::CORE.to_string(), Source::Analytic), (level::DRAM.to_string(), Source::Analytic)].into(),
+        bytes: [
+            (level::CORE.to_string(), Source::Analytic),
+            (level::DRAM.to_string(), Source::Analytic),
+        ]
+        .into(),
         seconds: Some(Source::Native),
-        notes: vec!["dram = compulsory traffic of a cold working set (write-allocate included); caches serve it when the working set fits".into()],
+        notes: vec![
+            "dram = compulsory traffic of a cold working set (write-allocate included); caches serve it when the working set fits".into(),
+        ],
     };
     Measurement {
         flops: Flops {
