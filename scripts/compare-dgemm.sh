@@ -5,6 +5,7 @@
 #
 # Usage: scripts/compare-dgemm.sh [N] [ROUNDS] [VARIANT] [CPU]
 # Needs: cc, libopenblas-dev (cblas.h, -lopenblas); builds target/release/roofline if absent.
+# OB_DRIVER=path: use a prebuilt driver (e.g. linked with -static) instead of compiling one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1024}
@@ -12,7 +13,7 @@ ROUNDS=${2:-7}
 VARIANT=${3:-avx512}
 CPU=${4:-0}
 
-if ! echo '#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1; then
+if [ -z "${OB_DRIVER:-}" ] && ! echo '#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1; then
   echo "compare-dgemm: cblas.h not found (install libopenblas-dev)" >&2
   exit 2
 fi
@@ -41,7 +42,7 @@ int main(int argc, char **argv) {
   return 0;
 }
 C
-cc -O2 "$work/ob.c" -o "$work/ob" -lopenblas
+if [ -n "${OB_DRIVER:-}" ]; then cp "$OB_DRIVER" "$work/ob"; else cc -O2 "$work/ob.c" -o "$work/ob" -lopenblas; fi
 [ -x target/release/roofline ] || cargo build --release --bin roofline >&2
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 flops=$((2 * N * N * N))
