@@ -118,7 +118,10 @@ pub unsafe trait F64Ops: Lanes<E = f64> {
     unsafe fn gather_part(x: *const f64, idx: *const u32, n: usize) -> Self;
     /// The cosine's quadrant fix-up, by bit operations only (no flops): `t` holds the
     /// rounded quadrant `k` in its low mantissa bits; returns `[c, -s, -c, s][k & 3]`.
-    fn cos_select(t: Self, c: Self, s: Self) -> Self;
+    /// `sign` holds −0.0 (the sign-bit mask) in every lane, loaded by the caller: with no
+    /// constant in the code LLVM cannot fold one into a constant-pool operand (an uncounted
+    /// core load).
+    fn cos_select(t: Self, c: Self, s: Self, sign: Self) -> Self;
     /// Load one 8-byte index (CSR row pointers), counted like any core load.
     /// # Safety: `p` valid for one read.
     #[inline(always)]
@@ -254,10 +257,11 @@ unsafe impl<const VEX: bool> F64Ops for Sc<VEX> {
         unreachable!("scalar remainders never mask")
     }
     #[inline(always)]
-    fn cos_select(t: Self, c: Self, s: Self) -> Self {
+    fn cos_select(t: Self, c: Self, s: Self, sign: Self) -> Self {
         let k = t.0.to_bits();
         let v = if k & 1 == 1 { s.0 } else { c.0 };
-        Sc(f64::from_bits(v.to_bits() ^ (((k.wrapping_add(1)) & 2) << 62)))
+        // Negative in quadrants 1 and 2: bit 1 xor bit 0, at the sign bit.
+        Sc(f64::from_bits(v.to_bits() ^ (((k << 62) ^ (k << 63)) & sign.0.to_bits())))
     }
 }
 
@@ -417,7 +421,7 @@ mod x86 {
             unreachable!("SSE remainders are scalar")
         }
         #[inline(always)]
-        fn cos_select(t: Self, c: Self, s: Self) -> Self {
+        fn cos_select(t: Self, c: Self, s: Self, sign: Self) -> Self {
             unsafe {
                 let k = _mm_castpd_si128(t.0);
                 // Shifts only, no vector constants (a constant-pool operand would be an
@@ -428,8 +432,8 @@ mod x86 {
                     _mm_and_si128(odd, _mm_castpd_si128(s.0)),
                     _mm_andnot_si128(odd, _mm_castpd_si128(c.0)),
                 );
-                // Negative in quadrants 1 and 2: bit 1 xor bit 0, moved to the sign bit.
-                let sign = _mm_slli_epi64::<63>(_mm_srli_epi64::<63>(_mm_xor_si128(_mm_slli_epi64::<62>(k), b0)));
+                // Negative in quadrants 1 and 2: bit 1 xor bit 0, at the sign bit.
+                let sign = _mm_and_si128(_mm_xor_si128(_mm_slli_epi64::<62>(k), b0), _mm_castpd_si128(sign.0));
                 F64x2(_mm_castsi128_pd(_mm_xor_si128(pick, sign)))
             }
         }
@@ -518,13 +522,13 @@ mod x86 {
             unreachable!("AVX2 remainders are scalar")
         }
         #[inline(always)]
-        fn cos_select(t: Self, c: Self, s: Self) -> Self {
+        fn cos_select(t: Self, c: Self, s: Self, sign: Self) -> Self {
             unsafe {
                 let k = _mm256_castpd_si256(t.0);
                 // Shifts only, no vector constants (see F64x2): blendv reads the sign bit.
                 let b0 = _mm256_slli_epi64::<63>(k);
                 let pick = _mm256_castpd_si256(_mm256_blendv_pd(c.0, s.0, _mm256_castsi256_pd(b0)));
-                let sign = _mm256_slli_epi64::<63>(_mm256_srli_epi64::<63>(_mm256_xor_si256(_mm256_slli_epi64::<62>(k), b0)));
+                let sign = _mm256_and_si256(_mm256_xor_si256(_mm256_slli_epi64::<62>(k), b0), _mm256_castpd_si256(sign.0));
                 F64x4(_mm256_castsi256_pd(_mm256_xor_si256(pick, sign)))
             }
         }
@@ -619,19 +623,24 @@ mod x86 {
         unsafe fn gather_part(x: *const f64, idx: *const u32, n: usize) -> Self {
             unsafe {
                 let m = mask8(n);
-                let i = _mm256_maskz_loadu_epi32(m, idx as *const i32);
+                // A 512-bit masked load (AVX-512F; the 256-bit form needs AVX-512VL) of the
+                // n active indices; its lower half feeds the gather.
+                let i = _mm512_castsi512_si256(_mm512_maskz_loadu_epi32(
+                    (1u32 << n).wrapping_sub(1) as __mmask16,
+                    idx as *const i32,
+                ));
                 F64x8(_mm512_mask_i32gather_pd::<8>(_mm512_setzero_pd(), m, i, x))
             }
         }
         #[inline(always)]
-        fn cos_select(t: Self, c: Self, s: Self) -> Self {
+        fn cos_select(t: Self, c: Self, s: Self, sign: Self) -> Self {
             unsafe {
                 let k = _mm512_castpd_si512(t.0);
                 // Shifts only, no vector constants (see F64x2).
                 let b0 = _mm512_slli_epi64::<63>(k);
                 let odd = _mm512_test_epi64_mask(b0, b0);
                 let pick = _mm512_mask_blend_pd(odd, c.0, s.0);
-                let sign = _mm512_slli_epi64::<63>(_mm512_srli_epi64::<63>(_mm512_xor_si512(_mm512_slli_epi64::<62>(k), b0)));
+                let sign = _mm512_and_si512(_mm512_xor_si512(_mm512_slli_epi64::<62>(k), b0), _mm512_castpd_si512(sign.0));
                 F64x8(_mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(pick), sign)))
             }
         }
@@ -905,10 +914,10 @@ unsafe impl<const L: usize, const M: bool> F64Ops for Tally<f64, L, M> {
         // SAFETY: caller guarantees `p` is valid.
         unsafe { p.read() }
     }
-    fn cos_select(t: Self, c: Self, s: Self) -> Self {
+    fn cos_select(t: Self, c: Self, s: Self, sign: Self) -> Self {
         let mut v = [0.0; L];
         for i in 0..L {
-            v[i] = Sc::<false>::cos_select(Sc(t.v[i]), Sc(c.v[i]), Sc(s.v[i])).0;
+            v[i] = Sc::<false>::cos_select(Sc(t.v[i]), Sc(c.v[i]), Sc(s.v[i]), Sc(sign.v[i])).0;
         }
         Self::new(v)
     }
@@ -935,7 +944,7 @@ mod tests {
         let magic = 6755399441055744.0f64;
         for k in 0..8i64 {
             let t = Sc::<false>(magic + k as f64);
-            let r = Sc::<false>::cos_select(t, Sc(2.0), Sc(3.0)).0;
+            let r = Sc::<false>::cos_select(t, Sc(2.0), Sc(3.0), Sc(-0.0)).0;
             let want = [2.0, -3.0, -2.0, 3.0][(k & 3) as usize];
             assert_eq!(r, want, "k={k}");
         }

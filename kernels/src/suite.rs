@@ -3,6 +3,23 @@
 //!
 //! `normalize` and `cos_chain` are each TWO kernels (naive/fused, unfused/fused), because
 //! the variant axis is the instruction set: `roofline run normalize_fused --variant avx2`.
+//!
+//! # Counting conventions (what the trace backend must reproduce)
+//! - W: hardware-counter semantics. Every executed FP arithmetic instruction counts its full
+//!   width (a masked AVX-512 tail counts 8 lanes), an FMA 2 per lane; scalar and SSE code
+//!   has no FMA and issues a multiply and an add (same total). Reductions are halving trees
+//!   (512→256→128→scalar adds). Bit operations (and/xor/blend/shifts), broadcasts and
+//!   zeroing are not flops.
+//! - Core bytes: what the kernel's explicit load/store operands move. Masked loads, stores
+//!   and gathers count active elements only; a gather counts its 4-byte indices and its
+//!   8-byte elements; CSR row pointers are 8-byte loads. Constants (0.25, the cosine's 19,
+//!   normalize's 1/len, eps, 1, 1/lanes) are loaded from the instance once per call or pass
+//!   and counted: the code holds no constant-pool operands. Register spills, if the compiler
+//!   makes any, are stack traffic, not core.
+//! - Remainders: scalar loops on scalar/SSE/AVX2 (and on AVX-512 for normalize), masks on
+//!   AVX-512 (stencil2d, spmv, cos_chain); gemm pads its tiles instead and counts the padding.
+//! - DRAM: compulsory traffic of a cold working set much larger than the LLC, at element
+//!   granularity, write-allocate included (a store costs 2× its bytes).
 
 use crate::api::Kernel;
 use crate::types::{Counts, FlopClass, Precision, Variant};
