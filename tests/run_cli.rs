@@ -116,6 +116,37 @@ fn bytes_pick_the_size_and_default_variant_is_the_widest() {
 }
 
 #[test]
+fn every_thread_count_of_the_list_gets_a_point() {
+    let out = roofline()
+        .args([
+            "run",
+            "spmv",
+            "--size",
+            "50",
+            "--threads",
+            "all",
+            "--repeat",
+            "2",
+            "--min-time",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u64;
+    assert_eq!(v["points"].as_array().unwrap().len(), 1);
+    assert_eq!(v["points"][0]["threads"], all);
+    // W scales with the instances: one per thread.
+    let one = roofline::kernels::api::find("spmv").unwrap().counts(
+        50,
+        Variant::from_name(v["points"][0]["extra"]["variant"].as_str().unwrap()).unwrap(),
+    );
+    assert_eq!(v["points"][0]["flops"]["total"].as_f64().unwrap(), (one.flops_total() * all) as f64);
+}
+
+#[test]
 fn bad_input_is_one_cause_and_exit_2() {
     let cases: &[&[&str]] = &[
         &["run", "no_such_kernel", "--size", "10"],

@@ -100,3 +100,28 @@ pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_
     });
     Arc::try_unwrap(samples).map(|m| m.into_inner().unwrap()).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn observer_sees_every_sample_in_order() {
+        let k = crate::api::find("cos_chain_fused").unwrap();
+        let inst = vec![k.instance(1000, crate::Variant::Scalar, 1).unwrap()];
+        let seen = AtomicUsize::new(0);
+        let repeat = Repeat {
+            min_total: Duration::from_millis(0),
+            min_samples: 4,
+            max_samples: 4,
+            warmup: 0,
+        };
+        let samples = time_team_observed(inst, repeat, &|count, secs| {
+            assert_eq!(count, seen.fetch_add(1, Ordering::SeqCst) + 1);
+            assert!(secs > 0.0);
+        });
+        assert_eq!(samples.len(), 4);
+        assert_eq!(seen.load(Ordering::SeqCst), 4);
+    }
+}
