@@ -3,7 +3,7 @@
 # cblas_dgemm, interleaved ROUNDS times (default 7) on the same pinned CPU, min time of each
 # round's 3 repetitions; prints both GFLOP/s per round and the median ratio ours/OpenBLAS.
 #
-# Usage: scripts/compare-dgemm.sh [N] [ROUNDS] [VARIANT] [CPU]
+# Usage: scripts/compare-dgemm.sh [N] [ROUNDS] [VARIANT] [CPU] [REPS]   (REPS per round, default 3)
 # Needs: cc, libopenblas-dev (cblas.h, -lopenblas); builds target/release/roofline if absent.
 # OB_DRIVER=path: use a prebuilt driver (e.g. linked with -static) instead of compiling one.
 set -euo pipefail
@@ -12,6 +12,7 @@ N=${1:-1024}
 ROUNDS=${2:-7}
 VARIANT=${3:-avx512}
 CPU=${4:-0}
+REPS=${5:-3}
 
 if [ -z "${OB_DRIVER:-}" ] && ! echo '#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1; then
   echo "compare-dgemm: cblas.h not found (install libopenblas-dev)" >&2
@@ -27,12 +28,13 @@ cat >"$work/ob.c" <<'C'
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
   int n = atoi(argv[1]);
+  int reps = argc > 2 ? atoi(argv[2]) : 3;
   double *a = malloc(8L * n * n), *b = malloc(8L * n * n), *c = malloc(8L * n * n);
   srand(1);
   for (long i = 0; i < (long)n * n; i++) { a[i] = rand() / (double)RAND_MAX - .5; b[i] = rand() / (double)RAND_MAX - .5; }
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n); /* warm-up */
   double best = 1e30;
-  for (int r = 0; r < 3; r++) {
+  for (int r = 0; r < reps; r++) {
     double t = now();
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
     t = now() - t;
@@ -50,8 +52,8 @@ ratios=()
 t_obs=()
 t_uss=()
 for r in $(seq 1 "$ROUNDS"); do
-  t_ob=$(taskset -c "$CPU" "$work/ob" "$N")
-  t_us=$(taskset -c "$CPU" target/release/roofline run dgemm --size "$N" --variant "$VARIANT" --repeat 3 --min-time 0 --no-verify --json |
+  t_ob=$(taskset -c "$CPU" "$work/ob" "$N" "$REPS")
+  t_us=$(taskset -c "$CPU" target/release/roofline run dgemm --size "$N" --variant "$VARIANT" --repeat "$REPS" --min-time 0 --no-verify --json |
     python3 -c 'import json,sys; p=json.load(sys.stdin)["points"][0]; print(min(p["seconds_samples"]))')
   ratio=$(python3 -c "print(f'{$t_ob/$t_us:.3f}')")
   ratios+=("$ratio")
