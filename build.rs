@@ -33,4 +33,15 @@ fn main() {
         println!("cargo:rustc-env=ROOFLINE_GIT_SHA={}", String::from_utf8_lossy(&o.stdout).trim());
     }
     println!("cargo:rerun-if-changed=.git/HEAD");
+    // The compiler of the suite's own kernels, for the report's environment.
+    if let Ok(o) = std::process::Command::new(env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("--version")
+        .output()
+        && o.status.success()
+    {
+        println!(
+            "cargo:rustc-env=ROOFLINE_RUSTC_VERSION={}",
+            String::from_utf8_lossy(&o.stdout).trim()
+        );
+    }
 }

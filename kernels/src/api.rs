@@ -24,6 +24,11 @@ pub trait Kernel: Send + Sync {
     /// Analytic W and Q of ONE invocation at size `n` (per thread-slice when run threaded:
     /// the runner sums the instances' counts).
     fn counts(&self, n: usize, variant: Variant) -> Counts;
+    /// Mask-aware flops of one invocation (lanes masked off excluded), where they differ
+    /// from the hardware-counter total and the kernel knows them; `None` = same as total.
+    fn effective_flops(&self, _n: usize, _variant: Variant) -> Option<u64> {
+        None
+    }
     /// Allocate and fill (seeded random) an instance of size `n`. Fails with a one-line cause
     /// for a size 0, a size beyond memory, or an unsupported variant (never a SIGILL).
     fn instance(&self, n: usize, variant: Variant, seed: u64) -> Result<Box<dyn Instance>, String>;

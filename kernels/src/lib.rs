@@ -6,7 +6,15 @@
 //! bytes exactly, so the formulas are derived from the loops as written, remainders included.
 
 pub mod api;
+pub mod check;
+pub mod cos_chain;
+pub mod gemm;
+pub mod normalize;
+pub mod rng;
 pub mod runner;
+pub mod simd;
+pub mod spmv;
+pub mod stencil;
 pub mod stream;
 pub mod suite;
 pub mod types;

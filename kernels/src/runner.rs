@@ -52,6 +52,12 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// Wall-clock seconds of each repetition of all instances running at once, one pinned thread
 /// per instance; a repetition ends when the slowest thread ends.
 pub fn time_team(instances: Vec<Box<dyn Instance>>, repeat: Repeat) -> Vec<f64> {
+    time_team_observed(instances, repeat, &|_, _| {})
+}
+
+/// [`time_team`], calling `on_sample(count, seconds)` after each timed repetition (from the
+/// first thread, outside the timed region): progress bars, early feedback.
+pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Vec<f64> {
     let n = instances.len().max(1);
     let cpus = allowed_cpus();
     let barrier = Arc::new(Barrier::new(n));
@@ -82,6 +88,7 @@ pub fn time_team(instances: Vec<Box<dyn Instance>>, repeat: Repeat) -> Vec<f64> 
                         count += 1;
                         let done = count >= repeat.max_samples || (count >= repeat.min_samples && total >= repeat.min_total.as_secs_f64());
                         stop.store(done, std::sync::atomic::Ordering::SeqCst);
+                        on_sample(count, dt);
                     }
                     barrier.wait();
                     if stop.load(std::sync::atomic::Ordering::SeqCst) {
@@ -92,4 +99,29 @@ pub fn time_team(instances: Vec<Box<dyn Instance>>, repeat: Repeat) -> Vec<f64> 
         }
     });
     Arc::try_unwrap(samples).map(|m| m.into_inner().unwrap()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn observer_sees_every_sample_in_order() {
+        let k = crate::api::find("cos_chain_fused").unwrap();
+        let inst = vec![k.instance(1000, crate::Variant::Scalar, 1).unwrap()];
+        let seen = AtomicUsize::new(0);
+        let repeat = Repeat {
+            min_total: Duration::from_millis(0),
+            min_samples: 4,
+            max_samples: 4,
+            warmup: 0,
+        };
+        let samples = time_team_observed(inst, repeat, &|count, secs| {
+            assert_eq!(count, seen.fetch_add(1, Ordering::SeqCst) + 1);
+            assert!(secs > 0.0);
+        });
+        assert_eq!(samples.len(), 4);
+        assert_eq!(seen.load(Ordering::SeqCst), 4);
+    }
 }

@@ -1,13 +1,92 @@
-//! `roofline kernels` (issue 3).
+//! `roofline kernels`: the suite, the variants this CPU can run, and the W/Q formulas.
 
 use clap::Args as ClapArgs;
+use serde::Serialize;
+
+use crate::kernels::{Variant, api, check};
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    /// Print the list as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Show the formulas of every variant (the table shows the widest runnable one).
+    #[arg(long)]
+    pub all_formulas: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline kernels` is not built yet",
-        "see issue 3"
-    ))
+#[derive(Debug, Serialize)]
+struct VariantInfo {
+    name: &'static str,
+    runnable: bool,
+    formula: String,
+}
+
+#[derive(Debug, Serialize)]
+struct KernelInfo {
+    name: &'static str,
+    description: &'static str,
+    precision: crate::kernels::Precision,
+    size_unit: &'static str,
+    /// The variant `roofline run` picks by default: the widest runnable one.
+    default_variant: Option<&'static str>,
+    variants: Vec<VariantInfo>,
+}
+
+/// The widest variant of `variants` this CPU runs.
+pub fn widest_runnable(variants: &[Variant]) -> Option<Variant> {
+    variants.iter().copied().filter(|v| check::runnable(*v)).max()
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let infos: Vec<KernelInfo> = api::all()
+        .iter()
+        .map(|k| KernelInfo {
+            name: k.name(),
+            description: k.description(),
+            precision: k.precision(),
+            size_unit: k.size_unit(),
+            default_variant: widest_runnable(k.variants()).map(|v| v.name()),
+            variants: k
+                .variants()
+                .iter()
+                .map(|&v| VariantInfo {
+                    name: v.name(),
+                    runnable: check::runnable(v),
+                    formula: k.formula(v),
+                })
+                .collect(),
+        })
+        .collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "kernels": infos }))?);
+        return Ok(0);
+    }
+    let w = infos.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
+    println!(
+        "{:<w$}  {:<9}  {:<28}  {:<26}  DESCRIPTION",
+        "KERNEL", "PRECISION", "VARIANTS (* = runnable)", "SIZE N"
+    );
+    for k in &infos {
+        let vs: Vec<String> = k
+            .variants
+            .iter()
+            .map(|v| format!("{}{}", v.name, if v.runnable { "*" } else { "" }))
+            .collect();
+        let prec = format!("{:?}", k.precision).to_lowercase();
+        println!(
+            "{:<w$}  {:<9}  {:<28}  {:<26}  {}",
+            k.name,
+            prec,
+            vs.join(" "),
+            k.size_unit,
+            k.description
+        );
+        for v in &k.variants {
+            if args.all_formulas || Some(v.name) == k.default_variant {
+                println!("{:<w$}    {}: {}", "", v.name, v.formula);
+            }
+        }
+    }
+    Ok(0)
 }

@@ -1,10 +1,226 @@
-//! `roofline run` (issue 3).
+//! `roofline run KERNEL`: run a suite kernel on pinned threads; W and Q from a backend
+//! (analytic by default), T always native: warm-up, then repetitions until both
+//! `--repeat` samples and `--min-time` seconds are reached; median, min and spread.
 
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
 use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::common::{OutputArgs, ThreadsArg};
+use crate::cli::kernels_cmd::widest_runnable;
+use crate::counters::BackendKind;
+use crate::counters::analytic::{KernelRun, run as run_analytic};
+use crate::error::Error;
+use crate::kernels::runner::Repeat;
+use crate::kernels::{Kernel, Variant, api, check};
+use crate::report::environment::{StealClock, collect, own_compiler};
+use crate::report::{Point, Report};
+
+/// Default working set when neither --size nor --bytes is given.
+pub const DEFAULT_BYTES: u64 = 32 << 20;
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    /// Kernel name (see `roofline kernels`).
+    pub kernel: String,
+    /// Size in the kernel's unit: elements, matrix order (dgemm), rows (spmv, normalize).
+    #[arg(long, conflicts_with = "bytes")]
+    pub size: Option<usize>,
+    /// Working-set size instead of --size: 4KiB, 64MiB, 1GiB … (default 32MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub bytes: Option<String>,
+    /// scalar, sse, avx2 or avx512 (default: the widest this CPU runs).
+    #[arg(long)]
+    pub variant: Option<String>,
+    #[command(flatten)]
+    pub threads: ThreadsArg,
+    /// Timed repetitions, at least (more until --min-time is reached).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Seconds the timed repetitions add up to, at least.
+    #[arg(long, default_value_t = 0.2, value_name = "SECONDS")]
+    pub min_time: f64,
+    /// Where W and Q come from (timing is always native). `auto` = analytic here.
+    #[arg(long, value_enum, default_value = "analytic")]
+    pub backend: BackendKind,
+    /// Skip the check of one run against the scalar f64 reference.
+    #[arg(long)]
+    pub no_verify: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable("`roofline run` is not built yet", "see issue 3"))
+/// Everything checked before any measuring.
+struct Plan {
+    kernel: Box<dyn Kernel>,
+    n: usize,
+    variant: Variant,
+    threads: Vec<usize>,
+    repeat: Repeat,
+}
+
+fn plan(args: &Args) -> crate::Result<Plan> {
+    let kernel = api::find(&args.kernel).ok_or_else(|| {
+        let names: Vec<&str> = api::all().iter().map(|k| k.name()).collect();
+        Error::input(format!("unknown kernel '{}'", args.kernel), format!("one of: {}", names.join(", ")))
+    })?;
+    let variant = match &args.variant {
+        Some(name) => {
+            let v = Variant::from_name(name).filter(|v| kernel.variants().contains(v)).ok_or_else(|| {
+                Error::input(
+                    format!("unknown variant '{name}' of {}", kernel.name()),
+                    "one of: scalar, sse, avx2, avx512",
+                )
+            })?;
+            if !check::runnable(v) {
+                return Err(Error::input(
+                    format!("this CPU cannot run the {v} variant"),
+                    "`roofline kernels` marks the runnable variants with *",
+                ));
+            }
+            v
+        }
+        None => widest_runnable(kernel.variants())
+            .ok_or_else(|| Error::unavailable(format!("this CPU runs no variant of {}", kernel.name()), "see `roofline kernels`"))?,
+    };
+    let n = match (args.size, &args.bytes) {
+        (Some(0), _) => {
+            return Err(Error::input(
+                "--size 0: nothing to run",
+                format!("give a positive size in {}", kernel.size_unit()),
+            ));
+        }
+        (Some(n), _) => n,
+        (None, Some(b)) => kernel.size_for_bytes(crate::util::parse_bytes(b)?),
+        (None, None) => kernel.size_for_bytes(DEFAULT_BYTES),
+    };
+    let threads = args.threads.parse()?;
+    if args.repeat == 0 {
+        return Err(Error::input("--repeat 0: nothing would be timed", "use --repeat 1 or more"));
+    }
+    if !(args.min_time.is_finite() && args.min_time >= 0.0 && args.min_time <= 3600.0) {
+        return Err(Error::input(
+            format!("--min-time {}: not a duration", args.min_time),
+            "give seconds, e.g. 0.2",
+        ));
+    }
+    let most = threads.iter().copied().max().unwrap_or(1) as u64;
+    check::require_memory(kernel.working_set_bytes(n).saturating_mul(most)).map_err(|e| {
+        Error::input(
+            format!("{} at size {n}: {e}", kernel.name()),
+            "use a smaller --size or --bytes, or fewer threads",
+        )
+    })?;
+    match args.backend {
+        BackendKind::Analytic | BackendKind::Auto => {}
+        BackendKind::Trace => {
+            return Err(Error::unavailable(
+                "`roofline run --backend trace` is not available in this build",
+                "the trace backend is issue 6; use --backend analytic",
+            ));
+        }
+        BackendKind::Perf => {
+            return Err(Error::unavailable(
+                "`roofline run --backend perf` is not available in this build",
+                "the perf backend is issue 5; use --backend analytic",
+            ));
+        }
+    }
+    let repeat = Repeat {
+        min_total: Duration::from_secs_f64(args.min_time),
+        min_samples: args.repeat,
+        max_samples: args.repeat.max(1000),
+        warmup: 1,
+    };
+    Ok(Plan {
+        kernel,
+        n,
+        variant,
+        threads,
+        repeat,
+    })
+}
+
+/// The point name: kernel, variant and size (threads are a field of the point).
+pub fn point_name(kernel: &str, variant: Variant, n: usize) -> String {
+    format!("{kernel}/{variant}/n={n}")
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let out = args.output.check(&["json"])?;
+    let plan = plan(&args)?;
+    let command_line: Vec<String> = std::env::args().collect();
+    let mut env = collect(&command_line);
+    env.compiler = Some(own_compiler());
+    let steal = StealClock::start();
+    let mut report = Report::new(serde_json::Value::Null, env);
+    for (i, &threads) in plan.threads.iter().enumerate() {
+        let spec = KernelRun {
+            kernel: plan.kernel.as_ref(),
+            n: plan.n,
+            variant: plan.variant,
+            threads,
+            repeat: plan.repeat,
+            verify: !args.no_verify && i == 0,
+        };
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("static template"));
+        let started = Instant::now();
+        let label = format!("{} {} n={} threads={threads}", plan.kernel.name(), plan.variant, plan.n);
+        let on_sample = |count: usize, secs: f64| {
+            // Runs longer than a second get a progress line on stderr.
+            if bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+            }
+            bar.set_message(format!("{label}: {count} samples, last {secs:.3e} s"));
+            bar.tick();
+        };
+        let m = run_analytic(&spec, &on_sample)?;
+        bar.finish_and_clear();
+        report
+            .points
+            .push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
+    }
+    report.environment.steal_fraction = steal.finish();
+    let json = report.to_json();
+    if let Some((file, _)) = &out {
+        file.write(json.as_bytes()).context("writing the report")?;
+    }
+    if args.output.json {
+        println!("{json}");
+    } else {
+        print_table(&report.points, plan.kernel.as_ref());
+    }
+    Ok(0)
+}
+
+fn print_table(points: &[Point], kernel: &dyn Kernel) {
+    println!(
+        "{:<30} {:>7} {:>11} {:>11} {:>7} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7}",
+        "POINT", "THREADS", "MEDIAN s", "MIN s", "SPREAD", "GFLOP/s", "core GB/s", "dram GB/s", "AI core", "AI dram", "SAMPLES"
+    );
+    for p in points {
+        let min = p.seconds_samples.iter().copied().fold(f64::INFINITY, f64::min);
+        let f = |x: Option<&f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+        println!(
+            "{:<30} {:>7} {:>11.4e} {:>11.4e} {:>6.1}% {:>9} {:>10} {:>10} {:>8} {:>8} {:>7}",
+            p.name,
+            p.threads,
+            p.seconds,
+            min,
+            100.0 * p.spread().unwrap_or(0.0),
+            p.gflops.map(|g| format!("{g:.2}")).unwrap_or_else(|| "-".into()),
+            f(p.gbs.get("core")),
+            f(p.gbs.get("dram")),
+            f(p.ai.get("core")),
+            f(p.ai.get("dram")),
+            p.seconds_samples.len()
+        );
+    }
+    println!(
+        "W and Q analytic (per {}; dram = compulsory cold-cache traffic), T native.",
+        kernel.size_unit()
+    );
 }

@@ -1,0 +1,640 @@
+//! `dgemm` / `sgemm`: C = A·B for n×n row-major matrices, cache-blocked with packed panels
+//! and a register-blocked FMA micro-kernel (the GotoBLAS/BLIS loop nest).
+//!
+//! Loop nest (blocking `mc × kc × nc`, micro-tile `MR × NR`, `NR = NB · lanes`):
+//! ```text
+//! for jc in 0..n step nc            B panel kc×nc packed into NR-wide micro-panels (L3)
+//!   for pc in 0..k step kc          (pc = 0 starts C from zero: beta = 0; later blocks add)
+//!     pack B[pc.., jc..]
+//!     for ic in 0..m step mc        A block mc×kc packed into MR-tall micro-panels (L2)
+//!       pack A[ic.., pc..]
+//!       for jr in 0..nc step NR     B micro-panel kc×NR stays in L1
+//!         for ir in 0..mc step MR   micro-kernel: MR×NB accumulators in registers
+//! ```
+//! Edge tiles are computed in full in a small tile buffer and the valid part copied to C
+//! (padded rows/columns of the packed panels hold stale finite values; their results are
+//! never copied out). So W counts `2·MR·NR·kc` per micro-kernel call, padding included: what
+//! the hardware executes. Packing and edge copies are element copies through volatile
+//! loads/stores (never turned into `memcpy` calls), except full B rows (vector copies).
+//!
+//! Micro-tiles: dgemm scalar 4×2, SSE 4×4, AVX2 6×8, AVX-512 8×16 (16 zmm accumulators);
+//! sgemm scalar 4×2, SSE 4×8, AVX2 6×16, AVX-512 8×32.
+
+use std::marker::PhantomData;
+
+use crate::api::{Instance, Kernel};
+use crate::check::{Buf, compare, require, require_memory};
+use crate::rng::Rng;
+use crate::simd::{Elem, Lanes, Sc, Sc32};
+use crate::suite::{ALL_VARIANTS, class, require_size};
+use crate::types::{Counts, Precision, Variant};
+
+/// Cache blocking: rows of A per block, depth, columns of B per panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocking {
+    pub mc: usize,
+    pub kc: usize,
+    pub nc: usize,
+}
+
+impl Blocking {
+    /// The production blocking for a micro-tile `mr × nr`: the A block (mc×kc) sized for L2,
+    /// the B micro-panel (kc×nr) for L1; mc a multiple of mr, nc of nr.
+    pub fn for_tile(mr: usize, nr: usize, esize: usize) -> Blocking {
+        let kc = if esize == 4 { 384 } else { 256 };
+        Blocking {
+            mc: (144 / mr).max(1) * mr,
+            kc,
+            nc: (4096 / nr).max(1) * nr,
+        }
+    }
+}
+
+/// Pointers, sizes and scratch of one C = A·B.
+pub struct Args<E> {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: *const E,
+    pub lda: usize,
+    pub b: *const E,
+    pub ldb: usize,
+    pub c: *mut E,
+    pub ldc: usize,
+    pub apack: *mut E,
+    pub bpack: *mut E,
+    pub ctile: *mut E,
+    pub blk: Blocking,
+}
+
+/// The loop nest for vector type `V` and micro-tile `MR × (NB·lanes)`.
+#[inline(always)]
+pub fn gemm<V: Lanes, const MR: usize, const NB: usize>(a: &Args<V::E>) {
+    let nr = NB * V::LANES;
+    let Blocking { mc, kc, nc } = a.blk;
+    // SAFETY: all offsets stay inside A (m×k, lda), B (k×n, ldb), C (m×n, ldc) and the
+    // scratch buffers, which `Mats::new` sizes as roundup(mc, MR)·kc, roundup(nc, NR)·kc and
+    // MR·NR elements.
+    unsafe {
+        for jc in (0..a.n).step_by(nc) {
+            let ncb = nc.min(a.n - jc);
+            for pc in (0..a.k).step_by(kc) {
+                let kcb = kc.min(a.k - pc);
+                let first = pc == 0;
+                pack_b::<V, NB>(kcb, ncb, a.b.add(pc * a.ldb + jc), a.ldb, a.bpack);
+                for ic in (0..a.m).step_by(mc) {
+                    let mcb = mc.min(a.m - ic);
+                    pack_a::<V, MR>(mcb, kcb, a.a.add(ic * a.lda + pc), a.lda, a.apack);
+                    for jr in (0..ncb).step_by(nr) {
+                        let nrv = nr.min(ncb - jr);
+                        let bp = a.bpack.add(jr * kcb);
+                        for ir in (0..mcb).step_by(MR) {
+                            let mrv = MR.min(mcb - ir);
+                            let ap = a.apack.add(ir * kcb);
+                            let cp = a.c.add((ic + ir) * a.ldc + jc + jr);
+                            if mrv == MR && nrv == nr {
+                                micro::<V, MR, NB>(kcb, ap, bp, cp, a.ldc, first);
+                            } else {
+                                if !first {
+                                    copy_tile::<V>(mrv, nrv, cp, a.ldc, a.ctile, nr);
+                                }
+                                micro::<V, MR, NB>(kcb, ap, bp, a.ctile, nr, first);
+                                copy_tile::<V>(mrv, nrv, a.ctile, nr, cp, a.ldc);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `MR × NB` vector accumulators over `kc` rank-1 updates.
+#[inline(always)]
+unsafe fn micro<V: Lanes, const MR: usize, const NB: usize>(
+    kc: usize,
+    ap: *const V::E,
+    bp: *const V::E,
+    c: *mut V::E,
+    ldc: usize,
+    first: bool,
+) {
+    let l = V::LANES;
+    let mut acc = [[V::zero(); NB]; MR];
+    // SAFETY: the caller passes panels of kc·MR and kc·NB·l elements and an MR×(NB·l) tile.
+    unsafe {
+        if !first {
+            for (r, row) in acc.iter_mut().enumerate() {
+                for (j, x) in row.iter_mut().enumerate() {
+                    *x = V::load(c.add(r * ldc + j * l));
+                }
+            }
+        }
+        let (mut ap, mut bp) = (ap, bp);
+        for _ in 0..kc {
+            let mut b = [V::zero(); NB];
+            for (j, x) in b.iter_mut().enumerate() {
+                *x = V::load(bp.add(j * l));
+            }
+            for (r, row) in acc.iter_mut().enumerate() {
+                let av = V::bcast(ap.add(r));
+                for (j, x) in row.iter_mut().enumerate() {
+                    *x = V::fma(av, b[j], *x);
+                }
+            }
+            ap = ap.add(MR);
+            bp = bp.add(NB * l);
+        }
+        for (r, row) in acc.iter().enumerate() {
+            for (j, x) in row.iter().enumerate() {
+                V::store(c.add(r * ldc + j * l), *x);
+            }
+        }
+    }
+}
+
+/// B (kc×nc at `src`, row stride `ld`) into NR-wide micro-panels, each kc×NR contiguous.
+#[inline(always)]
+unsafe fn pack_b<V: Lanes, const NB: usize>(kc: usize, nc: usize, src: *const V::E, ld: usize, dst: *mut V::E) {
+    let l = V::LANES;
+    let nr = NB * l;
+    // SAFETY: reads stay in the kc×nc block, writes in roundup(nc, NR)·kc elements.
+    unsafe {
+        for jr in (0..nc).step_by(nr) {
+            let nrv = nr.min(nc - jr);
+            let d = dst.add(jr * kc);
+            for kk in 0..kc {
+                let s = src.add(kk * ld + jr);
+                if nrv == nr {
+                    for j in 0..NB {
+                        V::store(d.add(kk * nr + j * l), V::load(s.add(j * l)));
+                    }
+                } else {
+                    for j in 0..nrv {
+                        V::copy_elem(s.add(j), d.add(kk * nr + j));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A (mc×kc at `src`, row stride `ld`) into MR-tall micro-panels, each kc×MR, column by column.
+#[inline(always)]
+unsafe fn pack_a<V: Lanes, const MR: usize>(mc: usize, kc: usize, src: *const V::E, ld: usize, dst: *mut V::E) {
+    // SAFETY: reads stay in the mc×kc block, writes in roundup(mc, MR)·kc elements.
+    unsafe {
+        for ir in (0..mc).step_by(MR) {
+            let mrv = MR.min(mc - ir);
+            let d = dst.add(ir * kc);
+            for r in 0..mrv {
+                let s = src.add((ir + r) * ld);
+                for kk in 0..kc {
+                    V::copy_elem(s.add(kk), d.add(kk * MR + r));
+                }
+            }
+        }
+    }
+}
+
+/// Copy the valid `mr × nr` corner between C and the tile buffer.
+#[inline(always)]
+unsafe fn copy_tile<V: Lanes>(mr: usize, nr: usize, src: *const V::E, lds: usize, dst: *mut V::E, ldd: usize) {
+    // SAFETY: both tiles hold at least mr rows of nr elements at their strides.
+    unsafe {
+        for r in 0..mr {
+            for j in 0..nr {
+                V::copy_elem(src.add(r * lds + j), dst.add(r * ldd + j));
+            }
+        }
+    }
+}
+
+/// An element type with its variant dispatch and micro-tile shapes.
+pub trait GemmElem: Elem {
+    const NAME: &'static str;
+    /// `(MR, NR)` of the micro-tile of `v`.
+    fn tile(v: Variant) -> (usize, usize);
+    fn run(v: Variant, a: &Args<Self>);
+}
+
+impl GemmElem for f64 {
+    const NAME: &'static str = "dgemm";
+    fn tile(v: Variant) -> (usize, usize) {
+        match v {
+            Variant::Scalar => (4, 2),
+            Variant::Sse => (4, 4),
+            Variant::Avx2 => (6, 8),
+            Variant::Avx512 => (8, 16),
+        }
+    }
+    fn run(v: Variant, a: &Args<f64>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::simd::{F64x2, F64x4, F64x8};
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2(a: &Args<f64>) {
+                gemm::<F64x4, 6, 2>(a)
+            }
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            fn avx512(a: &Args<f64>) {
+                gemm::<F64x8, 8, 2>(a)
+            }
+            match v {
+                Variant::Scalar => gemm::<Sc<false>, 4, 2>(a),
+                Variant::Sse => gemm::<F64x2, 4, 2>(a),
+                Variant::Avx2 => {
+                    assert!(crate::check::runnable(v), "dispatching an AVX2 kernel on a CPU without AVX2+FMA");
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    unsafe { avx2(a) }
+                }
+                Variant::Avx512 => {
+                    assert!(crate::check::runnable(v), "dispatching an AVX-512 kernel on a CPU without AVX-512F");
+                    // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
+                    unsafe { avx512(a) }
+                }
+            }
+        }
+    }
+}
+
+impl GemmElem for f32 {
+    const NAME: &'static str = "sgemm";
+    fn tile(v: Variant) -> (usize, usize) {
+        match v {
+            Variant::Scalar => (4, 2),
+            Variant::Sse => (4, 8),
+            Variant::Avx2 => (6, 16),
+            Variant::Avx512 => (8, 32),
+        }
+    }
+    fn run(v: Variant, a: &Args<f32>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::simd::{F32x4, F32x8, F32x16};
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2(a: &Args<f32>) {
+                gemm::<F32x8, 6, 2>(a)
+            }
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            fn avx512(a: &Args<f32>) {
+                gemm::<F32x16, 8, 2>(a)
+            }
+            match v {
+                Variant::Scalar => gemm::<Sc32, 4, 2>(a),
+                Variant::Sse => gemm::<F32x4, 4, 2>(a),
+                Variant::Avx2 => {
+                    assert!(crate::check::runnable(v), "dispatching an AVX2 kernel on a CPU without AVX2+FMA");
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    unsafe { avx2(a) }
+                }
+                Variant::Avx512 => {
+                    assert!(crate::check::runnable(v), "dispatching an AVX-512 kernel on a CPU without AVX-512F");
+                    // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
+                    unsafe { avx512(a) }
+                }
+            }
+        }
+    }
+}
+
+/// Analytic counts of C = A·B (m×k times k×n) with tile `mr × nr` and blocking `blk`.
+#[allow(clippy::too_many_arguments)]
+pub fn counts_for(m: usize, n: usize, k: usize, mr: usize, nr: usize, blk: Blocking, v: Variant, prec: Precision) -> Counts {
+    let e = prec.bytes();
+    let mut c = Counts::default();
+    let (mut flops, mut loads, mut stores) = (0u64, 0u64, 0u64);
+    let blocks = |len: usize, step: usize| (0..len).step_by(step).map(move |s| step.min(len - s));
+    for ncb in blocks(n, blk.nc) {
+        for (p, kcb) in blocks(k, blk.kc).enumerate() {
+            let first = p == 0;
+            let (ncb64, kcb64) = (ncb as u64, kcb as u64);
+            // pack B
+            loads += kcb64 * ncb64 * e;
+            stores += kcb64 * ncb64 * e;
+            for mcb in blocks(m, blk.mc) {
+                let mcb64 = mcb as u64;
+                // pack A
+                loads += mcb64 * kcb64 * e;
+                stores += mcb64 * kcb64 * e;
+                let (tm, tn) = (mcb.div_ceil(mr) as u64, ncb.div_ceil(nr) as u64);
+                let tiles = tm * tn;
+                let (mr64, nr64) = (mr as u64, nr as u64);
+                flops += tiles * 2 * mr64 * nr64 * kcb64;
+                loads += tiles * kcb64 * (mr64 + nr64) * e;
+                if !first {
+                    loads += tiles * mr64 * nr64 * e;
+                }
+                stores += tiles * mr64 * nr64 * e;
+                // Edge tiles: their valid elements are copied out (and in, after the first block).
+                let full = (mcb / mr * mr * (ncb / nr * nr)) as u64;
+                let edge_valid = mcb64 * ncb64 - full;
+                let copies = if first { 1 } else { 2 };
+                loads += copies * edge_valid * e;
+                stores += copies * edge_valid * e;
+            }
+        }
+    }
+    c.add_flops(class(v, prec), flops);
+    c.core_load_bytes = loads;
+    c.core_store_bytes = stores;
+    c.dram_bytes = (m * k + k * n + 2 * m * n) as u64 * e;
+    c
+}
+
+/// Analytic counts of the square kernel at order `n` with its production blocking.
+pub fn counts<E: GemmElem>(n: usize, v: Variant) -> Counts {
+    let (mr, nr) = E::tile(v);
+    counts_for(n, n, n, mr, nr, Blocking::for_tile(mr, nr, size_of::<E>()), v, E::PRECISION)
+}
+
+pub struct Gemm<E>(PhantomData<E>);
+
+impl<E> Gemm<E> {
+    pub fn new() -> Self {
+        Gemm(PhantomData)
+    }
+}
+
+impl<E> Default for Gemm<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E: GemmElem> Kernel for Gemm<E> {
+    fn name(&self) -> &'static str {
+        E::NAME
+    }
+    fn description(&self) -> &'static str {
+        if E::PRECISION == Precision::F64 {
+            "C = A·B, n×n, blocked + packed, register-tiled FMA micro-kernel (double)"
+        } else {
+            "C = A·B, n×n, blocked + packed, register-tiled FMA micro-kernel (single)"
+        }
+    }
+    fn precision(&self) -> Precision {
+        E::PRECISION
+    }
+    fn variants(&self) -> &'static [Variant] {
+        ALL_VARIANTS
+    }
+    fn formula(&self, v: Variant) -> String {
+        let (mr, nr) = E::tile(v);
+        let e = size_of::<E>();
+        let blk = Blocking::for_tile(mr, nr, e);
+        format!(
+            "W = 2·⌈n/{mr}⌉{mr}·⌈n/{nr}⌉{nr}·n flops (tile {mr}×{nr}, padding executed); core Q ≈ {e}·n²·(n·({mr}+{nr})/({mr}·{nr}) + 2·⌈n/{kc}⌉ + 2 + ⌈n/{nc}⌉) B \
+             (panels, C tile per kc={kc} block, packing); DRAM = {}·n² B (A, B read; C written + allocated)",
+            4 * e,
+            kc = blk.kc,
+            nc = blk.nc
+        )
+    }
+    fn size_unit(&self) -> &'static str {
+        "matrix order"
+    }
+    fn working_set_bytes(&self, n: usize) -> u64 {
+        (3 * size_of::<E>() as u64).saturating_mul(n as u64).saturating_mul(n as u64)
+    }
+    fn size_for_bytes(&self, bytes: u64) -> usize {
+        (((bytes / (3 * size_of::<E>() as u64)) as f64).sqrt() as usize).max(1)
+    }
+    fn counts(&self, n: usize, v: Variant) -> Counts {
+        counts::<E>(n, v)
+    }
+    fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
+        let (mr, nr) = E::tile(v);
+        Ok(Box::new(Mats::<E>::new(n, v, seed, 0, Blocking::for_tile(mr, nr, size_of::<E>()))?))
+    }
+}
+
+/// A, B, C and the packing scratch of one square product.
+pub struct Mats<E: GemmElem> {
+    n: usize,
+    v: Variant,
+    blk: Blocking,
+    a: Buf<E>,
+    b: Buf<E>,
+    c: Buf<E>,
+    apack: Buf<E>,
+    bpack: Buf<E>,
+    ctile: Buf<E>,
+}
+
+// SAFETY: the buffers are owned; the raw pointers only live during `run`.
+unsafe impl<E: GemmElem> Send for Mats<E> {}
+
+impl<E: GemmElem> Mats<E> {
+    pub fn new(n: usize, v: Variant, seed: u64, misalign: usize, blk: Blocking) -> Result<Mats<E>, String> {
+        require_size(n, 1, "matrix order")?;
+        require(v)?;
+        let nn = n.checked_mul(n).ok_or("matrix size overflows")?;
+        require_memory(Gemm::<E>::new().working_set_bytes(n))?;
+        let (mr, nr) = E::tile(v);
+        let mut rng = Rng::new(seed);
+        let mut a = Buf::new(nn, misalign)?;
+        a.fill_random(&mut rng, -1.0, 1.0);
+        let mut b = Buf::new(nn, misalign)?;
+        b.fill_random(&mut rng, -1.0, 1.0);
+        let c = Buf::new(nn, misalign)?;
+        Ok(Mats {
+            n,
+            v,
+            blk,
+            a,
+            b,
+            c,
+            apack: Buf::new(blk.mc.div_ceil(mr) * mr * blk.kc, 0)?,
+            bpack: Buf::new(blk.nc.div_ceil(nr) * nr * blk.kc, 0)?,
+            ctile: Buf::new(mr * nr, 0)?,
+        })
+    }
+
+    fn args(&mut self) -> Args<E> {
+        Args {
+            m: self.n,
+            n: self.n,
+            k: self.n,
+            a: self.a.ptr(),
+            lda: self.n,
+            b: self.b.ptr(),
+            ldb: self.n,
+            c: self.c.mut_ptr(),
+            ldc: self.n,
+            apack: self.apack.mut_ptr(),
+            bpack: self.bpack.mut_ptr(),
+            ctile: self.ctile.mut_ptr(),
+            blk: self.blk,
+        }
+    }
+
+    fn reference_at(&self, i: usize, j: usize) -> f64 {
+        let (a, b, n) = (self.a.as_slice(), self.b.as_slice(), self.n);
+        (0..n).map(|k| a[i * n + k].to_f64() * b[k * n + j].to_f64()).sum()
+    }
+}
+
+impl<E: GemmElem> Instance for Mats<E> {
+    fn run(&mut self) {
+        let a = self.args();
+        E::run(self.v, &a);
+    }
+    fn verify(&mut self) -> Result<(), String> {
+        self.c.poison();
+        self.run();
+        let n = self.n;
+        // Up to 96×96 every entry; beyond, every entry must be finite and 512 seeded
+        // entries must match the reference.
+        let picks: Vec<(usize, usize)> = if n <= 96 {
+            (0..n * n).map(|t| (t / n, t % n)).collect()
+        } else {
+            if let Some(t) = self.c.as_slice().iter().position(|x| !x.to_f64().is_finite()) {
+                return Err(format!("{} C[{}][{}] was not written", E::NAME, t / n, t % n));
+            }
+            let mut rng = Rng::new(n as u64);
+            (0..512).map(|_| (rng.below(n), rng.below(n))).collect()
+        };
+        let got: Vec<E> = picks.iter().map(|&(i, j)| self.c.as_slice()[i * n + j]).collect();
+        let want: Vec<f64> = picks.iter().map(|&(i, j)| self.reference_at(i, j)).collect();
+        let tol = if E::PRECISION == Precision::F64 { 1e-14 } else { 2e-6 } * n as f64;
+        compare(E::NAME, &got, &want, 0.0, tol)
+    }
+    fn counts(&self) -> Counts {
+        let (mr, nr) = E::tile(self.v);
+        counts_for(self.n, self.n, self.n, mr, nr, self.blk, self.v, E::PRECISION)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::fresh_seed;
+    use crate::simd::{Tally, tally_reset, tally_take};
+
+    /// Run the loop nest with the counting type; small blocking so every edge case occurs.
+    fn model<E: GemmElem, V: Lanes<E = E>, const MR: usize, const NB: usize>(n: usize, blk: Blocking) -> Counts {
+        let mut m = Mats::<E>::new(n, Variant::Scalar, 5, 1, blk).unwrap();
+        // Scratch sized for the model's tile, not the scalar variant's.
+        let nr = NB * V::LANES;
+        m.apack = Buf::new(blk.mc.div_ceil(MR) * MR * blk.kc, 0).unwrap();
+        m.bpack = Buf::new(blk.nc.div_ceil(nr) * nr * blk.kc, 0).unwrap();
+        m.ctile = Buf::new(MR * nr, 0).unwrap();
+        m.c.poison();
+        let a = m.args();
+        tally_reset();
+        gemm::<V, MR, NB>(&a);
+        let mut c = tally_take();
+        // The model also computes: its C must be the product.
+        for i in 0..n {
+            for j in 0..n {
+                let want = m.reference_at(i, j);
+                let got = m.c.as_slice()[i * n + j].to_f64();
+                assert!((got - want).abs() <= 1e-5 * n as f64, "model C[{i}][{j}] = {got}, want {want}");
+            }
+        }
+        c.dram_bytes = 0;
+        c
+    }
+
+    fn formula(n: usize, mr: usize, nr: usize, blk: Blocking, v: Variant, p: Precision) -> Counts {
+        let mut c = counts_for(n, n, n, mr, nr, blk, v, p);
+        c.dram_bytes = 0;
+        c
+    }
+
+    #[test]
+    fn counts_match_the_instrumented_loops() {
+        let blk = |mr: usize, nr: usize| Blocking {
+            mc: 2 * mr,
+            kc: 5,
+            nc: 2 * nr,
+        };
+        for n in [1, 3, 8, 13, 17, 33] {
+            let b = blk(4, 2);
+            assert_eq!(
+                model::<f64, Tally<f64, 1, false>, 4, 2>(n, b),
+                formula(n, 4, 2, b, Variant::Scalar, Precision::F64),
+                "n={n}"
+            );
+            let b = blk(4, 4);
+            assert_eq!(
+                model::<f64, Tally<f64, 2, false>, 4, 2>(n, b),
+                formula(n, 4, 4, b, Variant::Sse, Precision::F64),
+                "n={n}"
+            );
+            let b = blk(6, 8);
+            assert_eq!(
+                model::<f64, Tally<f64, 4, false>, 6, 2>(n, b),
+                formula(n, 6, 8, b, Variant::Avx2, Precision::F64),
+                "n={n}"
+            );
+            let b = blk(8, 16);
+            assert_eq!(
+                model::<f64, Tally<f64, 8, true>, 8, 2>(n, b),
+                formula(n, 8, 16, b, Variant::Avx512, Precision::F64),
+                "n={n}"
+            );
+            let b = blk(8, 32);
+            assert_eq!(
+                model::<f32, Tally<f32, 16, true>, 8, 2>(n, b),
+                formula(n, 8, 32, b, Variant::Avx512, Precision::F32),
+                "n={n}"
+            );
+            let b = blk(4, 2);
+            assert_eq!(
+                model::<f32, Tally<f32, 1, false>, 4, 2>(n, b),
+                formula(n, 4, 2, b, Variant::Scalar, Precision::F32),
+                "n={n}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_runnable_variant_matches_the_reference() {
+        let seed = fresh_seed();
+        for v in ALL_VARIANTS.iter().copied().filter(|v| crate::check::runnable(*v)) {
+            let (mr, nr) = f64::tile(v);
+            for (n, mis, blk) in [
+                (1, 0, Blocking::for_tile(mr, nr, 8)),
+                (
+                    37,
+                    1,
+                    Blocking {
+                        mc: 2 * mr,
+                        kc: 7,
+                        nc: 2 * nr,
+                    },
+                ),
+                (61, 3, Blocking::for_tile(mr, nr, 8)),
+            ] {
+                let mut m = Mats::<f64>::new(n, v, seed ^ n as u64, mis, blk).unwrap();
+                m.verify().unwrap_or_else(|e| panic!("seed {seed} dgemm {v} n={n}: {e}"));
+                // A second run accumulates nothing stale: C = A·B again.
+                m.run();
+                m.verify().unwrap_or_else(|e| panic!("seed {seed} dgemm {v} n={n} rerun: {e}"));
+            }
+            let (mr, nr) = f32::tile(v);
+            for (n, mis) in [(5, 2), (45, 1)] {
+                let blk = Blocking {
+                    mc: 2 * mr,
+                    kc: 9,
+                    nc: 2 * nr,
+                };
+                let mut m = Mats::<f32>::new(n, v, seed ^ n as u64, mis, blk).unwrap();
+                m.verify().unwrap_or_else(|e| panic!("seed {seed} sgemm {v} n={n}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn large_orders_verify_by_sampling() {
+        let seed = fresh_seed();
+        let v = [Variant::Avx512, Variant::Avx2, Variant::Sse]
+            .into_iter()
+            .find(|v| crate::check::runnable(*v))
+            .unwrap();
+        let mut m = Gemm::<f64>::new().instance(131, v, seed).unwrap();
+        m.verify().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    }
+}
