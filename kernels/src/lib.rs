@@ -6,6 +6,7 @@
 //! bytes exactly, so the formulas are derived from the loops as written, remainders included.
 
 pub mod api;
+pub mod peak;
 pub mod runner;
 pub mod stream;
 pub mod suite;
