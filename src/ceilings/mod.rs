@@ -288,3 +288,110 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
         warnings,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(host: &Host) -> Ceilings {
+        let bw = |level: &str, kernel: &str, gbs: f64| BandwidthCeiling {
+            level: level.into(),
+            kernel: kernel.into(),
+            isa: "avx2".into(),
+            threads: 1,
+            working_set_bytes: 1 << 14,
+            working_set_per_thread_bytes: 1 << 14,
+            gbs,
+            bytes_convention: bandwidth::CORE.into(),
+            gbs_write_allocate: gbs,
+            gbs_best: gbs,
+            spread: 0.01,
+            samples: 5,
+        };
+        let cp = |isa: &str, mode: &str, gflops: f64| ComputeCeiling {
+            precision: "double".into(),
+            isa: isa.into(),
+            fma: mode != "mul+add",
+            mode: mode.into(),
+            threads: 1,
+            gflops,
+            gflops_best: gflops,
+            spread: 0.0,
+            samples: 5,
+            ghz: Some(3.0),
+            flop_per_cycle: Some(gflops / 3.0),
+            theoretical_gflops: None,
+            percent_of_theoretical: None,
+        };
+        Ceilings {
+            schema: CEILINGS_SCHEMA.into(),
+            tool_version: "test".into(),
+            measured_at_unix: 1,
+            quick: true,
+            threads: vec![1],
+            machine: host.clone(),
+            compute: vec![cp("avx512", "fma", 40.0), cp("avx512", "mul+add", 20.0)],
+            bandwidth: vec![bw("L1", "load", 150.0), bw("L1", "copy", 170.0), bw("DRAM", "triad", 20.0), bw("DRAM", "store_nt", 30.0)],
+            sweep: None,
+            notes: vec![],
+            warnings: vec![],
+        }
+    }
+
+    fn opts(quick: bool, threads: Vec<usize>) -> Options {
+        Options { quick, threads, sweep: false, progress: false }
+    }
+
+    #[test]
+    fn json_round_trip_and_schema_check() {
+        let h = Host::detect();
+        let c = sample(&h);
+        let back = Ceilings::from_json(&c.to_json(), "x").unwrap();
+        assert_eq!(back, c);
+        let wrong = c.to_json().replace("roofline.ceilings/1", "roofline.ceilings/2");
+        assert!(Ceilings::from_json(&wrong, "x").is_err());
+        assert!(Ceilings::from_json("{", "x").is_err());
+    }
+
+    #[test]
+    fn roofs_take_the_best_kernel_per_level_and_skip_nt() {
+        let r = sample(&Host::detect()).roofs(1);
+        assert_eq!(r.bandwidth_gbs.get("l1"), Some(&170.0));
+        assert_eq!(r.bandwidth_gbs.get("dram"), Some(&20.0));
+        assert_eq!(r.compute_gflops.get("double.avx512.fma"), Some(&40.0));
+        assert_eq!(r.compute_gflops.get("double.avx512.mul_add"), Some(&20.0));
+    }
+
+    #[test]
+    fn cache_is_used_only_for_this_machine_and_what_it_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ceilings.json");
+        let h = Host::detect();
+        assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Missing);
+        std::fs::write(&p, "{ not json").unwrap();
+        assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Corrupt(_)));
+        let c = sample(&h);
+        std::fs::write(&p, c.to_json()).unwrap();
+        assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Usable);
+        // A quick cache does not answer a full request, nor other thread counts.
+        assert_eq!(read_cache(&p, &h, &opts(false, vec![1])).0, CacheState::Insufficient);
+        assert_eq!(read_cache(&p, &h, &opts(true, vec![1, 2])).0, CacheState::Insufficient);
+        // Another machine's cache (or one whose machine summary was edited) is refused.
+        let mut other = c.clone();
+        other.machine.brand = "Some Other CPU".into();
+        std::fs::write(&p, other.to_json()).unwrap();
+        assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::OtherMachine { .. }));
+        let mut other = c.clone();
+        other.machine.fingerprint = "0123456789abcdef".into();
+        std::fs::write(&p, other.to_json()).unwrap();
+        assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::OtherMachine { .. }));
+    }
+
+    #[test]
+    fn cache_path_follows_xdg() {
+        // Only checks the shape: the environment is shared by the test threads.
+        if let Some(p) = cache_path() {
+            assert!(p.ends_with("roofline/ceilings.json"));
+        }
+    }
+}
