@@ -20,11 +20,19 @@ pub struct Args {
     pub refresh: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// One figure only, printed as a number (for scripts/compare-peers.sh):
+    /// `peak` (double AVX-512 FMA, else the widest FMA; prints GFLOP/s, GHz, theoretical
+    /// GFLOP/s) or `KERNEL:BYTES` (a streaming kernel at that working set; prints core GB/s).
+    #[arg(long, hide = true, value_name = "FIGURE")]
+    pub figure: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let threads = args.threads.parse()?;
     let out = args.output.check(&["json"])?;
+    if let Some(f) = &args.figure {
+        return figure(f, threads.first().copied().unwrap_or(1));
+    }
     let opts = Options {
         quick: args.quick,
         threads,
@@ -139,4 +147,34 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// `--figure`: one measurement with the full budget, for side-by-side comparisons.
+fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
+    use crate::ceilings::{bandwidth, compute, measure::Budget};
+    use crate::kernels::peak::{PeakMode, PeakSpec};
+    use crate::kernels::stream::Op;
+    let budget = Budget::full();
+    if spec == "peak" {
+        let Some(s) = PeakSpec::all()
+            .into_iter()
+            .filter(|s| s.supported() && s.mode == PeakMode::Fma && s.precision == crate::kernels::Precision::F64)
+            .max_by_key(|s| s.isa)
+        else {
+            anyhow::bail!(crate::Error::unavailable("no FMA on this CPU", "compare mul+add instead"));
+        };
+        let ghz = compute::measure_clock(s.isa, threads, budget);
+        let platform = ceilings::Host::detect().platform();
+        let c = compute::measure_peak(s, threads, budget, ghz, platform.as_ref());
+        println!("{:.3} {} {}", c.gflops, opt(c.ghz, 3), opt(c.theoretical_gflops, 3));
+        return Ok(0);
+    }
+    let bad = || crate::Error::input(format!("--figure {spec}: not peak or KERNEL:BYTES"), "e.g. --figure load:16KiB");
+    let (k, b) = spec.split_once(':').ok_or_else(bad)?;
+    let op = Op::ALL.into_iter().find(|o| o.name() == k).ok_or_else(bad)?;
+    let bytes = crate::util::parse_bytes(b)?;
+    let r = bandwidth::measure(op, bandwidth::widest_variant(), "-", bytes / threads as u64, threads, budget, 1)
+        .map_err(|e| crate::Error::input(e, "choose a smaller size"))?;
+    println!("{:.3}", r.gbs);
+    Ok(0)
 }
