@@ -6,7 +6,10 @@ use assert_cmd::Command;
 fn roofline() -> Command {
     let mut c = Command::cargo_bin("roofline").unwrap();
     // Never touch the user's cache from tests.
-    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("roofline-test-cache-{}", std::process::id())));
+    c.env(
+        "XDG_CACHE_HOME",
+        std::env::temp_dir().join(format!("roofline-test-cache-{}", std::process::id())),
+    );
     c
 }
 
@@ -16,7 +19,10 @@ fn refused(args: &[&str], needle: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: {err}");
-    assert!(err.lines().next().is_some_and(|l| !l.is_empty()), "{args:?}: a one-line cause first");
+    assert!(
+        err.lines().next().is_some_and(|l| !l.is_empty()),
+        "{args:?}: a one-line cause first"
+    );
     assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     // Refused before measuring (a quick measurement takes seconds).
     assert!(t0.elapsed().as_secs() < 5, "{args:?} took {:?}", t0.elapsed());
@@ -44,7 +50,21 @@ fn sweep_bad_input() {
 
 #[test]
 fn a_short_sweep_has_levels_a_fit_and_growing_sizes() {
-    let out = roofline().args(["sweep", "load", "--from", "4KiB", "--to", "128KiB", "--factor", "2", "--no-ceilings", "--json"]).output().unwrap();
+    let out = roofline()
+        .args([
+            "sweep",
+            "load",
+            "--from",
+            "4KiB",
+            "--to",
+            "128KiB",
+            "--factor",
+            "2",
+            "--no-ceilings",
+            "--json",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], "roofline.sweep/1");

@@ -15,10 +15,18 @@ struct Tally {
 /// Step the loop structure of `op` for `n` elements, `peel` of them before alignment.
 fn model(op: Op, prec: Precision, v: Variant, n: u64, peel: u64) -> Tally {
     let size = prec.bytes();
-    let w = if v == Variant::Scalar { 1 } else { v.width_bits() as u64 / 8 / size };
+    let w = if v == Variant::Scalar {
+        1
+    } else {
+        v.width_bits() as u64 / 8 / size
+    };
     let sc = FlopClass::of(prec, 64, true);
     let vc = FlopClass::of(prec, v.width_bits(), v == Variant::Scalar);
-    let mut t = Tally { flops: BTreeMap::new(), load: 0, store: 0 };
+    let mut t = Tally {
+        flops: BTreeMap::new(),
+        load: 0,
+        store: 0,
+    };
     let mut add = |t: &mut Tally, c: FlopClass, f: u64| {
         if f > 0 {
             *t.flops.entry(c).or_insert(0) += f
@@ -116,7 +124,10 @@ fn misaligned_nt_instances_count_their_peel() {
     if !Variant::Avx512.supported() {
         return;
     }
-    let k = StreamKernel { op: Op::StoreNt, precision: Precision::F64 };
+    let k = StreamKernel {
+        op: Op::StoreNt,
+        precision: Precision::F64,
+    };
     let mut inst = k.instance_misaligned(100, Variant::Avx512, 3, 3).unwrap();
     // 3 elements past a 64-byte boundary: 5 scalar stores reach the next one.
     let c = inst.counts();

@@ -6,7 +6,10 @@ use roofline::kernels::stream::{Op, SplitMix, StreamKernel};
 use roofline::kernels::{Instance, Kernel, Variant};
 
 fn fresh_seed() -> u64 {
-    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     eprintln!("seed {s}");
     s
 }
@@ -14,12 +17,22 @@ fn fresh_seed() -> u64 {
 #[test]
 fn all_kernels_all_variants_random_sizes_and_offsets() {
     let mut rng = SplitMix(fresh_seed());
-    for k in roofline::kernels::api::all().into_iter().filter(|k| roofline::kernels::stream::kernels().iter().any(|s| s.name() == k.name())) {
+    for k in roofline::kernels::api::all()
+        .into_iter()
+        .filter(|k| roofline::kernels::stream::kernels().iter().any(|s| s.name() == k.name()))
+    {
         let op = *Op::ALL.iter().find(|o| o.name() == k.name().trim_end_matches("_f32")).unwrap();
-        let sk = StreamKernel { op, precision: k.precision() };
+        let sk = StreamKernel {
+            op,
+            precision: k.precision(),
+        };
         for &v in k.variants() {
             if !v.supported() {
-                assert!(k.instance(64, v, 1).is_err(), "{} {v}: unsupported variant must be refused", k.name());
+                assert!(
+                    k.instance(64, v, 1).is_err(),
+                    "{} {v}: unsupported variant must be refused",
+                    k.name()
+                );
                 continue;
             }
             for _ in 0..6 {
@@ -39,12 +52,20 @@ fn all_kernels_all_variants_random_sizes_and_offsets() {
 
 #[test]
 fn threaded_team_runs_every_instance() {
-    let k = StreamKernel { op: Op::Triad, precision: roofline::kernels::Precision::F64 };
+    let k = StreamKernel {
+        op: Op::Triad,
+        precision: roofline::kernels::Precision::F64,
+    };
     let v = Variant::ALL.into_iter().rev().find(|v| v.supported()).unwrap();
     let team: Vec<Box<dyn Instance>> = (0..2).map(|i| k.instance(4099, v, i).unwrap()).collect();
     let samples = roofline::kernels::runner::time_team(
         team,
-        roofline::kernels::runner::Repeat { min_total: std::time::Duration::from_millis(1), min_samples: 3, max_samples: 5, warmup: 1 },
+        roofline::kernels::runner::Repeat {
+            min_total: std::time::Duration::from_millis(1),
+            min_samples: 3,
+            max_samples: 5,
+            warmup: 1,
+        },
     );
     assert!((3..=5).contains(&samples.len()));
     assert!(samples.iter().all(|s| *s > 0.0));

@@ -282,37 +282,161 @@ mod imp {
         a
     }
 
-    peak_loop!(scalar_muladd_d, "sse2", __m128d, xmm_reg, _mm_set1_pd, no_fma_pd, mul_sd, add_sd, |v| _mm_cvtsd_f64(v));
-    peak_loop!(scalar_fma_d, "fma,avx", __m128d, xmm_reg, _mm_set1_pd, _mm_fmadd_sd, _mm_mul_sd, _mm_add_sd, |v| _mm_cvtsd_f64(v));
-    peak_loop!(sse_muladd_d, "sse2", __m128d, xmm_reg, _mm_set1_pd, no_fma_pd, _mm_mul_pd, _mm_add_pd, |v| _mm_cvtsd_f64(v));
-    peak_loop!(sse_fma_d, "fma,avx", __m128d, xmm_reg, _mm_set1_pd, _mm_fmadd_pd, _mm_mul_pd, _mm_add_pd, |v| _mm_cvtsd_f64(v));
-    peak_loop!(avx_muladd_d, "avx", __m256d, ymm_reg, _mm256_set1_pd, no_fma256_pd, _mm256_mul_pd, _mm256_add_pd, |v| {
-        _mm256_cvtsd_f64(v)
-    });
-    peak_loop!(avx2_fma_d, "avx2,fma", __m256d, ymm_reg, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_mul_pd, _mm256_add_pd, |v| {
-        _mm256_cvtsd_f64(v)
-    });
-    peak_loop!(avx512_d, "avx512f", __m512d, zmm_reg, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_mul_pd, _mm512_add_pd, |v| {
-        _mm512_reduce_add_pd(v)
-    });
+    peak_loop!(
+        scalar_muladd_d,
+        "sse2",
+        __m128d,
+        xmm_reg,
+        _mm_set1_pd,
+        no_fma_pd,
+        mul_sd,
+        add_sd,
+        |v| _mm_cvtsd_f64(v)
+    );
+    peak_loop!(
+        scalar_fma_d,
+        "fma,avx",
+        __m128d,
+        xmm_reg,
+        _mm_set1_pd,
+        _mm_fmadd_sd,
+        _mm_mul_sd,
+        _mm_add_sd,
+        |v| _mm_cvtsd_f64(v)
+    );
+    peak_loop!(
+        sse_muladd_d,
+        "sse2",
+        __m128d,
+        xmm_reg,
+        _mm_set1_pd,
+        no_fma_pd,
+        _mm_mul_pd,
+        _mm_add_pd,
+        |v| _mm_cvtsd_f64(v)
+    );
+    peak_loop!(
+        sse_fma_d,
+        "fma,avx",
+        __m128d,
+        xmm_reg,
+        _mm_set1_pd,
+        _mm_fmadd_pd,
+        _mm_mul_pd,
+        _mm_add_pd,
+        |v| _mm_cvtsd_f64(v)
+    );
+    peak_loop!(
+        avx_muladd_d,
+        "avx",
+        __m256d,
+        ymm_reg,
+        _mm256_set1_pd,
+        no_fma256_pd,
+        _mm256_mul_pd,
+        _mm256_add_pd,
+        |v| { _mm256_cvtsd_f64(v) }
+    );
+    peak_loop!(
+        avx2_fma_d,
+        "avx2,fma",
+        __m256d,
+        ymm_reg,
+        _mm256_set1_pd,
+        _mm256_fmadd_pd,
+        _mm256_mul_pd,
+        _mm256_add_pd,
+        |v| { _mm256_cvtsd_f64(v) }
+    );
+    peak_loop!(
+        avx512_d,
+        "avx512f",
+        __m512d,
+        zmm_reg,
+        _mm512_set1_pd,
+        _mm512_fmadd_pd,
+        _mm512_mul_pd,
+        _mm512_add_pd,
+        |v| { _mm512_reduce_add_pd(v) }
+    );
 
-    peak_loop!(scalar_muladd_s, "sse", __m128, xmm_reg, _mm_set1_ps, no_fma_ps, mul_ss, add_ss, |v| _mm_cvtss_f32(v) as f64);
-    peak_loop!(scalar_fma_s, "fma,avx", __m128, xmm_reg, _mm_set1_ps, _mm_fmadd_ss, _mm_mul_ss, _mm_add_ss, |v| {
-        _mm_cvtss_f32(v) as f64
-    });
-    peak_loop!(sse_muladd_s, "sse", __m128, xmm_reg, _mm_set1_ps, no_fma_ps, _mm_mul_ps, _mm_add_ps, |v| _mm_cvtss_f32(v) as f64);
-    peak_loop!(sse_fma_s, "fma,avx", __m128, xmm_reg, _mm_set1_ps, _mm_fmadd_ps, _mm_mul_ps, _mm_add_ps, |v| {
-        _mm_cvtss_f32(v) as f64
-    });
-    peak_loop!(avx_muladd_s, "avx", __m256, ymm_reg, _mm256_set1_ps, no_fma256_ps, _mm256_mul_ps, _mm256_add_ps, |v| {
-        _mm256_cvtss_f32(v) as f64
-    });
-    peak_loop!(avx2_fma_s, "avx2,fma", __m256, ymm_reg, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_add_ps, |v| {
-        _mm256_cvtss_f32(v) as f64
-    });
-    peak_loop!(avx512_s, "avx512f", __m512, zmm_reg, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps, |v| {
-        _mm512_reduce_add_ps(v) as f64
-    });
+    peak_loop!(
+        scalar_muladd_s,
+        "sse",
+        __m128,
+        xmm_reg,
+        _mm_set1_ps,
+        no_fma_ps,
+        mul_ss,
+        add_ss,
+        |v| _mm_cvtss_f32(v) as f64
+    );
+    peak_loop!(
+        scalar_fma_s,
+        "fma,avx",
+        __m128,
+        xmm_reg,
+        _mm_set1_ps,
+        _mm_fmadd_ss,
+        _mm_mul_ss,
+        _mm_add_ss,
+        |v| { _mm_cvtss_f32(v) as f64 }
+    );
+    peak_loop!(
+        sse_muladd_s,
+        "sse",
+        __m128,
+        xmm_reg,
+        _mm_set1_ps,
+        no_fma_ps,
+        _mm_mul_ps,
+        _mm_add_ps,
+        |v| _mm_cvtss_f32(v) as f64
+    );
+    peak_loop!(
+        sse_fma_s,
+        "fma,avx",
+        __m128,
+        xmm_reg,
+        _mm_set1_ps,
+        _mm_fmadd_ps,
+        _mm_mul_ps,
+        _mm_add_ps,
+        |v| { _mm_cvtss_f32(v) as f64 }
+    );
+    peak_loop!(
+        avx_muladd_s,
+        "avx",
+        __m256,
+        ymm_reg,
+        _mm256_set1_ps,
+        no_fma256_ps,
+        _mm256_mul_ps,
+        _mm256_add_ps,
+        |v| { _mm256_cvtss_f32(v) as f64 }
+    );
+    peak_loop!(
+        avx2_fma_s,
+        "avx2,fma",
+        __m256,
+        ymm_reg,
+        _mm256_set1_ps,
+        _mm256_fmadd_ps,
+        _mm256_mul_ps,
+        _mm256_add_ps,
+        |v| { _mm256_cvtss_f32(v) as f64 }
+    );
+    peak_loop!(
+        avx512_s,
+        "avx512f",
+        __m512,
+        zmm_reg,
+        _mm512_set1_ps,
+        _mm512_fmadd_ps,
+        _mm512_mul_ps,
+        _mm512_add_ps,
+        |v| { _mm512_reduce_add_ps(v) as f64 }
+    );
 
     /// # Safety
     /// The CPU must have the features of `spec` (`PeakSpec::supported`).
@@ -446,11 +570,23 @@ mod tests {
 
     #[test]
     fn flops_per_round() {
-        let s = PeakSpec { precision: Precision::F64, isa: PeakIsa::Avx512, mode: PeakMode::Fma };
+        let s = PeakSpec {
+            precision: Precision::F64,
+            isa: PeakIsa::Avx512,
+            mode: PeakMode::Fma,
+        };
         assert_eq!(s.flops_per_round(), 12 * 2 * 8);
-        let s = PeakSpec { precision: Precision::F32, isa: PeakIsa::Avx, mode: PeakMode::MulAdd };
+        let s = PeakSpec {
+            precision: Precision::F32,
+            isa: PeakIsa::Avx,
+            mode: PeakMode::MulAdd,
+        };
         assert_eq!(s.flops_per_round(), 12 * 8);
-        let s = PeakSpec { precision: Precision::F64, isa: PeakIsa::Avx2, mode: PeakMode::FmaAdd };
+        let s = PeakSpec {
+            precision: Precision::F64,
+            isa: PeakIsa::Avx2,
+            mode: PeakMode::FmaAdd,
+        };
         assert_eq!(s.flops_per_round(), (16 + 7) * 4);
         assert!(!PeakSpec::all().iter().any(|s| s.isa == PeakIsa::Avx && s.mode == PeakMode::Fma));
     }

@@ -1358,7 +1358,8 @@ impl<T: Elem> Instance for StreamInstance<T> {
                 };
                 // Worst-case bound of a recursive sum of n terms in precision eps.
                 let tol = 2.0 * eps * (self.a.n as f64 + ACCS as f64 + 16.0) * mag + f64::MIN_POSITIVE;
-                if !((got - want_res).abs() <= tol) {
+                let within = (got - want_res).abs() <= tol; // false for NaN
+                if !within {
                     return Err(format!("{name}: result {got}, reference {want_res} (tolerance {tol:e})"));
                 }
             }
@@ -1367,7 +1368,8 @@ impl<T: Elem> Instance for StreamInstance<T> {
                     let g = g.to_f64();
                     // One rounding per operation (FMA: one for two), relative to the operands.
                     let tol = 4.0 * eps * (w.abs() + 1.0);
-                    if !((g - w).abs() <= tol) {
+                    let within = (g - w).abs() <= tol; // false for NaN
+                    if !within {
                         return Err(format!("{name}: a[{i}] = {g}, reference {w}"));
                     }
                 }

@@ -56,24 +56,34 @@ pub fn level_sizes(host: &Host, threads: usize) -> (Vec<(String, u64)>, Vec<Stri
     for c in &levels {
         let per_thread = share(c.size_bytes, c.shared_by_threads) / 2;
         // Above the previous level's capacity, or the level measures nothing new.
-        let floor = levels.iter().filter(|p| p.level < c.level).map(|p| 2 * share(p.size_bytes, p.shared_by_threads)).max().unwrap_or(0);
+        let floor = levels
+            .iter()
+            .filter(|p| p.level < c.level)
+            .map(|p| 2 * share(p.size_bytes, p.shared_by_threads))
+            .max()
+            .unwrap_or(0);
         if c.level > 1 && per_thread <= floor {
-            notes.push(format!("L{}: per-thread share too small against L{} ({} B): skipped", c.level, c.level - 1, per_thread));
+            notes.push(format!(
+                "L{}: per-thread share too small against L{} ({} B): skipped",
+                c.level,
+                c.level - 1,
+                per_thread
+            ));
             continue;
         }
         out.push((format!("L{}", c.level), per_thread.max(4096)));
     }
     let want = 4 * host.llc_total_bytes();
     let mut dram = want;
-    if let Some(avail) = roofline_kernels::stream::available_memory_bytes() {
-        if dram > avail / 2 {
-            dram = avail / 2;
-            notes.push(format!(
-                "DRAM working set capped at {} (half of available memory) instead of 4× LLC = {}",
-                crate::util::fmt_bytes(dram as f64),
-                crate::util::fmt_bytes(want as f64)
-            ));
-        }
+    if let Some(avail) = roofline_kernels::stream::available_memory_bytes()
+        && dram > avail / 2
+    {
+        dram = avail / 2;
+        notes.push(format!(
+            "DRAM working set capped at {} (half of available memory) instead of 4× LLC = {}",
+            crate::util::fmt_bytes(dram as f64),
+            crate::util::fmt_bytes(want as f64)
+        ));
     }
     out.push(("DRAM".to_string(), (dram / t).max(4096)));
     (out, notes)
@@ -89,7 +99,10 @@ pub fn measure(
     budget: Budget,
     seed: u64,
 ) -> Result<BandwidthCeiling, String> {
-    let k = StreamKernel { op, precision: Precision::F64 };
+    let k = StreamKernel {
+        op,
+        precision: Precision::F64,
+    };
     let n = k.size_for_bytes(per_thread);
     let mut probe = k.instance(n, variant, seed)?;
     let one = time_one(probe.as_mut());
@@ -138,9 +151,21 @@ mod tests {
     fn sizes_follow_the_hierarchy_and_thread_share() {
         let h = host(
             vec![
-                CacheLevel { level: 1, size_bytes: 48 << 10, shared_by_threads: 2 },
-                CacheLevel { level: 2, size_bytes: 2 << 20, shared_by_threads: 2 },
-                CacheLevel { level: 3, size_bytes: 64 << 20, shared_by_threads: 16 },
+                CacheLevel {
+                    level: 1,
+                    size_bytes: 48 << 10,
+                    shared_by_threads: 2,
+                },
+                CacheLevel {
+                    level: 2,
+                    size_bytes: 2 << 20,
+                    shared_by_threads: 2,
+                },
+                CacheLevel {
+                    level: 3,
+                    size_bytes: 64 << 20,
+                    shared_by_threads: 16,
+                },
             ],
             16,
         );

@@ -91,7 +91,9 @@ pub fn measure_clock(isa: PeakIsa, threads: usize, budget: Budget) -> Option<f64
     let mut probe = ClockInstance { isa, rounds: 10_000 };
     let per_round = time_one(&mut probe) / 10_000.0;
     let rounds = reps_for(per_round, budget.sample);
-    let team: Vec<Box<dyn Instance>> = (0..threads).map(|_| Box::new(ClockInstance { isa, rounds }) as Box<dyn Instance>).collect();
+    let team: Vec<Box<dyn Instance>> = (0..threads)
+        .map(|_| Box::new(ClockInstance { isa, rounds }) as Box<dyn Instance>)
+        .collect();
     let samples = time_instances(team, budget);
     // The fastest sample is the least disturbed by other tenants: the clock itself.
     let s = stats(&samples);
@@ -103,7 +105,9 @@ pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, ghz: Option<
     let mut probe = PeakInstance { spec, rounds: 20_000 };
     let per_round = time_one(&mut probe) / 20_000.0;
     let rounds = reps_for(per_round, budget.sample);
-    let team: Vec<Box<dyn Instance>> = (0..threads).map(|_| Box::new(PeakInstance { spec, rounds }) as Box<dyn Instance>).collect();
+    let team: Vec<Box<dyn Instance>> = (0..threads)
+        .map(|_| Box::new(PeakInstance { spec, rounds }) as Box<dyn Instance>)
+        .collect();
     let flops = (spec.flops_per_round() * rounds * threads as u64) as f64;
     let samples = time_instances(team, budget);
     let s = stats(&samples);
@@ -146,21 +150,30 @@ mod tests {
     #[test]
     fn theoretical_mixes_follow_the_pipes() {
         let zen4 = Platform::load("zen4").unwrap();
-        let spec = |isa, mode| PeakSpec { precision: Precision::F64, isa, mode };
+        let spec = |isa, mode| PeakSpec {
+            precision: Precision::F64,
+            isa,
+            mode,
+        };
         // Zen 4: 512-bit FMA double-pumped: 1 pipe × 8 lanes × 2.
         assert_eq!(theoretical_flop_per_cycle(&zen4, &spec(PeakIsa::Avx512, PeakMode::Fma)), Some(16.0));
         // 256-bit: 2 FMA + 2 FADD pipes: FMA+add mix = (2·2 + 2) × 4 lanes.
-        assert_eq!(theoretical_flop_per_cycle(&zen4, &spec(PeakIsa::Avx2, PeakMode::FmaAdd)), Some(24.0));
+        assert_eq!(
+            theoretical_flop_per_cycle(&zen4, &spec(PeakIsa::Avx2, PeakMode::FmaAdd)),
+            Some(24.0)
+        );
         // mul on the FMA pipes, add on the adders: 4 instructions per cycle.
         assert_eq!(theoretical_flop_per_cycle(&zen4, &spec(PeakIsa::Avx, PeakMode::MulAdd)), Some(16.0));
         let skx = Platform::load("skx").unwrap();
-        if let Some(p) = skx.pipes(256) {
-            if p.fma > 0 && p.add == 0 && p.mul == 0 {
-                // Intel: mul and add share the FMA ports: half the FMA flops.
-                let fma = theoretical_flop_per_cycle(&skx, &spec(PeakIsa::Avx2, PeakMode::Fma)).unwrap();
-                let ma = theoretical_flop_per_cycle(&skx, &spec(PeakIsa::Avx, PeakMode::MulAdd)).unwrap();
-                assert_eq!(ma * 2.0, fma);
-            }
+        if let Some(p) = skx.pipes(256)
+            && p.fma > 0
+            && p.add == 0
+            && p.mul == 0
+        {
+            // Intel: mul and add share the FMA ports: half the FMA flops.
+            let fma = theoretical_flop_per_cycle(&skx, &spec(PeakIsa::Avx2, PeakMode::Fma)).unwrap();
+            let ma = theoretical_flop_per_cycle(&skx, &spec(PeakIsa::Avx, PeakMode::MulAdd)).unwrap();
+            assert_eq!(ma * 2.0, fma);
         }
     }
 
@@ -170,10 +183,13 @@ mod tests {
         let all = specs(false);
         assert!(q.iter().all(|s| all.contains(s)));
         assert!(q.len() <= all.len());
-        if let Some(w) = all.iter().map(|s| s.isa).max() {
-            if has_fma(Some(w)) {
-                assert!(q.iter().any(|s| s.isa == w && s.mode == PeakMode::Fma && s.precision == Precision::F64));
-            }
+        if let Some(w) = all.iter().map(|s| s.isa).max()
+            && has_fma(Some(w))
+        {
+            assert!(
+                q.iter()
+                    .any(|s| s.isa == w && s.mode == PeakMode::Fma && s.precision == Precision::F64)
+            );
         }
     }
 }

@@ -40,9 +40,21 @@ impl Host {
             Some(c) if !c.is_empty() => (c, "sysfs".to_string()),
             _ => (
                 vec![
-                    CacheLevel { level: 1, size_bytes: 32 << 10, shared_by_threads: 1 },
-                    CacheLevel { level: 2, size_bytes: 1 << 20, shared_by_threads: 1 },
-                    CacheLevel { level: 3, size_bytes: 32 << 20, shared_by_threads: logical_cpus },
+                    CacheLevel {
+                        level: 1,
+                        size_bytes: 32 << 10,
+                        shared_by_threads: 1,
+                    },
+                    CacheLevel {
+                        level: 2,
+                        size_bytes: 1 << 20,
+                        shared_by_threads: 1,
+                    },
+                    CacheLevel {
+                        level: 3,
+                        size_bytes: 32 << 20,
+                        shared_by_threads: logical_cpus,
+                    },
                 ],
                 "default".to_string(),
             ),
@@ -105,16 +117,20 @@ impl Host {
 
 /// The embedded platform matching vendor, family and model.
 pub fn platform_for(vendor: &str, family: u32, model: u32) -> Option<Platform> {
-    Platform::embedded().into_iter().filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family)).find(|p| {
-        p.identify.models.is_empty() || p.identify.models.contains(&model)
-    })
+    Platform::embedded()
+        .into_iter()
+        .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family))
+        .find(|p| p.identify.models.is_empty() || p.identify.models.contains(&model))
 }
 
 #[cfg(target_arch = "x86_64")]
 fn cpuid_identity() -> (String, String, u32, u32, u32, Option<String>) {
     let c = raw_cpuid::CpuId::new();
     let vendor = c.get_vendor_info().map(|v| v.as_str().to_string()).unwrap_or_default();
-    let brand = c.get_processor_brand_string().map(|b| b.as_str().trim().to_string()).unwrap_or_default();
+    let brand = c
+        .get_processor_brand_string()
+        .map(|b| b.as_str().trim().to_string())
+        .unwrap_or_default();
     let (f, m, s) = c
         .get_feature_info()
         .map(|fi| (fi.family_id() as u32, fi.model_id() as u32, fi.stepping_id() as u32))
@@ -175,7 +191,11 @@ fn sysfs_caches() -> Option<Vec<CacheLevel>> {
         let level: u32 = read("level").and_then(|l| l.trim().parse().ok())?;
         let size = read("size").and_then(|s| parse_sysfs_size(&s))?;
         let shared = read("shared_cpu_list").and_then(|s| count_cpu_list(&s)).unwrap_or(1);
-        out.push(CacheLevel { level, size_bytes: size, shared_by_threads: shared.max(1) });
+        out.push(CacheLevel {
+            level,
+            size_bytes: size,
+            shared_by_threads: shared.max(1),
+        });
     }
     out.sort_by_key(|c| c.level);
     Some(out)

@@ -68,7 +68,11 @@ impl Instance for PeakInstance {
     }
     fn verify(&mut self) -> Result<(), String> {
         let r = self.spec.run(10);
-        if r.is_finite() { Ok(()) } else { Err(format!("peak loop {:?} gave {r}", self.spec)) }
+        if r.is_finite() {
+            Ok(())
+        } else {
+            Err(format!("peak loop {:?} gave {r}", self.spec))
+        }
     }
     fn counts(&self) -> Counts {
         let mut c = Counts::default();

@@ -76,7 +76,12 @@ impl Ceilings {
     /// compute figure per `precision.isa.mode`, and per level the best core-side bandwidth of
     /// the kernels with ordinary stores or none.
     pub fn roofs(&self, threads: u32) -> Roofs {
-        let t = self.threads.iter().copied().min_by_key(|&t| (t as i64 - threads as i64).abs()).unwrap_or(threads);
+        let t = self
+            .threads
+            .iter()
+            .copied()
+            .min_by_key(|&t| (t as i64 - threads as i64).abs())
+            .unwrap_or(threads);
         let mut r = Roofs {
             kind: "empirical".to_string(),
             compute_gflops: Default::default(),
@@ -165,7 +170,10 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
             (CacheState::Usable, Some(c)) => return Ok(c),
             (CacheState::Corrupt(why), _) => eprintln!("roofline: ignoring corrupt ceilings cache {} ({why}); re-measuring", p.display()),
             (CacheState::OtherMachine { cached, here }, _) => {
-                eprintln!("roofline: ceilings cache {} is from another machine ({cached}, this is {here}); re-measuring", p.display())
+                eprintln!(
+                    "roofline: ceilings cache {} is from another machine ({cached}, this is {here}); re-measuring",
+                    p.display()
+                )
             }
             (CacheState::Insufficient, _) => eprintln!("roofline: ceilings cache lacks what was asked for; measuring"),
             _ => {}
@@ -173,7 +181,8 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
     }
     let c = measure(&host, opts)?;
     if let Some(p) = &path {
-        let written = p.parent().map(std::fs::create_dir_all).transpose().is_ok() && crate::util::write_atomic(p, c.to_json().as_bytes()).is_ok();
+        let written =
+            p.parent().map(std::fs::create_dir_all).transpose().is_ok() && crate::util::write_atomic(p, c.to_json().as_bytes()).is_ok();
         if !written {
             eprintln!("roofline: could not write the ceilings cache {}", p.display());
         }
@@ -182,7 +191,10 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
 }
 
 fn seed() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0x5eed)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x5eed)
 }
 
 /// Measure everything `opts` asks for on `host`.
@@ -212,9 +224,16 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
             (t, sizes)
         })
         .collect();
-    let bw_count: usize = plan.iter().map(|(_, s)| s.len() * bandwidth::LEVEL_KERNELS.len() + bandwidth::DRAM_ONLY_KERNELS.len()).sum();
+    let bw_count: usize = plan
+        .iter()
+        .map(|(_, s)| s.len() * bandwidth::LEVEL_KERNELS.len() + bandwidth::DRAM_ONLY_KERNELS.len())
+        .sum();
     let sweep_sizes = if opts.sweep {
-        sweep::sizes(4096, plan.first().and_then(|(_, s)| s.last()).map(|(_, b)| *b).unwrap_or(128 << 20), 1.25)
+        sweep::sizes(
+            4096,
+            plan.first().and_then(|(_, s)| s.last()).map(|(_, b)| *b).unwrap_or(128 << 20),
+            1.25,
+        )
     } else {
         vec![]
     };
@@ -225,17 +244,29 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
         indicatif::ProgressBar::hidden()
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("ceilings {bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template("ceilings {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut clocks = compute::Clocks::default();
     let mut compute_out = Vec::new();
     for &t in &opts.threads {
         for s in &specs {
-            bar.set_message(format!("{} {} {} ×{t}", compute::precision_name(s.precision), s.isa.name(), s.mode.name()));
+            bar.set_message(format!(
+                "{} {} {} ×{t}",
+                compute::precision_name(s.precision),
+                s.isa.name(),
+                s.mode.name()
+            ));
             let ghz = clocks.get(s.isa, t, budget);
             let c = compute::measure_peak(*s, t, budget, ghz, platform.as_ref());
             if c.spread > measure::SPREAD_WARNING {
-                warnings.push(format!("{} {} {} ×{t}: spread {:.1} %", c.precision, c.isa, c.mode, 100.0 * c.spread));
+                warnings.push(format!(
+                    "{} {} {} ×{t}: spread {:.1} %",
+                    c.precision,
+                    c.isa,
+                    c.mode,
+                    100.0 * c.spread
+                ));
             }
             compute_out.push(c);
             bar.inc(1);
@@ -251,7 +282,8 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
             }
             for op in ops {
                 bar.set_message(format!("{level} {} ×{t}", op.name()));
-                let b = bandwidth::measure(op, variant, level, *per_thread, *t, budget, s0).map_err(|e| Error::unavailable(e, "try fewer threads"))?;
+                let b = bandwidth::measure(op, variant, level, *per_thread, *t, budget, s0)
+                    .map_err(|e| Error::unavailable(e, "try fewer threads"))?;
                 if b.spread > measure::SPREAD_WARNING {
                     warnings.push(format!("{} {} ×{t}: spread {:.1} %", b.level, b.kernel, 100.0 * b.spread));
                 }
@@ -267,7 +299,8 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
             precision: roofline_kernels::Precision::F64,
         };
         bar.set_message("sweep");
-        let mut sw = sweep::run(host, &k, variant, &sweep_sizes, t, Budget::quick(), s0, || bar.inc(1)).map_err(|e| Error::unavailable(e, ""))?;
+        let mut sw =
+            sweep::run(host, &k, variant, &sweep_sizes, t, Budget::quick(), s0, || bar.inc(1)).map_err(|e| Error::unavailable(e, ""))?;
         sw.factor = 1.25;
         Some(sw)
     } else {
@@ -277,7 +310,10 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
     Ok(Ceilings {
         schema: CEILINGS_SCHEMA.to_string(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        measured_at_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        measured_at_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
         quick: opts.quick,
         threads: opts.threads.iter().map(|t| *t as u32).collect(),
         machine: host.clone(),
@@ -331,7 +367,12 @@ mod tests {
             threads: vec![1],
             machine: host.clone(),
             compute: vec![cp("avx512", "fma", 40.0), cp("avx512", "mul+add", 20.0)],
-            bandwidth: vec![bw("L1", "load", 150.0), bw("L1", "copy", 170.0), bw("DRAM", "triad", 20.0), bw("DRAM", "store_nt", 30.0)],
+            bandwidth: vec![
+                bw("L1", "load", 150.0),
+                bw("L1", "copy", 170.0),
+                bw("DRAM", "triad", 20.0),
+                bw("DRAM", "store_nt", 30.0),
+            ],
             sweep: None,
             notes: vec![],
             warnings: vec![],
@@ -339,7 +380,12 @@ mod tests {
     }
 
     fn opts(quick: bool, threads: Vec<usize>) -> Options {
-        Options { quick, threads, sweep: false, progress: false }
+        Options {
+            quick,
+            threads,
+            sweep: false,
+            progress: false,
+        }
     }
 
     #[test]
@@ -380,11 +426,17 @@ mod tests {
         let mut other = c.clone();
         other.machine.brand = "Some Other CPU".into();
         std::fs::write(&p, other.to_json()).unwrap();
-        assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::OtherMachine { .. }));
+        assert!(matches!(
+            read_cache(&p, &h, &opts(true, vec![1])).0,
+            CacheState::OtherMachine { .. }
+        ));
         let mut other = c.clone();
         other.machine.fingerprint = "0123456789abcdef".into();
         std::fs::write(&p, other.to_json()).unwrap();
-        assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::OtherMachine { .. }));
+        assert!(matches!(
+            read_cache(&p, &h, &opts(true, vec![1])).0,
+            CacheState::OtherMachine { .. }
+        ));
     }
 
     #[test]

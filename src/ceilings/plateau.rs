@@ -149,7 +149,10 @@ mod tests {
 
     #[test]
     fn finds_each_level_and_its_boundary() {
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
         eprintln!("plateau seed {seed}");
         let levels = [(32 << 10, 400.0), (1 << 20, 150.0), (32 << 20, 60.0), (u64::MAX, 20.0)];
         let pts = hierarchy(&levels, 0.02, seed);

@@ -58,7 +58,11 @@ pub struct LinearFit {
 }
 
 pub fn fit(points: &[(f64, f64)]) -> Option<LinearFit> {
-    let pts: Vec<(f64, f64)> = points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite() && *y > 0.0).collect();
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && *y > 0.0)
+        .collect();
     if pts.len() < 2 {
         return None;
     }
@@ -177,7 +181,10 @@ pub fn run(
         let times = reps_for(one, budget.sample);
         let mut team: Vec<Box<dyn Instance>> = Vec::new();
         for i in 0..threads {
-            team.push(Box::new(Repeated { inner: kernel.instance(n, variant, seed.wrapping_add(i as u64))?, times }));
+            team.push(Box::new(Repeated {
+                inner: kernel.instance(n, variant, seed.wrapping_add(i as u64))?,
+                times,
+            }));
         }
         let counts: Vec<_> = team.iter().map(|i| i.counts()).collect();
         let flops: u64 = counts.iter().map(|c| c.flops_total()).sum();
@@ -198,10 +205,16 @@ pub fn run(
         });
         progress();
     }
-    let series: Vec<(u64, f64)> = points.iter().map(|p| (p.working_set_bytes, if p.gbs > 0.0 { p.gbs } else { p.gflops })).collect();
+    let series: Vec<(u64, f64)> = points
+        .iter()
+        .map(|p| (p.working_set_bytes, if p.gbs > 0.0 { p.gbs } else { p.gflops }))
+        .collect();
     let plateaus = plateau::detect(&series);
     for p in &mut points {
-        p.plateau = plateaus.iter().find(|pl| (pl.from_bytes..=pl.to_bytes).contains(&p.working_set_bytes)).map(|pl| pl.index);
+        p.plateau = plateaus
+            .iter()
+            .find(|pl| (pl.from_bytes..=pl.to_bytes).contains(&p.working_set_bytes))
+            .map(|pl| pl.index);
     }
     let boundaries = level_boundaries(host, &plateaus, threads);
     let fit = fit(&points.iter().map(|p| (p.n as f64, p.seconds)).collect::<Vec<_>>());
@@ -281,7 +294,11 @@ mod tests {
             variant: "scalar".into(),
             threads: 1,
             factor: 1.25,
-            points: vec![mk(10, 1.1e-7, 0.1, "L1"), mk(1 << 20, 1e-3, 0.1, "DRAM"), mk(1 << 20, 1e-3, 50.0, "DRAM")],
+            points: vec![
+                mk(10, 1.1e-7, 0.1, "L1"),
+                mk(1 << 20, 1e-3, 0.1, "DRAM"),
+                mk(1 << 20, 1e-3, 50.0, "DRAM"),
+            ],
             plateaus: vec![],
             boundaries: vec![],
             fit: Some(LinearFit { a: 1e-7, b: 1e-9, r2: 1.0 }),

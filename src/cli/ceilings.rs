@@ -72,11 +72,24 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
         m.hypervisor.as_ref().map(|h| format!(", hypervisor {h}")).unwrap_or_default(),
         if c.quick { ", quick" } else { "" }
     );
-    let caches: Vec<String> =
-        m.caches.iter().map(|x| format!("L{} {} /{}", x.level, crate::util::fmt_bytes(x.size_bytes as f64), x.shared_by_threads)).collect();
+    let caches: Vec<String> = m
+        .caches
+        .iter()
+        .map(|x| {
+            format!(
+                "L{} {} /{}",
+                x.level,
+                crate::util::fmt_bytes(x.size_bytes as f64),
+                x.shared_by_threads
+            )
+        })
+        .collect();
     let _ = writeln!(s, "caches: {}", caches.join(", "));
     let want = |t: u32| opts.threads.iter().any(|x| *x as u32 == t);
-    let _ = writeln!(s, "\ncompute (GFLOP/s median; flop/cycle per thread at the clock measured at that ISA)");
+    let _ = writeln!(
+        s,
+        "\ncompute (GFLOP/s median; flop/cycle per thread at the clock measured at that ISA)"
+    );
     let _ = writeln!(
         s,
         "{:<7} {:<7} {:<8} {:>3} {:>10} {:>6} {:>10} {:>8} {:>7}",
@@ -97,7 +110,10 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
             100.0 * x.spread
         );
     }
-    let _ = writeln!(s, "\nbandwidth (GB/s = 1e9 B/s; `core` = load+store instructions, `+WA` adds write-allocate reads)");
+    let _ = writeln!(
+        s,
+        "\nbandwidth (GB/s = 1e9 B/s; `core` = load+store instructions, `+WA` adds write-allocate reads)"
+    );
     let _ = writeln!(
         s,
         "{:<5} {:<9} {:<7} {:>3} {:>11} {:>10} {:>10} {:>7}",
@@ -118,7 +134,14 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
         );
     }
     if let Some(sw) = &c.sweep {
-        let _ = writeln!(s, "\nsweep: {} ({}) ×{} threads, {} sizes", sw.kernel, sw.variant, sw.threads, sw.points.len());
+        let _ = writeln!(
+            s,
+            "\nsweep: {} ({}) ×{} threads, {} sizes",
+            sw.kernel,
+            sw.variant,
+            sw.threads,
+            sw.points.len()
+        );
         for p in &sw.plateaus {
             let _ = writeln!(
                 s,
@@ -138,7 +161,9 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
                 crate::util::fmt_bytes(b.detected.estimate_bytes as f64),
                 crate::util::fmt_bytes(b.detected.last_inside_bytes as f64),
                 crate::util::fmt_bytes(b.detected.first_outside_bytes as f64),
-                b.cpuid_bytes.map(|x| crate::util::fmt_bytes(x as f64)).unwrap_or_else(|| "-".into()),
+                b.cpuid_bytes
+                    .map(|x| crate::util::fmt_bytes(x as f64))
+                    .unwrap_or_else(|| "-".into()),
                 opt(b.ratio, 2)
             );
         }

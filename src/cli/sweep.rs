@@ -44,36 +44,62 @@ struct Plan {
 fn plan(args: &Args) -> crate::Result<Plan> {
     let kernel = crate::kernels::api::find(&args.kernel).ok_or_else(|| {
         let names: Vec<&str> = crate::kernels::api::all().iter().map(|k| k.name()).collect::<Vec<_>>();
-        Error::input(format!("unknown kernel '{}'", args.kernel), format!("kernels: {}", names.join(", ")))
+        Error::input(
+            format!("unknown kernel '{}'", args.kernel),
+            format!("kernels: {}", names.join(", ")),
+        )
     })?;
     let variant = match &args.variant {
         Some(v) => {
-            let v = Variant::from_name(v).ok_or_else(|| Error::input(format!("unknown variant '{v}'"), "use scalar, sse, avx2 or avx512"))?;
+            let v =
+                Variant::from_name(v).ok_or_else(|| Error::input(format!("unknown variant '{v}'"), "use scalar, sse, avx2 or avx512"))?;
             if !kernel.variants().contains(&v) {
-                return Err(Error::input(format!("{} has no {v} variant", kernel.name()), "see `roofline kernels`"));
+                return Err(Error::input(
+                    format!("{} has no {v} variant", kernel.name()),
+                    "see `roofline kernels`",
+                ));
             }
             if !v.supported() {
-                return Err(Error::input(format!("this CPU cannot run the {v} variant"), "choose a narrower --variant"));
+                return Err(Error::input(
+                    format!("this CPU cannot run the {v} variant"),
+                    "choose a narrower --variant",
+                ));
             }
             v
         }
-        None => kernel.variants().iter().rev().copied().find(|v| v.supported()).unwrap_or(Variant::Scalar),
+        None => kernel
+            .variants()
+            .iter()
+            .rev()
+            .copied()
+            .find(|v| v.supported())
+            .unwrap_or(Variant::Scalar),
     };
     let from = crate::util::parse_bytes(&args.from)?;
     let to = crate::util::parse_bytes(&args.to)?;
     if from > to {
-        return Err(Error::input(format!("--from {} is larger than --to {}", args.from, args.to), "swap them"));
+        return Err(Error::input(
+            format!("--from {} is larger than --to {}", args.from, args.to),
+            "swap them",
+        ));
     }
     if !(args.factor.is_finite() && args.factor >= 1.01 && args.factor <= 16.0) {
-        return Err(Error::input(format!("--factor {}: must be between 1.01 and 16", args.factor), "e.g. --factor 1.25"));
+        return Err(Error::input(
+            format!("--factor {}: must be between 1.01 and 16", args.factor),
+            "e.g. --factor 1.25",
+        ));
     }
-    if let Some(avail) = crate::kernels::stream::available_memory_bytes() {
-        if to > avail {
-            return Err(Error::input(
-                format!("--to {}: more than the available memory ({})", args.to, crate::util::fmt_bytes(avail as f64)),
-                "choose a smaller --to",
-            ));
-        }
+    if let Some(avail) = crate::kernels::stream::available_memory_bytes()
+        && to > avail
+    {
+        return Err(Error::input(
+            format!(
+                "--to {}: more than the available memory ({})",
+                args.to,
+                crate::util::fmt_bytes(avail as f64)
+            ),
+            "choose a smaller --to",
+        ));
     }
     let threads = args.threads.parse()?;
     if threads.len() != 1 {
@@ -91,11 +117,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let plan = plan(&args)?;
     let out = args.output.check(&["json"])?;
     let host = ceilings::Host::detect();
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
     eprintln!("sweep seed {seed}");
     let bar = indicatif::ProgressBar::new(plan.sizes.len() as u64);
-    let mut s = sweep::run(&host, plan.kernel.as_ref(), plan.variant, &plan.sizes, plan.threads, Budget::quick(), seed, || bar.inc(1))
-        .map_err(|e| Error::input(e, "choose a smaller --to or fewer threads"))?;
+    let mut s = sweep::run(
+        &host,
+        plan.kernel.as_ref(),
+        plan.variant,
+        &plan.sizes,
+        plan.threads,
+        Budget::quick(),
+        seed,
+        || bar.inc(1),
+    )
+    .map_err(|e| Error::input(e, "choose a smaller --to or fewer threads"))?;
     bar.finish_and_clear();
     s.factor = args.factor;
     if !args.no_ceilings {
@@ -125,7 +163,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     println!("{} ({}) ×{} threads", s.kernel, s.variant, s.threads);
-    println!("{:>11} {:>10} {:>11} {:>9} {:>9} {:>6} {:>4} {:<14}", "working set", "n", "T/call", "GFLOP/s", "GB/s", "level", "plat", "bound");
+    println!(
+        "{:>11} {:>10} {:>11} {:>9} {:>9} {:>6} {:>4} {:<14}",
+        "working set", "n", "T/call", "GFLOP/s", "GB/s", "level", "plat", "bound"
+    );
     for p in &s.points {
         println!(
             "{:>11} {:>10} {:>9.3}µs {:>9.2} {:>9.2} {:>6} {:>4} {:<14}",
@@ -140,14 +181,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
     }
     if let Some(f) = s.fit {
-        println!("fit T(n) = a + b·n: a = {:.3} µs fixed overhead, b = {:.4} ns per unit, R² = {:.3}", f.a * 1e6, f.b * 1e9, f.r2);
+        println!(
+            "fit T(n) = a + b·n: a = {:.3} µs fixed overhead, b = {:.4} ns per unit, R² = {:.3}",
+            f.a * 1e6,
+            f.b * 1e9,
+            f.r2
+        );
     }
     for b in &s.boundaries {
         println!(
             "{} ends near {}; CPUID {}",
             b.level,
             crate::util::fmt_bytes(b.detected.estimate_bytes as f64),
-            b.cpuid_bytes.map(|x| crate::util::fmt_bytes(x as f64)).unwrap_or_else(|| "-".into())
+            b.cpuid_bytes
+                .map(|x| crate::util::fmt_bytes(x as f64))
+                .unwrap_or_else(|| "-".into())
         );
     }
     Ok(0)
