@@ -8,7 +8,9 @@ use roofline_kernels::peak::{PeakIsa, PeakSpec};
 use roofline_kernels::runner::{Repeat, time_team};
 use roofline_kernels::{Counts, Instance};
 
-/// How long to measure each figure.
+/// How long to measure each figure. Samples are short (1 ms): on a shared machine a sample
+/// longer than the scheduler's time slice is almost always cut by another task, and the
+/// median then measures the neighbours; short samples keep most of them undisturbed.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
     /// Target length of one sample (kernels repeat inside it).
@@ -22,16 +24,16 @@ pub struct Budget {
 impl Budget {
     pub fn quick() -> Budget {
         Budget {
-            sample: Duration::from_millis(2),
+            sample: Duration::from_millis(1),
             min_total: Duration::from_millis(25),
-            min_samples: 5,
+            min_samples: 7,
         }
     }
     pub fn full() -> Budget {
         Budget {
-            sample: Duration::from_millis(5),
-            min_total: Duration::from_millis(120),
-            min_samples: 9,
+            sample: Duration::from_millis(1),
+            min_total: Duration::from_millis(150),
+            min_samples: 15,
         }
     }
 }
