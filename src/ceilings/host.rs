@@ -163,11 +163,11 @@ pub fn count_cpu_list(s: &str) -> Option<u32> {
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                n += b.checked_sub(a)? + 1;
+                n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
             }
             None => {
                 part.parse::<u32>().ok()?;
-                n += 1;
+                n = n.checked_add(1)?;
             }
         }
     }
@@ -213,6 +213,7 @@ mod tests {
         assert_eq!(count_cpu_list("0-3,8-11\n"), Some(8));
         assert_eq!(count_cpu_list("5"), Some(1));
         assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("0-4294967295"), None);
     }
 
     #[test]
