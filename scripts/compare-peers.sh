@@ -8,9 +8,17 @@
 #
 # Peers: likwid-bench (peakflops_avx512_fma, load_avx512) and a STREAM-style triad
 # (scripts/stream_triad.c, cc -O3 -march=native -fopenmp; STREAM counting: no write-allocate).
+#
+# Method, the same on both sides: `roofline ceilings --figure` reports the median of ≥ 15
+# samples of about 1 ms; a likwid-bench figure (PEER_MODE=short, the default) is the median of
+# PEER_REPS runs of about 1–2 ms each (-i chosen from the working set), and STREAM's is the
+# median of 20 repetitions. PEER_MODE=long runs likwid-bench with its own iteration count
+# (about a second, so on a shared machine its figure includes time slices of other tasks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
+PEER_MODE=${PEER_MODE:-short}
+PEER_REPS=${PEER_REPS:-9}
 THREADS=${THREADS:-1}
 command -v likwid-bench >/dev/null || { echo "likwid-bench not found: install likwid" >&2; exit 2; }
 cargo build --release --quiet
@@ -37,6 +45,20 @@ DRAM=$(( L3 * 8 ))
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 likwid_w() { echo "S0:${1}B:${THREADS}"; }
 
+# likwid-bench: TEST WORKSET UNIT_BYTES_PER_ITERATION -> one figure (GFLOP/s or GB/s)
+likwid() {
+  local test=$1 w=$2 per_iter=$3 field=MByte/s
+  [[ $test == peakflops* ]] && field=MFlops/s
+  if [ "$PEER_MODE" = long ]; then
+    likwid-bench -t "$test" -w "$w" 2>/dev/null | awk -v f="$field" '$1 == f":" {print $2/1000}'
+    return
+  fi
+  local iters=$(( 200000000 / per_iter )); [ "$iters" -ge 2 ] || iters=2
+  for _ in $(seq "$PEER_REPS"); do
+    likwid-bench -t "$test" -w "$w" -i "$iters" 2>/dev/null | awk -v f="$field" '$1 == f":" {print $2/1000}'
+  done | median
+}
+
 declare -A OURS PEER
 run_pair() { # name ours-cmd peer-cmd
   local name=$1 ours=$2 peer=$3
@@ -53,12 +75,12 @@ run_pair() { # name ours-cmd peer-cmd
 : >"$tmp/peak.clock"
 run_pair peak \
   "$R ceilings --threads $THREADS --figure peak | tee -a $tmp/peak.clock | awk '{print \$1}'" \
-  "likwid-bench -t peakflops_avx512_fma -w S0:32kB:$THREADS 2>/dev/null | awk '/^MFlops\/s/ {print \$2/1000}'"
+  "likwid peakflops_avx512_fma S0:32kB:$THREADS 200000"
 for lv in L1 L2 L3 DRAM; do
   bytes=${!lv}
   run_pair "load_$lv" \
     "$R ceilings --threads $THREADS --figure load:$((bytes * THREADS))" \
-    "likwid-bench -t load_avx512 -w $(likwid_w $((bytes * THREADS))) 2>/dev/null | awk '/^MByte\/s/ {print \$2/1000}'"
+    "likwid load_avx512 $(likwid_w $((bytes * THREADS))) $bytes"
 done
 N=$(( DRAM * THREADS / 24 ))
 run_pair triad_DRAM \
@@ -67,7 +89,7 @@ run_pair triad_DRAM \
 
 theo=$(awk '{print $3}' "$tmp/peak.clock" | median)
 ghz=$(awk '{print $2}' "$tmp/peak.clock" | median)
-echo "| figure (threads=$THREADS, median of $RUNS interleaved runs) | working set | roofline | peer | ratio |"
+echo "| figure (threads=$THREADS, median of $RUNS interleaved runs, peer mode $PEER_MODE) | working set | roofline | peer | ratio |"
 echo "|---|---|---|---|---|"
 row() { # name label ws unit peer-name
   awk -v o="${OURS[$1]}" -v p="${PEER[$1]}" -v l="$2" -v w="$3" -v u="$4" -v pn="$5" \

@@ -212,8 +212,9 @@ pub trait Elem: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
     fn bits(self) -> u64;
-    /// Run `op` with `variant` on the slices (already checked: same length, variant supported).
-    fn dispatch(variant: Variant, op: Op, a: &mut [Self], b: &[Self], c: &[Self], s: Self) -> u64;
+    /// Run `op` with `variant` on the slices (already checked: same length, variant supported);
+    /// `passes` repeats `load` inside one call (1 for every other kernel).
+    fn dispatch(variant: Variant, op: Op, a: &mut [Self], b: &[Self], c: &[Self], s: Self, passes: usize) -> u64;
 }
 
 /// Pass a value through an empty asm statement: the compiler must treat it as unknown,
@@ -596,35 +597,39 @@ macro_rules! simd_module {
 
             /// XOR of the bits of every element (a read-only stream without flops).
             #[target_feature(enable = $feat)]
-            pub unsafe fn load(b: *const T, n: usize) -> u64 {
+            /// `passes` > 1 reads the array that many times before the one final reduction
+            /// (the ceilings' L1 figure: no per-call epilogue between passes).
+            pub unsafe fn load(b: *const T, n: usize, passes: usize) -> u64 {
                 // SAFETY: as in `copy`.
                 unsafe {
                     let mut acc = [zeroi(); ACCS];
-                    let mut i = 0;
-                    while i + ACCS * W <= n {
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            *a = xori(*a, ldi(b.add(i + k * W)));
+                    let mut tail = 0u64;
+                    for _ in 0..passes.max(1) {
+                        let mut i = 0;
+                        while i + ACCS * W <= n {
+                            for (k, a) in acc.iter_mut().enumerate() {
+                                *a = xori(*a, ldi(b.add(i + k * W)));
+                            }
+                            i += ACCS * W;
                         }
-                        i += ACCS * W;
-                    }
-                    while i + W <= n {
-                        acc[0] = xori(acc[0], ldi(b.add(i)));
-                        i += W;
-                    }
-                    if MASKED && i < n {
-                        acc[0] = xori(acc[0], ldip(b.add(i), n - i));
-                        i = n;
+                        while i + W <= n {
+                            acc[0] = xori(acc[0], ldi(b.add(i)));
+                            i += W;
+                        }
+                        if MASKED && i < n {
+                            acc[0] = xori(acc[0], ldip(b.add(i), n - i));
+                            i = n;
+                        }
+                        while i < n {
+                            tail = super::opaque_u64(tail ^ elem_bits(*b.add(i)));
+                            i += 1;
+                        }
                     }
                     let mut v = acc[0];
                     for a in &acc[1..] {
                         v = xori(v, *a);
                     }
-                    let mut r = fold_bits(v);
-                    while i < n {
-                        r = super::opaque_u64(r ^ elem_bits(*b.add(i)));
-                        i += 1;
-                    }
-                    r
+                    fold_bits(v) ^ tail
                 }
             }
 
@@ -947,7 +952,7 @@ mod isa {
 
     /// Run one SIMD module's kernel (the module is chosen by the caller).
     macro_rules! run_simd {
-        ($m:ident, $op:expr, $a:expr, $b:expr, $c:expr, $s:expr) => {{
+        ($m:ident, $op:expr, $a:expr, $b:expr, $c:expr, $s:expr, $passes:expr) => {{
             let n = $a.len();
             let (a, b, c) = ($a.as_mut_ptr(), $b.as_ptr(), $c.as_ptr());
             // SAFETY: the caller checked that the variant is supported by this CPU and that
@@ -966,7 +971,7 @@ mod isa {
                     Op::CopyNt => $m::store(a, b, n, $s, true, true),
                     Op::Dot => return ($m::dot(b, c, n, true) as f64).to_bits(),
                     Op::Sum => return ($m::dot(b, c, n, false) as f64).to_bits(),
-                    Op::Load => return $m::load(b, n),
+                    Op::Load => return $m::load(b, n, $passes),
                 }
             }
             0
@@ -974,7 +979,7 @@ mod isa {
     }
 
     macro_rules! run_scalar {
-        ($m:ident, $op:expr, $a:expr, $b:expr, $c:expr, $s:expr) => {{
+        ($m:ident, $op:expr, $a:expr, $b:expr, $c:expr, $s:expr, $passes:expr) => {{
             match $op {
                 Op::Copy | Op::CopyNt => $m::copy($a, $b),
                 Op::Scale => $m::scale($a, $b, $s),
@@ -984,7 +989,7 @@ mod isa {
                 Op::Store | Op::StoreNt => $m::store($a, $s),
                 Op::Dot => return ($m::dot($b, $c) as f64).to_bits(),
                 Op::Sum => return ($m::sum($b) as f64).to_bits(),
-                Op::Load => return $m::load($b),
+                Op::Load => return (0..$passes.max(1)).fold(0, |r, _| r ^ $m::load($b)),
             }
             0
         }};
@@ -1001,12 +1006,12 @@ mod isa {
         fn bits(self) -> u64 {
             self.to_bits()
         }
-        fn dispatch(variant: Variant, op: Op, a: &mut [f64], b: &[f64], c: &[f64], s: f64) -> u64 {
+        fn dispatch(variant: Variant, op: Op, a: &mut [f64], b: &[f64], c: &[f64], s: f64, passes: usize) -> u64 {
             match variant {
-                Variant::Scalar => run_scalar!(scalar_f64, op, a, b, c, s),
-                Variant::Sse => run_simd!(sse_f64, op, a, b, c, s),
-                Variant::Avx2 => run_simd!(avx2_f64, op, a, b, c, s),
-                Variant::Avx512 => run_simd!(avx512_f64, op, a, b, c, s),
+                Variant::Scalar => run_scalar!(scalar_f64, op, a, b, c, s, passes),
+                Variant::Sse => run_simd!(sse_f64, op, a, b, c, s, passes),
+                Variant::Avx2 => run_simd!(avx2_f64, op, a, b, c, s, passes),
+                Variant::Avx512 => run_simd!(avx512_f64, op, a, b, c, s, passes),
             }
         }
     }
@@ -1022,12 +1027,12 @@ mod isa {
         fn bits(self) -> u64 {
             self.to_bits() as u64
         }
-        fn dispatch(variant: Variant, op: Op, a: &mut [f32], b: &[f32], c: &[f32], s: f32) -> u64 {
+        fn dispatch(variant: Variant, op: Op, a: &mut [f32], b: &[f32], c: &[f32], s: f32, passes: usize) -> u64 {
             match variant {
-                Variant::Scalar => run_scalar!(scalar_f32, op, a, b, c, s),
-                Variant::Sse => run_simd!(sse_f32, op, a, b, c, s),
-                Variant::Avx2 => run_simd!(avx2_f32, op, a, b, c, s),
-                Variant::Avx512 => run_simd!(avx512_f32, op, a, b, c, s),
+                Variant::Scalar => run_scalar!(scalar_f32, op, a, b, c, s, passes),
+                Variant::Sse => run_simd!(sse_f32, op, a, b, c, s, passes),
+                Variant::Avx2 => run_simd!(avx2_f32, op, a, b, c, s, passes),
+                Variant::Avx512 => run_simd!(avx512_f32, op, a, b, c, s, passes),
             }
         }
     }
@@ -1092,8 +1097,32 @@ impl StreamKernel {
         }
     }
 
+    /// A `load` instance that reads its array `passes` times per `run()` with one final
+    /// reduction (the L1 ceiling: no per-call epilogue between passes).
+    pub fn load_instance(&self, n: usize, variant: Variant, seed: u64, passes: usize) -> Result<Box<dyn Instance>, String> {
+        if self.op != Op::Load {
+            return Err(format!("{}: only load takes several passes per call", self.name()));
+        }
+        self.check(n, variant)?;
+        let mut i = match self.precision {
+            Precision::F32 => return Err("load_instance: f64 only".to_string()),
+            _ => StreamInstance::<f64>::new(self.op, n, variant, seed, 0)?,
+        };
+        i.passes = passes.max(1);
+        Ok(Box::new(i))
+    }
+
     /// An instance whose arrays start `misalign` elements past a 64-byte boundary.
     pub fn instance_misaligned(&self, n: usize, variant: Variant, seed: u64, misalign: usize) -> Result<Box<dyn Instance>, String> {
+        self.check(n, variant)?;
+        match self.precision {
+            Precision::F32 => Ok(Box::new(StreamInstance::<f32>::new(self.op, n, variant, seed, misalign)?)),
+            _ => Ok(Box::new(StreamInstance::<f64>::new(self.op, n, variant, seed, misalign)?)),
+        }
+    }
+
+    /// Size, variant and memory checks of an instance (one-line causes).
+    fn check(&self, n: usize, variant: Variant) -> Result<(), String> {
         let name = self.name();
         if n == 0 {
             return Err(format!("{name}: size 0 (give at least 1 element)"));
@@ -1116,10 +1145,7 @@ impl StreamKernel {
             }
             _ => {}
         }
-        match self.precision {
-            Precision::F32 => Ok(Box::new(StreamInstance::<f32>::new(self.op, n, variant, seed, misalign)?)),
-            _ => Ok(Box::new(StreamInstance::<f64>::new(self.op, n, variant, seed, misalign)?)),
-        }
+        Ok(())
     }
 }
 
@@ -1232,6 +1258,8 @@ pub struct StreamInstance<T: Elem> {
     /// The last run's result word (reductions and `load`).
     pub result: u64,
     peel: usize,
+    /// Passes over the array per `run()` (`load` only; 1 otherwise).
+    passes: usize,
 }
 
 impl<T: Elem> StreamInstance<T> {
@@ -1269,6 +1297,7 @@ impl<T: Elem> StreamInstance<T> {
             s,
             result: 0,
             peel,
+            passes: 1,
         })
     }
 
@@ -1279,7 +1308,7 @@ impl<T: Elem> StreamInstance<T> {
             &mut self.a.data[self.a.start..self.a.start + n],
             &self.b.data[self.b.start..self.b.start + n],
         );
-        T::dispatch(self.variant, self.op, a, b, c, self.s)
+        T::dispatch(self.variant, self.op, a, b, c, self.s, self.passes)
     }
 
     /// The scalar f64 reference of the current inputs: (expected output array, expected result).
@@ -1339,7 +1368,9 @@ impl<T: Elem> Instance for StreamInstance<T> {
             }
         }
         let (want, want_res) = self.reference();
+        let passes = std::mem::replace(&mut self.passes, 1);
         self.run();
+        self.passes = passes;
         match self.op {
             Op::Load => {
                 let expect = self.b.s().iter().fold(0u64, |r, x| r ^ x.bits());
@@ -1379,7 +1410,8 @@ impl<T: Elem> Instance for StreamInstance<T> {
     }
 
     fn counts(&self) -> Counts {
-        stream_counts(self.op, T::PREC, self.variant, self.a.n, self.peel)
+        // Only `load` takes several passes, and it has no reduction flops: counts scale exactly.
+        stream_counts(self.op, T::PREC, self.variant, self.a.n, self.peel).scaled(self.passes as u64)
     }
 }
 
@@ -1459,6 +1491,31 @@ mod tests {
             precision: Precision::F64,
         };
         assert!(nt.instance(10, Variant::Scalar, 1).is_err());
+    }
+
+    #[test]
+    fn load_passes_count_and_verify() {
+        let k = StreamKernel {
+            op: Op::Load,
+            precision: Precision::F64,
+        };
+        for &v in Variant::ALL.iter().filter(|v| v.supported()) {
+            let mut one = k.instance(37, v, 9).unwrap();
+            let mut three = k.load_instance(37, v, 9, 3).unwrap();
+            assert_eq!(three.counts(), one.counts().scaled(3));
+            one.run();
+            three.run();
+            // XOR over an odd number of passes equals one pass.
+            three.verify().unwrap();
+        }
+        assert!(
+            StreamKernel {
+                op: Op::Triad,
+                precision: Precision::F64
+            }
+            .load_instance(8, Variant::Scalar, 1, 2)
+            .is_err()
+        );
     }
 
     #[test]

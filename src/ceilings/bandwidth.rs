@@ -110,8 +110,15 @@ pub fn measure(
     let times = reps_for(one, budget.sample);
     let mut team: Vec<Box<dyn Instance>> = Vec::new();
     for i in 0..threads {
-        let inner = k.instance(n, variant, seed.wrapping_add(i as u64))?;
-        team.push(Box::new(Repeated { inner, times }));
+        let seed = seed.wrapping_add(i as u64);
+        // `load` repeats inside the kernel (one reduction per sample); the others repeat calls.
+        team.push(match op {
+            Op::Load => k.load_instance(n, variant, seed, times as usize)?,
+            _ => Box::new(Repeated {
+                inner: k.instance(n, variant, seed)?,
+                times,
+            }),
+        });
     }
     let counts: Vec<_> = team.iter().map(|i| i.counts()).collect();
     let core: u64 = counts.iter().map(|c| c.core_bytes()).sum();

@@ -153,7 +153,7 @@ pub fn parse_sysfs_size(s: &str) -> Option<u64> {
         'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
         _ => (s, 1),
     };
-    num.parse::<u64>().ok().map(|n| n * mult)
+    num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
 }
 
 /// Number of CPUs in a sysfs CPU list like `0-3,8-11`.
@@ -210,6 +210,7 @@ mod tests {
         assert_eq!(parse_sysfs_size("32K\n"), Some(32768));
         assert_eq!(parse_sysfs_size("32M"), Some(32 << 20));
         assert_eq!(parse_sysfs_size("x"), None);
+        assert_eq!(parse_sysfs_size("99999999999999999G"), None);
         assert_eq!(count_cpu_list("0-3,8-11\n"), Some(8));
         assert_eq!(count_cpu_list("5"), Some(1));
         assert_eq!(count_cpu_list("3-1"), None);
