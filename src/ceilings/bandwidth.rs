@@ -33,6 +33,7 @@ pub struct BandwidthCeiling {
     /// GB/s counting write-allocate reads too (equal to `gbs` for load-only and NT stores).
     pub gbs_write_allocate: f64,
     pub gbs_best: f64,
+    /// (Q3 − Q1) / median of the sample times.
     pub spread: f64,
     pub samples: usize,
 }

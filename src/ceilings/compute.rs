@@ -25,7 +25,7 @@ pub struct ComputeCeiling {
     pub gflops: f64,
     /// Best sample.
     pub gflops_best: f64,
-    /// (max − min) / median of the sample times.
+    /// (Q3 − Q1) / median of the sample times.
     pub spread: f64,
     pub samples: usize,
     /// Clock measured while running this ISA on `threads` threads (GHz).

@@ -131,23 +131,56 @@ pub fn time_instances(instances: Vec<Box<dyn Instance>>, budget: Budget) -> Vec<
     )
 }
 
-/// Median, best and relative spread ((max − min) / median) of samples.
+/// Median, best and relative spread of samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stats {
     pub median: f64,
     pub min: f64,
+    /// Interquartile spread (Q3 − Q1) / median: robust against the few samples that another
+    /// task's time slice cuts (max − min would report those, and always exceed 5 % here).
     pub spread: f64,
     pub samples: usize,
 }
 
+/// Linear-interpolated quantile of sorted values.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
 pub fn stats(samples: &[f64]) -> Stats {
+    let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let median = quantile(&v, 0.5);
     Stats {
-        median: crate::report::schema::median(samples).unwrap_or(f64::NAN),
-        min: samples.iter().copied().fold(f64::INFINITY, f64::min),
-        spread: crate::report::schema::spread(samples).unwrap_or(f64::NAN),
-        samples: samples.len(),
+        median,
+        min: v.first().copied().unwrap_or(f64::NAN),
+        spread: (quantile(&v, 0.75) - quantile(&v, 0.25)) / median,
+        samples: v.len(),
     }
 }
 
 /// Spread above this is reported as a warning.
 pub const SPREAD_WARNING: f64 = 0.05;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interquartile_spread_ignores_a_few_preempted_samples() {
+        let mut s: Vec<f64> = (0..20).map(|i| 1.0 + 0.001 * i as f64).collect();
+        s.push(5.0); // one sample cut by another task
+        let st = stats(&s);
+        assert!((st.median - 1.010).abs() < 1e-9);
+        assert!(st.spread < 0.05, "{st:?}");
+        assert_eq!(st.min, 1.0);
+        let wide = stats(&[1.0, 1.2, 1.4, 1.6, 1.8]);
+        assert!((wide.spread - 0.4 / 1.4).abs() < 1e-9);
+        assert!(stats(&[]).median.is_nan());
+    }
+}
