@@ -59,6 +59,9 @@ likwid() {
   done | median
 }
 
+# Our threads are pinned to the first allowed CPUs; pin the peers there too.
+CPUS=$(taskset -pc $$ | awk -F': ' '{print $2}' | cut -d, -f1 | awk -F- -v t="$THREADS" '{print $1 "-" $1 + t - 1}')
+
 declare -A OURS PEER
 run_pair() { # name ours-cmd peer-cmd
   local name=$1 ours=$2 peer=$3
@@ -85,7 +88,10 @@ done
 N=$(( DRAM * THREADS / 24 ))
 run_pair triad_DRAM \
   "$R ceilings --threads $THREADS --figure triad:$((N * 24))" \
-  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=true OMP_PLACES=cores $tmp/stream_triad $N 20"
+  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream_triad $N 20"
+run_pair triad_nt_DRAM \
+  "$R ceilings --threads $THREADS --figure triad_nt:$((N * 24))" \
+  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream_triad $N 20"
 
 theo=$(awk '{print $3}' "$tmp/peak.clock" | median)
 ghz=$(awk '{print $2}' "$tmp/peak.clock" | median)
@@ -98,5 +104,6 @@ row() { # name label ws unit peer-name
 row peak "peak DP FMA (AVX-512)" "32 kB" "GFLOP/s" "likwid-bench peakflops_avx512_fma"
 for lv in L1 L2 L3 DRAM; do row "load_$lv" "load $lv" "$(( ${!lv} * THREADS )) B" "GB/s" "likwid-bench load_avx512"; done
 row triad_DRAM "triad DRAM (no write-allocate)" "$(( N * 24 )) B" "GB/s" "STREAM-style triad"
+row triad_nt_DRAM "triad_nt DRAM (NT stores)" "$(( N * 24 )) B" "GB/s" "STREAM-style triad"
 awk -v o="${OURS[peak]}" -v t="$theo" -v g="$ghz" \
   'BEGIN {if (t > 0) printf "\npeak DP FMA: %.1f GFLOP/s = %.1f %% of the theoretical %.1f GFLOP/s at the measured AVX-512 clock %.2f GHz\n", o, 100 * o / t, t, g}'
