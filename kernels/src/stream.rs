@@ -206,6 +206,18 @@ pub fn stream_counts(op: Op, prec: Precision, variant: Variant, n: usize, peel: 
     c
 }
 
+/// Mask-aware flops of one invocation: the total less the lanes a masked AVX-512 remainder
+/// switches off (`None` where nothing is masked: same as the total).
+pub fn stream_effective_flops(op: Op, prec: Precision, variant: Variant, n: usize) -> Option<u64> {
+    let w = lanes(variant, prec.bytes());
+    let rem = n as u64 % w;
+    if variant != Variant::Avx512 || rem == 0 || op.flops_per_element() == 0 {
+        return None;
+    }
+    let total = stream_counts(op, prec, variant, n, 0).flops_total();
+    Some(total - op.flops_per_element() * (w - rem))
+}
+
 /// Element types of the streaming kernels.
 pub trait Elem: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
     const PREC: Precision;
@@ -1491,6 +1503,15 @@ mod tests {
             precision: Precision::F64,
         };
         assert!(nt.instance(10, Variant::Scalar, 1).is_err());
+    }
+
+    #[test]
+    fn effective_flops_drop_the_masked_lanes() {
+        // triad, AVX-512 f64, n = 19: 48 flops counted, 3 lanes active of the masked 8.
+        assert_eq!(stream_effective_flops(Op::Triad, Precision::F64, Variant::Avx512, 19), Some(38));
+        assert_eq!(stream_effective_flops(Op::Triad, Precision::F64, Variant::Avx512, 16), None);
+        assert_eq!(stream_effective_flops(Op::Triad, Precision::F64, Variant::Avx2, 19), None);
+        assert_eq!(stream_effective_flops(Op::Copy, Precision::F64, Variant::Avx512, 19), None);
     }
 
     #[test]
