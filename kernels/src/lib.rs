@@ -11,6 +11,7 @@ pub mod cos_chain;
 pub mod gemm;
 pub mod normalize;
 pub mod rng;
+pub mod peak;
 pub mod runner;
 pub mod simd;
 pub mod spmv;

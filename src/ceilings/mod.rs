@@ -1,1 +1,449 @@
-//! Empirical ceilings (issue 4): compute and bandwidth microbenchmarks, sweeps, plateau detection, cache file.
+//! Empirical ceilings (issue 4): compute and bandwidth microbenchmarks, sweeps, the one
+//! plateau detector, and the per-machine cache file (`roofline.ceilings/1`).
+//!
+//! - [`compute`]: peak GFLOP/s per precision × ISA × instruction mix, clock per ISA;
+//! - [`bandwidth`]: load/copy/triad/store/NT-store per memory level and thread count;
+//! - [`sweep`]: performance against working-set size, levels marked by [`plateau`];
+//! - [`host`]: identity, fingerprint and cache hierarchy used to size everything.
+
+pub mod bandwidth;
+pub mod compute;
+pub mod host;
+pub mod measure;
+pub mod plateau;
+pub mod sweep;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::report::Roofs;
+pub use bandwidth::BandwidthCeiling;
+pub use compute::ComputeCeiling;
+pub use host::Host;
+use measure::Budget;
+
+pub const CEILINGS_SCHEMA: &str = "roofline.ceilings/1";
+const CEILINGS_MAJOR: u32 = 1;
+
+/// `roofline.ceilings/1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    pub schema: String,
+    pub tool_version: String,
+    /// Seconds since the Unix epoch when measured.
+    pub measured_at_unix: u64,
+    /// Measured with `--quick` (fewer loops, shorter samples).
+    pub quick: bool,
+    pub threads: Vec<u32>,
+    pub machine: Host,
+    pub compute: Vec<ComputeCeiling>,
+    pub bandwidth: Vec<BandwidthCeiling>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<sweep::Sweep>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub quick: bool,
+    pub threads: Vec<usize>,
+    pub sweep: bool,
+    /// Show a progress bar on stderr.
+    pub progress: bool,
+}
+
+impl Ceilings {
+    /// Parse and check a ceilings document; `origin` names it in errors.
+    pub fn from_json(text: &str, origin: &str) -> Result<Ceilings> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::input(format!("{origin}: not JSON ({e})"), "re-measure with --refresh"))?;
+        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        crate::report::schema::check_schema(schema, "roofline.ceilings", CEILINGS_MAJOR, origin)?;
+        serde_json::from_value(v).map_err(|e| Error::input(format!("{origin}: not a ceilings document ({e})"), "re-measure with --refresh"))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The roofs for a report at `threads` (the nearest measured thread count): the best
+    /// compute figure per `precision.isa.mode`, and per level the best core-side bandwidth of
+    /// the kernels with ordinary stores or none.
+    pub fn roofs(&self, threads: u32) -> Roofs {
+        let t = self
+            .threads
+            .iter()
+            .copied()
+            .min_by_key(|&t| (t as i64 - threads as i64).abs())
+            .unwrap_or(threads);
+        let mut r = Roofs {
+            kind: "empirical".to_string(),
+            compute_gflops: Default::default(),
+            bandwidth_gbs: Default::default(),
+            threads: Some(t),
+        };
+        for c in self.compute.iter().filter(|c| c.threads == t) {
+            let key = format!("{}.{}.{}", c.precision, c.isa, c.mode.replace('+', "_"));
+            let e = r.compute_gflops.entry(key).or_insert(0.0);
+            *e = e.max(c.gflops);
+        }
+        for b in self.bandwidth.iter().filter(|b| b.threads == t && !b.kernel.contains("_nt")) {
+            let e = r.bandwidth_gbs.entry(b.level.to_ascii_lowercase()).or_insert(0.0);
+            *e = e.max(b.gbs);
+        }
+        r
+    }
+
+    /// Whether these ceilings answer `opts` (same machine checked separately).
+    fn covers(&self, opts: &Options) -> bool {
+        (!self.quick || opts.quick)
+            && opts.threads.iter().all(|t| self.threads.contains(&(*t as u32)))
+            && (!opts.sweep || self.sweep.is_some())
+    }
+}
+
+/// `$XDG_CACHE_HOME/roofline/ceilings.json`, else `~/.cache/roofline/ceilings.json`.
+pub fn cache_path() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
+    };
+    Some(base.join("roofline").join("ceilings.json"))
+}
+
+/// Why a cache file cannot be used.
+#[derive(Debug, PartialEq)]
+pub enum CacheState {
+    Missing,
+    Corrupt(String),
+    OtherMachine { cached: String, here: String },
+    Insufficient,
+    Usable,
+}
+
+/// Read the cache file and decide whether it answers `opts` on `host`.
+pub fn read_cache(path: &std::path::Path, host: &Host, opts: &Options) -> (CacheState, Option<Ceilings>) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (CacheState::Missing, None),
+        Err(e) => return (CacheState::Corrupt(e.to_string()), None),
+    };
+    match Ceilings::from_json(&text, &path.display().to_string()) {
+        Err(e) => (CacheState::Corrupt(e.to_string().lines().next().unwrap_or("").to_string()), None),
+        Ok(c) if c.machine.fingerprint != host.fingerprint || c.machine.compute_fingerprint() != c.machine.fingerprint => (
+            CacheState::OtherMachine {
+                cached: format!("{} ({})", c.machine.brand, c.machine.fingerprint),
+                here: format!("{} ({})", host.brand, host.fingerprint),
+            },
+            None,
+        ),
+        Ok(c) if !c.covers(opts) => (CacheState::Insufficient, Some(c)),
+        Ok(c) => (CacheState::Usable, Some(c)),
+    }
+}
+
+/// Cached ceilings when they fit this machine and `quick`/`threads`, else measure (and cache).
+/// A cache from another machine or a corrupt one is reported on stderr, then replaced.
+pub fn load_or_measure(quick: bool, threads: &[usize], refresh: bool) -> Result<Ceilings> {
+    load_or_measure_with(
+        &Options {
+            quick,
+            threads: threads.to_vec(),
+            sweep: false,
+            progress: true,
+        },
+        refresh,
+    )
+}
+
+pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
+    let host = Host::detect();
+    let path = cache_path();
+    if let (Some(p), false) = (&path, refresh) {
+        match read_cache(p, &host, opts) {
+            (CacheState::Usable, Some(c)) => return Ok(c),
+            (CacheState::Corrupt(why), _) => eprintln!("roofline: ignoring corrupt ceilings cache {} ({why}); re-measuring", p.display()),
+            (CacheState::OtherMachine { cached, here }, _) => {
+                eprintln!(
+                    "roofline: ceilings cache {} is from another machine ({cached}, this is {here}); re-measuring",
+                    p.display()
+                )
+            }
+            (CacheState::Insufficient, _) => eprintln!("roofline: ceilings cache lacks what was asked for; measuring"),
+            _ => {}
+        }
+    }
+    let c = measure(&host, opts)?;
+    if let Some(p) = &path {
+        let written =
+            p.parent().map(std::fs::create_dir_all).transpose().is_ok() && crate::util::write_atomic(p, c.to_json().as_bytes()).is_ok();
+        if !written {
+            eprintln!("roofline: could not write the ceilings cache {}", p.display());
+        }
+    }
+    Ok(c)
+}
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x5eed)
+}
+
+/// Measure everything `opts` asks for on `host`.
+pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
+    let budget = if opts.quick { Budget::quick() } else { Budget::full() };
+    let variant = bandwidth::widest_variant();
+    let specs = compute::specs(opts.quick);
+    let platform = host.platform();
+    let mut notes = Vec::new();
+    let mut warnings = Vec::new();
+    if host.caches_source != "sysfs" {
+        warnings.push("cache sizes not readable from sysfs: working sets use default sizes (32 KiB / 1 MiB / 32 MiB)".to_string());
+    }
+    if platform.is_none() {
+        notes.push("no platform table matches this CPU: theoretical peaks are null".to_string());
+    }
+    let plan: Vec<(usize, Vec<(String, u64)>)> = opts
+        .threads
+        .iter()
+        .map(|&t| {
+            let (sizes, n) = bandwidth::level_sizes(host, t);
+            for x in n {
+                if !notes.contains(&x) {
+                    notes.push(x);
+                }
+            }
+            (t, sizes)
+        })
+        .collect();
+    let bw_count: usize = plan
+        .iter()
+        .map(|(_, s)| s.len() * bandwidth::LEVEL_KERNELS.len() + bandwidth::DRAM_ONLY_KERNELS.len())
+        .sum();
+    let sweep_sizes = if opts.sweep {
+        sweep::sizes(
+            4096,
+            plan.first().and_then(|(_, s)| s.last()).map(|(_, b)| *b).unwrap_or(128 << 20),
+            1.25,
+        )
+    } else {
+        vec![]
+    };
+    let total = specs.len() * opts.threads.len() + bw_count + sweep_sizes.len();
+    let bar = if opts.progress {
+        indicatif::ProgressBar::new(total as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("ceilings {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut clocks = compute::Clocks::default();
+    let mut compute_out = Vec::new();
+    for &t in &opts.threads {
+        for s in &specs {
+            bar.set_message(format!(
+                "{} {} {} ×{t}",
+                compute::precision_name(s.precision),
+                s.isa.name(),
+                s.mode.name()
+            ));
+            let ghz = clocks.get(s.isa, t, budget);
+            let c = compute::measure_peak(*s, t, budget, ghz, platform.as_ref());
+            if c.spread > measure::SPREAD_WARNING {
+                warnings.push(format!(
+                    "{} {} {} ×{t}: spread {:.1} %",
+                    c.precision,
+                    c.isa,
+                    c.mode,
+                    100.0 * c.spread
+                ));
+            }
+            compute_out.push(c);
+            bar.inc(1);
+        }
+    }
+    let mut bw_out = Vec::new();
+    let s0 = seed();
+    for (t, sizes) in &plan {
+        for (level, per_thread) in sizes {
+            let mut ops: Vec<_> = bandwidth::LEVEL_KERNELS.to_vec();
+            if level == "DRAM" {
+                ops.extend(bandwidth::DRAM_ONLY_KERNELS);
+            }
+            for op in ops {
+                bar.set_message(format!("{level} {} ×{t}", op.name()));
+                let b = bandwidth::measure(op, variant, level, *per_thread, *t, budget, s0)
+                    .map_err(|e| Error::unavailable(e, "try fewer threads"))?;
+                if b.spread > measure::SPREAD_WARNING {
+                    warnings.push(format!("{} {} ×{t}: spread {:.1} %", b.level, b.kernel, 100.0 * b.spread));
+                }
+                bw_out.push(b);
+                bar.inc(1);
+            }
+        }
+    }
+    let sweep = if opts.sweep {
+        let t = opts.threads.first().copied().unwrap_or(1);
+        let k = roofline_kernels::stream::StreamKernel {
+            op: roofline_kernels::stream::Op::Load,
+            precision: roofline_kernels::Precision::F64,
+        };
+        bar.set_message("sweep");
+        let mut sw =
+            sweep::run(host, &k, variant, &sweep_sizes, t, Budget::quick(), s0, || bar.inc(1)).map_err(|e| Error::unavailable(e, ""))?;
+        sw.factor = 1.25;
+        Some(sw)
+    } else {
+        None
+    };
+    bar.finish_and_clear();
+    Ok(Ceilings {
+        schema: CEILINGS_SCHEMA.to_string(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        measured_at_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        quick: opts.quick,
+        threads: opts.threads.iter().map(|t| *t as u32).collect(),
+        machine: host.clone(),
+        compute: compute_out,
+        bandwidth: bw_out,
+        sweep,
+        notes,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(host: &Host) -> Ceilings {
+        let bw = |level: &str, kernel: &str, gbs: f64| BandwidthCeiling {
+            level: level.into(),
+            kernel: kernel.into(),
+            isa: "avx2".into(),
+            threads: 1,
+            working_set_bytes: 1 << 14,
+            working_set_per_thread_bytes: 1 << 14,
+            gbs,
+            bytes_convention: bandwidth::CORE.into(),
+            gbs_write_allocate: gbs,
+            gbs_best: gbs,
+            spread: 0.01,
+            samples: 5,
+        };
+        let cp = |isa: &str, mode: &str, gflops: f64| ComputeCeiling {
+            precision: "double".into(),
+            isa: isa.into(),
+            fma: mode != "mul+add",
+            mode: mode.into(),
+            threads: 1,
+            gflops,
+            gflops_best: gflops,
+            spread: 0.0,
+            samples: 5,
+            ghz: Some(3.0),
+            flop_per_cycle: Some(gflops / 3.0),
+            theoretical_gflops: None,
+            percent_of_theoretical: None,
+        };
+        Ceilings {
+            schema: CEILINGS_SCHEMA.into(),
+            tool_version: "test".into(),
+            measured_at_unix: 1,
+            quick: true,
+            threads: vec![1],
+            machine: host.clone(),
+            compute: vec![cp("avx512", "fma", 40.0), cp("avx512", "mul+add", 20.0)],
+            bandwidth: vec![
+                bw("L1", "load", 150.0),
+                bw("L1", "copy", 170.0),
+                bw("DRAM", "triad", 20.0),
+                bw("DRAM", "store_nt", 30.0),
+            ],
+            sweep: None,
+            notes: vec![],
+            warnings: vec![],
+        }
+    }
+
+    fn opts(quick: bool, threads: Vec<usize>) -> Options {
+        Options {
+            quick,
+            threads,
+            sweep: false,
+            progress: false,
+        }
+    }
+
+    #[test]
+    fn json_round_trip_and_schema_check() {
+        let h = Host::detect();
+        let c = sample(&h);
+        let back = Ceilings::from_json(&c.to_json(), "x").unwrap();
+        assert_eq!(back, c);
+        let wrong = c.to_json().replace("roofline.ceilings/1", "roofline.ceilings/2");
+        assert!(Ceilings::from_json(&wrong, "x").is_err());
+        assert!(Ceilings::from_json("{", "x").is_err());
+    }
+
+    #[test]
+    fn roofs_take_the_best_kernel_per_level_and_skip_nt() {
+        let r = sample(&Host::detect()).roofs(1);
+        assert_eq!(r.bandwidth_gbs.get("l1"), Some(&170.0));
+        assert_eq!(r.bandwidth_gbs.get("dram"), Some(&20.0));
+        assert_eq!(r.compute_gflops.get("double.avx512.fma"), Some(&40.0));
+        assert_eq!(r.compute_gflops.get("double.avx512.mul_add"), Some(&20.0));
+    }
+
+    #[test]
+    fn cache_is_used_only_for_this_machine_and_what_it_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ceilings.json");
+        let h = Host::detect();
+        assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Missing);
+        std::fs::write(&p, "{ not json").unwrap();
+        assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Corrupt(_)));
+        let c = sample(&h);
+        std::fs::write(&p, c.to_json()).unwrap();
+        assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Usable);
+        // A quick cache does not answer a full request, nor other thread counts.
+        assert_eq!(read_cache(&p, &h, &opts(false, vec![1])).0, CacheState::Insufficient);
+        assert_eq!(read_cache(&p, &h, &opts(true, vec![1, 2])).0, CacheState::Insufficient);
+        // Another machine's cache (or one whose machine summary was edited) is refused.
+        let mut other = c.clone();
+        other.machine.brand = "Some Other CPU".into();
+        std::fs::write(&p, other.to_json()).unwrap();
+        assert!(matches!(
+            read_cache(&p, &h, &opts(true, vec![1])).0,
+            CacheState::OtherMachine { .. }
+        ));
+        let mut other = c.clone();
+        other.machine.fingerprint = "0123456789abcdef".into();
+        std::fs::write(&p, other.to_json()).unwrap();
+        assert!(matches!(
+            read_cache(&p, &h, &opts(true, vec![1])).0,
+            CacheState::OtherMachine { .. }
+        ));
+    }
+
+    #[test]
+    fn cache_path_follows_xdg() {
+        // Only checks the shape: the environment is shared by the test threads.
+        if let Some(p) = cache_path() {
+            assert!(p.ends_with("roofline/ceilings.json"));
+        }
+    }
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Our ceilings against their peers, side by side on the same threads and working sets.
+# Each figure is the median of RUNS interleaved runs (ours, peer, ours, peer, …), so that
+# load from other processes hits both alike. Prints a Markdown table with the ratios.
+#
+#   scripts/compare-peers.sh            # RUNS=5 THREADS=1
+#   RUNS=7 THREADS=2 scripts/compare-peers.sh
+#
+# Peers: likwid-bench (peakflops_avx512_fma, load_avx512) and a STREAM-style triad
+# (scripts/stream_triad.c, cc -O3 -march=native -fopenmp; STREAM counting: no write-allocate).
+#
+# Method, the same on both sides: `roofline ceilings --figure` reports the median of ≥ 15
+# samples of about 1 ms; a likwid-bench figure (PEER_MODE=short, the default) is the median of
+# PEER_REPS runs of about 1–2 ms each (-i chosen from the working set), and STREAM's is the
+# median of 20 repetitions. PEER_MODE=long runs likwid-bench with its own iteration count
+# (about a second, so on a shared machine its figure includes time slices of other tasks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+PEER_MODE=${PEER_MODE:-short}
+PEER_REPS=${PEER_REPS:-9}
+THREADS=${THREADS:-1}
+command -v likwid-bench >/dev/null || { echo "likwid-bench not found: install likwid" >&2; exit 2; }
+cargo build --release --quiet
+R=./target/release/roofline
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O3 -march=native -fopenmp scripts/stream_triad.c -o "$tmp/stream_triad"
+
+# L1 = half of L1d, L2 = half of L2, L3 = half of L3, DRAM = 4 x L3 (per thread, as in `roofline ceilings`).
+cache_bytes() { # level -> bytes of the first data/unified cache of that level (sysfs), else 0
+  local d
+  for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+    [ "$(cat "$d/level")" = "$1" ] && [ "$(cat "$d/type")" != Instruction ] || continue
+    numfmt --from=iec "$(cat "$d/size")"; return
+  done
+  echo 0
+}
+L1=$(( $(cache_bytes 1) / 2 )); [ "$L1" -gt 0 ] || L1=16384
+L2=$(( $(cache_bytes 2) / 2 )); [ "$L2" -gt 0 ] || L2=524288
+L3=$(( $(cache_bytes 3) / 2 )); [ "$L3" -gt 0 ] || L3=16777216
+DRAM=$(( L3 * 8 ))
+[ "$DRAM" -ge $((128 << 20)) ] || DRAM=$((128 << 20))
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+likwid_w() { echo "S0:${1}B:${THREADS}"; }
+
+# likwid-bench: TEST WORKSET UNIT_BYTES_PER_ITERATION -> one figure (GFLOP/s or GB/s)
+likwid() {
+  local test=$1 w=$2 per_iter=$3 field=MByte/s
+  [[ $test == peakflops* ]] && field=MFlops/s
+  if [ "$PEER_MODE" = long ]; then
+    likwid-bench -t "$test" -w "$w" 2>/dev/null | awk -v f="$field" '$1 == f":" {print $2/1000}'
+    return
+  fi
+  local iters=$(( 200000000 / per_iter )); [ "$iters" -ge 2 ] || iters=2
+  for _ in $(seq "$PEER_REPS"); do
+    likwid-bench -t "$test" -w "$w" -i "$iters" 2>/dev/null | awk -v f="$field" '$1 == f":" {print $2/1000}'
+  done | median
+}
+
+# Our threads are pinned to the first allowed CPUs; pin the peers there too.
+CPUS=$(taskset -pc $$ | awk -F': ' '{print $2}' | cut -d, -f1 | awk -F- -v t="$THREADS" '{print $1 "-" $1 + t - 1}')
+
+declare -A OURS PEER
+run_pair() { # name ours-cmd peer-cmd
+  local name=$1 ours=$2 peer=$3
+  : >"$tmp/$name.ours"; : >"$tmp/$name.peer"
+  for _ in $(seq "$RUNS"); do
+    eval "$ours" >>"$tmp/$name.ours"
+    eval "$peer" >>"$tmp/$name.peer"
+  done
+  OURS[$name]=$(median <"$tmp/$name.ours")
+  PEER[$name]=$(median <"$tmp/$name.peer")
+}
+
+# Peak DP FMA: GFLOP/s (ours also prints its measured AVX-512 clock and the theoretical peak there).
+: >"$tmp/peak.clock"
+run_pair peak \
+  "$R ceilings --threads $THREADS --figure peak | tee -a $tmp/peak.clock | awk '{print \$1}'" \
+  "likwid peakflops_avx512_fma S0:32kB:$THREADS 200000"
+for lv in L1 L2 L3 DRAM; do
+  bytes=${!lv}
+  run_pair "load_$lv" \
+    "$R ceilings --threads $THREADS --figure load:$((bytes * THREADS))" \
+    "likwid load_avx512 $(likwid_w $((bytes * THREADS))) $bytes"
+done
+N=$(( DRAM * THREADS / 24 ))
+run_pair triad_DRAM \
+  "$R ceilings --threads $THREADS --figure triad:$((N * 24))" \
+  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream_triad $N 20"
+run_pair triad_nt_DRAM \
+  "$R ceilings --threads $THREADS --figure triad_nt:$((N * 24))" \
+  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream_triad $N 20"
+
+theo=$(awk '{print $3}' "$tmp/peak.clock" | median)
+ghz=$(awk '{print $2}' "$tmp/peak.clock" | median)
+echo "| figure (threads=$THREADS, median of $RUNS interleaved runs, peer mode $PEER_MODE) | working set | roofline | peer | ratio |"
+echo "|---|---|---|---|---|"
+row() { # name label ws unit peer-name
+  awk -v o="${OURS[$1]}" -v p="${PEER[$1]}" -v l="$2" -v w="$3" -v u="$4" -v pn="$5" \
+    'BEGIN {printf "| %s | %s | %.1f %s | %.1f %s (%s) | %.3f |\n", l, w, o, u, p, u, pn, (p > 0 ? o / p : 0)}'
+}
+row peak "peak DP FMA (AVX-512)" "32 kB" "GFLOP/s" "likwid-bench peakflops_avx512_fma"
+for lv in L1 L2 L3 DRAM; do row "load_$lv" "load $lv" "$(( ${!lv} * THREADS )) B" "GB/s" "likwid-bench load_avx512"; done
+row triad_DRAM "triad DRAM (no write-allocate)" "$(( N * 24 )) B" "GB/s" "STREAM-style triad"
+row triad_nt_DRAM "triad_nt DRAM (NT stores)" "$(( N * 24 )) B" "GB/s" "STREAM-style triad"
+awk -v o="${OURS[peak]}" -v t="$theo" -v g="$ghz" \
+  'BEGIN {if (t > 0) printf "\npeak DP FMA: %.1f GFLOP/s = %.1f %% of the theoretical %.1f GFLOP/s at the measured AVX-512 clock %.2f GHz\n", o, 100 * o / t, t, g}'

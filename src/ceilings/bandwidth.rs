@@ -1,0 +1,194 @@
+//! Bandwidth ceilings: streaming kernels of the suite (widest ISA) at working sets sized per
+//! memory level, on pinned threads, in two byte conventions.
+
+use roofline_kernels::api::Kernel;
+use roofline_kernels::stream::{Op, StreamKernel};
+use roofline_kernels::{Instance, Precision, Variant};
+use serde::{Deserialize, Serialize};
+
+use super::host::Host;
+use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
+
+/// What `gbs` counts: the bytes the kernel's load and store instructions move.
+pub const CORE: &str = "core";
+/// `gbs_write_allocate` also counts the read of each written line before it is written
+/// (ordinary stores; none for non-temporal stores).
+pub const WITH_WRITE_ALLOCATE: &str = "core+write-allocate";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthCeiling {
+    /// `L1`, `L2`, `L3`, `DRAM`.
+    pub level: String,
+    /// Suite kernel: `load`, `copy`, `triad`, `store`, `store_nt`.
+    pub kernel: String,
+    pub isa: String,
+    pub threads: u32,
+    /// All threads together.
+    pub working_set_bytes: u64,
+    pub working_set_per_thread_bytes: u64,
+    /// GB/s (10⁹ bytes), median, in the `bytes_convention` of this figure.
+    pub gbs: f64,
+    /// `core`: explicit loads + stores, write-allocate excluded (what STREAM reports).
+    pub bytes_convention: String,
+    /// GB/s counting write-allocate reads too (equal to `gbs` for load-only and NT stores).
+    pub gbs_write_allocate: f64,
+    pub gbs_best: f64,
+    /// (Q3 − Q1) / median of the sample times.
+    pub spread: f64,
+    pub samples: usize,
+}
+
+/// The widest variant this CPU runs.
+pub fn widest_variant() -> Variant {
+    Variant::ALL.into_iter().rev().find(|v| v.supported()).unwrap_or(Variant::Scalar)
+}
+
+pub const LEVEL_KERNELS: [Op; 4] = [Op::Load, Op::Copy, Op::Triad, Op::Store];
+/// Non-temporal stores bypass the caches: measured at DRAM sizes only.
+pub const DRAM_ONLY_KERNELS: [Op; 1] = [Op::StoreNt];
+
+/// Working set per thread for each level, plus a note when a cap applied.
+pub fn level_sizes(host: &Host, threads: usize) -> (Vec<(String, u64)>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let t = threads.max(1) as u64;
+    let share = |size: u64, shared_by: u32| size / t.min(shared_by.max(1) as u64);
+    let levels: Vec<_> = host.caches.iter().filter(|c| c.level >= 1).collect();
+    for c in &levels {
+        let per_thread = share(c.size_bytes, c.shared_by_threads) / 2;
+        // Above the previous level's capacity, or the level measures nothing new.
+        let floor = levels
+            .iter()
+            .filter(|p| p.level < c.level)
+            .map(|p| 2 * share(p.size_bytes, p.shared_by_threads))
+            .max()
+            .unwrap_or(0);
+        if c.level > 1 && per_thread <= floor {
+            notes.push(format!(
+                "L{}: per-thread share too small against L{} ({} B): skipped",
+                c.level,
+                c.level - 1,
+                per_thread
+            ));
+            continue;
+        }
+        out.push((format!("L{}", c.level), per_thread.max(4096)));
+    }
+    let want = 4 * host.llc_total_bytes();
+    let mut dram = want;
+    if let Some(avail) = roofline_kernels::stream::available_memory_bytes()
+        && dram > avail / 2
+    {
+        dram = avail / 2;
+        notes.push(format!(
+            "DRAM working set capped at {} (half of available memory) instead of 4× LLC = {}",
+            crate::util::fmt_bytes(dram as f64),
+            crate::util::fmt_bytes(want as f64)
+        ));
+    }
+    out.push(("DRAM".to_string(), (dram / t).max(4096)));
+    (out, notes)
+}
+
+/// Measure `op` (f64, `variant`) with `per_thread` bytes per thread on `threads` threads.
+pub fn measure(
+    op: Op,
+    variant: Variant,
+    level: &str,
+    per_thread: u64,
+    threads: usize,
+    budget: Budget,
+    seed: u64,
+) -> Result<BandwidthCeiling, String> {
+    let k = StreamKernel {
+        op,
+        precision: Precision::F64,
+    };
+    let n = k.size_for_bytes(per_thread);
+    let mut probe = k.instance(n, variant, seed)?;
+    let one = time_one(probe.as_mut());
+    drop(probe);
+    let times = reps_for(one, budget.sample);
+    let mut team: Vec<Box<dyn Instance>> = Vec::new();
+    for i in 0..threads {
+        let seed = seed.wrapping_add(i as u64);
+        // `load` repeats inside the kernel (one reduction per sample); the others repeat calls.
+        team.push(match op {
+            Op::Load => k.load_instance(n, variant, seed, times as usize)?,
+            _ => Box::new(Repeated {
+                inner: k.instance(n, variant, seed)?,
+                times,
+            }),
+        });
+    }
+    let counts: Vec<_> = team.iter().map(|i| i.counts()).collect();
+    let core: u64 = counts.iter().map(|c| c.core_bytes()).sum();
+    let stores: u64 = counts.iter().map(|c| c.core_store_bytes).sum();
+    let wa = if op.non_temporal() { core } else { core + stores };
+    let samples = time_instances(team, budget);
+    let s = stats(&samples);
+    Ok(BandwidthCeiling {
+        level: level.to_string(),
+        kernel: k.name().to_string(),
+        isa: variant.name().to_string(),
+        threads: threads as u32,
+        working_set_bytes: k.working_set_bytes(n) * threads as u64,
+        working_set_per_thread_bytes: k.working_set_bytes(n),
+        gbs: core as f64 / s.median / 1e9,
+        bytes_convention: CORE.to_string(),
+        gbs_write_allocate: wa as f64 / s.median / 1e9,
+        gbs_best: core as f64 / s.min / 1e9,
+        spread: s.spread,
+        samples: s.samples,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceilings::host::CacheLevel;
+
+    fn host(caches: Vec<CacheLevel>, cpus: u32) -> Host {
+        let mut h = Host::detect();
+        h.caches = caches;
+        h.logical_cpus = cpus;
+        h
+    }
+
+    #[test]
+    fn sizes_follow_the_hierarchy_and_thread_share() {
+        let h = host(
+            vec![
+                CacheLevel {
+                    level: 1,
+                    size_bytes: 48 << 10,
+                    shared_by_threads: 2,
+                },
+                CacheLevel {
+                    level: 2,
+                    size_bytes: 2 << 20,
+                    shared_by_threads: 2,
+                },
+                CacheLevel {
+                    level: 3,
+                    size_bytes: 64 << 20,
+                    shared_by_threads: 16,
+                },
+            ],
+            16,
+        );
+        let (s1, _) = level_sizes(&h, 1);
+        assert_eq!(s1[0], ("L1".to_string(), 24 << 10));
+        assert_eq!(s1[1], ("L2".to_string(), 1 << 20));
+        assert_eq!(s1[2], ("L3".to_string(), 32 << 20));
+        assert_eq!(s1[3].0, "DRAM");
+        let (s8, _) = level_sizes(&h, 8);
+        // L1/L2 shared by 2 threads at most; L3 by all 8.
+        assert_eq!(s8[0].1, 12 << 10);
+        assert_eq!(s8[2].1, 4 << 20);
+        // DRAM: 4× LLC in all, split over the threads (unless capped by free memory).
+        if s1[3].1 == 4 * (64 << 20) {
+            assert_eq!(s8[3].1, 4 * (64 << 20) / 8);
+        }
+    }
+}

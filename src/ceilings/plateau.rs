@@ -1,0 +1,186 @@
+//! The one plateau detector (ERT's rule), shared by `roofline ceilings --sweep` and
+//! `roofline sweep`: along increasing working-set sizes, a plateau is a run of points within
+//! ±5 % of its median; a new level starts when the value drops by more than 1.25× below the
+//! current level's plateau. Values that rise by more than 5 % restart the current level's
+//! plateau (small sizes are often overhead-bound and climb before they settle).
+
+use serde::{Deserialize, Serialize};
+
+/// Points within this fraction of the plateau's median belong to it.
+pub const PLATEAU_TOLERANCE: f64 = 0.05;
+/// A drop by more than this factor starts a new level.
+pub const LEVEL_DROP: f64 = 1.25;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plateau {
+    /// 0 for the fastest level (L1 on a CPU), 1 for the next, …
+    pub index: usize,
+    /// First and last working-set size on the plateau.
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// Median value of the plateau's points.
+    pub value: f64,
+    pub points: usize,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    }
+}
+
+/// Plateaus of `(working_set_bytes, value)` points (any order; sorted by size here).
+/// A level needs at least two points within tolerance to count as a plateau.
+pub fn detect(points: &[(u64, f64)]) -> Vec<Plateau> {
+    let mut pts: Vec<(u64, f64)> = points.iter().copied().filter(|(_, v)| v.is_finite() && *v > 0.0).collect();
+    pts.sort_by_key(|p| p.0);
+    let mut levels: Vec<Vec<(u64, f64)>> = Vec::new();
+    let mut cur: Vec<(u64, f64)> = Vec::new();
+    for p in pts {
+        if cur.is_empty() {
+            cur.push(p);
+            continue;
+        }
+        let reference = median(&cur.iter().map(|x| x.1).collect::<Vec<_>>());
+        if p.1 < reference / LEVEL_DROP {
+            if cur.len() >= 2 {
+                levels.push(std::mem::take(&mut cur));
+            } else {
+                cur.clear();
+            }
+            cur.push(p);
+        } else if p.1 > reference * (1.0 + PLATEAU_TOLERANCE) {
+            // A rise: whatever came before is kept only if it was a plateau already.
+            if cur.len() >= 2 {
+                levels.push(std::mem::take(&mut cur));
+            } else {
+                cur.clear();
+            }
+            cur.push(p);
+        } else if (p.1 - reference).abs() <= PLATEAU_TOLERANCE * reference {
+            cur.push(p);
+        }
+        // Points between 5 % and 25 % below the plateau are transitions: in no plateau.
+    }
+    if cur.len() >= 2 {
+        levels.push(cur);
+    }
+    // A plateau followed by a higher one is not a level of its own (warm-up, noise).
+    let mut kept: Vec<Vec<(u64, f64)>> = Vec::new();
+    for l in levels {
+        let v = median(&l.iter().map(|x| x.1).collect::<Vec<_>>());
+        while let Some(prev) = kept.last() {
+            let pv = median(&prev.iter().map(|x| x.1).collect::<Vec<_>>());
+            if pv < v * LEVEL_DROP {
+                kept.pop();
+            } else {
+                break;
+            }
+        }
+        kept.push(l);
+    }
+    kept.into_iter()
+        .enumerate()
+        .map(|(index, l)| Plateau {
+            index,
+            from_bytes: l[0].0,
+            to_bytes: l[l.len() - 1].0,
+            value: median(&l.iter().map(|x| x.1).collect::<Vec<_>>()),
+            points: l.len(),
+        })
+        .collect()
+}
+
+/// A detected boundary between two plateaus: the capacity lies between `last_inside` and
+/// `first_outside`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Boundary {
+    pub last_inside_bytes: u64,
+    pub first_outside_bytes: u64,
+    /// Geometric mean of the two: the estimate compared with CPUID.
+    pub estimate_bytes: u64,
+}
+
+pub fn boundaries(plateaus: &[Plateau]) -> Vec<Boundary> {
+    plateaus
+        .windows(2)
+        .map(|w| Boundary {
+            last_inside_bytes: w[0].to_bytes,
+            first_outside_bytes: w[1].from_bytes,
+            estimate_bytes: ((w[0].to_bytes as f64) * (w[1].from_bytes as f64)).sqrt() as u64,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A synthetic memory hierarchy: levels of `bw` up to `cap` with a smooth transition,
+    /// multiplicative noise of ±`noise`.
+    fn hierarchy(levels: &[(u64, f64)], noise: f64, seed: u64) -> Vec<(u64, f64)> {
+        let mut rng = roofline_kernels::stream::SplitMix(seed);
+        let mut out = Vec::new();
+        let mut s = 4096.0f64;
+        while s < 1.5e9 {
+            let size = s as u64;
+            let mut bw = levels.last().unwrap().1;
+            for (i, &(cap, b)) in levels.iter().enumerate() {
+                if size <= cap {
+                    // The last 10 % of a level blends towards the next.
+                    let next = levels.get(i + 1).map(|l| l.1).unwrap_or(b);
+                    let f = ((size as f64 / cap as f64) - 0.9).max(0.0) / 0.1;
+                    bw = b + (next - b) * f.min(1.0) * 0.5;
+                    break;
+                }
+            }
+            out.push((size, bw * (1.0 + noise * rng.next_f64())));
+            s *= 1.25;
+        }
+        out
+    }
+
+    #[test]
+    fn finds_each_level_and_its_boundary() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        eprintln!("plateau seed {seed}");
+        let levels = [(32 << 10, 400.0), (1 << 20, 150.0), (32 << 20, 60.0), (u64::MAX, 20.0)];
+        let pts = hierarchy(&levels, 0.02, seed);
+        let p = detect(&pts);
+        assert_eq!(p.len(), 4, "{p:?}");
+        for (pl, lv) in p.iter().zip(&levels) {
+            assert!((pl.value - lv.1).abs() < 0.05 * lv.1, "{pl:?} vs {lv:?}");
+        }
+        let b = boundaries(&p);
+        for (bd, lv) in b.iter().zip(&levels) {
+            let r = bd.estimate_bytes as f64 / lv.0 as f64;
+            assert!((0.5..2.0).contains(&r), "{bd:?} vs {}", lv.0);
+        }
+    }
+
+    #[test]
+    fn a_small_drop_is_not_a_level_and_a_warmup_climb_is_skipped() {
+        // 15 % drop: same level (transition points excluded, no boundary).
+        let pts: Vec<(u64, f64)> = (0..20).map(|i| (4096u64 << i, if i < 10 { 100.0 } else { 87.0 })).collect();
+        let p = detect(&pts);
+        assert_eq!(p.len(), 1, "{p:?}");
+        // Climb 20 → 40 → 80 → 100 then flat: one plateau at 100.
+        let mut pts = vec![(1000, 20.0), (2000, 40.0), (3000, 80.0)];
+        pts.extend((4..12).map(|i| (i * 1000, 100.0)));
+        let p = detect(&pts);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].from_bytes, 4000);
+        assert!(detect(&[]).is_empty());
+        assert!(detect(&[(1, f64::NAN), (2, 5.0)]).is_empty());
+    }
+}

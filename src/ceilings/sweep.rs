@@ -1,0 +1,311 @@
+//! Sweeps: a suite kernel against working-set size (×factor steps), with the plateau detector
+//! marking levels, each size classified, and a fit T(n) = a + b·n exposing the fixed overhead.
+
+use roofline_kernels::api::Kernel;
+use roofline_kernels::{Instance, Variant};
+use serde::{Deserialize, Serialize};
+
+use super::host::Host;
+use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
+use super::plateau::{self, Boundary, Plateau};
+
+/// Working-set sizes from `from` to `to` (inclusive where reached), ×`factor` each step.
+pub fn sizes(from: u64, to: u64, factor: f64) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut s = from.max(1) as f64;
+    while s <= to as f64 * 1.0001 && v.len() < 10_000 {
+        let b = s.round() as u64;
+        if v.last() != Some(&b) {
+            v.push(b);
+        }
+        s *= factor;
+    }
+    v
+}
+
+/// One measured size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub working_set_bytes: u64,
+    /// Elements (or the kernel's size unit) per thread.
+    pub n: u64,
+    /// Median seconds of one invocation.
+    pub seconds: f64,
+    pub spread: f64,
+    pub gflops: f64,
+    /// Core-side GB/s (explicit loads + stores).
+    pub gbs: f64,
+    /// Flops per core-side byte.
+    pub ai: Option<f64>,
+    /// The cache level the working set fits in by CPUID sizes (per-thread share): `L1`…`DRAM`.
+    pub cpuid_level: String,
+    /// Index of the detected plateau this point lies on, if any.
+    pub plateau: Option<usize>,
+    /// `overhead`, `compute`, or `memory (L2)` etc. (filled when ceilings are known).
+    pub bound: Option<String>,
+}
+
+/// Least-squares fit T(n) = a + b·n with relative weights (each point's error relative to
+/// its time), so that small sizes, where the overhead `a` shows, count as much as large ones.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LinearFit {
+    /// Fixed overhead per invocation, seconds.
+    pub a: f64,
+    /// Seconds per unit of n.
+    pub b: f64,
+    /// Weighted coefficient of determination.
+    pub r2: f64,
+}
+
+pub fn fit(points: &[(f64, f64)]) -> Option<LinearFit> {
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && *y > 0.0)
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(x, y) in &pts {
+        let w = 1.0 / (y * y);
+        sw += w;
+        sx += w * x;
+        sy += w * y;
+        sxx += w * x * x;
+        sxy += w * x * y;
+    }
+    let det = sw * sxx - sx * sx;
+    if det.abs() < f64::MIN_POSITIVE || !det.is_finite() {
+        return None;
+    }
+    let b = (sw * sxy - sx * sy) / det;
+    let a = (sy - b * sx) / sw;
+    let mean = sy / sw;
+    let (mut ss_res, mut ss_tot) = (0.0, 0.0);
+    for &(x, y) in &pts {
+        let w = 1.0 / (y * y);
+        ss_res += w * (y - a - b * x).powi(2);
+        ss_tot += w * (y - mean).powi(2);
+    }
+    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 };
+    Some(LinearFit { a, b, r2 })
+}
+
+/// The level a per-thread working set fits in, by CPUID sizes.
+pub fn cpuid_level(host: &Host, per_thread: u64, threads: usize) -> String {
+    for c in &host.caches {
+        let share = c.size_bytes / (threads as u64).min(c.shared_by_threads.max(1) as u64).max(1);
+        if per_thread <= share {
+            return format!("L{}", c.level);
+        }
+    }
+    "DRAM".to_string()
+}
+
+/// A detected boundary against the CPUID capacity of the level it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelBoundary {
+    pub level: String,
+    #[serde(flatten)]
+    pub detected: Boundary,
+    /// CPUID capacity of that level (per-thread share).
+    pub cpuid_bytes: Option<u64>,
+    /// detected estimate / CPUID capacity.
+    pub ratio: Option<f64>,
+}
+
+/// Name plateaus by the CPUID level of their sizes and pair boundaries with capacities.
+pub fn level_boundaries(host: &Host, plateaus: &[Plateau], threads: usize) -> Vec<LevelBoundary> {
+    plateau::boundaries(plateaus)
+        .into_iter()
+        .zip(plateaus)
+        .map(|(b, p)| {
+            // The level a plateau lives in: where its middle size fits by CPUID.
+            let mid = ((p.from_bytes as f64 * p.to_bytes as f64).sqrt()) as u64;
+            let level = cpuid_level(host, mid, threads);
+            let cap = level
+                .strip_prefix('L')
+                .and_then(|l| l.parse::<u32>().ok())
+                .and_then(|l| host.cache(l))
+                .map(|c| c.size_bytes / (threads as u64).min(c.shared_by_threads.max(1) as u64).max(1));
+            LevelBoundary {
+                level,
+                ratio: cap.map(|c| b.estimate_bytes as f64 / c as f64),
+                detected: b,
+                cpuid_bytes: cap,
+            }
+        })
+        .collect()
+}
+
+/// A sweep's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub kernel: String,
+    pub variant: String,
+    pub threads: u32,
+    pub factor: f64,
+    pub points: Vec<SweepPoint>,
+    /// Plateaus of core-side GB/s.
+    pub plateaus: Vec<Plateau>,
+    pub boundaries: Vec<LevelBoundary>,
+    pub fit: Option<LinearFit>,
+}
+
+/// Run `kernel` at each size on `threads` threads. `progress` is called after each size.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    host: &Host,
+    kernel: &dyn Kernel,
+    variant: Variant,
+    sizes_bytes: &[u64],
+    threads: usize,
+    budget: Budget,
+    seed: u64,
+    mut progress: impl FnMut(),
+) -> Result<Sweep, String> {
+    let mut points = Vec::new();
+    let mut last_n = 0;
+    for &ws in sizes_bytes {
+        let per_thread = ws / threads as u64;
+        let n = kernel.size_for_bytes(per_thread);
+        if n == last_n {
+            progress();
+            continue;
+        }
+        last_n = n;
+        let mut probe = kernel.instance(n, variant, seed)?;
+        let one = time_one(probe.as_mut());
+        drop(probe);
+        let times = reps_for(one, budget.sample);
+        let mut team: Vec<Box<dyn Instance>> = Vec::new();
+        for i in 0..threads {
+            team.push(Box::new(Repeated {
+                inner: kernel.instance(n, variant, seed.wrapping_add(i as u64))?,
+                times,
+            }));
+        }
+        let counts: Vec<_> = team.iter().map(|i| i.counts()).collect();
+        let flops: u64 = counts.iter().map(|c| c.flops_total()).sum();
+        let bytes: u64 = counts.iter().map(|c| c.core_bytes()).sum();
+        let s = stats(&time_instances(team, budget));
+        let wsb = kernel.working_set_bytes(n) * threads as u64;
+        points.push(SweepPoint {
+            working_set_bytes: wsb,
+            n: n as u64,
+            seconds: s.median / times as f64,
+            spread: s.spread,
+            gflops: flops as f64 / s.median / 1e9,
+            gbs: bytes as f64 / s.median / 1e9,
+            ai: if bytes > 0 { Some(flops as f64 / bytes as f64) } else { None },
+            cpuid_level: cpuid_level(host, kernel.working_set_bytes(n), threads),
+            plateau: None,
+            bound: None,
+        });
+        progress();
+    }
+    let series: Vec<(u64, f64)> = points
+        .iter()
+        .map(|p| (p.working_set_bytes, if p.gbs > 0.0 { p.gbs } else { p.gflops }))
+        .collect();
+    let plateaus = plateau::detect(&series);
+    for p in &mut points {
+        p.plateau = plateaus
+            .iter()
+            .find(|pl| (pl.from_bytes..=pl.to_bytes).contains(&p.working_set_bytes))
+            .map(|pl| pl.index);
+    }
+    let boundaries = level_boundaries(host, &plateaus, threads);
+    let fit = fit(&points.iter().map(|p| (p.n as f64, p.seconds)).collect::<Vec<_>>());
+    Ok(Sweep {
+        kernel: kernel.name().to_string(),
+        variant: variant.name().to_string(),
+        threads: threads as u32,
+        factor: 0.0,
+        points,
+        plateaus,
+        boundaries,
+        fit,
+    })
+}
+
+/// Classify each point: overhead-bound when the fixed overhead is at least half the time;
+/// otherwise compute-bound when the compute roof is below AI × the level's bandwidth roof,
+/// else memory-bound at that level.
+pub fn classify(sweep: &mut Sweep, compute_roof_gflops: Option<f64>, level_gbs: &dyn Fn(&str) -> Option<f64>) {
+    let a = sweep.fit.map(|f| f.a).unwrap_or(0.0);
+    for p in &mut sweep.points {
+        p.bound = Some(if a > 0.0 && a >= 0.5 * p.seconds {
+            "overhead".to_string()
+        } else {
+            match (p.ai, compute_roof_gflops, level_gbs(&p.cpuid_level)) {
+                (None, _, _) => format!("memory ({})", p.cpuid_level),
+                (Some(ai), Some(c), Some(bw)) if c < ai * bw => "compute".to_string(),
+                (Some(_), _, _) => format!("memory ({})", p.cpuid_level),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_overhead_and_slope() {
+        let pts: Vec<(f64, f64)> = (0..30).map(|i| 1000.0 * 1.25f64.powi(i)).map(|n| (n, 2e-7 + 1e-10 * n)).collect();
+        let f = fit(&pts).unwrap();
+        assert!((f.a - 2e-7).abs() < 1e-12, "{f:?}");
+        assert!((f.b - 1e-10).abs() < 1e-15, "{f:?}");
+        assert!(f.r2 > 0.999);
+        assert!(fit(&[(1.0, 1.0)]).is_none());
+        assert!(fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+    }
+
+    #[test]
+    fn sizes_grow_by_the_factor() {
+        let s = sizes(4096, 1 << 20, 1.25);
+        assert_eq!(s[0], 4096);
+        assert_eq!(s[1], 5120);
+        assert!(*s.last().unwrap() <= 1 << 20);
+        assert!(s.windows(2).all(|w| (w[1] as f64 / w[0] as f64 - 1.25).abs() < 0.01));
+        assert_eq!(sizes(10, 5, 2.0), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn classification_uses_overhead_then_roofs() {
+        let host = Host::detect();
+        let mk = |n: u64, seconds: f64, ai: f64, level: &str| SweepPoint {
+            working_set_bytes: n * 8,
+            n,
+            seconds,
+            spread: 0.0,
+            gflops: 0.0,
+            gbs: 0.0,
+            ai: Some(ai),
+            cpuid_level: level.to_string(),
+            plateau: None,
+            bound: None,
+        };
+        let _ = host;
+        let mut s = Sweep {
+            kernel: "x".into(),
+            variant: "scalar".into(),
+            threads: 1,
+            factor: 1.25,
+            points: vec![
+                mk(10, 1.1e-7, 0.1, "L1"),
+                mk(1 << 20, 1e-3, 0.1, "DRAM"),
+                mk(1 << 20, 1e-3, 50.0, "DRAM"),
+            ],
+            plateaus: vec![],
+            boundaries: vec![],
+            fit: Some(LinearFit { a: 1e-7, b: 1e-9, r2: 1.0 }),
+        };
+        classify(&mut s, Some(100.0), &|l| if l == "DRAM" { Some(20.0) } else { Some(200.0) });
+        assert_eq!(s.points[0].bound.as_deref(), Some("overhead"));
+        assert_eq!(s.points[1].bound.as_deref(), Some("memory (DRAM)"));
+        assert_eq!(s.points[2].bound.as_deref(), Some("compute"));
+    }
+}
