@@ -175,7 +175,11 @@ fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
         trace::measure_command(&args.command, &opts)?
     };
     let p = m.into_point(args.command.join(" "));
-    println!("{}", serde_json::to_string_pretty(&p)?);
+    let text = serde_json::to_string_pretty(&p)?;
+    match &args.output.output {
+        Some(path) => crate::util::write_atomic(path, text.as_bytes())?,
+        None => println!("{text}"),
+    }
     Ok(0)
 }
 

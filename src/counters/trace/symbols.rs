@@ -22,13 +22,13 @@ pub struct ElfInfo {
 }
 
 fn u16_at(d: &[u8], o: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(d.get(o..o + 2)?.try_into().ok()?))
+    Some(u16::from_le_bytes(d.get(o..o.checked_add(2)?)?.try_into().ok()?))
 }
 fn u32_at(d: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(d.get(o..o + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(d.get(o..o.checked_add(4)?)?.try_into().ok()?))
 }
 fn u64_at(d: &[u8], o: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(d.get(o..o + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(d.get(o..o.checked_add(8)?)?.try_into().ok()?))
 }
 
 /// Parse an ELF64 little-endian image. Returns None for anything else or anything malformed
@@ -48,24 +48,24 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
         for k in 0..phnum.min(4096) {
             let o = phoff.checked_add(k.checked_mul(phentsize)?)?;
             if u32_at(d, o)? == 1 {
-                info.loads.push((u64_at(d, o + 8)?, u64_at(d, o + 16)?, u64_at(d, o + 32)?));
+                info.loads.push((u64_at(d, o.saturating_add(8))?, u64_at(d, o.saturating_add(16))?, u64_at(d, o.saturating_add(32))?));
             }
         }
     }
     if shentsize >= 64 {
         for k in 0..shnum.min(65536) {
             let o = shoff.checked_add(k.checked_mul(shentsize)?)?;
-            let Some(sh_type) = u32_at(d, o + 4) else { break };
+            let Some(sh_type) = u32_at(d, o.saturating_add(4)) else { break };
             // SHT_SYMTAB = 2, SHT_DYNSYM = 11
             if sh_type != 2 && sh_type != 11 {
                 continue;
             }
-            let (Some(off), Some(size), Some(link), Some(entsize)) = (u64_at(d, o + 24), u64_at(d, o + 32), u32_at(d, o + 40), u64_at(d, o + 56))
+            let (Some(off), Some(size), Some(link), Some(entsize)) = (u64_at(d, o.saturating_add(24)), u64_at(d, o.saturating_add(32)), u32_at(d, o.saturating_add(40)), u64_at(d, o.saturating_add(56)))
             else {
                 continue;
             };
             let so = shoff.checked_add((link as usize).checked_mul(shentsize)?)?;
-            let (Some(stroff), Some(strsize)) = (u64_at(d, so + 24), u64_at(d, so + 32)) else { continue };
+            let (Some(stroff), Some(strsize)) = (u64_at(d, so.saturating_add(24)), u64_at(d, so.saturating_add(32))) else { continue };
             let strtab = d.get(stroff as usize..(stroff as usize).checked_add(strsize as usize)?)?;
             if entsize < 24 {
                 continue;
@@ -74,7 +74,7 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
             for s in 0..n {
                 let so = (off as usize).checked_add(s.checked_mul(entsize as usize)?)?;
                 let (Some(name), Some(st_info), Some(shndx), Some(value), Some(sz)) =
-                    (u32_at(d, so), d.get(so + 4).copied(), u16_at(d, so + 6), u64_at(d, so + 8), u64_at(d, so + 16))
+                    (u32_at(d, so), d.get(so.saturating_add(4)).copied(), u16_at(d, so.saturating_add(6)), u64_at(d, so.saturating_add(8)), u64_at(d, so.saturating_add(16)))
                 else {
                     break;
                 };
@@ -112,13 +112,13 @@ impl ElfInfo {
         let file_off = addr - map_start + map_off;
         self.loads
             .iter()
-            .find(|(off, _, sz)| file_off >= *off && file_off < off + sz.max(&1))
+            .find(|(off, _, sz)| file_off >= *off && file_off < off.saturating_add(*sz.max(&1)))
             .map(|(off, va, _)| file_off - off + va)
     }
 
     /// Run-time address of a link-time address, given a mapping of the file.
     pub fn to_runtime(&self, vaddr: u64, mappings: &[Mapping]) -> Option<u64> {
-        let (off, va, _) = self.loads.iter().find(|(_, va, sz)| vaddr >= *va && vaddr < va + sz.max(&1))?;
+        let (off, va, _) = self.loads.iter().find(|(_, va, sz)| vaddr >= *va && vaddr < va.saturating_add(*sz.max(&1)))?;
         let file_off = vaddr - va + off;
         mappings
             .iter()

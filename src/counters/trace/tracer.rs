@@ -1456,6 +1456,6 @@ mod tests {
         assert_eq!(b.masked[0].1, MaskSrc::Entry(2));
         let t = dynamic_tally(&b, &[Some(0b1011)]);
         assert_eq!((t.flops_total(), t.effective), (8, 3));
-        assert_eq!(active(0xff, 8), 8);
+        assert_eq!(crate::counters::trace::tally::active(0xff, 8), 8);
     }
 }
