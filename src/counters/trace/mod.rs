@@ -266,6 +266,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "single_steps": r.stats.steps,
             "blocks_decoded": r.stats.blocks_decoded,
             "native_loops": r.stats.native_loops,
+            "step_overs": r.stats.step_overs,
+            "step_throughs": r.stats.step_throughs,
             "processes": r.stats.processes,
             "threads": r.stats.threads,
         }),

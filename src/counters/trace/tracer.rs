@@ -581,6 +581,10 @@ pub struct DriverStats {
     pub blocks_decoded: u64,
     pub native_loops: u64,
     pub loop_count_errors: u64,
+    /// Step-overs of a block's first instruction (block re-entered itself, or a sticky breakpoint).
+    pub step_overs: u64,
+    /// Blocks stepped through (dynamic masks, unresolved exits): their executions.
+    pub step_throughs: u64,
     pub processes: u64,
     pub threads: u64,
 }
@@ -1287,6 +1291,7 @@ impl<'s> Tracer<'s> {
         if block.needs_step || unresolved {
             // Step through it: one instruction at a time, masks read before each.
             sp.uninstall(pc);
+            self.stats.step_throughs += 1;
             let (start, end) = (block.start, block.end);
             self.count_one(pid, si, pc, &regs);
             self.set_step(pid, StepKind::Through { start, end });
@@ -1294,27 +1299,7 @@ impl<'s> Tracer<'s> {
             let _ = ptrace::step(pid, None);
             return;
         }
-        let masks: Vec<Option<u64>> = if block.masked.iter().any(|(_, s)| matches!(s, MaskSrc::Entry(_))) {
-            let xs = self.xstate(pid);
-            block
-                .masked
-                .iter()
-                .map(|(_, s)| match s {
-                    MaskSrc::Entry(k) => xs.as_ref().and_then(|x| self.xsave.opmask(x, *k)),
-                    MaskSrc::Const(v) => Some(*v),
-                    MaskSrc::Dynamic => None,
-                })
-                .collect()
-        } else {
-            block
-                .masked
-                .iter()
-                .map(|(_, s)| match s {
-                    MaskSrc::Const(v) => Some(*v),
-                    _ => None,
-                })
-                .collect()
-        };
+        let masks = self.masks_for(pid, &block);
         let sp = &mut self.spaces[si];
         // A counted single-block loop on a single thread: run it natively to its exit.
         if let Some(ind) = block.induction
@@ -1336,6 +1321,37 @@ impl<'s> Tracer<'s> {
             }
             let _ = ptrace::cont(pid, None);
             return;
+        }
+        let mut targets = targets;
+        let mut masks = masks;
+        let mut block = block;
+        // Chain: blocks that must follow this one (fall-through, direct jump, direct call) are
+        // counted now and their breakpoints left out, so straight-line code traps once.
+        if block.exit == Exit::Static && !block.rep && !sticky && self.spaces[si].threads <= 1 {
+            let chained = self.chain(si, pc);
+            if !chained.is_empty() {
+                let last = chained.last().cloned().unwrap_or_else(|| block.clone());
+                targets = last.succ.clone();
+                for b in &chained {
+                    let once = Tally::default();
+                    self.add(&b.stat, 1, &b.func);
+                    self.add(&once, 0, &b.func);
+                }
+                let sp = &mut self.spaces[si];
+                for b in &chained {
+                    if !targets.contains(&b.start) {
+                        sp.uninstall(b.start);
+                    }
+                }
+            }
+        }
+        if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
+            // Installing the chain's successors split this block: count what is left of it.
+            block = self.spaces[si].block_at(pc, &mut self.factory);
+            masks = self.masks_for(pid, &block);
+            if !block.succ.iter().all(|t| targets.contains(t)) {
+                targets.extend(block.succ.iter().copied());
+            }
         }
         let once = dynamic_tally(&block, &masks);
         let func = block.func.clone();
@@ -1359,8 +1375,85 @@ impl<'s> Tracer<'s> {
             }
             self.set_step(pid, StepKind::Over);
             self.stats.steps += 1;
+            self.stats.step_overs += 1;
             let _ = ptrace::step(pid, None);
         }
+    }
+
+    /// Opmask values of a block's masked instructions, read at its entry.
+    fn masks_for(&self, pid: Pid, block: &Block) -> Vec<Option<u64>> {
+        if block.masked.iter().any(|(_, s)| matches!(s, MaskSrc::Entry(_))) {
+            let xs = self.xstate(pid);
+            block
+                .masked
+                .iter()
+                .map(|(_, s)| match s {
+                    MaskSrc::Entry(k) => xs.as_ref().and_then(|x| self.xsave.opmask(x, *k)),
+                    MaskSrc::Const(v) => Some(*v),
+                    MaskSrc::Dynamic => None,
+                })
+                .collect()
+        } else {
+            block
+                .masked
+                .iter()
+                .map(|(_, s)| match s {
+                    MaskSrc::Const(v) => Some(*v),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    /// Blocks that necessarily follow the block at `pc`, each with a static exit, no masks, no
+    /// string repeats and no loop of its own; their successors are installed. Stops at the first
+    /// block that does not qualify or that a new breakpoint has split.
+    fn chain(&mut self, si: usize, pc: u64) -> Vec<Rc<Block>> {
+        let f = &mut self.factory;
+        let sp = &mut self.spaces[si];
+        let single = |b: &Block| -> Option<u64> {
+            match b.insns.last().map(|l| l.flow) {
+                Some(Flow::Next) | Some(Flow::Jump(_)) => b.succ.first().copied(),
+                Some(Flow::Call(t)) => Some(t),
+                _ => None,
+            }
+        };
+        let mut starts: Vec<u64> = Vec::new();
+        let Some(first) = sp.blocks.get(&pc).cloned() else { return vec![] };
+        let mut cur = first;
+        while starts.len() < 16 {
+            let Some(next) = single(&cur) else { break };
+            if next == pc || starts.contains(&next) || sp.bps.get(&next).is_some_and(|b| b.sticky()) {
+                break;
+            }
+            sp.mark_block_start(next);
+            let nb = sp.block_at(next, f);
+            if nb.exit != Exit::Static || nb.rep || nb.needs_step || !nb.masked.is_empty() || nb.induction.is_some() {
+                break;
+            }
+            for &t in &nb.succ {
+                sp.mark_block_start(t);
+                sp.install(t);
+            }
+            starts.push(next);
+            cur = nb;
+        }
+        // Verify against the blocks as they are now (installing may have split some).
+        let mut out = Vec::new();
+        let Some(mut cur) = sp.blocks.get(&pc).cloned() else { return vec![] };
+        for s in starts {
+            if single(&cur) != Some(s) {
+                break;
+            }
+            let Some(b) = sp.blocks.get(&s).cloned() else { break };
+            // Its successors must be installed (a split may have given it a new one).
+            if b.succ.iter().any(|t| !sp.bps.get(t).is_some_and(|x| x.installed)) {
+                break;
+            }
+            out.push(b.clone());
+            cur = b;
+        }
+        out
     }
 
     fn finish_loop(&mut self, _pid: Pid, si: usize, nat: &Native, regs: &libc::user_regs_struct) {
