@@ -173,15 +173,20 @@ pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceRe
     Ok(r)
 }
 
-/// The marker functions a forked child calls around the traced work.
+/// The marker functions a forked child calls around the traced work: exported (so they are
+/// emitted and never inlined away) with distinct opaque bodies (so no linker folds them).
+#[unsafe(no_mangle)]
 #[inline(never)]
-extern "C" fn trace_child_begin() {
-    std::hint::black_box(());
+pub extern "C" fn roofline_trace_child_begin() {
+    // SAFETY: a no-op instruction; touches no memory or registers.
+    unsafe { std::arch::asm!("nop", options(nomem, nostack, preserves_flags)) }
 }
 
+#[unsafe(no_mangle)]
 #[inline(never)]
-extern "C" fn trace_child_end() {
-    std::hint::black_box(());
+pub extern "C" fn roofline_trace_child_end() {
+    // SAFETY: two no-op instructions; touch no memory or registers.
+    unsafe { std::arch::asm!("nop", "nop", options(nomem, nostack, preserves_flags)) }
 }
 
 /// Run `work` in a forked child under the tracer, counting only the work itself (the child
@@ -199,15 +204,18 @@ pub fn trace_forked(work: &mut dyn FnMut(), mode: TraceMode, by_function: bool) 
                 unsafe { nix::libc::_exit(127) };
             }
             let _ = raise(Signal::SIGSTOP);
-            trace_child_begin();
+            roofline_trace_child_begin();
             work();
-            trace_child_end();
+            roofline_trace_child_end();
             // SAFETY: as above; skip atexit handlers and buffered IO of the parent's copy.
             unsafe { nix::libc::_exit(0) }
         }
         ForkResult::Parent { child } => {
-            let begin = trace_child_begin as *const () as u64;
-            let end = trace_child_end as *const () as u64;
+            let begin = roofline_trace_child_begin as *const () as u64;
+            let end = roofline_trace_child_end as *const () as u64;
+            if begin == end {
+                return Err(Error::unavailable("the trace markers were folded into one function", "a build-setting problem: report it"));
+            }
             let (t, ending) = Tracer::run_forked(child, begin, end, mode, by_function)?;
             ending_to_result("the kernel child", ending)?;
             Ok(collect(&t))
