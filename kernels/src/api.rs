@@ -42,8 +42,8 @@ pub trait Instance: Send {
 
 /// Every kernel of the suite.
 pub fn all() -> Vec<Box<dyn Kernel>> {
-    #[allow(unused_mut)]
-    let mut v: Vec<Box<dyn Kernel>> = Vec::new();
+    let mut v = crate::stream::kernels();
+    v.extend(crate::suite::kernels());
     v
 }
 

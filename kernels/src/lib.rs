@@ -7,6 +7,8 @@
 
 pub mod api;
 pub mod runner;
+pub mod stream;
+pub mod suite;
 pub mod types;
 
 pub use api::{Instance, Kernel};
