@@ -40,7 +40,7 @@ pub struct Args {
     /// Internal: trace a command and print its measurement as JSON (tests and the perf helper).
     #[arg(long = "trace-command", hide = true)]
     pub trace_command: bool,
-    /// Internal: with --trace-command, `flops` or `memory`.
+    /// `memory` single-steps every instruction (a slow cross-check of the block counting).
     #[arg(long = "trace-mode", hide = true, value_enum, default_value = "flops")]
     pub trace_mode: TraceMode,
     /// Internal: with --trace-command, attribute per function.
@@ -87,16 +87,16 @@ fn fresh_seed() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(7)
 }
 
-fn run_traced(inst: &mut Box<dyn api::Instance>) -> anyhow::Result<trace::tally::Tally> {
+fn run_traced(inst: &mut Box<dyn api::Instance>, mode: TraceMode) -> anyhow::Result<trace::tally::Tally> {
     let mut work = || inst.run();
-    Ok(trace::trace_forked(&mut work, TraceMode::Flops, false)?.total)
+    Ok(trace::trace_forked(&mut work, mode, false)?.total)
 }
 
 /// Bytes the harness itself may load or store around a kernel run (the closure, the virtual
 /// call, the instance's fields): the same at every size, reported, and bounded by this.
 const HARNESS_BYTES_MAX: u64 = 1024;
 
-fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64) -> anyhow::Result<Row> {
+fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64, mode: TraceMode) -> anyhow::Result<Row> {
     let mut inst = k.instance(n, v, seed).map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
     let analytic = inst.counts();
     let mut harness_out = None;
@@ -108,12 +108,12 @@ fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBack
             (flops_map(&c), c.core_bytes(), None)
         }
         ValidateBackend::Trace => {
-            let t = &run_traced(&mut inst)?;
+            let t = &run_traced(&mut inst, mode)?;
             // A second, smaller size: the difference of the two traces is the kernel's own
             // traffic, which must equal the difference of the analytic counts exactly.
             let n2 = (n / 2).max(1);
             let second = match k.instance(n2, v, seed ^ 0x9e37) {
-                Ok(mut i2) => Some((i2.counts(), run_traced(&mut i2)?)),
+                Ok(mut i2) => Some((i2.counts(), run_traced(&mut i2, mode)?)),
                 Err(_) => None,
             };
             let by: BTreeMap<String, u64> = t
@@ -252,7 +252,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             if !v.supported() {
                 continue;
             }
-            rows.push(validate_one(k.as_ref(), v, n, args.backend, seed)?);
+            rows.push(validate_one(k.as_ref(), v, n, args.backend, seed, args.trace_mode)?);
         }
     }
     if rows.is_empty() {

@@ -1328,20 +1328,31 @@ impl<'s> Tracer<'s> {
         // Chain: blocks that must follow this one (fall-through, direct jump, direct call) are
         // counted now and their breakpoints left out, so straight-line code traps once.
         if block.exit == Exit::Static && !block.rep && !sticky && self.spaces[si].threads <= 1 {
-            let chained = self.chain(si, pc);
+            let mut chained = self.chain(si, pc);
+            // Every place control can reach next, other than the chain's own edges, keeps its
+            // breakpoint; a member among them would be counted twice, so the chain stops before it.
+            let keep = loop {
+                let mut keep: Vec<u64> = Vec::new();
+                let mut prev = block.clone();
+                for b in chained.iter().chain(std::iter::once(&block)).take(chained.len()) {
+                    keep.extend(prev.succ.iter().copied().filter(|t| *t != b.start));
+                    prev = b.clone();
+                }
+                keep.extend(prev.succ.iter().copied());
+                keep.extend(targets.iter().copied().filter(|t| !block.succ.contains(t)));
+                match chained.iter().position(|b| keep.contains(&b.start)) {
+                    Some(i) => chained.truncate(i),
+                    None => break keep,
+                }
+            };
             if !chained.is_empty() {
-                let last = chained.last().cloned().unwrap_or_else(|| block.clone());
-                targets = last.succ.clone();
+                targets = keep;
                 for b in &chained {
-                    let once = Tally::default();
                     self.add(&b.stat, 1, &b.func);
-                    self.add(&once, 0, &b.func);
                 }
                 let sp = &mut self.spaces[si];
                 for b in &chained {
-                    if !targets.contains(&b.start) {
-                        sp.uninstall(b.start);
-                    }
+                    sp.uninstall(b.start);
                 }
             }
         }
