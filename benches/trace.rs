@@ -41,7 +41,12 @@ fn bench(c: &mut Criterion) {
     let input = dir.join("lines.txt");
     let lines: String = (0..40u64).map(|i| format!("{}\n", (i * 7919) % 1000)).collect();
     std::fs::write(&input, lines).unwrap();
-    let argv = vec!["sort".to_string(), "-o".to_string(), "/dev/null".to_string(), input.display().to_string()];
+    let argv = vec![
+        "sort".to_string(),
+        "-o".to_string(),
+        "/dev/null".to_string(),
+        input.display().to_string(),
+    ];
     let mut o = TraceOptions::default();
     let probe = trace::trace_command(&argv, &mut o).expect("trace sort");
     g.throughput(Throughput::Elements(probe.total.instructions));

@@ -26,7 +26,12 @@ fn forked_work_is_counted_exactly_and_only_the_work() {
         eprintln!("skipping: no AVX2/FMA");
         return;
     }
-    let n = 1000 + std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64 % 5000;
+    let n = 1000
+        + std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64
+            % 5000;
     eprintln!("n = {n}");
     let x = [1.0f64, 2.0, 3.0, 4.0];
     let mut f = || work(std::hint::black_box(n), &x);
@@ -38,12 +43,16 @@ fn forked_work_is_counted_exactly_and_only_the_work() {
     let base = trace::trace_forked(&mut half, TraceMode::Flops, false).unwrap().total;
     assert!(base.core_load - 32 * n0 < 128, "harness overhead {}", base.core_load - 32 * n0);
     let t = &r.total;
-    let by: std::collections::BTreeMap<&str, u64> =
-        t.flops.iter().enumerate().filter(|(_, v)| **v > 0).map(|(i, v)| (trace::tally::class_key(i), *v)).collect();
+    let by: std::collections::BTreeMap<&str, u64> = t
+        .flops
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v > 0)
+        .map(|(i, v)| (trace::tally::class_key(i), *v))
+        .collect();
     assert_eq!(by.get("packed256_double"), Some(&(8 * n)));
     assert_eq!(by.get("scalar_double"), Some(&n));
     assert_eq!(t.core_load - base.core_load, 32 * (n - n0));
     assert_eq!(t.core_store, base.core_store);
     assert!(r.stats.stops < 64, "the loop runs natively: {} stops", r.stats.stops);
 }
-

@@ -20,5 +20,8 @@ fn ctrl_c_kills_the_traced_command_and_exits_130() {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130));
-    assert!(!std::path::Path::new(&format!("/proc/{traced}")).exists(), "the traced command survived");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{traced}")).exists(),
+        "the traced command survived"
+    );
 }

@@ -13,7 +13,15 @@ fn fixture(name: &str) -> PathBuf {
 /// Compile a fixture; None when cc (or a library) is missing.
 fn compile(dir: &Path, src: &str, out: &str, flags: &[&str]) -> Option<PathBuf> {
     let exe = dir.join(out);
-    let st = std::process::Command::new("cc").arg("-O2").args(flags).arg("-o").arg(&exe).arg(fixture(src)).args(libs_of(flags)).output().ok()?;
+    let st = std::process::Command::new("cc")
+        .arg("-O2")
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(fixture(src))
+        .args(libs_of(flags))
+        .output()
+        .ok()?;
     if !st.status.success() {
         eprintln!("skipping: cc {src} failed: {}", String::from_utf8_lossy(&st.stderr));
         return None;
@@ -26,7 +34,10 @@ fn libs_of(flags: &[&str]) -> Vec<String> {
 }
 
 fn seed() -> u64 {
-    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     eprintln!("seed {s}");
     s
 }
@@ -75,14 +86,21 @@ fn avx512() -> bool {
 fn known_counts_exact_inside_a_region() {
     let dir = tempfile::tempdir().unwrap();
     let built = compile(dir.path(), "fp_known.c", "fpk", &["-mavx2", "-mfma", "-DWITH_AVX512"]);
-    let Some(exe) = built.or_else(|| compile(dir.path(), "fp_known.c", "fpk", &["-mavx2", "-mfma"])) else { return };
+    let Some(exe) = built.or_else(|| compile(dir.path(), "fp_known.c", "fpk", &["-mavx2", "-mfma"])) else {
+        return;
+    };
     let mut s = seed();
     let n = pick(&mut s, 500, 3000);
     let mask = pick(&mut s, 0, 256);
     let with512 = avx512();
     let m = trace(
         dir.path(),
-        &[exe.to_str().unwrap(), &n.to_string(), &mask.to_string(), if with512 { "1" } else { "0" }],
+        &[
+            exe.to_str().unwrap(),
+            &n.to_string(),
+            &mask.to_string(),
+            if with512 { "1" } else { "0" },
+        ],
         &[],
         true,
     );
@@ -97,10 +115,24 @@ fn known_counts_exact_inside_a_region() {
     let popcnt = u64::from((mask as u32).count_ones());
     let dyn_eff: u64 = (0..n).map(|i| u64::from(((i & 0xff) as u32).count_ones())).sum();
     let eff = m["flops"]["effective"].as_f64().unwrap() as u64;
-    if with512 && m["extra"]["by_function"].as_array().unwrap().iter().any(|r| r["function"].as_str().unwrap().starts_with("masked512")) {
+    if with512
+        && m["extra"]["by_function"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["function"].as_str().unwrap().starts_with("masked512"))
+    {
         assert_eq!(class(&m, "packed512_double"), 16 * n + 8 * n);
-        assert_eq!(f("masked512", "core_bytes"), 2 * 8 * popcnt * n, "masked load and store: active elements only");
-        assert_eq!(eff, 2 * n + 8 * n + 2 * popcnt * n + dyn_eff, "effective flops leave masked lanes out");
+        assert_eq!(
+            f("masked512", "core_bytes"),
+            2 * 8 * popcnt * n,
+            "masked load and store: active elements only"
+        );
+        assert_eq!(
+            eff,
+            2 * n + 8 * n + 2 * popcnt * n + dyn_eff,
+            "effective flops leave masked lanes out"
+        );
     } else {
         assert_eq!(eff, 10 * n);
     }
@@ -108,17 +140,28 @@ fn known_counts_exact_inside_a_region() {
     let total_core = m["bytes"]["core"].as_f64().unwrap() as u64;
     let known: u64 = ["daxpy_scalar", "fma256", "rep_copy", "masked512"]
         .iter()
-        .filter(|n| m["extra"]["by_function"].as_array().unwrap().iter().any(|r| r["function"].as_str().unwrap().starts_with(*n)))
+        .filter(|n| {
+            m["extra"]["by_function"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["function"].as_str().unwrap().starts_with(*n))
+        })
         .map(|n| f(n, "core_bytes"))
         .sum();
-    assert!(total_core >= known && total_core - known <= 64, "core {total_core} vs kernels {known}");
+    assert!(
+        total_core >= known && total_core - known <= 64,
+        "core {total_core} vs kernels {known}"
+    );
     assert_eq!(m["extra"]["unclassified"].as_u64(), Some(0));
 }
 
 #[test]
 fn threads_are_all_counted() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "threads.c", "thr", &["-pthread"]) else { return };
+    let Some(exe) = compile(dir.path(), "threads.c", "thr", &["-pthread"]) else {
+        return;
+    };
     let n = pick(&mut seed(), 200, 1500);
     let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[], false);
     assert_eq!(class(&m, "scalar_double"), 6 * n);
@@ -129,7 +172,9 @@ fn threads_are_all_counted() {
 #[test]
 fn forked_children_are_counted() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "fork.c", "frk", &["-mavx2", "-mfma"]) else { return };
+    let Some(exe) = compile(dir.path(), "fork.c", "frk", &["-mavx2", "-mfma"]) else {
+        return;
+    };
     let n = pick(&mut seed(), 500, 5000);
     let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[], false);
     assert_eq!(class(&m, "packed256_double"), 8 * n, "the child's loop");
@@ -140,7 +185,9 @@ fn forked_children_are_counted() {
 #[test]
 fn static_executable() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "fork.c", "frk_static", &["-mavx2", "-mfma", "-static"]) else { return };
+    let Some(exe) = compile(dir.path(), "fork.c", "frk_static", &["-mavx2", "-mfma", "-static"]) else {
+        return;
+    };
     let n = pick(&mut seed(), 500, 5000);
     let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[], false);
     assert_eq!(class(&m, "packed256_double"), 8 * n);
@@ -150,12 +197,23 @@ fn static_executable() {
 #[test]
 fn dynamically_linked_blas_is_attributed_to_the_library() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "ddot.c", "ddot", &["-lopenblas"]) else { return };
+    let Some(exe) = compile(dir.path(), "ddot.c", "ddot", &["-lopenblas"]) else {
+        return;
+    };
     let n = pick(&mut seed(), 500, 4000);
     // One BLAS thread: a thread pool would make the trace single-step everything.
-    let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[("OPENBLAS_NUM_THREADS", "1")], true);
+    let m = trace(
+        dir.path(),
+        &[exe.to_str().unwrap(), &n.to_string()],
+        &[("OPENBLAS_NUM_THREADS", "1")],
+        true,
+    );
     let rows = m["extra"]["by_function"].as_array().unwrap();
-    let blas: u64 = rows.iter().filter(|r| r["function"].as_str().unwrap().contains("openblas")).map(|r| r["flops"].as_u64().unwrap()).sum();
+    let blas: u64 = rows
+        .iter()
+        .filter(|r| r["function"].as_str().unwrap().contains("openblas"))
+        .map(|r| r["flops"].as_u64().unwrap())
+        .sum();
     assert!(blas >= 2 * n && blas <= 2 * n + 256, "ddot of {n}: {blas} flops in OpenBLAS");
     // main's own loop: x[i] = i * 0.5 is one scalar multiply per element.
     assert_eq!(function(&m, "main")["flops"].as_u64(), Some(n));
@@ -164,7 +222,9 @@ fn dynamically_linked_blas_is_attributed_to_the_library() {
 #[test]
 fn crash_exits_with_the_signal_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "crash.c", "crash", &[]) else { return };
+    let Some(exe) = compile(dir.path(), "crash.c", "crash", &[]) else {
+        return;
+    };
     let out = dir.path().join("m.json");
     let a = Command::cargo_bin("roofline")
         .unwrap()
@@ -181,16 +241,29 @@ fn crash_exits_with_the_signal_and_writes_nothing() {
 
 #[test]
 fn missing_command_is_an_input_error_with_its_path() {
-    let a = Command::cargo_bin("roofline").unwrap().args(["validate", "--trace-command", "--", "/no/such/prog"]).assert().code(2);
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "--", "/no/such/prog"])
+        .assert()
+        .code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("/no/such/prog"));
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("data.txt");
     std::fs::write(&plain, "not a program").unwrap();
-    let a = Command::cargo_bin("roofline").unwrap().args(["validate", "--trace-command", "--"]).arg(&plain).assert().code(2);
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "--"])
+        .arg(&plain)
+        .assert()
+        .code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("not executable"));
 }
 
 #[test]
 fn failing_command_status_is_passed_through() {
-    Command::cargo_bin("roofline").unwrap().args(["validate", "--trace-command", "--", "false"]).assert().code(1);
+    Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "--", "false"])
+        .assert()
+        .code(1);
 }

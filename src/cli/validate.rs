@@ -80,11 +80,18 @@ fn rel_err(a: u64, m: u64) -> f64 {
 }
 
 fn flops_map(c: &Counts) -> BTreeMap<String, u64> {
-    c.flops.iter().filter(|(_, v)| **v > 0).map(|(k, v)| (k.key().to_string(), *v)).collect()
+    c.flops
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| (k.key().to_string(), *v))
+        .collect()
 }
 
 fn fresh_seed() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(7)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(7)
 }
 
 fn run_traced(inst: &mut Box<dyn api::Instance>, mode: TraceMode) -> anyhow::Result<trace::tally::Tally> {
@@ -97,7 +104,9 @@ fn run_traced(inst: &mut Box<dyn api::Instance>, mode: TraceMode) -> anyhow::Res
 const HARNESS_BYTES_MAX: u64 = 1024;
 
 fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64, mode: TraceMode) -> anyhow::Result<Row> {
-    let mut inst = k.instance(n, v, seed).map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
+    let mut inst = k
+        .instance(n, v, seed)
+        .map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
     let analytic = inst.counts();
     let mut harness_out = None;
     let mut core_ok = None;
@@ -134,7 +143,9 @@ fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBack
                 let good = dm == da && harness >= 0 && harness as u64 <= HARNESS_BYTES_MAX;
                 core_ok = Some(good);
                 if !good {
-                    detail = Some(format!("core bytes: trace(n)-trace(n/2) = {dm}, analytic difference {da}, harness bytes {harness}"));
+                    detail = Some(format!(
+                        "core bytes: trace(n)-trace(n/2) = {dm}, analytic difference {da}, harness bytes {harness}"
+                    ));
                 }
             }
             (by, core, detail)
@@ -196,7 +207,11 @@ fn table(rows: &[Row], backend: ValidateBackend) -> String {
             100.0 * rel_err(wa, wm),
             r.core_analytic,
             r.core_measured,
-            100.0 * rel_err(r.core_analytic, r.core_measured.saturating_sub(r.core_harness_bytes.unwrap_or(0).max(0) as u64)),
+            100.0
+                * rel_err(
+                    r.core_analytic,
+                    r.core_measured.saturating_sub(r.core_harness_bytes.unwrap_or(0).max(0) as u64)
+                ),
             r.core_harness_bytes.map(|h| h.to_string()).unwrap_or_else(|| "-".into()),
             r.dram_analytic,
             r.dram_measured.map(|d| d.to_string()).unwrap_or_else(|| "n/a".into()),
@@ -246,7 +261,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let seed = fresh_seed();
     let mut rows = Vec::new();
 
-    for k in suite.iter().filter(|k| args.kernels.is_empty() || args.kernels.iter().any(|n| n == k.name())) {
+    for k in suite
+        .iter()
+        .filter(|k| args.kernels.is_empty() || args.kernels.iter().any(|n| n == k.name()))
+    {
         let n = k.size_for_bytes(ws);
         for &v in k.variants() {
             if !v.supported() {

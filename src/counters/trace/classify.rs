@@ -194,9 +194,10 @@ pub fn flop_info_of(mnemonic: &str, vector_bits: u32) -> Option<FlopInfo> {
         "sh" => (true, 16, 2),
         _ => return None,
     };
-    let fma = ["fmadd", "fmsub", "fnmadd", "fnmsub", "fmaddsub", "fmsubadd"]
-        .iter()
-        .any(|f| stem.strip_prefix(f).is_some_and(|rest| rest.is_empty() || matches!(rest, "132" | "213" | "231")));
+    let fma = ["fmadd", "fmsub", "fnmadd", "fnmsub", "fmaddsub", "fmsubadd"].iter().any(|f| {
+        stem.strip_prefix(f)
+            .is_some_and(|rest| rest.is_empty() || matches!(rest, "132" | "213" | "231"))
+    });
     let per_lane = if fma {
         2
     } else {
@@ -293,10 +294,16 @@ fn mask_writes(i: &Instruction, info_regs: &[iced_x86::UsedRegister]) -> Vec<Mas
     }
     for r in info_regs {
         let Some(k) = k_index(r.register()) else { continue };
-        if !matches!(r.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+        if !matches!(
+            r.access(),
+            OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
+        ) {
             continue;
         }
-        let srcs: Vec<Register> = (1..i.op_count()).filter(|&o| i.op_kind(o) == OpKind::Register).map(|o| i.op_register(o)).collect();
+        let srcs: Vec<Register> = (1..i.op_count())
+            .filter(|&o| i.op_kind(o) == OpKind::Register)
+            .map(|o| i.op_register(o))
+            .collect();
         let same = srcs.len() == 2 && srcs[0] == srcs[1];
         let w = match m {
             Mnemonic::Kxnorb | Mnemonic::Kxnorw | Mnemonic::Kxnord | Mnemonic::Kxnorq if same => {
@@ -368,7 +375,10 @@ pub fn classify(i: &Instruction, factory: &mut InstructionInfoFactory, rbp_is_fr
     let mut flow = flow;
     let name = format!("{:?}", i.mnemonic()).to_ascii_lowercase();
     // The register-indirect far forms and `ret imm` are still returns; keep them.
-    if matches!(i.mnemonic(), Mnemonic::Syscall | Mnemonic::Sysenter | Mnemonic::Int | Mnemonic::Int3 | Mnemonic::Ud2) {
+    if matches!(
+        i.mnemonic(),
+        Mnemonic::Syscall | Mnemonic::Sysenter | Mnemonic::Int | Mnemonic::Int3 | Mnemonic::Ud2
+    ) {
         flow = Flow::Stop;
     }
     let flop = flop_info(i);

@@ -138,7 +138,11 @@ fn ending_to_result(argv0: &str, e: Ending) -> Result<()> {
 
 fn collect(t: &Tracer<'_>) -> TraceResult {
     let mut per_function: Vec<(String, Tally)> = t.per_function.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    per_function.sort_by(|a, b| b.1.flops_total().cmp(&a.1.flops_total()).then(b.1.instructions.cmp(&a.1.instructions)));
+    per_function.sort_by(|a, b| {
+        b.1.flops_total()
+            .cmp(&a.1.flops_total())
+            .then(b.1.instructions.cmp(&a.1.instructions))
+    });
     TraceResult {
         total: t.total.clone(),
         per_function,
@@ -214,7 +218,10 @@ pub fn trace_forked(work: &mut dyn FnMut(), mode: TraceMode, by_function: bool) 
             let begin = roofline_trace_child_begin as *const () as u64;
             let end = roofline_trace_child_end as *const () as u64;
             if begin == end {
-                return Err(Error::unavailable("the trace markers were folded into one function", "a build-setting problem: report it"));
+                return Err(Error::unavailable(
+                    "the trace markers were folded into one function",
+                    "a build-setting problem: report it",
+                ));
             }
             let (t, ending) = Tracer::run_forked(child, begin, end, mode, by_function)?;
             ending_to_result("the kernel child", ending)?;
@@ -249,7 +256,10 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     }
     let mut notes = r.notes.clone();
     if t.unclassified > 0 {
-        notes.push(format!("{} executed instructions could not be decoded (see extra.unclassified)", t.unclassified));
+        notes.push(format!(
+            "{} executed instructions could not be decoded (see extra.unclassified)",
+            t.unclassified
+        ));
     }
     if t.effective_unknown > 0 {
         notes.push("flops.effective unknown: some opmask values could not be read".into());
@@ -331,7 +341,11 @@ pub fn measure_command(argv: &[String], opts: &TraceOptions) -> Result<Measureme
 }
 
 /// Like [`measure_command`], feeding effective addresses to `sink` (memory mode).
-pub fn measure_command_with_sink(argv: &[String], by_function: bool, sink: Box<dyn AccessSink>) -> Result<(Measurement, Box<dyn AccessSink>)> {
+pub fn measure_command_with_sink(
+    argv: &[String],
+    by_function: bool,
+    sink: Box<dyn AccessSink>,
+) -> Result<(Measurement, Box<dyn AccessSink>)> {
     let mut o = TraceOptions {
         mode: TraceMode::Memory,
         by_function,

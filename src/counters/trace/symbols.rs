@@ -48,7 +48,11 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
         for k in 0..phnum.min(4096) {
             let o = phoff.checked_add(k.checked_mul(phentsize)?)?;
             if u32_at(d, o)? == 1 {
-                info.loads.push((u64_at(d, o.saturating_add(8))?, u64_at(d, o.saturating_add(16))?, u64_at(d, o.saturating_add(32))?));
+                info.loads.push((
+                    u64_at(d, o.saturating_add(8))?,
+                    u64_at(d, o.saturating_add(16))?,
+                    u64_at(d, o.saturating_add(32))?,
+                ));
             }
         }
     }
@@ -60,12 +64,18 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
             if sh_type != 2 && sh_type != 11 {
                 continue;
             }
-            let (Some(off), Some(size), Some(link), Some(entsize)) = (u64_at(d, o.saturating_add(24)), u64_at(d, o.saturating_add(32)), u32_at(d, o.saturating_add(40)), u64_at(d, o.saturating_add(56)))
-            else {
+            let (Some(off), Some(size), Some(link), Some(entsize)) = (
+                u64_at(d, o.saturating_add(24)),
+                u64_at(d, o.saturating_add(32)),
+                u32_at(d, o.saturating_add(40)),
+                u64_at(d, o.saturating_add(56)),
+            ) else {
                 continue;
             };
             let so = shoff.checked_add((link as usize).checked_mul(shentsize)?)?;
-            let (Some(stroff), Some(strsize)) = (u64_at(d, so.saturating_add(24)), u64_at(d, so.saturating_add(32))) else { continue };
+            let (Some(stroff), Some(strsize)) = (u64_at(d, so.saturating_add(24)), u64_at(d, so.saturating_add(32))) else {
+                continue;
+            };
             let strtab = d.get(stroff as usize..(stroff as usize).checked_add(strsize as usize)?)?;
             if entsize < 24 {
                 continue;
@@ -73,9 +83,13 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
             let n = (size / entsize).min(1 << 22) as usize;
             for s in 0..n {
                 let so = (off as usize).checked_add(s.checked_mul(entsize as usize)?)?;
-                let (Some(name), Some(st_info), Some(shndx), Some(value), Some(sz)) =
-                    (u32_at(d, so), d.get(so.saturating_add(4)).copied(), u16_at(d, so.saturating_add(6)), u64_at(d, so.saturating_add(8)), u64_at(d, so.saturating_add(16)))
-                else {
+                let (Some(name), Some(st_info), Some(shndx), Some(value), Some(sz)) = (
+                    u32_at(d, so),
+                    d.get(so.saturating_add(4)).copied(),
+                    u16_at(d, so.saturating_add(6)),
+                    u64_at(d, so.saturating_add(8)),
+                    u64_at(d, so.saturating_add(16)),
+                ) else {
                     break;
                 };
                 // STT_FUNC (2) or STT_GNU_IFUNC (10), defined.
@@ -118,7 +132,10 @@ impl ElfInfo {
 
     /// Run-time address of a link-time address, given a mapping of the file.
     pub fn to_runtime(&self, vaddr: u64, mappings: &[Mapping]) -> Option<u64> {
-        let (off, va, _) = self.loads.iter().find(|(_, va, sz)| vaddr >= *va && vaddr < va.saturating_add(*sz.max(&1)))?;
+        let (off, va, _) = self
+            .loads
+            .iter()
+            .find(|(_, va, sz)| vaddr >= *va && vaddr < va.saturating_add(*sz.max(&1)))?;
         let file_off = vaddr - va + off;
         mappings
             .iter()
@@ -181,10 +198,7 @@ pub struct Location {
 
 impl ProcessSymbols {
     pub fn new(pid: i32) -> ProcessSymbols {
-        ProcessSymbols {
-            pid,
-            ..Default::default()
-        }
+        ProcessSymbols { pid, ..Default::default() }
     }
 
     pub fn refresh(&mut self) {

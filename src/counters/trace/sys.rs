@@ -120,7 +120,11 @@ pub struct Memory {
 
 impl Memory {
     pub fn open(pid: Pid) -> Memory {
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/{pid}/mem")).ok();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .ok();
         Memory { pid, file }
     }
 
@@ -168,7 +172,9 @@ impl Memory {
             return true;
         }
         let aligned = addr & !7;
-        let Ok(w) = ptrace::read(self.pid, aligned as ptrace::AddressType) else { return false };
+        let Ok(w) = ptrace::read(self.pid, aligned as ptrace::AddressType) else {
+            return false;
+        };
         let mut b = w.to_le_bytes();
         b[(addr - aligned) as usize] = byte;
         ptrace::write(self.pid, aligned as ptrace::AddressType, i64::from_le_bytes(b)).is_ok()
@@ -212,16 +218,24 @@ pub fn resolve_command(cmd: &str) -> Result<std::path::PathBuf> {
             return r;
         }
     }
-    Err(Error::input(format!("{cmd}: command not found in PATH"), "give the program's full path"))
+    Err(Error::input(
+        format!("{cmd}: command not found in PATH"),
+        "give the program's full path",
+    ))
 }
 
 /// Why ptrace is refused here, as an `Unavailable` error with a hint.
 pub fn ptrace_refused(errno: i32) -> Error {
-    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok().map(|s| s.trim().to_string());
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .map(|s| s.trim().to_string());
     let cause = format!(
         "ptrace is not permitted here ({}{})",
         nix::errno::Errno::from_raw(errno).desc(),
-        scope.as_deref().map(|s| format!(", kernel.yama.ptrace_scope = {s}")).unwrap_or_default()
+        scope
+            .as_deref()
+            .map(|s| format!(", kernel.yama.ptrace_scope = {s}"))
+            .unwrap_or_default()
     );
     Error::unavailable(
         cause,

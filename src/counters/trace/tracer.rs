@@ -67,7 +67,9 @@ enum Exit {
     Static,
     Ret(RspAt),
     /// Indirect jump/call whose target can be computed from the registers at block entry.
-    Indirect { at_entry: bool },
+    Indirect {
+        at_entry: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -181,7 +183,12 @@ impl Space {
     }
 
     fn uninstall_blocks(&mut self, keep_sticky: bool) {
-        let addrs: Vec<u64> = self.bps.iter().filter(|(_, b)| b.installed && !(keep_sticky && b.sticky())).map(|(a, _)| *a).collect();
+        let addrs: Vec<u64> = self
+            .bps
+            .iter()
+            .filter(|(_, b)| b.installed && !(keep_sticky && b.sticky()))
+            .map(|(a, _)| *a)
+            .collect();
         for a in addrs {
             self.uninstall(a);
         }
@@ -212,7 +219,11 @@ impl Space {
     /// Function name and whether it keeps rbp as a frame pointer.
     fn function_of(&mut self, addr: u64) -> (Rc<str>, bool) {
         let page = addr >> 12;
-        let loc = if self.missed_pages.contains(&page) { None } else { self.syms.locate(addr) };
+        let loc = if self.missed_pages.contains(&page) {
+            None
+        } else {
+            self.syms.locate(addr)
+        };
         let Some(loc) = loc else {
             self.missed_pages.insert(page);
             return (Rc::from("[unknown]"), true);
@@ -324,7 +335,12 @@ fn writes_of(insn: &Insn, factory: &mut InstructionInfoFactory) -> Vec<Register>
         .info(&insn.instr)
         .used_registers()
         .iter()
-        .filter(|u| matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite))
+        .filter(|u| {
+            matches!(
+                u.access(),
+                OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
+            )
+        })
         .map(|u| full_gpr(u.register()))
         .collect()
 }
@@ -420,7 +436,8 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut In
                             }
                         }
                         (RspAt::Rsp(d), Mnemonic::Add | Mnemonic::Sub)
-                            if x.instr.op0_register() == Register::RSP && matches!(x.instr.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
+                            if x.instr.op0_register() == Register::RSP
+                                && matches!(x.instr.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
                         {
                             let v = x.instr.immediate(1) as i64;
                             RspAt::Rsp(if m == Mnemonic::Add { d + v } else { d - v })
@@ -476,7 +493,13 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut In
                 continue;
             }
             let stride = match x.mnemonic() {
-                Mnemonic::Add | Mnemonic::Sub if x.op_count() == 2 && matches!(x.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64 | OpKind::Immediate8to32 | OpKind::Immediate32) => {
+                Mnemonic::Add | Mnemonic::Sub
+                    if x.op_count() == 2
+                        && matches!(
+                            x.op1_kind(),
+                            OpKind::Immediate8to64 | OpKind::Immediate32to64 | OpKind::Immediate8to32 | OpKind::Immediate32
+                        ) =>
+                {
                     let v = x.immediate(1) as i64;
                     let v = if dst.is_gpr32() { v as i32 as i64 } else { v };
                     if x.mnemonic() == Mnemonic::Add { v } else { -v }
@@ -525,11 +548,18 @@ enum StepKind {
     /// Stepping the first instruction of a block whose breakpoint must come back.
     Over,
     /// Stepping through a block one instruction at a time.
-    Through { start: u64, end: u64 },
+    Through {
+        start: u64,
+        end: u64,
+    },
     /// The address space is single-stepped (threads, or `--trace memory`).
     Single,
     /// A signal was injected with a step: did it enter a handler?
-    Signal { old_pc: u64, old_rsp: u64, counted: bool },
+    Signal {
+        old_pc: u64,
+        old_rsp: u64,
+        counted: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -637,7 +667,12 @@ impl<'s> Tracer<'s> {
     }
 
     /// Trace a command from its exec: counting starts at its entry point (AT_ENTRY).
-    pub fn run_command(argv: &[String], mode: TraceMode, by_function: bool, sink: Option<&'s mut dyn AccessSink>) -> Result<(Tracer<'s>, Ending)> {
+    pub fn run_command(
+        argv: &[String],
+        mode: TraceMode,
+        by_function: bool,
+        sink: Option<&'s mut dyn AccessSink>,
+    ) -> Result<(Tracer<'s>, Ending)> {
         let child = sys::spawn_traced(argv)?;
         match waitpid(child, Some(WaitPidFlag::__WALL)).map_err(|e| io("waitpid", e))? {
             WaitStatus::Stopped(_, Signal::SIGTRAP) => {}
@@ -653,7 +688,9 @@ impl<'s> Tracer<'s> {
         t.exec_space(child);
         t.stats.processes = 1;
         t.stats.threads = 1;
-        t.threads.get_mut(&child).map(|th| th.started = true);
+        if let Some(th) = t.threads.get_mut(&child) {
+            th.started = true;
+        }
         ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
         let end = t.run_loop()?;
         Ok((t, end))
@@ -967,7 +1004,11 @@ impl<'s> Tracer<'s> {
     /// Count one instruction executed by single-stepping (and feed its addresses to the sink).
     fn count_one(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct) {
         let insn = self.spaces[si].insn_at(pc, &mut self.factory);
-        let func = if self.by_function { self.spaces[si].function_of(pc).0 } else { Rc::from("") };
+        let func = if self.by_function {
+            self.spaces[si].function_of(pc).0
+        } else {
+            Rc::from("")
+        };
         let need_x = insn.mask.is_some() || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
         let xs = if need_x { self.xstate(pid) } else { None };
         let mask = insn.mask.and_then(|k| xs.as_ref().and_then(|x| self.xsave.opmask(x, k)));
@@ -997,7 +1038,11 @@ impl<'s> Tracer<'s> {
                 let v = xsave.vector(xs?, n);
                 let o = elem * esize;
                 let b = v.get(o..o + esize)?;
-                return Some(if esize == 4 { u32::from_le_bytes(b.try_into().ok()?) as u64 } else { u64::from_le_bytes(b.try_into().ok()?) });
+                return Some(if esize == 4 {
+                    u32::from_le_bytes(b.try_into().ok()?) as u64
+                } else {
+                    u64::from_le_bytes(b.try_into().ok()?)
+                });
             }
             match r {
                 Register::FS => Some(regs.fs_base),
@@ -1066,7 +1111,9 @@ impl<'s> Tracer<'s> {
     }
 
     fn on_step(&mut self, pid: Pid, step: StepKind, regs: libc::user_regs_struct) {
-        let Some(si) = self.threads.get(&pid).map(|t| t.space) else { return };
+        let Some(si) = self.threads.get(&pid).map(|t| t.space) else {
+            return;
+        };
         if let Some(t) = self.threads.get_mut(&pid) {
             t.step = StepKind::None;
         }
@@ -1119,7 +1166,9 @@ impl<'s> Tracer<'s> {
 
     /// The thread is about to execute `pc`, which may carry a breakpoint.
     fn on_bp(&mut self, pid: Pid, pc: u64, regs: libc::user_regs_struct) {
-        let Some(si) = self.threads.get(&pid).map(|t| t.space) else { return };
+        let Some(si) = self.threads.get(&pid).map(|t| t.space) else {
+            return;
+        };
         // 1. The exit of a natively run loop.
         let native = self.threads.get(&pid).and_then(|t| t.native.clone());
         if let Some(nat) = native
@@ -1160,7 +1209,12 @@ impl<'s> Tracer<'s> {
             if sp.stepping && sp.threads > 1 && sp.depth == 1 {
                 // Threads running natively outside the region must start stepping too.
                 let leader = sp.leader;
-                let others: Vec<Pid> = self.threads.iter().filter(|(p, t)| t.space == si && **p != pid).map(|(p, _)| *p).collect();
+                let others: Vec<Pid> = self
+                    .threads
+                    .iter()
+                    .filter(|(p, t)| t.space == si && **p != pid)
+                    .map(|(p, _)| *p)
+                    .collect();
                 for o in others {
                     if let Some(t) = self.threads.get_mut(&o)
                         && t.step == StepKind::None
@@ -1322,9 +1376,7 @@ impl<'s> Tracer<'s> {
             let _ = ptrace::cont(pid, None);
             return;
         }
-        let mut targets = targets;
         let mut masks = masks;
-        let mut block = block;
         // Chain: blocks that must follow this one (fall-through, direct jump, direct call) are
         // counted now and their breakpoints left out, so straight-line code traps once.
         if block.exit == Exit::Static && !block.rep && !sticky && self.spaces[si].threads <= 1 {
@@ -1451,7 +1503,9 @@ impl<'s> Tracer<'s> {
         }
         // Verify against the blocks as they are now (installing may have split some).
         let mut out = Vec::new();
-        let Some(mut cur) = sp.blocks.get(&pc).cloned() else { return vec![] };
+        let Some(mut cur) = sp.blocks.get(&pc).cloned() else {
+            return vec![];
+        };
         for s in starts {
             if single(&cur) != Some(s) {
                 break;
