@@ -1,13 +1,305 @@
-//! `roofline validate` (issue 6).
+//! `roofline validate` (issue 6): the kernel suite under a backend, against the analytic W,
+//! explicit-operand core Q and DRAM Q — the paper's validation table. Exit 1 on a mismatch.
+//!
+//! With `--backend trace` each kernel instance is prepared in this process, then run once in
+//! a forked child under the tracer, between two marker functions whose breakpoints bound the
+//! count (see `counters::trace::trace_forked`): only the kernel call is counted. The call path
+//! itself (closure, virtual call, the instance's fields) loads a few bytes the analytic counts
+//! leave out, the same at every size: each variant is traced at n and n/2, the difference must
+//! equal the analytic difference exactly, and the constant part must stay under 1 KiB.
 
+use anyhow::Context;
 use clap::Args as ClapArgs;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use crate::cli::common::OutputArgs;
+use crate::counters::trace::{self, TraceMode, TraceOptions};
+use crate::error::Error;
+use crate::kernels::{Counts, Variant, api};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ValidateBackend {
+    Trace,
+    Analytic,
+}
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    /// Backend to validate against the analytic counts.
+    #[arg(long, value_enum, default_value = "trace")]
+    pub backend: ValidateBackend,
+    /// Only these kernels (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub kernels: Vec<String>,
+    /// Working set per kernel instance (small: the trace counts every instruction).
+    #[arg(long, default_value = "48KiB")]
+    pub working_set: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Internal: trace a command and print its measurement as JSON (tests and the perf helper).
+    #[arg(long = "trace-command", hide = true)]
+    pub trace_command: bool,
+    /// `memory` single-steps every instruction (a slow cross-check of the block counting).
+    #[arg(long = "trace-mode", hide = true, value_enum, default_value = "flops")]
+    pub trace_mode: TraceMode,
+    /// Internal: with --trace-command, attribute per function.
+    #[arg(long = "by-function", hide = true)]
+    pub by_function: bool,
+    /// Internal: the command of --trace-command.
+    #[arg(last = true, hide = true)]
+    pub command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline validate` is not built yet",
-        "see issue 6"
-    ))
+/// One row of the validation table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub kernel: String,
+    pub variant: String,
+    pub n: usize,
+    pub flops_analytic: BTreeMap<String, u64>,
+    pub flops_measured: BTreeMap<String, u64>,
+    pub core_analytic: u64,
+    pub core_measured: u64,
+    pub dram_analytic: u64,
+    /// None: this backend does not measure DRAM traffic here.
+    pub dram_measured: Option<u64>,
+    /// Trace: bytes of the call path around the kernel (trace(n) - analytic(n)), shown to be
+    /// size-independent by a second trace at n/2.
+    pub core_harness_bytes: Option<i64>,
+    pub ok: bool,
+    pub detail: Option<String>,
+}
+
+fn rel_err(a: u64, m: u64) -> f64 {
+    if a == 0 {
+        if m == 0 { 0.0 } else { f64::INFINITY }
+    } else {
+        (m as f64 - a as f64).abs() / a as f64
+    }
+}
+
+fn flops_map(c: &Counts) -> BTreeMap<String, u64> {
+    c.flops
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| (k.key().to_string(), *v))
+        .collect()
+}
+
+fn fresh_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(7)
+}
+
+fn run_traced(inst: &mut Box<dyn api::Instance>, mode: TraceMode) -> anyhow::Result<trace::tally::Tally> {
+    let mut work = || inst.run();
+    Ok(trace::trace_forked(&mut work, mode, false)?.total)
+}
+
+/// Bytes the harness itself may load or store around a kernel run (the closure, the virtual
+/// call, the instance's fields): the same at every size, reported, and bounded by this.
+const HARNESS_BYTES_MAX: u64 = 1024;
+
+fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64, mode: TraceMode) -> anyhow::Result<Row> {
+    let mut inst = k
+        .instance(n, v, seed)
+        .map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
+    let analytic = inst.counts();
+    let mut harness_out = None;
+    let mut core_ok = None;
+    let (flops_measured, core_measured, detail) = match backend {
+        ValidateBackend::Analytic => {
+            // The kernel-level formula against the instance's own: two derivations of one count.
+            let c = k.counts(n, v);
+            (flops_map(&c), c.core_bytes(), None)
+        }
+        ValidateBackend::Trace => {
+            let t = &run_traced(&mut inst, mode)?;
+            // A second, smaller size: the difference of the two traces is the kernel's own
+            // traffic, which must equal the difference of the analytic counts exactly.
+            let n2 = (n / 2).max(1);
+            let second = match k.instance(n2, v, seed ^ 0x9e37) {
+                Ok(mut i2) => Some((i2.counts(), run_traced(&mut i2, mode)?)),
+                Err(_) => None,
+            };
+            let by: BTreeMap<String, u64> = t
+                .flops
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 0)
+                .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v))
+                .collect();
+            let detail = (t.unclassified > 0).then(|| format!("{} unclassified instructions", t.unclassified));
+            let core = t.core_load + t.core_store;
+            let mut detail = detail;
+            if let Some((c2, t2)) = second {
+                let dm = core as i128 - (t2.core_load + t2.core_store) as i128;
+                let da = analytic.core_bytes() as i128 - c2.core_bytes() as i128;
+                let harness = core as i128 - analytic.core_bytes() as i128;
+                harness_out = Some(harness as i64);
+                let good = dm == da && harness >= 0 && harness as u64 <= HARNESS_BYTES_MAX;
+                core_ok = Some(good);
+                if !good {
+                    detail = Some(format!(
+                        "core bytes: trace(n)-trace(n/2) = {dm}, analytic difference {da}, harness bytes {harness}"
+                    ));
+                }
+            }
+            (by, core, detail)
+        }
+    };
+    let flops_analytic = flops_map(&analytic);
+    let ok = flops_analytic == flops_measured && core_ok.unwrap_or(analytic.core_bytes() == core_measured);
+    Ok(Row {
+        kernel: k.name().to_string(),
+        variant: v.name().to_string(),
+        n,
+        flops_analytic,
+        flops_measured,
+        core_analytic: analytic.core_bytes(),
+        core_measured,
+        dram_analytic: analytic.dram_bytes,
+        dram_measured: None,
+        core_harness_bytes: harness_out,
+        ok,
+        detail,
+    })
+}
+
+fn table(rows: &[Row], backend: ValidateBackend) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let b = match backend {
+        ValidateBackend::Trace => "trace",
+        ValidateBackend::Analytic => "analytic",
+    };
+    let _ = writeln!(
+        s,
+        "{:<18} {:<7} {:>9} {:>14} {:>14} {:>8} {:>14} {:>14} {:>8} {:>8} {:>12} {:>8}  verdict",
+        "kernel",
+        "variant",
+        "n",
+        "W analytic",
+        format!("W {b}"),
+        "err",
+        "Qcore analytic",
+        format!("Qcore {b}"),
+        "err",
+        "harness",
+        "DRAM analytic",
+        "DRAM"
+    );
+    for r in rows {
+        let wa: u64 = r.flops_analytic.values().sum();
+        let wm: u64 = r.flops_measured.values().sum();
+        let class_ok = r.flops_analytic == r.flops_measured;
+        let _ = writeln!(
+            s,
+            "{:<18} {:<7} {:>9} {:>14} {:>14} {:>7.2}% {:>14} {:>14} {:>7.2}% {:>8} {:>12} {:>8}  {}{}",
+            r.kernel,
+            r.variant,
+            r.n,
+            wa,
+            wm,
+            100.0 * rel_err(wa, wm),
+            r.core_analytic,
+            r.core_measured,
+            100.0
+                * rel_err(
+                    r.core_analytic,
+                    r.core_measured.saturating_sub(r.core_harness_bytes.unwrap_or(0).max(0) as u64)
+                ),
+            r.core_harness_bytes.map(|h| h.to_string()).unwrap_or_else(|| "-".into()),
+            r.dram_analytic,
+            r.dram_measured.map(|d| d.to_string()).unwrap_or_else(|| "n/a".into()),
+            if r.ok { "ok" } else { "MISMATCH" },
+            if !class_ok && wa == wm { " (classes differ)" } else { "" }
+        );
+        if let Some(d) = &r.detail {
+            let _ = writeln!(s, "    {d}");
+        }
+    }
+    s
+}
+
+fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
+    let opts = TraceOptions {
+        mode: args.trace_mode,
+        by_function: args.by_function,
+        sink: None,
+    };
+    let m = if args.trace_mode == TraceMode::Memory {
+        let (m, _sink) = trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()))?;
+        m
+    } else {
+        trace::measure_command(&args.command, &opts)?
+    };
+    let p = m.into_point(args.command.join(" "));
+    let text = serde_json::to_string_pretty(&p)?;
+    match &args.output.output {
+        Some(path) => crate::util::write_atomic(path, text.as_bytes())?,
+        None => println!("{text}"),
+    }
+    Ok(0)
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.trace_command {
+        return run_trace_command(&args);
+    }
+    let out = args.output.check(&["json"])?;
+    let ws = crate::util::parse_bytes(&args.working_set).context("--working-set")?;
+    let suite = api::all();
+    for name in &args.kernels {
+        if !suite.iter().any(|k| k.name() == name) {
+            anyhow::bail!(Error::input(format!("no kernel named {name}"), "see `roofline kernels`"));
+        }
+    }
+    let seed = fresh_seed();
+    let mut rows = Vec::new();
+
+    for k in suite
+        .iter()
+        .filter(|k| args.kernels.is_empty() || args.kernels.iter().any(|n| n == k.name()))
+    {
+        let n = k.size_for_bytes(ws);
+        for &v in k.variants() {
+            if !v.supported() {
+                continue;
+            }
+            rows.push(validate_one(k.as_ref(), v, n, args.backend, seed, args.trace_mode)?);
+        }
+    }
+    if rows.is_empty() {
+        eprintln!("roofline validate: no kernel variant to validate (the suite is empty or none runs on this CPU)");
+    }
+    let all_ok = rows.iter().all(|r| r.ok);
+    let doc = serde_json::json!({
+        "schema": "roofline.validate/1",
+        "backend": match args.backend { ValidateBackend::Trace => "trace", ValidateBackend::Analytic => "analytic" },
+        "seed": seed,
+        "tolerance": {"flops": 0.0, "core_bytes": 0.0},
+        "ok": all_ok,
+        "rows": rows,
+    });
+    let text = serde_json::to_string_pretty(&doc)?;
+    if let Some((file, _)) = out {
+        file.write(text.as_bytes())?;
+    }
+    if args.output.json {
+        println!("{text}");
+    } else {
+        print!("{}", table(&rows, args.backend));
+    }
+    if !all_ok {
+        anyhow::bail!(Error::CheckFailed(format!(
+            "{} of {} kernel variants do not match the analytic counts",
+            rows.iter().filter(|r| !r.ok).count(),
+            rows.len()
+        )));
+    }
+    Ok(0)
 }

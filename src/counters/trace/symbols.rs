@@ -1,0 +1,295 @@
+//! Function symbols of a traced process: a minimal ELF64 reader (program headers, .symtab and
+//! .dynsym) and /proc/PID/maps, so each instruction address maps to the function holding it.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A function symbol of one ELF file (link-time addresses).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Symbol {
+    pub name: String,
+    pub value: u64,
+    pub size: u64,
+}
+
+/// What the tracer needs from one ELF file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ElfInfo {
+    /// Sorted by value.
+    pub functions: Vec<Symbol>,
+    /// PT_LOAD segments: (p_offset, p_vaddr, p_filesz).
+    pub loads: Vec<(u64, u64, u64)>,
+}
+
+fn u16_at(d: &[u8], o: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(d.get(o..o.checked_add(2)?)?.try_into().ok()?))
+}
+fn u32_at(d: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(d.get(o..o.checked_add(4)?)?.try_into().ok()?))
+}
+fn u64_at(d: &[u8], o: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(d.get(o..o.checked_add(8)?)?.try_into().ok()?))
+}
+
+/// Parse an ELF64 little-endian image. Returns None for anything else or anything malformed
+/// (never panics: every offset is checked).
+pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
+    if d.get(..4)? != b"\x7fELF" || *d.get(4)? != 2 || *d.get(5)? != 1 {
+        return None;
+    }
+    let phoff = u64_at(d, 0x20)? as usize;
+    let shoff = u64_at(d, 0x28)? as usize;
+    let phentsize = u16_at(d, 0x36)? as usize;
+    let phnum = u16_at(d, 0x38)? as usize;
+    let shentsize = u16_at(d, 0x3a)? as usize;
+    let shnum = u16_at(d, 0x3c)? as usize;
+    let mut info = ElfInfo::default();
+    if phentsize >= 56 {
+        for k in 0..phnum.min(4096) {
+            let o = phoff.checked_add(k.checked_mul(phentsize)?)?;
+            if u32_at(d, o)? == 1 {
+                info.loads.push((
+                    u64_at(d, o.saturating_add(8))?,
+                    u64_at(d, o.saturating_add(16))?,
+                    u64_at(d, o.saturating_add(32))?,
+                ));
+            }
+        }
+    }
+    if shentsize >= 64 {
+        for k in 0..shnum.min(65536) {
+            let o = shoff.checked_add(k.checked_mul(shentsize)?)?;
+            let Some(sh_type) = u32_at(d, o.saturating_add(4)) else { break };
+            // SHT_SYMTAB = 2, SHT_DYNSYM = 11
+            if sh_type != 2 && sh_type != 11 {
+                continue;
+            }
+            let (Some(off), Some(size), Some(link), Some(entsize)) = (
+                u64_at(d, o.saturating_add(24)),
+                u64_at(d, o.saturating_add(32)),
+                u32_at(d, o.saturating_add(40)),
+                u64_at(d, o.saturating_add(56)),
+            ) else {
+                continue;
+            };
+            let so = shoff.checked_add((link as usize).checked_mul(shentsize)?)?;
+            let (Some(stroff), Some(strsize)) = (u64_at(d, so.saturating_add(24)), u64_at(d, so.saturating_add(32))) else {
+                continue;
+            };
+            let strtab = d.get(stroff as usize..(stroff as usize).checked_add(strsize as usize)?)?;
+            if entsize < 24 {
+                continue;
+            }
+            let n = (size / entsize).min(1 << 22) as usize;
+            for s in 0..n {
+                let so = (off as usize).checked_add(s.checked_mul(entsize as usize)?)?;
+                let (Some(name), Some(st_info), Some(shndx), Some(value), Some(sz)) = (
+                    u32_at(d, so),
+                    d.get(so.saturating_add(4)).copied(),
+                    u16_at(d, so.saturating_add(6)),
+                    u64_at(d, so.saturating_add(8)),
+                    u64_at(d, so.saturating_add(16)),
+                ) else {
+                    break;
+                };
+                // STT_FUNC (2) or STT_GNU_IFUNC (10), defined.
+                let ty = st_info & 0xf;
+                if (ty != 2 && ty != 10) || shndx == 0 || value == 0 {
+                    continue;
+                }
+                let Some(bytes) = strtab.get(name as usize..) else { continue };
+                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                let name = String::from_utf8_lossy(&bytes[..end]).into_owned();
+                info.functions.push(Symbol { name, value, size: sz });
+            }
+        }
+    }
+    info.functions.sort_by(|a, b| a.value.cmp(&b.value).then(b.size.cmp(&a.size)));
+    info.functions.dedup_by(|a, b| a.value == b.value);
+    Some(info)
+}
+
+impl ElfInfo {
+    /// The function holding link-time address `vaddr`.
+    pub fn function_at(&self, vaddr: u64) -> Option<&Symbol> {
+        let i = self.functions.partition_point(|s| s.value <= vaddr);
+        let s = self.functions.get(i.checked_sub(1)?)?;
+        (s.size == 0 || vaddr < s.value + s.size).then_some(s)
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Symbol> {
+        self.functions.iter().find(|s| s.name == name)
+    }
+
+    /// Link-time address of a run-time address inside a mapping of file offset `map_off` at `map_start`.
+    pub fn to_vaddr(&self, addr: u64, map_start: u64, map_off: u64) -> Option<u64> {
+        let file_off = addr - map_start + map_off;
+        self.loads
+            .iter()
+            .find(|(off, _, sz)| file_off >= *off && file_off < off.saturating_add(*sz.max(&1)))
+            .map(|(off, va, _)| file_off - off + va)
+    }
+
+    /// Run-time address of a link-time address, given a mapping of the file.
+    pub fn to_runtime(&self, vaddr: u64, mappings: &[Mapping]) -> Option<u64> {
+        let (off, va, _) = self
+            .loads
+            .iter()
+            .find(|(_, va, sz)| vaddr >= *va && vaddr < va.saturating_add(*sz.max(&1)))?;
+        let file_off = vaddr - va + off;
+        mappings
+            .iter()
+            .find(|m| file_off >= m.offset && file_off < m.offset + (m.end - m.start))
+            .map(|m| m.start + (file_off - m.offset))
+    }
+}
+
+/// One line of /proc/PID/maps backed by a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub exec: bool,
+    pub path: String,
+}
+
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let range = it.next()?;
+            let perms = it.next()?;
+            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
+            let _dev = it.next()?;
+            let _inode = it.next()?;
+            let path = it.collect::<Vec<_>>().join(" ");
+            if !path.starts_with('/') {
+                return None;
+            }
+            let (a, b) = range.split_once('-')?;
+            Some(Mapping {
+                start: u64::from_str_radix(a, 16).ok()?,
+                end: u64::from_str_radix(b, 16).ok()?,
+                offset,
+                exec: perms.contains('x'),
+                path,
+            })
+        })
+        .collect()
+}
+
+/// Symbols of every file mapped by one process, loaded lazily.
+#[derive(Debug, Default)]
+pub struct ProcessSymbols {
+    pid: i32,
+    maps: Vec<Mapping>,
+    files: HashMap<String, Option<Rc<ElfInfo>>>,
+}
+
+/// Where an address lies: module (file name) and function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Location {
+    pub module: String,
+    pub function: Option<String>,
+    /// Run-time address of the function start.
+    pub function_start: Option<u64>,
+}
+
+impl ProcessSymbols {
+    pub fn new(pid: i32) -> ProcessSymbols {
+        ProcessSymbols { pid, ..Default::default() }
+    }
+
+    pub fn refresh(&mut self) {
+        if let Ok(t) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) {
+            self.maps = parse_maps(&t);
+        }
+    }
+
+    fn elf(&mut self, path: &str) -> Option<Rc<ElfInfo>> {
+        self.files
+            .entry(path.to_string())
+            .or_insert_with(|| std::fs::read(path).ok().and_then(|d| parse_elf(&d)).map(Rc::new))
+            .clone()
+    }
+
+    pub fn locate(&mut self, addr: u64) -> Option<Location> {
+        if !self.maps.iter().any(|m| addr >= m.start && addr < m.end) {
+            self.refresh();
+        }
+        let m = self.maps.iter().find(|m| addr >= m.start && addr < m.end)?.clone();
+        let module = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
+        let elf = self.elf(&m.path);
+        let (function, function_start) = match elf.as_ref().and_then(|e| {
+            let va = e.to_vaddr(addr, m.start, m.offset)?;
+            let s = e.function_at(va)?;
+            Some((s.name.clone(), addr - (va - s.value)))
+        }) {
+            Some((f, s)) => (Some(f), Some(s)),
+            None => (None, None),
+        };
+        Some(Location {
+            module,
+            function,
+            function_start,
+        })
+    }
+
+    /// Run-time address of an exported function anywhere in the process (first match).
+    pub fn lookup(&mut self, name: &str) -> Option<u64> {
+        self.refresh();
+        let paths: Vec<String> = {
+            let mut v: Vec<String> = self.maps.iter().map(|m| m.path.clone()).collect();
+            v.dedup();
+            v
+        };
+        for p in paths {
+            let Some(elf) = self.elf(&p) else { continue };
+            if let Some(s) = elf.find(name) {
+                let maps: Vec<Mapping> = self.maps.iter().filter(|m| m.path == p).cloned().collect();
+                if let Some(a) = elf.to_runtime(s.value, &maps) {
+                    return Some(a);
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_our_own_symbols() {
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let info = parse_elf(&exe).expect("our own executable is ELF64");
+        assert!(!info.loads.is_empty());
+        assert!(info.functions.len() > 100);
+        let mut ps = ProcessSymbols::new(std::process::id() as i32);
+        let here = reads_our_own_symbols as *const () as u64;
+        let loc = ps.locate(here).expect("our text is mapped");
+        assert!(loc.function.as_deref().unwrap_or("").contains("reads_our_own_symbols"), "{loc:?}");
+        assert_eq!(loc.function_start, Some(here));
+    }
+
+    #[test]
+    fn rejects_garbage_without_panicking() {
+        assert!(parse_elf(b"").is_none());
+        assert!(parse_elf(b"\x7fELF\x02\x01").is_none());
+        let mut d = vec![0u8; 128];
+        d[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        d[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
+        d[0x3a] = 64;
+        d[0x3c] = 3;
+        let _ = parse_elf(&d);
+    }
+
+    #[test]
+    fn maps_lines() {
+        let m = parse_maps("55d0-55e0 r-xp 00001000 08:01 42 /usr/bin/true\n7ff0-7ff1 rw-p 00000000 00:00 0 [stack]\n");
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].start, m[0].offset, m[0].exec), (0x55d0, 0x1000, true));
+    }
+}

@@ -1,0 +1,322 @@
+//! The few raw system interfaces the tracer needs that `nix` does not wrap: the XSAVE register
+//! set, tracee memory through /proc/PID/mem, the auxiliary vector, and starting a traced child.
+//! Every unsafe block is small and says why it is sound.
+
+use nix::libc;
+use nix::sys::ptrace;
+use nix::sys::signal::{self, SigHandler, Signal};
+use nix::unistd::Pid;
+use std::ffi::CString;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{Error, Result};
+
+const NT_X86_XSTATE: libc::c_int = 0x202;
+
+/// Layout of the XSAVE area in the standard (non-compacted) format ptrace uses.
+#[derive(Debug, Clone, Copy)]
+pub struct XsaveLayout {
+    pub size: usize,
+    /// Offset of the ymm upper halves (component 2), k0–k7 (5), zmm upper halves (6), zmm16–31 (7).
+    pub ymm_hi: usize,
+    pub opmask: usize,
+    pub zmm_hi: usize,
+    pub hi16_zmm: usize,
+}
+
+impl XsaveLayout {
+    pub fn of_this_cpu() -> XsaveLayout {
+        let leaf = |sub: u32| -> (u32, u32, u32) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                // SAFETY: CPUID leaf 0xD is read-only and present on every CPU with XSAVE; on
+                // others it returns zeros, which we treat as "absent".
+                let r = std::arch::x86_64::__cpuid_count(0xd, sub);
+                (r.eax, r.ebx, r.ecx)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                let _ = sub;
+                (0, 0, 0)
+            }
+        };
+        let (_, _, max) = leaf(0);
+        XsaveLayout {
+            size: (max as usize).max(4096),
+            ymm_hi: leaf(2).1 as usize,
+            opmask: leaf(5).1 as usize,
+            zmm_hi: leaf(6).1 as usize,
+            hi16_zmm: leaf(7).1 as usize,
+        }
+    }
+
+    /// Value of opmask register k`k` from an XSAVE image (None when the CPU has no AVX-512).
+    pub fn opmask(&self, xs: &[u8], k: u8) -> Option<u64> {
+        if self.opmask == 0 {
+            return None;
+        }
+        let o = self.opmask + 8 * k as usize;
+        xs.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    }
+
+    /// The 64 bytes of vector register `n` (upper parts zero where the area lacks them).
+    pub fn vector(&self, xs: &[u8], n: usize) -> [u8; 64] {
+        let mut v = [0u8; 64];
+        let mut copy = |dst: usize, src: usize, len: usize| {
+            if src != 0
+                && let Some(s) = xs.get(src..src + len)
+            {
+                v[dst..dst + len].copy_from_slice(s);
+            }
+        };
+        if n < 16 {
+            copy(0, 160 + 16 * n, 16);
+            if self.ymm_hi != 0 {
+                copy(16, self.ymm_hi + 16 * n, 16);
+            }
+            if self.zmm_hi != 0 {
+                copy(32, self.zmm_hi + 32 * n, 32);
+            }
+        } else if self.hi16_zmm != 0 {
+            copy(0, self.hi16_zmm + 64 * (n - 16), 64);
+        }
+        v
+    }
+}
+
+/// The XSAVE image of a stopped tracee thread.
+pub fn get_xstate(pid: Pid, size: usize) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; size];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: PTRACE_GETREGSET writes at most iov_len bytes into the buffer iov points to,
+    // which lives until after the call; the tracee is stopped (caller's contract).
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETREGSET,
+            pid.as_raw(),
+            NT_X86_XSTATE as usize as *mut libc::c_void,
+            &mut iov as *mut libc::iovec as *mut libc::c_void,
+        )
+    };
+    if r < 0 {
+        return None;
+    }
+    buf.truncate(iov.iov_len);
+    Some(buf)
+}
+
+/// Tracee memory through /proc/PID/mem (reads of whole blocks; writes of breakpoint bytes
+/// into read-only text, which /proc/PID/mem allows a tracer).
+#[derive(Debug)]
+pub struct Memory {
+    pid: Pid,
+    file: Option<File>,
+}
+
+impl Memory {
+    pub fn open(pid: Pid) -> Memory {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .ok();
+        Memory { pid, file }
+    }
+
+    /// Read up to `buf.len()` bytes; returns how many were readable.
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
+        if let Some(f) = &self.file {
+            let mut done = 0;
+            while done < buf.len() {
+                match f.read_at(&mut buf[done..], addr + done as u64) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => done += n,
+                }
+            }
+            if done > 0 {
+                return done;
+            }
+        }
+        // Fallback: word by word through PTRACE_PEEKDATA.
+        let mut done = 0;
+        while done < buf.len() {
+            let a = addr + done as u64;
+            match ptrace::read(self.pid, a as ptrace::AddressType) {
+                Ok(w) => {
+                    let b = w.to_le_bytes();
+                    let n = (buf.len() - done).min(8);
+                    buf[done..done + n].copy_from_slice(&b[..n]);
+                    done += n;
+                }
+                Err(_) => break,
+            }
+        }
+        done
+    }
+
+    pub fn read_u64(&self, addr: u64) -> Option<u64> {
+        let mut b = [0u8; 8];
+        (self.read(addr, &mut b) == 8).then(|| u64::from_le_bytes(b))
+    }
+
+    /// Write one byte (a breakpoint or the original byte back).
+    pub fn write_byte(&self, addr: u64, byte: u8) -> bool {
+        if let Some(f) = &self.file
+            && f.write_at(&[byte], addr).ok() == Some(1)
+        {
+            return true;
+        }
+        let aligned = addr & !7;
+        let Ok(w) = ptrace::read(self.pid, aligned as ptrace::AddressType) else {
+            return false;
+        };
+        let mut b = w.to_le_bytes();
+        b[(addr - aligned) as usize] = byte;
+        ptrace::write(self.pid, aligned as ptrace::AddressType, i64::from_le_bytes(b)).is_ok()
+    }
+}
+
+/// AT_ENTRY of a process from /proc/PID/auxv.
+pub fn auxv_entry(pid: Pid) -> Option<u64> {
+    let data = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    data.chunks_exact(16).find_map(|c| {
+        let key = u64::from_le_bytes(c[..8].try_into().ok()?);
+        let val = u64::from_le_bytes(c[8..].try_into().ok()?);
+        (key == libc::AT_ENTRY).then_some(val)
+    })
+}
+
+/// Resolve CMD the way execvp will, so a missing or non-executable command is reported with
+/// its path before anything starts.
+pub fn resolve_command(cmd: &str) -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let check = |p: &std::path::Path| -> Option<Result<std::path::PathBuf>> {
+        let md = std::fs::metadata(p).ok()?;
+        if md.is_dir() || md.permissions().mode() & 0o111 == 0 {
+            return Some(Err(Error::input(
+                format!("{} is not executable", p.display()),
+                "give the path of a program (chmod +x if it is yours)",
+            )));
+        }
+        Some(Ok(p.to_path_buf()))
+    };
+    if cmd.is_empty() {
+        return Err(Error::input("no command given", "roofline measure --backend trace -- CMD [ARGS…]"));
+    }
+    if cmd.contains('/') {
+        let p = std::path::Path::new(cmd);
+        return check(p).unwrap_or_else(|| Err(Error::input(format!("{cmd}: no such file"), "check the command's path")));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        if let Some(r) = check(&dir.join(cmd)) {
+            return r;
+        }
+    }
+    Err(Error::input(
+        format!("{cmd}: command not found in PATH"),
+        "give the program's full path",
+    ))
+}
+
+/// Why ptrace is refused here, as an `Unavailable` error with a hint.
+pub fn ptrace_refused(errno: i32) -> Error {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .map(|s| s.trim().to_string());
+    let cause = format!(
+        "ptrace is not permitted here ({}{})",
+        nix::errno::Errno::from_raw(errno).desc(),
+        scope
+            .as_deref()
+            .map(|s| format!(", kernel.yama.ptrace_scope = {s}"))
+            .unwrap_or_default()
+    );
+    Error::unavailable(
+        cause,
+        "allow it with `sudo sysctl kernel.yama.ptrace_scope=1`, or run the container with --cap-add SYS_PTRACE \
+         (and a seccomp profile that permits ptrace); or use --backend perf",
+    )
+}
+
+/// Fork and exec `argv` under PTRACE_TRACEME. Returns the child stopped at its exec SIGTRAP
+/// (not yet waited for by the caller: the first wait is done here).
+pub fn spawn_traced(argv: &[String]) -> Result<Pid> {
+    let path = resolve_command(&argv[0])?;
+    let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::input("command contains a NUL byte", "fix CMD"))?;
+    let cargs: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()).map_err(|_| Error::input("an argument contains a NUL byte", "fix ARGS")))
+        .collect::<Result<_>>()?;
+    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
+    // SAFETY: the child only calls async-signal-safe functions (ptrace, write, execv, _exit)
+    // on data prepared before the fork.
+    let fork = unsafe { nix::unistd::fork() }.map_err(|e| Error::io("fork", e.into()))?;
+    match fork {
+        nix::unistd::ForkResult::Child => {
+            drop(rd);
+            let fail = |tag: u8, e: nix::errno::Errno| -> ! {
+                let mut msg = [tag, 0, 0, 0, 0];
+                msg[1..].copy_from_slice(&(e as i32).to_le_bytes());
+                let _ = nix::unistd::write(&wr, &msg);
+                // SAFETY: _exit is async-signal-safe and never returns.
+                unsafe { libc::_exit(127) }
+            };
+            if let Err(e) = ptrace::traceme() {
+                fail(b'T', e);
+            }
+            let e = nix::unistd::execv(&cpath, &cargs).err().unwrap_or(nix::errno::Errno::ENOEXEC);
+            fail(b'E', e)
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            drop(wr);
+            let mut msg = [0u8; 5];
+            let n = nix::unistd::read(&rd, &mut msg).unwrap_or(0);
+            if n == 5 {
+                let _ = nix::sys::wait::waitpid(child, None);
+                let errno = i32::from_le_bytes(msg[1..].try_into().unwrap_or([0; 4]));
+                return Err(if msg[0] == b'T' {
+                    ptrace_refused(errno)
+                } else {
+                    Error::input(
+                        format!("{}: cannot execute ({})", path.display(), nix::errno::Errno::from_raw(errno).desc()),
+                        "check that CMD is a program for this machine",
+                    )
+                });
+            }
+            Ok(child)
+        }
+    }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Catch Ctrl-C (without SA_RESTART, so a blocked waitpid returns EINTR) so the tracer can
+/// kill its tracees and leave cleanly.
+pub fn catch_interrupt() {
+    let act = signal::SigAction::new(SigHandler::Handler(on_sigint), signal::SaFlags::empty(), signal::SigSet::empty());
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    let _ = unsafe { signal::sigaction(Signal::SIGINT, &act) };
+    INTERRUPTED.store(false, Ordering::SeqCst);
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Send a signal to one thread.
+pub fn tgkill(tgid: Pid, tid: Pid, sig: Signal) {
+    // SAFETY: a plain syscall with integer arguments.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, tgid.as_raw(), tid.as_raw(), sig as libc::c_int);
+    }
+}

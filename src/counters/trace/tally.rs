@@ -1,0 +1,109 @@
+//! Running totals of traced work and traffic (whole program, and per function).
+
+use super::classify::{CLASSES, Insn};
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub instructions: u64,
+    /// Flops per class index of [`CLASSES`] (hardware semantics: full width).
+    pub flops: [u64; 12],
+    /// Mask-aware flops (lanes switched off by opmasks left out).
+    pub effective: u64,
+    /// Masked FP instructions whose mask was unknown: `effective` is then not reported.
+    pub effective_unknown: u64,
+    pub core_load: u64,
+    pub core_store: u64,
+    pub stack: u64,
+    pub nt_store: u64,
+    pub prefetch: u64,
+    pub unclassified: u64,
+    /// Masked memory operands whose mask was unknown (counted at full width).
+    pub mask_unknown_mem: u64,
+}
+
+impl Tally {
+    pub fn flops_total(&self) -> u64 {
+        self.flops.iter().sum()
+    }
+
+    pub fn add_scaled(&mut self, o: &Tally, n: u64) {
+        self.instructions += o.instructions * n;
+        for (a, b) in self.flops.iter_mut().zip(o.flops.iter()) {
+            *a += b * n;
+        }
+        self.effective += o.effective * n;
+        self.effective_unknown += o.effective_unknown * n;
+        self.core_load += o.core_load * n;
+        self.core_store += o.core_store * n;
+        self.stack += o.stack * n;
+        self.nt_store += o.nt_store * n;
+        self.prefetch += o.prefetch * n;
+        self.unclassified += o.unclassified * n;
+        self.mask_unknown_mem += o.mask_unknown_mem * n;
+    }
+
+    /// Add one execution of `insn`. `mask`: the value of its opmask register where it has one
+    /// (None = unknown). String instructions are added separately (per iteration).
+    pub fn add_insn(&mut self, insn: &Insn, mask: Option<u64>) {
+        self.instructions += 1;
+        if insn.unclassified {
+            self.unclassified += 1;
+        }
+        if insn.prefetch {
+            self.prefetch += 64;
+        }
+        if let Some(f) = insn.flop {
+            self.flops[f.class] += f.flops();
+            match (insn.mask, mask) {
+                (None, _) => self.effective += f.flops(),
+                (Some(_), Some(m)) => self.effective += u64::from(active(m, f.lanes)) * u64::from(f.per_lane),
+                (Some(_), None) => self.effective_unknown += 1,
+            }
+        }
+        for m in &insn.mem {
+            let bytes = if m.per_mask_element {
+                match mask {
+                    Some(k) => u64::from(active(k, m.elems)) * u64::from(m.elem),
+                    None => {
+                        self.mask_unknown_mem += 1;
+                        m.bytes()
+                    }
+                }
+            } else {
+                m.bytes()
+            };
+            if m.stack {
+                self.stack += bytes * (u64::from(m.load) + u64::from(m.store));
+            } else {
+                if m.load {
+                    self.core_load += bytes;
+                }
+                if m.store {
+                    self.core_store += bytes;
+                    if m.nt {
+                        self.nt_store += bytes;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `iterations` iterations of a string instruction.
+    pub fn add_string(&mut self, insn: &Insn, iterations: u64) {
+        if let Some(s) = insn.string {
+            self.core_load += iterations * u64::from(s.elem) * u64::from(s.loads);
+            self.core_store += iterations * u64::from(s.elem) * u64::from(s.stores);
+        }
+    }
+}
+
+/// Lanes of `lanes` switched on by mask `m`.
+pub fn active(m: u64, lanes: u32) -> u32 {
+    let lm = if lanes >= 64 { u64::MAX } else { (1u64 << lanes) - 1 };
+    (m & lm).count_ones()
+}
+
+/// Name of a class index.
+pub fn class_key(i: usize) -> &'static str {
+    CLASSES[i].key()
+}

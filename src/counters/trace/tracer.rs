@@ -1,0 +1,1619 @@
+//! The ptrace driver: runs the tracee natively between breakpoints at basic-block entries,
+//! counts each block's static work once per execution, runs counted single-block loops natively
+//! between an entry and an exit trap (trip count from the induction register), and falls back
+//! to single-stepping where it must (several threads in one address space, dynamic opmasks,
+//! indirect exits it cannot resolve at block entry, and `--trace memory`).
+//!
+//! Invariant of block mode: when a thread leaves a block, every place it can go next carries an
+//! installed breakpoint (static successors are installed at block entry, return and indirect
+//! targets are read at block entry, anything else is single-stepped), so every block execution
+//! starts with a trap. The breakpoint of the block being left may stay removed until a
+//! predecessor reinstalls it, which saves the classic step-over (one stop per block instead of two).
+
+use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use nix::errno::Errno;
+use nix::libc;
+use nix::sys::ptrace::{self, Event, Options};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+
+use super::classify::{Flow, Insn, MaskWrite, classify};
+use super::symbols::ProcessSymbols;
+use super::sys::{self, Memory, XsaveLayout};
+use super::tally::Tally;
+use super::{AccessKind, AccessSink, TraceMode};
+use crate::error::{Error, Result};
+
+const INT3: u8 = 0xcc;
+/// Longest block decoded in one go (a block may be longer: it continues as the next block).
+const MAX_BLOCK: usize = 96;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Bp {
+    orig: u8,
+    installed: bool,
+    block: bool,
+    entry: bool,
+    begin: bool,
+    end: bool,
+}
+
+impl Bp {
+    fn sticky(&self) -> bool {
+        self.entry || self.begin || self.end
+    }
+}
+
+/// Where the value an opmask has at a masked instruction comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum MaskSrc {
+    Entry(u8),
+    Const(u64),
+    Dynamic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RspAt {
+    Rsp(i64),
+    Rbp(i64),
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Exit {
+    Static,
+    Ret(RspAt),
+    /// Indirect jump/call whose target can be computed from the registers at block entry.
+    Indirect {
+        at_entry: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Induction {
+    reg: Register,
+    stride: i64,
+    width32: bool,
+}
+
+#[derive(Debug)]
+struct Block {
+    start: u64,
+    end: u64,
+    insns: Vec<Rc<Insn>>,
+    stat: Tally,
+    masked: Vec<(usize, MaskSrc)>,
+    needs_step: bool,
+    succ: Vec<u64>,
+    exit: Exit,
+    induction: Option<Induction>,
+    rep: bool,
+    func: Rc<str>,
+}
+
+struct Space {
+    leader: Pid,
+    mem: Memory,
+    syms: ProcessSymbols,
+    insns: HashMap<u64, Rc<Insn>>,
+    blocks: BTreeMap<u64, Rc<Block>>,
+    bps: HashMap<u64, Bp>,
+    funcs: HashMap<u64, (Rc<str>, bool)>,
+    func_start: HashMap<u64, (Rc<str>, u64)>,
+    missed_pages: HashSet<u64>,
+    threads: usize,
+    entered: bool,
+    region_mode: bool,
+    depth: i64,
+    stepping: bool,
+    markers_known: bool,
+}
+
+impl Space {
+    fn new(pid: Pid) -> Space {
+        Space {
+            leader: pid,
+            mem: Memory::open(pid),
+            syms: ProcessSymbols::new(pid.as_raw()),
+            insns: HashMap::new(),
+            blocks: BTreeMap::new(),
+            bps: HashMap::new(),
+            funcs: HashMap::new(),
+            func_start: HashMap::new(),
+            missed_pages: HashSet::new(),
+            threads: 1,
+            entered: false,
+            region_mode: false,
+            depth: 0,
+            stepping: false,
+            markers_known: false,
+        }
+    }
+
+    /// A copy for a forked child: same code, same breakpoints (the child's memory is a copy).
+    fn fork_copy(&self, pid: Pid) -> Space {
+        let mut s = Space::new(pid);
+        s.insns = self.insns.clone();
+        s.blocks = self.blocks.clone();
+        s.bps = self.bps.clone();
+        s.funcs = self.funcs.clone();
+        s.func_start = self.func_start.clone();
+        s.entered = self.entered;
+        s.region_mode = self.region_mode;
+        s.depth = self.depth;
+        s.markers_known = self.markers_known;
+        s
+    }
+
+    fn active(&self) -> bool {
+        self.entered && (!self.region_mode || self.depth > 0)
+    }
+
+    fn install(&mut self, addr: u64) {
+        let mem = &self.mem;
+        let bp = self.bps.entry(addr).or_default();
+        if bp.installed {
+            return;
+        }
+        if !bp.block && !bp.sticky() && bp.orig == 0 {
+            // fresh entry: fall through to read orig below
+        }
+        let mut b = [0u8; 1];
+        if mem.read(addr, &mut b) != 1 {
+            return;
+        }
+        if b[0] != INT3 || bp.orig == 0 {
+            bp.orig = b[0];
+        }
+        if mem.write_byte(addr, INT3) {
+            bp.installed = true;
+        }
+    }
+
+    fn uninstall(&mut self, addr: u64) {
+        if let Some(bp) = self.bps.get_mut(&addr)
+            && bp.installed
+        {
+            self.mem.write_byte(addr, bp.orig);
+            bp.installed = false;
+        }
+    }
+
+    fn uninstall_blocks(&mut self, keep_sticky: bool) {
+        let addrs: Vec<u64> = self
+            .bps
+            .iter()
+            .filter(|(_, b)| b.installed && !(keep_sticky && b.sticky()))
+            .map(|(a, _)| *a)
+            .collect();
+        for a in addrs {
+            self.uninstall(a);
+        }
+    }
+
+    /// Make `addr` a block start: a breakpoint record, and the block holding it split there.
+    fn mark_block_start(&mut self, addr: u64) {
+        self.bps.entry(addr).or_default().block = true;
+        let holder = self.blocks.range(..addr).next_back().filter(|(_, b)| addr < b.end).map(|(s, _)| *s);
+        if let Some(s) = holder {
+            self.blocks.remove(&s);
+        }
+    }
+
+    fn read_code(&self, addr: u64, buf: &mut [u8]) -> usize {
+        let n = self.mem.read(addr, buf);
+        for (i, b) in buf[..n].iter_mut().enumerate() {
+            if *b == INT3
+                && let Some(bp) = self.bps.get(&(addr + i as u64))
+                && bp.installed
+            {
+                *b = bp.orig;
+            }
+        }
+        n
+    }
+
+    /// Function name and whether it keeps rbp as a frame pointer.
+    fn function_of(&mut self, addr: u64) -> (Rc<str>, bool) {
+        let page = addr >> 12;
+        let loc = if self.missed_pages.contains(&page) {
+            None
+        } else {
+            self.syms.locate(addr)
+        };
+        let Some(loc) = loc else {
+            self.missed_pages.insert(page);
+            return (Rc::from("[unknown]"), true);
+        };
+        let (Some(fname), Some(start)) = (loc.function.clone(), loc.function_start) else {
+            return (Rc::from(format!("[{}]", loc.module)), true);
+        };
+        if let Some(f) = self.funcs.get(&start) {
+            return f.clone();
+        }
+        let mut buf = [0u8; 8];
+        let n = self.read_code(start, &mut buf);
+        // `push rbp; mov rbp, rsp` (optionally after endbr64) sets up a frame pointer.
+        let frame = {
+            let mut d = Decoder::with_ip(64, &buf[..n], start, DecoderOptions::NONE);
+            let mut ins: Vec<Mnemonic> = Vec::new();
+            let mut regs = Vec::new();
+            for _ in 0..3 {
+                if !d.can_decode() {
+                    break;
+                }
+                let i = d.decode();
+                ins.push(i.mnemonic());
+                regs.push((i.op0_register(), if i.op_count() > 1 { i.op1_register() } else { Register::None }));
+            }
+            let skip = usize::from(ins.first() == Some(&Mnemonic::Endbr64));
+            ins.get(skip) == Some(&Mnemonic::Push)
+                && regs.get(skip).map(|r| r.0) == Some(Register::RBP)
+                && ins.get(skip + 1) == Some(&Mnemonic::Mov)
+                && regs.get(skip + 1) == Some(&(Register::RBP, Register::RSP))
+        };
+        let name: Rc<str> = Rc::from(format!("{fname} ({})", loc.module));
+        self.funcs.insert(start, (name.clone(), frame));
+        (name, frame)
+    }
+
+    fn insn_at(&mut self, addr: u64, factory: &mut InstructionInfoFactory) -> Rc<Insn> {
+        if let Some(i) = self.insns.get(&addr) {
+            return i.clone();
+        }
+        let mut buf = [0u8; 16];
+        let n = self.read_code(addr, &mut buf);
+        let mut d = Decoder::with_ip(64, &buf[..n], addr, DecoderOptions::NONE);
+        let instr = d.decode();
+        let (_, frame) = self.function_of(addr);
+        let insn = Rc::new(classify(&instr, factory, frame));
+        self.insns.insert(addr, insn.clone());
+        insn
+    }
+
+    fn block_at(&mut self, pc: u64, factory: &mut InstructionInfoFactory) -> Rc<Block> {
+        if let Some(b) = self.blocks.get(&pc) {
+            return b.clone();
+        }
+        let mut insns: Vec<Rc<Insn>> = Vec::new();
+        let mut a = pc;
+        loop {
+            if a != pc && self.bps.get(&a).is_some_and(|b| b.block || b.sticky()) {
+                break;
+            }
+            let insn = self.insn_at(a, factory);
+            let rep = insn.string.is_some_and(|s| s.rep);
+            if rep && a != pc {
+                break;
+            }
+            a = insn.next();
+            let ends = insn.flow.ends_block() || rep;
+            insns.push(insn);
+            if ends || insns.len() >= MAX_BLOCK {
+                break;
+            }
+        }
+        let block = Rc::new(build_block(pc, insns, self.function_of(pc).0, factory));
+        self.blocks.insert(pc, block.clone());
+        block
+    }
+}
+
+fn full_gpr(r: Register) -> Register {
+    r.full_register()
+}
+
+fn reg_value(regs: &libc::user_regs_struct, r: Register) -> Option<u64> {
+    use Register::*;
+    Some(match full_gpr(r) {
+        RAX => regs.rax,
+        RBX => regs.rbx,
+        RCX => regs.rcx,
+        RDX => regs.rdx,
+        RSI => regs.rsi,
+        RDI => regs.rdi,
+        RBP => regs.rbp,
+        RSP => regs.rsp,
+        R8 => regs.r8,
+        R9 => regs.r9,
+        R10 => regs.r10,
+        R11 => regs.r11,
+        R12 => regs.r12,
+        R13 => regs.r13,
+        R14 => regs.r14,
+        R15 => regs.r15,
+        RIP => regs.rip,
+        _ => return Option::None,
+    })
+}
+
+fn writes_of(insn: &Insn, factory: &mut InstructionInfoFactory) -> Vec<Register> {
+    factory
+        .info(&insn.instr)
+        .used_registers()
+        .iter()
+        .filter(|u| {
+            matches!(
+                u.access(),
+                OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
+            )
+        })
+        .map(|u| full_gpr(u.register()))
+        .collect()
+}
+
+fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut InstructionInfoFactory) -> Block {
+    let end = insns.last().map(|i| i.next()).unwrap_or(start + 1);
+    let last = insns.last().cloned();
+    let mut stat = Tally::default();
+    let mut masked = Vec::new();
+    let mut needs_step = false;
+    let mut kstate: [MaskSrc; 8] = std::array::from_fn(|k| MaskSrc::Entry(k as u8));
+    let mut kwritten = [false; 8];
+    let mut rep = false;
+    for (idx, insn) in insns.iter().enumerate() {
+        if let Some(k) = insn.mask {
+            let src = kstate[k as usize];
+            if src == MaskSrc::Dynamic {
+                needs_step = true;
+            }
+            masked.push((idx, src));
+        } else if insn.string.is_some_and(|s| s.rep) {
+            rep = true;
+            stat.add_insn(insn, None);
+        } else {
+            stat.add_insn(insn, None);
+            if insn.string.is_some() {
+                stat.add_string(insn, 1);
+            }
+        }
+        for w in &insn.mask_writes {
+            match *w {
+                MaskWrite::Const(k, v) => {
+                    kstate[k as usize] = MaskSrc::Const(v);
+                    kwritten[k as usize] = true;
+                }
+                MaskWrite::Copy(d, s) => {
+                    kstate[d as usize] = kstate[s as usize];
+                    kwritten[d as usize] = true;
+                }
+                MaskWrite::Dynamic(k) => {
+                    kstate[k as usize] = MaskSrc::Dynamic;
+                    kwritten[k as usize] = true;
+                }
+            }
+        }
+    }
+    let mut succ = Vec::new();
+    let mut exit = Exit::Static;
+    if let Some(l) = &last {
+        match l.flow {
+            Flow::Next | Flow::Stop => succ.push(end),
+            Flow::Jump(t) => succ.push(t),
+            Flow::CondJump(t) | Flow::Call(t) => {
+                succ.push(t);
+                succ.push(end);
+            }
+            Flow::IndirectJump | Flow::IndirectCall => {
+                if l.flow == Flow::IndirectCall {
+                    succ.push(end);
+                }
+                // The target is computable at entry when no earlier instruction writes the registers it reads.
+                let mut read: Vec<Register> = Vec::new();
+                let i = &l.instr;
+                for o in 0..i.op_count() {
+                    match i.op_kind(o) {
+                        OpKind::Register => read.push(full_gpr(i.op_register(o))),
+                        OpKind::Memory => {
+                            read.push(full_gpr(i.memory_base()));
+                            read.push(full_gpr(i.memory_index()));
+                        }
+                        _ => {}
+                    }
+                }
+                let clobbered = insns[..insns.len() - 1]
+                    .iter()
+                    .flat_map(|x| writes_of(x, factory))
+                    .any(|w| w != Register::None && read.contains(&w));
+                exit = Exit::Indirect { at_entry: !clobbered };
+            }
+            Flow::Return => {
+                let mut at = RspAt::Rsp(0);
+                let mut rbp_written = false;
+                for x in &insns[..insns.len() - 1] {
+                    let m = x.instr.mnemonic();
+                    let writes = writes_of(x, factory);
+                    let inc = x.instr.stack_pointer_increment() as i64;
+                    at = match (at, m) {
+                        (_, Mnemonic::Leave) => {
+                            if rbp_written {
+                                RspAt::Unknown
+                            } else {
+                                RspAt::Rbp(8)
+                            }
+                        }
+                        (RspAt::Rsp(d), Mnemonic::Add | Mnemonic::Sub)
+                            if x.instr.op0_register() == Register::RSP
+                                && matches!(x.instr.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
+                        {
+                            let v = x.instr.immediate(1) as i64;
+                            RspAt::Rsp(if m == Mnemonic::Add { d + v } else { d - v })
+                        }
+                        (RspAt::Rsp(d), Mnemonic::Lea)
+                            if x.instr.op0_register() == Register::RSP
+                                && x.instr.memory_base() == Register::RSP
+                                && x.instr.memory_index() == Register::None =>
+                        {
+                            RspAt::Rsp(d + x.instr.memory_displacement64() as i64)
+                        }
+                        (RspAt::Rsp(d), _) if inc != 0 => RspAt::Rsp(d + inc),
+                        (RspAt::Rbp(d), _) if inc != 0 => RspAt::Rbp(d + inc),
+                        (a, _) if writes.contains(&Register::RSP) => {
+                            let _ = a;
+                            RspAt::Unknown
+                        }
+                        (a, _) => a,
+                    };
+                    if writes.contains(&Register::RBP) && m != Mnemonic::Leave {
+                        rbp_written = true;
+                    }
+                }
+                exit = Exit::Ret(at);
+            }
+        }
+    }
+    // A counted loop that is one block: `…; add r, imm; …; jcc start`, r written only there.
+    let mut induction = None;
+    if let Some(l) = &last
+        && l.flow == Flow::CondJump(start)
+        && !needs_step
+        && !rep
+        && masked.iter().all(|(_, s)| match s {
+            MaskSrc::Entry(k) => !kwritten[*k as usize],
+            MaskSrc::Const(_) => true,
+            MaskSrc::Dynamic => false,
+        })
+    {
+        let mut writers: HashMap<Register, Vec<usize>> = HashMap::new();
+        for (idx, x) in insns.iter().enumerate() {
+            for w in writes_of(x, factory) {
+                writers.entry(w).or_default().push(idx);
+            }
+        }
+        for (reg, ws) in &writers {
+            if ws.len() != 1 || reg_value(&unsafe_zero_regs(), *reg).is_none() || *reg == Register::RSP || *reg == Register::RIP {
+                continue;
+            }
+            let x = &insns[ws[0]].instr;
+            let dst = x.op0_register();
+            if x.op0_kind() != OpKind::Register || full_gpr(dst) != *reg || !(dst.is_gpr64() || dst.is_gpr32()) {
+                continue;
+            }
+            let stride = match x.mnemonic() {
+                Mnemonic::Add | Mnemonic::Sub
+                    if x.op_count() == 2
+                        && matches!(
+                            x.op1_kind(),
+                            OpKind::Immediate8to64 | OpKind::Immediate32to64 | OpKind::Immediate8to32 | OpKind::Immediate32
+                        ) =>
+                {
+                    let v = x.immediate(1) as i64;
+                    let v = if dst.is_gpr32() { v as i32 as i64 } else { v };
+                    if x.mnemonic() == Mnemonic::Add { v } else { -v }
+                }
+                Mnemonic::Inc => 1,
+                Mnemonic::Dec => -1,
+                Mnemonic::Lea if full_gpr(x.memory_base()) == *reg && x.memory_index() == Register::None => {
+                    x.memory_displacement64() as i64
+                }
+                _ => continue,
+            };
+            if stride != 0 {
+                induction = Some(Induction {
+                    reg: *reg,
+                    stride,
+                    width32: dst.is_gpr32(),
+                });
+                break;
+            }
+        }
+    }
+    Block {
+        start,
+        end,
+        insns,
+        stat,
+        masked,
+        needs_step,
+        succ,
+        exit,
+        induction,
+        rep,
+        func,
+    }
+}
+
+fn unsafe_zero_regs() -> libc::user_regs_struct {
+    // SAFETY: user_regs_struct is plain integers; all-zero is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+/// What the next SIGTRAP of a thread means.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StepKind {
+    None,
+    /// Stepping the first instruction of a block whose breakpoint must come back.
+    Over,
+    /// Stepping through a block one instruction at a time.
+    Through {
+        start: u64,
+        end: u64,
+    },
+    /// The address space is single-stepped (threads, or `--trace memory`).
+    Single,
+    /// A signal was injected with a step: did it enter a handler?
+    Signal {
+        old_pc: u64,
+        old_rsp: u64,
+        counted: bool,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Native {
+    head: u64,
+    exit: u64,
+    ind: Induction,
+    entry: u64,
+    masks: Vec<Option<u64>>,
+}
+
+struct Thread {
+    space: usize,
+    started: bool,
+    step: StepKind,
+    reinstall: Vec<u64>,
+    pending_rep: Option<(Rc<Insn>, u64, Rc<str>)>,
+    native: Option<Native>,
+    expect_sigstop: bool,
+}
+
+impl Thread {
+    fn new(space: usize) -> Thread {
+        Thread {
+            space,
+            started: false,
+            step: StepKind::None,
+            reinstall: Vec::new(),
+            pending_rep: None,
+            native: None,
+            expect_sigstop: false,
+        }
+    }
+}
+
+/// How the traced program ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ending {
+    Exited(i32),
+    Signaled(Signal),
+    Interrupted,
+}
+
+/// Counters of the driver itself, for the report's `extra` and the bench.
+#[derive(Debug, Clone, Default)]
+pub struct DriverStats {
+    pub stops: u64,
+    pub steps: u64,
+    pub blocks_decoded: u64,
+    pub native_loops: u64,
+    pub loop_count_errors: u64,
+    /// Step-overs of a block's first instruction (block re-entered itself, or a sticky breakpoint).
+    pub step_overs: u64,
+    /// Blocks stepped through (dynamic masks, unresolved exits): their executions.
+    pub step_throughs: u64,
+    pub processes: u64,
+    pub threads: u64,
+}
+
+pub struct Tracer<'s> {
+    mode: TraceMode,
+    by_function: bool,
+    sink: Option<&'s mut dyn AccessSink>,
+    spaces: Vec<Space>,
+    threads: HashMap<Pid, Thread>,
+    early: HashSet<Pid>,
+    main: Pid,
+    factory: InstructionInfoFactory,
+    xsave: XsaveLayout,
+    pub total: Tally,
+    pub per_function: HashMap<Rc<str>, Tally>,
+    pub stats: DriverStats,
+    ending: Option<Ending>,
+}
+
+fn opts() -> Options {
+    Options::PTRACE_O_EXITKILL
+        | Options::PTRACE_O_TRACECLONE
+        | Options::PTRACE_O_TRACEFORK
+        | Options::PTRACE_O_TRACEVFORK
+        | Options::PTRACE_O_TRACEEXEC
+}
+
+fn io(ctx: &str, e: Errno) -> Error {
+    Error::io(ctx.to_string(), std::io::Error::from_raw_os_error(e as i32))
+}
+
+impl<'s> Tracer<'s> {
+    fn new(main: Pid, mode: TraceMode, by_function: bool, sink: Option<&'s mut dyn AccessSink>) -> Tracer<'s> {
+        Tracer {
+            mode,
+            by_function,
+            sink,
+            spaces: Vec::new(),
+            threads: HashMap::new(),
+            early: HashSet::new(),
+            main,
+            factory: InstructionInfoFactory::new(),
+            xsave: XsaveLayout::of_this_cpu(),
+            total: Tally::default(),
+            per_function: HashMap::new(),
+            stats: DriverStats::default(),
+            ending: None,
+        }
+    }
+
+    /// Trace a command from its exec: counting starts at its entry point (AT_ENTRY).
+    pub fn run_command(
+        argv: &[String],
+        mode: TraceMode,
+        by_function: bool,
+        sink: Option<&'s mut dyn AccessSink>,
+    ) -> Result<(Tracer<'s>, Ending)> {
+        let child = sys::spawn_traced(argv)?;
+        match waitpid(child, Some(WaitPidFlag::__WALL)).map_err(|e| io("waitpid", e))? {
+            WaitStatus::Stopped(_, Signal::SIGTRAP) => {}
+            other => {
+                return Err(Error::Child {
+                    cause: format!("{} did not start under the tracer ({other:?})", argv[0]),
+                    status: 2,
+                });
+            }
+        }
+        ptrace::setoptions(child, opts()).map_err(|e| io("ptrace(SETOPTIONS)", e))?;
+        let mut t = Tracer::new(child, mode, by_function, sink);
+        t.exec_space(child);
+        t.stats.processes = 1;
+        t.stats.threads = 1;
+        if let Some(th) = t.threads.get_mut(&child) {
+            th.started = true;
+        }
+        ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
+        let end = t.run_loop()?;
+        Ok((t, end))
+    }
+
+    /// Trace an already-forked child stopped by its own SIGSTOP, counting only between the
+    /// `begin`/`end` marker functions it calls.
+    pub fn run_forked(child: Pid, begin: u64, end: u64, mode: TraceMode, by_function: bool) -> Result<(Tracer<'s>, Ending)> {
+        match waitpid(child, Some(WaitPidFlag::__WALL)).map_err(|e| io("waitpid", e))? {
+            WaitStatus::Stopped(_, Signal::SIGSTOP) => {}
+            WaitStatus::Exited(_, 127) => return Err(sys::ptrace_refused(libc::EPERM)),
+            other => {
+                return Err(Error::Child {
+                    cause: format!("the kernel child did not stop for the tracer ({other:?})"),
+                    status: 2,
+                });
+            }
+        }
+        ptrace::setoptions(child, opts()).map_err(|e| io("ptrace(SETOPTIONS)", e))?;
+        let mut t = Tracer::new(child, mode, by_function, None);
+        let mut sp = Space::new(child);
+        sp.entered = true;
+        sp.region_mode = true;
+        sp.markers_known = true;
+        sp.stepping = mode == TraceMode::Memory;
+        sp.bps.entry(begin).or_default().begin = true;
+        sp.bps.entry(end).or_default().end = true;
+        sp.install(begin);
+        sp.install(end);
+        t.spaces.push(sp);
+        let mut th = Thread::new(0);
+        th.started = true;
+        t.threads.insert(child, th);
+        t.stats.processes = 1;
+        t.stats.threads = 1;
+        ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
+        let e = t.run_loop()?;
+        Ok((t, e))
+    }
+
+    /// A fresh address space after exec: breakpoint at AT_ENTRY, nothing counted before it.
+    fn exec_space(&mut self, pid: Pid) {
+        let mut sp = Space::new(pid);
+        if let Some(entry) = sys::auxv_entry(pid) {
+            sp.bps.entry(entry).or_default().entry = true;
+            sp.install(entry);
+        } else {
+            sp.entered = true;
+        }
+        self.spaces.push(sp);
+        let idx = self.spaces.len() - 1;
+        let th = self.threads.entry(pid).or_insert_with(|| Thread::new(idx));
+        th.space = idx;
+        th.step = StepKind::None;
+        th.native = None;
+        th.pending_rep = None;
+        th.reinstall.clear();
+    }
+
+    fn run_loop(&mut self) -> Result<Ending> {
+        sys::catch_interrupt();
+        loop {
+            if sys::interrupted() {
+                self.kill_all();
+                return Ok(Ending::Interrupted);
+            }
+            let st = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+                Ok(s) => s,
+                Err(Errno::EINTR) => continue,
+                Err(Errno::ECHILD) => break,
+                Err(e) => return Err(io("waitpid", e)),
+            };
+            self.stats.stops += 1;
+            match st {
+                WaitStatus::Exited(pid, code) => {
+                    self.gone(pid);
+                    if pid == self.main {
+                        self.ending.get_or_insert(Ending::Exited(code));
+                    }
+                }
+                WaitStatus::Signaled(pid, sig, _) => {
+                    self.gone(pid);
+                    if pid == self.main {
+                        self.ending.get_or_insert(Ending::Signaled(sig));
+                    }
+                }
+                WaitStatus::PtraceEvent(pid, _, ev) => self.on_event(pid, ev),
+                WaitStatus::Stopped(pid, sig) => self.on_stop(pid, sig),
+                WaitStatus::PtraceSyscall(pid) => {
+                    let _ = ptrace::cont(pid, None);
+                }
+                _ => {}
+            }
+        }
+        Ok(self.ending.unwrap_or(Ending::Exited(0)))
+    }
+
+    fn kill_all(&mut self) {
+        let pids: Vec<Pid> = self.threads.keys().copied().collect();
+        for p in pids {
+            let _ = nix::sys::signal::kill(p, Signal::SIGKILL);
+        }
+        while let Ok(s) = waitpid(None, Some(WaitPidFlag::__WALL)) {
+            if matches!(s, WaitStatus::StillAlive) {
+                break;
+            }
+        }
+    }
+
+    fn gone(&mut self, pid: Pid) {
+        if let Some(th) = self.threads.remove(&pid) {
+            let sp = &mut self.spaces[th.space];
+            sp.threads = sp.threads.saturating_sub(1);
+        }
+    }
+
+    fn on_event(&mut self, pid: Pid, ev: i32) {
+        let Some(space) = self.threads.get(&pid).map(|t| t.space) else {
+            let _ = ptrace::cont(pid, None);
+            return;
+        };
+        if ev == Event::PTRACE_EVENT_EXEC as i32 {
+            // Other threads of the old image are gone; the exec'ing thread is now `pid`.
+            let old = &mut self.spaces[space];
+            old.threads = old.threads.saturating_sub(1);
+            self.exec_space(pid);
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.started = true;
+            }
+            let _ = ptrace::cont(pid, None);
+            return;
+        }
+        if ev == Event::PTRACE_EVENT_CLONE as i32 || ev == Event::PTRACE_EVENT_FORK as i32 || ev == Event::PTRACE_EVENT_VFORK as i32 {
+            let Ok(new) = ptrace::getevent(pid) else {
+                self.resume(pid);
+                return;
+            };
+            let new = Pid::from_raw(new as i32);
+            self.stats.threads += u64::from(ev != Event::PTRACE_EVENT_FORK as i32);
+            let idx = if ev == Event::PTRACE_EVENT_FORK as i32 {
+                self.stats.processes += 1;
+                let copy = self.spaces[space].fork_copy(new);
+                let mut copy = copy;
+                copy.stepping = self.mode == TraceMode::Memory;
+                // The parent's own pending reinstalls were not in memory when the child was copied.
+                self.spaces.push(copy);
+                self.spaces.len() - 1
+            } else {
+                let sp = &mut self.spaces[space];
+                sp.threads += 1;
+                if !sp.stepping {
+                    sp.stepping = true;
+                    sp.uninstall_blocks(true);
+                }
+                // Native loops of this space cannot be pending: the cloning thread is in a syscall.
+                space
+            };
+            let mut th = Thread::new(idx);
+            th.expect_sigstop = true;
+            self.threads.insert(new, th);
+            if self.early.remove(&new) {
+                self.start_thread(new);
+            }
+        }
+        self.resume(pid);
+    }
+
+    /// Resume a thread stopped in a syscall or event stop.
+    fn resume(&mut self, pid: Pid) {
+        self.do_reinstall(pid);
+        let Some(th) = self.threads.get_mut(&pid) else { return };
+        let sp = &self.spaces[th.space];
+        let step = match th.step {
+            StepKind::None => {
+                if sp.stepping && sp.active() {
+                    th.step = StepKind::Single;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => true,
+        };
+        if step {
+            self.stats.steps += 1;
+            let _ = ptrace::step(pid, None);
+        } else {
+            let _ = ptrace::cont(pid, None);
+        }
+    }
+
+    fn do_reinstall(&mut self, pid: Pid) {
+        let Some(th) = self.threads.get_mut(&pid) else { return };
+        if th.reinstall.is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut th.reinstall);
+        let sp = &mut self.spaces[th.space];
+        for a in list {
+            if !sp.stepping || sp.bps.get(&a).is_some_and(|b| b.sticky()) {
+                sp.install(a);
+            }
+        }
+    }
+
+    fn start_thread(&mut self, pid: Pid) {
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.started = true;
+            t.expect_sigstop = false;
+        }
+        let Ok(regs) = ptrace::getregs(pid) else {
+            let _ = ptrace::cont(pid, None);
+            return;
+        };
+        self.arrive(pid, regs.rip, regs);
+    }
+
+    fn on_stop(&mut self, pid: Pid, sig: Signal) {
+        let Some(th) = self.threads.get_mut(&pid) else {
+            // A new task reported before its parent's event.
+            self.early.insert(pid);
+            return;
+        };
+        if !th.started || (sig == Signal::SIGSTOP && th.expect_sigstop) {
+            if sig == Signal::SIGSTOP {
+                self.start_thread(pid);
+            } else {
+                let _ = ptrace::cont(pid, Some(sig));
+            }
+            return;
+        }
+        let Ok(mut regs) = ptrace::getregs(pid) else {
+            let _ = ptrace::cont(pid, Some(sig));
+            return;
+        };
+        if sig == Signal::SIGTRAP {
+            let step = th.step;
+            if step != StepKind::None {
+                self.resolve_rep(pid, &regs);
+                self.do_reinstall(pid);
+                self.on_step(pid, step, regs);
+                return;
+            }
+            let sp = &self.spaces[th.space];
+            let at = regs.rip.wrapping_sub(1);
+            if sp.bps.get(&at).is_some_and(|b| b.installed) {
+                regs.rip = at;
+                let _ = ptrace::setregs(pid, regs);
+                self.resolve_rep(pid, &regs);
+                self.do_reinstall(pid);
+                self.on_bp(pid, at, regs);
+                return;
+            }
+        }
+        self.deliver(pid, sig, regs);
+    }
+
+    /// Pass a signal on. With a handler, the step lands on its first instruction, which
+    /// becomes a block start; without one, the step executed one instruction.
+    fn deliver(&mut self, pid: Pid, sig: Signal, regs: libc::user_regs_struct) {
+        let Some(th) = self.threads.get(&pid) else { return };
+        let si = th.space;
+        if th.step != StepKind::None {
+            self.stats.steps += 1;
+            let _ = ptrace::step(pid, Some(sig));
+            return;
+        }
+        let sp = &mut self.spaces[si];
+        if !sp.active() || sp.stepping || matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
+            let _ = ptrace::cont(pid, Some(sig));
+            return;
+        }
+        let pc = regs.rip;
+        let counted = sp.bps.get(&pc).is_some_and(|b| b.installed);
+        sp.uninstall(pc);
+        if let Some(th) = self.threads.get_mut(&pid) {
+            th.step = StepKind::Signal {
+                old_pc: pc,
+                old_rsp: regs.rsp,
+                counted,
+            };
+        }
+        self.stats.steps += 1;
+        let _ = ptrace::step(pid, Some(sig));
+    }
+
+    fn resolve_rep(&mut self, pid: Pid, regs: &libc::user_regs_struct) {
+        let Some(th) = self.threads.get_mut(&pid) else { return };
+        if let Some((insn, rcx, func)) = th.pending_rep.take() {
+            let iters = rcx.wrapping_sub(regs.rcx).min(rcx);
+            let mut t = Tally::default();
+            t.add_string(&insn, iters);
+            self.add(&t, 1, &func);
+        }
+    }
+
+    fn add(&mut self, t: &Tally, n: u64, func: &Rc<str>) {
+        if n == 0 {
+            return;
+        }
+        self.total.add_scaled(t, n);
+        if self.by_function {
+            self.per_function.entry(func.clone()).or_default().add_scaled(t, n);
+        }
+    }
+
+    fn xstate(&self, pid: Pid) -> Option<Vec<u8>> {
+        sys::get_xstate(pid, self.xsave.size)
+    }
+
+    /// Count one instruction executed by single-stepping (and feed its addresses to the sink).
+    fn count_one(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct) {
+        let insn = self.spaces[si].insn_at(pc, &mut self.factory);
+        let func = if self.by_function {
+            self.spaces[si].function_of(pc).0
+        } else {
+            Rc::from("")
+        };
+        let need_x = insn.mask.is_some() || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
+        let xs = if need_x { self.xstate(pid) } else { None };
+        let mask = insn.mask.and_then(|k| xs.as_ref().and_then(|x| self.xsave.opmask(x, k)));
+        let mut t = Tally::default();
+        t.add_insn(&insn, mask);
+        if let Some(s) = insn.string {
+            if s.rep {
+                if let Some(th) = self.threads.get_mut(&pid) {
+                    th.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
+                }
+            } else {
+                t.add_string(&insn, 1);
+            }
+        }
+        self.add(&t, 1, &func);
+        if self.sink.is_some() {
+            self.feed(&insn, regs, xs.as_deref(), mask);
+        }
+    }
+
+    fn feed(&mut self, insn: &Insn, regs: &libc::user_regs_struct, xs: Option<&[u8]>, mask: Option<u64>) {
+        let Some(sink) = self.sink.as_deref_mut() else { return };
+        let xsave = self.xsave;
+        let mut reg = |r: Register, elem: usize, esize: usize| -> Option<u64> {
+            if r.is_vector_register() {
+                let n = r.number();
+                let v = xsave.vector(xs?, n);
+                let o = elem * esize;
+                let b = v.get(o..o + esize)?;
+                return Some(if esize == 4 {
+                    u32::from_le_bytes(b.try_into().ok()?) as u64
+                } else {
+                    u64::from_le_bytes(b.try_into().ok()?)
+                });
+            }
+            match r {
+                Register::FS => Some(regs.fs_base),
+                Register::GS => Some(regs.gs_base),
+                Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                Register::RIP => Some(insn.next()),
+                _ => reg_value(regs, r).map(|v| if r.is_gpr32() { v & 0xffff_ffff } else { v }),
+            }
+        };
+        for m in &insn.mem {
+            let kind = if m.nt {
+                AccessKind::NtStore
+            } else if m.store {
+                AccessKind::Store
+            } else {
+                AccessKind::Load
+            };
+            if m.used.index().is_vector_register() {
+                for e in 0..m.elems {
+                    if m.per_mask_element && mask.is_some_and(|k| k >> e & 1 == 0) {
+                        continue;
+                    }
+                    if let Some(a) = m.used.virtual_address(e as usize, &mut reg) {
+                        sink.access(a, m.elem, kind);
+                    }
+                }
+            } else if let Some(a) = m.used.virtual_address(0, &mut reg) {
+                if m.per_mask_element {
+                    for e in 0..m.elems {
+                        if mask.is_none_or(|k| k >> e & 1 == 1) {
+                            sink.access(a + u64::from(e * m.elem), m.elem, kind);
+                        }
+                    }
+                } else {
+                    if m.load && m.store {
+                        sink.access(a, m.elem * m.elems, AccessKind::Load);
+                    }
+                    sink.access(a, m.elem * m.elems, kind);
+                }
+            }
+        }
+        if let Some(s) = insn.string {
+            if s.loads > 0 {
+                sink.access(regs.rsi, s.elem, AccessKind::Load);
+            }
+            if s.stores > 0 {
+                sink.access(regs.rdi, s.elem, AccessKind::Store);
+            }
+        }
+        if insn.prefetch
+            && let Some(a) = insn.instr.op_count().checked_sub(1).and_then(|_| {
+                let used = iced_x86::UsedMemory::new(
+                    insn.instr.memory_segment(),
+                    insn.instr.memory_base(),
+                    insn.instr.memory_index(),
+                    insn.instr.memory_index_scale(),
+                    insn.instr.memory_displacement64(),
+                    iced_x86::MemorySize::UInt8,
+                    OpAccess::Read,
+                );
+                used.virtual_address(0, &mut reg)
+            })
+        {
+            sink.access(a, 64, AccessKind::Prefetch);
+        }
+    }
+
+    fn on_step(&mut self, pid: Pid, step: StepKind, regs: libc::user_regs_struct) {
+        let Some(si) = self.threads.get(&pid).map(|t| t.space) else {
+            return;
+        };
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.step = StepKind::None;
+        }
+        let pc = regs.rip;
+        match step {
+            StepKind::Over | StepKind::None => {
+                let _ = ptrace::cont(pid, None);
+            }
+            StepKind::Through { start, end } => {
+                if pc > start && pc < end {
+                    self.count_one(pid, si, pc, &regs);
+                    self.set_step(pid, StepKind::Through { start, end });
+                    self.stats.steps += 1;
+                    let _ = ptrace::step(pid, None);
+                } else {
+                    self.arrive(pid, pc, regs);
+                }
+            }
+            StepKind::Single => self.arrive(pid, pc, regs),
+            StepKind::Signal { old_pc, old_rsp, counted } => {
+                let handler = regs.rsp < old_rsp.wrapping_sub(128);
+                if counted {
+                    self.spaces[si].install(old_pc);
+                }
+                if handler {
+                    self.arrive(pid, pc, regs);
+                } else if counted {
+                    // The instruction at a block start ran during the step: count it alone,
+                    // and the rest of its block as a block of its own.
+                    let before = libc::user_regs_struct { rip: old_pc, ..regs };
+                    self.count_one(pid, si, old_pc, &before);
+                    self.arrive(pid, pc, regs);
+                } else {
+                    let _ = ptrace::cont(pid, None);
+                }
+            }
+        }
+    }
+
+    fn set_step(&mut self, pid: Pid, s: StepKind) {
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.step = s;
+        }
+    }
+
+    /// The thread is about to execute `pc` (not through an int3): treat it as reaching a breakpoint there.
+    fn arrive(&mut self, pid: Pid, pc: u64, regs: libc::user_regs_struct) {
+        self.on_bp(pid, pc, regs);
+    }
+
+    /// The thread is about to execute `pc`, which may carry a breakpoint.
+    fn on_bp(&mut self, pid: Pid, pc: u64, regs: libc::user_regs_struct) {
+        let Some(si) = self.threads.get(&pid).map(|t| t.space) else {
+            return;
+        };
+        // 1. The exit of a natively run loop.
+        let native = self.threads.get(&pid).and_then(|t| t.native.clone());
+        if let Some(nat) = native
+            && nat.exit == pc
+        {
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.native = None;
+            }
+            self.finish_loop(pid, si, &nat, &regs);
+        }
+        let bp = self.spaces[si].bps.get(&pc).copied().unwrap_or_default();
+        // 2. Entry point and region markers.
+        if bp.entry {
+            let sp = &mut self.spaces[si];
+            sp.entered = true;
+            if let Some(b) = sp.bps.get_mut(&pc) {
+                b.entry = false;
+            }
+            if !sp.markers_known {
+                sp.markers_known = true;
+                let begin = sp.syms.lookup("roofline_region_begin");
+                let end = sp.syms.lookup("roofline_region_end");
+                if let (Some(b), Some(e)) = (begin, end) {
+                    sp.region_mode = true;
+                    sp.bps.entry(b).or_default().begin = true;
+                    sp.bps.entry(e).or_default().end = true;
+                    sp.install(b);
+                    sp.install(e);
+                }
+            }
+            if self.mode == TraceMode::Memory {
+                sp.stepping = true;
+            }
+        }
+        if bp.begin {
+            let sp = &mut self.spaces[si];
+            sp.depth += 1;
+            if sp.stepping && sp.threads > 1 && sp.depth == 1 {
+                // Threads running natively outside the region must start stepping too.
+                let leader = sp.leader;
+                let others: Vec<Pid> = self
+                    .threads
+                    .iter()
+                    .filter(|(p, t)| t.space == si && **p != pid)
+                    .map(|(p, _)| *p)
+                    .collect();
+                for o in others {
+                    if let Some(t) = self.threads.get_mut(&o)
+                        && t.step == StepKind::None
+                    {
+                        t.expect_sigstop = true;
+                        sys::tgkill(leader, o, Signal::SIGSTOP);
+                    }
+                }
+            }
+        }
+        if bp.end {
+            let sp = &mut self.spaces[si];
+            sp.depth = (sp.depth - 1).max(0);
+            if !sp.active() && !sp.stepping {
+                sp.uninstall_blocks(true);
+            }
+        }
+        let sp = &self.spaces[si];
+        let active = sp.active();
+        let stepping = sp.stepping;
+        if active && stepping {
+            // Single-step mode: count this instruction, step it (a sticky breakpoint stays).
+            self.count_one(pid, si, pc, &regs);
+            if bp.installed || self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed) {
+                self.spaces[si].uninstall(pc);
+                if let Some(t) = self.threads.get_mut(&pid) {
+                    t.reinstall.push(pc);
+                }
+            }
+            if self.spaces[si].threads <= 1 && self.mode == TraceMode::Flops {
+                // Back to one thread: leave single-step mode at the next instruction.
+                self.spaces[si].stepping = false;
+            }
+            self.set_step(pid, StepKind::Single);
+            self.stats.steps += 1;
+            let _ = ptrace::step(pid, None);
+            return;
+        }
+        if !active {
+            let sp = &mut self.spaces[si];
+            if sp.bps.get(&pc).is_some_and(|b| b.installed) {
+                sp.uninstall(pc);
+                if bp.sticky() {
+                    if let Some(t) = self.threads.get_mut(&pid) {
+                        t.reinstall.push(pc);
+                    }
+                    self.set_step(pid, StepKind::Over);
+                    self.stats.steps += 1;
+                    let _ = ptrace::step(pid, None);
+                    return;
+                }
+            }
+            let _ = ptrace::cont(pid, None);
+            return;
+        }
+        self.block_enter(pid, si, pc, regs, bp.sticky());
+    }
+
+    fn block_enter(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, sticky: bool) {
+        let f = &mut self.factory;
+        let sp = &mut self.spaces[si];
+        let known = sp.blocks.contains_key(&pc);
+        sp.mark_block_start(pc);
+        let mut block = sp.block_at(pc, f);
+        if !known {
+            self.stats.blocks_decoded += 1;
+        }
+        for &s in &block.succ {
+            sp.mark_block_start(s);
+            sp.install(s);
+        }
+        // Return and indirect targets, read now.
+        let mut targets = block.succ.clone();
+        let mut unresolved = false;
+        match block.exit {
+            Exit::Static => {}
+            Exit::Ret(at) => {
+                let slot = match at {
+                    RspAt::Rsp(d) => Some(regs.rsp.wrapping_add(d as u64)),
+                    RspAt::Rbp(d) => Some(regs.rbp.wrapping_add(d as u64)),
+                    RspAt::Unknown => None,
+                };
+                match slot.and_then(|a| sp.mem.read_u64(a)) {
+                    Some(t) => targets.push(t),
+                    None => unresolved = true,
+                }
+            }
+            Exit::Indirect { at_entry } => {
+                let last = block.insns.last().cloned();
+                let target = last.filter(|_| at_entry).and_then(|l| {
+                    let i = &l.instr;
+                    match i.op0_kind() {
+                        OpKind::Register => reg_value(&regs, i.op0_register()),
+                        OpKind::Memory => {
+                            let um = iced_x86::UsedMemory::new(
+                                i.memory_segment(),
+                                i.memory_base(),
+                                i.memory_index(),
+                                i.memory_index_scale(),
+                                i.memory_displacement64(),
+                                iced_x86::MemorySize::UInt64,
+                                OpAccess::Read,
+                            );
+                            let a = um.virtual_address(0, |r, _, _| match r {
+                                Register::FS => Some(regs.fs_base),
+                                Register::GS => Some(regs.gs_base),
+                                Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                                _ => reg_value(&regs, r),
+                            })?;
+                            sp.mem.read_u64(a)
+                        }
+                        _ => None,
+                    }
+                });
+                match target {
+                    Some(t) => targets.push(t),
+                    None => unresolved = true,
+                }
+            }
+        }
+        for &t in &targets[block.succ.len()..] {
+            sp.mark_block_start(t);
+            sp.install(t);
+        }
+        if !sp.blocks.contains_key(&pc) {
+            block = sp.block_at(pc, f);
+        }
+        if block.needs_step || unresolved {
+            // Step through it: one instruction at a time, masks read before each.
+            sp.uninstall(pc);
+            self.stats.step_throughs += 1;
+            let (start, end) = (block.start, block.end);
+            self.count_one(pid, si, pc, &regs);
+            self.set_step(pid, StepKind::Through { start, end });
+            self.stats.steps += 1;
+            let _ = ptrace::step(pid, None);
+            return;
+        }
+        let masks = self.masks_for(pid, &block);
+        let sp = &mut self.spaces[si];
+        // A counted single-block loop on a single thread: run it natively to its exit.
+        if let Some(ind) = block.induction
+            && sp.threads <= 1
+            && !sticky
+            && let Some(entry) = reg_value(&regs, ind.reg)
+        {
+            sp.uninstall(pc);
+            sp.install(block.end);
+            self.stats.native_loops += 1;
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.native = Some(Native {
+                    head: pc,
+                    exit: block.end,
+                    ind,
+                    entry,
+                    masks,
+                });
+            }
+            let _ = ptrace::cont(pid, None);
+            return;
+        }
+        let mut masks = masks;
+        // Chain: blocks that must follow this one (fall-through, direct jump, direct call) are
+        // counted now and their breakpoints left out, so straight-line code traps once.
+        if block.exit == Exit::Static && !block.rep && !sticky && self.spaces[si].threads <= 1 {
+            let mut chained = self.chain(si, pc);
+            // Every place control can reach next, other than the chain's own edges, keeps its
+            // breakpoint; a member among them would be counted twice, so the chain stops before it.
+            let keep = loop {
+                let mut keep: Vec<u64> = Vec::new();
+                let mut prev = block.clone();
+                for b in chained.iter().chain(std::iter::once(&block)).take(chained.len()) {
+                    keep.extend(prev.succ.iter().copied().filter(|t| *t != b.start));
+                    prev = b.clone();
+                }
+                keep.extend(prev.succ.iter().copied());
+                keep.extend(targets.iter().copied().filter(|t| !block.succ.contains(t)));
+                match chained.iter().position(|b| keep.contains(&b.start)) {
+                    Some(i) => chained.truncate(i),
+                    None => break keep,
+                }
+            };
+            if !chained.is_empty() {
+                targets = keep;
+                for b in &chained {
+                    self.add(&b.stat, 1, &b.func);
+                }
+                let sp = &mut self.spaces[si];
+                for b in &chained {
+                    sp.uninstall(b.start);
+                }
+            }
+        }
+        if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
+            // Installing the chain's successors split this block: count what is left of it.
+            block = self.spaces[si].block_at(pc, &mut self.factory);
+            masks = self.masks_for(pid, &block);
+            if !block.succ.iter().all(|t| targets.contains(t)) {
+                targets.extend(block.succ.iter().copied());
+            }
+        }
+        let once = dynamic_tally(&block, &masks);
+        let func = block.func.clone();
+        self.add(&block.stat, 1, &func);
+        self.add(&once, 1, &func);
+        if block.rep
+            && let Some(insn) = block.insns.first()
+            && let Some(t) = self.threads.get_mut(&pid)
+        {
+            t.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
+        }
+        let sp = &mut self.spaces[si];
+        if !targets.contains(&pc) && !sticky {
+            // Leave our own breakpoint out until a predecessor puts it back.
+            sp.uninstall(pc);
+            let _ = ptrace::cont(pid, None);
+        } else {
+            sp.uninstall(pc);
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.reinstall.push(pc);
+            }
+            self.set_step(pid, StepKind::Over);
+            self.stats.steps += 1;
+            self.stats.step_overs += 1;
+            let _ = ptrace::step(pid, None);
+        }
+    }
+
+    /// Opmask values of a block's masked instructions, read at its entry.
+    fn masks_for(&self, pid: Pid, block: &Block) -> Vec<Option<u64>> {
+        if block.masked.iter().any(|(_, s)| matches!(s, MaskSrc::Entry(_))) {
+            let xs = self.xstate(pid);
+            block
+                .masked
+                .iter()
+                .map(|(_, s)| match s {
+                    MaskSrc::Entry(k) => xs.as_ref().and_then(|x| self.xsave.opmask(x, *k)),
+                    MaskSrc::Const(v) => Some(*v),
+                    MaskSrc::Dynamic => None,
+                })
+                .collect()
+        } else {
+            block
+                .masked
+                .iter()
+                .map(|(_, s)| match s {
+                    MaskSrc::Const(v) => Some(*v),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    /// Blocks that necessarily follow the block at `pc`, each with a static exit, no masks, no
+    /// string repeats and no loop of its own; their successors are installed. Stops at the first
+    /// block that does not qualify or that a new breakpoint has split.
+    fn chain(&mut self, si: usize, pc: u64) -> Vec<Rc<Block>> {
+        let f = &mut self.factory;
+        let sp = &mut self.spaces[si];
+        let single = |b: &Block| -> Option<u64> {
+            match b.insns.last().map(|l| l.flow) {
+                Some(Flow::Next) | Some(Flow::Jump(_)) => b.succ.first().copied(),
+                Some(Flow::Call(t)) => Some(t),
+                _ => None,
+            }
+        };
+        let mut starts: Vec<u64> = Vec::new();
+        let Some(first) = sp.blocks.get(&pc).cloned() else { return vec![] };
+        let mut cur = first;
+        while starts.len() < 16 {
+            let Some(next) = single(&cur) else { break };
+            if next == pc || starts.contains(&next) || sp.bps.get(&next).is_some_and(|b| b.sticky()) {
+                break;
+            }
+            sp.mark_block_start(next);
+            let nb = sp.block_at(next, f);
+            if nb.exit != Exit::Static || nb.rep || nb.needs_step || !nb.masked.is_empty() || nb.induction.is_some() {
+                break;
+            }
+            for &t in &nb.succ {
+                sp.mark_block_start(t);
+                sp.install(t);
+            }
+            starts.push(next);
+            cur = nb;
+        }
+        // Verify against the blocks as they are now (installing may have split some).
+        let mut out = Vec::new();
+        let Some(mut cur) = sp.blocks.get(&pc).cloned() else {
+            return vec![];
+        };
+        for s in starts {
+            if single(&cur) != Some(s) {
+                break;
+            }
+            let Some(b) = sp.blocks.get(&s).cloned() else { break };
+            // Its successors must be installed (a split may have given it a new one).
+            if b.succ.iter().any(|t| !sp.bps.get(t).is_some_and(|x| x.installed)) {
+                break;
+            }
+            out.push(b.clone());
+            cur = b;
+        }
+        out
+    }
+
+    fn finish_loop(&mut self, _pid: Pid, si: usize, nat: &Native, regs: &libc::user_regs_struct) {
+        let sp = &mut self.spaces[si];
+        sp.install(nat.head);
+        let Some(block) = sp.blocks.get(&nat.head).cloned() else { return };
+        let now = reg_value(regs, nat.ind.reg).unwrap_or(nat.entry);
+        let (diff, stride) = if nat.ind.stride > 0 {
+            (now.wrapping_sub(nat.entry), nat.ind.stride as u64)
+        } else {
+            (nat.entry.wrapping_sub(now), nat.ind.stride.unsigned_abs())
+        };
+        let diff = if nat.ind.width32 { diff & 0xffff_ffff } else { diff };
+        if diff % stride != 0 {
+            self.stats.loop_count_errors += 1;
+        }
+        let trips = diff / stride;
+        let once = dynamic_tally(&block, &nat.masks);
+        let func = block.func.clone();
+        self.add(&block.stat, trips, &func);
+        self.add(&once, trips, &func);
+    }
+
+    /// Tear down: remove our breakpoints from live tracees and detach (used after errors).
+    pub fn ending(&self) -> Option<Ending> {
+        self.ending
+    }
+}
+
+/// The masked instructions of one block execution.
+fn dynamic_tally(block: &Block, masks: &[Option<u64>]) -> Tally {
+    let mut t = Tally::default();
+    for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
+        t.add_insn(&block.insns[*idx], *m);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_of(bytes: &[u8]) -> Block {
+        let mut d = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);
+        let mut f = InstructionInfoFactory::new();
+        let mut v = Vec::new();
+        while d.can_decode() {
+            let i = d.decode();
+            v.push(Rc::new(classify(&i, &mut f, false)));
+        }
+        build_block(0x1000, v, Rc::from("f"), &mut f)
+    }
+
+    #[test]
+    fn counted_loop_induction_found() {
+        // 1000: vaddpd ymm0, ymm0, [rdi+rax*8]; add rax, 4; cmp rax, rsi; jb 1000
+        let b = block_of(&[0xc5, 0xfd, 0x58, 0x04, 0xc7, 0x48, 0x83, 0xc0, 0x04, 0x48, 0x39, 0xf0, 0x72, 0xf2]);
+        assert_eq!(b.succ, vec![0x1000, b.end]);
+        let ind = b.induction.expect("induction");
+        assert_eq!((ind.reg, ind.stride, ind.width32), (Register::RAX, 4, false));
+        assert_eq!(b.stat.flops_total(), 4);
+        assert_eq!(b.stat.core_load, 32);
+    }
+
+    #[test]
+    fn loop_with_two_writers_is_not_counted_natively() {
+        // 1000: add rax, 4; add rax, 1; cmp rax, rsi; jb 1000
+        let b = block_of(&[0x48, 0x83, 0xc0, 0x04, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x39, 0xf0, 0x72, 0xf4]);
+        assert!(b.induction.is_none());
+    }
+
+    #[test]
+    fn ret_slot_tracks_pops_and_adds() {
+        // add rsp, 8; pop rbx; ret
+        let b = block_of(&[0x48, 0x83, 0xc4, 0x08, 0x5b, 0xc3]);
+        assert_eq!(b.exit, Exit::Ret(RspAt::Rsp(16)));
+        // leave; ret
+        let b = block_of(&[0xc9, 0xc3]);
+        assert_eq!(b.exit, Exit::Ret(RspAt::Rbp(8)));
+    }
+
+    #[test]
+    fn dynamic_masks_need_stepping_constant_ones_do_not() {
+        // kmovw k1, eax; vaddpd zmm0{k1}, zmm0, zmm1
+        let b = block_of(&[0xc5, 0xf8, 0x92, 0xc8, 0x62, 0xf1, 0xfd, 0x49, 0x58, 0xc1]);
+        assert!(b.needs_step);
+        // kxnorw k1, k1, k1; vaddpd zmm0{k1}, zmm0, zmm1
+        let b = block_of(&[0xc5, 0xf4, 0x46, 0xc9, 0x62, 0xf1, 0xfd, 0x49, 0x58, 0xc1]);
+        assert!(!b.needs_step);
+        assert_eq!(b.masked[0].1, MaskSrc::Const(0xffff));
+        // vaddpd zmm0{k2}, zmm0, zmm1 with k2 from entry
+        let b = block_of(&[0x62, 0xf1, 0xfd, 0x4a, 0x58, 0xc1]);
+        assert_eq!(b.masked[0].1, MaskSrc::Entry(2));
+        let t = dynamic_tally(&b, &[Some(0b1011)]);
+        assert_eq!((t.flops_total(), t.effective), (8, 3));
+        assert_eq!(crate::counters::trace::tally::active(0xff, 8), 8);
+    }
+}

@@ -1,0 +1,58 @@
+//! `trace_forked` (what `roofline validate --backend trace` runs each kernel through).
+//! Its own test binary with one test: the tracer waits for any child of this process.
+
+use roofline::counters::trace::{self, TraceMode};
+
+/// A pinned loop: per iteration one 256-bit FMA with a 32-byte load and one scalar add.
+#[inline(never)]
+fn work(n: u64, x: &[f64; 4]) {
+    for _ in 0..n {
+        // SAFETY: reads 32 bytes from `x`, which is 32 bytes long; writes only ymm0/xmm2.
+        unsafe {
+            std::arch::asm!(
+                "vfmadd231pd ymm0, ymm1, [{x}]",
+                "addsd xmm2, xmm3",
+                x = in(reg) x.as_ptr(),
+                out("xmm0") _, out("xmm2") _,
+                options(nostack, readonly),
+            );
+        }
+    }
+}
+
+#[test]
+fn forked_work_is_counted_exactly_and_only_the_work() {
+    if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+        eprintln!("skipping: no AVX2/FMA");
+        return;
+    }
+    let n = 1000
+        + std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64
+            % 5000;
+    eprintln!("n = {n}");
+    let x = [1.0f64, 2.0, 3.0, 4.0];
+    let mut f = || work(std::hint::black_box(n), &x);
+    let r = trace::trace_forked(&mut f, TraceMode::Flops, true).unwrap();
+    // The harness around the work (the closure call through `dyn FnMut`) loads a few bytes
+    // of its own, the same at any n: a second size isolates the loop's bytes exactly.
+    let n0 = n / 2;
+    let mut half = || work(std::hint::black_box(n0), &x);
+    let base = trace::trace_forked(&mut half, TraceMode::Flops, false).unwrap().total;
+    assert!(base.core_load - 32 * n0 < 128, "harness overhead {}", base.core_load - 32 * n0);
+    let t = &r.total;
+    let by: std::collections::BTreeMap<&str, u64> = t
+        .flops
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v > 0)
+        .map(|(i, v)| (trace::tally::class_key(i), *v))
+        .collect();
+    assert_eq!(by.get("packed256_double"), Some(&(8 * n)));
+    assert_eq!(by.get("scalar_double"), Some(&n));
+    assert_eq!(t.core_load - base.core_load, 32 * (n - n0));
+    assert_eq!(t.core_store, base.core_store);
+    assert!(r.stats.stops < 64, "the loop runs natively: {} stops", r.stats.stops);
+}

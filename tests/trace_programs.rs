@@ -1,0 +1,269 @@
+//! The trace backend on small C programs with known counts (tests/fixtures/trace/*.c),
+//! compiled here with `cc`; each test skips (with a message) when no C compiler is found.
+//! Sizes are random per run (the seed is printed) so counts are never copied from an output.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace").join(name)
+}
+
+/// Compile a fixture; None when cc (or a library) is missing.
+fn compile(dir: &Path, src: &str, out: &str, flags: &[&str]) -> Option<PathBuf> {
+    let exe = dir.join(out);
+    let st = std::process::Command::new("cc")
+        .arg("-O2")
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(fixture(src))
+        .args(libs_of(flags))
+        .output()
+        .ok()?;
+    if !st.status.success() {
+        eprintln!("skipping: cc {src} failed: {}", String::from_utf8_lossy(&st.stderr));
+        return None;
+    }
+    Some(exe)
+}
+
+fn libs_of(flags: &[&str]) -> Vec<String> {
+    flags.iter().filter(|f| f.starts_with("-l")).map(|s| s.to_string()).collect()
+}
+
+fn seed() -> u64 {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("seed {s}");
+    s
+}
+
+/// A size in [lo, hi) from a seed (xorshift).
+fn pick(seed: &mut u64, lo: u64, hi: u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    lo + *seed % (hi - lo)
+}
+
+fn trace(dir: &Path, args: &[&str], env: &[(&str, &str)], by_function: bool) -> Value {
+    let out = dir.join("m.json");
+    let mut c = Command::cargo_bin("roofline").unwrap();
+    c.args(["validate", "--trace-command", "-o"]).arg(&out);
+    if by_function {
+        c.arg("--by-function");
+    }
+    c.arg("--").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.timeout(std::time::Duration::from_secs(60)).assert().success();
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn class(m: &Value, k: &str) -> u64 {
+    m["flops"]["by_class"][k].as_f64().unwrap_or(0.0) as u64
+}
+
+fn function<'a>(m: &'a Value, name: &str) -> &'a Value {
+    m["extra"]["by_function"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["function"].as_str().unwrap().starts_with(&format!("{name} (")))
+        .unwrap_or_else(|| panic!("no function {name} in {:#}", m["extra"]["by_function"]))
+}
+
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+#[test]
+fn known_counts_exact_inside_a_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let built = compile(dir.path(), "fp_known.c", "fpk", &["-mavx2", "-mfma", "-DWITH_AVX512"]);
+    let Some(exe) = built.or_else(|| compile(dir.path(), "fp_known.c", "fpk", &["-mavx2", "-mfma"])) else {
+        return;
+    };
+    let mut s = seed();
+    let n = pick(&mut s, 500, 3000);
+    let mask = pick(&mut s, 0, 256);
+    let with512 = avx512();
+    let m = trace(
+        dir.path(),
+        &[
+            exe.to_str().unwrap(),
+            &n.to_string(),
+            &mask.to_string(),
+            if with512 { "1" } else { "0" },
+        ],
+        &[],
+        true,
+    );
+    assert_eq!(class(&m, "scalar_double"), 2 * n);
+    assert_eq!(class(&m, "packed256_double"), 8 * n);
+    let f = |name: &str, key: &str| function(&m, name)[key].as_u64().unwrap();
+    assert_eq!(f("daxpy_scalar", "core_bytes"), 24 * n);
+    assert_eq!(f("fma256", "core_bytes"), 32 * n);
+    assert_eq!(f("stack_churn", "core_bytes"), 0, "push/pop are stack traffic");
+    assert_eq!(f("stack_churn", "stack_bytes"), 16 * n + 8, "push+pop per iteration and the ret");
+    assert_eq!(f("rep_copy", "core_bytes"), 10 * n, "rep movsb n B in + n B out, rep stosq 8n B");
+    let popcnt = u64::from((mask as u32).count_ones());
+    let dyn_eff: u64 = (0..n).map(|i| u64::from(((i & 0xff) as u32).count_ones())).sum();
+    let eff = m["flops"]["effective"].as_f64().unwrap() as u64;
+    if with512
+        && m["extra"]["by_function"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["function"].as_str().unwrap().starts_with("masked512"))
+    {
+        assert_eq!(class(&m, "packed512_double"), 16 * n + 8 * n);
+        assert_eq!(
+            f("masked512", "core_bytes"),
+            2 * 8 * popcnt * n,
+            "masked load and store: active elements only"
+        );
+        assert_eq!(
+            eff,
+            2 * n + 8 * n + 2 * popcnt * n + dyn_eff,
+            "effective flops leave masked lanes out"
+        );
+    } else {
+        assert_eq!(eff, 10 * n);
+    }
+    // Nothing outside the region: the initialisation loop and memset are not counted.
+    let total_core = m["bytes"]["core"].as_f64().unwrap() as u64;
+    let known: u64 = ["daxpy_scalar", "fma256", "rep_copy", "masked512"]
+        .iter()
+        .filter(|n| {
+            m["extra"]["by_function"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["function"].as_str().unwrap().starts_with(*n))
+        })
+        .map(|n| f(n, "core_bytes"))
+        .sum();
+    assert!(
+        total_core >= known && total_core - known <= 64,
+        "core {total_core} vs kernels {known}"
+    );
+    assert_eq!(m["extra"]["unclassified"].as_u64(), Some(0));
+}
+
+#[test]
+fn threads_are_all_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "threads.c", "thr", &["-pthread"]) else {
+        return;
+    };
+    let n = pick(&mut seed(), 200, 1500);
+    let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[], false);
+    assert_eq!(class(&m, "scalar_double"), 6 * n);
+    assert_eq!(m["flops"]["total"].as_f64().unwrap() as u64, 6 * n);
+    assert!(m["extra"]["trace"]["threads"].as_u64().unwrap() >= 3);
+}
+
+#[test]
+fn forked_children_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "fork.c", "frk", &["-mavx2", "-mfma"]) else {
+        return;
+    };
+    let n = pick(&mut seed(), 500, 5000);
+    let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[], false);
+    assert_eq!(class(&m, "packed256_double"), 8 * n, "the child's loop");
+    assert_eq!(class(&m, "scalar_double"), 2 * n, "the parent's loop");
+    assert!(m["extra"]["trace"]["processes"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn static_executable() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "fork.c", "frk_static", &["-mavx2", "-mfma", "-static"]) else {
+        return;
+    };
+    let n = pick(&mut seed(), 500, 5000);
+    let m = trace(dir.path(), &[exe.to_str().unwrap(), &n.to_string()], &[], false);
+    assert_eq!(class(&m, "packed256_double"), 8 * n);
+    assert_eq!(class(&m, "scalar_double"), 2 * n);
+}
+
+#[test]
+fn dynamically_linked_blas_is_attributed_to_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "ddot.c", "ddot", &["-lopenblas"]) else {
+        return;
+    };
+    let n = pick(&mut seed(), 500, 4000);
+    // One BLAS thread: a thread pool would make the trace single-step everything.
+    let m = trace(
+        dir.path(),
+        &[exe.to_str().unwrap(), &n.to_string()],
+        &[("OPENBLAS_NUM_THREADS", "1")],
+        true,
+    );
+    let rows = m["extra"]["by_function"].as_array().unwrap();
+    let blas: u64 = rows
+        .iter()
+        .filter(|r| r["function"].as_str().unwrap().contains("openblas"))
+        .map(|r| r["flops"].as_u64().unwrap())
+        .sum();
+    assert!(blas >= 2 * n && blas <= 2 * n + 256, "ddot of {n}: {blas} flops in OpenBLAS");
+    // main's own loop: x[i] = i * 0.5 is one scalar multiply per element.
+    assert_eq!(function(&m, "main")["flops"].as_u64(), Some(n));
+}
+
+#[test]
+fn crash_exits_with_the_signal_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "crash.c", "crash", &[]) else {
+        return;
+    };
+    let out = dir.path().join("m.json");
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .assert()
+        .code(139);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(err.contains("SIGSEGV"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn missing_command_is_an_input_error_with_its_path() {
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "--", "/no/such/prog"])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("/no/such/prog"));
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("data.txt");
+    std::fs::write(&plain, "not a program").unwrap();
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "--"])
+        .arg(&plain)
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("not executable"));
+}
+
+#[test]
+fn failing_command_status_is_passed_through() {
+    Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["validate", "--trace-command", "--", "false"])
+        .assert()
+        .code(1);
+}
