@@ -50,14 +50,28 @@ int main(int argc, char **argv) {
 "#;
 
 fn have(cmd: &str) -> bool {
-    Command::new(cmd).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new(cmd)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 /// D1 and LL misses (read + write) of function `func` in a cachegrind.out file.
 fn misses_of(out_file: &Path, func: &str) -> (u64, u64) {
     let text = std::fs::read_to_string(out_file).unwrap();
-    let events: Vec<&str> = text.lines().find_map(|l| l.strip_prefix("events: ")).expect("events line").split_whitespace().collect();
-    let col = |name: &str| events.iter().position(|e| *e == name).unwrap_or_else(|| panic!("no {name} in {events:?}"));
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events: "))
+        .expect("events line")
+        .split_whitespace()
+        .collect();
+    let col = |name: &str| {
+        events
+            .iter()
+            .position(|e| *e == name)
+            .unwrap_or_else(|| panic!("no {name} in {events:?}"))
+    };
     let (d1r, d1w, dlr, dlw) = (col("D1mr"), col("D1mw"), col("DLmr"), col("DLmw"));
     let (mut d1, mut ll) = (0u64, 0u64);
     let mut inside = false;
@@ -91,7 +105,12 @@ fn miss_counts_agree_with_cachegrind() {
     let exe = dir.path().join("triad");
     std::fs::write(&src, PROGRAM).unwrap();
     // -O1 without vectorisation: one 8-byte access per array element, as simulated below.
-    let cc = Command::new("cc").args(["-O1", "-fno-tree-vectorize", "-o"]).arg(&exe).arg(&src).status().unwrap();
+    let cc = Command::new("cc")
+        .args(["-O1", "-fno-tree-vectorize", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
     assert!(cc.success());
 
     let (d1_size, d1_ways, ll_size, ll_ways) = (32u64 << 10, 8u32, 256u64 << 10, 8u32);
@@ -138,7 +157,10 @@ fn miss_counts_agree_with_cachegrind() {
     let (ours_d1, ours_ll) = (t.level("L1").unwrap().misses, t.level("L2").unwrap().misses);
     let (cg_d1, cg_ll) = misses_of(&out_file, "triad");
     let compulsory = 3 * n * 8 / 64;
-    assert!(cg_d1 as f64 > 0.9 * compulsory as f64, "cachegrind D1 misses {cg_d1} (is this the triad?)");
+    assert!(
+        cg_d1 as f64 > 0.9 * compulsory as f64,
+        "cachegrind D1 misses {cg_d1} (is this the triad?)"
+    );
     assert!(rel(ours_d1, cg_d1) < 0.01, "triad D1 misses: ours {ours_d1}, cachegrind {cg_d1}");
     assert!(rel(ours_ll, cg_ll) < 0.01, "triad LL misses: ours {ours_ll}, cachegrind {cg_ll}");
 
@@ -155,10 +177,16 @@ fn miss_counts_agree_with_cachegrind() {
     let (ours_d1, ours_ll) = (t.level("L1").unwrap().misses, t.level("L2").unwrap().misses);
     let (cg_d1, cg_ll) = misses_of(&out_file, "lcg_walk");
     // About half the updates miss a D1 half the buffer's size: geometry matters here.
-    assert!(cg_d1 > WALK_STEPS / 4 && cg_d1 < 3 * WALK_STEPS / 4, "cachegrind walk D1 misses {cg_d1}");
+    assert!(
+        cg_d1 > WALK_STEPS / 4 && cg_d1 < 3 * WALK_STEPS / 4,
+        "cachegrind walk D1 misses {cg_d1}"
+    );
     eprintln!("walk D1 misses: ours {ours_d1}, cachegrind {cg_d1}");
     assert!(rel(ours_d1, cg_d1) < 0.002, "walk D1 misses: ours {ours_d1}, cachegrind {cg_d1}");
     // The buffer fits in LL: its 1024 compulsory misses (cachegrind adds the code's own lines).
     assert_eq!(ours_ll, WALK_ELEMS * 8 / 64);
-    assert!(cg_ll >= ours_ll && cg_ll <= ours_ll + 8, "walk LL misses: ours {ours_ll}, cachegrind {cg_ll}");
+    assert!(
+        cg_ll >= ours_ll && cg_ll <= ours_ll + 8,
+        "walk LL misses: ours {ours_ll}, cachegrind {cg_ll}"
+    );
 }

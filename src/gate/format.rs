@@ -44,7 +44,9 @@ pub fn num(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
         Some(x) if x.fract() == 0.0 && x.abs() < 1e16 => format!("{x:.0}"),
-        Some(x) if x != 0.0 && (x.abs() >= 1e6 || x.abs() < 1e-3) => format!("{x:.4e}"),
+        Some(x) if x.abs() >= 1e16 || !x.is_finite() => format!("{x:.4e}"),
+        Some(x) if x.abs() >= 1e6 => format!("{x:.1}"),
+        Some(x) if x != 0.0 && x.abs() < 1e-3 => format!("{x:.4e}"),
         Some(x) => {
             let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 8) as usize;
             format!("{x:.digits$}")
@@ -54,6 +56,8 @@ pub fn num(v: Option<f64>) -> String {
 
 fn change(r: &Row) -> String {
     match r.change {
+        // a change of a few flops in millions must not print as +0.00 %
+        Some(c) if c != 0.0 && c.abs() < 5e-5 => format!("{:+.1e}%", c * 100.0),
         Some(c) => format!("{:+.2}%", c * 100.0),
         None => "-".into(),
     }
@@ -70,7 +74,8 @@ fn verdict(v: Verdict) -> &'static str {
 fn details(r: &Row) -> String {
     let mut s = String::new();
     if let (Method::MannWhitney, Some(p), Some(c)) = (r.method, r.p_value, r.confidence) {
-        let _ = write!(s, "Mann-Whitney p={} (confidence {:.1}%)", num(Some(p)), c * 100.0);
+        let p = if p < 1e-3 { format!("{p:.1e}") } else { format!("{p:.3}") };
+        let _ = write!(s, "Mann-Whitney p={p} (regression confidence {:.1}%)", c * 100.0);
     }
     if let Some(n) = &r.note {
         if !s.is_empty() {

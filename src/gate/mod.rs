@@ -298,9 +298,9 @@ pub fn judge(name: &str, metric: &str, b: &Point, c: &Point, rule: &Rule, alpha:
                         row.verdict = bad;
                     }
                     row.note = Some(format!(
-                        "{} vs {} repetitions, {}",
-                        cs.len(),
+                        "baseline {} vs current {} repetitions, {}",
                         bs.len(),
+                        cs.len(),
                         if t.exact { "exact p" } else { "normal approximation" }
                     ));
                 }
@@ -311,9 +311,9 @@ pub fn judge(name: &str, metric: &str, b: &Point, c: &Point, rule: &Rule, alpha:
                         row.verdict = bad;
                     }
                     row.note = Some(format!(
-                        "{} vs {} repetitions: too few for a statistical test at α = {alpha}; threshold on the medians",
-                        cs.len().max(1),
-                        bs.len().max(1)
+                        "baseline {} vs current {} repetitions: too few for a statistical test at α = {alpha}; threshold on the medians",
+                        bs.len().max(1),
+                        cs.len().max(1)
                     ));
                 }
             }
