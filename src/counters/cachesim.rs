@@ -67,7 +67,7 @@ pub struct LevelConfig {
     pub sharing: Sharing,
 }
 
-/// Largest simulated level: the simulator keeps 17 bytes of state per line.
+/// Largest simulated level: the simulator keeps 16 bytes of state per line.
 pub const MAX_LEVEL_BYTES: u64 = 1 << 30;
 pub const MAX_WAYS: u32 = 64;
 /// Private instances are created per core id; ids at or above this are refused.
@@ -220,11 +220,9 @@ struct CacheArray {
     sets: u64,
     ways: usize,
     replacement: Replacement,
-    /// Line number held by (set, way); `INVALID` when empty.
-    tags: Vec<u64>,
-    dirty: Vec<bool>,
-    /// LRU: last-use stamp per (set, way).
-    stamps: Vec<u64>,
+    /// (set, way) → line and state; a set's ways are adjacent in memory, so a lookup touches
+    /// one run of host cache lines.
+    slots: Vec<Slot>,
     /// Tree PLRU: one bit word per set; bit i is node i of the tree (1 = victim on the right).
     tree: Vec<u64>,
     /// Ways padded to a power of two for the tree.
@@ -233,6 +231,25 @@ struct CacheArray {
 }
 
 const INVALID: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// Line number held; `INVALID` when empty.
+    tag: u64,
+    /// Bit 0: dirty. Bits 1..: LRU last-use stamp.
+    meta: u64,
+}
+
+impl Slot {
+    #[inline]
+    fn dirty(&self) -> bool {
+        self.meta & 1 != 0
+    }
+    #[inline]
+    fn set_dirty(&mut self, d: bool) {
+        self.meta = (self.meta & !1) | u64::from(d);
+    }
+}
 
 impl CacheArray {
     fn new(cfg: &LevelConfig) -> CacheArray {
@@ -244,9 +261,7 @@ impl CacheArray {
             sets,
             ways,
             replacement: cfg.replacement,
-            tags: vec![INVALID; n],
-            dirty: vec![false; n],
-            stamps: if plru { Vec::new() } else { vec![0; n] },
+            slots: vec![Slot { tag: INVALID, meta: 0 }; n],
             tree: if plru { vec![0; sets as usize] } else { Vec::new() },
             tree_leaves: ways.next_power_of_two(),
             clock: 0,
@@ -255,14 +270,22 @@ impl CacheArray {
 
     #[inline]
     fn set_of(&self, line: u64) -> usize {
-        (line % self.sets) as usize
+        // Power-of-two set counts (nearly all caches) avoid a 64-bit division per lookup.
+        if self.sets.is_power_of_two() {
+            (line & (self.sets - 1)) as usize
+        } else {
+            (line % self.sets) as usize
+        }
     }
 
     /// Slot index of `line`, without touching replacement state.
     #[inline]
     fn find(&self, line: u64) -> Option<usize> {
         let base = self.set_of(line) * self.ways;
-        self.tags[base..base + self.ways].iter().position(|&t| t == line).map(|w| base + w)
+        self.slots[base..base + self.ways]
+            .iter()
+            .position(|s| s.tag == line)
+            .map(|w| base + w)
     }
 
     /// Mark a slot most recently used.
@@ -271,7 +294,8 @@ impl CacheArray {
         match self.replacement {
             Replacement::Lru => {
                 self.clock += 1;
-                self.stamps[slot] = self.clock;
+                let s = &mut self.slots[slot];
+                s.meta = (self.clock << 1) | (s.meta & 1);
             }
             Replacement::TreePlru => {
                 let set = slot / self.ways;
@@ -301,14 +325,12 @@ impl CacheArray {
     /// The way to evict in `set`: an empty way first, else the policy's choice.
     fn victim_way(&self, set: usize) -> usize {
         let base = set * self.ways;
-        if let Some(w) = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
+        let set_slots = &self.slots[base..base + self.ways];
+        if let Some(w) = set_slots.iter().position(|s| s.tag == INVALID) {
             return w;
         }
         match self.replacement {
-            Replacement::Lru => {
-                let s = &self.stamps[base..base + self.ways];
-                (0..self.ways).min_by_key(|&w| s[w]).unwrap_or(0)
-            }
+            Replacement::Lru => (0..self.ways).min_by_key(|&w| set_slots[w].meta >> 1).unwrap_or(0),
             Replacement::TreePlru => {
                 let bits = self.tree[set];
                 let mut node = 0usize;
@@ -334,10 +356,12 @@ impl CacheArray {
     fn insert(&mut self, line: u64, dirty: bool) -> Option<(u64, bool)> {
         let set = self.set_of(line);
         let slot = set * self.ways + self.victim_way(set);
-        let old = self.tags[slot];
-        let evicted = (old != INVALID).then_some((old, self.dirty[slot]));
-        self.tags[slot] = line;
-        self.dirty[slot] = dirty;
+        let old = self.slots[slot];
+        let evicted = (old.tag != INVALID).then_some((old.tag, old.dirty()));
+        self.slots[slot] = Slot {
+            tag: line,
+            meta: u64::from(dirty),
+        };
         self.touch(slot);
         evicted
     }
@@ -345,9 +369,8 @@ impl CacheArray {
     /// Remove `line` if present; returns whether it was dirty.
     fn invalidate(&mut self, line: u64) -> Option<bool> {
         let slot = self.find(line)?;
-        self.tags[slot] = INVALID;
-        let d = self.dirty[slot];
-        self.dirty[slot] = false;
+        let d = self.slots[slot].dirty();
+        self.slots[slot] = Slot { tag: INVALID, meta: 0 };
         Some(d)
     }
 }
@@ -563,7 +586,7 @@ impl CacheHierarchy {
         if store {
             let arr = self.levels[0].array(core);
             if let Some(slot) = arr.find(line) {
-                arr.dirty[slot] = true;
+                arr.slots[slot].set_dirty(true);
             }
         }
     }
@@ -602,7 +625,7 @@ impl CacheHierarchy {
         self.levels[k].counts.writebacks_in += 1;
         let arr = self.levels[k].array(core);
         if let Some(slot) = arr.find(line) {
-            arr.dirty[slot] = true;
+            arr.slots[slot].set_dirty(true);
             arr.touch(slot);
         } else if let Some((victim, dirty)) = arr.insert(line, true) {
             self.evict(core, k, victim, dirty);
@@ -639,7 +662,8 @@ impl CacheHierarchy {
                 if let Some(Some(inst)) = self.levels[k].instances.get_mut(other)
                     && let Some(slot) = inst.find(line)
                 {
-                    dirty |= std::mem::replace(&mut inst.dirty[slot], false);
+                    dirty |= inst.slots[slot].dirty();
+                    inst.slots[slot].set_dirty(false);
                 }
             }
             if dirty {
@@ -716,9 +740,10 @@ impl CacheHierarchy {
                 let dirty_lines: Vec<u64> = match &mut self.levels[k].instances[i] {
                     Some(inst) => {
                         let mut v = Vec::new();
-                        for (slot, d) in inst.dirty.iter_mut().enumerate() {
-                            if std::mem::replace(d, false) {
-                                v.push(inst.tags[slot]);
+                        for slot in inst.slots.iter_mut() {
+                            if slot.dirty() {
+                                slot.set_dirty(false);
+                                v.push(slot.tag);
                             }
                         }
                         v
