@@ -132,7 +132,7 @@ impl LevelConfig {
             return Err(bad(format!("size {} is not between 1 byte and 1 GiB", self.size_bytes)));
         }
         let way_bytes = u64::from(self.ways) * u64::from(self.line_bytes);
-        if self.size_bytes % way_bytes != 0 {
+        if !self.size_bytes.is_multiple_of(way_bytes) {
             return Err(bad(format!(
                 "size {} is not a multiple of ways × line ({} × {})",
                 self.size_bytes, self.ways, self.line_bytes
