@@ -41,6 +41,33 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // The address stream of tests/cachesim_cachegrind.rs's C program at n = 4 Mi (init loop +
+    // triad: 25.2 M data references) through cachegrind's two levels (D1 32 KiB/8, LL 32 MiB/16):
+    // compare with `valgrind --tool=cachegrind --cache-sim=yes --D1=32768,8,64
+    // --LL=33554432,16,64 ./triad 4194304 8192 1` minus the same under `--tool=none`.
+    let mut g = c.benchmark_group("cachesim_vs_cachegrind");
+    let n: u64 = 4 << 20;
+    g.throughput(Throughput::Elements(6 * n));
+    g.sample_size(10);
+    g.bench_function("init_and_triad_4Mi", |b| {
+        b.iter(|| {
+            let mut h = CacheHierarchy::new(vec![LevelConfig::new("L1", 32 << 10, 8), LevelConfig::new("L2", 32 << 20, 16)]).unwrap();
+            let (a, bb, cc) = (0x1000_0000u64, 0x3000_0000u64, 0x5000_0000u64);
+            for i in 0..n {
+                h.access(a + 8 * i, 8, AccessKind::Store);
+                h.access(bb + 8 * i, 8, AccessKind::Store);
+                h.access(cc + 8 * i, 8, AccessKind::Store);
+            }
+            for i in 0..n {
+                h.access(bb + 8 * i, 8, AccessKind::Load);
+                h.access(cc + 8 * i, 8, AccessKind::Load);
+                h.access(a + 8 * i, 8, AccessKind::Store);
+            }
+            h.traffic()
+        })
+    });
+    g.finish();
 }
 
 criterion_group! {
