@@ -28,6 +28,9 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::machine::{MachineModel, Platform};
 
+/// The caveat every report with simulated traffic must carry in its provenance notes.
+pub const PROVENANCE_NOTE: &str = "cache traffic simulated (LRU, write-back, write-allocate); hardware prefetchers not modelled";
+
 /// What an instruction does to memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AccessKind {
@@ -720,6 +723,19 @@ impl CacheHierarchy {
             bytes,
             nt_store_bytes: self.nt_store_bytes,
         }
+    }
+
+    /// The traffic once every dirty line is written back, as when the program ends (without
+    /// this, up to a cache's worth of write-backs is missing), leaving `self` as it is.
+    pub fn traffic_at_exit(&self) -> Traffic {
+        let mut end = self.clone();
+        end.flush();
+        end.traffic()
+    }
+
+    /// Bytes per level (`l2`, `l3`, …, `dram`) at the program's end, for a report's `bytes`.
+    pub fn bytes_per_level(&self) -> Vec<(String, f64)> {
+        self.traffic_at_exit().bytes.into_iter().map(|(k, v)| (k, v as f64)).collect()
     }
 
     /// Forget all counters (cache contents stay): to count only a region after a warm-up.

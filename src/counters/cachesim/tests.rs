@@ -286,7 +286,10 @@ fn streaming_at_four_times_the_llc_moves_the_compulsory_bytes() {
         for repl in [Replacement::Lru, Replacement::TreePlru] {
             let mut sim = CacheHierarchy::new(streaming_levels(repl)).unwrap().with_inclusive_llc(inclusive);
             triad(&mut sim, n, AccessKind::Store);
+            let at_exit = sim.traffic_at_exit();
+            assert!(at_exit.bytes["dram"] > sim.traffic().bytes["dram"], "dirty lines were still cached");
             sim.flush();
+            assert_eq!(sim.traffic(), at_exit);
             let compulsory = (4 * 8 * n) as f64; // b, c read; a read for ownership and written back
             let dram = sim.traffic().bytes["dram"] as f64;
             assert!(
