@@ -230,7 +230,6 @@ struct CacheArray {
     tree: Vec<u64>,
     /// Ways padded to a power of two for the tree.
     tree_leaves: usize,
-    clock: u64,
 }
 
 const INVALID: u64 = u64::MAX;
@@ -239,7 +238,7 @@ const INVALID: u64 = u64::MAX;
 struct Slot {
     /// Line number held; `INVALID` when empty.
     tag: u64,
-    /// Bit 0: dirty. Bits 1..: LRU last-use stamp.
+    /// Bit 0: dirty.
     meta: u64,
 }
 
@@ -267,7 +266,6 @@ impl CacheArray {
             slots: vec![Slot { tag: INVALID, meta: 0 }; n],
             tree: if plru { vec![0; sets as usize] } else { Vec::new() },
             tree_leaves: ways.next_power_of_two(),
-            clock: 0,
         }
     }
 
@@ -296,9 +294,15 @@ impl CacheArray {
     fn touch(&mut self, slot: usize) {
         match self.replacement {
             Replacement::Lru => {
-                self.clock += 1;
-                let s = &mut self.slots[slot];
-                s.meta = (self.clock << 1) | (s.meta & 1);
+                // Ways are kept most recent first (as cachegrind does): a hit, usually on one
+                // of the first ways, moves its line to the front; the victim is the last way.
+                let way = slot % self.ways;
+                if way != 0 {
+                    let line = self.slots[slot];
+                    let base = slot - way;
+                    self.slots.copy_within(base..slot, base + 1);
+                    self.slots[base] = line;
+                }
             }
             Replacement::TreePlru => {
                 let set = slot / self.ways;
@@ -328,12 +332,16 @@ impl CacheArray {
     /// The way to evict in `set`: an empty way first, else the policy's choice.
     fn victim_way(&self, set: usize) -> usize {
         let base = set * self.ways;
+        if self.replacement == Replacement::Lru {
+            // empty ways are always at the end, behind the least recently used line
+            return self.ways - 1;
+        }
         let set_slots = &self.slots[base..base + self.ways];
         if let Some(w) = set_slots.iter().position(|s| s.tag == INVALID) {
             return w;
         }
         match self.replacement {
-            Replacement::Lru => (0..self.ways).min_by_key(|&w| set_slots[w].meta >> 1).unwrap_or(0),
+            Replacement::Lru => self.ways - 1,
             Replacement::TreePlru => {
                 let bits = self.tree[set];
                 let mut node = 0usize;
@@ -374,6 +382,11 @@ impl CacheArray {
         let slot = self.find(line)?;
         let d = self.slots[slot].dirty();
         self.slots[slot] = Slot { tag: INVALID, meta: 0 };
+        if self.replacement == Replacement::Lru {
+            // keep the empty way behind the valid ones
+            let end = slot - slot % self.ways + self.ways;
+            self.slots[slot..end].rotate_left(1);
+        }
         Some(d)
     }
 }
