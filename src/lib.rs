@@ -10,6 +10,7 @@
 pub mod ceilings;
 pub mod cli;
 pub mod counters;
+pub mod criterion_support;
 pub mod error;
 pub mod gate;
 pub mod gpu;

@@ -1,1 +1,0 @@
-//! CI performance gates (issue 8): rules, statistics, verdicts.
