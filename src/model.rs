@@ -562,7 +562,7 @@ pub fn attainable_hierarchical(p: &Point, roofs: &RoofSet) -> Option<Attainable>
     let peak = roofs.peak(point_precision(p))?;
     let candidates: Vec<(String, f64)> = ai_per_level(p)
         .iter()
-        .filter_map(|(lvl, ai)| roofs.bandwidth(roof_level_for(lvl)).map(|bw| (lvl.clone(), bw * ai)))
+        .filter_map(|(lvl, ai)| roofs.bandwidth(roof_level_for(lvl)).map(|bw| (roof_level_for(lvl).to_string(), bw * ai)))
         .collect();
     if candidates.is_empty() {
         return None;
