@@ -214,9 +214,18 @@ impl RoofSet {
 
     /// The summary stored in a report's `ceilings` field.
     pub fn to_roofs(&self) -> Roofs {
-        let empirical = self.compute.iter().all(|c| c.empirical) && self.bandwidth.iter().all(|b| b.empirical);
+        let all = self.compute.iter().all(|c| c.empirical) && self.bandwidth.iter().all(|b| b.empirical);
+        let none = !self.compute.iter().any(|c| c.empirical) && !self.bandwidth.iter().any(|b| b.empirical);
         Roofs {
-            kind: if empirical { "empirical" } else { "theoretical" }.to_string(),
+            // `mixed`: measured roofs completed by theoretical ones (read back as measured).
+            kind: if all {
+                "empirical"
+            } else if none {
+                "theoretical"
+            } else {
+                "mixed"
+            }
+            .to_string(),
             compute_gflops: self.compute.iter().map(|c| (c.key(), c.gflops)).collect(),
             bandwidth_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.gbs)).collect(),
             threads: self.threads,

@@ -39,7 +39,7 @@ pub fn inline_svg(svg: &str) -> String {
         Some(end) => {
             let head = &body[..end];
             let head = strip_attr(&strip_attr(head, "width"), "height");
-            format!("{head} style=\"width:100%;height:auto\" role=\"img\"{}", &body[end..])
+            format!("{head} style=\"width:100%;min-width:520px;height:auto\" role=\"img\"{}", &body[end..])
         }
         None => body.to_string(),
     }
@@ -70,7 +70,8 @@ h2{font-size:1.15em;margin:1.2em 0 .4em;border-bottom:1px solid #ddd;padding-bot
 .card h3{font-size:1em;margin:0 0 .3em}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;font-size:.92em}
 .kv dt{color:#666}.kv dd{margin:0;overflow-wrap:anywhere}
-figure{margin:0 0 12px;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px}
+figure{margin:0 0 12px;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px;overflow-x:auto;-webkit-overflow-scrolling:touch}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:10px}
 figure svg{display:block;max-width:100%}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;background:#fff;border:1px solid #e2e2e2;border-radius:8px}
 table{border-collapse:collapse;font-size:.88em;white-space:nowrap}
@@ -224,14 +225,14 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         }
     }
     // Plots
-    o.push_str("<h2>Rooflines</h2>");
+    o.push_str("<h2>Rooflines</h2><div class=\"plots\">");
     for kind in PlotKind::All.panels() {
         let single = View {
             reports: view.reports.clone(),
             roofs: view.roofs.clone(),
             kind,
         };
-        let (svg, panels) = super::plot::svg_with_layout(&single)?;
+        let (svg, panels) = super::plot::svg_sized(&single, super::plot::COMPACT)?;
         let _ = write!(o, "<figure>{}", inline_svg(&svg));
         let notes: Vec<String> = panels.iter().flat_map(|p| p.not_shown.iter().cloned()).collect();
         if !notes.is_empty() {
@@ -239,6 +240,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         }
         o.push_str("</figure>");
     }
+    o.push_str("</div>");
     // Advice cards
     o.push_str("<h2>Bounds and advice</h2><div class=\"grid\">");
     for (r, p, a) in view.points() {

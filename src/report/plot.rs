@@ -484,6 +484,17 @@ fn place_labels(view: &View, panel: &Panel) -> Vec<PlacedLabel> {
             Rect::around(x, y, MARKER_R + 1.0)
         })
         .collect();
+    // Arrows are obstacles too: small boxes every few pixels along each shaft.
+    let mut obstacles = obstacles;
+    for &(a, b) in &panel.arrows {
+        let (ax, ay) = panel.map.px(a.0, a.1);
+        let (bx, by) = panel.map.px(b.0, b.1);
+        let steps = ((bx - ax).hypot(by - ay) / 5.0).ceil().max(1.0) as usize;
+        for k in 1..steps {
+            let t = k as f64 / steps as f64;
+            obstacles.push(Rect::around(ax + (bx - ax) * t, ay + (by - ay) * t, 1.5));
+        }
+    }
     let placed = labels::place(&reqs, &obstacles, panel.map.area);
     reqs.into_iter()
         .zip(styles)
@@ -721,10 +732,18 @@ fn draw_all<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &View) -> D
 
 /// The plot as an SVG document, with the panels' layouts.
 pub fn svg_with_layout(view: &View) -> Result<(String, Vec<Panel>)> {
+    svg_sized(view, plot_size(view.kind))
+}
+
+/// Compact size of one panel for pages (HTML): readable when shown at its own width.
+pub const COMPACT: (u32, u32) = (620, 540);
+
+/// The plot as SVG at a given pixel size.
+pub fn svg_sized(view: &View, size: (u32, u32)) -> Result<(String, Vec<Panel>)> {
     register_font();
     let mut s = String::new();
     let panels = {
-        let root = SVGBackend::with_string(&mut s, plot_size(view.kind)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut s, size).into_drawing_area();
         draw_all(&root, view).map_err(|e| Error::input(format!("drawing the plot failed: {e}"), "report this as a bug"))?
     };
     Ok((s, panels))
