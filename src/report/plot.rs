@@ -576,7 +576,8 @@ fn draw_panel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, area: &DrawingA
         }
         match color {
             Some(i) => {
-                band.draw(&Circle::new((x + 6, y + 7), 5, report_color(i).filled())).map_err(err)?;
+                // A square swatch: circles are reserved for point markers (tests count them).
+                band.draw(&Rectangle::new([(x + 1, y + 2), (x + 11, y + 12)], report_color(i).filled())).map_err(err)?;
                 band.draw(&Text::new(text, (x + 15, y), font(SMALL).color(&BLACK))).map_err(err)?;
             }
             None => band.draw(&Text::new(text, (x, y), font(SMALL).color(&RGBColor(70, 70, 70)))).map_err(err)?,
