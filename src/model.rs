@@ -121,7 +121,10 @@ pub fn isa_label(isa: &str) -> String {
 
 /// Order of ISAs from narrow to wide (unknown ones last).
 pub fn isa_rank(isa: &str) -> usize {
-    ["scalar", "sse", "avx", "avx2", "avx512"].iter().position(|i| *i == isa).unwrap_or(5)
+    ["scalar", "sse", "avx", "avx2", "avx512"]
+        .iter()
+        .position(|i| *i == isa)
+        .unwrap_or(5)
 }
 
 /// Order of memory levels from the core outwards.
@@ -181,7 +184,9 @@ impl RoofSet {
         let mut compute = Vec::new();
         for (key, &g) in &r.compute_gflops {
             let mut parts = key.split('.');
-            let (Some(precision), Some(isa)) = (parts.next(), parts.next()) else { continue };
+            let (Some(precision), Some(isa)) = (parts.next(), parts.next()) else {
+                continue;
+            };
             let fma = parts.next() == Some("fma");
             if g.is_finite() && g > 0.0 {
                 compute.push(ComputeRoof {
@@ -254,7 +259,10 @@ impl RoofSet {
         let bad = |what: String| Error::input(format!("{origin}: {what}"), "re-create it with `roofline ceilings`");
         for c in &doc.compute {
             if !(c.gflops.is_finite() && c.gflops > 0.0) {
-                return Err(bad(format!("compute roof {}.{} has an impossible value {}", c.precision, c.isa, c.gflops)));
+                return Err(bad(format!(
+                    "compute roof {}.{} has an impossible value {}",
+                    c.precision, c.isa, c.gflops
+                )));
             }
         }
         for b in &doc.bandwidth {
@@ -274,7 +282,10 @@ impl RoofSet {
         for c in doc.compute.iter().filter(|c| Some(c.threads) == ct) {
             let precision = c.precision.to_ascii_lowercase();
             let isa = c.isa.to_ascii_lowercase();
-            match compute.iter_mut().find(|r| r.precision == precision && r.isa == isa && r.fma == c.fma) {
+            match compute
+                .iter_mut()
+                .find(|r| r.precision == precision && r.isa == isa && r.fma == c.fma)
+            {
                 Some(r) => r.gflops = r.gflops.max(c.gflops),
                 None => compute.push(ComputeRoof {
                     precision,
@@ -315,7 +326,10 @@ impl RoofSet {
     pub fn theoretical(m: &MachineModel, threads: u32) -> RoofSet {
         let t = f64::from(threads.clamp(1, m.cores.max(1)));
         let mut compute = Vec::new();
-        for (precision, by) in [("double", &m.peak_gflops_per_core.double), ("single", &m.peak_gflops_per_core.single)] {
+        for (precision, by) in [
+            ("double", &m.peak_gflops_per_core.double),
+            ("single", &m.peak_gflops_per_core.single),
+        ] {
             for isa in crate::machine::ByIsa::ISAS {
                 if let Some(g) = by.get(isa).filter(|g| g.is_finite() && *g > 0.0) {
                     for fma in [true, false] {
@@ -379,7 +393,11 @@ impl RoofSet {
     /// Add the roofs of `other` this set lacks (same level, or same precision+ISA+FMA).
     pub fn fill_from(&mut self, other: &RoofSet) {
         for c in &other.compute {
-            if !self.compute.iter().any(|r| r.precision == c.precision && r.isa == c.isa && r.fma == c.fma) {
+            if !self
+                .compute
+                .iter()
+                .any(|r| r.precision == c.precision && r.isa == c.isa && r.fma == c.fma)
+            {
                 self.compute.push(c.clone());
             }
         }
@@ -400,7 +418,12 @@ impl RoofSet {
 
     fn sort(&mut self) {
         self.compute.sort_by(|a, b| {
-            (a.precision.as_str(), isa_rank(&a.isa), a.fma, a.isa.as_str()).cmp(&(b.precision.as_str(), isa_rank(&b.isa), b.fma, b.isa.as_str()))
+            (a.precision.as_str(), isa_rank(&a.isa), a.fma, a.isa.as_str()).cmp(&(
+                b.precision.as_str(),
+                isa_rank(&b.isa),
+                b.fma,
+                b.isa.as_str(),
+            ))
         });
         self.bandwidth.sort_by_key(|b| (level_rank(&b.level), b.level.clone()));
     }
@@ -518,7 +541,11 @@ pub fn ai_per_level(p: &Point) -> BTreeMap<String, f64> {
         if lvl == level::STACK {
             continue;
         }
-        let bytes = if lvl == level::CORE { p.core_side_bytes().unwrap_or(*b) } else { *b };
+        let bytes = if lvl == level::CORE {
+            p.core_side_bytes().unwrap_or(*b)
+        } else {
+            *b
+        };
         if bytes > 0.0 && p.flops.total > 0.0 {
             out.insert(lvl.clone(), p.flops.total / bytes);
         }
@@ -561,7 +588,11 @@ pub fn attainable_dram(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
 pub fn attainable_cache_aware(p: &Point, roofs: &RoofSet) -> Option<(Attainable, BTreeMap<String, f64>)> {
     let peak = roofs.peak(point_precision(p))?;
     let ai = *ai_per_level(p).get(level::CORE)?;
-    let per_level: BTreeMap<String, f64> = roofs.bandwidth.iter().map(|b| (b.level.clone(), (b.gbs * ai).min(peak.gflops))).collect();
+    let per_level: BTreeMap<String, f64> = roofs
+        .bandwidth
+        .iter()
+        .map(|b| (b.level.clone(), (b.gbs * ai).min(peak.gflops)))
+        .collect();
     let top = roofs.top_bandwidth()?;
     Some((min_of(ModelKind::CacheAware, peak, [(top.level.clone(), top.gbs * ai)]), per_level))
 }
@@ -571,7 +602,11 @@ pub fn attainable_hierarchical(p: &Point, roofs: &RoofSet) -> Option<Attainable>
     let peak = roofs.peak(point_precision(p))?;
     let candidates: Vec<(String, f64)> = ai_per_level(p)
         .iter()
-        .filter_map(|(lvl, ai)| roofs.bandwidth(roof_level_for(lvl)).map(|bw| (roof_level_for(lvl).to_string(), bw * ai)))
+        .filter_map(|(lvl, ai)| {
+            roofs
+                .bandwidth(roof_level_for(lvl))
+                .map(|bw| (roof_level_for(lvl).to_string(), bw * ai))
+        })
         .collect();
     if candidates.is_empty() {
         return None;
@@ -612,7 +647,10 @@ pub fn advice(bound: &Bound) -> String {
                     isa_label(isa)
                 )
             } else {
-                format!("compute-bound at {}: use FMA, more independent accumulators to hide latency", isa_label(isa))
+                format!(
+                    "compute-bound at {}: use FMA, more independent accumulators to hide latency",
+                    isa_label(isa)
+                )
             }
         }
         Bound::Unknown => "unknown: no roofs or no placeable figures for this point".into(),
@@ -718,8 +756,11 @@ pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
         let a = analyse(p, roofs);
         p.bound = (a.skipped.is_none()).then(|| a.bound.clone());
         p.roof_fraction = a.roof_fraction;
-        let attainable: serde_json::Map<String, serde_json::Value> =
-            a.attainable.iter().map(|x| (x.model.key().to_string(), serde_json::json!(x.gflops))).collect();
+        let attainable: serde_json::Map<String, serde_json::Value> = a
+            .attainable
+            .iter()
+            .map(|x| (x.model.key().to_string(), serde_json::json!(x.gflops)))
+            .collect();
         p.extra.insert(
             "model".into(),
             serde_json::json!({

@@ -31,20 +31,35 @@ fn bad_reports_exit_2_naming_file_and_problem() {
     let good = std::fs::read_to_string(fixture("several.json")).unwrap();
     let cases: Vec<(&str, String, &str)> = vec![
         ("notjson.json", "{ this is not json".into(), "not JSON"),
-        ("future.json", good.replace("roofline.report/1", "roofline.report/7"), "not supported"),
-        ("other.json", good.replace("roofline.report/1", "roofline.machine/1"), "is not roofline.report"),
+        (
+            "future.json",
+            good.replace("roofline.report/1", "roofline.report/7"),
+            "not supported",
+        ),
+        (
+            "other.json",
+            good.replace("roofline.report/1", "roofline.machine/1"),
+            "is not roofline.report",
+        ),
         (
             "negative.json",
             good.replacen("\"seconds_samples\": [", "\"seconds_samples\": [-1.0, ", 1),
             "impossible time",
         ),
-        ("nan.json", good.replacen("\"seconds\": ", "\"seconds\": NaN, \"x\": ", 1), "not JSON"),
+        (
+            "nan.json",
+            good.replacen("\"seconds\": ", "\"seconds\": NaN, \"x\": ", 1),
+            "not JSON",
+        ),
     ];
     for (name, text, problem) in cases {
         let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();
         let ps = p.to_str().unwrap();
-        for args in [vec!["report", "show", ps], vec!["plot", ps, "-o", dir.path().join("x.svg").to_str().unwrap()]] {
+        for args in [
+            vec!["report", "show", ps],
+            vec!["plot", ps, "-o", dir.path().join("x.svg").to_str().unwrap()],
+        ] {
             let (code, _, err) = run(&args);
             assert_eq!(code, 2, "{name} {args:?}: {err}");
             assert!(err.contains(name) && err.contains(problem), "{name}: {err}");
@@ -70,7 +85,13 @@ fn unwritable_or_missing_output_dir_exit_2_before_reading() {
     let file = dir.path().join("plain");
     std::fs::write(&file, "x").unwrap();
     let below = file.join("a.csv");
-    let (code, _, _) = run(&["report", "show", fixture("several.json").to_str().unwrap(), "-o", below.to_str().unwrap()]);
+    let (code, _, _) = run(&[
+        "report",
+        "show",
+        fixture("several.json").to_str().unwrap(),
+        "-o",
+        below.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
     // unknown extension
     let (code, _, err) = run(&["report", "show", fixture("several.json").to_str().unwrap(), "-o", "x.doc"]);
@@ -78,7 +99,14 @@ fn unwritable_or_missing_output_dir_exit_2_before_reading() {
     assert!(err.contains("unsupported extension"), "{err}");
     // merge into a missing directory writes nothing
     let out = dir.path().join("gone/all.json");
-    let (code, _, _) = run(&["report", "merge", fixture("rank0.json").to_str().unwrap(), fixture("rank1.json").to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (code, _, _) = run(&[
+        "report",
+        "merge",
+        fixture("rank0.json").to_str().unwrap(),
+        fixture("rank1.json").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
@@ -87,7 +115,10 @@ fn unwritable_or_missing_output_dir_exit_2_before_reading() {
 fn skipped_points_listed_with_reason() {
     let (code, out, _) = run(&["report", "show", fixture("several.json").to_str().unwrap()]);
     assert_eq!(code, 0);
-    let line = out.lines().find(|l| l.contains("not_timed") && l.contains(':')).expect("skipped point listed");
+    let line = out
+        .lines()
+        .find(|l| l.contains("not_timed") && l.contains(':'))
+        .expect("skipped point listed");
     assert!(line.contains("zero time"), "{line}");
     // placed points have a bound and advice
     assert!(out.contains("memory (DRAM)"), "{out}");
@@ -135,7 +166,10 @@ fn merge_keeps_sources_machine_env_host_rank() {
     assert_eq!(code, 0);
     let v2 = read_json(&all2);
     assert_eq!(v2["sources"].as_array().unwrap().len(), 3);
-    assert_eq!(v2["points"].as_array().unwrap().len(), 2 + read_json(&fixture("several.json"))["points"].as_array().unwrap().len());
+    assert_eq!(
+        v2["points"].as_array().unwrap().len(),
+        2 + read_json(&fixture("several.json"))["points"].as_array().unwrap().len()
+    );
     // the merged file is itself a valid report
     let (code, _, _) = run(&["report", "show", all2.to_str().unwrap()]);
     assert_eq!(code, 0);
@@ -179,7 +213,13 @@ fn median(v: &[f64]) -> f64 {
 fn csv_round_trips_the_point_table() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("points.csv");
-    let (code, _, err) = run(&["report", "show", fixture("several.json").to_str().unwrap(), "-o", csv.to_str().unwrap()]);
+    let (code, _, err) = run(&[
+        "report",
+        "show",
+        fixture("several.json").to_str().unwrap(),
+        "-o",
+        csv.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap());
     let header = &rows[0];
@@ -193,7 +233,12 @@ fn csv_round_trips_the_point_table() {
         let f = |name: &str| row[col(name)].parse::<f64>().unwrap();
         let flops = p["flops"]["total"].as_f64().unwrap();
         assert_eq!(f("flops"), flops);
-        let samples: Vec<f64> = p["seconds_samples"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let samples: Vec<f64> = p["seconds_samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
         let t = median(&samples);
         assert_eq!(f("seconds"), t);
         for (lvl, b) in p["bytes"].as_object().unwrap() {
@@ -215,7 +260,13 @@ fn csv_round_trips_the_point_table() {
 fn json_round_trips_and_fills_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let (code, _, _) = run(&["report", "show", fixture("several.json").to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (code, _, _) = run(&[
+        "report",
+        "show",
+        fixture("several.json").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0);
     let back = roofline::report::read_report(&out).unwrap();
     let orig = roofline::report::read_report(&fixture("several.json")).unwrap();
@@ -240,7 +291,14 @@ fn json_round_trips_and_fills_the_model() {
 fn svg_has_every_roof_label_and_one_marker_per_point() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("p.svg");
-    let (code, _, err) = run(&["plot", fixture("several.json").to_str().unwrap(), "--kind", "carm", "-o", svg.to_str().unwrap()]);
+    let (code, _, err) = run(&[
+        "plot",
+        fixture("several.json").to_str().unwrap(),
+        "--kind",
+        "carm",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(&svg).unwrap();
     let src = read_json(&fixture("several.json"));
@@ -254,11 +312,25 @@ fn svg_has_every_roof_label_and_one_marker_per_point() {
         assert!(text.contains(&format!("{fma} {value}")), "missing compute roof label for {key}");
     }
     // placeable points with core bytes: all but the untimed one
-    let placeable = src["points"].as_array().unwrap().iter().filter(|p| p["seconds"].as_f64().unwrap() > 0.0).count();
+    let placeable = src["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["seconds"].as_f64().unwrap() > 0.0)
+        .count();
     assert_eq!(text.matches("<circle").count(), placeable);
-    for p in src["points"].as_array().unwrap().iter().filter(|p| p["seconds"].as_f64().unwrap() > 0.0) {
+    for p in src["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["seconds"].as_f64().unwrap() > 0.0)
+    {
         // plotters writes each text element's content on its own line
-        assert!(text.contains(&format!(">\n{}\n</text>", p["name"].as_str().unwrap())), "no label for {}", p["name"]);
+        assert!(
+            text.contains(&format!(">\n{}\n</text>", p["name"].as_str().unwrap())),
+            "no label for {}",
+            p["name"]
+        );
     }
 }
 
@@ -266,7 +338,13 @@ fn svg_has_every_roof_label_and_one_marker_per_point() {
 fn png_and_html_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("p.png");
-    let (code, _, err) = run(&["plot", fixture("before.json").to_str().unwrap(), fixture("after.json").to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    let (code, _, err) = run(&[
+        "plot",
+        fixture("before.json").to_str().unwrap(),
+        fixture("after.json").to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
@@ -275,7 +353,13 @@ fn png_and_html_outputs() {
     assert_eq!(w, roofline::report::plot::plot_size(roofline::report::PlotKind::All).0);
     assert!(bytes.len() > 20_000);
     let html = dir.path().join("r.html");
-    let (code, _, _) = run(&["plot", fixture("before.json").to_str().unwrap(), fixture("after.json").to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let (code, _, _) = run(&[
+        "plot",
+        fixture("before.json").to_str().unwrap(),
+        fixture("after.json").to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(!page.contains("<script") && !page.contains("<link"));

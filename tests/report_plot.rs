@@ -21,7 +21,12 @@ fn check_layout(view: &View, size: (u32, u32)) {
         }
         // every roof drawn carries its label
         for roof in &panel.roofs {
-            assert!(panel.labels.iter().any(|l| l.text == roof.label), "{:?}: roof '{}' unlabelled", panel.kind, roof.label);
+            assert!(
+                panel.labels.iter().any(|l| l.text == roof.label),
+                "{:?}: roof '{}' unlabelled",
+                panel.kind,
+                roof.label
+            );
         }
     }
 }
@@ -31,7 +36,11 @@ fn fixtures_lay_out_without_overlap() {
     for kind in [PlotKind::Carm, PlotKind::Dram, PlotKind::Hierarchical, PlotKind::All] {
         let v = View::new(vec![("several".into(), fixture("several.json"))], None, kind);
         check_layout(&v, plot_size(kind));
-        let ba = View::new(vec![("before".into(), fixture("before.json")), ("after".into(), fixture("after.json"))], None, kind);
+        let ba = View::new(
+            vec![("before".into(), fixture("before.json")), ("after".into(), fixture("after.json"))],
+            None,
+            kind,
+        );
         check_layout(&ba, plot_size(kind));
         if kind != PlotKind::All {
             check_layout(&ba, COMPACT);
@@ -41,21 +50,38 @@ fn fixtures_lay_out_without_overlap() {
 
 #[test]
 fn markers_and_arrows() {
-    let ba = View::new(vec![("before".into(), fixture("before.json")), ("after".into(), fixture("after.json"))], None, PlotKind::Carm);
+    let ba = View::new(
+        vec![("before".into(), fixture("before.json")), ("after".into(), fixture("after.json"))],
+        None,
+        PlotKind::Carm,
+    );
     let (_, panels) = svg_sized(&ba, plot_size(PlotKind::Carm)).unwrap();
     let p = &panels[0];
     assert_eq!(p.markers.len(), 4);
     // normalize and softmax exist in both: one arrow each, from before to after
     assert_eq!(p.arrows.len(), 2);
     for (from, to) in &p.arrows {
-        let b = p.markers.iter().find(|m| m.report == 0 && (m.x, m.y) == *from).expect("arrow starts at a before marker");
-        let a = p.markers.iter().find(|m| m.report == 1 && (m.x, m.y) == *to).expect("arrow ends at an after marker");
+        let b = p
+            .markers
+            .iter()
+            .find(|m| m.report == 0 && (m.x, m.y) == *from)
+            .expect("arrow starts at a before marker");
+        let a = p
+            .markers
+            .iter()
+            .find(|m| m.report == 1 && (m.x, m.y) == *to)
+            .expect("arrow ends at an after marker");
         assert_eq!(ba.reports[0].report.points[b.point].name, ba.reports[1].report.points[a.point].name);
     }
     // hierarchical: one marker per level with bytes, joined
     let h = View::new(vec![("several".into(), fixture("several.json"))], None, PlotKind::Hierarchical);
     let (_, panels) = svg_sized(&h, plot_size(PlotKind::Hierarchical)).unwrap();
-    let expected: usize = h.reports[0].analyses.iter().filter(|a| a.skipped.is_none()).map(|a| a.ai.len()).sum();
+    let expected: usize = h.reports[0]
+        .analyses
+        .iter()
+        .filter(|a| a.skipped.is_none())
+        .map(|a| a.ai.len())
+        .sum();
     assert_eq!(panels[0].markers.len(), expected);
     assert!(panels[0].joins.iter().all(|(_, path)| path.len() >= 2));
     // error bars span the repetitions: lo ≤ median ≤ hi
@@ -79,7 +105,11 @@ impl Rng {
 
 #[test]
 fn random_reports_lay_out_without_overlap() {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
     eprintln!("seed {seed}");
     let mut rng = Rng(seed);
     let base = fixture("several.json");
@@ -114,7 +144,11 @@ fn random_reports_lay_out_without_overlap() {
             for roof in &panels[0].roofs {
                 assert!(panels[0].labels.iter().any(|l| l.text == roof.label), "seed {seed}: {}", roof.label);
             }
-            assert!(panels[0].hidden.len() * 5 <= n, "seed {seed}: {} of {n} hidden", panels[0].hidden.len());
+            assert!(
+                panels[0].hidden.len() * 5 <= n,
+                "seed {seed}: {} of {n} hidden",
+                panels[0].hidden.len()
+            );
         }
     }
 }

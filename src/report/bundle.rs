@@ -28,7 +28,10 @@ pub fn check_dir(dir: &Path) -> Result<()> {
         };
     }
     if dir.exists() {
-        return Err(Error::input(format!("{}: exists and is not a directory", dir.display()), "choose another -o DIR"));
+        return Err(Error::input(
+            format!("{}: exists and is not a directory", dir.display()),
+            "choose another -o DIR",
+        ));
     }
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -58,7 +61,10 @@ pub fn check_dir(dir: &Path) -> Result<()> {
 pub fn write_bundle(report: Report, dir: &Path, name: &str) -> Result<(View, Vec<PathBuf>)> {
     let view = View::new(vec![(name.to_string(), report)], None, PlotKind::Carm);
     let page = html::render(&view, "Roofline profile")?;
-    let svg = plot::svg(&View { kind: PlotKind::All, ..view.clone() })?;
+    let svg = plot::svg(&View {
+        kind: PlotKind::All,
+        ..view.clone()
+    })?;
     let json = super::json::document(&view).to_json() + "\n";
     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     let mut written = Vec::new();

@@ -41,10 +41,20 @@ pub fn bound_key(b: &Bound) -> String {
 
 pub fn to_csv(view: &View) -> String {
     let levels = levels(view);
-    let mut header: Vec<String> = ["report", "source", "name", "threads", "seconds", "spread", "repetitions", "flops", "gflops"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut header: Vec<String> = [
+        "report",
+        "source",
+        "name",
+        "threads",
+        "seconds",
+        "spread",
+        "repetitions",
+        "flops",
+        "gflops",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     for prefix in ["bytes", "gbs", "ai"] {
         for l in &levels {
             if prefix != "bytes" && l == "stack" {
@@ -54,9 +64,17 @@ pub fn to_csv(view: &View) -> String {
         }
     }
     header.extend(
-        ["attainable_dram", "attainable_cache_aware", "attainable_hierarchical", "roof_model", "roof_fraction", "bound", "skipped"]
-            .iter()
-            .map(|s| s.to_string()),
+        [
+            "attainable_dram",
+            "attainable_cache_aware",
+            "attainable_hierarchical",
+            "roof_model",
+            "roof_fraction",
+            "bound",
+            "skipped",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
     );
     let mut out = header.join(",");
     out.push('\n');

@@ -39,7 +39,10 @@ pub fn inline_svg(svg: &str) -> String {
         Some(end) => {
             let head = &body[..end];
             let head = strip_attr(&strip_attr(head, "width"), "height");
-            format!("{head} style=\"width:100%;min-width:520px;height:auto\" role=\"img\"{}", &body[end..])
+            format!(
+                "{head} style=\"width:100%;min-width:520px;height:auto\" role=\"img\"{}",
+                &body[end..]
+            )
         }
         None => body.to_string(),
     }
@@ -111,21 +114,30 @@ fn machine_rows(m: &serde_json::Value) -> Vec<(&'static str, Option<String>)> {
             .join(", ")
     });
     let ghz = m.get("frequency_ghz").and_then(|f| {
-        f.get("measured").and_then(|v| v.as_f64()).map(|g| format!("{g:.2} GHz measured")).or_else(|| {
-            f.get("nominal").and_then(|v| v.as_f64()).map(|g| format!("{g:.2} GHz nominal"))
-        })
+        f.get("measured")
+            .and_then(|v| v.as_f64())
+            .map(|g| format!("{g:.2} GHz measured"))
+            .or_else(|| f.get("nominal").and_then(|v| v.as_f64()).map(|g| format!("{g:.2} GHz nominal")))
     });
     vec![
         ("CPU", s("brand")),
         ("microarchitecture", s("microarchitecture_name").or_else(|| s("microarchitecture"))),
-        ("sockets / cores / threads", match (n("sockets"), n("cores"), n("threads")) {
-            (Some(a), Some(b), Some(c)) => Some(format!("{a} / {b} / {c}")),
-            _ => None,
-        }),
+        (
+            "sockets / cores / threads",
+            match (n("sockets"), n("cores"), n("threads")) {
+                (Some(a), Some(b), Some(c)) => Some(format!("{a} / {b} / {c}")),
+                _ => None,
+            },
+        ),
         ("caches", caches.filter(|c| !c.is_empty())),
         ("clock", ghz),
         ("hypervisor", s("hypervisor")),
-        ("ISA", m.get("isa").and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" "))),
+        (
+            "ISA",
+            m.get("isa")
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
+        ),
     ]
 }
 
@@ -141,7 +153,14 @@ fn env_rows(e: &Environment) -> Vec<(&'static str, Option<String>)> {
         ("steal", e.steal_fraction.map(|s| format!("{:.1}%", s * 100.0))),
         ("measured clock", e.measured_ghz.map(|g| format!("{g:.2} GHz"))),
         ("compiler", e.compiler.clone()),
-        ("roofline", Some(format!("{}{}", e.tool_version, e.git_sha.as_deref().map(|g| format!(" ({g})")).unwrap_or_default()))),
+        (
+            "roofline",
+            Some(format!(
+                "{}{}",
+                e.tool_version,
+                e.git_sha.as_deref().map(|g| format!(" ({g})")).unwrap_or_default()
+            )),
+        ),
         ("command", (!e.command_line.is_empty()).then(|| e.command_line.join(" "))),
         ("time", e.timestamp.clone()),
     ]
@@ -185,7 +204,12 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             o.push_str("</div>");
         } else {
             for s in &r.report.sources {
-                let _ = write!(o, "<div class=\"card\"><h3>{} <span class=\"muted\">in {}</span></h3>", esc(&s.name), esc(&r.name));
+                let _ = write!(
+                    o,
+                    "<div class=\"card\"><h3>{} <span class=\"muted\">in {}</span></h3>",
+                    esc(&s.name),
+                    esc(&r.name)
+                );
                 kv(&mut o, &machine_rows(&s.machine));
                 kv(&mut o, &env_rows(&s.environment));
                 o.push_str("</div>");
@@ -236,7 +260,11 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         let _ = write!(o, "<figure>{}", inline_svg(&svg));
         let notes: Vec<String> = panels.iter().flat_map(|p| p.not_shown.iter().cloned()).collect();
         if !notes.is_empty() {
-            let _ = write!(o, "<figcaption class=\"muted\">Not in this view: {}</figcaption>", esc(&notes.join("; ")));
+            let _ = write!(
+                o,
+                "<figcaption class=\"muted\">Not in this view: {}</figcaption>",
+                esc(&notes.join("; "))
+            );
         }
         o.push_str("</figure>");
     }
@@ -307,7 +335,11 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             "<td>{}</td><td class=\"bound {}\">{}</td><td>{}</td></tr>",
             a.roof_fraction.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".into()),
             bound_class(&a.bound),
-            esc(&if a.skipped.is_some() { "skipped".to_string() } else { bound_text(&a.bound) }),
+            esc(&if a.skipped.is_some() {
+                "skipped".to_string()
+            } else {
+                bound_text(&a.bound)
+            }),
             esc(&prov)
         );
     }

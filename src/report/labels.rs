@@ -78,9 +78,7 @@ pub fn place(labels: &[Label], obstacles: &[Rect], area: Rect) -> Vec<Option<Rec
         let (w, h) = l.size;
         let at = |dx: f64, dy: f64| Rect::new(l.anchor.0 + dx, l.anchor.1 + dy, w, h);
         let free_of = |r: &Rect, obs: bool| {
-            r.inside(&area)
-                && !placed.iter().any(|p| p.grown(PAD).overlaps(r))
-                && (!obs || !obstacles.iter().any(|o| o.overlaps(r)))
+            r.inside(&area) && !placed.iter().any(|p| p.grown(PAD).overlaps(r)) && (!obs || !obstacles.iter().any(|o| o.overlaps(r)))
         };
         let mut choice = None;
         // 1. the candidates as given, avoiding labels and markers

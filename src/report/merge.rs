@@ -55,7 +55,10 @@ fn unique_name(name: &str, seen: &[String]) -> String {
     if !seen.iter().any(|s| s == name) {
         return name.to_string();
     }
-    (2..).map(|i| format!("{name}#{i}")).find(|n| !seen.contains(n)).expect("an unused name exists")
+    (2..)
+        .map(|i| format!("{name}#{i}"))
+        .find(|n| !seen.contains(n))
+        .expect("an unused name exists")
 }
 
 #[cfg(test)]
@@ -96,7 +99,10 @@ mod tests {
     #[test]
     fn merge_keeps_sources_and_flattens() {
         let (ab, w) = merge(
-            vec![("a.json".into(), report("n1", 0, &["x", "y"])), ("b.json".into(), report("n2", 1, &["x"]))],
+            vec![
+                ("a.json".into(), report("n1", 0, &["x", "y"])),
+                ("b.json".into(), report("n2", 1, &["x"])),
+            ],
             Environment::default(),
         );
         assert_eq!(ab.points.len(), 3);

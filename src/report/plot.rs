@@ -180,11 +180,7 @@ fn title(kind: PlotKind) -> &'static str {
 fn precision_of(view: &View) -> &'static str {
     let (mut d, mut s) = (0, 0);
     for (_, p, _) in view.points() {
-        if point_precision(p) == "single" {
-            s += 1
-        } else {
-            d += 1
-        }
+        if point_precision(p) == "single" { s += 1 } else { d += 1 }
     }
     if s > d { "single" } else { "double" }
 }
@@ -206,8 +202,16 @@ fn positions(a: &crate::model::Analysis, kind: PlotKind) -> std::result::Result<
         return Err(why.clone());
     }
     match kind {
-        PlotKind::Carm => a.ai.get("core").map(|x| vec![(None, *x)]).ok_or_else(|| "no core bytes".to_string()),
-        PlotKind::Dram => a.ai.get("dram").map(|x| vec![(None, *x)]).ok_or_else(|| "no DRAM bytes".to_string()),
+        PlotKind::Carm => {
+            a.ai.get("core")
+                .map(|x| vec![(None, *x)])
+                .ok_or_else(|| "no core bytes".to_string())
+        }
+        PlotKind::Dram => {
+            a.ai.get("dram")
+                .map(|x| vec![(None, *x)])
+                .ok_or_else(|| "no DRAM bytes".to_string())
+        }
         _ => {
             let mut v: Vec<(Option<String>, f64)> = a.ai.iter().map(|(l, x)| (Some(l.clone()), *x)).collect();
             v.sort_by_key(|(l, _)| level_rank(l.as_deref().unwrap_or("")));
@@ -252,8 +256,16 @@ pub fn ranges(view: &View, kind: PlotKind) -> ((f64, f64), (f64, f64)) {
     let (xs, ys) = (finite(&xs), finite(&ys));
     let lo = |v: &[f64], d: f64| v.iter().copied().fold(f64::INFINITY, f64::min).min(d);
     let hi = |v: &[f64], d: f64| v.iter().copied().fold(f64::NEG_INFINITY, f64::max).max(d);
-    let (mut x0, mut x1) = if xs.is_empty() { (0.01, 100.0) } else { (decade_floor(lo(&xs, f64::INFINITY) / 2.0), decade_ceil(hi(&xs, 0.0) * 2.0)) };
-    let (mut y0, y1) = if ys.is_empty() { (0.1, 1000.0) } else { (decade_floor(lo(&ys, f64::INFINITY) / 3.0), decade_ceil(hi(&ys, 0.0) * 3.0)) };
+    let (mut x0, mut x1) = if xs.is_empty() {
+        (0.01, 100.0)
+    } else {
+        (decade_floor(lo(&xs, f64::INFINITY) / 2.0), decade_ceil(hi(&xs, 0.0) * 2.0))
+    };
+    let (mut y0, y1) = if ys.is_empty() {
+        (0.1, 1000.0)
+    } else {
+        (decade_floor(lo(&ys, f64::INFINITY) / 3.0), decade_ceil(hi(&ys, 0.0) * 3.0))
+    };
     while x1 / x0 < 999.0 {
         x0 /= 10.0;
         if x1 / x0 < 999.0 {
@@ -279,7 +291,7 @@ fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
 fn memory_segment(bw: f64, x_end: f64, xr: (f64, f64), yr: (f64, f64)) -> Option<((f64, f64), (f64, f64))> {
     let a = xr.0.max(yr.0 / bw);
     let b = x_end.min(xr.1).min(yr.1 / bw);
-    (a < b).then(|| ((a, bw * a), (b, bw * b)))
+    (a < b).then_some(((a, bw * a), (b, bw * b)))
 }
 
 /// Lay a panel out: roofs, markers, arrows, labels, in the plotting `area` (absolute pixels).
@@ -374,9 +386,10 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
     for ri in 1..view.reports.len() {
         for m in panel.markers.iter().filter(|m| m.report == ri) {
             let name = &view.reports[ri].report.points[m.point].name;
-            let before = panel.markers.iter().find(|b| {
-                b.report == ri - 1 && &view.reports[ri - 1].report.points[b.point].name == name && b.level == m.level
-            });
+            let before = panel
+                .markers
+                .iter()
+                .find(|b| b.report == ri - 1 && &view.reports[ri - 1].report.points[b.point].name == name && b.level == m.level);
             if let Some(b) = before
                 && (m.level.is_none() || m.level.as_deref() == first_level(&panel, m))
             {
@@ -386,7 +399,12 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
     }
     panel.labels = place_labels(view, &panel);
     let placed: Vec<String> = panel.labels.iter().map(|l| l.text.clone()).collect();
-    panel.hidden = label_requests(view, &panel).0.into_iter().map(|l| l.text).filter(|t| !placed.contains(t)).collect();
+    panel.hidden = label_requests(view, &panel)
+        .0
+        .into_iter()
+        .map(|l| l.text)
+        .filter(|t| !placed.contains(t))
+        .collect();
     panel
 }
 
@@ -499,7 +517,14 @@ fn place_labels(view: &View, panel: &Panel) -> Vec<PlacedLabel> {
     reqs.into_iter()
         .zip(styles)
         .zip(placed)
-        .filter_map(|((l, (color, size)), r)| r.map(|rect| PlacedLabel { text: l.text, rect, color, size }))
+        .filter_map(|((l, (color, size)), r)| {
+            r.map(|rect| PlacedLabel {
+                text: l.text,
+                rect,
+                color,
+                size,
+            })
+        })
         .collect()
 }
 
@@ -557,7 +582,12 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
 
-fn draw_panel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, area: &DrawingArea<DB, Shift>, view: &View, kind: PlotKind) -> DrawResult<Panel> {
+fn draw_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    view: &View,
+    kind: PlotKind,
+) -> DrawResult<Panel> {
     let (w, _h) = area.dim_in_pixel();
     let base = area.get_base_pixel();
     let font = |s: f64| (FONT_FAMILY, s).into_font();
@@ -577,10 +607,13 @@ fn draw_panel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, area: &DrawingA
         match color {
             Some(i) => {
                 // A square swatch: circles are reserved for point markers (tests count them).
-                band.draw(&Rectangle::new([(x + 1, y + 2), (x + 11, y + 12)], report_color(i).filled())).map_err(err)?;
+                band.draw(&Rectangle::new([(x + 1, y + 2), (x + 11, y + 12)], report_color(i).filled()))
+                    .map_err(err)?;
                 band.draw(&Text::new(text, (x + 15, y), font(SMALL).color(&BLACK))).map_err(err)?;
             }
-            None => band.draw(&Text::new(text, (x, y), font(SMALL).color(&RGBColor(70, 70, 70)))).map_err(err)?,
+            None => band
+                .draw(&Text::new(text, (x, y), font(SMALL).color(&RGBColor(70, 70, 70))))
+                .map_err(err)?,
         }
         x += tw;
     }
@@ -642,7 +675,11 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
         let a = map.px(r.from.0, r.from.1);
         let b = map.px(r.to.0, r.to.1);
         let width = if r.thin { 1 } else { 2 };
-        let style = if r.thin { r.color.mix(0.75).stroke_width(width) } else { r.color.stroke_width(width) };
+        let style = if r.thin {
+            r.color.mix(0.75).stroke_width(width)
+        } else {
+            r.color.stroke_width(width)
+        };
         if r.dashed {
             for seg in dashed(a, b, 7.0, 5.0) {
                 root.draw(&PathElement::new(seg.to_vec(), style)).map_err(err)?;
@@ -658,7 +695,8 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
     }
     for (ri, path) in &panel.joins {
         let pts: Vec<(i32, i32)> = path.iter().map(|p| pt(map.px(p.0, p.1))).collect();
-        root.draw(&PathElement::new(pts, report_color(*ri).mix(0.6).stroke_width(1))).map_err(err)?;
+        root.draw(&PathElement::new(pts, report_color(*ri).mix(0.6).stroke_width(1)))
+            .map_err(err)?;
     }
     for m in &panel.markers {
         let c = report_color(m.report);
@@ -668,10 +706,14 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
             let (_, yhi) = map.px(m.x, hi.min(map.y.1));
             let x = px.round() as i32;
             let style = c.stroke_width(1);
-            root.draw(&PathElement::new(vec![(x, ylo.round() as i32), (x, yhi.round() as i32)], style)).map_err(err)?;
+            root.draw(&PathElement::new(vec![(x, ylo.round() as i32), (x, yhi.round() as i32)], style))
+                .map_err(err)?;
             for yy in [ylo, yhi] {
-                root.draw(&PathElement::new(vec![(x - 3, yy.round() as i32), (x + 3, yy.round() as i32)], style))
-                    .map_err(err)?;
+                root.draw(&PathElement::new(
+                    vec![(x - 3, yy.round() as i32), (x + 3, yy.round() as i32)],
+                    style,
+                ))
+                .map_err(err)?;
             }
         }
         let (x, y) = pt((px, py));
@@ -679,11 +721,19 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
         match m.shape {
             Shape::Circle => root.draw(&Circle::new((x, y), r, c.filled())).map_err(err)?,
             Shape::Triangle => root
-                .draw(&Polygon::new(vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)], c.filled()))
+                .draw(&Polygon::new(
+                    vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)],
+                    c.filled(),
+                ))
                 .map_err(err)?,
-            Shape::Square => root.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], c.filled())).map_err(err)?,
+            Shape::Square => root
+                .draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], c.filled()))
+                .map_err(err)?,
             Shape::Diamond => root
-                .draw(&Polygon::new(vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)], c.filled()))
+                .draw(&Polygon::new(
+                    vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)],
+                    c.filled(),
+                ))
                 .map_err(err)?,
         }
     }
@@ -704,7 +754,8 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
         let (c, sn) = (0.5f64.cos(), 0.5f64.sin());
         let l = (e.0 - head * (ux * c - uy * sn), e.1 - head * (uy * c + ux * sn));
         let r = (e.0 - head * (ux * c + uy * sn), e.1 - head * (uy * c - ux * sn));
-        root.draw(&Polygon::new(vec![pt(e), pt(l), pt(r)], RGBColor(60, 60, 60).filled())).map_err(err)?;
+        root.draw(&Polygon::new(vec![pt(e), pt(l), pt(r)], RGBColor(60, 60, 60).filled()))
+            .map_err(err)?;
     }
     for l in &panel.labels {
         let r = l.rect;
@@ -713,8 +764,12 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
             WHITE.mix(0.8).filled(),
         ))
         .map_err(err)?;
-        root.draw(&Text::new(l.text.clone(), pt((r.x + 1.0, r.y)), (FONT_FAMILY, l.size).into_font().color(&l.color)))
-            .map_err(err)?;
+        root.draw(&Text::new(
+            l.text.clone(),
+            pt((r.x + 1.0, r.y)),
+            (FONT_FAMILY, l.size).into_font().color(&l.color),
+        ))
+        .map_err(err)?;
     }
     Ok(())
 }

@@ -104,7 +104,11 @@ pub fn render(view: &View) -> String {
         } else {
             "empirical/theoretical"
         };
-        let _ = write!(o, "roofs ({kind}{}):", roofs.threads.map(|t| format!(", {t} thread(s)")).unwrap_or_default());
+        let _ = write!(
+            o,
+            "roofs ({kind}{}):",
+            roofs.threads.map(|t| format!(", {t} thread(s)")).unwrap_or_default()
+        );
         for prec in ["double", "single"] {
             if let Some(p) = roofs.peak(prec).filter(|p| p.precision == prec) {
                 let _ = write!(o, " peak {prec} {} GFLOP/s ({});", sig3(p.gflops), p.label());
@@ -118,7 +122,12 @@ pub fn render(view: &View) -> String {
         o.push_str("roofs: none (no ceilings in the report, no --ceilings, no machine peaks): attainable figures unknown\n");
     }
     // Overview
-    let name_w = view.points().map(|(r, p, _)| view.point_label(r, p).chars().count()).max().unwrap_or(4).clamp(4, 40);
+    let name_w = view
+        .points()
+        .map(|(r, p, _)| view.point_label(r, p).chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 40);
     let _ = writeln!(
         o,
         "\n{:<name_w$}  {:>9}  {:>8}  {:>8}  {:>10}  {:>6}  bound",
@@ -130,7 +139,11 @@ pub fn render(view: &View) -> String {
             let _ = writeln!(o, "{label:<name_w$}  skipped (see below)");
             continue;
         }
-        let att = a.primary.and_then(|m| a.get(m)).map(|x| sig3(x.gflops)).unwrap_or_else(|| "-".into());
+        let att = a
+            .primary
+            .and_then(|m| a.get(m))
+            .map(|x| sig3(x.gflops))
+            .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
             "{:<name_w$}  {:>9}  {:>8}  {:>8}  {:>10}  {:>6}  {}",
@@ -167,7 +180,10 @@ pub fn render(view: &View) -> String {
             p.seconds_samples.len(),
             p.provenance.seconds.map(|s| format!(" ({})", s.name())).unwrap_or_default()
         );
-        let q: Vec<String> = levels_of(p).iter().map(|l| format!("{} {}{}", l, si_unit(p.bytes[*l], "B"), prov(p, Some(l)))).collect();
+        let q: Vec<String> = levels_of(p)
+            .iter()
+            .map(|l| format!("{} {}{}", l, si_unit(p.bytes[*l], "B"), prov(p, Some(l))))
+            .collect();
         let _ = writeln!(o, "  Q {}", q.join(", "));
         let gbs: Vec<String> = levels_of(p)
             .iter()
