@@ -38,6 +38,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let view = View::new(reports, ceilings.as_ref(), args.kind);
     let exporter = report::exporter_for(&ext).expect("checked extension");
     let data = exporter.export(&view)?;
+    if ext != "html" {
+        // Points a view cannot place and labels that found no free spot, on stderr.
+        let (_, panels) = report::plot::svg_with_layout(&view)?;
+        for p in &panels {
+            for n in &p.not_shown {
+                eprintln!("roofline: {:?} view: not shown: {n}", p.kind);
+            }
+            for h in &p.hidden {
+                eprintln!("roofline: {:?} view: label '{h}' hidden (no free spot)", p.kind);
+            }
+        }
+    }
     out.write(&data)?;
     if args.output.json {
         println!("{}", report::json::document(&view).to_json());

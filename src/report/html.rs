@@ -258,13 +258,14 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         };
         let (svg, panels) = super::plot::svg_sized(&single, super::plot::COMPACT)?;
         let _ = write!(o, "<figure>{}", inline_svg(&svg));
-        let notes: Vec<String> = panels.iter().flat_map(|p| p.not_shown.iter().cloned()).collect();
+        let mut notes: Vec<String> = panels.iter().flat_map(|p| p.not_shown.iter().cloned()).collect();
+        notes.extend(
+            panels
+                .iter()
+                .flat_map(|p| p.hidden.iter().map(|h| format!("label '{h}' hidden (no free spot)"))),
+        );
         if !notes.is_empty() {
-            let _ = write!(
-                o,
-                "<figcaption class=\"muted\">Not in this view: {}</figcaption>",
-                esc(&notes.join("; "))
-            );
+            let _ = write!(o, "<figcaption class=\"muted\">Notes: {}</figcaption>", esc(&notes.join("; ")));
         }
         o.push_str("</figure>");
     }

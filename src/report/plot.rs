@@ -358,7 +358,10 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
             let pos = match positions(a, kind) {
                 Ok(v) => v,
                 Err(why) => {
-                    panel.not_shown.push(format!("{label}: {why}"));
+                    // Skipped points are listed once, elsewhere; here only view-specific gaps.
+                    if a.skipped.is_none() {
+                        panel.not_shown.push(format!("{label}: {why}"));
+                    }
                     continue;
                 }
             };

@@ -210,6 +210,12 @@ pub fn render(view: &View) -> String {
         } else {
             let _ = writeln!(o, "  attainable: {}", att.join("; "));
         }
+        if let Some((_, per_level)) = crate::model::attainable_cache_aware(p, &r.roofs) {
+            let mut lv: Vec<(&String, &f64)> = per_level.iter().collect();
+            lv.sort_by_key(|(l, _)| level_rank(l));
+            let parts: Vec<String> = lv.iter().map(|(l, g)| format!("{} {}", level_label(l), sig3(**g))).collect();
+            let _ = writeln!(o, "  cache-aware roofs at core AI (GFLOP/s): {}", parts.join(", "));
+        }
         if let (Some(f), Some(m)) = (a.roof_fraction, a.primary) {
             let _ = writeln!(o, "  roof_fraction {:.1}% of the {} roof", f * 100.0, m.name());
         }
