@@ -1,1 +1,943 @@
-//! The model (issue 7): AI per level, attainable performance, bound classification, advice.
+//! The model: arithmetic intensity per level, attainable performance under three roofline
+//! models, bound classification and one line of advice per regime.
+//!
+//! - **Classic (DRAM) model**: `min(peak, BW_dram · AI_dram)`, AI over the bytes DRAM serves.
+//! - **Cache-aware model** (CARM, Ilić, Pratas & Sousa 2014): one AI, the core-side one
+//!   (flops over every byte the core loads and stores, stack included), read against each
+//!   level's roof `BW_l · AI_core`; the attainable figure is the top of them (the L1 roof,
+//!   else the highest bandwidth roof known), capped by the peak.
+//! - **Hierarchical model**: `min(peak, min_l BW_l · AI_l)`, each level's own AI against its
+//!   own roof (`core` bytes against the `l1` roof). The tightest of the three when per-level
+//!   bytes are known, so it drives `roof_fraction` and the bound; the others are reported
+//!   beside it, each tagged with its [`ModelKind`].
+//!
+//! Bound classification ([`classify`]), in order:
+//! 1. **overhead** when a fixed cost dominates T: either the point carries a sweep fit
+//!    `T(n) = a + b·n` (`extra.fixed_seconds = a`) with `a ≥ OVERHEAD_FIXED_SHARE · T`, or T is
+//!    below [`OVERHEAD_SECONDS`] while reaching less than [`OVERHEAD_ROOF_FRACTION`] of the roof;
+//! 2. otherwise the lowest roof at the point's intensities: a memory level (`memory at l2`), or
+//!    compute. Compute is named by the ISA the point's flops run at (its widest flop class),
+//!    and that ISA's own roof counts too: scalar code tops out at the scalar roof long before
+//!    an L1 roof, and "compute-bound at scalar" is the useful diagnosis (advice: wider SIMD).
+//!
+//! Roofs come from a report's `ceilings` ([`Roofs`]), from a `roofline.ceilings/1` file
+//! ([`RoofSet::from_ceilings_json`]) or from the machine model's theoretical peaks
+//! ([`RoofSet::theoretical`]).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::error::Error;
+use crate::machine::MachineModel;
+use crate::report::schema::{Bound, Point, Report, Roofs, check_schema, level};
+
+/// T below this is suspicious of call overhead (timer, launch, page faults).
+pub const OVERHEAD_SECONDS: f64 = 20e-6;
+/// ...when the point also reaches less than this fraction of its roof.
+pub const OVERHEAD_ROOF_FRACTION: f64 = 0.10;
+/// A sweep's fitted fixed cost `a` at or above this share of T means overhead-bound.
+pub const OVERHEAD_FIXED_SHARE: f64 = 0.5;
+
+pub const CEILINGS_SCHEMA: &str = "roofline.ceilings/1";
+
+/// Which roofline model a number comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Classic: DRAM roof against DRAM AI.
+    Dram,
+    /// Cache-aware (CARM): core-side AI against each level's roof.
+    CacheAware,
+    /// Each level's AI against its own roof, minimum over levels.
+    Hierarchical,
+}
+
+impl ModelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Dram => "classic (DRAM)",
+            ModelKind::CacheAware => "cache-aware",
+            ModelKind::Hierarchical => "hierarchical",
+        }
+    }
+    pub fn key(self) -> &'static str {
+        match self {
+            ModelKind::Dram => "dram",
+            ModelKind::CacheAware => "cache-aware",
+            ModelKind::Hierarchical => "hierarchical",
+        }
+    }
+}
+
+/// One compute roof: GFLOP/s of a precision at an ISA, with or without FMA.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComputeRoof {
+    pub precision: String,
+    pub isa: String,
+    pub fma: bool,
+    pub gflops: f64,
+    /// Measured (solid in plots) or theoretical (dashed).
+    pub empirical: bool,
+}
+
+impl ComputeRoof {
+    /// `double.avx512.fma` / `double.avx512.nofma`.
+    pub fn key(&self) -> String {
+        format!("{}.{}.{}", self.precision, self.isa, if self.fma { "fma" } else { "nofma" })
+    }
+    /// `AVX-512 FMA` / `scalar no-FMA`.
+    pub fn label(&self) -> String {
+        format!("{} {}", isa_label(&self.isa), if self.fma { "FMA" } else { "no-FMA" })
+    }
+}
+
+/// One bandwidth roof: GB/s of a memory level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandwidthRoof {
+    pub level: String,
+    pub gbs: f64,
+    pub empirical: bool,
+}
+
+/// All roofs known for a report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoofSet {
+    pub compute: Vec<ComputeRoof>,
+    pub bandwidth: Vec<BandwidthRoof>,
+    pub threads: Option<u32>,
+}
+
+/// ISA display name.
+pub fn isa_label(isa: &str) -> String {
+    match isa {
+        "scalar" => "scalar".into(),
+        "sse" => "SSE".into(),
+        "avx" => "AVX".into(),
+        "avx2" => "AVX2".into(),
+        "avx512" => "AVX-512".into(),
+        other => other.to_ascii_uppercase(),
+    }
+}
+
+/// Order of ISAs from narrow to wide (unknown ones last).
+pub fn isa_rank(isa: &str) -> usize {
+    ["scalar", "sse", "avx", "avx2", "avx512"]
+        .iter()
+        .position(|i| *i == isa)
+        .unwrap_or(5)
+}
+
+/// Order of memory levels from the core outwards.
+pub fn level_rank(level: &str) -> usize {
+    ["core", "l1", "l2", "l3", "dram"].iter().position(|l| *l == level).unwrap_or(5)
+}
+
+/// Display name of a level: `L1`, `DRAM`, `core`.
+pub fn level_label(level: &str) -> String {
+    match level {
+        "core" | "stack" => level.to_string(),
+        other => other.to_ascii_uppercase(),
+    }
+}
+
+/// The bandwidth roof a level's bytes are read against: `core` bytes against `l1`.
+fn roof_level_for(level: &str) -> &str {
+    if level == level::CORE { level::L1 } else { level }
+}
+
+/// `roofline.ceilings/1` as written by `roofline ceilings` (only the fields read here).
+#[derive(Debug, Clone, Deserialize)]
+struct CeilingsDoc {
+    schema: String,
+    #[serde(default)]
+    compute: Vec<CeilingsCompute>,
+    #[serde(default)]
+    bandwidth: Vec<CeilingsBandwidth>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct CeilingsCompute {
+    precision: String,
+    isa: String,
+    fma: bool,
+    #[serde(default = "one")]
+    threads: u32,
+    gflops: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct CeilingsBandwidth {
+    level: String,
+    #[serde(default = "one")]
+    threads: u32,
+    gbs: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl RoofSet {
+    /// The roofs stored in a report (`Report.ceilings`). Keys are `precision.isa[.fma|.nofma]`.
+    pub fn from_roofs(r: &Roofs) -> RoofSet {
+        let empirical = r.kind != "theoretical";
+        let mut compute = Vec::new();
+        for (key, &g) in &r.compute_gflops {
+            let mut parts = key.split('.');
+            let (Some(precision), Some(isa)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let fma = parts.next() == Some("fma");
+            if g.is_finite() && g > 0.0 {
+                compute.push(ComputeRoof {
+                    precision: precision.to_string(),
+                    isa: isa.to_string(),
+                    fma,
+                    gflops: g,
+                    empirical,
+                });
+            }
+        }
+        let bandwidth = r
+            .bandwidth_gbs
+            .iter()
+            .filter(|(_, g)| g.is_finite() && **g > 0.0)
+            .map(|(l, &g)| BandwidthRoof {
+                level: l.clone(),
+                gbs: g,
+                empirical,
+            })
+            .collect();
+        let mut s = RoofSet {
+            compute,
+            bandwidth,
+            threads: r.threads,
+        };
+        s.sort();
+        s
+    }
+
+    /// The summary stored in a report's `ceilings` field.
+    pub fn to_roofs(&self) -> Roofs {
+        let all = self.compute.iter().all(|c| c.empirical) && self.bandwidth.iter().all(|b| b.empirical);
+        let none = !self.compute.iter().any(|c| c.empirical) && !self.bandwidth.iter().any(|b| b.empirical);
+        Roofs {
+            // `mixed`: measured roofs completed by theoretical ones (read back as measured).
+            kind: if all {
+                "empirical"
+            } else if none {
+                "theoretical"
+            } else {
+                "mixed"
+            }
+            .to_string(),
+            compute_gflops: self.compute.iter().map(|c| (c.key(), c.gflops)).collect(),
+            bandwidth_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.gbs)).collect(),
+            threads: self.threads,
+        }
+    }
+
+    /// Read a `roofline.ceilings/1` file. Where several thread counts were measured, the roofs
+    /// of `threads` are used (or the largest count when `threads` is None or absent); where
+    /// several kernels measured one level, the fastest one is that level's roof.
+    pub fn from_ceilings_json(text: &str, origin: &str, threads: Option<u32>) -> Result<RoofSet, Error> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::input(
+                format!("{origin}: not JSON ({e})"),
+                "pass a file written by `roofline ceilings -o ceilings.json`",
+            )
+        })?;
+        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        check_schema(schema, "roofline.ceilings", 1, origin)?;
+        let doc: CeilingsDoc = serde_json::from_value(v).map_err(|e| {
+            Error::input(
+                format!("{origin}: not a valid {CEILINGS_SCHEMA} document ({e})"),
+                "re-create it with `roofline ceilings`",
+            )
+        })?;
+        debug_assert!(doc.schema.starts_with("roofline.ceilings"));
+        let bad = |what: String| Error::input(format!("{origin}: {what}"), "re-create it with `roofline ceilings`");
+        for c in &doc.compute {
+            if !(c.gflops.is_finite() && c.gflops > 0.0) {
+                return Err(bad(format!(
+                    "compute roof {}.{} has an impossible value {}",
+                    c.precision, c.isa, c.gflops
+                )));
+            }
+        }
+        for b in &doc.bandwidth {
+            if !(b.gbs.is_finite() && b.gbs > 0.0) {
+                return Err(bad(format!("bandwidth roof {} has an impossible value {}", b.level, b.gbs)));
+            }
+        }
+        let pick = |available: Vec<u32>| -> Option<u32> {
+            match threads {
+                Some(t) if available.contains(&t) => Some(t),
+                _ => available.into_iter().max(),
+            }
+        };
+        let ct = pick(doc.compute.iter().map(|c| c.threads).collect());
+        let bt = pick(doc.bandwidth.iter().map(|b| b.threads).collect());
+        let mut compute: Vec<ComputeRoof> = Vec::new();
+        for c in doc.compute.iter().filter(|c| Some(c.threads) == ct) {
+            let precision = c.precision.to_ascii_lowercase();
+            let isa = c.isa.to_ascii_lowercase();
+            match compute
+                .iter_mut()
+                .find(|r| r.precision == precision && r.isa == isa && r.fma == c.fma)
+            {
+                Some(r) => r.gflops = r.gflops.max(c.gflops),
+                None => compute.push(ComputeRoof {
+                    precision,
+                    isa,
+                    fma: c.fma,
+                    gflops: c.gflops,
+                    empirical: true,
+                }),
+            }
+        }
+        let mut bandwidth: Vec<BandwidthRoof> = Vec::new();
+        for b in doc.bandwidth.iter().filter(|b| Some(b.threads) == bt) {
+            let lvl = b.level.to_ascii_lowercase();
+            match bandwidth.iter_mut().find(|r| r.level == lvl) {
+                Some(r) => r.gbs = r.gbs.max(b.gbs),
+                None => bandwidth.push(BandwidthRoof {
+                    level: lvl,
+                    gbs: b.gbs,
+                    empirical: true,
+                }),
+            }
+        }
+        if compute.is_empty() && bandwidth.is_empty() {
+            return Err(bad("holds no roofs".into()));
+        }
+        let mut s = RoofSet {
+            compute,
+            bandwidth,
+            threads: ct.or(bt),
+        };
+        s.sort();
+        Ok(s)
+    }
+
+    /// Theoretical roofs of `threads` cores from the machine model: per-core peaks times
+    /// threads (FMA; no-FMA taken as half, one add or multiply per FMA slot), and per-core
+    /// bytes/cycle times the clock times threads for each level the platform knows.
+    pub fn theoretical(m: &MachineModel, threads: u32) -> RoofSet {
+        let t = f64::from(threads.clamp(1, m.cores.max(1)));
+        let mut compute = Vec::new();
+        for (precision, by) in [
+            ("double", &m.peak_gflops_per_core.double),
+            ("single", &m.peak_gflops_per_core.single),
+        ] {
+            for isa in crate::machine::ByIsa::ISAS {
+                if let Some(g) = by.get(isa).filter(|g| g.is_finite() && *g > 0.0) {
+                    for fma in [true, false] {
+                        compute.push(ComputeRoof {
+                            precision: precision.into(),
+                            isa: isa.to_string(),
+                            fma,
+                            gflops: if fma { g * t } else { g * t / 2.0 },
+                            empirical: false,
+                        });
+                    }
+                }
+            }
+        }
+        let f = &m.frequency_ghz;
+        let ghz = f.override_ghz.or(f.measured).or(f.nominal).filter(|g| *g > 0.0);
+        let mut bandwidth = Vec::new();
+        if let Some(ghz) = ghz {
+            for (lvl, bpc) in &m.bytes_per_cycle {
+                if bpc.is_finite() && *bpc > 0.0 {
+                    bandwidth.push(BandwidthRoof {
+                        level: lvl.to_ascii_lowercase(),
+                        gbs: bpc * ghz * t,
+                        empirical: false,
+                    });
+                }
+            }
+        }
+        let mut s = RoofSet {
+            compute,
+            bandwidth,
+            threads: Some(t as u32),
+        };
+        s.sort();
+        s
+    }
+
+    /// Theoretical roofs from a report's `machine` JSON, when it is a `roofline.machine/1`.
+    pub fn theoretical_from_json(machine: &serde_json::Value, threads: u32) -> Option<RoofSet> {
+        let m: MachineModel = serde_json::from_value(machine.clone()).ok()?;
+        let s = RoofSet::theoretical(&m, threads);
+        (!s.is_empty()).then_some(s)
+    }
+
+    /// The roofs to use for a report: `--ceilings` first, then the report's own, then theoretical
+    /// from its machine model. Where an empirical set lacks a level or ISA that the theory knows,
+    /// the theoretical roof is added (dashed in plots).
+    pub fn for_report(report: &Report, ceilings: Option<&RoofSet>) -> RoofSet {
+        let threads = report.points.iter().map(|p| p.threads).max().unwrap_or(1);
+        let mut s = match (ceilings, &report.ceilings) {
+            (Some(c), _) => c.clone(),
+            (None, Some(r)) => RoofSet::from_roofs(r),
+            (None, None) => RoofSet::default(),
+        };
+        if let Some(theory) = RoofSet::theoretical_from_json(&report.machine, s.threads.unwrap_or(threads)) {
+            s.fill_from(&theory);
+        }
+        s
+    }
+
+    /// Add the roofs of `other` this set lacks (same level, or same precision+ISA+FMA).
+    pub fn fill_from(&mut self, other: &RoofSet) {
+        for c in &other.compute {
+            if !self
+                .compute
+                .iter()
+                .any(|r| r.precision == c.precision && r.isa == c.isa && r.fma == c.fma)
+            {
+                self.compute.push(c.clone());
+            }
+        }
+        for b in &other.bandwidth {
+            if !self.bandwidth.iter().any(|r| r.level == b.level) {
+                self.bandwidth.push(b.clone());
+            }
+        }
+        if self.threads.is_none() {
+            self.threads = other.threads;
+        }
+        self.sort();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.compute.is_empty() && self.bandwidth.is_empty()
+    }
+
+    fn sort(&mut self) {
+        self.compute.sort_by(|a, b| {
+            (a.precision.as_str(), isa_rank(&a.isa), a.fma, a.isa.as_str()).cmp(&(
+                b.precision.as_str(),
+                isa_rank(&b.isa),
+                b.fma,
+                b.isa.as_str(),
+            ))
+        });
+        self.bandwidth.sort_by_key(|b| (level_rank(&b.level), b.level.clone()));
+    }
+
+    /// The highest compute roof of a precision (any ISA), falling back to any precision.
+    pub fn peak(&self, precision: &str) -> Option<&ComputeRoof> {
+        let by_gflops = |a: &&ComputeRoof, b: &&ComputeRoof| a.gflops.total_cmp(&b.gflops);
+        self.compute
+            .iter()
+            .filter(|c| c.precision == precision)
+            .max_by(by_gflops)
+            .or_else(|| self.compute.iter().max_by(by_gflops))
+    }
+
+    /// The best roof for code running at `isa` (FMA if measured, else without).
+    pub fn at_isa(&self, precision: &str, isa: &str) -> Option<&ComputeRoof> {
+        self.compute
+            .iter()
+            .filter(|c| c.precision == precision && c.isa == isa)
+            .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
+    }
+
+    pub fn bandwidth(&self, level: &str) -> Option<f64> {
+        self.bandwidth.iter().find(|b| b.level == level).map(|b| b.gbs)
+    }
+
+    /// The roof the core-side AI is read against: L1, else the highest bandwidth known.
+    pub fn top_bandwidth(&self) -> Option<&BandwidthRoof> {
+        self.bandwidth
+            .iter()
+            .find(|b| b.level == level::L1)
+            .or_else(|| self.bandwidth.iter().max_by(|a, b| a.gbs.total_cmp(&b.gbs)))
+    }
+}
+
+/// The precision of a point's flops: from its flop classes (`…_double` / `…_single`), else double.
+pub fn point_precision(p: &Point) -> &'static str {
+    let mut double = 0.0;
+    let mut single = 0.0;
+    for (k, v) in &p.flops.by_class {
+        if k.contains("single") || k.contains("float") {
+            single += v;
+        } else if k.contains("double") {
+            double += v;
+        }
+    }
+    if single > double { "single" } else { "double" }
+}
+
+/// The widest ISA the point's flops run at, from its flop classes (`scalar_double` → scalar,
+/// `packed128_*` → sse, `packed256_*` → avx2, `packed512_*` → avx512). None when unknown.
+pub fn point_isa(p: &Point) -> Option<&'static str> {
+    p.flops
+        .by_class
+        .iter()
+        .filter(|(_, v)| **v > 0.0)
+        .filter_map(|(k, _)| {
+            if k.starts_with("scalar") {
+                Some("scalar")
+            } else if k.contains("512") {
+                Some("avx512")
+            } else if k.contains("256") {
+                Some("avx2")
+            } else if k.contains("128") {
+                Some("sse")
+            } else {
+                None
+            }
+        })
+        .max_by_key(|i| isa_rank(i))
+}
+
+/// What limits an attainable figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Limiter {
+    Compute { isa: String, fma: bool },
+    Memory { level: String },
+}
+
+/// An attainable performance and the model it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attainable {
+    pub model: ModelKind,
+    pub gflops: f64,
+    pub limiter: Limiter,
+}
+
+/// Everything the model says about one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// AI per level (core uses core + stack bytes).
+    pub ai: BTreeMap<String, f64>,
+    /// One entry per model the roofs and bytes allow.
+    pub attainable: Vec<Attainable>,
+    /// The model `roof_fraction` and the bound are read from (the tightest available).
+    pub primary: Option<ModelKind>,
+    pub roof_fraction: Option<f64>,
+    pub bound: Bound,
+    pub advice: String,
+    /// Why the point cannot be placed on a roofline (zero time, zero flops, no bytes).
+    pub skipped: Option<String>,
+}
+
+impl Analysis {
+    pub fn get(&self, model: ModelKind) -> Option<&Attainable> {
+        self.attainable.iter().find(|a| a.model == model)
+    }
+}
+
+/// AI per level, core-side AI over core + stack bytes (as [`Point::derive`] stores them).
+pub fn ai_per_level(p: &Point) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (lvl, b) in &p.bytes {
+        if lvl == level::STACK {
+            continue;
+        }
+        let bytes = if lvl == level::CORE {
+            p.core_side_bytes().unwrap_or(*b)
+        } else {
+            *b
+        };
+        if bytes > 0.0 && p.flops.total > 0.0 {
+            out.insert(lvl.clone(), p.flops.total / bytes);
+        }
+    }
+    out
+}
+
+/// Why a point cannot be placed, if it cannot.
+pub fn unplaceable(p: &Point) -> Option<String> {
+    if !(p.seconds > 0.0 && p.seconds.is_finite()) {
+        return Some("zero time: T was not measured or rounded to 0".into());
+    }
+    if p.flops.total.is_nan() || p.flops.total <= 0.0 {
+        return Some("zero flops: W is 0, a roofline needs flops (use GB/s views)".into());
+    }
+    if !p.bytes.iter().any(|(l, b)| l != level::STACK && *b > 0.0) {
+        return Some("zero bytes: no level has traffic, AI is undefined".into());
+    }
+    None
+}
+
+fn compute_limiter(c: &ComputeRoof) -> Limiter {
+    Limiter::Compute {
+        isa: c.isa.clone(),
+        fma: c.fma,
+    }
+}
+
+/// Classic model: `min(peak, BW_dram · AI_dram)`.
+pub fn attainable_dram(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
+    let peak = roofs.peak(point_precision(p))?;
+    let ai = *ai_per_level(p).get(level::DRAM)?;
+    let bw = roofs.bandwidth(level::DRAM)?;
+    Some(min_of(ModelKind::Dram, peak, [(level::DRAM.to_string(), bw * ai)]))
+}
+
+/// Cache-aware model: the core-side AI against each level's roof; the attainable figure is
+/// the top one (L1, else the highest bandwidth), capped by the peak. Returns that and the
+/// per-level roofs at the point's core AI.
+pub fn attainable_cache_aware(p: &Point, roofs: &RoofSet) -> Option<(Attainable, BTreeMap<String, f64>)> {
+    let peak = roofs.peak(point_precision(p))?;
+    let ai = *ai_per_level(p).get(level::CORE)?;
+    let per_level: BTreeMap<String, f64> = roofs
+        .bandwidth
+        .iter()
+        .map(|b| (b.level.clone(), (b.gbs * ai).min(peak.gflops)))
+        .collect();
+    let top = roofs.top_bandwidth()?;
+    Some((min_of(ModelKind::CacheAware, peak, [(top.level.clone(), top.gbs * ai)]), per_level))
+}
+
+/// Hierarchical model: `min(peak, min_l BW_l · AI_l)` over levels with both bytes and a roof.
+pub fn attainable_hierarchical(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
+    let peak = roofs.peak(point_precision(p))?;
+    let candidates: Vec<(String, f64)> = ai_per_level(p)
+        .iter()
+        .filter_map(|(lvl, ai)| {
+            roofs
+                .bandwidth(roof_level_for(lvl))
+                .map(|bw| (roof_level_for(lvl).to_string(), bw * ai))
+        })
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    Some(min_of(ModelKind::Hierarchical, peak, candidates))
+}
+
+fn min_of(model: ModelKind, peak: &ComputeRoof, memory: impl IntoIterator<Item = (String, f64)>) -> Attainable {
+    let mut best = Attainable {
+        model,
+        gflops: peak.gflops,
+        limiter: compute_limiter(peak),
+    };
+    for (lvl, g) in memory {
+        if g < best.gflops {
+            best = Attainable {
+                model,
+                gflops: g,
+                limiter: Limiter::Memory { level: lvl },
+            };
+        }
+    }
+    best
+}
+
+/// One line of advice per regime (the classic table).
+pub fn advice(bound: &Bound) -> String {
+    match bound {
+        Bound::Overhead => "overhead-bound: a fixed cost dominates — bigger batches, fewer calls/launches, fuse small kernels".into(),
+        Bound::Memory { level } => format!(
+            "memory-bound at {}: fuse passes, block/tile for a closer cache level, fewer passes over the data, narrower types",
+            level_label(level)
+        ),
+        Bound::Compute { isa } => {
+            if isa_rank(isa) < isa_rank("avx512") {
+                format!(
+                    "compute-bound at {}: wider SIMD (vectorize to a wider ISA), use FMA, more independent accumulators",
+                    isa_label(isa)
+                )
+            } else {
+                format!(
+                    "compute-bound at {}: use FMA, more independent accumulators to hide latency",
+                    isa_label(isa)
+                )
+            }
+        }
+        Bound::Unknown => "unknown: no roofs or no placeable figures for this point".into(),
+    }
+}
+
+/// Analyse a point against a set of roofs.
+pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
+    let ai = ai_per_level(p);
+    if let Some(why) = unplaceable(p) {
+        let bound = Bound::Unknown;
+        return Analysis {
+            ai,
+            attainable: vec![],
+            primary: None,
+            roof_fraction: None,
+            advice: advice(&bound),
+            bound,
+            skipped: Some(why),
+        };
+    }
+    let mut attainable = Vec::new();
+    attainable.extend(attainable_dram(p, roofs));
+    attainable.extend(attainable_cache_aware(p, roofs).map(|(a, _)| a));
+    attainable.extend(attainable_hierarchical(p, roofs));
+    // The tightest model available: hierarchical, then classic, then cache-aware.
+    let primary = [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware]
+        .into_iter()
+        .find(|m| attainable.iter().any(|a| a.model == *m));
+    let achieved = p.gflops.unwrap_or(0.0);
+    let prim = primary.and_then(|m| attainable.iter().find(|a| a.model == m));
+    let roof_fraction = prim.filter(|a| a.gflops > 0.0).map(|a| achieved / a.gflops);
+    let bound = classify(p, roofs, prim, roof_fraction);
+    Analysis {
+        ai,
+        attainable,
+        primary,
+        roof_fraction,
+        advice: advice(&bound),
+        bound,
+        skipped: None,
+    }
+}
+
+/// The bound of a placeable point given its primary attainable figure.
+pub fn classify(p: &Point, roofs: &RoofSet, primary: Option<&Attainable>, roof_fraction: Option<f64>) -> Bound {
+    let fixed_share = p
+        .extra
+        .get("fixed_seconds")
+        .and_then(|v| v.as_f64())
+        .filter(|a| a.is_finite() && *a >= 0.0)
+        .map(|a| a / p.seconds);
+    if fixed_share.is_some_and(|s| s >= OVERHEAD_FIXED_SHARE) {
+        return Bound::Overhead;
+    }
+    if p.seconds < OVERHEAD_SECONDS && roof_fraction.is_some_and(|f| f < OVERHEAD_ROOF_FRACTION) {
+        return Bound::Overhead;
+    }
+    let Some(prim) = primary else { return Bound::Unknown };
+    let own_isa = point_isa(p);
+    // The point's own ISA roof caps it before the memory roof does: compute-bound at that ISA.
+    if let Some(isa) = own_isa
+        && let Some(r) = roofs.at_isa(point_precision(p), isa)
+        && r.gflops < prim.gflops
+    {
+        return Bound::Compute { isa: isa.to_string() };
+    }
+    match &prim.limiter {
+        Limiter::Memory { level } => Bound::Memory { level: level.clone() },
+        Limiter::Compute { isa, .. } => Bound::Compute {
+            isa: own_isa.map(str::to_string).unwrap_or_else(|| isa.clone()),
+        },
+    }
+}
+
+/// Fit `T(n) = a + b·n` by least squares over a sweep; returns `(a, b)`. None with fewer than
+/// two distinct sizes. The fixed cost `a` (clamped at 0) goes in `extra.fixed_seconds` of
+/// each swept point so [`classify`] can call it overhead.
+pub fn fixed_cost_fit(sizes: &[f64], seconds: &[f64]) -> Option<(f64, f64)> {
+    let n = sizes.len().min(seconds.len());
+    if n < 2 {
+        return None;
+    }
+    let (xs, ys) = (&sizes[..n], &seconds[..n]);
+    let mx = xs.iter().sum::<f64>() / n as f64;
+    let my = ys.iter().sum::<f64>() / n as f64;
+    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    if sxx.is_nan() || sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    (a.is_finite() && b.is_finite()).then_some((a.max(0.0), b))
+}
+
+/// Fill each point's `bound` and `roof_fraction` and record the model's figures in
+/// `extra.model` (attainable per model, primary model, advice, skip reason).
+pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
+    let mut out = Vec::with_capacity(report.points.len());
+    for p in &mut report.points {
+        p.derive();
+        let a = analyse(p, roofs);
+        p.bound = (a.skipped.is_none()).then(|| a.bound.clone());
+        p.roof_fraction = a.roof_fraction;
+        let attainable: serde_json::Map<String, serde_json::Value> = a
+            .attainable
+            .iter()
+            .map(|x| (x.model.key().to_string(), serde_json::json!(x.gflops)))
+            .collect();
+        p.extra.insert(
+            "model".into(),
+            serde_json::json!({
+                "attainable_gflops": attainable,
+                "roof_fraction_model": a.primary.map(|m| m.key()),
+                "advice": a.advice,
+                "skipped": a.skipped,
+            }),
+        );
+        out.push(a);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::schema::{Bytes, Flops, Provenance};
+
+    fn roofs() -> RoofSet {
+        let mut r = Roofs {
+            kind: "empirical".into(),
+            threads: Some(1),
+            ..Default::default()
+        };
+        r.compute_gflops.insert("double.avx512.fma".into(), 100.0);
+        r.compute_gflops.insert("double.avx512.nofma".into(), 50.0);
+        r.compute_gflops.insert("double.scalar.fma".into(), 10.0);
+        r.bandwidth_gbs.insert("l1".into(), 400.0);
+        r.bandwidth_gbs.insert("l2".into(), 200.0);
+        r.bandwidth_gbs.insert("l3".into(), 100.0);
+        r.bandwidth_gbs.insert("dram".into(), 20.0);
+        RoofSet::from_roofs(&r)
+    }
+
+    fn point(flops: f64, class: &str, bytes: &[(&str, f64)], secs: f64) -> Point {
+        let mut by_class = BTreeMap::new();
+        by_class.insert(class.to_string(), flops);
+        let b: Bytes = bytes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        Point::new(
+            "p",
+            Provenance {
+                flops: None,
+                bytes: BTreeMap::new(),
+                seconds: None,
+                notes: vec![],
+            },
+            Flops {
+                total: flops,
+                effective: None,
+                by_class,
+            },
+            b,
+            1,
+            vec![secs],
+        )
+    }
+
+    #[test]
+    fn three_models_by_hand() {
+        // W = 1e9 flop, core 2e9 + stack 2e9 B → AI_core 0.25; L2 1e9 → 1; L3 5e8 → 2; DRAM 1e8 → 10.
+        let p = point(
+            1e9,
+            "packed512_double",
+            &[("core", 2e9), ("stack", 2e9), ("l2", 1e9), ("l3", 5e8), ("dram", 1e8)],
+            0.1,
+        );
+        let r = roofs();
+        let ai = ai_per_level(&p);
+        assert_eq!(ai["core"], 0.25);
+        assert_eq!(ai["dram"], 10.0);
+        // classic: min(100, 20·10=200) = 100, compute
+        let d = attainable_dram(&p, &r).unwrap();
+        assert_eq!(d.gflops, 100.0);
+        assert!(matches!(d.limiter, Limiter::Compute { .. }));
+        // CARM: L1 roof 400·0.25 = 100 → equal to peak: compute (ties keep the peak)
+        let (c, per) = attainable_cache_aware(&p, &r).unwrap();
+        assert_eq!(c.gflops, 100.0);
+        assert_eq!(per["l2"], 50.0);
+        assert_eq!(per["dram"], 5.0);
+        // hierarchical: core 400·.25=100, l2 200·1=200, l3 100·2=200, dram 200 → 100 (peak tie)
+        let h = attainable_hierarchical(&p, &r).unwrap();
+        assert_eq!(h.gflops, 100.0);
+        // Now make L2 traffic heavier: l2 4e9 → AI .25 → 50 GFLOP/s, memory at L2.
+        let p2 = point(1e9, "packed512_double", &[("core", 2e9), ("l2", 4e9), ("dram", 1e8)], 0.1);
+        let h2 = attainable_hierarchical(&p2, &r).unwrap();
+        assert_eq!(h2.gflops, 50.0);
+        assert_eq!(h2.limiter, Limiter::Memory { level: "l2".into() });
+        let a = analyse(&p2, &r);
+        assert_eq!(a.primary, Some(ModelKind::Hierarchical));
+        // achieved 1e9/0.1 = 10 GFLOP/s → 20 % of 50
+        assert!((a.roof_fraction.unwrap() - 0.2).abs() < 1e-12);
+        assert_eq!(a.bound, Bound::Memory { level: "l2".into() });
+        assert!(a.advice.contains("L2"), "{}", a.advice);
+    }
+
+    #[test]
+    fn compute_bound_at_own_isa() {
+        // scalar code with high AI: scalar roof 10 < peak 100 → compute at scalar
+        let p = point(1e9, "scalar_double", &[("core", 1e8), ("dram", 1e7)], 0.2);
+        let a = analyse(&p, &roofs());
+        assert_eq!(a.bound, Bound::Compute { isa: "scalar".into() });
+        assert!(a.advice.contains("wider SIMD"));
+        // avx512 code with high AI: compute at avx512, no "wider SIMD"
+        let p = point(1e9, "packed512_double", &[("core", 1e8), ("dram", 1e7)], 0.02);
+        let a = analyse(&p, &roofs());
+        assert_eq!(a.bound, Bound::Compute { isa: "avx512".into() });
+        assert!(!a.advice.contains("wider SIMD"));
+        assert!((a.roof_fraction.unwrap() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn overhead_rules() {
+        // tiny T (10 µs) and a low roof fraction: 0.1 GFLOP/s against a DRAM roof of 20·0.1 = 2
+        let p = point(1e3, "packed512_double", &[("core", 1e4), ("dram", 1e4)], 1e-5);
+        assert_eq!(analyse(&p, &roofs()).bound, Bound::Overhead);
+        // tiny T but at the roof: not overhead
+        let p = point(1e3, "packed512_double", &[("core", 1e4), ("dram", 1e4)], 5e-7);
+        // 2 GFLOP/s at dram roof 20·0.1 = 2 → fraction 1
+        assert_eq!(analyse(&p, &roofs()).bound, Bound::Memory { level: "dram".into() });
+        // a fitted fixed cost above half of T
+        let mut p = point(1e9, "packed512_double", &[("core", 1e9), ("dram", 1e9)], 1.0);
+        p.extra.insert("fixed_seconds".into(), serde_json::json!(0.6));
+        assert_eq!(analyse(&p, &roofs()).bound, Bound::Overhead);
+        assert!(advice(&Bound::Overhead).contains("bigger batches"));
+    }
+
+    #[test]
+    fn fit_recovers_fixed_cost() {
+        // T = 3e-6 + 2e-9·n exactly
+        let ns = [1e3, 1e4, 1e5, 1e6];
+        let ts: Vec<f64> = ns.iter().map(|n| 3e-6 + 2e-9 * n).collect();
+        let (a, b) = fixed_cost_fit(&ns, &ts).unwrap();
+        assert!((a - 3e-6).abs() < 1e-12, "{a}");
+        assert!((b - 2e-9).abs() < 1e-15, "{b}");
+        assert!(fixed_cost_fit(&[1.0, 1.0], &[1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn unplaceable_points_say_why() {
+        let p = point(1e9, "packed512_double", &[("core", 1e9)], 0.0);
+        assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero time"));
+        let p = point(1e9, "packed512_double", &[("core", 0.0)], 1.0);
+        assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero bytes"));
+        let p = point(0.0, "packed512_double", &[("core", 1.0)], 1.0);
+        assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero flops"));
+    }
+
+    #[test]
+    fn ceilings_file_reader() {
+        let doc = serde_json::json!({
+            "schema": "roofline.ceilings/1",
+            "compute": [
+                {"precision": "double", "isa": "avx512", "fma": true, "threads": 1, "gflops": 80.0, "ghz": 3.0},
+                {"precision": "double", "isa": "avx512", "fma": true, "threads": 2, "gflops": 150.0, "ghz": 3.0},
+                {"precision": "double", "isa": "scalar", "fma": false, "threads": 2, "gflops": 6.0, "ghz": 3.0}
+            ],
+            "bandwidth": [
+                {"level": "L1", "kernel": "load", "threads": 2, "working_set_bytes": 16384, "gbs": 500.0, "bytes_convention": "core"},
+                {"level": "l1", "kernel": "copy", "threads": 2, "working_set_bytes": 16384, "gbs": 450.0, "bytes_convention": "core"},
+                {"level": "dram", "kernel": "triad", "threads": 2, "working_set_bytes": 1e9, "gbs": 30.0, "bytes_convention": "core"}
+            ]
+        });
+        let s = RoofSet::from_ceilings_json(&doc.to_string(), "c.json", None).unwrap();
+        assert_eq!(s.threads, Some(2));
+        assert_eq!(s.peak("double").unwrap().gflops, 150.0);
+        assert_eq!(s.bandwidth("l1"), Some(500.0));
+        assert_eq!(s.compute.len(), 2);
+        let s1 = RoofSet::from_ceilings_json(&doc.to_string(), "c.json", Some(1)).unwrap();
+        assert_eq!(s1.peak("double").unwrap().gflops, 80.0);
+        // round trip through the report's summary
+        let back = RoofSet::from_roofs(&s.to_roofs());
+        assert_eq!(back, s);
+        for bad in ["{", "{\"schema\":\"roofline.report/1\"}", "{\"schema\":\"roofline.ceilings/2\"}"] {
+            assert!(RoofSet::from_ceilings_json(bad, "c.json", None).is_err(), "{bad}");
+        }
+        let neg = doc.to_string().replace("30.0", "-30.0");
+        assert!(RoofSet::from_ceilings_json(&neg, "c.json", None).is_err());
+    }
+}

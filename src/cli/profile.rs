@@ -1,13 +1,302 @@
-//! `roofline profile` (issue 7).
+//! `roofline profile` (and `roofline` with no subcommand): a quick profile of this machine —
+//! machine model, `--quick` ceilings, the kernel suite with native timing — written to
+//! `roofline-report/` (`index.html`, `roofline.svg`, `report.json`), with the summary and
+//! the path printed.
+//!
+//! The measuring steps live in other modules; [`Steps`] is the seam. [`Wired`] is the real
+//! implementation: each method is one call into its module (see the comments there for the
+//! exact calls expected). Everything after the steps (assembling the report, analysing it,
+//! rendering and writing the bundle atomically) is done here and tested with fake steps.
 
 use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
-#[derive(Debug, ClapArgs)]
-pub struct Args {}
+use super::common::ThreadsArg;
+use crate::error::Error;
+use crate::machine::MachineModel;
+use crate::model::RoofSet;
+use crate::report::{self, Environment, Point, Report, bundle};
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline profile` is not built yet",
-        "see issue 7"
-    ))
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Args {
+    /// Directory for index.html, roofline.svg and report.json (created if missing).
+    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = "roofline-report")]
+    pub dir: PathBuf,
+    /// Print the report JSON on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Render the bundle from an existing report instead of measuring.
+    #[arg(long, value_name = "REPORT")]
+    pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub threads: ThreadsArg,
+}
+
+impl Default for Args {
+    /// What `roofline` with no subcommand runs.
+    fn default() -> Args {
+        Args {
+            dir: PathBuf::from(bundle_default_dir()),
+            json: false,
+            from: None,
+            threads: ThreadsArg { threads: "1".into() },
+        }
+    }
+}
+
+fn bundle_default_dir() -> &'static str {
+    "roofline-report"
+}
+
+/// The measuring steps of a profile, in order. Each reports progress on `bar` (a spinner or
+/// its own length) and returns a one-line error (`crate::Error`) when it cannot run.
+pub trait Steps {
+    /// This machine's model (`roofline.machine/1`).
+    fn machine(&mut self, bar: &ProgressBar) -> anyhow::Result<MachineModel>;
+    /// The run environment (host, kernel, governor, VM, clocks, rank).
+    fn environment(&mut self, machine: &MachineModel) -> Environment;
+    /// Quick empirical roofs for `threads` threads.
+    fn ceilings(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet>;
+    /// The kernel suite: one point per kernel (W from perf where the PMU exists, else traced in
+    /// flops mode at small sizes; core Q traced; L2/L3/DRAM Q from perf, else analytic; T
+    /// native), each quantity labelled with its provenance.
+    fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>>;
+}
+
+/// The real steps. Expected wiring (one call each, by the coordinator once the branches land):
+/// - `machine`: `crate::machine::detect(&crate::machine::DetectOptions::default())` (or the
+///   machine module's equivalent) → `MachineModel`;
+/// - `environment`: `crate::report::environment::capture()` (the kernels helper's);
+/// - `ceilings`: `crate::ceilings::quick(machine, threads, bar)` returning the
+///   `roofline.ceilings/1` document, converted with `RoofSet::from_ceilings_json(&doc_json,
+///   "quick ceilings", Some(threads))` (or a direct `RoofSet` if the module offers one);
+/// - `points`: for each `kernels::all()` kernel, the run command's library entry
+///   (`crate::cli::run`'s measuring function with `BackendKind::Auto`, small sizes) →
+///   `Measurement::into_point(kernel.name())`.
+pub struct Wired;
+
+fn not_wired(what: &str) -> anyhow::Error {
+    Error::unavailable(
+        format!("the profile's {what} step is not wired in this build"),
+        "run `roofline profile --from REPORT` to render a report, or `roofline machine|ceilings|run` directly",
+    )
+    .into()
+}
+
+impl Steps for Wired {
+    fn machine(&mut self, _bar: &ProgressBar) -> anyhow::Result<MachineModel> {
+        Err(not_wired("machine detection"))
+    }
+    fn environment(&mut self, _machine: &MachineModel) -> Environment {
+        Environment {
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line: std::env::args().collect(),
+            ..Default::default()
+        }
+    }
+    fn ceilings(&mut self, _machine: &MachineModel, _threads: u32, _bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+        Err(not_wired("quick ceilings"))
+    }
+    fn points(&mut self, _machine: &MachineModel, _threads: u32, _bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
+        Err(not_wired("kernel suite"))
+    }
+}
+
+fn spinner(msg: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed}] {msg}") {
+        bar.set_style(style);
+    }
+    bar.set_message(msg.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+/// Run the steps and assemble the report. A failing ceilings step falls back to the machine's
+/// theoretical roofs (with a warning); a failing machine or kernel step is an error.
+pub fn collect(steps: &mut dyn Steps, threads: u32) -> anyhow::Result<Report> {
+    let bar = spinner("machine model");
+    let machine = steps.machine(&bar)?;
+    bar.finish_and_clear();
+    let env = steps.environment(&machine);
+    let bar = spinner("quick ceilings");
+    let roofs = match steps.ceilings(&machine, threads, &bar) {
+        Ok(r) => r,
+        Err(e) => {
+            bar.suspend(|| eprintln!("roofline: warning: ceilings unavailable ({e:#}); using theoretical peaks"));
+            RoofSet::theoretical(&machine, threads)
+        }
+    };
+    bar.finish_and_clear();
+    let bar = spinner("kernel suite");
+    let points = steps.points(&machine, threads, &bar)?;
+    bar.finish_and_clear();
+    let machine_json = serde_json::to_value(&machine).map_err(|e| anyhow::anyhow!("machine model does not serialize: {e}"))?;
+    let mut report = Report::new(machine_json, env);
+    report.ceilings = (!roofs.is_empty()).then(|| roofs.to_roofs());
+    report.points = points;
+    Ok(report)
+}
+
+/// Profile with the given steps, writing the bundle into `args.dir`.
+pub fn run_with(args: Args, steps: &mut dyn Steps) -> anyhow::Result<i32> {
+    // Output first: nothing is measured if the bundle cannot be written.
+    bundle::check_dir(&args.dir)?;
+    let threads = *args.threads.parse()?.iter().max().unwrap_or(&1) as u32;
+    let (report, name) = match &args.from {
+        Some(p) => (report::read_report(p)?, p.display().to_string()),
+        None => (collect(steps, threads)?, "profile".to_string()),
+    };
+    let (view, written) = bundle::write_bundle(report, &args.dir, &name)?;
+    if args.json {
+        println!("{}", report::json::document(&view).to_json());
+    } else {
+        print!("{}", report::table::render(&view));
+    }
+    let index = written.iter().find(|p| p.ends_with(bundle::INDEX)).cloned().unwrap_or_default();
+    eprintln!("roofline: report written to {} (open {})", args.dir.display(), index.display());
+    Ok(0)
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    run_with(args, &mut Wired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Bytes, Flops, Provenance, Source};
+    use std::collections::BTreeMap;
+
+    /// Fake steps: a two-core machine, roofs and two kernels, the way the real ones report.
+    struct Fake {
+        ceilings_fail: bool,
+    }
+
+    fn machine() -> MachineModel {
+        let doc = serde_json::json!({
+            "schema": "roofline.machine/1", "vendor": "Test", "family": 1, "model": 2, "stepping": 0,
+            "brand": "Test CPU", "microarchitecture": "generic", "microarchitecture_name": "Generic",
+            "identified_by": "generic", "hypervisor": null, "sockets": 1, "cores": 2, "threads": 2, "smt": false,
+            "caches": [], "isa": ["avx2"], "fp_pipes": {}, "fp_pipes_source": "generic guess",
+            "frequency_ghz": {"nominal": 2.0, "nominal_source": "test", "measured": null, "by_isa": {}, "by_isa_all_threads": {}, "override_ghz": null},
+            "peak_gflops": {"double": {"avx2": 64.0}, "single": {}},
+            "peak_gflops_per_core": {"double": {"scalar": 8.0, "avx2": 32.0}, "single": {}},
+            "bytes_per_cycle": {"l1": 64.0, "dram": 8.0}
+        });
+        serde_json::from_value(doc).unwrap()
+    }
+
+    impl Steps for Fake {
+        fn machine(&mut self, _bar: &ProgressBar) -> anyhow::Result<MachineModel> {
+            Ok(machine())
+        }
+        fn environment(&mut self, _m: &MachineModel) -> Environment {
+            Environment {
+                host: Some("fake".into()),
+                ..Default::default()
+            }
+        }
+        fn ceilings(&mut self, m: &MachineModel, threads: u32, _bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+            if self.ceilings_fail {
+                anyhow::bail!("no ceilings")
+            }
+            let mut r = RoofSet::theoretical(m, threads);
+            for c in &mut r.compute {
+                c.empirical = true;
+                c.gflops *= 0.9;
+            }
+            for b in &mut r.bandwidth {
+                b.empirical = true;
+            }
+            Ok(r)
+        }
+        fn points(&mut self, _m: &MachineModel, threads: u32, _bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
+            let mk = |name: &str, flops: f64, core: f64, dram: f64, t: f64| {
+                let mut b = Bytes::new();
+                b.insert("core".into(), core);
+                b.insert("dram".into(), dram);
+                let mut prov = BTreeMap::new();
+                prov.insert("core".to_string(), Source::Trace);
+                prov.insert("dram".to_string(), Source::Analytic);
+                Point::new(
+                    name,
+                    Provenance {
+                        flops: Some(Source::Trace),
+                        bytes: prov,
+                        seconds: Some(Source::Native),
+                        notes: vec![],
+                    },
+                    Flops {
+                        total: flops,
+                        effective: None,
+                        by_class: [("packed256_double".to_string(), flops)].into_iter().collect(),
+                    },
+                    b,
+                    threads,
+                    vec![t, t * 1.1, t * 0.95],
+                )
+            };
+            Ok(vec![mk("triad", 2e7, 3.2e8, 3.2e8, 0.02), mk("dgemm", 2e9, 2e9, 2e7, 0.05)])
+        }
+    }
+
+    #[test]
+    fn profile_writes_the_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("roofline-report");
+        let args = Args {
+            dir: out.clone(),
+            ..Args::default()
+        };
+        assert_eq!(run_with(args, &mut Fake { ceilings_fail: false }).unwrap(), 0);
+        for f in [bundle::INDEX, bundle::SVG, bundle::JSON] {
+            assert!(out.join(f).is_file(), "{f} missing");
+        }
+        let r = report::read_report(&out.join(bundle::JSON)).unwrap();
+        assert_eq!(r.points.len(), 2);
+        assert_eq!(r.environment.host.as_deref(), Some("fake"));
+        // the model ran: bounds and roof fractions filled, empirical roofs kept
+        assert!(r.points.iter().all(|p| p.bound.is_some() && p.roof_fraction.is_some()));
+        let c = r.ceilings.as_ref().unwrap();
+        assert_eq!(c.kind, "empirical");
+        // 32 GFLOP/s per core × 1 thread (the default) × 0.9
+        assert_eq!(c.compute_gflops["double.avx2.fma"], 28.8);
+        let html = std::fs::read_to_string(out.join(bundle::INDEX)).unwrap();
+        assert!(html.contains("triad") && html.contains("<svg"));
+        // no temp files left
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn failing_ceilings_fall_back_to_theory() {
+        let r = collect(&mut Fake { ceilings_fail: true }, 2).unwrap();
+        let c = r.ceilings.unwrap();
+        assert_eq!(c.kind, "theoretical");
+        // 32 GFLOP/s per core × 2 threads
+        assert_eq!(c.compute_gflops["double.avx2.fma"], 64.0);
+        // 8 B/cycle × 2 GHz × 2 threads
+        assert_eq!(c.bandwidth_gbs["dram"], 32.0);
+    }
+
+    #[test]
+    fn unwired_steps_fail_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("bundle");
+        let args = Args {
+            dir: out.clone(),
+            ..Args::default()
+        };
+        let e = run_with(args, &mut Wired).unwrap_err();
+        assert!(e.to_string().contains("not wired"), "{e}");
+        assert!(!out.exists());
+        // a missing parent is refused before measuring
+        let args = Args {
+            dir: dir.path().join("missing/bundle"),
+            ..Args::default()
+        };
+        let e = run_with(args, &mut Fake { ceilings_fail: false }).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
 }

@@ -1,13 +1,118 @@
-//! `roofline report` (issue 7).
+//! `roofline report show REPORT [--json] [-o FILE]` and
+//! `roofline report merge A.json B.json … [-o all.json]`.
 
-use clap::Args as ClapArgs;
+use clap::{Args as ClapArgs, Subcommand};
+use std::path::{Path, PathBuf};
+
+use super::common::OutputArgs;
+use crate::report::{self, Environment, PlotKind, Report, View, merge};
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable(
-        "`roofline report` is not built yet",
-        "see issue 7"
-    ))
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// The terminal summary of a report (or export it: -o x.csv|x.html|x.json|x.svg|x.png|x.txt).
+    Show(ShowArgs),
+    /// Combine reports (runs, nodes, ranks) into one; every point names its source.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct ShowArgs {
+    #[arg(value_name = "REPORT")]
+    pub report: PathBuf,
+    /// Roofs from a `roofline ceilings` file instead of the report's own.
+    #[arg(long, value_name = "FILE")]
+    pub ceilings: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct MergeArgs {
+    #[arg(required = true, num_args = 2.., value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// Write the merged report here (JSON); without it, print it.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub const SHOW_EXTENSIONS: &[&str] = &["csv", "html", "json", "svg", "png", "txt"];
+
+/// Read every report, failing on the first bad one (file + problem).
+pub fn load_reports(paths: &[PathBuf]) -> crate::error::Result<Vec<(String, Report)>> {
+    paths.iter().map(|p| Ok((display_name(p), report::read_report(p)?))).collect()
+}
+
+fn display_name(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Skipped points, on stderr.
+pub fn print_skipped(view: &View) {
+    for (r, p, why) in view.skipped() {
+        eprintln!("roofline: skipped point '{p}' of {r}: {why}");
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    match args.command {
+        ReportCommand::Show(a) => show(a),
+        ReportCommand::Merge(a) => merge_cmd(a),
+    }
+}
+
+fn show(args: ShowArgs) -> anyhow::Result<i32> {
+    let out = args.output.check(SHOW_EXTENSIONS)?;
+    let reports = load_reports(std::slice::from_ref(&args.report))?;
+    let ceilings = args.ceilings.as_deref().map(|p| report::read_ceilings(p, None)).transpose()?;
+    let view = View::new(reports, ceilings.as_ref(), PlotKind::All);
+    if let Some((file, ext)) = out {
+        let data = report::exporter_for(&ext).expect("checked extension").export(&view)?;
+        file.write(&data)?;
+        eprintln!("roofline: wrote {}", file.path.display());
+    }
+    if args.output.json {
+        println!("{}", report::json::document(&view).to_json());
+        print_skipped(&view);
+    } else {
+        print!("{}", report::table::render(&view));
+    }
+    Ok(0)
+}
+
+fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
+    let out = args
+        .output
+        .as_deref()
+        .map(|p| crate::util::OutputFile::check(p, &["json"]))
+        .transpose()?;
+    let inputs = load_reports(&args.reports)?;
+    let env = Environment {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line: std::env::args().collect(),
+        ..Default::default()
+    };
+    let (merged, warnings) = merge::merge(inputs, env);
+    for w in warnings {
+        eprintln!("roofline: warning: {w}");
+    }
+    let text = merged.to_json() + "\n";
+    match out {
+        Some((file, _)) => {
+            file.write(text.as_bytes())?;
+            eprintln!(
+                "roofline: merged {} points from {} sources into {}",
+                merged.points.len(),
+                merged.sources.len(),
+                file.path.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
 }

@@ -1,6 +1,160 @@
-//! Reports: the one schema and its views (one file per output format).
+//! Reports: the one schema and its views, one file per output format behind one trait
+//! ([`Exporter`], like hyperfine's `export/`): `table`, `json`, `csv`, `plot` (SVG, PNG),
+//! `html`. A [`View`] is what every exporter reads: the reports, their roofs and the model's
+//! analysis of every point, computed once.
 
+pub mod bundle;
+pub mod csv;
 pub mod environment;
+pub mod html;
+pub mod json;
+pub mod labels;
+pub mod merge;
+pub mod plot;
 pub mod schema;
+pub mod table;
 
 pub use schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::model::{self, Analysis, RoofSet};
+
+/// Which roofline view(s) a plot draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotKind {
+    /// Cache-aware: core-side AI against every level's roof.
+    Carm,
+    /// Classic: DRAM AI against the DRAM roof.
+    Dram,
+    /// One marker per level (each level's own AI), joined by a line.
+    Hierarchical,
+    /// The three panels side by side.
+    All,
+}
+
+impl PlotKind {
+    /// The single panels this kind draws.
+    pub fn panels(self) -> Vec<PlotKind> {
+        match self {
+            PlotKind::All => vec![PlotKind::Carm, PlotKind::Dram, PlotKind::Hierarchical],
+            k => vec![k],
+        }
+    }
+}
+
+/// One report with the name its points are shown under (file name or merge source).
+#[derive(Debug, Clone)]
+pub struct NamedReport {
+    pub name: String,
+    pub report: Report,
+    /// The roofs its points were analysed against.
+    pub roofs: RoofSet,
+    /// One analysis per point, in order.
+    pub analyses: Vec<Analysis>,
+}
+
+/// What every exporter reads.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub reports: Vec<NamedReport>,
+    /// The roofs drawn (the first report's, or `--ceilings`).
+    pub roofs: RoofSet,
+    pub kind: PlotKind,
+}
+
+impl View {
+    /// Analyse every point of every report. `ceilings` (from `--ceilings FILE`) overrides the
+    /// reports' own roofs; theoretical roofs fill what neither has.
+    pub fn new(reports: Vec<(String, Report)>, ceilings: Option<&RoofSet>, kind: PlotKind) -> View {
+        let reports: Vec<NamedReport> = reports
+            .into_iter()
+            .map(|(name, mut report)| {
+                let roofs = RoofSet::for_report(&report, ceilings);
+                let analyses = model::annotate(&mut report, &roofs);
+                report.ceilings = (!roofs.is_empty()).then(|| roofs.to_roofs());
+                NamedReport {
+                    name,
+                    report,
+                    roofs,
+                    analyses,
+                }
+            })
+            .collect();
+        let roofs = reports.first().map(|r| r.roofs.clone()).unwrap_or_default();
+        View { reports, roofs, kind }
+    }
+
+    /// Every point with its report and analysis.
+    pub fn points(&self) -> impl Iterator<Item = (&NamedReport, &Point, &Analysis)> {
+        self.reports
+            .iter()
+            .flat_map(|r| r.report.points.iter().zip(&r.analyses).map(move |(p, a)| (r, p, a)))
+    }
+
+    /// Points that cannot be placed, with the reason: `(report, point, why)`.
+    pub fn skipped(&self) -> Vec<(&str, &str, &str)> {
+        self.points()
+            .filter_map(|(r, p, a)| a.skipped.as_deref().map(|why| (r.name.as_str(), p.name.as_str(), why)))
+            .collect()
+    }
+
+    /// The name a point is shown under: its merge source when it has one and several
+    /// reports or sources are shown, else its own name.
+    pub fn point_label(&self, r: &NamedReport, p: &Point) -> String {
+        let sources = r.report.sources.len();
+        match &p.source {
+            Some(s) if sources > 1 => format!("{} [{}]", p.name, short_source(s)),
+            _ => p.name.clone(),
+        }
+    }
+}
+
+fn short_source(s: &str) -> &str {
+    let file = s.rsplit('/').next().unwrap_or(s);
+    file.strip_suffix(".json").unwrap_or(file)
+}
+
+/// One output format.
+pub trait Exporter {
+    /// The whole file's bytes (written atomically by the caller).
+    fn export(&self, view: &View) -> Result<Vec<u8>>;
+}
+
+/// The exporter for a file extension (`svg`, `png`, `html`, `csv`, `json`, `txt`).
+pub fn exporter_for(ext: &str) -> Option<Box<dyn Exporter>> {
+    match ext {
+        "svg" => Some(Box::new(plot::SvgExporter)),
+        "png" => Some(Box::new(plot::PngExporter)),
+        "html" | "htm" => Some(Box::new(html::HtmlExporter)),
+        "csv" => Some(Box::new(csv::CsvExporter)),
+        "json" => Some(Box::new(json::JsonExporter)),
+        "txt" => Some(Box::new(table::TableExporter)),
+        _ => None,
+    }
+}
+
+/// Read and validate a report file; errors name the file and the problem.
+pub fn read_report(path: &Path) -> Result<Report> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(
+            format!("{origin}: cannot read ({})", e.kind()),
+            "pass a report written by `roofline … -o report.json`",
+        )
+    })?;
+    Report::from_json(&text, &origin)
+}
+
+/// Read a `roofline.ceilings/1` file.
+pub fn read_ceilings(path: &Path, threads: Option<u32>) -> Result<RoofSet> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(
+            format!("{origin}: cannot read ({})", e.kind()),
+            "pass a file written by `roofline ceilings -o ceilings.json`",
+        )
+    })?;
+    RoofSet::from_ceilings_json(&text, &origin, threads)
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Render an HTML report in a real headless browser (Debian's chromium) at a phone-sized
+# window and check that a screenshot is produced and is not blank.
+#
+#   scripts/check-html.sh [REPORT.html] [SCREENSHOT.png]
+#
+# Without arguments it builds the release binary, writes an HTML report from the
+# before/after fixtures and checks that. Install the browser with `apt-get install -y chromium`.
+# Exit 0: screenshot produced and non-blank; 1: check failed; 2: no browser / bad usage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+browser=""
+for b in chromium chromium-browser google-chrome; do
+  if command -v "$b" >/dev/null 2>&1; then browser="$b"; break; fi
+done
+if [ -z "$browser" ]; then
+  echo "check-html: no chromium found; hint: apt-get install -y chromium" >&2
+  exit 2
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+html="${1:-}"
+shot="${2:-$work/screenshot.png}"
+if [ -z "$html" ]; then
+  cargo build --release --quiet
+  html="$work/report.html"
+  ./target/release/roofline plot tests/fixtures/reports/before.json tests/fixtures/reports/after.json \
+    --kind all -o "$html" >/dev/null
+fi
+[ -f "$html" ] || { echo "check-html: $html: no such file" >&2; exit 2; }
+abs_html=$(cd "$(dirname "$html")" && pwd)/$(basename "$html")
+
+# The page must be self-contained: no scripts, no external resources.
+if grep -Eqi '<script|<link[^>]+href=|src="https?:|url\(https?:' "$abs_html"; then
+  echo "check-html: $html references scripts or external resources" >&2
+  exit 1
+fi
+
+rm -f "$shot"
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
+  --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+  --user-data-dir="$work/profile" --screenshot="$shot" --window-size=390,844 \
+  "file://$abs_html" >"$work/browser.log" 2>&1 || true
+
+if [ ! -s "$shot" ]; then
+  echo "check-html: no screenshot produced; browser log:" >&2
+  tail -20 "$work/browser.log" >&2
+  exit 1
+fi
+
+# Non-blank: the PNG must hold more than a handful of distinct colours. Decode with python3's
+# zlib (PNG IDAT) to avoid extra tools.
+python3 - "$shot" <<'PY'
+import sys, zlib, struct
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
+pos, idat, w, h, ctype = 8, b'', 0, 0, 0
+while pos < len(data):
+    n, kind = struct.unpack('>I4s', data[pos:pos+8])
+    body = data[pos+8:pos+8+n]
+    if kind == b'IHDR':
+        w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
+    elif kind == b'IDAT':
+        idat += body
+    pos += 12 + n
+raw = zlib.decompress(idat)
+bpp = {2: 3, 6: 4, 0: 1, 4: 2}.get(ctype, 4)
+stride = w * bpp + 1
+# Sample the unfiltered bytes of each row (filters change values, but a blank page
+# compresses to a handful of distinct row contents).
+rows = {raw[i*stride+1:(i+1)*stride] for i in range(h)}
+distinct_bytes = len(set(raw))
+print(f"check-html: screenshot {w}x{h}, {len(rows)} distinct rows, {distinct_bytes} distinct byte values")
+if w != 390 or len(rows) < 20 or distinct_bytes < 16:
+    print("check-html: the screenshot looks blank", file=sys.stderr)
+    sys.exit(1)
+PY
+echo "check-html: ok ($shot)"

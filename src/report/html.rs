@@ -1,0 +1,370 @@
+//! HTML export: one self-contained file (inline SVG and CSS; no scripts, no network) with the
+//! machine and environment summary, the roofs, one plot per view, the point table, the
+//! skipped points, and one card of advice per point. Laid out for phone-sized screens first:
+//! plots scale to the width, wide tables scroll inside their own box.
+
+use std::fmt::Write;
+
+use super::{Exporter, PlotKind, View};
+use crate::error::Result;
+use crate::model::{ModelKind, level_label};
+use crate::report::schema::Environment;
+use crate::report::table::{bound_text, seconds, si, sig3};
+
+pub struct HtmlExporter;
+
+/// Escape text for HTML.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// An SVG document made inline and fluid: no XML prolog, width follows the container.
+pub fn inline_svg(svg: &str) -> String {
+    let body = match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    };
+    match body.find('>') {
+        Some(end) => {
+            let head = &body[..end];
+            let head = strip_attr(&strip_attr(head, "width"), "height");
+            format!(
+                "{head} style=\"width:100%;min-width:520px;height:auto\" role=\"img\"{}",
+                &body[end..]
+            )
+        }
+        None => body.to_string(),
+    }
+}
+
+fn strip_attr(tag: &str, name: &str) -> String {
+    let pat = format!(" {name}=\"");
+    match tag.find(&pat) {
+        Some(i) => {
+            let rest = &tag[i + pat.len()..];
+            match rest.find('"') {
+                Some(j) => format!("{}{}", &tag[..i], &rest[j + 1..]),
+                None => tag.to_string(),
+            }
+        }
+        None => tag.to_string(),
+    }
+}
+
+const CSS: &str = "
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:0;padding:12px;color:#222;background:#fafafa;line-height:1.4}
+main{max-width:1100px;margin:0 auto}
+h1{font-size:1.4em;margin:.2em 0 .4em}
+h2{font-size:1.15em;margin:1.2em 0 .4em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:10px}
+.card{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:10px 12px}
+.card h3{font-size:1em;margin:0 0 .3em}
+.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;font-size:.92em}
+.kv dt{color:#666}.kv dd{margin:0;overflow-wrap:anywhere}
+figure{margin:0 0 12px;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px;overflow-x:auto;-webkit-overflow-scrolling:touch}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:10px}
+figure svg{display:block;max-width:100%}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;background:#fff;border:1px solid #e2e2e2;border-radius:8px}
+table{border-collapse:collapse;font-size:.88em;white-space:nowrap}
+th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right}
+th:first-child,td:first-child{text-align:left;position:sticky;left:0;background:#fff}
+th{background:#f3f3f3}
+.bound{font-weight:600}
+.compute{color:#a31515}.memory{color:#1f4e96}.overhead{color:#8a5a00}
+.muted{color:#666;font-size:.9em}
+ul{padding-left:1.2em}
+";
+
+fn kv(o: &mut String, rows: &[(&str, Option<String>)]) {
+    o.push_str("<dl class=\"kv\">");
+    for (k, v) in rows {
+        if let Some(v) = v {
+            let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+        }
+    }
+    o.push_str("</dl>");
+}
+
+fn machine_rows(m: &serde_json::Value) -> Vec<(&'static str, Option<String>)> {
+    let s = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let n = |k: &str| m.get(k).and_then(|v| v.as_u64()).map(|v| v.to_string());
+    let caches = m.get("caches").and_then(|c| c.as_array()).map(|cs| {
+        cs.iter()
+            .filter_map(|c| {
+                let lvl = c.get("level")?.as_u64()?;
+                let kind = c.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+                if kind == "instruction" {
+                    return None;
+                }
+                Some(format!("L{lvl} {}", crate::util::fmt_bytes(c.get("size_bytes")?.as_f64()?)))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let ghz = m.get("frequency_ghz").and_then(|f| {
+        f.get("measured")
+            .and_then(|v| v.as_f64())
+            .map(|g| format!("{g:.2} GHz measured"))
+            .or_else(|| f.get("nominal").and_then(|v| v.as_f64()).map(|g| format!("{g:.2} GHz nominal")))
+    });
+    vec![
+        ("CPU", s("brand")),
+        ("microarchitecture", s("microarchitecture_name").or_else(|| s("microarchitecture"))),
+        (
+            "sockets / cores / threads",
+            match (n("sockets"), n("cores"), n("threads")) {
+                (Some(a), Some(b), Some(c)) => Some(format!("{a} / {b} / {c}")),
+                _ => None,
+            },
+        ),
+        ("caches", caches.filter(|c| !c.is_empty())),
+        ("clock", ghz),
+        ("hypervisor", s("hypervisor")),
+        (
+            "ISA",
+            m.get("isa")
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
+        ),
+    ]
+}
+
+fn env_rows(e: &Environment) -> Vec<(&'static str, Option<String>)> {
+    vec![
+        ("host", e.host.clone()),
+        ("rank", e.rank.map(|r| r.to_string())),
+        ("kernel", e.kernel.clone()),
+        ("governor", e.governor.clone()),
+        ("turbo", e.turbo.map(|t| if t { "on" } else { "off" }.into())),
+        ("SMT", e.smt.map(|t| if t { "on" } else { "off" }.into())),
+        ("hypervisor", e.hypervisor.clone()),
+        ("steal", e.steal_fraction.map(|s| format!("{:.1}%", s * 100.0))),
+        ("measured clock", e.measured_ghz.map(|g| format!("{g:.2} GHz"))),
+        ("compiler", e.compiler.clone()),
+        (
+            "roofline",
+            Some(format!(
+                "{}{}",
+                e.tool_version,
+                e.git_sha.as_deref().map(|g| format!(" ({g})")).unwrap_or_default()
+            )),
+        ),
+        ("command", (!e.command_line.is_empty()).then(|| e.command_line.join(" "))),
+        ("time", e.timestamp.clone()),
+    ]
+}
+
+fn bound_class(b: &crate::report::Bound) -> &'static str {
+    match b {
+        crate::report::Bound::Compute { .. } => "compute",
+        crate::report::Bound::Memory { .. } => "memory",
+        crate::report::Bound::Overhead => "overhead",
+        crate::report::Bound::Unknown => "",
+    }
+}
+
+/// The whole page. Plots are rendered once per view (stacked: each stays readable on a phone).
+pub fn render(view: &View, title: &str) -> Result<String> {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{}</title><style>{CSS}</style></head><body><main>\n<h1>{}</h1>",
+        esc(title),
+        esc(title)
+    );
+    let npoints = view.points().count();
+    let _ = write!(
+        o,
+        "<p class=\"muted\">{} report(s), {} point(s). Generated by roofline {}.</p>",
+        view.reports.len(),
+        npoints,
+        env!("CARGO_PKG_VERSION")
+    );
+    // Machine and environment, per report (and per merge source).
+    o.push_str("<h2>Machine and environment</h2><div class=\"grid\">");
+    for r in &view.reports {
+        if r.report.sources.is_empty() {
+            let _ = write!(o, "<div class=\"card\"><h3>{}</h3>", esc(&r.name));
+            kv(&mut o, &machine_rows(&r.report.machine));
+            kv(&mut o, &env_rows(&r.report.environment));
+            o.push_str("</div>");
+        } else {
+            for s in &r.report.sources {
+                let _ = write!(
+                    o,
+                    "<div class=\"card\"><h3>{} <span class=\"muted\">in {}</span></h3>",
+                    esc(&s.name),
+                    esc(&r.name)
+                );
+                kv(&mut o, &machine_rows(&s.machine));
+                kv(&mut o, &env_rows(&s.environment));
+                o.push_str("</div>");
+            }
+        }
+    }
+    o.push_str("</div>");
+    // Roofs
+    o.push_str("<h2>Roofs</h2>");
+    if view.roofs.is_empty() {
+        o.push_str("<p>No roofs: the report has no ceilings and no machine peaks; pass <code>--ceilings FILE</code>.</p>");
+    } else {
+        o.push_str("<div class=\"grid\"><div class=\"scroll\"><table><tr><th>compute</th><th>GFLOP/s</th><th>source</th></tr>");
+        for c in &view.roofs.compute {
+            let _ = write!(
+                o,
+                "<tr><td>{} {}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.precision),
+                esc(&c.label()),
+                sig3(c.gflops),
+                if c.empirical { "measured" } else { "theoretical" }
+            );
+        }
+        o.push_str("</table></div><div class=\"scroll\"><table><tr><th>memory</th><th>GB/s</th><th>source</th></tr>");
+        for b in &view.roofs.bandwidth {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&level_label(&b.level)),
+                sig3(b.gbs),
+                if b.empirical { "measured" } else { "theoretical" }
+            );
+        }
+        o.push_str("</table></div></div>");
+        if let Some(t) = view.roofs.threads {
+            let _ = write!(o, "<p class=\"muted\">Roofs for {t} thread(s).</p>");
+        }
+    }
+    // Plots
+    o.push_str("<h2>Rooflines</h2><div class=\"plots\">");
+    for kind in PlotKind::All.panels() {
+        let single = View {
+            reports: view.reports.clone(),
+            roofs: view.roofs.clone(),
+            kind,
+        };
+        let (svg, panels) = super::plot::svg_sized(&single, super::plot::COMPACT)?;
+        let _ = write!(o, "<figure>{}", inline_svg(&svg));
+        let mut notes: Vec<String> = panels.iter().flat_map(|p| p.not_shown.iter().cloned()).collect();
+        notes.extend(
+            panels
+                .iter()
+                .flat_map(|p| p.hidden.iter().map(|h| format!("label '{h}' hidden (no free spot)"))),
+        );
+        if !notes.is_empty() {
+            let _ = write!(o, "<figcaption class=\"muted\">Notes: {}</figcaption>", esc(&notes.join("; ")));
+        }
+        o.push_str("</figure>");
+    }
+    o.push_str("</div>");
+    // Advice cards
+    o.push_str("<h2>Bounds and advice</h2><div class=\"grid\">");
+    for (r, p, a) in view.points() {
+        if a.skipped.is_some() {
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<div class=\"card\"><h3>{}</h3><p><span class=\"bound {}\">{}</span>{}</p><p>{}</p></div>",
+            esc(&view.point_label(r, p)),
+            bound_class(&a.bound),
+            esc(&bound_text(&a.bound)),
+            a.roof_fraction
+                .zip(a.primary)
+                .map(|(f, m)| format!(" — {:.0}% of the {} roof", f * 100.0, m.name()))
+                .map(|s| esc(&s))
+                .unwrap_or_default(),
+            esc(&a.advice)
+        );
+    }
+    o.push_str("</div>");
+    // Point table
+    o.push_str("<h2>Points</h2><div class=\"scroll\"><table><tr><th>point</th><th>threads</th><th>T (median)</th><th>spread</th><th>W (flop)</th><th>GFLOP/s</th>");
+    let levels: Vec<String> = super::csv::levels(view).into_iter().filter(|l| l != "stack").collect();
+    for l in &levels {
+        let _ = write!(o, "<th>Q {0}</th><th>GB/s {0}</th><th>AI {0}</th>", esc(l));
+    }
+    o.push_str("<th>hierarchical</th><th>classic</th><th>cache-aware</th><th>roof</th><th>bound</th><th>provenance</th></tr>");
+    for (r, p, a) in view.points() {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&view.point_label(r, p)),
+            p.threads,
+            seconds(p.seconds),
+            p.spread().map(|s| format!("{:.1}%", s * 100.0)).unwrap_or_else(|| "-".into()),
+            si(p.flops.total),
+            p.gflops.map(sig3).unwrap_or_else(|| "-".into())
+        );
+        for l in &levels {
+            let q = p.bytes.get(l).map(|b| format!("{}B", si(*b))).unwrap_or_else(|| "-".into());
+            let g = p.gbs.get(l).map(|x| sig3(*x)).unwrap_or_else(|| "-".into());
+            let ai = a.ai.get(l).map(|x| sig3(*x)).unwrap_or_else(|| "-".into());
+            let _ = write!(o, "<td>{q}</td><td>{g}</td><td>{ai}</td>");
+        }
+        for m in [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware] {
+            let _ = write!(o, "<td>{}</td>", a.get(m).map(|x| sig3(x.gflops)).unwrap_or_else(|| "-".into()));
+        }
+        let prov = {
+            let mut parts = Vec::new();
+            if let Some(s) = p.provenance.flops {
+                parts.push(format!("W {}", s.name()));
+            }
+            for (l, s) in &p.provenance.bytes {
+                parts.push(format!("Q {l} {}", s.name()));
+            }
+            if let Some(s) = p.provenance.seconds {
+                parts.push(format!("T {}", s.name()));
+            }
+            parts.join(", ")
+        };
+        let _ = write!(
+            o,
+            "<td>{}</td><td class=\"bound {}\">{}</td><td>{}</td></tr>",
+            a.roof_fraction.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".into()),
+            bound_class(&a.bound),
+            esc(&if a.skipped.is_some() {
+                "skipped".to_string()
+            } else {
+                bound_text(&a.bound)
+            }),
+            esc(&prov)
+        );
+    }
+    o.push_str("</table></div>");
+    let skipped = view.skipped();
+    if !skipped.is_empty() {
+        o.push_str("<h2>Skipped points</h2><ul>");
+        for (r, p, why) in skipped {
+            let _ = write!(o, "<li><b>{}</b> ({}): {}</li>", esc(p), esc(r), esc(why));
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str(
+        "<p class=\"muted\">Models: <b>classic</b> min(peak, BW<sub>DRAM</sub>·AI<sub>DRAM</sub>); \
+         <b>cache-aware</b> core-side AI against each level's roof (Ilić et al.); \
+         <b>hierarchical</b> min(peak, min<sub>l</sub> BW<sub>l</sub>·AI<sub>l</sub>). \
+         The roof fraction and the bound use the tightest model available.</p>",
+    );
+    o.push_str("</main></body></html>\n");
+    Ok(o)
+}
+
+impl Exporter for HtmlExporter {
+    fn export(&self, view: &View) -> Result<Vec<u8>> {
+        Ok(render(view, "Roofline report")?.into_bytes())
+    }
+}

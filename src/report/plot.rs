@@ -1,0 +1,846 @@
+//! Roofline plots with plotters: SVG and PNG (through the bundled DejaVu Sans, no fontconfig).
+//!
+//! A plot is one panel per view (`carm`, `dram`, `hierarchical`; `all` puts them side by side).
+//! Each panel is laid out first in pixels ([`layout_panel`]: roof lines, ridge points, markers,
+//! error bars, before→after arrows, and labels placed without overlap by [`super::labels`]),
+//! then drawn: axes and grid by plotters' chart, the rest in pixel space on the same mapping.
+//! Empirical roofs are solid, theoretical ones dashed; no-FMA compute roofs are thinner.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::sync::Once;
+
+use super::labels::{self, Label, Rect};
+use super::{Exporter, PlotKind, View};
+use crate::error::{Error, Result};
+use crate::model::{RoofSet, level_label, level_rank, point_precision};
+use crate::report::table::sig3;
+
+/// DejaVu Sans (Bitstream Vera license, assets/DejaVuSans-LICENSE.txt).
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+pub const FONT_FAMILY: &str = "sans-serif";
+pub const FONT_SIZE: f64 = 13.0;
+const SMALL: f64 = 11.0;
+const MARKER_R: f64 = 4.5;
+
+/// Register the bundled font with plotters once (PNG text and text measurement).
+pub fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT);
+    });
+}
+
+/// Text box size in pixels under the bundled font.
+pub fn text_size(text: &str, size: f64) -> (f64, f64) {
+    register_font();
+    let font = FontDesc::new(FontFamily::SansSerif, size, FontStyle::Normal);
+    match font.box_size(text) {
+        Ok((w, h)) => (f64::from(w) + 2.0, f64::from(h).max(size) + 1.0),
+        Err(_) => (text.chars().count() as f64 * size * 0.62 + 2.0, size + 2.0),
+    }
+}
+
+/// Distinct colours for overlaid reports (Tableau 10).
+pub const PALETTE: [(u8, u8, u8); 10] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+];
+
+pub fn report_color(i: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+fn isa_color(isa: &str) -> RGBColor {
+    match isa {
+        "scalar" => RGBColor(120, 120, 120),
+        "sse" => RGBColor(150, 90, 40),
+        "avx" => RGBColor(120, 60, 150),
+        "avx2" => RGBColor(40, 60, 160),
+        "avx512" => RGBColor(170, 20, 20),
+        _ => RGBColor(60, 60, 60),
+    }
+}
+
+fn level_color(level: &str) -> RGBColor {
+    match level {
+        "l1" => RGBColor(0, 128, 128),
+        "l2" => RGBColor(60, 140, 40),
+        "l3" => RGBColor(150, 130, 0),
+        "dram" => RGBColor(20, 40, 120),
+        _ => RGBColor(90, 90, 90),
+    }
+}
+
+/// Marker shape per memory level in the hierarchical view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Circle,
+    Triangle,
+    Square,
+    Diamond,
+}
+
+fn level_shape(level: &str) -> Shape {
+    match level {
+        "core" | "l1" => Shape::Circle,
+        "l2" => Shape::Triangle,
+        "l3" => Shape::Square,
+        _ => Shape::Diamond,
+    }
+}
+
+/// Log-log mapping from data to absolute pixels.
+#[derive(Debug, Clone, Copy)]
+pub struct Mapper {
+    pub x: (f64, f64),
+    pub y: (f64, f64),
+    pub area: Rect,
+}
+
+impl Mapper {
+    pub fn px(&self, x: f64, y: f64) -> (f64, f64) {
+        let fx = (x.ln() - self.x.0.ln()) / (self.x.1.ln() - self.x.0.ln());
+        let fy = (y.ln() - self.y.0.ln()) / (self.y.1.ln() - self.y.0.ln());
+        (self.area.x + fx * self.area.w, self.area.y + self.area.h - fy * self.area.h)
+    }
+}
+
+/// A roof line in data coordinates, already clipped to the panel's ranges.
+#[derive(Debug, Clone)]
+pub struct RoofLine {
+    pub label: String,
+    pub from: (f64, f64),
+    pub to: (f64, f64),
+    pub dashed: bool,
+    pub thin: bool,
+    pub color: RGBColor,
+    pub compute: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub report: usize,
+    pub point: usize,
+    pub level: Option<String>,
+    pub x: f64,
+    pub y: f64,
+    /// GFLOP/s at the slowest and fastest repetition.
+    pub err: Option<(f64, f64)>,
+    pub shape: Shape,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlacedLabel {
+    pub text: String,
+    pub rect: Rect,
+    pub color: RGBColor,
+    pub size: f64,
+}
+
+/// Everything one panel draws, in data and pixel coordinates.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    pub kind: PlotKind,
+    pub title: String,
+    pub map: Mapper,
+    pub roofs: Vec<RoofLine>,
+    /// Ridge points: where a memory roof meets the top compute roof.
+    pub ridges: Vec<(f64, f64)>,
+    pub markers: Vec<Marker>,
+    /// Hierarchical view: the markers of one point joined, per report colour.
+    pub joins: Vec<(usize, Vec<(f64, f64)>)>,
+    /// Before → after, in data coordinates.
+    pub arrows: Vec<((f64, f64), (f64, f64))>,
+    pub labels: Vec<PlacedLabel>,
+    /// Labels that found no free spot (listed under the plot).
+    pub hidden: Vec<String>,
+    /// Points not drawn in this view, with why.
+    pub not_shown: Vec<String>,
+}
+
+fn title(kind: PlotKind) -> &'static str {
+    match kind {
+        PlotKind::Carm => "Cache-aware roofline (core-side AI)",
+        PlotKind::Dram => "Classic roofline (DRAM AI)",
+        PlotKind::Hierarchical | PlotKind::All => "Hierarchical roofline (AI per level)",
+    }
+}
+
+fn precision_of(view: &View) -> &'static str {
+    let (mut d, mut s) = (0, 0);
+    for (_, p, _) in view.points() {
+        if point_precision(p) == "single" { s += 1 } else { d += 1 }
+    }
+    if s > d { "single" } else { "double" }
+}
+
+/// The levels whose roofs a view draws.
+fn drawn_levels(roofs: &RoofSet, kind: PlotKind) -> Vec<(String, f64, bool)> {
+    roofs
+        .bandwidth
+        .iter()
+        .filter(|b| kind != PlotKind::Dram || b.level == "dram")
+        .map(|b| (b.level.clone(), b.gbs, b.empirical))
+        .collect()
+}
+
+/// The (x, y) positions of one point in a view: one for carm/dram, one per level for
+/// hierarchical. Empty with a reason when the point has no figure for this view.
+fn positions(a: &crate::model::Analysis, kind: PlotKind) -> std::result::Result<Vec<(Option<String>, f64)>, String> {
+    if let Some(why) = &a.skipped {
+        return Err(why.clone());
+    }
+    match kind {
+        PlotKind::Carm => {
+            a.ai.get("core")
+                .map(|x| vec![(None, *x)])
+                .ok_or_else(|| "no core bytes".to_string())
+        }
+        PlotKind::Dram => {
+            a.ai.get("dram")
+                .map(|x| vec![(None, *x)])
+                .ok_or_else(|| "no DRAM bytes".to_string())
+        }
+        _ => {
+            let mut v: Vec<(Option<String>, f64)> = a.ai.iter().map(|(l, x)| (Some(l.clone()), *x)).collect();
+            v.sort_by_key(|(l, _)| level_rank(l.as_deref().unwrap_or("")));
+            if v.is_empty() { Err("no bytes".into()) } else { Ok(v) }
+        }
+    }
+}
+
+fn decade_floor(v: f64) -> f64 {
+    10f64.powf(v.log10().floor())
+}
+fn decade_ceil(v: f64) -> f64 {
+    10f64.powf(v.log10().ceil())
+}
+
+/// Axis ranges of a panel: every marker, error bar, ridge and compute roof inside, padded to
+/// whole decades, at least three decades of AI and of GFLOP/s.
+pub fn ranges(view: &View, kind: PlotKind) -> ((f64, f64), (f64, f64)) {
+    let prec = precision_of(view);
+    let mut xs: Vec<f64> = Vec::new();
+    let mut ys: Vec<f64> = Vec::new();
+    for (_, p, a) in view.points() {
+        if let (Ok(pos), Some(g)) = (positions(a, kind), p.gflops) {
+            xs.extend(pos.iter().map(|(_, x)| *x));
+            ys.push(g);
+            if let Some((lo, hi)) = error_bar(p) {
+                ys.push(lo);
+                ys.push(hi);
+            }
+        }
+    }
+    let peak = view.roofs.peak(prec).map(|c| c.gflops);
+    for c in view.roofs.compute.iter().filter(|c| c.precision == prec) {
+        ys.push(c.gflops);
+    }
+    if let Some(pk) = peak {
+        for (_, bw, _) in drawn_levels(&view.roofs, kind) {
+            xs.push(pk / bw);
+        }
+    }
+    let finite = |v: &Vec<f64>| v.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect::<Vec<_>>();
+    let (xs, ys) = (finite(&xs), finite(&ys));
+    let lo = |v: &[f64], d: f64| v.iter().copied().fold(f64::INFINITY, f64::min).min(d);
+    let hi = |v: &[f64], d: f64| v.iter().copied().fold(f64::NEG_INFINITY, f64::max).max(d);
+    let (mut x0, mut x1) = if xs.is_empty() {
+        (0.01, 100.0)
+    } else {
+        (decade_floor(lo(&xs, f64::INFINITY) / 2.0), decade_ceil(hi(&xs, 0.0) * 2.0))
+    };
+    let (mut y0, y1) = if ys.is_empty() {
+        (0.1, 1000.0)
+    } else {
+        (decade_floor(lo(&ys, f64::INFINITY) / 3.0), decade_ceil(hi(&ys, 0.0) * 3.0))
+    };
+    while x1 / x0 < 999.0 {
+        x0 /= 10.0;
+        if x1 / x0 < 999.0 {
+            x1 *= 10.0;
+        }
+    }
+    while y1 / y0 < 999.0 {
+        y0 /= 10.0;
+    }
+    ((x0, x1), (y0, y1))
+}
+
+fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
+    if p.seconds_samples.len() < 2 {
+        return None;
+    }
+    let tmin = p.seconds_samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let tmax = p.seconds_samples.iter().copied().fold(0.0, f64::max);
+    (tmin > 0.0 && tmax > 0.0).then(|| (p.flops.total / tmax / 1e9, p.flops.total / tmin / 1e9))
+}
+
+/// Clip the segment y = bw·x (memory roof) to the ranges, between x0 and x_end.
+fn memory_segment(bw: f64, x_end: f64, xr: (f64, f64), yr: (f64, f64)) -> Option<((f64, f64), (f64, f64))> {
+    let a = xr.0.max(yr.0 / bw);
+    let b = x_end.min(xr.1).min(yr.1 / bw);
+    (a < b).then_some(((a, bw * a), (b, bw * b)))
+}
+
+/// Lay a panel out: roofs, markers, arrows, labels, in the plotting `area` (absolute pixels).
+pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64), area: Rect) -> Panel {
+    let map = Mapper { x: xr, y: yr, area };
+    let prec = precision_of(view);
+    let roofs = &view.roofs;
+    let peak = roofs.peak(prec).cloned();
+    let levels = drawn_levels(roofs, kind);
+    let top_bw = levels.iter().map(|l| l.1).fold(0.0, f64::max);
+    let mut panel = Panel {
+        kind,
+        title: title(kind).to_string(),
+        map,
+        roofs: vec![],
+        ridges: vec![],
+        markers: vec![],
+        joins: vec![],
+        arrows: vec![],
+        labels: vec![],
+        hidden: vec![],
+        not_shown: vec![],
+    };
+    // Roofs: compute roofs from where they meet the highest memory roof drawn; memory roofs
+    // up to the top compute roof (their ridge point).
+    let mut compute: Vec<_> = roofs.compute.iter().filter(|c| c.precision == prec).collect();
+    compute.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
+    for c in &compute {
+        let start = if top_bw > 0.0 { (c.gflops / top_bw).max(xr.0) } else { xr.0 };
+        if c.gflops < yr.0 || c.gflops > yr.1 || start >= xr.1 {
+            continue;
+        }
+        panel.roofs.push(RoofLine {
+            label: format!("{} {} GFLOP/s", c.label(), sig3(c.gflops)),
+            from: (start, c.gflops),
+            to: (xr.1, c.gflops),
+            dashed: !c.empirical,
+            thin: !c.fma,
+            color: isa_color(&c.isa),
+            compute: true,
+        });
+    }
+    for (lvl, bw, empirical) in &levels {
+        let x_end = peak.as_ref().map(|p| p.gflops / bw).unwrap_or(xr.1);
+        if let Some((a, b)) = memory_segment(*bw, x_end, xr, yr) {
+            panel.roofs.push(RoofLine {
+                label: format!("{} {} GB/s", level_label(lvl), sig3(*bw)),
+                from: a,
+                to: b,
+                dashed: !empirical,
+                thin: false,
+                color: level_color(lvl),
+                compute: false,
+            });
+            if peak.is_some() && b.0 < xr.1 && (x_end - b.0).abs() <= x_end * 1e-9 {
+                panel.ridges.push(b);
+            }
+        }
+    }
+    // Markers
+    for (ri, r) in view.reports.iter().enumerate() {
+        for (pi, (p, a)) in r.report.points.iter().zip(&r.analyses).enumerate() {
+            let label = view.point_label(r, p);
+            let pos = match positions(a, kind) {
+                Ok(v) => v,
+                Err(why) => {
+                    // Skipped points are listed once, elsewhere; here only view-specific gaps.
+                    if a.skipped.is_none() {
+                        panel.not_shown.push(format!("{label}: {why}"));
+                    }
+                    continue;
+                }
+            };
+            let Some(g) = p.gflops else { continue };
+            let mut join = Vec::new();
+            for (lvl, x) in pos {
+                let shape = lvl.as_deref().map(level_shape).unwrap_or(Shape::Circle);
+                panel.markers.push(Marker {
+                    report: ri,
+                    point: pi,
+                    level: lvl,
+                    x,
+                    y: g,
+                    err: error_bar(p),
+                    shape,
+                });
+                join.push((x, g));
+            }
+            if join.len() > 1 {
+                panel.joins.push((ri, join));
+            }
+        }
+    }
+    // Arrows: a point of report i-1 to the same-named point of report i (first marker each).
+    for ri in 1..view.reports.len() {
+        for m in panel.markers.iter().filter(|m| m.report == ri) {
+            let name = &view.reports[ri].report.points[m.point].name;
+            let before = panel
+                .markers
+                .iter()
+                .find(|b| b.report == ri - 1 && &view.reports[ri - 1].report.points[b.point].name == name && b.level == m.level);
+            if let Some(b) = before
+                && (m.level.is_none() || m.level.as_deref() == first_level(&panel, m))
+            {
+                panel.arrows.push(((b.x, b.y), (m.x, m.y)));
+            }
+        }
+    }
+    panel.labels = place_labels(view, &panel);
+    let placed: Vec<String> = panel.labels.iter().map(|l| l.text.clone()).collect();
+    panel.hidden = label_requests(view, &panel)
+        .0
+        .into_iter()
+        .map(|l| l.text)
+        .filter(|t| !placed.contains(t))
+        .collect();
+    panel
+}
+
+fn first_level<'a>(panel: &'a Panel, m: &Marker) -> Option<&'a str> {
+    panel
+        .markers
+        .iter()
+        .find(|o| o.report == m.report && o.point == m.point)
+        .and_then(|o| o.level.as_deref())
+}
+
+/// The labels to place, in priority order, with their colours and sizes.
+fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<(RGBColor, f64)>) {
+    let map = &panel.map;
+    let area = map.area;
+    let mut out = Vec::new();
+    let mut style = Vec::new();
+    // Compute roofs: right end, above the line, else below.
+    for r in panel.roofs.iter().filter(|r| r.compute) {
+        let size = text_size(&r.label, SMALL);
+        let (ax, ay) = map.px(r.to.0, r.to.1);
+        let (sx, _) = map.px(r.from.0, r.from.1);
+        let mut cands = Vec::new();
+        let span = (ax - sx - size.0 - 6.0).max(0.0);
+        for k in 0..6 {
+            let dx = -size.0 - 4.0 - span * f64::from(k) / 5.0;
+            cands.push((dx, -size.1 - 1.0));
+            cands.push((dx, 2.0));
+        }
+        out.push(Label {
+            text: r.label.clone(),
+            anchor: (ax, ay),
+            size,
+            candidates: cands,
+        });
+        style.push((r.color, SMALL));
+    }
+    // Memory roofs: along the line, above-left of it, else below-right.
+    for r in panel.roofs.iter().filter(|r| !r.compute) {
+        let size = text_size(&r.label, SMALL);
+        let (x0, y0) = map.px(r.from.0, r.from.1);
+        let (x1, y1) = map.px(r.to.0, r.to.1);
+        let anchor = (x0, y0);
+        let mut cands = Vec::new();
+        for t in [0.08, 0.2, 0.35, 0.5, 0.65, 0.02] {
+            let (px, py) = (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t);
+            cands.push((px - anchor.0 - size.0 + 4.0, py - anchor.1 - size.1 - 2.0));
+            cands.push((px - anchor.0 + 3.0, py - anchor.1 + 3.0));
+        }
+        out.push(Label {
+            text: r.label.clone(),
+            anchor,
+            size,
+            candidates: cands,
+        });
+        style.push((r.color, SMALL));
+    }
+    // Points: one label per point (its first marker).
+    let mut seen: Vec<(usize, usize)> = Vec::new();
+    for m in &panel.markers {
+        if seen.contains(&(m.report, m.point)) {
+            continue;
+        }
+        seen.push((m.report, m.point));
+        let r = &view.reports[m.report];
+        let text = view.point_label(r, &r.report.points[m.point]);
+        let size = text_size(&text, FONT_SIZE);
+        out.push(Label::for_marker(text, map.px(m.x, m.y), size, MARKER_R));
+        style.push((report_color(m.report), FONT_SIZE));
+    }
+    // Ridge points: their AI, lowest priority.
+    for &(x, y) in &panel.ridges {
+        let text = format!("ridge {}", sig3(x));
+        let size = text_size(&text, SMALL - 1.0);
+        let (ax, ay) = map.px(x, y);
+        out.push(Label {
+            text,
+            anchor: (ax, ay),
+            size,
+            candidates: vec![(-size.0 / 2.0, 5.0), (4.0, 4.0), (-size.0 - 4.0, 4.0)],
+        });
+        style.push((RGBColor(90, 90, 90), SMALL - 1.0));
+    }
+    let _ = area;
+    (out, style)
+}
+
+fn place_labels(view: &View, panel: &Panel) -> Vec<PlacedLabel> {
+    let (reqs, styles) = label_requests(view, panel);
+    let obstacles: Vec<Rect> = panel
+        .markers
+        .iter()
+        .map(|m| {
+            let (x, y) = panel.map.px(m.x, m.y);
+            Rect::around(x, y, MARKER_R + 1.0)
+        })
+        .collect();
+    // Arrows are obstacles too: small boxes every few pixels along each shaft.
+    let mut obstacles = obstacles;
+    for &(a, b) in &panel.arrows {
+        let (ax, ay) = panel.map.px(a.0, a.1);
+        let (bx, by) = panel.map.px(b.0, b.1);
+        let steps = ((bx - ax).hypot(by - ay) / 5.0).ceil().max(1.0) as usize;
+        for k in 1..steps {
+            let t = k as f64 / steps as f64;
+            obstacles.push(Rect::around(ax + (bx - ax) * t, ay + (by - ay) * t, 1.5));
+        }
+    }
+    let placed = labels::place(&reqs, &obstacles, panel.map.area);
+    reqs.into_iter()
+        .zip(styles)
+        .zip(placed)
+        .filter_map(|((l, (color, size)), r)| {
+            r.map(|rect| PlacedLabel {
+                text: l.text,
+                rect,
+                color,
+                size,
+            })
+        })
+        .collect()
+}
+
+/// Legend lines of a plot (under the titles): reports, line styles, level shapes, notes.
+fn legend_items(view: &View, kind: PlotKind) -> Vec<(Option<usize>, String)> {
+    let mut items: Vec<(Option<usize>, String)> = view.reports.iter().enumerate().map(|(i, r)| (Some(i), r.name.clone())).collect();
+    let empirical = view.roofs.compute.iter().any(|c| c.empirical) || view.roofs.bandwidth.iter().any(|b| b.empirical);
+    let theoretical = view.roofs.compute.iter().any(|c| !c.empirical) || view.roofs.bandwidth.iter().any(|b| !b.empirical);
+    let style = match (empirical, theoretical) {
+        (true, true) => "roofs: solid measured, dashed theoretical; thin = no FMA",
+        (true, false) => "roofs: measured; thin = no FMA",
+        (false, true) => "roofs: theoretical (dashed); thin = no FMA",
+        (false, false) => "no roofs known",
+    };
+    items.push((None, style.to_string()));
+    if kind == PlotKind::Hierarchical {
+        items.push((None, "● core/L1  ▲ L2  ■ L3  ◆ DRAM".into()));
+    }
+    if view.reports.len() > 1 {
+        items.push((None, "arrows: before → after".into()));
+    }
+    items
+}
+
+const PANEL_W_SINGLE: u32 = 960;
+const PANEL_H: u32 = 680;
+const PANEL_W_ALL: u32 = 760;
+const TITLE_H: i32 = 26;
+
+/// Pixel size of a plot of this kind.
+pub fn plot_size(kind: PlotKind) -> (u32, u32) {
+    match kind {
+        PlotKind::All => (PANEL_W_ALL * 3, PANEL_H),
+        _ => (PANEL_W_SINGLE, PANEL_H),
+    }
+}
+
+fn legend_height(view: &View, kind: PlotKind, width: u32) -> i32 {
+    let mut rows = 1;
+    let mut x = 10.0;
+    for (_, t) in legend_items(view, kind) {
+        let w = text_size(&t, SMALL).0 + 24.0;
+        if x + w > f64::from(width) - 10.0 {
+            rows += 1;
+            x = 10.0;
+        }
+        x += w;
+    }
+    rows * 17 + 6
+}
+
+type DrawResult<T> = std::result::Result<T, String>;
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    view: &View,
+    kind: PlotKind,
+) -> DrawResult<Panel> {
+    let (w, _h) = area.dim_in_pixel();
+    let base = area.get_base_pixel();
+    let font = |s: f64| (FONT_FAMILY, s).into_font();
+    // Title and legend band
+    let legend_h = legend_height(view, kind, w);
+    let (band, chart_area) = area.split_vertically(TITLE_H + legend_h);
+    band.draw(&Text::new(title(kind).to_string(), (10, 6), font(FONT_SIZE + 3.0).color(&BLACK)))
+        .map_err(err)?;
+    let mut x = 10;
+    let mut y = TITLE_H + 2;
+    for (color, text) in legend_items(view, kind) {
+        let tw = text_size(&text, SMALL).0 as i32 + 24;
+        if x + tw > w as i32 - 10 {
+            x = 10;
+            y += 17;
+        }
+        match color {
+            Some(i) => {
+                // A square swatch: circles are reserved for point markers (tests count them).
+                band.draw(&Rectangle::new([(x + 1, y + 2), (x + 11, y + 12)], report_color(i).filled()))
+                    .map_err(err)?;
+                band.draw(&Text::new(text, (x + 15, y), font(SMALL).color(&BLACK))).map_err(err)?;
+            }
+            None => band
+                .draw(&Text::new(text, (x, y), font(SMALL).color(&RGBColor(70, 70, 70))))
+                .map_err(err)?,
+        }
+        x += tw;
+    }
+    // Axes
+    let (xr, yr) = ranges(view, kind);
+    let mut chart = ChartBuilder::on(&chart_area)
+        .margin_left(8)
+        .margin_right(18)
+        .margin_top(4)
+        .margin_bottom(6)
+        .x_label_area_size(42)
+        .y_label_area_size(62)
+        .build_cartesian_2d((xr.0..xr.1).log_scale(), (yr.0..yr.1).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("arithmetic intensity (flop/byte)")
+        .y_desc("performance (GFLOP/s)")
+        .x_label_formatter(&|v| sig3(*v))
+        .y_label_formatter(&|v| sig3(*v))
+        .label_style(font(SMALL))
+        .axis_desc_style(font(FONT_SIZE))
+        .light_line_style(RGBColor(238, 238, 238))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(err)?;
+    let (p0x, p0y) = chart.backend_coord(&(xr.0, yr.1));
+    let (p1x, p1y) = chart.backend_coord(&(xr.1, yr.0));
+    let plot_area = Rect::new(f64::from(p0x), f64::from(p0y), f64::from(p1x - p0x), f64::from(p1y - p0y));
+    let _ = base;
+    let panel = layout_panel(view, kind, xr, yr, plot_area);
+    draw_layout(root, &panel)?;
+    Ok(panel)
+}
+
+fn pt(p: (f64, f64)) -> (i32, i32) {
+    (p.0.round() as i32, p.1.round() as i32)
+}
+
+fn dashed(a: (f64, f64), b: (f64, f64), dash: f64, gap: f64) -> Vec<[(i32, i32); 2]> {
+    let len = ((b.0 - a.0).powi(2) + (b.1 - a.1).powi(2)).sqrt();
+    if len <= 0.0 {
+        return vec![];
+    }
+    let (ux, uy) = ((b.0 - a.0) / len, (b.1 - a.1) / len);
+    let mut out = Vec::new();
+    let mut s = 0.0;
+    while s < len {
+        let e = (s + dash).min(len);
+        out.push([pt((a.0 + ux * s, a.1 + uy * s)), pt((a.0 + ux * e, a.1 + uy * e))]);
+        s += dash + gap;
+    }
+    out
+}
+
+fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel) -> DrawResult<()> {
+    let map = &panel.map;
+    for r in &panel.roofs {
+        let a = map.px(r.from.0, r.from.1);
+        let b = map.px(r.to.0, r.to.1);
+        let width = if r.thin { 1 } else { 2 };
+        let style = if r.thin {
+            r.color.mix(0.75).stroke_width(width)
+        } else {
+            r.color.stroke_width(width)
+        };
+        if r.dashed {
+            for seg in dashed(a, b, 7.0, 5.0) {
+                root.draw(&PathElement::new(seg.to_vec(), style)).map_err(err)?;
+            }
+        } else {
+            root.draw(&PathElement::new(vec![pt(a), pt(b)], style)).map_err(err)?;
+        }
+    }
+    for &(x, y) in &panel.ridges {
+        let (px, py) = pt(map.px(x, y));
+        root.draw(&Rectangle::new([(px - 4, py - 4), (px + 4, py + 4)], BLACK.stroke_width(1)))
+            .map_err(err)?;
+    }
+    for (ri, path) in &panel.joins {
+        let pts: Vec<(i32, i32)> = path.iter().map(|p| pt(map.px(p.0, p.1))).collect();
+        root.draw(&PathElement::new(pts, report_color(*ri).mix(0.6).stroke_width(1)))
+            .map_err(err)?;
+    }
+    for m in &panel.markers {
+        let c = report_color(m.report);
+        let (px, py) = map.px(m.x, m.y);
+        if let Some((lo, hi)) = m.err {
+            let (_, ylo) = map.px(m.x, lo.max(map.y.0));
+            let (_, yhi) = map.px(m.x, hi.min(map.y.1));
+            let x = px.round() as i32;
+            let style = c.stroke_width(1);
+            root.draw(&PathElement::new(vec![(x, ylo.round() as i32), (x, yhi.round() as i32)], style))
+                .map_err(err)?;
+            for yy in [ylo, yhi] {
+                root.draw(&PathElement::new(
+                    vec![(x - 3, yy.round() as i32), (x + 3, yy.round() as i32)],
+                    style,
+                ))
+                .map_err(err)?;
+            }
+        }
+        let (x, y) = pt((px, py));
+        let r = MARKER_R as i32;
+        match m.shape {
+            Shape::Circle => root.draw(&Circle::new((x, y), r, c.filled())).map_err(err)?,
+            Shape::Triangle => root
+                .draw(&Polygon::new(
+                    vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)],
+                    c.filled(),
+                ))
+                .map_err(err)?,
+            Shape::Square => root
+                .draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], c.filled()))
+                .map_err(err)?,
+            Shape::Diamond => root
+                .draw(&Polygon::new(
+                    vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)],
+                    c.filled(),
+                ))
+                .map_err(err)?,
+        }
+    }
+    for &(a, b) in &panel.arrows {
+        let (ax, ay) = map.px(a.0, a.1);
+        let (bx, by) = map.px(b.0, b.1);
+        let len = ((bx - ax).powi(2) + (by - ay).powi(2)).sqrt();
+        let shrink = MARKER_R + 3.0;
+        if len <= 2.0 * shrink {
+            continue;
+        }
+        let (ux, uy) = ((bx - ax) / len, (by - ay) / len);
+        let s = (ax + ux * shrink, ay + uy * shrink);
+        let e = (bx - ux * shrink, by - uy * shrink);
+        let style = RGBColor(60, 60, 60).stroke_width(2);
+        root.draw(&PathElement::new(vec![pt(s), pt(e)], style)).map_err(err)?;
+        let head = 10.0;
+        let (c, sn) = (0.5f64.cos(), 0.5f64.sin());
+        let l = (e.0 - head * (ux * c - uy * sn), e.1 - head * (uy * c + ux * sn));
+        let r = (e.0 - head * (ux * c + uy * sn), e.1 - head * (uy * c - ux * sn));
+        root.draw(&Polygon::new(vec![pt(e), pt(l), pt(r)], RGBColor(60, 60, 60).filled()))
+            .map_err(err)?;
+    }
+    for l in &panel.labels {
+        let r = l.rect;
+        root.draw(&Rectangle::new(
+            [pt((r.x, r.y)), pt((r.x + r.w, r.y + r.h))],
+            WHITE.mix(0.8).filled(),
+        ))
+        .map_err(err)?;
+        root.draw(&Text::new(
+            l.text.clone(),
+            pt((r.x + 1.0, r.y)),
+            (FONT_FAMILY, l.size).into_font().color(&l.color),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn draw_all<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &View) -> DrawResult<Vec<Panel>> {
+    root.fill(&WHITE).map_err(err)?;
+    let panels = view.kind.panels();
+    let areas = root.split_evenly((1, panels.len()));
+    let mut out = Vec::new();
+    for (area, kind) in areas.iter().zip(panels) {
+        out.push(draw_panel(root, area, view, kind)?);
+    }
+    root.present().map_err(err)?;
+    Ok(out)
+}
+
+/// The plot as an SVG document, with the panels' layouts.
+pub fn svg_with_layout(view: &View) -> Result<(String, Vec<Panel>)> {
+    svg_sized(view, plot_size(view.kind))
+}
+
+/// Compact size of one panel for pages (HTML): readable when shown at its own width.
+pub const COMPACT: (u32, u32) = (620, 540);
+
+/// The plot as SVG at a given pixel size.
+pub fn svg_sized(view: &View, size: (u32, u32)) -> Result<(String, Vec<Panel>)> {
+    register_font();
+    let mut s = String::new();
+    let panels = {
+        let root = SVGBackend::with_string(&mut s, size).into_drawing_area();
+        draw_all(&root, view).map_err(|e| Error::input(format!("drawing the plot failed: {e}"), "report this as a bug"))?
+    };
+    Ok((s, panels))
+}
+
+pub fn svg(view: &View) -> Result<String> {
+    Ok(svg_with_layout(view)?.0)
+}
+
+/// The plot as PNG bytes (rendered with the bundled font).
+pub fn png(view: &View) -> Result<Vec<u8>> {
+    register_font();
+    let (w, h) = plot_size(view.kind);
+    // plotters encodes PNG only to a file; render into a private temp file, read it back.
+    let dir = std::env::temp_dir();
+    let tmp = dir.join(format!("roofline-plot-{}-{:?}.png", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
+    let res = (|| {
+        {
+            let root = BitMapBackend::new(&tmp, (w, h)).into_drawing_area();
+            draw_all(&root, view).map_err(|e| Error::input(format!("drawing the plot failed: {e}"), "report this as a bug"))?;
+        }
+        std::fs::read(&tmp).map_err(|e| Error::io(format!("reading back {}", tmp.display()), e))
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    res
+}
+
+pub struct SvgExporter;
+pub struct PngExporter;
+
+impl Exporter for SvgExporter {
+    fn export(&self, view: &View) -> Result<Vec<u8>> {
+        Ok(svg(view)?.into_bytes())
+    }
+}
+
+impl Exporter for PngExporter {
+    fn export(&self, view: &View) -> Result<Vec<u8>> {
+        png(view)
+    }
+}

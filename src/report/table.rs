@@ -1,0 +1,258 @@
+//! The terminal summary: a one-line-per-point overview, then per point W, Q per level,
+//! T (median and spread), GFLOP/s, GB/s and AI per level, attainable performance per model,
+//! `roof_fraction`, the bound and one line of advice. Skipped points are listed with why.
+
+use std::fmt::Write;
+
+use super::{Exporter, View};
+use crate::error::Result;
+use crate::model::{ModelKind, isa_label, level_label, level_rank};
+use crate::report::schema::{Bound, Point};
+
+pub struct TableExporter;
+
+/// Engineering-style number: 3 significant digits, SI suffix.
+pub fn si(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    let (v, s) = if a >= 1e12 {
+        (x / 1e12, "T")
+    } else if a >= 1e9 {
+        (x / 1e9, "G")
+    } else if a >= 1e6 {
+        (x / 1e6, "M")
+    } else if a >= 1e3 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    format!("{}{s}", sig3(v))
+}
+
+/// `33.6 MFLOP`, `537 MB`: SI prefix then the unit.
+pub fn si_unit(x: f64, unit: &str) -> String {
+    let s = si(x);
+    match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => format!("{} {c}{unit}", &s[..i]),
+        _ => format!("{s} {unit}"),
+    }
+}
+
+/// Three significant digits without exponent for everyday magnitudes.
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.001 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// Seconds with a unit: `1.23 ms`.
+pub fn seconds(t: f64) -> String {
+    if t >= 1.0 {
+        format!("{} s", sig3(t))
+    } else if t >= 1e-3 {
+        format!("{} ms", sig3(t * 1e3))
+    } else if t >= 1e-6 {
+        format!("{} µs", sig3(t * 1e6))
+    } else {
+        format!("{} ns", sig3(t * 1e9))
+    }
+}
+
+/// `memory (L2)`, `compute (AVX-512)`, `overhead`.
+pub fn bound_text(b: &Bound) -> String {
+    match b {
+        Bound::Compute { isa } => format!("compute ({})", isa_label(isa)),
+        Bound::Memory { level } => format!("memory ({})", level_label(level)),
+        Bound::Overhead => "overhead".into(),
+        Bound::Unknown => "unknown".into(),
+    }
+}
+
+fn levels_of(p: &Point) -> Vec<&String> {
+    let mut v: Vec<&String> = p.bytes.keys().collect();
+    v.sort_by_key(|l| (level_rank(l), (*l).clone()));
+    v
+}
+
+fn prov(p: &Point, level: Option<&str>) -> String {
+    let s = match level {
+        None => p.provenance.flops,
+        Some(l) => p.provenance.bytes.get(l).copied(),
+    };
+    s.map(|s| format!(" ({})", s.name())).unwrap_or_default()
+}
+
+pub fn render(view: &View) -> String {
+    let mut o = String::new();
+    let roofs = &view.roofs;
+    if !roofs.is_empty() {
+        let kind = if roofs.compute.iter().all(|c| c.empirical) && roofs.bandwidth.iter().all(|b| b.empirical) {
+            "empirical"
+        } else {
+            "empirical/theoretical"
+        };
+        let _ = write!(
+            o,
+            "roofs ({kind}{}):",
+            roofs.threads.map(|t| format!(", {t} thread(s)")).unwrap_or_default()
+        );
+        for prec in ["double", "single"] {
+            if let Some(p) = roofs.peak(prec).filter(|p| p.precision == prec) {
+                let _ = write!(o, " peak {prec} {} GFLOP/s ({});", sig3(p.gflops), p.label());
+            }
+        }
+        for b in &roofs.bandwidth {
+            let _ = write!(o, " {} {} GB/s;", level_label(&b.level), sig3(b.gbs));
+        }
+        o.push('\n');
+    } else {
+        o.push_str("roofs: none (no ceilings in the report, no --ceilings, no machine peaks): attainable figures unknown\n");
+    }
+    // Overview
+    let name_w = view
+        .points()
+        .map(|(r, p, _)| view.point_label(r, p).chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 40);
+    let _ = writeln!(
+        o,
+        "\n{:<name_w$}  {:>9}  {:>8}  {:>8}  {:>10}  {:>6}  bound",
+        "point", "GFLOP/s", "AI core", "AI dram", "attainable", "roof%"
+    );
+    for (r, p, a) in view.points() {
+        let label = view.point_label(r, p);
+        if a.skipped.is_some() {
+            let _ = writeln!(o, "{label:<name_w$}  skipped (see below)");
+            continue;
+        }
+        let att = a
+            .primary
+            .and_then(|m| a.get(m))
+            .map(|x| sig3(x.gflops))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "{:<name_w$}  {:>9}  {:>8}  {:>8}  {:>10}  {:>6}  {}",
+            label,
+            p.gflops.map(sig3).unwrap_or_else(|| "-".into()),
+            a.ai.get("core").map(|x| sig3(*x)).unwrap_or_else(|| "-".into()),
+            a.ai.get("dram").map(|x| sig3(*x)).unwrap_or_else(|| "-".into()),
+            att,
+            a.roof_fraction.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".into()),
+            bound_text(&a.bound)
+        );
+    }
+    // Details
+    for (r, p, a) in view.points() {
+        if a.skipped.is_some() {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "\n{}  [{}, {} thread{}]",
+            view.point_label(r, p),
+            p.source.as_deref().unwrap_or(&r.name),
+            p.threads,
+            if p.threads == 1 { "" } else { "s" }
+        );
+        let spread = p.spread().map(|s| format!(" (spread {:.1}%)", s * 100.0)).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  W {}{}   T {}{} over {} rep(s){}",
+            si_unit(p.flops.total, "FLOP"),
+            prov(p, None),
+            seconds(p.seconds),
+            spread,
+            p.seconds_samples.len(),
+            p.provenance.seconds.map(|s| format!(" ({})", s.name())).unwrap_or_default()
+        );
+        let q: Vec<String> = levels_of(p)
+            .iter()
+            .map(|l| format!("{} {}{}", l, si_unit(p.bytes[*l], "B"), prov(p, Some(l))))
+            .collect();
+        let _ = writeln!(o, "  Q {}", q.join(", "));
+        let gbs: Vec<String> = levels_of(p)
+            .iter()
+            .filter_map(|l| p.gbs.get(*l).map(|g| format!("{l} {}", sig3(*g))))
+            .collect();
+        let ai: Vec<String> = levels_of(p)
+            .iter()
+            .filter_map(|l| a.ai.get(*l).map(|x| format!("{l} {}", sig3(*x))))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {} GFLOP/s   GB/s: {}   AI (flop/B): {}",
+            p.gflops.map(sig3).unwrap_or_else(|| "-".into()),
+            gbs.join(", "),
+            ai.join(", ")
+        );
+        let att: Vec<String> = [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware]
+            .iter()
+            .filter_map(|m| a.get(*m))
+            .map(|x| format!("{} {} GFLOP/s", x.model.name(), sig3(x.gflops)))
+            .collect();
+        if att.is_empty() {
+            let _ = writeln!(o, "  attainable: unknown (no roofs for this point's levels)");
+        } else {
+            let _ = writeln!(o, "  attainable: {}", att.join("; "));
+        }
+        if let Some((_, per_level)) = crate::model::attainable_cache_aware(p, &r.roofs) {
+            let mut lv: Vec<(&String, &f64)> = per_level.iter().collect();
+            lv.sort_by_key(|(l, _)| level_rank(l));
+            let parts: Vec<String> = lv.iter().map(|(l, g)| format!("{} {}", level_label(l), sig3(**g))).collect();
+            let _ = writeln!(o, "  cache-aware roofs at core AI (GFLOP/s): {}", parts.join(", "));
+        }
+        if let (Some(f), Some(m)) = (a.roof_fraction, a.primary) {
+            let _ = writeln!(o, "  roof_fraction {:.1}% of the {} roof", f * 100.0, m.name());
+        }
+        let _ = writeln!(o, "  bound: {} → {}", bound_text(&a.bound), a.advice);
+        for n in &p.provenance.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+    }
+    let skipped = view.skipped();
+    if !skipped.is_empty() {
+        o.push_str("\nskipped (cannot be placed on a roofline):\n");
+        for (r, p, why) in skipped {
+            let _ = writeln!(o, "  {p} [{r}]: {why}");
+        }
+    }
+    o
+}
+
+impl Exporter for TableExporter {
+    fn export(&self, view: &View) -> Result<Vec<u8>> {
+        Ok(render(view).into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(si(1.5e9), "1.50G");
+        assert_eq!(si(999.0), "999");
+        assert_eq!(sig3(0.01234), "0.012");
+        assert_eq!(seconds(2.5e-3), "2.50 ms");
+        assert_eq!(seconds(12e-9), "12.0 ns");
+        assert_eq!(si(f64::NAN), "-");
+        assert_eq!(si_unit(5.37e8, "B"), "537 MB");
+        assert_eq!(si_unit(12.0, "B"), "12.0 B");
+    }
+}
