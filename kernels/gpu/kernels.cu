@@ -71,14 +71,16 @@ extern "C" __global__ void dfma_peak(double* out, int iters) {
     out[blockIdx.x * blockDim.x + threadIdx.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
 
-// FP16 packed FMA (HFMA2) throughput.
+// FP16 packed FMA (HFMA2) throughput: 8 independent chains; W = 4 · 8 · iters per thread.
 extern "C" __global__ void hfma2_peak(__half2* out, int iters) {
     __half2 a0 = __float2half2_rn(threadIdx.x * 1e-3f), a1 = __hadd2(a0, a0), a2 = __hadd2(a1, a0), a3 = __hadd2(a2, a0);
+    __half2 a4 = __hadd2(a3, a0), a5 = __hadd2(a4, a0), a6 = __hadd2(a5, a0), a7 = __hadd2(a6, a0);
     const __half2 m = __float2half2_rn(0.999f), c = __float2half2_rn(0.001f);
     for (int i = 0; i < iters; ++i) {
         a0 = __hfma2(a0, m, c); a1 = __hfma2(a1, m, c); a2 = __hfma2(a2, m, c); a3 = __hfma2(a3, m, c);
+        a4 = __hfma2(a4, m, c); a5 = __hfma2(a5, m, c); a6 = __hfma2(a6, m, c); a7 = __hfma2(a7, m, c);
     }
-    out[blockIdx.x * blockDim.x + threadIdx.x] = __hadd2(__hadd2(a0, a1), __hadd2(a2, a3));
+    out[blockIdx.x * blockDim.x + threadIdx.x] = __hadd2(__hadd2(__hadd2(a0, a1), __hadd2(a2, a3)), __hadd2(__hadd2(a4, a5), __hadd2(a6, a7)));
 }
 
 // bf16 tensor-core GEMM through WMMA (16×16×16 tiles, fp32 accumulate): W = 2n^3 tensor flops.
@@ -181,6 +183,19 @@ extern "C" __global__ void load_f64(const double2* __restrict__ a, double* __res
     double s = 0.0;
     for (; i < n2; i += stride) { double2 v = a[i]; s += v.x + v.y; }
     if (s == 12345.678) out[0] = s;  // practically never taken, but not provably dead
+}
+
+// L2 bandwidth: PASSES sweeps over an L2-resident buffer inside one launch, so launch
+// overhead does not hide the L2 rate. Q = 16 · n2 · passes bytes requested.
+extern "C" __global__ void load_passes_f64(const double2* __restrict__ a, double* __restrict__ out, size_t n2, int passes) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    double s = 0.0;
+    for (int p = 0; p < passes; ++p) {
+        // Start each pass at a different offset so blocks do not stay on the same L2 slices.
+        size_t start = (blockIdx.x * (size_t)blockDim.x + threadIdx.x + (size_t)p * 4099) % stride;
+        for (size_t i = start; i < n2; i += stride) { double2 v = __ldcg(&a[i]); s += v.x + v.y; }
+    }
+    if (s == 12345.678) out[0] = s;
 }
 
 // Shared-memory bandwidth: every thread reads 16 bytes from shared memory per iteration,
