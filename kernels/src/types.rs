@@ -28,6 +28,8 @@ pub enum FlopClass {
     DoubleAnyWidth,
     /// Single precision, width unknown.
     SingleAnyWidth,
+    /// Half precision, width unknown (GPU FP16 work: ncu cannot tell packed from scalar).
+    HalfAnyWidth,
     /// Scalar, precision unknown (AMD Zen 5 splits scalar/packed only in some umasks).
     ScalarAnyPrecision,
     /// Packed, precision and width unknown.
@@ -39,7 +41,7 @@ pub enum FlopClass {
 }
 
 impl FlopClass {
-    pub const ALL: [FlopClass; 18] = [
+    pub const ALL: [FlopClass; 19] = [
         FlopClass::ScalarDouble,
         FlopClass::Packed128Double,
         FlopClass::Packed256Double,
@@ -54,6 +56,7 @@ impl FlopClass {
         FlopClass::Packed512Half,
         FlopClass::DoubleAnyWidth,
         FlopClass::SingleAnyWidth,
+        FlopClass::HalfAnyWidth,
         FlopClass::ScalarAnyPrecision,
         FlopClass::PackedAnyPrecision,
         FlopClass::AnyPrecision,
@@ -77,6 +80,7 @@ impl FlopClass {
             FlopClass::Packed512Half => "packed512_half",
             FlopClass::DoubleAnyWidth => "double_any_width",
             FlopClass::SingleAnyWidth => "single_any_width",
+            FlopClass::HalfAnyWidth => "half_any_width",
             FlopClass::ScalarAnyPrecision => "scalar_any_precision",
             FlopClass::PackedAnyPrecision => "packed_any_precision",
             FlopClass::AnyPrecision => "any_precision",

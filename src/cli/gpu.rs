@@ -1,10 +1,260 @@
-//! `roofline gpu` (issue 9).
+//! `roofline gpu …` (issue 9): NVIDIA GPUs — machine, ceilings, measure (ncu), import, run.
 
-use clap::Args as ClapArgs;
+use clap::{Args as ClapArgs, Subcommand};
+use std::path::PathBuf;
+
+use super::common::OutputArgs;
+use crate::error::Error;
+use crate::gpu::{ceilings, device, ncu, run as gpurun};
+use crate::report::{Environment, Point, Report};
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: GpuCommand,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!(crate::error::Error::unavailable("`roofline gpu` is not built yet", "see issue 9"))
+#[derive(Debug, Subcommand)]
+pub enum GpuCommand {
+    /// Device name, SMs, clocks, memory, theoretical peaks (FP64/FP32/FP16/tensor, HBM).
+    Machine {
+        #[command(flatten)]
+        out: OutputArgs,
+        /// GPU ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Also read ncu's `*.peak_sustained` metrics (runs ncu on a tiny kernel).
+        #[arg(long)]
+        ncu: bool,
+    },
+    /// Empirical ceilings with our own NVRTC-compiled kernels.
+    Ceilings {
+        #[command(flatten)]
+        out: OutputArgs,
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Fewer repetitions, smaller arrays.
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Profile a command's kernels with Nsight Compute and report W, Q, T per kernel.
+    Measure {
+        #[command(flatten)]
+        out: OutputArgs,
+        /// Metric set: hierarchical (W/Q/T), instruction (Ding & Williams), or all.
+        #[arg(long, default_value = "hierarchical", value_parser = ["hierarchical", "instruction", "all"])]
+        set: String,
+        /// Only kernels whose name matches this regular expression (ncu's -k regex:).
+        #[arg(short = 'k', long = "kernel", value_name = "KERNEL_REGEX")]
+        kernel: Option<String>,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// Import an `ncu --csv` capture made elsewhere.
+    Import {
+        #[command(flatten)]
+        out: OutputArgs,
+        file: PathBuf,
+        /// Only kernels whose name contains this text.
+        #[arg(short = 'k', long = "kernel")]
+        kernel: Option<String>,
+    },
+    /// Run a GPU kernel of the suite (analytic W/Q, CUDA-event timing).
+    Run {
+        #[command(flatten)]
+        out: OutputArgs,
+        /// triad, daxpy, dgemm, normalize_naive, normalize_warp, cos_unfused, cos_fused.
+        kernel: String,
+        /// Elements (matrix order for dgemm).
+        #[arg(long)]
+        size: Option<usize>,
+        #[arg(long, default_value_t = 20)]
+        repeat: usize,
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// (internal) a tiny kernel for `gpu machine --ncu` to profile.
+    #[command(hide = true, name = "__probe")]
+    Probe,
+}
+
+fn environment() -> Environment {
+    Environment {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_sha: option_env!("ROOFLINE_GIT_SHA").map(str::to_string),
+        command_line: std::env::args().collect(),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string()),
+        ..Default::default()
+    }
+}
+
+fn emit_json(out: &OutputArgs, doc: &serde_json::Value, table: &str, allowed_file: Option<crate::util::OutputFile>) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(doc)?;
+    if let Some(f) = allowed_file {
+        f.write(text.as_bytes())?;
+        eprintln!("wrote {}", f.path.display());
+    }
+    if out.json {
+        println!("{text}");
+    } else {
+        print!("{table}");
+    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    match args.command {
+        GpuCommand::Machine { out, device: ord, ncu: with_ncu } => {
+            let file = out.check(&["json"])?.map(|f| f.0);
+            let ctx = device::open(ord)?;
+            let mut m = device::query(&ctx, None)?;
+            if with_ncu {
+                let exe = std::env::current_exe()?;
+                let metrics = "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained,dram__bytes.sum.peak_sustained,lts__t_bytes.sum.peak_sustained,l1tex__t_bytes.sum.peak_sustained,sm__inst_executed.sum.peak_sustained,dram__cycles_elapsed.avg.per_second,sm__cycles_elapsed.avg.per_second";
+                let cap = ncu::run(metrics, None, &[exe.display().to_string(), "gpu".into(), "__probe".into()])?;
+                if let Some(l) = cap.launches.first() {
+                    device::apply_ncu_peaks(&mut m, &l.metrics);
+                }
+            }
+            let table = machine_table(&m);
+            emit_json(&out, &serde_json::to_value(&m)?, &table, file)?;
+            Ok(0)
+        }
+        GpuCommand::Probe => {
+            let ctx = device::open(0)?;
+            let suite = crate::gpu::kernels::Suite::compile(ctx)?;
+            ceilings::measure_sm_clock(&suite, 1)?;
+            Ok(0)
+        }
+        GpuCommand::Ceilings { out, device: ord, quick } => {
+            let file = out.check(&["json"])?.map(|f| f.0);
+            let c = ceilings::measure(&ceilings::Options { quick, ordinal: ord }, &|s| eprintln!("roofline: gpu ceilings: {s}"))?;
+            let table = ceilings_table(&c);
+            emit_json(&out, &serde_json::to_value(&c)?, &table, file)?;
+            Ok(0)
+        }
+        GpuCommand::Run { out, kernel, size, repeat, device: ord } => {
+            let k = gpurun::find(&kernel)?;
+            let file = out.check(&["json"])?.map(|f| f.0);
+            let (m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord)?;
+            let mut r = Report::new(serde_json::to_value(&m)?, environment());
+            r.points.push(p);
+            emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), file)?;
+            Ok(0)
+        }
+        GpuCommand::Import { out, file, kernel } => {
+            let ofile = out.check(&["json"])?.map(|f| f.0);
+            let origin = file.display().to_string();
+            let text = std::fs::read_to_string(&file).map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass an ncu --csv capture"))?;
+            let cap = ncu::parse(&text, &origin)?;
+            let r = capture_report(&cap, kernel.as_deref(), &origin)?;
+            emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), ofile)?;
+            Ok(0)
+        }
+        GpuCommand::Measure { out, set, kernel, cmd } => {
+            let ofile = out.check(&["json"])?.map(|f| f.0);
+            let mut metrics: Vec<&str> = Vec::new();
+            if set != "instruction" {
+                metrics.extend(ncu::HIERARCHICAL_METRICS);
+            }
+            if set != "hierarchical" {
+                metrics.extend(ncu::INSTRUCTION_METRICS);
+            }
+            metrics.sort_unstable();
+            metrics.dedup();
+            let cap = ncu::run(&metrics.join(","), kernel.as_deref(), &cmd)?;
+            let r = capture_report(&cap, None, &cmd.join(" "))?;
+            emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), ofile)?;
+            Ok(0)
+        }
+    }
+}
+
+fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str) -> crate::Result<Report> {
+    let pts = ncu::points(cap, filter, origin)?;
+    let first = &cap.launches[0];
+    let machine = serde_json::json!({"kind": "gpu", "device": first.device, "compute_capability": first.cc, "source": "ncu capture"});
+    let mut r = Report::new(machine, environment());
+    r.points = pts;
+    Ok(r)
+}
+
+fn opt(v: Option<f64>, scale: f64, prec: usize) -> String {
+    v.map(|x| format!("{:.*}", prec, x / scale)).unwrap_or_else(|| "-".into())
+}
+
+fn machine_table(m: &device::GpuMachine) -> String {
+    let mut s = String::new();
+    s += &format!("GPU {}: {} (compute capability {})\n", m.ordinal, m.name, m.compute_capability);
+    s += &format!("  SMs {}   SM clock max {} GHz   memory {} at {} GHz x {} bits   L2 {}\n", m.sms, opt(m.sm_clock_max_ghz, 1.0, 3), crate::util::fmt_bytes(m.memory_bytes as f64), opt(m.memory_clock_ghz, 1.0, 3), m.memory_bus_bits.map(|b| b.to_string()).unwrap_or("-".into()), m.l2_bytes.map(|b| crate::util::fmt_bytes(b as f64)).unwrap_or("-".into()));
+    let p = &m.peaks;
+    s += &format!("  peaks (dense, at {} GHz): FP64 {} TFLOP/s  FP32 {}  FP16 {}\n", opt(p.at_sm_ghz, 1.0, 3), opt(p.fp64_gflops, 1e3, 1), opt(p.fp32_gflops, 1e3, 1), opt(p.fp16_gflops, 1e3, 1));
+    for (k, v) in &p.tensor_gflops {
+        s += &format!("    tensor {k:<5} {:>8.1} TFLOP/s\n", v / 1e3);
+    }
+    s += &format!("  bandwidth: HBM {} GB/s  L2 {}  L1 {}\n", opt(p.dram_gbs, 1.0, 0), opt(p.l2_gbs, 1.0, 0), opt(p.l1_gbs, 1.0, 0));
+    for w in &m.warnings {
+        s += &format!("  warning: {w}\n");
+    }
+    s
+}
+
+fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
+    let mut s = format!("GPU ceilings on {} (SM clock measured {} GHz)\n", c.machine.name, opt(c.sm_clock_ghz_measured, 1.0, 3));
+    s += "  compute        kernel           GFLOP/s    peak@clock   %\n";
+    for x in &c.compute {
+        s += &format!("  {:<14} {:<14} {:>10.0} {:>12} {:>6}\n", x.precision, x.kernel, x.gflops, opt(x.peak_at_clock_gflops, 1.0, 0), opt(x.pct_of_peak_at_clock, 1.0, 1));
+    }
+    s += "  bandwidth      kernel        working set      GB/s\n";
+    for b in &c.bandwidth {
+        s += &format!("  {:<14} {:<12} {:>12} {:>10.0}\n", b.level, b.kernel, crate::util::fmt_bytes(b.working_set_bytes as f64), b.gbs);
+    }
+    s
+}
+
+/// The per-kernel table: W by precision, Q per level, T, rates, diagnostics.
+pub fn points_table(points: &[Point]) -> String {
+    let mut s = String::from("kernel              launches   GFLOP  (fp64/fp32/fp16/tensor)         DRAM GB    L2 GB    L1 GB       T ms   GFLOP/s  DRAM GB/s  AI_dram  notes\n");
+    for p in points {
+        let c = |k: &str| p.flops.by_class.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
+        let b = |k: &str| p.bytes.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
+        let mut notes = Vec::new();
+        if let Some(sh) = p.extra.get("time_share").and_then(|v| v.as_f64()) {
+            notes.push(format!("{:.0}% of time", sh * 100.0));
+        }
+        if let Some(t) = p.extra.get("tensor_used").and_then(|v| v.as_bool()) {
+            notes.push(if t { "tensor cores used".into() } else { "no tensor work".to_string() });
+        }
+        if let Some(co) = p.extra.get("coalescing").and_then(|v| v.as_object()) {
+            for (k, v) in co {
+                if let Some(x) = v.as_f64() {
+                    notes.push(format!("{} {:.1}", k.replace('_', " "), x));
+                }
+            }
+        }
+        let pos = |k: &str| p.flops.by_class.get(k).is_some_and(|x| *x > 0.0);
+        if pos("half_any_width") && (pos("double_any_width") || pos("single_any_width")) {
+            notes.push("FP16 count may be HFMA2 register moves".into());
+        }
+        s += &format!(
+            "{:<20}{:>8} {:>7.3}  ({}/{}/{}/{}) {:>10} {:>8} {:>8} {:>10.3} {:>9} {:>10} {:>8}  {}\n",
+            p.name,
+            p.extra.get("launches").and_then(|v| v.as_u64()).map(|v| v.to_string()).unwrap_or("-".into()),
+            p.flops.total / 1e9,
+            c("double_any_width"),
+            c("single_any_width"),
+            c("half_any_width"),
+            c("tensor"),
+            b("dram"),
+            b("l2"),
+            b("l1"),
+            p.seconds * 1e3,
+            opt(p.gflops, 1.0, 1),
+            opt(p.gbs.get("dram").copied(), 1.0, 1),
+            opt(p.ai.get("dram").copied(), 1.0, 2),
+            notes.join("; ")
+        );
+    }
+    s
 }

@@ -1,1 +1,13 @@
-//! NVIDIA GPUs (issue 9): device query, ceilings, ncu import, instruction roofline.
+//! NVIDIA GPUs: device query and theoretical peaks (`device`), our kernels compiled at run
+//! time (`kernels`), empirical ceilings (`ceilings`), suite runs (`run`) and Nsight Compute
+//! captures (`ncu`, parsed with the small `csv` reader).
+//!
+//! The driver is loaded at run time (cudarc's dynamic loading): the same binary runs, and
+//! its CPU commands work, where no NVIDIA driver is installed; GPU commands then exit 2.
+
+pub mod ceilings;
+pub mod csv;
+pub mod device;
+pub mod kernels;
+pub mod ncu;
+pub mod run;

@@ -1,0 +1,537 @@
+//! Nsight Compute: run `ncu --csv` with an explicit metric list, parse its output (either the
+//! default "details" page — one row per metric — or `--page raw` — one row per launch), and
+//! turn each kernel's launches into one `roofline.report/1` point.
+//!
+//! W by precision follows ncu's own roofline: FP64 = dadd + dmul + 2·dfma, FP32 likewise,
+//! FP16 = 2·hadd + 2·hmul + 4·hfma (ncu counts packed HFMA2 instructions; compilers also emit
+//! HFMA2 with zero operands as register moves, which shows up as FP16 work in kernels that do
+//! none), tensor work from `sm__ops_path_tensor_src_*` (exact ops; `512 × inst_executed_pipe_tensor`
+//! is wrong on sm_90). Q: `dram` = DRAM bytes read + written, `l2` = `lts__t_bytes`, `l1` =
+//! `l1tex__t_bytes` (requested bytes: writes that stay in L2 never reach DRAM).
+
+use std::collections::BTreeMap;
+
+use super::csv;
+use crate::error::{Error, Result};
+use crate::report::{Bytes, Flops, Point, Provenance, Source};
+
+/// Metrics for the hierarchical roofline (W by precision, tensor ops, bytes per level, T).
+pub const HIERARCHICAL_METRICS: &[&str] = &[
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp64.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_int8.sum",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+];
+
+/// Metrics for the instruction roofline (Ding & Williams) and the coalescing diagnostics.
+pub const INSTRUCTION_METRICS: &[&str] = &[
+    "gpu__time_duration.sum",
+    "smsp__inst_executed.sum",
+    "smsp__thread_inst_executed.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__inst_executed_op_global_ld.sum",
+    "smsp__inst_executed_op_global_st.sum",
+    "smsp__inst_executed_op_shared_ld.sum",
+    "smsp__inst_executed_op_shared_st.sum",
+    "lts__t_sectors.sum",
+    "dram__sectors_read.sum",
+    "dram__sectors_write.sum",
+];
+
+/// One kernel launch with its metrics in base units (bytes, seconds, hertz, counts, %).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub id: u64,
+    pub process: String,
+    /// The kernel name as ncu prints it (demangled, with parameters for C++ kernels).
+    pub kernel: String,
+    pub block: String,
+    pub grid: String,
+    pub device: String,
+    pub cc: String,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl Launch {
+    /// Kernel name without its parameter list: `triad(double *, …)` → `triad`.
+    pub fn short_name(&self) -> String {
+        short_name(&self.kernel)
+    }
+}
+
+pub fn short_name(kernel: &str) -> String {
+    let base = kernel.split('(').next().unwrap_or(kernel).trim();
+    // `void ns::k<int>` → keep the template, drop a leading return type.
+    base.rsplit(' ').next().unwrap_or(base).to_string()
+}
+
+/// A parsed capture: every launch, and the lines that were not CSV (program output, ncu).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    pub launches: Vec<Launch>,
+    pub other_lines: Vec<String>,
+}
+
+fn not_ncu(origin: &str, why: &str) -> Error {
+    Error::input(format!("{origin}: not an ncu --csv capture ({why})"), "capture with `ncu --csv --metrics … CMD > file.csv`")
+}
+
+/// Parse ncu's CSV output (details or raw page, any unit scaling).
+pub fn parse(text: &str, origin: &str) -> Result<Capture> {
+    let (records, other_lines) = csv::records(text);
+    if other_lines.iter().any(|l| l.contains("ERR_NVGPUCTRPERM")) {
+        return Err(Error::unavailable(
+            format!("{origin}: ncu had no permission to read the GPU performance counters (ERR_NVGPUCTRPERM)"),
+            "run as root, or load nvidia with NVreg_RestrictProfilingToAdminUsers=0",
+        ));
+    }
+    let Some(hpos) = records.iter().position(|r| r.fields.iter().any(|f| f == "Kernel Name")) else {
+        if other_lines.iter().any(|l| l.contains("No kernels were profiled")) {
+            return Err(Error::input(format!("{origin}: ncu profiled no kernel (the kernel filter matched nothing)"), "check -k KERNEL_REGEX against the kernel names ncu lists"));
+        }
+        return Err(not_ncu(origin, "no header row with \"Kernel Name\""));
+    };
+    let header = &records[hpos].fields;
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (Some(c_id), Some(c_kernel)) = (col("ID"), col("Kernel Name")) else {
+        return Err(not_ncu(origin, "no ID / Kernel Name columns"));
+    };
+    let c_pid = col("Process ID");
+    let c_block = col("Block Size");
+    let c_grid = col("Grid Size");
+    let c_dev = col("Device");
+    let c_cc = col("CC");
+    let details = (col("Metric Name"), col("Metric Unit"), col("Metric Value"));
+    let get = |r: &csv::Record, c: Option<usize>| c.and_then(|c| r.fields.get(c)).cloned().unwrap_or_default();
+
+    let mut launches: Vec<Launch> = Vec::new();
+    let mut index: BTreeMap<(String, u64), usize> = BTreeMap::new();
+    let mut launch_for = |r: &csv::Record, launches: &mut Vec<Launch>| -> Result<usize> {
+        let id_text = get(r, Some(c_id));
+        let id: u64 = id_text.replace(',', "").parse().map_err(|_| not_ncu(origin, &format!("line {}: launch ID '{id_text}' is not a number", r.line)))?;
+        let key = (get(r, c_pid), id);
+        if let Some(&i) = index.get(&key) {
+            return Ok(i);
+        }
+        launches.push(Launch {
+            id,
+            process: key.0.clone(),
+            kernel: get(r, Some(c_kernel)),
+            block: get(r, c_block),
+            grid: get(r, c_grid),
+            device: get(r, c_dev),
+            cc: get(r, c_cc),
+            metrics: BTreeMap::new(),
+        });
+        index.insert(key, launches.len() - 1);
+        Ok(launches.len() - 1)
+    };
+
+    match details {
+        (Some(c_name), Some(c_unit), Some(c_value)) => {
+            for r in &records[hpos + 1..] {
+                if r.fields.len() != header.len() {
+                    continue; // a later table (e.g. rule descriptions of a section)
+                }
+                let i = launch_for(r, &mut launches)?;
+                let name = get(r, Some(c_name));
+                if let Some(v) = parse_value(&get(r, Some(c_value)), &get(r, Some(c_unit))) {
+                    launches[i].metrics.insert(name, v);
+                }
+            }
+        }
+        _ => {
+            // Raw page: metrics are columns; an optional units row (empty ID) follows the header.
+            let first_metric = c_cc.map(|c| c + 1).unwrap_or(header.len());
+            let mut units: Vec<String> = vec![String::new(); header.len()];
+            for r in &records[hpos + 1..] {
+                if r.fields.len() != header.len() {
+                    continue;
+                }
+                if get(r, Some(c_id)).is_empty() {
+                    units = r.fields.clone();
+                    continue;
+                }
+                let i = launch_for(r, &mut launches)?;
+                for c in first_metric..header.len() {
+                    if let Some(v) = parse_value(&r.fields[c], &units[c]) {
+                        launches[i].metrics.insert(header[c].clone(), v);
+                    }
+                }
+            }
+        }
+    }
+    if launches.is_empty() {
+        return Err(not_ncu(origin, "a header but no launch rows"));
+    }
+    Ok(Capture { launches, other_lines })
+}
+
+/// A metric value in ncu's formatting (thousand separators, `n/a`) scaled to base units.
+pub fn parse_value(value: &str, unit: &str) -> Option<f64> {
+    let v: f64 = value.trim().replace(',', "").parse().ok()?;
+    if !v.is_finite() {
+        return None;
+    }
+    Some(v * unit_scale(unit.trim()))
+}
+
+/// Factor from ncu's (possibly auto-scaled) unit to the base unit: bytes, seconds, hertz,
+/// bytes/second; counts, %, per-cycle figures unchanged. ncu scales with SI prefixes.
+pub fn unit_scale(unit: &str) -> f64 {
+    let (num, den) = unit.split_once('/').unwrap_or((unit, ""));
+    let prefix = |u: &str, base: &str| -> Option<f64> {
+        let p = u.strip_suffix(base)?;
+        Some(match p {
+            "" => 1.0,
+            "K" | "k" => 1e3,
+            "M" => 1e6,
+            "G" => 1e9,
+            "T" => 1e12,
+            "P" => 1e15,
+            "m" => 1e-3,
+            "u" => 1e-6,
+            "n" => 1e-9,
+            _ => return None,
+        })
+    };
+    let scale_of = |u: &str| -> f64 {
+        if let Some(f) = prefix(u, "byte") {
+            return f;
+        }
+        if let Some(f) = prefix(u, "second") {
+            return f;
+        }
+        if let Some(f) = prefix(&u.to_ascii_lowercase(), "hz").or_else(|| prefix(u, "hz")) {
+            return f;
+        }
+        match u {
+            "ns" => 1e-9,
+            "us" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            _ => 1.0,
+        }
+    };
+    let mut f = scale_of(num);
+    if !den.is_empty() {
+        f /= scale_of(den);
+    }
+    // Durations are stored in seconds whatever ncu printed: `ns` → 1e-9 above.
+    f
+}
+
+/// All launches of one kernel, aggregated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelSummary {
+    pub name: String,
+    pub full_name: String,
+    pub launches: usize,
+    /// Counters (`*.sum`, durations) summed over launches; rates and percentages averaged.
+    pub metrics: BTreeMap<String, f64>,
+    /// Per-launch durations in seconds.
+    pub launch_seconds: Vec<f64>,
+}
+
+fn is_summed(metric: &str) -> bool {
+    metric.ends_with(".sum") && !metric.contains("peak_sustained")
+}
+
+impl Capture {
+    /// Kernels in order of first launch, each aggregated over its launches.
+    pub fn kernels(&self) -> Vec<KernelSummary> {
+        let mut order: Vec<String> = Vec::new();
+        let mut groups: BTreeMap<String, Vec<&Launch>> = BTreeMap::new();
+        for l in &self.launches {
+            let n = l.short_name();
+            if !groups.contains_key(&n) {
+                order.push(n.clone());
+            }
+            groups.entry(n).or_default().push(l);
+        }
+        order
+            .into_iter()
+            .map(|name| {
+                let ls = &groups[&name];
+                let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
+                let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+                for l in ls {
+                    for (k, v) in &l.metrics {
+                        *metrics.entry(k.clone()).or_insert(0.0) += v;
+                        *counts.entry(k.clone()).or_insert(0) += 1;
+                    }
+                }
+                for (k, v) in metrics.iter_mut() {
+                    if !is_summed(k) {
+                        *v /= counts[k] as f64;
+                    }
+                }
+                let launch_seconds = ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect();
+                KernelSummary { name: name.clone(), full_name: ls[0].kernel.clone(), launches: ls.len(), metrics, launch_seconds }
+            })
+            .collect()
+    }
+
+    /// Kernels whose short or full name matches `filter` (a substring or `regex:`-free text).
+    pub fn select(&self, filter: Option<&str>) -> Vec<KernelSummary> {
+        self.kernels().into_iter().filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f))).collect()
+    }
+}
+
+impl KernelSummary {
+    fn m(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).copied()
+    }
+    fn m0(&self, name: &str) -> f64 {
+        self.m(name).unwrap_or(0.0)
+    }
+
+    /// FP work per precision with ncu's factors; `None` where none of its metrics was captured.
+    pub fn flops_by_precision(&self) -> BTreeMap<&'static str, f64> {
+        let mut out = BTreeMap::new();
+        let op = |o: &str| format!("sm__sass_thread_inst_executed_op_{o}_pred_on.sum");
+        let any = |ops: &[&str]| ops.iter().any(|o| self.m(&op(o)).is_some());
+        if any(&["dadd", "dmul", "dfma"]) {
+            out.insert("double_any_width", self.m0(&op("dadd")) + self.m0(&op("dmul")) + 2.0 * self.m0(&op("dfma")));
+        }
+        if any(&["fadd", "fmul", "ffma"]) {
+            out.insert("single_any_width", self.m0(&op("fadd")) + self.m0(&op("fmul")) + 2.0 * self.m0(&op("ffma")));
+        }
+        if any(&["hadd", "hmul", "hfma"]) {
+            out.insert("half_any_width", 2.0 * self.m0(&op("hadd")) + 2.0 * self.m0(&op("hmul")) + 4.0 * self.m0(&op("hfma")));
+        }
+        let tensor = self.tensor_ops_by_type();
+        if !tensor.is_empty() {
+            out.insert("tensor", tensor.values().sum());
+        }
+        out
+    }
+
+    /// Tensor-core ops per source type (`bf16_dst_fp32`, `fp16`, `fp64`, …), sparsity splits
+    /// and per-instruction (`_op_`) subsets left out so nothing is counted twice.
+    pub fn tensor_ops_by_type(&self) -> BTreeMap<String, f64> {
+        self.metrics
+            .iter()
+            .filter_map(|(k, v)| {
+                let t = k.strip_prefix("sm__ops_path_tensor_src_")?.strip_suffix(".sum")?;
+                if t.contains("sparsity") || t.contains('.') {
+                    return None;
+                }
+                Some((t.to_string(), *v))
+            })
+            .collect()
+    }
+
+    pub fn seconds(&self) -> Option<f64> {
+        self.m("gpu__time_duration.sum")
+    }
+
+    /// Bytes per level: `dram`, `l2`, `l1`.
+    pub fn bytes(&self) -> Bytes {
+        let mut b = Bytes::new();
+        let dram = match (self.m("dram__bytes_read.sum"), self.m("dram__bytes_write.sum"), self.m("dram__bytes.sum")) {
+            (Some(r), Some(w), _) => Some(r + w),
+            (_, _, Some(t)) => Some(t),
+            (Some(r), None, None) => Some(r),
+            _ => None,
+        };
+        if let Some(d) = dram {
+            b.insert("dram".into(), d);
+        }
+        if let Some(v) = self.m("lts__t_bytes.sum") {
+            b.insert("l2".into(), v);
+        }
+        if let Some(v) = self.m("l1tex__t_bytes.sum") {
+            b.insert("l1".into(), v);
+        }
+        b
+    }
+
+    /// Instruction-roofline figures (Ding & Williams) where the metrics were captured.
+    pub fn instruction_roofline(&self) -> Option<serde_json::Value> {
+        let inst = self.m("smsp__inst_executed.sum")?;
+        let t = self.seconds().filter(|t| *t > 0.0)?;
+        let sum2 = |a: &str, b: &str| -> Option<f64> { Some(self.m(a)? + self.m(b)?) };
+        let mut tx = serde_json::Map::new();
+        let mut ii = serde_json::Map::new();
+        let levels = [
+            ("global_l1", sum2("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")),
+            ("shared", sum2("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")),
+            ("l2", self.m("lts__t_sectors.sum")),
+            ("dram", sum2("dram__sectors_read.sum", "dram__sectors_write.sum")),
+        ];
+        for (lvl, n) in levels {
+            if let Some(n) = n {
+                tx.insert(lvl.into(), n.into());
+                if n > 0.0 {
+                    ii.insert(lvl.into(), (inst / n).into());
+                }
+            }
+        }
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        let global_inst = sum2("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum");
+        let shared_inst = sum2("smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum");
+        Some(serde_json::json!({
+            "warp_instructions": inst,
+            "warp_gips": inst / t / 1e9,
+            "transactions": tx,
+            "instruction_intensity": ii,
+            "global_sectors_per_instruction": ratio(levels[0].1, global_inst),
+            "shared_wavefronts_per_instruction": ratio(levels[1].1, shared_inst),
+            // Walls: 1 sector per warp-level access (all threads one address), 4 (unit-stride
+            // 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced); shared: 1 wavefront per
+            // instruction (no bank conflicts) to 32 (every thread in the same bank).
+            "global_walls_sectors_per_instruction": [1, 4, 8, 32],
+            "shared_walls_wavefronts_per_instruction": [1, 32],
+        }))
+    }
+
+    /// Sectors per request for global loads and stores (4 ideal for 4-byte, 8 for 8-byte
+    /// unit-stride accesses; 32 when every thread touches its own sector).
+    pub fn coalescing(&self) -> BTreeMap<&'static str, f64> {
+        let mut out = BTreeMap::new();
+        for (op, key) in [("ld", "load_sectors_per_request"), ("st", "store_sectors_per_request")] {
+            let s = self.m(&format!("l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"));
+            let r = self.m(&format!("l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"));
+            if let (Some(s), Some(r)) = (s, r)
+                && r > 0.0
+            {
+                out.insert(key, s / r);
+            }
+        }
+        out
+    }
+
+    /// Whether tensor cores did work: decided by the op counts, not by the pipe-active
+    /// percentage (which reads 0–3 % on kernels without tensor work).
+    pub fn tensor_used(&self) -> Option<bool> {
+        let t = self.tensor_ops_by_type();
+        if t.is_empty() { None } else { Some(t.values().any(|v| *v > 0.0)) }
+    }
+
+    /// The kernel as a report point (provenance ncu). `time_share` is its share of the
+    /// capture's total kernel time.
+    pub fn to_point(&self, time_share: Option<f64>) -> Point {
+        let by_prec = self.flops_by_precision();
+        let total: f64 = by_prec.values().fold(0.0, |a, b| a + b);
+        let flops = Flops { total, effective: None, by_class: by_prec.iter().map(|(k, v)| (k.to_string(), *v)).collect() };
+        let bytes = self.bytes();
+        let prov = Provenance {
+            flops: if by_prec.is_empty() { None } else { Some(Source::Ncu) },
+            bytes: bytes.keys().map(|k| (k.clone(), Source::Ncu)).collect(),
+            seconds: self.seconds().map(|_| Source::Ncu),
+            notes: vec![
+                "T is gpu__time_duration summed over launches (profiled runs; ncu serializes launches)".into(),
+                "bytes.l1 counts requested L1 bytes; writes that stay in L2 never reach DRAM".into(),
+            ],
+        };
+        let seconds = self.seconds().map(|s| vec![s]).unwrap_or_default();
+        let mut p = Point::new(self.name.clone(), prov, flops, bytes, 1, seconds);
+        p.threads = 0; // not a CPU thread count
+        p.extra.insert("launches".into(), (self.launches as u64).into());
+        p.extra.insert("kernel".into(), self.full_name.clone().into());
+        p.extra.insert("launch_seconds".into(), serde_json::json!(self.launch_seconds));
+        if let Some(ghz) = self.m("sm__cycles_elapsed.avg.per_second") {
+            p.extra.insert("sm_clock_ghz".into(), (ghz / 1e9).into());
+        }
+        let tensor = self.tensor_ops_by_type();
+        if !tensor.is_empty() {
+            p.extra.insert("tensor_ops_by_type".into(), serde_json::json!(tensor));
+        }
+        if let Some(u) = self.tensor_used() {
+            p.extra.insert("tensor_used".into(), u.into());
+        }
+        if let Some(pct) = self.m("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active") {
+            p.extra.insert("tensor_pipe_active_pct".into(), pct.into());
+        }
+        if let Some(ir) = self.instruction_roofline() {
+            p.extra.insert("instruction_roofline".into(), ir);
+        }
+        let co = self.coalescing();
+        if !co.is_empty() {
+            p.extra.insert("coalescing".into(), serde_json::json!(co));
+        }
+        if let Some(s) = time_share {
+            p.extra.insert("time_share".into(), s.into());
+        }
+        p
+    }
+}
+
+/// Points for every kernel of a capture (optionally filtered), ranked by time share
+/// (the critical kernels first).
+pub fn points(capture: &Capture, filter: Option<&str>, origin: &str) -> Result<Vec<Point>> {
+    let kernels = capture.select(filter);
+    if kernels.is_empty() {
+        return Err(Error::input(
+            format!("{origin}: no kernel matches '{}'", filter.unwrap_or("")),
+            format!("kernels in the capture: {}", capture.kernels().iter().map(|k| k.name.clone()).collect::<Vec<_>>().join(", ")),
+        ));
+    }
+    let total: f64 = kernels.iter().filter_map(|k| k.seconds()).sum();
+    let mut pts: Vec<Point> = kernels.iter().map(|k| k.to_point(k.seconds().filter(|_| total > 0.0).map(|s| s / total))).collect();
+    pts.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    for (rank, p) in pts.iter_mut().enumerate() {
+        p.extra.insert("critical_rank".into(), (rank as u64 + 1).into());
+    }
+    if pts.iter().all(|p| p.flops.total == 0.0 && p.bytes.is_empty() && p.seconds == 0.0) {
+        return Err(Error::input(format!("{origin}: the capture holds none of the metrics roofline needs"), "capture with `roofline gpu measure` or the metric list in docs/gpu.md"));
+    }
+    Ok(pts)
+}
+
+/// Run ncu on `cmd` (argv, no shell) with an explicit metric list and parse its CSV.
+pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Capture> {
+    if which("ncu").is_none() {
+        return Err(Error::unavailable("ncu (Nsight Compute) is not on PATH", "install Nsight Compute or add its folder (e.g. /usr/local/cuda/bin) to PATH"));
+    }
+    if !super::device::driver_present() {
+        return Err(super::device::no_driver());
+    }
+    let mut c = std::process::Command::new("ncu");
+    c.args(["--csv", "--clock-control", "none", "--metrics", metrics]);
+    if let Some(k) = kernel {
+        c.args(["-k", &format!("regex:{k}")]);
+    }
+    c.args(cmd);
+    let o = c.output().map_err(|e| Error::unavailable(format!("cannot start ncu: {e}"), "check the Nsight Compute installation"))?;
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let cap = parse(&text, "ncu output")?;
+    if !o.status.success() {
+        eprintln!("roofline: warning: ncu exited with {}", o.status);
+    }
+    Ok(cap)
+}
+
+fn which(prog: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(prog)).find(|f| f.is_file()))
+}
+

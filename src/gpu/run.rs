@@ -1,0 +1,129 @@
+//! `roofline gpu run KERNEL`: the GPU versions of the suite's comparable kernels with their
+//! analytic W and compulsory DRAM Q, timed with CUDA events.
+
+use std::collections::BTreeMap;
+
+use super::device::{self, GpuMachine};
+use super::kernels::{KArg, Suite, cuda_err, grid_for, time_median};
+use crate::error::{Error, Result};
+use crate::report::{Bytes, Flops, Point, Provenance, Source};
+use cudarc::driver::LaunchConfig;
+
+/// Flops of one `poly_cos` in kernels.cu: x·(1/2π), r², and 9 FMAs (range reduction, 7
+/// polynomial steps, the last step) = 2 + 18.
+pub const POLY_COS_FLOPS: f64 = 20.0;
+
+/// A GPU kernel of the suite: name, description, default size, and analytic (W, Q_dram)
+/// as a function of the size `n` (elements; the matrix order for dgemm).
+pub struct GpuKernel {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub default_n: usize,
+    pub counts: fn(f64) -> (f64, f64),
+}
+
+pub const KERNELS: &[GpuKernel] = &[
+    GpuKernel { name: "triad", description: "a = b + s·c (FP64)", default_n: 1 << 27, counts: |n| (2.0 * n, 24.0 * n) },
+    GpuKernel { name: "daxpy", description: "y = a·x + y (FP64)", default_n: 1 << 27, counts: |n| (2.0 * n, 24.0 * n) },
+    GpuKernel { name: "dgemm", description: "C = A·B, shared-memory tiles (FP64)", default_n: 4096, counts: |n| (2.0 * n * n * n, 24.0 * n * n) },
+    GpuKernel { name: "normalize_naive", description: "per-row normalize, rows of 512, one thread per row, 3 passes", default_n: 1 << 25, counts: |n| (6.0 * n, 16.0 * n) },
+    GpuKernel { name: "normalize_warp", description: "per-row normalize, a warp per row, Welford + shuffles, 16-byte loads", default_n: 1 << 25, counts: |n| (8.0 * n, 16.0 * n) },
+    GpuKernel { name: "cos_unfused", description: "y = cos(cos(x)) through a temporary (two kernels)", default_n: 1 << 26, counts: |n| (2.0 * POLY_COS_FLOPS * n, 32.0 * n) },
+    GpuKernel { name: "cos_fused", description: "y = cos(cos(x)) in one kernel", default_n: 1 << 26, counts: |n| (2.0 * POLY_COS_FLOPS * n, 16.0 * n) },
+];
+
+pub fn find(name: &str) -> Result<&'static GpuKernel> {
+    KERNELS.iter().find(|k| k.name == name).ok_or_else(|| {
+        Error::input(format!("no GPU kernel '{name}'"), format!("known: {}", KERNELS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")))
+    })
+}
+
+/// Run `kernel` at size `n`, `reps` timed repetitions; one report point.
+pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<(GpuMachine, Point)> {
+    if n == 0 {
+        return Err(Error::input("size 0", "give --size N with N > 0"));
+    }
+    let ctx = device::open(ordinal)?;
+    let machine = device::query(&ctx, None)?;
+    let need = match kernel.name {
+        "dgemm" => 3 * n * n * 8,
+        _ => 3 * n * 8,
+    } as u64;
+    if need > machine.memory_bytes * 9 / 10 {
+        return Err(Error::input(format!("size {n} needs {} of GPU memory, the GPU has {}", crate::util::fmt_bytes(need as f64), crate::util::fmt_bytes(machine.memory_bytes as f64)), "choose a smaller --size"));
+    }
+    let suite = Suite::compile(ctx)?;
+    let s = &suite.stream;
+    let init = |len: usize, seed: u64| -> Vec<f64> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect()
+    };
+    let len = if kernel.name == "dgemm" { n * n } else { n };
+    let a = s.clone_htod(&init(len, 1)).map_err(cuda_err("copy to GPU"))?;
+    let b = s.clone_htod(&init(len, 2)).map_err(cuda_err("copy to GPU"))?;
+    let c = s.clone_htod(&init(len, 3)).map_err(cuda_err("copy to GPU"))?;
+    let un = n as u64;
+    let sv = 3.0f64;
+    let (_, samples) = match kernel.name {
+        "triad" => {
+            let f = suite.function("triad")?;
+            time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&c), suite.ptr(&a), suite.ptr(&b), KArg::F64(sv), KArg::U64(un)])?
+        }
+        "daxpy" => {
+            let f = suite.function("daxpy")?;
+            time_median(&suite, &f, grid_for(n, 256), 2, reps, &[KArg::F64(sv), suite.ptr(&a), suite.ptr(&c), KArg::U64(un)])?
+        }
+        "dgemm" => {
+            let f = suite.function("dgemm")?;
+            let t = n.div_ceil(32) as u32;
+            let cfg = LaunchConfig { grid_dim: (t, t, 1), block_dim: (32, 32, 1), shared_mem_bytes: 0 };
+            let ni = n as i32;
+            time_median(&suite, &f, cfg, 1, reps, &[suite.ptr(&a), suite.ptr(&b), suite.ptr(&c), KArg::I32(ni)])?
+        }
+        "normalize_naive" | "normalize_warp" => {
+            let rows = (n / 512) as i32;
+            let f = suite.function(kernel.name)?;
+            let cfg = if kernel.name == "normalize_naive" { grid_for(rows as usize, 128) } else { grid_for(rows as usize * 32, 256) };
+            let cols = 512i32;
+            time_median(&suite, &f, cfg, 2, reps, &[suite.ptr(&a), suite.ptr(&c), KArg::I32(rows), KArg::I32(cols)])?
+        }
+        "cos_fused" => {
+            let f = suite.function("cos_cos_fused")?;
+            time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&a), suite.ptr(&c), KArg::U64(un)])?
+        }
+        "cos_unfused" => {
+            // Two launches per repetition: time each pass and add them.
+            let f = suite.function("cos_pass")?;
+            let (_, s1) = time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&a), suite.ptr(&b), KArg::U64(un)])?;
+            let (_, s2) = time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&b), suite.ptr(&c), KArg::U64(un)])?;
+            let v: Vec<f64> = s1.iter().zip(&s2).map(|(x, y)| x + y).collect();
+            (0.0, v)
+        }
+        other => return Err(Error::input(format!("no GPU kernel '{other}'"), "see `roofline gpu run --help`")),
+    };
+    let nn = n as f64;
+    let (w, q) = (kernel.counts)(nn);
+    let mut by_class = BTreeMap::new();
+    by_class.insert("double_any_width".to_string(), w);
+    let mut bytes = Bytes::new();
+    bytes.insert("dram".into(), q);
+    let prov = Provenance {
+        flops: Some(Source::Analytic),
+        bytes: [("dram".to_string(), Source::Analytic)].into_iter().collect(),
+        seconds: Some(Source::Native),
+        notes: vec!["T: CUDA events around each launch; Q: compulsory DRAM bytes".into()],
+    };
+    let secs: Vec<f64> = samples.iter().map(|ms| ms * 1e-3).collect();
+    let mut p = Point::new(kernel.name, prov, Flops { total: w, effective: None, by_class }, bytes, 1, secs);
+    p.threads = 0;
+    p.extra.insert("size".into(), (n as u64).into());
+    p.extra.insert("device".into(), machine.name.clone().into());
+    Ok((machine, p))
+}
