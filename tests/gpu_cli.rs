@@ -15,7 +15,11 @@ fn fixture(name: &str) -> String {
 fn import_writes_a_valid_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("gpu.json");
-    let o = roofline().args(["gpu", "import", &fixture("dgemm_hier.csv"), "-o"]).arg(&out).output().unwrap();
+    let o = roofline()
+        .args(["gpu", "import", &fixture("dgemm_hier.csv"), "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     let r = roofline::report::Report::from_json(&text, "gpu.json").unwrap();
@@ -28,11 +32,17 @@ fn import_writes_a_valid_report() {
 
 #[test]
 fn import_json_on_stdout_and_kernel_filter() {
-    let o = roofline().args(["gpu", "import", &fixture("cos_unfused_mixed.csv"), "--json", "-k", "cos"]).output().unwrap();
+    let o = roofline()
+        .args(["gpu", "import", &fixture("cos_unfused_mixed.csv"), "--json", "-k", "cos"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], "roofline.report/1");
-    let o = roofline().args(["gpu", "import", &fixture("cos_unfused_mixed.csv"), "-k", "nomatch"]).output().unwrap();
+    let o = roofline()
+        .args(["gpu", "import", &fixture("cos_unfused_mixed.csv"), "-k", "nomatch"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -55,7 +65,11 @@ fn driver_commands_skip_cleanly_without_a_gpu() {
         eprintln!("skipped: an NVIDIA driver is present (run the GPU tests per README)");
         return;
     }
-    for args in [vec!["gpu", "machine"], vec!["gpu", "ceilings", "--quick"], vec!["gpu", "run", "triad"]] {
+    for args in [
+        vec!["gpu", "machine"],
+        vec!["gpu", "ceilings", "--quick"],
+        vec!["gpu", "run", "triad"],
+    ] {
         let o = roofline().args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);

@@ -24,7 +24,10 @@ fn device_query_and_theoretical_peaks() {
     let ctx = device::open(0).unwrap();
     let m = device::query(&ctx, None).unwrap();
     assert!(m.sms > 0 && m.memory_bytes > 0, "{m:?}");
-    eprintln!("{} cc {} SMs {} clock {:?} GHz peaks {:?}", m.name, m.compute_capability, m.sms, m.sm_clock_max_ghz, m.peaks);
+    eprintln!(
+        "{} cc {} SMs {} clock {:?} GHz peaks {:?}",
+        m.name, m.compute_capability, m.sms, m.sm_clock_max_ghz, m.peaks
+    );
     if m.compute_capability == "9.0" {
         assert!(m.peaks.fp64_gflops.unwrap() > 20_000.0);
         assert!(m.peaks.dram_gbs.unwrap() > 2_000.0);
@@ -45,7 +48,13 @@ fn suite_compiles_and_runs_with_correct_rates() {
         let (_, p) = run::run(k, n, 5, 0).unwrap();
         assert!(p.seconds > 0.0, "{}", k.name);
         assert!(p.gflops.unwrap() > 1.0, "{}: {:?}", k.name, p.gflops);
-        eprintln!("{:<16} n={n:<9} {:>9.3} ms {:>9.1} GFLOP/s {:>8.1} GB/s", k.name, p.seconds * 1e3, p.gflops.unwrap(), p.gbs["dram"]);
+        eprintln!(
+            "{:<16} n={n:<9} {:>9.3} ms {:>9.1} GFLOP/s {:>8.1} GB/s",
+            k.name,
+            p.seconds * 1e3,
+            p.gflops.unwrap(),
+            p.gbs["dram"]
+        );
     }
 }
 
@@ -63,7 +72,12 @@ fn quick_ceilings_are_sane() {
     let triad = c.bandwidth.iter().find(|b| b.kernel == "triad").unwrap();
     assert!(triad.gbs > 500.0, "{triad:?}");
     for x in &c.compute {
-        eprintln!("{:<12} {:>10.0} GFLOP/s {:>6.1} % of peak at {clock:.3} GHz", x.precision, x.gflops, x.pct_of_peak_at_clock.unwrap_or(f64::NAN));
+        eprintln!(
+            "{:<12} {:>10.0} GFLOP/s {:>6.1} % of peak at {clock:.3} GHz",
+            x.precision,
+            x.gflops,
+            x.pct_of_peak_at_clock.unwrap_or(f64::NAN)
+        );
     }
     for b in &c.bandwidth {
         eprintln!("{:<8} {:<12} {:>8.0} GB/s", b.level, b.kernel, b.gbs);
@@ -80,7 +94,10 @@ fn ncu_measure_of_our_own_run() {
         return;
     };
     let metrics = ncu::HIERARCHICAL_METRICS.join(",");
-    let cmd: Vec<String> = [bin.as_str(), "gpu", "run", "triad", "--size", "4194304", "--repeat", "2"].iter().map(|s| s.to_string()).collect();
+    let cmd: Vec<String> = [bin.as_str(), "gpu", "run", "triad", "--size", "4194304", "--repeat", "2"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let cap = match ncu::run(&metrics, Some("triad"), &cmd) {
         Ok(c) => c,
         Err(e) if e.to_string().contains("not on PATH") => {

@@ -10,7 +10,10 @@ fn capture(name: &str) -> ncu::Capture {
 }
 
 fn kernel(c: &ncu::Capture, name: &str) -> ncu::KernelSummary {
-    c.kernels().into_iter().find(|k| k.name == name).unwrap_or_else(|| panic!("no kernel {name}"))
+    c.kernels()
+        .into_iter()
+        .find(|k| k.name == name)
+        .unwrap_or_else(|| panic!("no kernel {name}"))
 }
 
 const TRIAD_N: f64 = 33_554_432.0;
@@ -75,7 +78,10 @@ fn fp32_kernel_without_tensor_work_and_hfma2_moves() {
     // ffma_peak: 1,081,344 threads × 8 chains × 4000 iterations of FFMA per launch.
     let k = kernel(&capture("ffma_peak_hier.csv"), "ffma_peak");
     let threads = 132.0 * 8.0 * 1024.0;
-    assert_eq!(k.metrics["sm__sass_thread_inst_executed_op_ffma_pred_on.sum"], 3.0 * threads * 8.0 * 4000.0);
+    assert_eq!(
+        k.metrics["sm__sass_thread_inst_executed_op_ffma_pred_on.sum"],
+        3.0 * threads * 8.0 * 4000.0
+    );
     // The tensor pipe reads a few % active, but no tensor ops were done.
     assert!(k.metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] > 0.0);
     assert_eq!(k.tensor_used(), Some(false));
@@ -112,7 +118,10 @@ fn fusion_halves_dram_traffic() {
 #[test]
 fn mixed_output_ranking_and_filters() {
     let c = capture("cos_unfused_mixed.csv");
-    assert!(c.other_lines.iter().any(|l| l.starts_with("cos_unfused 1048576")), "program output kept apart");
+    assert!(
+        c.other_lines.iter().any(|l| l.starts_with("cos_unfused 1048576")),
+        "program output kept apart"
+    );
     assert!(c.other_lines.iter().any(|l| l.starts_with("==PROF==")));
     let k = kernel(&c, "cos_pass");
     assert_eq!(k.launches, 6);
@@ -128,7 +137,12 @@ fn bad_inputs_are_errors_not_panics() {
     let nomatch = std::fs::read_to_string(format!("{}/tests/fixtures/ncu/nomatch.txt", env!("CARGO_MANIFEST_DIR"))).unwrap();
     assert!(ncu::parse(&nomatch, "x").unwrap_err().to_string().contains("matched nothing"));
     assert!(ncu::parse("hello\nworld\n", "x").unwrap_err().to_string().contains("not an ncu"));
-    assert!(ncu::parse("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "x").unwrap_err().to_string().contains("permission"));
+    assert!(
+        ncu::parse("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "x")
+            .unwrap_err()
+            .to_string()
+            .contains("permission")
+    );
     let header_only = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
     assert!(ncu::parse(header_only, "x").is_err());
     let bad_id = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\"x\",\"k\",\"m\",\"\",\"1\"\n";
@@ -156,5 +170,8 @@ fn peaks_capture_matches_the_architecture_table() {
     assert_eq!(m["sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"], 132.0 * 64.0);
     assert_eq!(m["sm__inst_executed.sum.peak_sustained"], 132.0 * 4.0);
     let rates = roofline::gpu::device::arch_rates((9, 0)).unwrap();
-    assert_eq!(2.0 * m["sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"], 132.0 * rates.fp64_flops);
+    assert_eq!(
+        2.0 * m["sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"],
+        132.0 * rates.fp64_flops
+    );
 }

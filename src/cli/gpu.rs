@@ -84,7 +84,9 @@ fn environment() -> Environment {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         git_sha: option_env!("ROOFLINE_GIT_SHA").map(str::to_string),
         command_line: std::env::args().collect(),
-        host: std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string()),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string()),
         ..Default::default()
     }
 }
@@ -105,7 +107,11 @@ fn emit_json(out: &OutputArgs, doc: &serde_json::Value, table: &str, allowed_fil
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.command {
-        GpuCommand::Machine { out, device: ord, ncu: with_ncu } => {
+        GpuCommand::Machine {
+            out,
+            device: ord,
+            ncu: with_ncu,
+        } => {
             let file = out.check(&["json"])?.map(|f| f.0);
             let ctx = device::open(ord)?;
             let mut m = device::query(&ctx, None)?;
@@ -129,12 +135,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         GpuCommand::Ceilings { out, device: ord, quick } => {
             let file = out.check(&["json"])?.map(|f| f.0);
-            let c = ceilings::measure(&ceilings::Options { quick, ordinal: ord }, &|s| eprintln!("roofline: gpu ceilings: {s}"))?;
+            let c = ceilings::measure(&ceilings::Options { quick, ordinal: ord }, &|s| {
+                eprintln!("roofline: gpu ceilings: {s}")
+            })?;
             let table = ceilings_table(&c);
             emit_json(&out, &serde_json::to_value(&c)?, &table, file)?;
             Ok(0)
         }
-        GpuCommand::Run { out, kernel, size, repeat, device: ord } => {
+        GpuCommand::Run {
+            out,
+            kernel,
+            size,
+            repeat,
+            device: ord,
+        } => {
             let k = gpurun::find(&kernel)?;
             let file = out.check(&["json"])?.map(|f| f.0);
             let (m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord)?;
@@ -146,7 +160,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         GpuCommand::Import { out, file, kernel } => {
             let ofile = out.check(&["json"])?.map(|f| f.0);
             let origin = file.display().to_string();
-            let text = std::fs::read_to_string(&file).map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass an ncu --csv capture"))?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass an ncu --csv capture"))?;
             let cap = ncu::parse(&text, &origin)?;
             let r = capture_report(&cap, kernel.as_deref(), &origin)?;
             emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), ofile)?;
@@ -187,13 +202,32 @@ fn opt(v: Option<f64>, scale: f64, prec: usize) -> String {
 fn machine_table(m: &device::GpuMachine) -> String {
     let mut s = String::new();
     s += &format!("GPU {}: {} (compute capability {})\n", m.ordinal, m.name, m.compute_capability);
-    s += &format!("  SMs {}   SM clock max {} GHz   memory {} at {} GHz x {} bits   L2 {}\n", m.sms, opt(m.sm_clock_max_ghz, 1.0, 3), crate::util::fmt_bytes(m.memory_bytes as f64), opt(m.memory_clock_ghz, 1.0, 3), m.memory_bus_bits.map(|b| b.to_string()).unwrap_or("-".into()), m.l2_bytes.map(|b| crate::util::fmt_bytes(b as f64)).unwrap_or("-".into()));
+    s += &format!(
+        "  SMs {}   SM clock max {} GHz   memory {} at {} GHz x {} bits   L2 {}\n",
+        m.sms,
+        opt(m.sm_clock_max_ghz, 1.0, 3),
+        crate::util::fmt_bytes(m.memory_bytes as f64),
+        opt(m.memory_clock_ghz, 1.0, 3),
+        m.memory_bus_bits.map(|b| b.to_string()).unwrap_or("-".into()),
+        m.l2_bytes.map(|b| crate::util::fmt_bytes(b as f64)).unwrap_or("-".into())
+    );
     let p = &m.peaks;
-    s += &format!("  peaks (dense, at {} GHz): FP64 {} TFLOP/s  FP32 {}  FP16 {}\n", opt(p.at_sm_ghz, 1.0, 3), opt(p.fp64_gflops, 1e3, 1), opt(p.fp32_gflops, 1e3, 1), opt(p.fp16_gflops, 1e3, 1));
+    s += &format!(
+        "  peaks (dense, at {} GHz): FP64 {} TFLOP/s  FP32 {}  FP16 {}\n",
+        opt(p.at_sm_ghz, 1.0, 3),
+        opt(p.fp64_gflops, 1e3, 1),
+        opt(p.fp32_gflops, 1e3, 1),
+        opt(p.fp16_gflops, 1e3, 1)
+    );
     for (k, v) in &p.tensor_gflops {
         s += &format!("    tensor {k:<5} {:>8.1} TFLOP/s\n", v / 1e3);
     }
-    s += &format!("  bandwidth: HBM {} GB/s  L2 {}  L1 {}\n", opt(p.dram_gbs, 1.0, 0), opt(p.l2_gbs, 1.0, 0), opt(p.l1_gbs, 1.0, 0));
+    s += &format!(
+        "  bandwidth: HBM {} GB/s  L2 {}  L1 {}\n",
+        opt(p.dram_gbs, 1.0, 0),
+        opt(p.l2_gbs, 1.0, 0),
+        opt(p.l1_gbs, 1.0, 0)
+    );
     for w in &m.warnings {
         s += &format!("  warning: {w}\n");
     }
@@ -201,21 +235,40 @@ fn machine_table(m: &device::GpuMachine) -> String {
 }
 
 fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
-    let mut s = format!("GPU ceilings on {} (SM clock measured {} GHz)\n", c.machine.name, opt(c.sm_clock_ghz_measured, 1.0, 3));
+    let mut s = format!(
+        "GPU ceilings on {} (SM clock measured {} GHz)\n",
+        c.machine.name,
+        opt(c.sm_clock_ghz_measured, 1.0, 3)
+    );
     s += "  compute        kernel           GFLOP/s    peak@clock   %\n";
     for x in &c.compute {
-        s += &format!("  {:<14} {:<14} {:>10.0} {:>12} {:>6}\n", x.precision, x.kernel, x.gflops, opt(x.peak_at_clock_gflops, 1.0, 0), opt(x.pct_of_peak_at_clock, 1.0, 1));
+        s += &format!(
+            "  {:<14} {:<14} {:>10.0} {:>12} {:>6}\n",
+            x.precision,
+            x.kernel,
+            x.gflops,
+            opt(x.peak_at_clock_gflops, 1.0, 0),
+            opt(x.pct_of_peak_at_clock, 1.0, 1)
+        );
     }
     s += "  bandwidth      kernel        working set      GB/s\n";
     for b in &c.bandwidth {
-        s += &format!("  {:<14} {:<12} {:>12} {:>10.0}\n", b.level, b.kernel, crate::util::fmt_bytes(b.working_set_bytes as f64), b.gbs);
+        s += &format!(
+            "  {:<14} {:<12} {:>12} {:>10.0}\n",
+            b.level,
+            b.kernel,
+            crate::util::fmt_bytes(b.working_set_bytes as f64),
+            b.gbs
+        );
     }
     s
 }
 
 /// The per-kernel table: W by precision, Q per level, T, rates, diagnostics.
 pub fn points_table(points: &[Point]) -> String {
-    let mut s = String::from("kernel              launches   GFLOP  (fp64/fp32/fp16/tensor)         DRAM GB    L2 GB    L1 GB       T ms   GFLOP/s  DRAM GB/s  AI_dram  notes\n");
+    let mut s = String::from(
+        "kernel              launches   GFLOP  (fp64/fp32/fp16/tensor)         DRAM GB    L2 GB    L1 GB       T ms   GFLOP/s  DRAM GB/s  AI_dram  notes\n",
+    );
     for p in points {
         let c = |k: &str| p.flops.by_class.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
         let b = |k: &str| p.bytes.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
@@ -224,7 +277,11 @@ pub fn points_table(points: &[Point]) -> String {
             notes.push(format!("{:.0}% of time", sh * 100.0));
         }
         if let Some(t) = p.extra.get("tensor_used").and_then(|v| v.as_bool()) {
-            notes.push(if t { "tensor cores used".into() } else { "no tensor work".to_string() });
+            notes.push(if t {
+                "tensor cores used".into()
+            } else {
+                "no tensor work".to_string()
+            });
         }
         if let Some(co) = p.extra.get("coalescing").and_then(|v| v.as_object()) {
             for (k, v) in co {
@@ -240,7 +297,11 @@ pub fn points_table(points: &[Point]) -> String {
         s += &format!(
             "{:<20}{:>8} {:>7.3}  ({}/{}/{}/{}) {:>10} {:>8} {:>8} {:>10.3} {:>9} {:>10} {:>8}  {}\n",
             p.name,
-            p.extra.get("launches").and_then(|v| v.as_u64()).map(|v| v.to_string()).unwrap_or("-".into()),
+            p.extra
+                .get("launches")
+                .and_then(|v| v.as_u64())
+                .map(|v| v.to_string())
+                .unwrap_or("-".into()),
             p.flops.total / 1e9,
             c("double_any_width"),
             c("single_any_width"),

@@ -1106,6 +1106,10 @@ mod tests {
             unreliable: false,
             caveat: None,
             optional: false,
+            rdwrmask: 0,
+            perf_name: None,
+            aliases: Vec::new(),
+            unchecked: None,
         }
     }
 

@@ -33,7 +33,10 @@ pub fn records(text: &str) -> (Vec<Record>, Vec<String>) {
             buf.push('\n');
             buf.push_str(lines[i].trim_end_matches('\r'));
         }
-        out.push(Record { line: start + 1, fields: split_fields(&buf) });
+        out.push(Record {
+            line: start + 1,
+            fields: split_fields(&buf),
+        });
         i += 1;
     }
     (out, noise)
@@ -74,7 +77,10 @@ mod tests {
 
     #[test]
     fn quoted_fields_commas_and_escapes() {
-        assert_eq!(split_fields(r#""a","1,234","x ""y""",plain"#), vec!["a", "1,234", "x \"y\"", "plain"]);
+        assert_eq!(
+            split_fields(r#""a","1,234","x ""y""",plain"#),
+            vec!["a", "1,234", "x \"y\"", "plain"]
+        );
         assert_eq!(split_fields(""), vec![""]);
     }
 

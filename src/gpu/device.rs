@@ -136,14 +136,21 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>> {
     if !driver_present() {
         return Err(no_driver());
     }
-    CudaContext::new(ordinal).map_err(|e| Error::unavailable(format!("cannot open GPU {ordinal}: {e}"), "check nvidia-smi; is the device visible (CUDA_VISIBLE_DEVICES)?"))
+    CudaContext::new(ordinal).map_err(|e| {
+        Error::unavailable(
+            format!("cannot open GPU {ordinal}: {e}"),
+            "check nvidia-smi; is the device visible (CUDA_VISIBLE_DEVICES)?",
+        )
+    })
 }
 
 /// Query the driver and compute theoretical peaks at `sm_ghz` (default: the maximum clock).
 pub fn query(ctx: &Arc<CudaContext>, sm_ghz: Option<f64>) -> Result<GpuMachine> {
     let attr = |a: Attr| ctx.attribute(a).ok().filter(|v| *v > 0);
     let name = ctx.name().unwrap_or_else(|_| "unknown NVIDIA GPU".into());
-    let cc = ctx.compute_capability().map_err(|e| Error::unavailable(format!("GPU query failed: {e}"), "check the driver"))?;
+    let cc = ctx
+        .compute_capability()
+        .map_err(|e| Error::unavailable(format!("GPU query failed: {e}"), "check the driver"))?;
     let sms = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap_or(0) as u32;
     let sm_clock_max_ghz = attr(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz as f64 / 1e6);
     let memory_clock_ghz = attr(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).map(|khz| khz as f64 / 1e6);
@@ -167,14 +174,20 @@ pub fn query(ctx: &Arc<CudaContext>, sm_ghz: Option<f64>) -> Result<GpuMachine> 
     };
     m.peaks = theoretical_peaks(cc, sms, sm_ghz.or(sm_clock_max_ghz), memory_clock_ghz, memory_bus_bits);
     if arch_rates(cc).is_none() {
-        m.warnings.push(format!("compute capability {}.{} is not in the peak table: compute peaks unknown", cc.0, cc.1));
+        m.warnings.push(format!(
+            "compute capability {}.{} is not in the peak table: compute peaks unknown",
+            cc.0, cc.1
+        ));
     }
     Ok(m)
 }
 
 /// Theoretical peaks (GFLOP/s, GB/s) from the architecture table.
 pub fn theoretical_peaks(cc: (i32, i32), sms: u32, sm_ghz: Option<f64>, mem_ghz: Option<f64>, bus_bits: Option<u32>) -> GpuPeaks {
-    let mut p = GpuPeaks { at_sm_ghz: sm_ghz, ..Default::default() };
+    let mut p = GpuPeaks {
+        at_sm_ghz: sm_ghz,
+        ..Default::default()
+    };
     if let (Some(r), Some(ghz)) = (arch_rates(cc), sm_ghz) {
         let f = |per_sm: f64| per_sm * sms as f64 * ghz;
         p.fp64_gflops = Some(f(r.fp64_flops));

@@ -25,7 +25,9 @@ fn cuda_include_dirs() -> Vec<String> {
         }
     }
     dirs.push("/usr/local/cuda/include".into());
-    dirs.into_iter().filter(|d| std::path::Path::new(d).join("cuda_fp16.h").exists()).collect()
+    dirs.into_iter()
+        .filter(|d| std::path::Path::new(d).join("cuda_fp16.h").exists())
+        .collect()
 }
 
 fn nvrtc_present() -> bool {
@@ -36,20 +38,40 @@ fn nvrtc_present() -> bool {
 impl Suite {
     pub fn compile(ctx: Arc<CudaContext>) -> Result<Suite> {
         if !nvrtc_present() {
-            return Err(Error::unavailable("NVRTC (libnvrtc.so) could not be loaded", "install the CUDA toolkit's NVRTC library or set LD_LIBRARY_PATH to it"));
+            return Err(Error::unavailable(
+                "NVRTC (libnvrtc.so) could not be loaded",
+                "install the CUDA toolkit's NVRTC library or set LD_LIBRARY_PATH to it",
+            ));
         }
-        let (maj, min) = ctx.compute_capability().map_err(|e| Error::unavailable(format!("GPU query failed: {e}"), "check the driver"))?;
+        let (maj, min) = ctx
+            .compute_capability()
+            .map_err(|e| Error::unavailable(format!("GPU query failed: {e}"), "check the driver"))?;
         let arch = format!("--gpu-architecture=compute_{maj}{min}");
-        let opts = CompileOptions { include_paths: cuda_include_dirs(), options: vec![arch, "--std=c++17".into()], ..Default::default() };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
-            .map_err(|e| Error::unavailable(format!("NVRTC could not compile kernels/gpu/kernels.cu: {e}"), "set CUDA_HOME to the CUDA toolkit (for cuda_fp16.h and mma.h)"))?;
-        let module = ctx.load_module(ptx).map_err(|e| Error::unavailable(format!("loading the compiled kernels failed: {e}"), "driver too old for this toolkit?"))?;
+        let opts = CompileOptions {
+            include_paths: cuda_include_dirs(),
+            options: vec![arch, "--std=c++17".into()],
+            ..Default::default()
+        };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts).map_err(|e| {
+            Error::unavailable(
+                format!("NVRTC could not compile kernels/gpu/kernels.cu: {e}"),
+                "set CUDA_HOME to the CUDA toolkit (for cuda_fp16.h and mma.h)",
+            )
+        })?;
+        let module = ctx.load_module(ptx).map_err(|e| {
+            Error::unavailable(
+                format!("loading the compiled kernels failed: {e}"),
+                "driver too old for this toolkit?",
+            )
+        })?;
         let stream = ctx.default_stream();
         Ok(Suite { ctx, stream, module })
     }
 
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
-        self.module.load_function(name).map_err(|e| Error::unavailable(format!("kernel {name} not in the module: {e}"), "rebuild roofline"))
+        self.module
+            .load_function(name)
+            .map_err(|e| Error::unavailable(format!("kernel {name} not in the module: {e}"), "rebuild roofline"))
     }
 }
 
@@ -78,8 +100,14 @@ impl Suite {
 
 /// One kernel launch with `args`; timed with CUDA events. Returns milliseconds.
 pub fn timed_launch(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: &[KArg]) -> Result<f64> {
-    let start = suite.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("event"))?;
-    let end = suite.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("event"))?;
+    let start = suite
+        .ctx
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(cuda_err("event"))?;
+    let end = suite
+        .ctx
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(cuda_err("event"))?;
     start.record(&suite.stream).map_err(cuda_err("event record"))?;
     let mut b = suite.stream.launch_builder(f);
     for a in args {
@@ -105,7 +133,14 @@ fn launch(b: &mut cudarc::driver::LaunchArgs<'_>, cfg: LaunchConfig) -> Result<(
 }
 
 /// Median of `reps` timed launches after `warmup` untimed ones; all samples in ms.
-pub fn time_median(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, warmup: usize, reps: usize, args: &[KArg]) -> Result<(f64, Vec<f64>)> {
+pub fn time_median(
+    suite: &Suite,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    warmup: usize,
+    reps: usize,
+    args: &[KArg],
+) -> Result<(f64, Vec<f64>)> {
     for _ in 0..warmup {
         timed_launch(suite, f, cfg, args)?;
     }
@@ -118,5 +153,9 @@ pub fn time_median(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, warmup: u
 }
 
 pub fn grid_for(n: usize, block: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (n.div_ceil(block as usize).max(1) as u32, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: (n.div_ceil(block as usize).max(1) as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }

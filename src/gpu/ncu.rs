@@ -98,7 +98,10 @@ pub struct Capture {
 }
 
 fn not_ncu(origin: &str, why: &str) -> Error {
-    Error::input(format!("{origin}: not an ncu --csv capture ({why})"), "capture with `ncu --csv --metrics … CMD > file.csv`")
+    Error::input(
+        format!("{origin}: not an ncu --csv capture ({why})"),
+        "capture with `ncu --csv --metrics … CMD > file.csv`",
+    )
 }
 
 /// Parse ncu's CSV output (details or raw page, any unit scaling).
@@ -112,7 +115,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
     }
     let Some(hpos) = records.iter().position(|r| r.fields.iter().any(|f| f == "Kernel Name")) else {
         if other_lines.iter().any(|l| l.contains("No kernels were profiled")) {
-            return Err(Error::input(format!("{origin}: ncu profiled no kernel (the kernel filter matched nothing)"), "check -k KERNEL_REGEX against the kernel names ncu lists"));
+            return Err(Error::input(
+                format!("{origin}: ncu profiled no kernel (the kernel filter matched nothing)"),
+                "check -k KERNEL_REGEX against the kernel names ncu lists",
+            ));
         }
         return Err(not_ncu(origin, "no header row with \"Kernel Name\""));
     };
@@ -133,7 +139,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
     let mut index: BTreeMap<(String, u64), usize> = BTreeMap::new();
     let mut launch_for = |r: &csv::Record, launches: &mut Vec<Launch>| -> Result<usize> {
         let id_text = get(r, Some(c_id));
-        let id: u64 = id_text.replace(',', "").parse().map_err(|_| not_ncu(origin, &format!("line {}: launch ID '{id_text}' is not a number", r.line)))?;
+        let id: u64 = id_text
+            .replace(',', "")
+            .parse()
+            .map_err(|_| not_ncu(origin, &format!("line {}: launch ID '{id_text}' is not a number", r.line)))?;
         let key = (get(r, c_pid), id);
         if let Some(&i) = index.get(&key) {
             return Ok(i);
@@ -292,14 +301,23 @@ impl Capture {
                     }
                 }
                 let launch_seconds = ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect();
-                KernelSummary { name: name.clone(), full_name: ls[0].kernel.clone(), launches: ls.len(), metrics, launch_seconds }
+                KernelSummary {
+                    name: name.clone(),
+                    full_name: ls[0].kernel.clone(),
+                    launches: ls.len(),
+                    metrics,
+                    launch_seconds,
+                }
             })
             .collect()
     }
 
     /// Kernels whose short or full name matches `filter` (a substring or `regex:`-free text).
     pub fn select(&self, filter: Option<&str>) -> Vec<KernelSummary> {
-        self.kernels().into_iter().filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f))).collect()
+        self.kernels()
+            .into_iter()
+            .filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f)))
+            .collect()
     }
 }
 
@@ -317,13 +335,22 @@ impl KernelSummary {
         let op = |o: &str| format!("sm__sass_thread_inst_executed_op_{o}_pred_on.sum");
         let any = |ops: &[&str]| ops.iter().any(|o| self.m(&op(o)).is_some());
         if any(&["dadd", "dmul", "dfma"]) {
-            out.insert("double_any_width", self.m0(&op("dadd")) + self.m0(&op("dmul")) + 2.0 * self.m0(&op("dfma")));
+            out.insert(
+                "double_any_width",
+                self.m0(&op("dadd")) + self.m0(&op("dmul")) + 2.0 * self.m0(&op("dfma")),
+            );
         }
         if any(&["fadd", "fmul", "ffma"]) {
-            out.insert("single_any_width", self.m0(&op("fadd")) + self.m0(&op("fmul")) + 2.0 * self.m0(&op("ffma")));
+            out.insert(
+                "single_any_width",
+                self.m0(&op("fadd")) + self.m0(&op("fmul")) + 2.0 * self.m0(&op("ffma")),
+            );
         }
         if any(&["hadd", "hmul", "hfma"]) {
-            out.insert("half_any_width", 2.0 * self.m0(&op("hadd")) + 2.0 * self.m0(&op("hmul")) + 4.0 * self.m0(&op("hfma")));
+            out.insert(
+                "half_any_width",
+                2.0 * self.m0(&op("hadd")) + 2.0 * self.m0(&op("hmul")) + 4.0 * self.m0(&op("hfma")),
+            );
         }
         let tensor = self.tensor_ops_by_type();
         if !tensor.is_empty() {
@@ -354,7 +381,11 @@ impl KernelSummary {
     /// Bytes per level: `dram`, `l2`, `l1`.
     pub fn bytes(&self) -> Bytes {
         let mut b = Bytes::new();
-        let dram = match (self.m("dram__bytes_read.sum"), self.m("dram__bytes_write.sum"), self.m("dram__bytes.sum")) {
+        let dram = match (
+            self.m("dram__bytes_read.sum"),
+            self.m("dram__bytes_write.sum"),
+            self.m("dram__bytes.sum"),
+        ) {
             (Some(r), Some(w), _) => Some(r + w),
             (_, _, Some(t)) => Some(t),
             (Some(r), None, None) => Some(r),
@@ -380,8 +411,20 @@ impl KernelSummary {
         let mut tx = serde_json::Map::new();
         let mut ii = serde_json::Map::new();
         let levels = [
-            ("global_l1", sum2("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")),
-            ("shared", sum2("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")),
+            (
+                "global_l1",
+                sum2(
+                    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+                ),
+            ),
+            (
+                "shared",
+                sum2(
+                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                ),
+            ),
             ("l2", self.m("lts__t_sectors.sum")),
             ("dram", sum2("dram__sectors_read.sum", "dram__sectors_write.sum")),
         ];
@@ -442,7 +485,11 @@ impl KernelSummary {
     pub fn to_point(&self, time_share: Option<f64>) -> Point {
         let by_prec = self.flops_by_precision();
         let total: f64 = by_prec.values().fold(0.0, |a, b| a + b);
-        let flops = Flops { total, effective: None, by_class: by_prec.iter().map(|(k, v)| (k.to_string(), *v)).collect() };
+        let flops = Flops {
+            total,
+            effective: None,
+            by_class: by_prec.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        };
         let bytes = self.bytes();
         let prov = Provenance {
             flops: if by_prec.is_empty() { None } else { Some(Source::Ncu) },
@@ -493,17 +540,26 @@ pub fn points(capture: &Capture, filter: Option<&str>, origin: &str) -> Result<V
     if kernels.is_empty() {
         return Err(Error::input(
             format!("{origin}: no kernel matches '{}'", filter.unwrap_or("")),
-            format!("kernels in the capture: {}", capture.kernels().iter().map(|k| k.name.clone()).collect::<Vec<_>>().join(", ")),
+            format!(
+                "kernels in the capture: {}",
+                capture.kernels().iter().map(|k| k.name.clone()).collect::<Vec<_>>().join(", ")
+            ),
         ));
     }
     let total: f64 = kernels.iter().filter_map(|k| k.seconds()).sum();
-    let mut pts: Vec<Point> = kernels.iter().map(|k| k.to_point(k.seconds().filter(|_| total > 0.0).map(|s| s / total))).collect();
+    let mut pts: Vec<Point> = kernels
+        .iter()
+        .map(|k| k.to_point(k.seconds().filter(|_| total > 0.0).map(|s| s / total)))
+        .collect();
     pts.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     for (rank, p) in pts.iter_mut().enumerate() {
         p.extra.insert("critical_rank".into(), (rank as u64 + 1).into());
     }
     if pts.iter().all(|p| p.flops.total == 0.0 && p.bytes.is_empty() && p.seconds == 0.0) {
-        return Err(Error::input(format!("{origin}: the capture holds none of the metrics roofline needs"), "capture with `roofline gpu measure` or the metric list in docs/gpu.md"));
+        return Err(Error::input(
+            format!("{origin}: the capture holds none of the metrics roofline needs"),
+            "capture with `roofline gpu measure` or the metric list in docs/gpu.md",
+        ));
     }
     Ok(pts)
 }
@@ -511,7 +567,10 @@ pub fn points(capture: &Capture, filter: Option<&str>, origin: &str) -> Result<V
 /// Run ncu on `cmd` (argv, no shell) with an explicit metric list and parse its CSV.
 pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Capture> {
     if which("ncu").is_none() {
-        return Err(Error::unavailable("ncu (Nsight Compute) is not on PATH", "install Nsight Compute or add its folder (e.g. /usr/local/cuda/bin) to PATH"));
+        return Err(Error::unavailable(
+            "ncu (Nsight Compute) is not on PATH",
+            "install Nsight Compute or add its folder (e.g. /usr/local/cuda/bin) to PATH",
+        ));
     }
     if !super::device::driver_present() {
         return Err(super::device::no_driver());
@@ -522,7 +581,9 @@ pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Captur
         c.args(["-k", &format!("regex:{k}")]);
     }
     c.args(cmd);
-    let o = c.output().map_err(|e| Error::unavailable(format!("cannot start ncu: {e}"), "check the Nsight Compute installation"))?;
+    let o = c
+        .output()
+        .map_err(|e| Error::unavailable(format!("cannot start ncu: {e}"), "check the Nsight Compute installation"))?;
     let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     let cap = parse(&text, "ncu output")?;
     if !o.status.success() {
@@ -534,4 +595,3 @@ pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Captur
 fn which(prog: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(prog)).find(|f| f.is_file()))
 }
-

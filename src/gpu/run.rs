@@ -23,18 +23,56 @@ pub struct GpuKernel {
 }
 
 pub const KERNELS: &[GpuKernel] = &[
-    GpuKernel { name: "triad", description: "a = b + s·c (FP64)", default_n: 1 << 27, counts: |n| (2.0 * n, 24.0 * n) },
-    GpuKernel { name: "daxpy", description: "y = a·x + y (FP64)", default_n: 1 << 27, counts: |n| (2.0 * n, 24.0 * n) },
-    GpuKernel { name: "dgemm", description: "C = A·B, shared-memory tiles (FP64)", default_n: 4096, counts: |n| (2.0 * n * n * n, 24.0 * n * n) },
-    GpuKernel { name: "normalize_naive", description: "per-row normalize, rows of 512, one thread per row, 3 passes", default_n: 1 << 25, counts: |n| (6.0 * n, 16.0 * n) },
-    GpuKernel { name: "normalize_warp", description: "per-row normalize, a warp per row, Welford + shuffles, 16-byte loads", default_n: 1 << 25, counts: |n| (8.0 * n, 16.0 * n) },
-    GpuKernel { name: "cos_unfused", description: "y = cos(cos(x)) through a temporary (two kernels)", default_n: 1 << 26, counts: |n| (2.0 * POLY_COS_FLOPS * n, 32.0 * n) },
-    GpuKernel { name: "cos_fused", description: "y = cos(cos(x)) in one kernel", default_n: 1 << 26, counts: |n| (2.0 * POLY_COS_FLOPS * n, 16.0 * n) },
+    GpuKernel {
+        name: "triad",
+        description: "a = b + s·c (FP64)",
+        default_n: 1 << 27,
+        counts: |n| (2.0 * n, 24.0 * n),
+    },
+    GpuKernel {
+        name: "daxpy",
+        description: "y = a·x + y (FP64)",
+        default_n: 1 << 27,
+        counts: |n| (2.0 * n, 24.0 * n),
+    },
+    GpuKernel {
+        name: "dgemm",
+        description: "C = A·B, shared-memory tiles (FP64)",
+        default_n: 4096,
+        counts: |n| (2.0 * n * n * n, 24.0 * n * n),
+    },
+    GpuKernel {
+        name: "normalize_naive",
+        description: "per-row normalize, rows of 512, one thread per row, 3 passes",
+        default_n: 1 << 25,
+        counts: |n| (6.0 * n, 16.0 * n),
+    },
+    GpuKernel {
+        name: "normalize_warp",
+        description: "per-row normalize, a warp per row, Welford + shuffles, 16-byte loads",
+        default_n: 1 << 25,
+        counts: |n| (8.0 * n, 16.0 * n),
+    },
+    GpuKernel {
+        name: "cos_unfused",
+        description: "y = cos(cos(x)) through a temporary (two kernels)",
+        default_n: 1 << 26,
+        counts: |n| (2.0 * POLY_COS_FLOPS * n, 32.0 * n),
+    },
+    GpuKernel {
+        name: "cos_fused",
+        description: "y = cos(cos(x)) in one kernel",
+        default_n: 1 << 26,
+        counts: |n| (2.0 * POLY_COS_FLOPS * n, 16.0 * n),
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static GpuKernel> {
     KERNELS.iter().find(|k| k.name == name).ok_or_else(|| {
-        Error::input(format!("no GPU kernel '{name}'"), format!("known: {}", KERNELS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")))
+        Error::input(
+            format!("no GPU kernel '{name}'"),
+            format!("known: {}", KERNELS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")),
+        )
     })
 }
 
@@ -50,7 +88,14 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
         _ => 3 * n * 8,
     } as u64;
     if need > machine.memory_bytes * 9 / 10 {
-        return Err(Error::input(format!("size {n} needs {} of GPU memory, the GPU has {}", crate::util::fmt_bytes(need as f64), crate::util::fmt_bytes(machine.memory_bytes as f64)), "choose a smaller --size"));
+        return Err(Error::input(
+            format!(
+                "size {n} needs {} of GPU memory, the GPU has {}",
+                crate::util::fmt_bytes(need as f64),
+                crate::util::fmt_bytes(machine.memory_bytes as f64)
+            ),
+            "choose a smaller --size",
+        ));
     }
     let suite = Suite::compile(ctx)?;
     let s = &suite.stream;
@@ -74,35 +119,92 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
     let (_, samples) = match kernel.name {
         "triad" => {
             let f = suite.function("triad")?;
-            time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&c), suite.ptr(&a), suite.ptr(&b), KArg::F64(sv), KArg::U64(un)])?
+            time_median(
+                &suite,
+                &f,
+                grid_for(n, 256),
+                2,
+                reps,
+                &[suite.ptr(&c), suite.ptr(&a), suite.ptr(&b), KArg::F64(sv), KArg::U64(un)],
+            )?
         }
         "daxpy" => {
             let f = suite.function("daxpy")?;
-            time_median(&suite, &f, grid_for(n, 256), 2, reps, &[KArg::F64(sv), suite.ptr(&a), suite.ptr(&c), KArg::U64(un)])?
+            time_median(
+                &suite,
+                &f,
+                grid_for(n, 256),
+                2,
+                reps,
+                &[KArg::F64(sv), suite.ptr(&a), suite.ptr(&c), KArg::U64(un)],
+            )?
         }
         "dgemm" => {
             let f = suite.function("dgemm")?;
             let t = n.div_ceil(32) as u32;
-            let cfg = LaunchConfig { grid_dim: (t, t, 1), block_dim: (32, 32, 1), shared_mem_bytes: 0 };
+            let cfg = LaunchConfig {
+                grid_dim: (t, t, 1),
+                block_dim: (32, 32, 1),
+                shared_mem_bytes: 0,
+            };
             let ni = n as i32;
-            time_median(&suite, &f, cfg, 1, reps, &[suite.ptr(&a), suite.ptr(&b), suite.ptr(&c), KArg::I32(ni)])?
+            time_median(
+                &suite,
+                &f,
+                cfg,
+                1,
+                reps,
+                &[suite.ptr(&a), suite.ptr(&b), suite.ptr(&c), KArg::I32(ni)],
+            )?
         }
         "normalize_naive" | "normalize_warp" => {
             let rows = (n / 512) as i32;
             let f = suite.function(kernel.name)?;
-            let cfg = if kernel.name == "normalize_naive" { grid_for(rows as usize, 128) } else { grid_for(rows as usize * 32, 256) };
+            let cfg = if kernel.name == "normalize_naive" {
+                grid_for(rows as usize, 128)
+            } else {
+                grid_for(rows as usize * 32, 256)
+            };
             let cols = 512i32;
-            time_median(&suite, &f, cfg, 2, reps, &[suite.ptr(&a), suite.ptr(&c), KArg::I32(rows), KArg::I32(cols)])?
+            time_median(
+                &suite,
+                &f,
+                cfg,
+                2,
+                reps,
+                &[suite.ptr(&a), suite.ptr(&c), KArg::I32(rows), KArg::I32(cols)],
+            )?
         }
         "cos_fused" => {
             let f = suite.function("cos_cos_fused")?;
-            time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&a), suite.ptr(&c), KArg::U64(un)])?
+            time_median(
+                &suite,
+                &f,
+                grid_for(n, 256),
+                2,
+                reps,
+                &[suite.ptr(&a), suite.ptr(&c), KArg::U64(un)],
+            )?
         }
         "cos_unfused" => {
             // Two launches per repetition: time each pass and add them.
             let f = suite.function("cos_pass")?;
-            let (_, s1) = time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&a), suite.ptr(&b), KArg::U64(un)])?;
-            let (_, s2) = time_median(&suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(&b), suite.ptr(&c), KArg::U64(un)])?;
+            let (_, s1) = time_median(
+                &suite,
+                &f,
+                grid_for(n, 256),
+                2,
+                reps,
+                &[suite.ptr(&a), suite.ptr(&b), KArg::U64(un)],
+            )?;
+            let (_, s2) = time_median(
+                &suite,
+                &f,
+                grid_for(n, 256),
+                2,
+                reps,
+                &[suite.ptr(&b), suite.ptr(&c), KArg::U64(un)],
+            )?;
             let v: Vec<f64> = s1.iter().zip(&s2).map(|(x, y)| x + y).collect();
             (0.0, v)
         }
@@ -121,7 +223,18 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
         notes: vec!["T: CUDA events around each launch; Q: compulsory DRAM bytes".into()],
     };
     let secs: Vec<f64> = samples.iter().map(|ms| ms * 1e-3).collect();
-    let mut p = Point::new(kernel.name, prov, Flops { total: w, effective: None, by_class }, bytes, 1, secs);
+    let mut p = Point::new(
+        kernel.name,
+        prov,
+        Flops {
+            total: w,
+            effective: None,
+            by_class,
+        },
+        bytes,
+        1,
+        secs,
+    );
     p.threads = 0;
     p.extra.insert("size".into(), (n as u64).into());
     p.extra.insert("device".into(), machine.name.clone().into());
