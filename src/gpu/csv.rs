@@ -92,7 +92,7 @@ mod tests {
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].fields, vec!["a", "multi\nline"]);
         assert_eq!(recs[1].line, 4);
-        assert_eq!(recs[2].line, 6);
+        assert_eq!(recs[2].line, 7);
     }
 
     #[test]
