@@ -82,12 +82,7 @@ pub fn main() -> i32 {
         Some(Command::Gate(a)) => gate::run(a),
         Some(Command::Gpu(a)) => gpu::run(a),
         Some(Command::Compare(a)) => compare::run(a),
-        None => {
-            eprintln!(
-                "roofline: no subcommand given (the profile job lands with the reports issue)\n  hint: try `roofline machine` or `roofline --help`"
-            );
-            Ok(2)
-        }
+        None => profile::run(profile::Args::default()),
     };
     match result {
         Ok(code) => code,

@@ -64,42 +64,113 @@ pub trait Steps {
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>>;
 }
 
-/// The real steps. Expected wiring (one call each, by the coordinator once the branches land):
-/// - `machine`: `crate::machine::detect(&crate::machine::DetectOptions::default())` (or the
-///   machine module's equivalent) → `MachineModel`;
-/// - `environment`: `crate::report::environment::capture()` (the kernels helper's);
-/// - `ceilings`: `crate::ceilings::quick(machine, threads, bar)` returning the
-///   `roofline.ceilings/1` document, converted with `RoofSet::from_ceilings_json(&doc_json,
-///   "quick ceilings", Some(threads))` (or a direct `RoofSet` if the module offers one);
-/// - `points`: for each `kernels::all()` kernel, the run command's library entry
-///   (`crate::cli::run`'s measuring function with `BackendKind::Auto`, small sizes) →
-///   `Measurement::into_point(kernel.name())`.
+/// The real steps: machine detection, cached quick ceilings, and the kernel suite run
+/// natively (analytic W/Q, native T), each kernel's W and core Q checked by a flops-mode trace
+/// at a small size (the same check as `roofline validate`).
 pub struct Wired;
 
-fn not_wired(what: &str) -> anyhow::Error {
-    Error::unavailable(
-        format!("the profile's {what} step is not wired in this build"),
-        "run `roofline profile --from REPORT` to render a report, or `roofline machine|ceilings|run` directly",
-    )
-    .into()
-}
+/// The kernels a quick profile runs, and the working set each runs at: the streaming kernels
+/// beyond the LLC of most machines (DRAM), the others at a cache-resident size.
+const PROFILE_KERNELS: &[(&str, u64)] = &[
+    ("triad", 256 << 20),
+    ("daxpy", 256 << 20),
+    ("dot", 256 << 20),
+    ("load", 256 << 20),
+    ("copy", 256 << 20),
+    ("triad", 256 << 10),
+    ("stencil2d", 8 << 20),
+    ("spmv", 8 << 20),
+    ("dgemm", 24 << 20),
+    ("normalize_naive", 4 << 20),
+    ("normalize_fused", 4 << 20),
+    ("cos_chain_unfused", 4 << 20),
+    ("cos_chain_fused", 4 << 20),
+];
 
 impl Steps for Wired {
     fn machine(&mut self, _bar: &ProgressBar) -> anyhow::Result<MachineModel> {
-        Err(not_wired("machine detection"))
+        Ok(crate::machine::detect(&crate::machine::DetectOptions::default())?)
     }
     fn environment(&mut self, _machine: &MachineModel) -> Environment {
-        Environment {
-            tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            command_line: std::env::args().collect(),
-            ..Default::default()
+        crate::report::environment::collect(&std::env::args().collect::<Vec<_>>())
+    }
+    fn ceilings(&mut self, _machine: &MachineModel, threads: u32, _bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+        let c = crate::ceilings::load_or_measure(true, &[threads as usize], false)?;
+        Ok(RoofSet::from_roofs(&c.roofs(threads)))
+    }
+    fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
+        use crate::counters::analytic;
+        use crate::kernels::{api, runner::Repeat};
+        // Cap the DRAM-sized working sets by the LLC: 4x the LLC is enough to stream from DRAM.
+        let llc = machine.caches.iter().map(|c| c.size_bytes).max().unwrap_or(32 << 20);
+        let mut points = Vec::new();
+        for (name, bytes) in PROFILE_KERNELS {
+            let Some(k) = api::find(name) else { continue };
+            let Some(v) = k.variants().iter().rev().copied().find(|v| v.supported()) else {
+                continue;
+            };
+            let dram = *bytes >= 256 << 20;
+            let bytes = if dram { (*bytes).max(4 * llc).min(1 << 30) } else { *bytes };
+            let n = k.size_for_bytes(bytes);
+            bar.set_message(format!(
+                "kernel suite: {name} ({v}, {})",
+                crate::util::fmt_bytes(k.working_set_bytes(n) as f64)
+            ));
+            let repeat = Repeat {
+                min_total: std::time::Duration::from_millis(150),
+                min_samples: 5,
+                max_samples: 200,
+                warmup: 1,
+            };
+            let m = analytic::run_kernel(k.as_ref(), n, v, threads as usize, repeat)?;
+            let label = if dram {
+                format!("{name}@dram")
+            } else {
+                format!("{name}@{}", crate::util::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', ""))
+            };
+            let mut m = m;
+            if !dram {
+                // Repeated runs of a cache-resident working set do not touch DRAM: the analytic
+                // compulsory figure would describe a cold first run only.
+                m.bytes.remove("dram");
+                if let Some(pr) = m.provenance.as_mut() {
+                    pr.bytes.remove("dram");
+                    pr.notes.retain(|n| !n.starts_with("dram ="));
+                    pr.notes
+                        .push("dram: not counted (cache-resident working set, no PMU here); cache-aware view by core AI".into());
+                }
+            }
+            let mut p = m.into_point(label);
+            p.extra.insert("kernel".into(), (*name).into());
+            p.extra.insert("variant".into(), v.name().into());
+            p.extra.insert("size".into(), (n as u64).into());
+            // W and core Q checked by a flops-mode trace at a small size (skipped where ptrace
+            // is not permitted: the point then says so).
+            let small = k.size_for_bytes(64 << 10);
+            bar.set_message(format!("kernel suite: tracing {name} ({v}) at n = {small}"));
+            match super::validate::validate_one(
+                k.as_ref(),
+                v,
+                small,
+                super::validate::ValidateBackend::Trace,
+                0x5eed,
+                crate::counters::trace::TraceMode::Flops,
+            ) {
+                Ok(row) => {
+                    p.provenance.notes.push(format!(
+                        "W and core Q: analytic formulas; a flops-mode trace at n = {small} {} them exactly",
+                        if row.ok { "reproduced" } else { "did NOT reproduce" }
+                    ));
+                    p.extra.insert("trace_check".into(), serde_json::to_value(&row).unwrap_or_default());
+                }
+                Err(e) => p.provenance.notes.push(format!("trace check unavailable: {e}")),
+            }
+            points.push(p);
         }
-    }
-    fn ceilings(&mut self, _machine: &MachineModel, _threads: u32, _bar: &ProgressBar) -> anyhow::Result<RoofSet> {
-        Err(not_wired("quick ceilings"))
-    }
-    fn points(&mut self, _machine: &MachineModel, _threads: u32, _bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
-        Err(not_wired("kernel suite"))
+        if points.is_empty() {
+            return Err(Error::unavailable("no suite kernel runs on this CPU", "see `roofline kernels`").into());
+        }
+        Ok(points)
     }
 }
 
@@ -281,17 +352,8 @@ mod tests {
     }
 
     #[test]
-    fn unwired_steps_fail_before_writing() {
+    fn missing_output_parent_is_refused_before_measuring() {
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("bundle");
-        let args = Args {
-            dir: out.clone(),
-            ..Args::default()
-        };
-        let e = run_with(args, &mut Wired).unwrap_err();
-        assert!(e.to_string().contains("not wired"), "{e}");
-        assert!(!out.exists());
-        // a missing parent is refused before measuring
         let args = Args {
             dir: dir.path().join("missing/bundle"),
             ..Args::default()

@@ -103,7 +103,14 @@ fn run_traced(inst: &mut Box<dyn api::Instance>, mode: TraceMode) -> anyhow::Res
 /// call, the instance's fields): the same at every size, reported, and bounded by this.
 const HARNESS_BYTES_MAX: u64 = 1024;
 
-fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64, mode: TraceMode) -> anyhow::Result<Row> {
+pub fn validate_one(
+    k: &dyn api::Kernel,
+    v: Variant,
+    n: usize,
+    backend: ValidateBackend,
+    seed: u64,
+    mode: TraceMode,
+) -> anyhow::Result<Row> {
     let mut inst = k
         .instance(n, v, seed)
         .map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
