@@ -64,14 +64,37 @@ fn read_report(path: &Path, role: &str) -> Result<Report, Error> {
 /// The perf and trace backends (issues 5 and 6) expose no library entry point for measuring a
 /// command yet; until they do, this mode reports that plainly (exit 2).
 fn measure_command(backend: BackendKind, cmd: &[String]) -> Result<Report, Error> {
-    Err(Error::unavailable(
-        format!(
-            "`roofline gate -- {}`: measuring a command with the {:?} backend is not available in this build",
-            cmd.first().map(String::as_str).unwrap_or(""),
-            backend
-        ),
-        "measure first (`roofline measure --backend trace -o current.json -- CMD`) and pass --current current.json",
-    ))
+    let has_pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+        || std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists();
+    let use_trace = match backend {
+        BackendKind::Trace => true,
+        BackendKind::Auto => !has_pmu,
+        _ => false,
+    };
+    if !use_trace {
+        return Err(Error::unavailable(
+            format!("`roofline gate -- CMD` measures with the trace backend; {backend:?} is not offered here"),
+            "measure first (`roofline measure --backend perf -o current.json -- CMD`) and pass --current current.json",
+        ));
+    }
+    let opts = crate::counters::trace::TraceOptions::default();
+    let m = crate::counters::trace::measure_command(cmd, &opts)?;
+    let name = cmd
+        .first()
+        .map(|c| {
+            std::path::Path::new(c)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| c.clone())
+        })
+        .unwrap_or_default();
+    let machine = crate::machine::detect_static(&Default::default())
+        .ok()
+        .and_then(|m| serde_json::to_value(m).ok())
+        .unwrap_or_default();
+    let mut r = Report::new(machine, crate::report::environment::collect(cmd));
+    r.points.push(m.into_point(name));
+    Ok(r)
 }
 
 pub fn run(args: Args) -> Result<i32> {

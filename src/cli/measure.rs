@@ -51,6 +51,17 @@ pub struct Args {
     /// The command and its arguments (run directly, never through a shell).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+    /// Trace backend: `flops` counts W and core Q by block (fast); `memory` single-steps and
+    /// feeds every address to the cache simulator for Q per level.
+    #[arg(long, value_enum, default_value = "flops")]
+    pub trace: crate::counters::trace::TraceMode,
+    /// Trace backend: attribute W and Q to functions (ELF symbols).
+    #[arg(long = "by-function")]
+    pub by_function: bool,
+    /// Trace memory mode: the simulated hierarchy, e.g. `L1=48KiB:12,L2=2MiB:16,L3=8MiB:16`
+    /// (default: this machine's caches).
+    #[arg(long, value_name = "SPEC")]
+    pub cache: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -59,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let pmus = Path::new(SYSFS_PMUS);
     let backend = choose_backend(args.backend, args.events, pmus);
     let (measurement, code) = match backend {
-        BackendKind::Trace => trace_command(&args.command)?,
+        BackendKind::Trace => trace_command(&args)?,
         BackendKind::Perf => perf_command(&args, pmus)?,
         BackendKind::Analytic => anyhow::bail!(Error::input(
             "`--backend analytic` counts suite kernels, not commands",
@@ -118,15 +129,35 @@ fn choose_backend(asked: BackendKind, events: EventSet, pmus: &Path) -> BackendK
     }
 }
 
-/// The trace backend lands with issue 6 as `crate::counters::trace::measure_command`
-/// (`fn measure_command(argv: &[String]) -> crate::Result<TraceRun>` with
-/// `TraceRun { measurement: Measurement, status: std::process::ExitStatus }`); until then
-/// it is unavailable.
-fn trace_command(_argv: &[String]) -> anyhow::Result<(Option<Measurement>, i32)> {
-    anyhow::bail!(Error::unavailable(
-        "the trace backend is not built yet (issue 6)",
-        "on a machine with a hardware PMU use `--backend perf`; `--events software` counts T only"
-    ))
+/// `--backend trace`: W and core Q by tracing the command; with `--trace memory`, Q per
+/// level from the cache simulator. The command's own failure is passed through as its status.
+fn trace_command(args: &Args) -> anyhow::Result<(Option<Measurement>, i32)> {
+    use crate::counters::{cachesim::CacheHierarchy, trace};
+    let m = if args.trace == trace::TraceMode::Memory {
+        let sim = match &args.cache {
+            Some(spec) => CacheHierarchy::new(crate::counters::cachesim::parse_cache_spec(spec)?)?,
+            None => CacheHierarchy::from_machine(&crate::machine::detect_static(&Default::default())?)?,
+        };
+        let (mut m, sink) = trace::measure_command_with_sink(&args.command, args.by_function, Box::new(sim))?;
+        for (lvl, b) in sink.bytes_per_level() {
+            if let Some(p) = m.provenance.as_mut() {
+                p.bytes.insert(lvl.clone(), crate::report::Source::Trace);
+            }
+            m.bytes.insert(lvl, b);
+        }
+        if let (Some(n), Some(p)) = (sink.note(), m.provenance.as_mut()) {
+            p.notes.push(n);
+        }
+        m
+    } else {
+        let opts = trace::TraceOptions {
+            mode: args.trace,
+            by_function: args.by_function,
+            sink: None,
+        };
+        trace::measure_command(&args.command, &opts)?
+    };
+    Ok((Some(m), 0))
 }
 
 /// The identified platform (or `--platform`).

@@ -37,6 +37,14 @@ pub struct Args {
     pub working_set: String,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Seed of the kernels' random inputs (default: fresh per run). Fix it to make the counts
+    /// of data-dependent kernels (spmv's sparsity) reproducible, e.g. for a CI gate.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Also write the traced W and core Q as a `roofline.report/1` (one point per kernel and
+    /// variant, no timing), for `roofline gate`.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
     /// Internal: trace a command and print its measurement as JSON (tests and the perf helper).
     #[arg(long = "trace-command", hide = true)]
     pub trace_command: bool,
@@ -258,6 +266,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return run_trace_command(&args);
     }
     let out = args.output.check(&["json"])?;
+    let report_out = match &args.report {
+        Some(p) => Some(crate::util::OutputFile::check(p, &["json"])?.0),
+        None => None,
+    };
     let ws = crate::util::parse_bytes(&args.working_set).context("--working-set")?;
     let suite = api::all();
     for name in &args.kernels {
@@ -265,7 +277,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             anyhow::bail!(Error::input(format!("no kernel named {name}"), "see `roofline kernels`"));
         }
     }
-    let seed = fresh_seed();
+    let seed = args.seed.unwrap_or_else(fresh_seed);
     let mut rows = Vec::new();
 
     for k in suite
@@ -296,6 +308,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some((file, _)) = out {
         file.write(text.as_bytes())?;
     }
+    if let Some(file) = report_out {
+        file.write(rows_report(&rows, args.backend).to_json().as_bytes())?;
+    }
     if args.output.json {
         println!("{text}");
     } else {
@@ -309,4 +324,51 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         )));
     }
     Ok(0)
+}
+
+/// The validation rows as a `roofline.report/1`: W as measured by the backend, core Q as
+/// measured less the constant harness bytes (zero time: for exact-count gates, not plots).
+fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Report {
+    use crate::report::{Bytes, Flops, Point, Provenance, Report, Source};
+    let src = match backend {
+        ValidateBackend::Trace => Source::Trace,
+        ValidateBackend::Analytic => Source::Analytic,
+    };
+    let machine = crate::machine::detect_static(&Default::default())
+        .ok()
+        .and_then(|m| serde_json::to_value(m).ok())
+        .unwrap_or_default();
+    let mut r = Report::new(machine, crate::report::environment::collect(&std::env::args().collect::<Vec<_>>()));
+    for row in rows {
+        let by_class: BTreeMap<String, f64> = row.flops_measured.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
+        let total = by_class.values().fold(0.0, |a, b| a + b);
+        let core = row.core_measured as i64 - row.core_harness_bytes.unwrap_or(0);
+        let mut bytes = Bytes::new();
+        bytes.insert("core".into(), core.max(0) as f64);
+        let prov = Provenance {
+            flops: Some(src),
+            bytes: [("core".to_string(), src)].into_iter().collect(),
+            seconds: None,
+            notes: vec![format!(
+                "roofline validate at n = {}; core Q less the {} harness bytes",
+                row.n,
+                row.core_harness_bytes.unwrap_or(0)
+            )],
+        };
+        let mut p = Point::new(
+            format!("{}/{}", row.kernel, row.variant),
+            prov,
+            Flops {
+                total,
+                effective: None,
+                by_class,
+            },
+            bytes,
+            1,
+            vec![],
+        );
+        p.extra.insert("n".into(), (row.n as u64).into());
+        r.points.push(p);
+    }
+    r
 }

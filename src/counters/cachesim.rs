@@ -797,3 +797,23 @@ impl CacheHierarchy {
 
 #[cfg(test)]
 mod tests;
+
+/// The trace backend feeds effective addresses straight into the simulator (`--trace memory`).
+impl crate::counters::trace::AccessSink for CacheHierarchy {
+    fn access(&mut self, addr: u64, size: u32, kind: crate::counters::trace::AccessKind) {
+        use crate::counters::trace::AccessKind as T;
+        let k = match kind {
+            T::Load => AccessKind::Load,
+            T::Store => AccessKind::Store,
+            T::NtStore => AccessKind::NtStore,
+            T::Prefetch => AccessKind::Prefetch,
+        };
+        CacheHierarchy::access(self, addr, size, k);
+    }
+    fn bytes_per_level(&self) -> Vec<(String, f64)> {
+        CacheHierarchy::bytes_per_level(self)
+    }
+    fn note(&self) -> Option<String> {
+        Some(PROVENANCE_NOTE.to_string())
+    }
+}
