@@ -76,3 +76,35 @@ fn driver_commands_skip_cleanly_without_a_gpu() {
         assert!(err.contains("no NVIDIA driver"), "{err}");
     }
 }
+
+#[test]
+fn compare_pairs_cpu_and_gpu_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = dir.path().join("gpu.json");
+    let o = roofline()
+        .args(["gpu", "import", &fixture("dgemm_hier.csv"), "-o"])
+        .arg(&gpu)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let cpu = format!("{}/tests/fixtures/reports/several.json", env!("CARGO_MANIFEST_DIR"));
+    let svg = dir.path().join("cmp.svg");
+    let o = roofline()
+        .args(["compare", &cpu])
+        .arg(&gpu)
+        .args(["--json", "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &v["rows"][0];
+    assert_eq!(row["kernel"], "dgemm");
+    let (c, g) = (row["cpu_seconds"].as_f64().unwrap(), row["gpu_seconds"].as_f64().unwrap());
+    assert!((row["speedup_time"].as_f64().unwrap() - c / g).abs() < 1e-9 * (c / g));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    // No common kernel: exit 2.
+    let other = format!("{}/tests/fixtures/reports/rank0.json", env!("CARGO_MANIFEST_DIR"));
+    let o = roofline().args(["compare", &other]).arg(&gpu).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

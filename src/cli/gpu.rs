@@ -64,7 +64,7 @@ pub enum GpuCommand {
     Run {
         #[command(flatten)]
         out: OutputArgs,
-        /// triad, daxpy, dgemm, normalize_naive, normalize_warp, cos_unfused, cos_fused.
+        /// triad, daxpy, dgemm, normalize_naive, normalize_fused, cos_chain_unfused, cos_chain_fused.
         kernel: String,
         /// Elements (matrix order for dgemm).
         #[arg(long)]

@@ -48,19 +48,19 @@ pub const KERNELS: &[GpuKernel] = &[
         counts: |n| (6.0 * n, 16.0 * n),
     },
     GpuKernel {
-        name: "normalize_warp",
+        name: "normalize_fused",
         description: "per-row normalize, a warp per row, Welford + shuffles, 16-byte loads",
         default_n: 1 << 25,
         counts: |n| (8.0 * n, 16.0 * n),
     },
     GpuKernel {
-        name: "cos_unfused",
+        name: "cos_chain_unfused",
         description: "y = cos(cos(x)) through a temporary (two kernels)",
         default_n: 1 << 26,
         counts: |n| (2.0 * POLY_COS_FLOPS * n, 32.0 * n),
     },
     GpuKernel {
-        name: "cos_fused",
+        name: "cos_chain_fused",
         description: "y = cos(cos(x)) in one kernel",
         default_n: 1 << 26,
         counts: |n| (2.0 * POLY_COS_FLOPS * n, 16.0 * n),
@@ -157,9 +157,13 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
                 &[suite.ptr(&a), suite.ptr(&b), suite.ptr(&c), KArg::I32(ni)],
             )?
         }
-        "normalize_naive" | "normalize_warp" => {
+        "normalize_naive" | "normalize_fused" => {
             let rows = (n / 512) as i32;
-            let f = suite.function(kernel.name)?;
+            let f = suite.function(if kernel.name == "normalize_fused" {
+                "normalize_warp"
+            } else {
+                "normalize_naive"
+            })?;
             let cfg = if kernel.name == "normalize_naive" {
                 grid_for(rows as usize, 128)
             } else {
@@ -175,7 +179,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
                 &[suite.ptr(&a), suite.ptr(&c), KArg::I32(rows), KArg::I32(cols)],
             )?
         }
-        "cos_fused" => {
+        "cos_chain_fused" => {
             let f = suite.function("cos_cos_fused")?;
             time_median(
                 &suite,
@@ -186,7 +190,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
                 &[suite.ptr(&a), suite.ptr(&c), KArg::U64(un)],
             )?
         }
-        "cos_unfused" => {
+        "cos_chain_unfused" => {
             // Two launches per repetition: time each pass and add them.
             let f = suite.function("cos_pass")?;
             let (_, s1) = time_median(
