@@ -189,8 +189,8 @@ fn bad_input_exits_2_with_the_file_and_the_problem() {
             "--rules /nonexistent/rules.toml",
         ),
         (vec!["--baseline", &base], "nothing to compare"),
-        // measuring a command needs the trace/perf backends' library entry points (not merged yet)
-        (vec!["--baseline", &base, "--backend", "trace", "--", "true"], "--current"),
+        // `gate -- CMD` measures with the trace backend; perf is measured with `measure` first
+        (vec!["--baseline", &base, "--backend", "perf", "--", "true"], "--current"),
         (
             vec!["--baseline", &base, "--current", &same, "--", "true"],
             "both --current and a command",
@@ -256,4 +256,36 @@ fn ci_rules_gate_only_exact_work_and_core_traffic() {
         &fixture("ci-rules.toml"),
     ]);
     assert_eq!(code, 0);
+}
+
+#[test]
+fn gate_measures_a_command_with_the_trace_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json").display().to_string();
+    let prog = dir.path().join("sum");
+    let src = dir.path().join("sum.c");
+    std::fs::write(
+        &src,
+        "int main(int c,char**v){volatile double s=0; for(int i=0;i<1000+c;i++) s+=i*0.5; return s<0;}",
+    )
+    .unwrap();
+    if !std::process::Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+    {
+        eprintln!("skipped: no C compiler");
+        return;
+    }
+    let p = prog.display().to_string();
+    // First run writes the baseline; the same command then passes, a different one (more work) fails.
+    let (code, _, err) = gate(&["--baseline", &base, "--update-baseline", "--backend", "trace", "--", &p]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = gate(&["--baseline", &base, "--backend", "trace", "--", &p]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = gate(&["--baseline", &base, "--backend", "trace", "--", &p, "extra-arg"]);
+    assert_eq!(code, 1, "more loop iterations must change the exact flop count: {out}");
 }

@@ -26,7 +26,7 @@ fn kernel_of(p: &Point) -> String {
     p.extra
         .get("kernel")
         .and_then(|k| k.as_str())
-        .map(|k| report_kernel_name(k))
+        .map(report_kernel_name)
         .unwrap_or_else(|| p.name.split('@').next().unwrap_or(&p.name).to_string())
 }
 
