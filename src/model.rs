@@ -75,28 +75,62 @@ pub struct ComputeRoof {
     pub precision: String,
     pub isa: String,
     pub fma: bool,
+    /// FMA issued together with separate adds (Zen's FADD pipes beside its FMA pipes): the
+    /// highest figure such a core reaches, only for code that mixes the two.
+    pub mix: bool,
     pub gflops: f64,
     /// Measured (solid in plots) or theoretical (dashed).
     pub empirical: bool,
 }
 
 impl ComputeRoof {
-    /// `double.avx512.fma` / `double.avx512.nofma`.
+    /// `double.avx512.fma` / `double.avx512.fma_add` / `double.avx512.nofma`.
     pub fn key(&self) -> String {
-        format!("{}.{}.{}", self.precision, self.isa, if self.fma { "fma" } else { "nofma" })
+        format!("{}.{}.{}", self.precision, self.isa, self.mode_key())
     }
-    /// `AVX-512 FMA` / `scalar no-FMA`.
+    fn mode_key(&self) -> &'static str {
+        match (self.fma, self.mix) {
+            (true, true) => "fma_add",
+            (true, false) => "fma",
+            (false, _) => "nofma",
+        }
+    }
+    /// `AVX-512 FMA` / `AVX2 FMA+add` / `scalar no-FMA`.
     pub fn label(&self) -> String {
-        format!("{} {}", isa_label(&self.isa), if self.fma { "FMA" } else { "no-FMA" })
+        let mode = match (self.fma, self.mix) {
+            (true, true) => "FMA+add",
+            (true, false) => "FMA",
+            (false, _) => "no-FMA",
+        };
+        format!("{} {}", isa_label(&self.isa), mode)
+    }
+    fn same_kind(&self, other: &ComputeRoof) -> bool {
+        self.precision == other.precision && self.isa == other.isa && self.fma == other.fma && self.mix == other.mix
     }
 }
 
-/// One bandwidth roof: GB/s of a memory level.
+/// One bandwidth roof: GB/s of a memory level, in the two byte conventions a point's bytes
+/// come in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BandwidthRoof {
     pub level: String,
+    /// Core-side bytes (what load/store instructions move while the level serves them, no
+    /// write-allocate): the roof for core-side AI (cache-aware model).
     pub gbs: f64,
+    /// The traffic the level itself serves (write-allocate reads included): the roof for
+    /// bytes counted at the level (perf's fills and CAS counts, the cache simulator, the
+    /// analytic compulsory DRAM bytes), i.e. the classic and hierarchical models. A triad with
+    /// ordinary stores moves 4/3 of its core bytes through DRAM; read against the core-side
+    /// roof it would sit above 100 %.
+    pub traffic_gbs: f64,
     pub empirical: bool,
+}
+
+impl BandwidthRoof {
+    /// The roof for bytes of `convention` (`core` bytes or a level's own traffic).
+    fn for_bytes(&self, counted_at_level: bool) -> f64 {
+        if counted_at_level { self.traffic_gbs } else { self.gbs }
+    }
 }
 
 /// All roofs known for a report.
@@ -160,6 +194,9 @@ struct CeilingsCompute {
     precision: String,
     isa: String,
     fma: bool,
+    /// `fma`, `mul+add` or `fma+add` (absent in older files).
+    #[serde(default)]
+    mode: String,
     #[serde(default = "one")]
     threads: u32,
     gflops: f64,
@@ -171,6 +208,11 @@ struct CeilingsBandwidth {
     #[serde(default = "one")]
     threads: u32,
     gbs: f64,
+    #[serde(default)]
+    kernel: String,
+    /// Absent in older files: then the core-side figure stands for both conventions.
+    #[serde(default)]
+    gbs_write_allocate: Option<f64>,
 }
 
 fn one() -> u32 {
@@ -187,12 +229,15 @@ impl RoofSet {
             let (Some(precision), Some(isa)) = (parts.next(), parts.next()) else {
                 continue;
             };
-            let fma = parts.next() == Some("fma");
+            let mode = parts.next();
+            let fma = matches!(mode, Some("fma") | Some("fma_add"));
+            let mix = mode == Some("fma_add");
             if g.is_finite() && g > 0.0 {
                 compute.push(ComputeRoof {
                     precision: precision.to_string(),
                     isa: isa.to_string(),
                     fma,
+                    mix,
                     gflops: g,
                     empirical,
                 });
@@ -205,6 +250,12 @@ impl RoofSet {
             .map(|(l, &g)| BandwidthRoof {
                 level: l.clone(),
                 gbs: g,
+                traffic_gbs: r
+                    .bandwidth_traffic_gbs
+                    .get(l)
+                    .copied()
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .unwrap_or(g),
                 empirical,
             })
             .collect();
@@ -233,6 +284,7 @@ impl RoofSet {
             .to_string(),
             compute_gflops: self.compute.iter().map(|c| (c.key(), c.gflops)).collect(),
             bandwidth_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.gbs)).collect(),
+            bandwidth_traffic_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.traffic_gbs)).collect(),
             threads: self.threads,
         }
     }
@@ -280,32 +332,43 @@ impl RoofSet {
         let bt = pick(doc.bandwidth.iter().map(|b| b.threads).collect());
         let mut compute: Vec<ComputeRoof> = Vec::new();
         for c in doc.compute.iter().filter(|c| Some(c.threads) == ct) {
-            let precision = c.precision.to_ascii_lowercase();
-            let isa = c.isa.to_ascii_lowercase();
-            match compute
-                .iter_mut()
-                .find(|r| r.precision == precision && r.isa == isa && r.fma == c.fma)
-            {
-                Some(r) => r.gflops = r.gflops.max(c.gflops),
-                None => compute.push(ComputeRoof {
-                    precision,
-                    isa,
-                    fma: c.fma,
-                    gflops: c.gflops,
-                    empirical: true,
-                }),
+            let roof = ComputeRoof {
+                precision: c.precision.to_ascii_lowercase(),
+                isa: c.isa.to_ascii_lowercase(),
+                fma: c.fma,
+                mix: c.fma && c.mode.contains("add"),
+                gflops: c.gflops,
+                empirical: true,
+            };
+            match compute.iter_mut().find(|r| r.same_kind(&roof)) {
+                Some(r) => r.gflops = r.gflops.max(roof.gflops),
+                None => compute.push(roof),
             }
         }
         let mut bandwidth: Vec<BandwidthRoof> = Vec::new();
         for b in doc.bandwidth.iter().filter(|b| Some(b.threads) == bt) {
             let lvl = b.level.to_ascii_lowercase();
+            // Core-side roof: kernels with ordinary stores or none (a non-temporal store is
+            // another kernel); traffic roof: every kernel, write-allocate reads included.
+            let core = if b.kernel.contains("_nt") { 0.0 } else { b.gbs };
+            let traffic = b.gbs_write_allocate.filter(|t| t.is_finite() && *t > 0.0).unwrap_or(b.gbs);
             match bandwidth.iter_mut().find(|r| r.level == lvl) {
-                Some(r) => r.gbs = r.gbs.max(b.gbs),
+                Some(r) => {
+                    r.gbs = r.gbs.max(core);
+                    r.traffic_gbs = r.traffic_gbs.max(traffic);
+                }
                 None => bandwidth.push(BandwidthRoof {
                     level: lvl,
-                    gbs: b.gbs,
+                    gbs: core,
+                    traffic_gbs: traffic,
                     empirical: true,
                 }),
+            }
+        }
+        // A level measured only with non-temporal stores: its core-side roof is that figure.
+        for r in &mut bandwidth {
+            if r.gbs <= 0.0 {
+                r.gbs = r.traffic_gbs;
             }
         }
         if compute.is_empty() && bandwidth.is_empty() {
@@ -337,6 +400,7 @@ impl RoofSet {
                             precision: precision.into(),
                             isa: isa.to_string(),
                             fma,
+                            mix: false,
                             gflops: if fma { g * t } else { g * t / 2.0 },
                             empirical: false,
                         });
@@ -350,9 +414,11 @@ impl RoofSet {
         if let Some(ghz) = ghz {
             for (lvl, bpc) in &m.bytes_per_cycle {
                 if bpc.is_finite() && *bpc > 0.0 {
+                    // Bytes/cycle of the platform table: what the level can move, either way.
                     bandwidth.push(BandwidthRoof {
                         level: lvl.to_ascii_lowercase(),
                         gbs: bpc * ghz * t,
+                        traffic_gbs: bpc * ghz * t,
                         empirical: false,
                     });
                 }
@@ -393,11 +459,7 @@ impl RoofSet {
     /// Add the roofs of `other` this set lacks (same level, or same precision+ISA+FMA).
     pub fn fill_from(&mut self, other: &RoofSet) {
         for c in &other.compute {
-            if !self
-                .compute
-                .iter()
-                .any(|r| r.precision == c.precision && r.isa == c.isa && r.fma == c.fma)
-            {
+            if !self.compute.iter().any(|r| r.same_kind(c)) {
                 self.compute.push(c.clone());
             }
         }
@@ -418,10 +480,11 @@ impl RoofSet {
 
     fn sort(&mut self) {
         self.compute.sort_by(|a, b| {
-            (a.precision.as_str(), isa_rank(&a.isa), a.fma, a.isa.as_str()).cmp(&(
+            (a.precision.as_str(), isa_rank(&a.isa), a.fma, a.mix, a.isa.as_str()).cmp(&(
                 b.precision.as_str(),
                 isa_rank(&b.isa),
                 b.fma,
+                b.mix,
                 b.isa.as_str(),
             ))
         });
@@ -446,8 +509,19 @@ impl RoofSet {
             .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
     }
 
+    /// The core-side roof of a level (for core-side AI).
     pub fn bandwidth(&self, level: &str) -> Option<f64> {
         self.bandwidth.iter().find(|b| b.level == level).map(|b| b.gbs)
+    }
+
+    /// The roof for bytes keyed by `bytes_level` in a point: `core` bytes against the L1
+    /// core-side roof, a level's own bytes against that level's traffic roof.
+    pub fn roof_for_bytes(&self, bytes_level: &str) -> Option<(String, f64)> {
+        let lvl = roof_level_for(bytes_level);
+        self.bandwidth
+            .iter()
+            .find(|b| b.level == lvl)
+            .map(|b| (lvl.to_string(), b.for_bytes(bytes_level != level::CORE)))
     }
 
     /// The roof the core-side AI is read against: L1, else the highest bandwidth known.
@@ -578,8 +652,8 @@ fn compute_limiter(c: &ComputeRoof) -> Limiter {
 pub fn attainable_dram(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
     let peak = roofs.peak(point_precision(p))?;
     let ai = *ai_per_level(p).get(level::DRAM)?;
-    let bw = roofs.bandwidth(level::DRAM)?;
-    Some(min_of(ModelKind::Dram, peak, [(level::DRAM.to_string(), bw * ai)]))
+    let (lvl, bw) = roofs.roof_for_bytes(level::DRAM)?;
+    Some(min_of(ModelKind::Dram, peak, [(lvl, bw * ai)]))
 }
 
 /// Cache-aware model: the core-side AI against each level's roof; the attainable figure is
@@ -602,11 +676,7 @@ pub fn attainable_hierarchical(p: &Point, roofs: &RoofSet) -> Option<Attainable>
     let peak = roofs.peak(point_precision(p))?;
     let candidates: Vec<(String, f64)> = ai_per_level(p)
         .iter()
-        .filter_map(|(lvl, ai)| {
-            roofs
-                .bandwidth(roof_level_for(lvl))
-                .map(|bw| (roof_level_for(lvl).to_string(), bw * ai))
-        })
+        .filter_map(|(lvl, ai)| roofs.roof_for_bytes(lvl).map(|(roof, bw)| (roof, bw * ai)))
         .collect();
     if candidates.is_empty() {
         return None;
@@ -907,6 +977,78 @@ mod tests {
         assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero bytes"));
         let p = point(0.0, "packed512_double", &[("core", 1.0)], 1.0);
         assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero flops"));
+    }
+
+    #[test]
+    fn level_bytes_read_against_traffic_roofs_core_bytes_against_core_roofs() {
+        // A triad's DRAM traffic is 4/3 of its core bytes (write-allocate): 32 B/element at
+        // the level vs 24 B core-side. The machine's DRAM roof: 21 GB/s core-side, 28 GB/s
+        // of traffic (the same run counted both ways), plus a non-temporal copy at 25 GB/s.
+        let mut rng = 0x9e37_79b9_u64;
+        for _ in 0..50 {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let n = 1e6 + (rng >> 40) as f64; // elements
+            let gbs_traffic = 20.0 + (rng >> 58) as f64; // what the kernel reached, ≤ 35
+            let secs = 32.0 * n / (gbs_traffic * 1e9);
+            let p = point(2.0 * n, "packed256_double", &[("core", 24.0 * n), ("dram", 32.0 * n)], secs);
+            let doc = serde_json::json!({
+                "schema": "roofline.ceilings/1",
+                "compute": [{"precision": "double", "isa": "avx2", "fma": true, "mode": "fma", "gflops": 50.0}],
+                "bandwidth": [
+                    {"level": "L1", "kernel": "load", "gbs": 150.0, "gbs_write_allocate": 150.0},
+                    {"level": "DRAM", "kernel": "triad", "gbs": 21.0 + gbs_traffic / 2.0, "gbs_write_allocate": (21.0 + gbs_traffic / 2.0) * 4.0 / 3.0},
+                    {"level": "DRAM", "kernel": "copy_nt", "gbs": 25.0, "gbs_write_allocate": 25.0}
+                ]
+            });
+            let r = RoofSet::from_ceilings_json(&doc.to_string(), "t", None).unwrap();
+            let roof_core = 21.0 + gbs_traffic / 2.0;
+            assert_eq!(r.bandwidth("dram"), Some(roof_core), "the NT kernel is not a core-side roof");
+            let traffic = r.roof_for_bytes("dram").unwrap().1;
+            assert!((traffic - roof_core * 4.0 / 3.0).abs() < 1e-9);
+            // Classic model: DRAM bytes against the traffic roof, so reaching a fraction
+            // f of that roof reads as f, never above 1 for a physical run.
+            let d = attainable_dram(&p, &r).unwrap();
+            let achieved = 2.0 * n / secs / 1e9;
+            assert!((achieved / d.gflops - gbs_traffic / traffic).abs() < 1e-9);
+            assert!(achieved / d.gflops <= 1.0 + 1e-12);
+            // CARM: the same point by core AI against the core-side L1 roof.
+            let (c, per) = attainable_cache_aware(&p, &r).unwrap();
+            assert!((c.gflops - 150.0 * 2.0 / 24.0).abs() < 1e-9);
+            assert!((per["dram"] - roof_core * 2.0 / 24.0).abs() < 1e-9);
+        }
+        // Round trip through a report's roofs keeps both conventions.
+        let r = RoofSet::from_roofs(
+            &RoofSet::from_ceilings_json(
+                &serde_json::json!({"schema": "roofline.ceilings/1", "bandwidth": [
+                {"level": "dram", "kernel": "triad", "gbs": 18.0, "gbs_write_allocate": 24.0}]})
+                .to_string(),
+                "t",
+                None,
+            )
+            .unwrap()
+            .to_roofs(),
+        );
+        assert_eq!(r.bandwidth("dram"), Some(18.0));
+        assert_eq!(r.roof_for_bytes("dram").unwrap().1, 24.0);
+        assert_eq!(r.roof_for_bytes("core"), None, "core bytes read against L1, absent here");
+    }
+
+    #[test]
+    fn fma_add_mix_keeps_its_own_label() {
+        let mut r = Roofs::default();
+        r.compute_gflops.insert("double.avx2.fma".into(), 50.0);
+        r.compute_gflops.insert("double.avx2.fma_add".into(), 73.0);
+        r.compute_gflops.insert("double.avx2.mul_add".into(), 49.0);
+        let s = RoofSet::from_roofs(&r);
+        let labels: Vec<String> = s.compute.iter().map(|c| c.label()).collect();
+        assert!(labels.contains(&"AVX2 FMA+add".to_string()), "{labels:?}");
+        assert!(labels.contains(&"AVX2 no-FMA".to_string()), "{labels:?}");
+        assert_eq!(s.peak("double").unwrap().label(), "AVX2 FMA+add");
+        let back = s.to_roofs();
+        assert_eq!(
+            back.compute_gflops.keys().collect::<Vec<_>>(),
+            vec!["double.avx2.fma", "double.avx2.fma_add", "double.avx2.nofma"]
+        );
     }
 
     #[test]

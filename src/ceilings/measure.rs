@@ -142,15 +142,7 @@ pub struct Stats {
     pub samples: usize,
 }
 
-/// Linear-interpolated quantile of sorted values.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
+use crate::report::schema::quantile;
 
 pub fn stats(samples: &[f64]) -> Stats {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();

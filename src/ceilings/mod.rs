@@ -74,7 +74,8 @@ impl Ceilings {
 
     /// The roofs for a report at `threads` (the nearest measured thread count): the best
     /// compute figure per `precision.isa.mode`, and per level the best core-side bandwidth of
-    /// the kernels with ordinary stores or none.
+    /// the kernels with ordinary stores or none, and the best traffic (write-allocate reads
+    /// included, every kernel) for bytes counted at the level.
     pub fn roofs(&self, threads: u32) -> Roofs {
         let t = self
             .threads
@@ -86,6 +87,7 @@ impl Ceilings {
             kind: "empirical".to_string(),
             compute_gflops: Default::default(),
             bandwidth_gbs: Default::default(),
+            bandwidth_traffic_gbs: Default::default(),
             threads: Some(t),
         };
         for c in self.compute.iter().filter(|c| c.threads == t) {
@@ -93,9 +95,14 @@ impl Ceilings {
             let e = r.compute_gflops.entry(key).or_insert(0.0);
             *e = e.max(c.gflops);
         }
-        for b in self.bandwidth.iter().filter(|b| b.threads == t && !b.kernel.contains("_nt")) {
-            let e = r.bandwidth_gbs.entry(b.level.to_ascii_lowercase()).or_insert(0.0);
-            *e = e.max(b.gbs);
+        for b in self.bandwidth.iter().filter(|b| b.threads == t) {
+            let level = b.level.to_ascii_lowercase();
+            if !b.kernel.contains("_nt") {
+                let e = r.bandwidth_gbs.entry(level.clone()).or_insert(0.0);
+                *e = e.max(b.gbs);
+            }
+            let e = r.bandwidth_traffic_gbs.entry(level).or_insert(0.0);
+            *e = e.max(b.gbs_write_allocate);
         }
         r
     }

@@ -279,6 +279,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let seed = args.seed.unwrap_or_else(fresh_seed);
     let mut rows = Vec::new();
+    let mut not_run = Vec::new();
 
     for k in suite
         .iter()
@@ -287,6 +288,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let n = k.size_for_bytes(ws);
         for &v in k.variants() {
             if !v.supported() {
+                not_run.push(crate::report::schema::NotRun {
+                    name: format!("{}/{}", k.name(), v.name()),
+                    reason: format!("this CPU lacks the {} instructions", v.name()),
+                });
                 continue;
             }
             rows.push(validate_one(k.as_ref(), v, n, args.backend, seed, args.trace_mode)?);
@@ -309,7 +314,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         file.write(text.as_bytes())?;
     }
     if let Some(file) = report_out {
-        file.write(rows_report(&rows, args.backend).to_json().as_bytes())?;
+        let mut report = rows_report(&rows, args.backend);
+        report.not_run = not_run;
+        file.write(report.to_json().as_bytes())?;
     }
     if args.output.json {
         println!("{text}");

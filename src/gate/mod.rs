@@ -137,12 +137,19 @@ pub fn compare(baseline: &Report, base_name: &str, current: &Report, cur_name: &
         match (b, c) {
             (Some(b), Some(c)) => rows.extend(compare_points(name, b, c, rules)),
             (Some(_), None) => {
-                vanished_points.push(name.clone());
-                rows.push(presence_row(
-                    name,
-                    rules.vanished_points,
-                    "vanished: in the baseline, not in the current report",
-                ));
+                // A point the current run says it could not run here (an ISA this CPU
+                // lacks) is a warning with that reason, never a silent pass or a regression.
+                match current.not_run.iter().find(|n| &n.name == name) {
+                    Some(n) => rows.push(presence_row(name, Severity::Warn, &format!("not run here: {}", n.reason))),
+                    None => {
+                        vanished_points.push(name.clone());
+                        rows.push(presence_row(
+                            name,
+                            rules.vanished_points,
+                            "vanished: in the baseline, not in the current report",
+                        ));
+                    }
+                }
             }
             (None, Some(_)) => {
                 new_points.push(name.clone());

@@ -217,6 +217,28 @@ fn new_and_vanished_points_follow_the_settings() {
 }
 
 #[test]
+fn a_point_the_current_run_could_not_run_warns_with_the_reason() {
+    let p = |n: &str| point(n, 1.0, 1.0, vec![1.0]);
+    let mut cur = report(vec![p("dot/avx2")]);
+    cur.not_run.push(crate::report::schema::NotRun {
+        name: "dot/avx512".into(),
+        reason: "this CPU lacks the avx512 instructions".into(),
+    });
+    let base = report(vec![p("dot/avx2"), p("dot/avx512"), p("sum/avx512")]);
+    let o = compare(&base, "b", &cur, "c", &RuleSet::default()).unwrap();
+    let r = row(&o, "dot/avx512", "-");
+    assert_eq!(r.verdict, Verdict::Warn);
+    assert!(r.note.as_deref().unwrap().contains("lacks the avx512"), "{r:?}");
+    // A point not named as not-run still vanishes, and fails.
+    assert_eq!(o.summary.vanished_points, ["sum/avx512"]);
+    assert_eq!(row(&o, "sum/avx512", "-").verdict, Verdict::Fail);
+    assert!(!o.passed);
+    // The list survives a report's JSON round trip.
+    let back = Report::from_json(&cur.to_json(), "c").unwrap();
+    assert_eq!(back.not_run, cur.not_run);
+}
+
+#[test]
 fn thresholds_and_roof_fraction() {
     let rules = RuleSet::parse(
         "[[rule]]\nmetric = \"roof_fraction\"\npoints = \"dgemm*\"\nmin = 0.8\n[[rule]]\nmetric = \"ai.dram\"\nmax_decrease = 0.0\n",

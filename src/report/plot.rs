@@ -191,7 +191,16 @@ fn drawn_levels(roofs: &RoofSet, kind: PlotKind) -> Vec<(String, f64, bool)> {
         .bandwidth
         .iter()
         .filter(|b| kind != PlotKind::Dram || b.level == "dram")
-        .map(|b| (b.level.clone(), b.gbs, b.empirical))
+        .map(|b| {
+            // CARM reads core-side AI against core-side roofs; the classic and hierarchical
+            // views place bytes counted at a level against that level's traffic roof.
+            let gbs = if kind == PlotKind::Carm || b.level == "l1" {
+                b.gbs
+            } else {
+                b.traffic_gbs
+            };
+            (b.level.clone(), gbs, b.empirical)
+        })
         .collect()
 }
 

@@ -180,27 +180,42 @@ impl Point {
         }
     }
 
-    /// Relative spread of the samples: (max - min) / median.
+    /// Relative spread of the samples: interquartile range over the median (robust: one
+    /// repetition cut by another task's time slice does not make a tight kernel look noisy).
     pub fn spread(&self) -> Option<f64> {
         spread(&self.seconds_samples)
     }
 }
 
 pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v: Vec<f64> = xs.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) })
+    let v = sorted_finite(xs);
+    (!v.is_empty()).then(|| quantile(&v, 0.5))
 }
 
+/// (Q3 − Q1) / median of the finite samples; None without samples or a positive median.
 pub fn spread(xs: &[f64]) -> Option<f64> {
-    let m = median(xs)?;
-    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if m > 0.0 { Some((hi - lo) / m) } else { None }
+    let v = sorted_finite(xs);
+    if v.is_empty() {
+        return None;
+    }
+    let m = quantile(&v, 0.5);
+    (m > 0.0).then(|| (quantile(&v, 0.75) - quantile(&v, 0.25)) / m)
+}
+
+fn sorted_finite(xs: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+/// Linearly interpolated quantile of sorted values (NaN when empty).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
 /// Where and how a report was produced.
@@ -234,8 +249,14 @@ pub struct Roofs {
     pub kind: String,
     /// Compute roofs, GFLOP/s, keyed like `double.avx512.fma`.
     pub compute_gflops: BTreeMap<String, f64>,
-    /// Bandwidth roofs, GB/s, keyed by level (`l1`, `l2`, `l3`, `dram`).
+    /// Bandwidth roofs, GB/s, keyed by level (`l1`, `l2`, `l3`, `dram`), core-side bytes
+    /// (load/store instructions, no write-allocate): the roofs of the cache-aware model.
     pub bandwidth_gbs: BTreeMap<String, f64>,
+    /// The same levels counting the traffic the level serves (write-allocate reads
+    /// included): the roofs for bytes counted at a level (`bytes.l2`, `bytes.dram`, …).
+    /// Absent in older reports: then `bandwidth_gbs` stands for both.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bandwidth_traffic_gbs: BTreeMap<String, f64>,
     pub threads: Option<u32>,
 }
 
@@ -259,6 +280,17 @@ pub struct Report {
     /// Present in merged reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceReport>,
+    /// Points the producer could not run here, with the reason (a kernel variant whose ISA
+    /// this CPU lacks): a gate reports them as not run instead of vanished.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRun>,
+}
+
+/// A point that was not measured, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotRun {
+    pub name: String,
+    pub reason: String,
 }
 
 impl Report {
@@ -270,6 +302,7 @@ impl Report {
             ceilings: None,
             points: Vec::new(),
             sources: Vec::new(),
+            not_run: Vec::new(),
         }
     }
 
@@ -388,7 +421,18 @@ mod tests {
         assert!((p.ai["core"] - 2.0).abs() < 1e-12);
         assert!((p.ai["dram"] - 4.0).abs() < 1e-12);
         assert!(!p.ai.contains_key("stack"));
-        assert!((p.spread().unwrap() - 1.5).abs() < 1e-12);
+        // samples 2, 1, 4: Q1 1.5, Q3 3, median 2 → 0.75
+        assert!((p.spread().unwrap() - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn spread_is_interquartile_so_one_preempted_repetition_does_not_dominate() {
+        let mut xs: Vec<f64> = (0..199).map(|i| 1e-6 * (1.0 + 0.0001 * ((i * 37) % 101) as f64)).collect();
+        xs.push(7e-5); // one repetition cut by another task's time slice
+        assert!(spread(&xs).unwrap() < 0.01, "{:?}", spread(&xs));
+        assert!(spread(&[1.0, 1.2, 1.4, 1.6, 1.8]).unwrap() > 0.28);
+        assert_eq!(spread(&[]), None);
+        assert_eq!(median(&[f64::NAN, 3.0, 1.0]), Some(2.0));
     }
 
     #[test]
