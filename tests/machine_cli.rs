@@ -36,9 +36,29 @@ fn static_json_has_the_documented_fields() {
         "caches",
         "isa",
         "fp_pipes",
+        "thread_scaling",
     ] {
         assert!(!v[key].is_null(), "missing {key}");
     }
+    // The documented nested keys (values may be null: an ISA the CPU lacks, no clock yet).
+    let f = &v["frequency_ghz"];
+    assert!(f.get("nominal").is_some() && f.get("measured").is_some());
+    for isa in ["scalar", "sse", "avx", "avx2", "avx512"] {
+        assert!(f["by_isa"].get(isa).is_some(), "frequency_ghz.by_isa.{isa}");
+        for prec in ["double", "single"] {
+            assert!(v["peak_gflops"][prec].get(isa).is_some(), "peak_gflops.{prec}.{isa}");
+            assert!(
+                v["peak_gflops_per_core"][prec].get(isa).is_some(),
+                "peak_gflops_per_core.{prec}.{isa}"
+            );
+        }
+    }
+    let has512 = v["isa"].as_array().unwrap().iter().any(|i| i == "avx512f");
+    assert_eq!(
+        v["peak_gflops"]["double"]["avx512"].is_null(),
+        !has512,
+        "null exactly where the ISA is absent"
+    );
     let threads = v["threads"].as_u64().unwrap();
     let cores = v["cores"].as_u64().unwrap();
     assert!(threads >= cores && cores >= v["sockets"].as_u64().unwrap() && cores >= 1);
@@ -77,6 +97,34 @@ fn measured_clocks_and_peaks_are_consistent() {
     let scaling = v["thread_scaling"].as_array().unwrap();
     assert_eq!(scaling[0]["threads"], 1);
     assert_eq!(v["measured"], true);
+    // The two chains of different latency measure one clock (generous: a shared CI VM).
+    let chains: Vec<f64> = f["chains"].as_object().unwrap().values().map(|g| g.as_f64().unwrap()).collect();
+    let (lo, hi) = (chains[0].min(chains[1]), chains[0].max(chains[1]));
+    assert!(hi / lo < 1.25, "chains disagree: {chains:?}");
+    // One thread's FMA throughput at the widest width cannot beat that width's pipes at the
+    // clock measured for it, and a working measurement reaches a good part of it.
+    let widest = ["512", "256", "128"].into_iter().find(|w| !v["fp_pipes"][*w].is_null()).unwrap();
+    let isa = match widest {
+        "512" => "avx512",
+        "256" => "avx2",
+        _ => "sse",
+    };
+    let lanes = widest.parse::<f64>().unwrap() / 64.0;
+    let ghz = f["by_isa"][isa].as_f64().unwrap();
+    let fma_pipes = v["fp_pipes"][widest]["fma"].as_f64().unwrap();
+    if has_fma && fma_pipes > 0.0 {
+        let bound = fma_pipes * lanes * 2.0 * ghz;
+        let got = scaling[0]["gflops"].as_f64().unwrap();
+        assert!(got <= bound * 1.1 && got >= bound * 0.25, "{got} GFLOP/s vs {bound} at {ghz} GHz");
+    }
+    // All-core peaks never exceed cores × per-core peaks.
+    for prec in ["double", "single"] {
+        for (isa, all) in v["peak_gflops"][prec].as_object().unwrap() {
+            if let (Some(all), Some(one)) = (all.as_f64(), v["peak_gflops_per_core"][prec][isa].as_f64()) {
+                assert!(all <= one * cores * (1.0 + 1e-9), "{prec} {isa}: {all} > {cores} × {one}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -103,7 +151,7 @@ fn table_by_default_and_json_file_with_o() {
 
 #[test]
 fn bad_frequency_exits_2() {
-    for f in ["0", "-1", "10.5", "nan", "abc"] {
+    for f in ["0", "-1", "10.5", "nan", "abc", "inf", "-inf", "1e400"] {
         let out = roofline().args(["machine", "--no-measure", "--frequency", f]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "--frequency {f}");
         assert!(!out.stderr.is_empty());
@@ -139,6 +187,10 @@ fn platform_option_and_bad_platforms() {
             6,
         ),
         ("key = \"x\"\nname = \"X\n", 2),
+        (
+            "key = \"x\"\nname = \"X\"\n[identify]\nvendor = \"AuthenticAMD\"\nfamilies = [0x19]\n[fp_pipes.128]\nfma = 2\n[bytes_per_cycle]\nl1_load = 64\nl2_typo = 32\n",
+            10,
+        ),
     ];
     for (i, (text, line)) in cases.iter().enumerate() {
         let p = dir.path().join(format!("bad{i}.toml"));
@@ -167,4 +219,8 @@ fn recorded_dump_option() {
 #[test]
 fn unknown_flag_is_a_usage_error() {
     roofline().args(["machine", "--bogus"]).assert().code(2);
+    let out = roofline().arg("bogus-subcommand").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus-subcommand"));
+    assert!(out.stdout.is_empty());
 }

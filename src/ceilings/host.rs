@@ -59,7 +59,7 @@ impl Host {
                 "default".to_string(),
             ),
         };
-        let microarchitecture = platform_for(&vendor, family, model).map(|p| p.key);
+        let microarchitecture = crate::machine::this_platform().map(|p| p.key);
         let mut h = Host {
             fingerprint: String::new(),
             vendor,
@@ -110,17 +110,11 @@ impl Host {
         }
     }
 
+    /// The platform table of this host (identified once, in [`Host::detect`]).
     pub fn platform(&self) -> Option<Platform> {
-        platform_for(&self.vendor, self.family, self.model)
+        let key = self.microarchitecture.as_deref()?;
+        Platform::embedded().into_iter().find(|p| p.key == key)
     }
-}
-
-/// The embedded platform matching vendor, family and model.
-pub fn platform_for(vendor: &str, family: u32, model: u32) -> Option<Platform> {
-    Platform::embedded()
-        .into_iter()
-        .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family))
-        .find(|p| p.identify.models.is_empty() || p.identify.models.contains(&model))
 }
 
 #[cfg(target_arch = "x86_64")]

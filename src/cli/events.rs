@@ -29,41 +29,9 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// The platform of this CPU from its CPUID vendor, family and model, with `requires` flags
-/// breaking ties. A small stand-in until `roofline::machine` identification lands (issue 2).
+/// The platform of this CPU, identified as `roofline machine` does (flags checked).
 pub fn platform_of_this_cpu() -> Option<Platform> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let id = raw_cpuid::CpuId::new();
-        let vendor = id.get_vendor_info()?.as_str().to_string();
-        let fi = id.get_feature_info()?;
-        let family = fi.family_id() as u32;
-        let model = fi.model_id() as u32;
-        // Only the flags std can test; others do not break ties.
-        let has = |flag: &str| match flag {
-            "avx512f" => Some(std::arch::is_x86_feature_detected!("avx512f")),
-            "avx2" => Some(std::arch::is_x86_feature_detected!("avx2")),
-            "fma" => Some(std::arch::is_x86_feature_detected!("fma")),
-            "avx" => Some(std::arch::is_x86_feature_detected!("avx")),
-            "avx512fp16" => Some(std::arch::is_x86_feature_detected!("avx512fp16")),
-            _ => None,
-        };
-        let mut cands: Vec<Platform> = Platform::embedded()
-            .into_iter()
-            .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
-            .collect();
-        if cands.len() > 1 {
-            cands.retain(|p| {
-                p.identify.requires.iter().all(|f| has(f) != Some(false)) && !p.identify.lacks.iter().any(|f| has(f) == Some(true))
-            });
-        }
-        cands.sort_by_key(|p| -p.identify.priority);
-        cands.into_iter().next()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
+    crate::machine::this_platform()
 }
 
 /// `--platform`, else this CPU's platform; the second value says which.

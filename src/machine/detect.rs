@@ -77,6 +77,16 @@ pub fn detect_static(opts: &DetectOptions) -> Result<MachineModel> {
     Ok(m)
 }
 
+/// This CPU's platform, identified the one way `roofline machine` does it (model checked
+/// against feature flags, then flags and cache sizes), for commands that need only the
+/// platform table (events, perf, ceilings). None for a CPU no platform file describes.
+pub fn this_platform() -> Option<Platform> {
+    let os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(fallback_topology);
+    let facts = CpuidFacts::read(&LiveCpuid);
+    let caches = topology::caches(&LiveCpuid, &os);
+    identify(&facts, &caches, &Platform::embedded()).platform
+}
+
 /// The static model of a recorded CPU (its first logical CPU's CPUID; topology from the dump).
 pub fn from_dump(d: &CpuidDump, opts: &DetectOptions) -> Result<MachineModel> {
     check_frequency(opts.frequency_ghz)?;
@@ -255,7 +265,16 @@ fn set_peaks(m: &mut MachineModel) {
     let has = |isa: &str| has_isa(&m.isa, isa);
     let has_fma = m.isa.iter().any(|i| i == "fma");
     let per_core_clock = |isa: &str| f.override_ghz.or(f.by_isa.get(isa)).or(f.measured).or(f.nominal);
-    let all_clock = |isa: &str| f.override_ghz.or(f.by_isa_all_threads.get(isa)).or(per_core_clock(isa));
+    // All cores never run faster than one: a higher all-threads reading is noise, and the
+    // all-core peak must not exceed cores × the per-core peak.
+    let all_clock = |isa: &str| {
+        let one = per_core_clock(isa);
+        match (f.override_ghz, f.by_isa_all_threads.get(isa), one) {
+            (Some(g), _, _) => Some(g),
+            (None, Some(all), Some(one)) => Some(all.min(one)),
+            (None, all, one) => all.or(one),
+        }
+    };
     m.peak_gflops_per_core = peaks::peaks(has, has_fma, &m.fp_pipes, per_core_clock, 1);
     m.peak_gflops = peaks::peaks(has, has_fma, &m.fp_pipes, all_clock, m.cores);
 }
@@ -395,6 +414,9 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     })
     .remove(0);
     m.fp_ops_per_cycle_measured = ops.iter().map(|(w, v)| (w.to_string(), (v * 100.0).round() / 100.0)).collect();
+    if has_fma && !platform.as_ref().is_some_and(|p| p.fp512_units_vary) {
+        m.warnings.extend(pipe_mismatches(&m.fp_pipes, &m.fp_ops_per_cycle_measured));
+    }
     if platform.as_ref().is_some_and(|p| p.fp512_units_vary)
         && let (Some(v), Some(p)) = (ops.get(&512), m.fp_pipes.get_mut("512"))
     {
@@ -436,9 +458,57 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     set_peaks(m);
 }
 
+/// Where the measured FMA throughput (instructions per cycle at that width's own clock)
+/// disagrees with the platform table's FMA pipes by more than [`PIPE_TOLERANCE`]: a table
+/// that is wrong for this CPU, a hypervisor that hides a unit, or a machine too busy to
+/// measure. Either way the theoretical peaks rest on the table, so the user must hear it.
+pub fn pipe_mismatches(pipes: &BTreeMap<String, Pipes>, measured: &BTreeMap<String, f64>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (width, p) in pipes {
+        let Some(&got) = measured.get(width) else { continue };
+        if p.fma == 0 || !got.is_finite() {
+            continue;
+        }
+        let want = f64::from(p.fma);
+        if (got - want).abs() / want > PIPE_TOLERANCE {
+            out.push(format!(
+                "{width}-bit FMA throughput measured {got:.2} per cycle, the platform table says {} FMA pipe(s): \
+                 theoretical peaks follow the table (a busy host lowers the figure; rerun, or pass a corrected --platform file)",
+                p.fma
+            ));
+        }
+    }
+    out
+}
+
+/// Relative disagreement between measured and tabled FMA pipes that is reported.
+pub const PIPE_TOLERANCE: f64 = 0.15;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_fma_throughput_is_checked_against_the_table() {
+        let pipes: BTreeMap<String, Pipes> = [
+            ("128".to_string(), Pipes { fma: 2, add: 2, mul: 0 }),
+            ("256".to_string(), Pipes { fma: 2, add: 2, mul: 0 }),
+            ("512".to_string(), Pipes { fma: 1, add: 1, mul: 0 }),
+        ]
+        .into();
+        let m = |v: [f64; 3]| -> BTreeMap<String, f64> { ["128", "256", "512"].iter().map(|w| w.to_string()).zip(v).collect() };
+        assert!(pipe_mismatches(&pipes, &m([1.98, 2.02, 0.99])).is_empty());
+        let w = pipe_mismatches(&pipes, &m([1.35, 2.0, 1.0]));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("128-bit") && w[0].contains("1.35") && w[0].contains("2 FMA"),
+            "{w:?}"
+        );
+        // A second 512-bit unit that the table lacks is reported too.
+        assert_eq!(pipe_mismatches(&pipes, &m([2.0, 2.0, 1.9])).len(), 1);
+        // Widths not measured are not judged.
+        assert!(pipe_mismatches(&pipes, &BTreeMap::new()).is_empty());
+    }
 
     #[test]
     fn brand_string_clock() {

@@ -11,6 +11,10 @@ use crate::error::{Error, Result};
 include!(concat!(env!("OUT_DIR"), "/embedded_platforms.rs"));
 
 /// FP pipes of one vector width: how many can start an FMA, an add, a mul each cycle.
+/// The levels `[bytes_per_cycle]` may name, per core: L1 loads and stores, and the L2, L3
+/// and DRAM fill paths. Anything else is a typo that would silently draw a roof.
+pub const BYTES_PER_CYCLE_KEYS: [&str; 5] = ["l1_load", "l1_store", "l2", "l3", "dram"];
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipes {
@@ -227,6 +231,16 @@ impl Platform {
             }
         }
         for (k, v) in &self.bytes_per_cycle {
+            if !BYTES_PER_CYCLE_KEYS.contains(&k.as_str()) {
+                return Err(Error::input(
+                    format!(
+                        "{origin}{}: bytes_per_cycle.{k} is not a known level (one of {})",
+                        at(k),
+                        BYTES_PER_CYCLE_KEYS.join(", ")
+                    ),
+                    hint,
+                ));
+            }
             if !(v.is_finite() && *v > 0.0 && *v <= 4096.0) {
                 return Err(Error::input(
                     format!("{origin}{}: bytes_per_cycle.{k} = {v} is not in (0, 4096]", at(k)),
