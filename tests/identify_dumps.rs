@@ -168,7 +168,7 @@ fn caches_from_cpuid_match_the_dumps_own_summary() {
                 c.ways as u64 * c.sets as u64 * c.line_bytes as u64,
                 "{short} L{level} sets"
             );
-            assert_eq!(c.shared_by_source, "cpuid");
+            assert_eq!(c.shared_by_source, "apic ids");
         }
     }
 }
@@ -192,7 +192,31 @@ fn topology_of_recorded_cpus() {
         let m = model(path);
         assert_eq!((m.sockets, m.cores, m.threads, m.smt), want, "{short}");
     }
+    // Threads sharing one cache instance, from the recorded APIC IDs (CPUID's field is only
+    // the addressable maximum, e.g. 128 for the L3 of a 48-thread GNR), and the instance
+    // counts, against the parts' specifications: (L2 threads, L3 threads, L3 instances).
+    let sharing = [
+        ("skx", (2, 48, 2)),  // 24 cores × SMT per socket, one L3 per socket
+        ("gnr", (2, 48, 1)),  // 24 cores × SMT, one package
+        ("zen1", (2, 8, 8)),  // CCX of 4 cores × SMT, 8 CCX on the 32-core part
+        ("zen2", (2, 6, 8)),  // 24-core Rome: 8 CCX of 3 cores × SMT
+        ("zen3", (1, 8, 16)), // 2 × 7763, SMT off: CCD of 8 cores, 8 CCDs each
+        ("zen4", (2, 8, 4)),  // 9124: 4 CCDs of 4 cores × SMT
+        ("adl", (2, 24, 1)),  // first CPU a P-core (L2 per core, 2 threads); one L3
+    ];
+    for (short, (l2, l3, l3_instances)) in sharing {
+        let (_, path) = all.iter().find(|(s, _)| s == short).unwrap();
+        let m = model(path);
+        let c = |level: u32| m.caches.iter().find(|c| c.level == level).unwrap().clone();
+        assert_eq!(
+            (c(2).shared_by_threads, c(3).shared_by_threads, c(3).instances),
+            (l2, l3, Some(l3_instances)),
+            "{short}"
+        );
+    }
+    // ADL's L2 instances: 8 P-cores and 2 clusters of 4 E-cores.
     let (_, adl) = all.iter().find(|(s, _)| s == "adl").unwrap();
+    assert_eq!(model(adl).caches.iter().find(|c| c.level == 2).unwrap().instances, Some(10));
     let m = model(adl);
     let kinds: Vec<(&str, usize)> = m.core_types.iter().map(|c| (c.kind.as_str(), c.cpus.len())).collect();
     assert_eq!(kinds, vec![("E", 8), ("P", 16)]);

@@ -122,10 +122,49 @@ impl OsTopology {
             .collect();
         OsTopology {
             cpus,
-            cache_groups: BTreeMap::new(),
+            cache_groups: apic_cache_groups(&d.cpus),
             source: "dump".into(),
         }
     }
+}
+
+/// The x2APIC ID of a logical CPU (leaf 0xB EDX), else the initial APIC ID (leaf 1 EBX[31:24]).
+fn apic_id(src: &dyn CpuidSource) -> u32 {
+    if src.cpuid(0, 0)[0] >= 0xB && src.cpuid(0xB, 0)[1] & 0xffff != 0 {
+        src.cpuid(0xB, 0)[3]
+    } else {
+        src.cpuid(1, 0)[1] >> 24
+    }
+}
+
+/// Which recorded CPUs share each cache, as the kernel derives `shared_cpu_list`: CPUID's
+/// sharing field (leaf 4 / 0x8000_001D EAX[25:14]) is the number of APIC IDs one instance
+/// spans, so CPUs whose APIC IDs agree above that many bits share it. The field alone is only
+/// a maximum (128 on a 48-thread part); counting the CPUs actually present gives the truth.
+/// Empty when the dump lists no CPUs or holds no cache leaves.
+pub fn apic_cache_groups(cpus: &[impl CpuidSource]) -> BTreeMap<(u32, String), BTreeSet<Vec<u32>>> {
+    let mut groups: BTreeMap<(u32, String), BTreeMap<u32, Vec<u32>>> = BTreeMap::new();
+    for (index, c) in cpus.iter().enumerate() {
+        let apic = apic_id(c);
+        let Some(iter) = raw(c).get_cache_parameters() else { continue };
+        for p in iter.take(16) {
+            let kind = match p.cache_type() {
+                CacheType::Data => "data",
+                CacheType::Unified => "unified",
+                _ => continue,
+            };
+            let span = (p.max_cores_for_cache() as u32).max(1);
+            let shift = 32 - (span - 1).leading_zeros(); // ceil(log2(span))
+            let tag = apic.checked_shr(shift).unwrap_or(0);
+            groups
+                .entry((p.level() as u32, kind.to_string()))
+                .or_default()
+                .entry(tag)
+                .or_default()
+                .push(index as u32);
+        }
+    }
+    groups.into_iter().map(|(k, by_tag)| (k, by_tag.into_values().collect())).collect()
 }
 
 /// What CPUID says about one package.
@@ -265,7 +304,7 @@ pub fn caches(src: &dyn CpuidSource, os: &OsTopology) -> Vec<Cache> {
         }
         let groups = os.cache_groups.get(&(level, kind.to_string()));
         let (shared, source, instances) = match groups.and_then(|g| g.iter().next().map(|f| (f.len(), g.len()))) {
-            Some((n, inst)) => (n as u32, "sysfs", Some(inst as u32)),
+            Some((n, inst)) => (n as u32, if os.source == "dump" { "apic ids" } else { "sysfs" }, Some(inst as u32)),
             None => {
                 let max = p.max_cores_for_cache() as u32;
                 let threads = os.cpus.len() as u32;
