@@ -195,3 +195,31 @@ fn bad_output_path_is_refused_before_measuring() {
     let out = roofline().args(["run", "spmv", "--size", "10", "-o", "r.txt"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn platform_option_is_taken_by_every_measuring_command() {
+    // A name that is no platform: one line, exit 2, nothing on stdout, before any measuring.
+    for cmd in [
+        &["run", "triad"][..],
+        &["sweep", "triad"],
+        &["ceilings", "--quick"],
+        &["validate"],
+        &["profile"],
+    ] {
+        let out = roofline().args(cmd).args(["--platform", "nosuch"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        assert!(one_line_error(&out).contains("no such platform"), "{cmd:?}");
+        assert!(out.stdout.is_empty(), "{cmd:?}");
+    }
+    // A named platform is the machine model the report carries, whatever this CPU is.
+    for key in ["skx", "zen4"] {
+        let out = roofline()
+            .args(["run", "dot", "--size", "1000", "--repeat", "1", "--json", "--platform", key])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["machine"]["microarchitecture"], key);
+        assert_eq!(v["machine"]["identified_by"], "platform option");
+    }
+}

@@ -2,13 +2,15 @@
 
 use clap::Args as ClapArgs;
 
-use super::common::{OutputArgs, ThreadsArg};
+use super::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::ceilings::{self, Ceilings, Options};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     #[command(flatten)]
     pub threads: ThreadsArg,
+    #[command(flatten)]
+    pub platform: PlatformArg,
     /// A short run (≈10 s on 2 CPUs): FMA peaks per ISA, bandwidth per level, short samples.
     #[arg(long)]
     pub quick: bool,
@@ -28,6 +30,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(spec) = &args.platform.platform {
+        crate::machine::set_platform(spec)?;
+    }
     let threads = args.threads.parse()?;
     let out = args.output.check(&["json"])?;
     if let Some(f) = &args.figure {

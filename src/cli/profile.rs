@@ -12,7 +12,7 @@ use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
-use super::common::ThreadsArg;
+use super::common::{PlatformArg, ThreadsArg};
 use crate::error::Error;
 use crate::machine::MachineModel;
 use crate::model::RoofSet;
@@ -31,6 +31,8 @@ pub struct Args {
     pub from: Option<PathBuf>,
     #[command(flatten)]
     pub threads: ThreadsArg,
+    #[command(flatten)]
+    pub platform: PlatformArg,
 }
 
 impl Default for Args {
@@ -41,6 +43,7 @@ impl Default for Args {
             json: false,
             from: None,
             threads: ThreadsArg { threads: "1".into() },
+            platform: PlatformArg { platform: None },
         }
     }
 }
@@ -231,6 +234,9 @@ pub fn run_with(args: Args, steps: &mut dyn Steps) -> anyhow::Result<i32> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(spec) = &args.platform.platform {
+        crate::machine::set_platform(spec)?;
+    }
     run_with(args, &mut Wired)
 }
 

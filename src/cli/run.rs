@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::common::{OutputArgs, ThreadsArg};
+use crate::cli::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::cli::kernels_cmd::widest_runnable;
 use crate::counters::BackendKind;
 use crate::counters::analytic::{KernelRun, run as run_analytic};
@@ -36,6 +36,8 @@ pub struct Args {
     pub variant: Option<String>,
     #[command(flatten)]
     pub threads: ThreadsArg,
+    #[command(flatten)]
+    pub platform: PlatformArg,
     /// Timed repetitions, at least (more until --min-time is reached).
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
@@ -149,13 +151,18 @@ pub fn point_name(kernel: &str, variant: Variant, n: usize) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(spec) = &args.platform.platform {
+        crate::machine::set_platform(spec)?;
+    }
     let out = args.output.check(&["json"])?;
     let plan = plan(&args)?;
     let command_line: Vec<String> = std::env::args().collect();
     let mut env = collect(&command_line);
     env.compiler = Some(own_compiler());
     let steal = StealClock::start();
-    let mut report = Report::new(serde_json::Value::Null, env);
+    // The static machine model (milliseconds; no clock measurement): the report says what ran it.
+    let machine = serde_json::to_value(crate::machine::detect_static(&Default::default())?)?;
+    let mut report = Report::new(machine, env);
     for (i, &threads) in plan.threads.iter().enumerate() {
         let spec = KernelRun {
             kernel: plan.kernel.as_ref(),

@@ -3,7 +3,7 @@
 
 use clap::Args as ClapArgs;
 
-use super::common::{OutputArgs, ThreadsArg};
+use super::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::ceilings::{self, measure::Budget, sweep};
 use crate::error::Error;
 use crate::kernels::Variant;
@@ -29,6 +29,8 @@ pub struct Args {
     pub no_ceilings: bool,
     #[command(flatten)]
     pub threads: ThreadsArg,
+    #[command(flatten)]
+    pub platform: PlatformArg,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -114,6 +116,9 @@ fn plan(args: &Args) -> crate::Result<Plan> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(spec) = &args.platform.platform {
+        crate::machine::set_platform(spec)?;
+    }
     let plan = plan(&args)?;
     let out = args.output.check(&["json"])?;
     let host = ceilings::Host::detect();

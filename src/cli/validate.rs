@@ -13,7 +13,7 @@ use clap::Args as ClapArgs;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use crate::cli::common::OutputArgs;
+use crate::cli::common::{OutputArgs, PlatformArg};
 use crate::counters::trace::{self, TraceMode, TraceOptions};
 use crate::error::Error;
 use crate::kernels::{Counts, Variant, api};
@@ -37,6 +37,8 @@ pub struct Args {
     pub working_set: String,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub platform: PlatformArg,
     /// Seed of the kernels' random inputs (default: fresh per run). Fix it to make the counts
     /// of data-dependent kernels (spmv's sparsity) reproducible, e.g. for a CI gate.
     #[arg(long)]
@@ -262,6 +264,9 @@ fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(spec) = &args.platform.platform {
+        crate::machine::set_platform(spec)?;
+    }
     if args.trace_command {
         return run_trace_command(&args);
     }

@@ -77,10 +77,29 @@ pub fn detect_static(opts: &DetectOptions) -> Result<MachineModel> {
     Ok(m)
 }
 
+/// `--platform` of the running command, for every command that measures this machine: the
+/// machine model, the perf events and the ceilings' theoretical peaks all follow it.
+static PLATFORM_OVERRIDE: std::sync::OnceLock<Platform> = std::sync::OnceLock::new();
+
+/// Take `--platform NAME|FILE` for the rest of the process (a bad spec: exit-2 error).
+pub fn set_platform(spec: &str) -> Result<()> {
+    let p = Platform::load(spec)?;
+    let _ = PLATFORM_OVERRIDE.set(p);
+    Ok(())
+}
+
+/// The spec a `DetectOptions` without its own `--platform` falls back to.
+fn platform_override_key() -> Option<String> {
+    PLATFORM_OVERRIDE.get().map(|p| p.key.clone())
+}
+
 /// This CPU's platform, identified the one way `roofline machine` does it (model checked
 /// against feature flags, then flags and cache sizes), for commands that need only the
 /// platform table (events, perf, ceilings). None for a CPU no platform file describes.
 pub fn this_platform() -> Option<Platform> {
+    if let Some(p) = PLATFORM_OVERRIDE.get() {
+        return Some(p.clone());
+    }
     let os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(fallback_topology);
     let facts = CpuidFacts::read(&LiveCpuid);
     let caches = topology::caches(&LiveCpuid, &os);
@@ -121,9 +140,13 @@ fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result
     let counts = topology::counts(os, &CpuidTopology::read(src));
     let caches = topology::caches(src, os);
     let mut warnings = Vec::new();
-    let (platform, identified_by, candidates) = match &opts.platform {
+    let spec = opts.platform.clone().or_else(platform_override_key);
+    let (platform, identified_by, candidates) = match &spec {
         Some(spec) => {
-            let p = Platform::load(spec)?;
+            let p = match PLATFORM_OVERRIDE.get().filter(|p| opts.platform.is_none() && &p.key == spec) {
+                Some(p) => p.clone(),
+                None => Platform::load(spec)?,
+            };
             if let Some(why) = flag_conflict(&p, &facts) {
                 warnings.push(format!("--platform {}: this CPU {why}", p.key));
             }
@@ -304,7 +327,7 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     };
     let platform = match (&opts.platform, platform) {
         (Some(spec), _) => Platform::load(spec).ok(),
-        (None, p) => p,
+        (None, p) => PLATFORM_OVERRIDE.get().cloned().or(p),
     };
     let has_fma = m.isa.iter().any(|i| i == "fma");
     let lat = platform.as_ref().map(|p| p.latency).unwrap_or_default();

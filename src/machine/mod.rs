@@ -19,7 +19,7 @@ pub mod topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use detect::{DetectOptions, detect, detect_static, from_dump, this_platform};
+pub use detect::{DetectOptions, detect, detect_static, from_dump, set_platform, this_platform};
 pub use platform::{EventSpec, Pipes, Platform};
 
 pub const MACHINE_SCHEMA: &str = "roofline.machine/1";
