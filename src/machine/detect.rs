@@ -167,8 +167,16 @@ fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result
         None => (generic_pipes(&facts), "generic guess".to_string()),
     };
     let core_types = topology::core_types(os);
+    let fp_pipes_e_core = match &platform {
+        Some(p) if !core_types.is_empty() => pipes_for(&p.fp_pipes_e, &facts),
+        _ => BTreeMap::new(),
+    };
     if !core_types.is_empty() {
-        warnings.push("hybrid CPU: FP pipes and peaks are those of the P-cores; E-cores are slower".into());
+        warnings.push(if fp_pipes_e_core.is_empty() {
+            "hybrid CPU: FP pipes and peaks are those of the P-cores; the platform table has no E-core pipes, so all-core peaks overstate the E-cores".into()
+        } else {
+            "hybrid CPU: per-core peaks are a P-core's; all-core peaks add each E-core at its own pipes (at the P-cores' clock: an upper bound)".into()
+        });
     }
     let (nominal, nominal_source) = match (facts.base_mhz, brand_ghz(&facts.brand)) {
         (Some(mhz), _) => (Some(mhz as f64 / 1000.0), Some("cpuid 0x16".to_string())),
@@ -196,6 +204,7 @@ fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result
         threads: counts.threads,
         smt: counts.smt,
         core_types,
+        fp_pipes_e_core,
         caches,
         isa: facts.isa(),
         fp_pipes,
@@ -299,7 +308,20 @@ fn set_peaks(m: &mut MachineModel) {
         }
     };
     m.peak_gflops_per_core = peaks::peaks(has, has_fma, &m.fp_pipes, per_core_clock, 1);
-    m.peak_gflops = peaks::peaks(has, has_fma, &m.fp_pipes, all_clock, m.cores);
+    let e_cores = m
+        .core_types
+        .iter()
+        .filter(|t| t.kind == "E")
+        .map(|t| t.cpus.len() as u32)
+        .sum::<u32>()
+        .min(m.cores);
+    m.peak_gflops = if e_cores > 0 && !m.fp_pipes_e_core.is_empty() {
+        let p = peaks::peaks(has, has_fma, &m.fp_pipes, all_clock, m.cores - e_cores);
+        let e = peaks::peaks(has, has_fma, &m.fp_pipes_e_core, all_clock, e_cores);
+        peaks::sum(&p, &e)
+    } else {
+        peaks::peaks(has, has_fma, &m.fp_pipes, all_clock, m.cores)
+    };
 }
 
 fn has_isa(isa: &[String], name: &str) -> bool {

@@ -159,6 +159,10 @@ pub struct MachineModel {
     pub isa: Vec<String>,
     /// FP pipes per core per vector width: `{"128": {"fma": n, "add": n, "mul": n}, …}`.
     pub fp_pipes: BTreeMap<String, Pipes>,
+    /// Hybrid parts: the E-cores' pipes (`fp_pipes` are the P-cores'); all-core peaks add
+    /// each core type at its own pipes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fp_pipes_e_core: BTreeMap<String, Pipes>,
     /// How `fp_pipes` was decided: `platform table`, `measured`, `generic guess`.
     pub fp_pipes_source: String,
     pub frequency_ghz: Frequency,

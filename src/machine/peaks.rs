@@ -35,6 +35,16 @@ pub fn flops_per_cycle(isa: &str, has_fma: bool, pipes: &BTreeMap<String, Pipes>
     (per_lane > 0).then_some((lanes * per_lane) as f64)
 }
 
+/// Two core types' peaks added per precision and ISA (None where either lacks the ISA).
+pub fn sum(a: &Peaks, b: &Peaks) -> Peaks {
+    let mut p = Peaks::default();
+    for isa in ByIsa::ISAS {
+        p.double.set(isa, a.double.get(isa).zip(b.double.get(isa)).map(|(x, y)| x + y));
+        p.single.set(isa, a.single.get(isa).zip(b.single.get(isa)).map(|(x, y)| x + y));
+    }
+    p
+}
+
 /// Peaks (GFLOP/s) for ISAs present (`present(isa)`), with the clock of each ISA.
 pub fn peaks(
     present: impl Fn(&str) -> bool,

@@ -155,6 +155,9 @@ pub struct Platform {
     pub identify: Identify,
     /// FP pipes per core per vector width: keys `"128"`, `"256"`, `"512"` (scalar uses 128).
     pub fp_pipes: BTreeMap<String, Pipes>,
+    /// Hybrid parts: the E-cores' FP pipes per width (the P-cores' are `fp_pipes`).
+    #[serde(default)]
+    pub fp_pipes_e: BTreeMap<String, Pipes>,
     /// Whether the 512-bit pipe count varies by SKU (Skylake-SP) and must be measured.
     #[serde(default)]
     pub fp512_units_vary: bool,
@@ -201,23 +204,23 @@ impl Platform {
                 ));
             }
         }
-        for w in self.fp_pipes.keys() {
-            if !["128", "256", "512"].contains(&w.as_str()) {
-                return Err(Error::input(
-                    format!(
-                        "{origin}{}: fp_pipes width '{w}' is not 128, 256 or 512",
-                        at(&format!("fp_pipes.{w}"))
-                    ),
-                    hint,
-                ));
-            }
-        }
-        for (w, p) in &self.fp_pipes {
-            if p.fma > 8 || p.add > 8 || p.mul > 8 {
-                return Err(Error::input(
-                    format!("{origin}{}: more than 8 pipes at width {w}", at(&format!("fp_pipes.{w}"))),
-                    hint,
-                ));
+        for (table, pipes) in [("fp_pipes", &self.fp_pipes), ("fp_pipes_e", &self.fp_pipes_e)] {
+            for (w, p) in pipes {
+                if !["128", "256", "512"].contains(&w.as_str()) {
+                    return Err(Error::input(
+                        format!(
+                            "{origin}{}: {table} width '{w}' is not 128, 256 or 512",
+                            at(&format!("{table}.{w}"))
+                        ),
+                        hint,
+                    ));
+                }
+                if p.fma > 8 || p.add > 8 || p.mul > 8 {
+                    return Err(Error::input(
+                        format!("{origin}{}: more than 8 pipes at width {w}", at(&format!("{table}.{w}"))),
+                        hint,
+                    ));
+                }
             }
         }
         for (name, v) in [("fma", self.latency.fma), ("fadd", self.latency.fadd)] {
