@@ -59,6 +59,22 @@ impl BenchWork {
         }
     }
 
+    /// W and core/stack Q of one call of `work`, traced (flops mode) in a forked child: exact
+    /// counts for a closure with no analytic formula. Costs one traced call (seconds for a
+    /// large one): cache it per benchmark with [`WorkCache::get_or_measure`]. Prepare the
+    /// inputs before calling; the closure must not allocate (it runs in a fork of this
+    /// process, see [`crate::counters::trace::trace_forked`]).
+    pub fn from_trace(work: &mut dyn FnMut()) -> Result<BenchWork> {
+        use crate::counters::trace;
+        let r = trace::trace_forked(work, trace::TraceMode::Flops, false)?;
+        let m = trace::to_measurement(&r, false);
+        Ok(BenchWork {
+            flops: m.flops,
+            bytes: m.bytes,
+            source: Source::Trace,
+        })
+    }
+
     /// Flops per iteration, for `criterion::Throughput::Elements`.
     pub fn flop_count(&self) -> u64 {
         self.flops.total.round() as u64
@@ -243,6 +259,42 @@ mod tests {
         c.core_store_bytes = 8 * n;
         c.dram_bytes = 32 * n;
         BenchWork::from_counts(&c)
+    }
+
+    #[test]
+    fn one_traced_call_gives_the_closures_work_and_is_cached() {
+        // A scalar loop of known work behind an optimisation barrier: n multiplies and n adds
+        // in double precision, loads of x and y, stores of y.
+        let n = 1000 + (std::process::id() as usize % 97);
+        let x: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 * 1e-3).collect();
+        let mut y: Vec<f64> = (0..n).map(|i| 2.0 - i as f64 * 1e-3).collect();
+        let mut work = || {
+            for i in 0..n {
+                let xi = std::hint::black_box(x[i]);
+                y[i] = std::hint::black_box(xi * 3.0) + y[i];
+            }
+        };
+        let w = match BenchWork::from_trace(&mut work) {
+            Ok(w) => w,
+            Err(e) if e.to_string().contains("ptrace") => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(w.source, Source::Trace);
+        assert_eq!(w.flops.by_class.get("scalar_double").copied(), Some(2.0 * n as f64), "{w:?}");
+        assert_eq!(w.flop_count(), 2 * n as u64);
+        // x and y read, y written; black_box adds stack traffic, which is kept apart.
+        assert!(w.bytes[level::CORE] >= 24.0 * n as f64, "{w:?}");
+        // Cached: the second call with the same fingerprint does not trace again.
+        let dir = tempfile::tempdir().unwrap();
+        let cache = WorkCache::new(dir.path());
+        let first = cache.get_or_measure("g/axpy", "n=1", || Ok(w.clone())).unwrap();
+        let again = cache
+            .get_or_measure("g/axpy", "n=1", || panic!("must come from the cache"))
+            .unwrap();
+        assert_eq!(first, again);
     }
 
     #[test]

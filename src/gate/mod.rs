@@ -289,6 +289,21 @@ pub fn judge(name: &str, metric: &str, b: &Point, c: &Point, rule: &Rule, alpha:
             }
             let bs = metrics::samples(b, metric);
             let cs = metrics::samples(c, metric);
+            // A report with no timing (a trace-only measurement): a time rule cannot judge
+            // it, and the output must say so rather than pass 0 against 0.
+            let untimed = |p: &Point| p.seconds_samples.is_empty() && !(p.seconds > 0.0);
+            if untimed(b) || untimed(c) {
+                row.verdict = Verdict::Warn;
+                row.note = Some(format!(
+                    "not timed in the {}: time rules need native repetitions (measure --repeat R)",
+                    match (untimed(b), untimed(c)) {
+                        (true, true) => "baseline and the current report",
+                        (true, false) => "baseline",
+                        _ => "current report",
+                    }
+                ));
+                return row;
+            }
             let scaled: Vec<f64> = bs.iter().map(|v| v * factor).collect();
             // H1: current worse than the scaled baseline.
             let test = if increase {

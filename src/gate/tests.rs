@@ -239,6 +239,24 @@ fn a_point_the_current_run_could_not_run_warns_with_the_reason() {
 }
 
 #[test]
+fn time_rules_on_an_untimed_report_warn_instead_of_passing_zero_against_zero() {
+    let timed = point("k", 1e9, 1e9, vec![1.0, 1.01, 0.99]);
+    let mut untimed = point("k", 1e9, 1e9, vec![]);
+    untimed.seconds = 0.0;
+    for (b, c, who) in [
+        (timed.clone(), untimed.clone(), "current report"),
+        (untimed.clone(), timed.clone(), "baseline"),
+    ] {
+        let o = gate(vec![b], vec![c], &RuleSet::default());
+        let r = row(&o, "k", "seconds");
+        assert_eq!(r.verdict, Verdict::Warn, "{r:?}");
+        assert!(r.note.as_deref().unwrap().contains(who), "{r:?}");
+        // Work is still judged exactly.
+        assert_eq!(row(&o, "k", "flops.total").verdict, Verdict::Pass);
+    }
+}
+
+#[test]
 fn thresholds_and_roof_fraction() {
     let rules = RuleSet::parse(
         "[[rule]]\nmetric = \"roof_fraction\"\npoints = \"dgemm*\"\nmin = 0.8\n[[rule]]\nmetric = \"ai.dram\"\nmax_decrease = 0.0\n",
