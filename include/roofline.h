@@ -17,6 +17,7 @@
  *
  * With ROOFLINE_LIKWID_COMPAT or LIKWID_PERFMON defined, the LIKWID_MARKER_* macros map to
  * these functions, so LIKWID-instrumented code builds and runs unchanged (without likwid).
+ * Code that includes <likwid-marker.h> gets them from include/likwid-marker.h.
  *
  * Strings passed in must be NUL-terminated and valid for the call. Every function is
  * thread-safe. Functions returning int return 0 on success and -1 on error (a one-line
@@ -55,6 +56,11 @@ int roofline_marker_get(const char *name, int *nevents, double *events, double *
 }
 #endif
 
+#endif /* ROOFLINE_H */
+
+/* LIKWID's marker macros on the functions above. Outside the include guard on purpose: a
+ * later #include (e.g. from likwid-marker.h once LIKWID_PERFMON is defined) still gets them;
+ * never redefined when LIKWID's own header came first. */
 #if (defined(ROOFLINE_LIKWID_COMPAT) || defined(LIKWID_PERFMON)) && !defined(LIKWID_MARKER_INIT)
 #define LIKWID_MARKER_INIT roofline_marker_init()
 #define LIKWID_MARKER_THREADINIT ((void)0)
@@ -67,5 +73,3 @@ int roofline_marker_get(const char *name, int *nevents, double *events, double *
     roofline_marker_get((regionTag), (nevents), (events), (time), (count))
 #define LIKWID_MARKER_CLOSE roofline_marker_close()
 #endif
-
-#endif /* ROOFLINE_H */

@@ -271,7 +271,7 @@ mod tests {
         let mut work = || {
             for i in 0..n {
                 let xi = std::hint::black_box(x[i]);
-                y[i] = std::hint::black_box(xi * 3.0) + y[i];
+                y[i] += std::hint::black_box(xi * 3.0);
             }
         };
         let w = match BenchWork::from_trace(&mut work) {

@@ -222,7 +222,7 @@ fn one() -> u32 {
 impl RoofSet {
     /// The roofs stored in a report (`Report.ceilings`). Keys are `precision.isa[.fma|.nofma]`.
     pub fn from_roofs(r: &Roofs) -> RoofSet {
-        let empirical = r.kind != "theoretical";
+        let empirical_kind = r.kind != "theoretical";
         let mut compute = Vec::new();
         for (key, &g) in &r.compute_gflops {
             let mut parts = key.split('.');
@@ -239,7 +239,7 @@ impl RoofSet {
                     fma,
                     mix,
                     gflops: g,
-                    empirical,
+                    empirical: empirical_kind && !r.theoretical.contains(key),
                 });
             }
         }
@@ -256,7 +256,7 @@ impl RoofSet {
                     .copied()
                     .filter(|t| t.is_finite() && *t > 0.0)
                     .unwrap_or(g),
-                empirical,
+                empirical: empirical_kind && !r.theoretical.contains(l),
             })
             .collect();
         let mut s = RoofSet {
@@ -285,6 +285,16 @@ impl RoofSet {
             compute_gflops: self.compute.iter().map(|c| (c.key(), c.gflops)).collect(),
             bandwidth_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.gbs)).collect(),
             bandwidth_traffic_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.traffic_gbs)).collect(),
+            theoretical: if all || none {
+                Default::default()
+            } else {
+                self.compute
+                    .iter()
+                    .filter(|c| !c.empirical)
+                    .map(|c| c.key())
+                    .chain(self.bandwidth.iter().filter(|b| !b.empirical).map(|b| b.level.clone()))
+                    .collect()
+            },
             threads: self.threads,
         }
     }
@@ -509,6 +519,11 @@ impl RoofSet {
             .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
     }
 
+    /// The widest ISA with a compute roof (None without compute roofs).
+    pub fn widest_isa(&self) -> Option<&str> {
+        self.compute.iter().map(|c| c.isa.as_str()).max_by_key(|i| isa_rank(i))
+    }
+
     /// The core-side roof of a level (for core-side AI).
     pub fn bandwidth(&self, level: &str) -> Option<f64> {
         self.bandwidth.iter().find(|b| b.level == level).map(|b| b.gbs)
@@ -702,23 +717,30 @@ fn min_of(model: ModelKind, peak: &ComputeRoof, memory: impl IntoIterator<Item =
     best
 }
 
-/// One line of advice per regime (the classic table).
-pub fn advice(bound: &Bound) -> String {
+/// One line of advice per regime (the classic table), for a machine whose widest compute roof
+/// is `widest_isa` (None: unknown): "wider SIMD" only where a wider ISA exists, "a closer
+/// cache level" only below L1.
+pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
     match bound {
         Bound::Overhead => "overhead-bound: a fixed cost dominates — bigger batches, fewer calls/launches, fuse small kernels".into(),
+        Bound::Memory { level } if level == level::L1 || level == level::CORE => format!(
+            "memory-bound at {}: fewer loads and stores per flop — fuse passes, keep values in registers (register blocking), narrower types",
+            level_label(level)
+        ),
         Bound::Memory { level } => format!(
             "memory-bound at {}: fuse passes, block/tile for a closer cache level, fewer passes over the data, narrower types",
             level_label(level)
         ),
         Bound::Compute { isa } => {
-            if isa_rank(isa) < isa_rank("avx512") {
+            let wider = widest_isa.is_none_or(|w| isa_rank(w) > isa_rank(isa)) && isa_rank(isa) < isa_rank("avx512");
+            if wider {
                 format!(
                     "compute-bound at {}: wider SIMD (vectorize to a wider ISA), use FMA, more independent accumulators",
                     isa_label(isa)
                 )
             } else {
                 format!(
-                    "compute-bound at {}: use FMA, more independent accumulators to hide latency",
+                    "compute-bound at {} (the widest this machine has): use FMA, more independent accumulators to hide latency",
                     isa_label(isa)
                 )
             }
@@ -737,7 +759,7 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
             attainable: vec![],
             primary: None,
             roof_fraction: None,
-            advice: advice(&bound),
+            advice: advice(&bound, roofs.widest_isa()),
             bound,
             skipped: Some(why),
         };
@@ -759,7 +781,7 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
         attainable,
         primary,
         roof_fraction,
-        advice: advice(&bound),
+        advice: advice(&bound, roofs.widest_isa()),
         bound,
         skipped: None,
     }
@@ -955,7 +977,16 @@ mod tests {
         let mut p = point(1e9, "packed512_double", &[("core", 1e9), ("dram", 1e9)], 1.0);
         p.extra.insert("fixed_seconds".into(), serde_json::json!(0.6));
         assert_eq!(analyse(&p, &roofs()).bound, Bound::Overhead);
-        assert!(advice(&Bound::Overhead).contains("bigger batches"));
+        assert!(advice(&Bound::Overhead, None).contains("bigger batches"));
+        // "Wider SIMD" only where the machine has a wider ISA than the point's.
+        let avx2 = Bound::Compute { isa: "avx2".into() };
+        assert!(advice(&avx2, Some("avx512")).contains("wider SIMD"));
+        assert!(!advice(&avx2, Some("avx2")).contains("wider SIMD"));
+        assert!(advice(&avx2, Some("avx2")).contains("widest this machine has"));
+        // L1-bound code cannot move to a closer cache level.
+        let l1 = Bound::Memory { level: "l1".into() };
+        assert!(!advice(&l1, None).contains("closer cache level"));
+        assert!(advice(&Bound::Memory { level: "l3".into() }, None).contains("closer cache level"));
     }
 
     #[test]
@@ -1031,6 +1062,46 @@ mod tests {
         assert_eq!(r.bandwidth("dram"), Some(18.0));
         assert_eq!(r.roof_for_bytes("dram").unwrap().1, 24.0);
         assert_eq!(r.roof_for_bytes("core"), None, "core bytes read against L1, absent here");
+    }
+
+    #[test]
+    fn a_mixed_roof_set_keeps_which_roofs_are_theoretical_through_a_report() {
+        let mut measured = Roofs {
+            kind: "empirical".into(),
+            threads: Some(1),
+            ..Default::default()
+        };
+        measured.compute_gflops.insert("double.avx2.fma".into(), 50.0);
+        measured.bandwidth_gbs.insert("l1".into(), 140.0);
+        let mut s = RoofSet::from_roofs(&measured);
+        let mut theory = Roofs {
+            kind: "theoretical".into(),
+            threads: Some(1),
+            ..Default::default()
+        };
+        theory.compute_gflops.insert("double.avx2.fma".into(), 52.0);
+        theory.compute_gflops.insert("double.avx2.nofma".into(), 26.0);
+        theory.bandwidth_gbs.insert("l1_load".into(), 207.0);
+        s.fill_from(&RoofSet::from_roofs(&theory));
+        let saved = s.to_roofs();
+        assert_eq!(saved.kind, "mixed");
+        let json = serde_json::to_string(&saved).unwrap();
+        let back = RoofSet::from_roofs(&serde_json::from_str(&json).unwrap());
+        let style = |r: &RoofSet| -> Vec<(String, bool)> {
+            r.compute
+                .iter()
+                .map(|c| (c.key(), c.empirical))
+                .chain(r.bandwidth.iter().map(|b| (b.level.clone(), b.empirical)))
+                .collect()
+        };
+        assert_eq!(style(&back), style(&s));
+        assert!(
+            back.compute
+                .iter()
+                .any(|c| c.key() == "double.avx2.fma" && c.empirical && c.gflops == 50.0)
+        );
+        assert!(back.compute.iter().any(|c| c.key() == "double.avx2.nofma" && !c.empirical));
+        assert!(back.bandwidth.iter().any(|b| b.level == "l1_load" && !b.empirical));
     }
 
     #[test]

@@ -149,7 +149,10 @@ impl Session {
     pub fn new(backend: Backend) -> Result<Session> {
         let pmus = Path::new(SYSFS_PMUS);
         match backend {
-            Backend::Perf => Session::with_events(platform_counters(pmus)?),
+            Backend::Perf => {
+                let (specs, notes) = platform_counters(pmus)?;
+                Session::with_events_and_notes(specs, notes)
+            }
             Backend::Auto => {
                 if perf::core_pmu(pmus).is_ok() {
                     Session::new(Backend::Perf)
@@ -171,6 +174,12 @@ impl Session {
 
     /// A session counting exactly `specs` on this thread (e.g. [`software_events`]).
     pub fn with_events(specs: Vec<CounterSpec>) -> Result<Session> {
+        Session::with_events_and_notes(specs, Vec::new())
+    }
+
+    /// [`with_events`](Self::with_events), with notes every region's provenance carries
+    /// (what the events cannot count, e.g. from [`perf::counters_for_platform`]).
+    pub fn with_events_and_notes(specs: Vec<CounterSpec>, notes: Vec<String>) -> Result<Session> {
         let counters = perf::identify_platform().map(|p| perf::core_counters(&p)).unwrap_or(4);
         let plan = perf::plan_groups(&specs, counters);
         let mut set = CounterSet::open(specs, &plan, Target::ThisThread)?;
@@ -182,7 +191,7 @@ impl Session {
             totals: BTreeMap::new(),
             names: Vec::new(),
             index: HashMap::new(),
-            notes: Vec::new(),
+            notes,
             _this_thread: PhantomData,
         })
     }
@@ -208,6 +217,11 @@ impl Session {
 
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// What the session's events cannot count (every region's provenance carries these).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The counted events, in the order of [`RegionTotals::counts`].
@@ -398,8 +412,10 @@ pub fn software_events() -> Vec<CounterSpec> {
     perf::software_events(Path::new(SYSFS_PMUS), false)
 }
 
-/// The platform's core events plus cycles and task-clock; uncore events when paranoid allows.
-fn platform_counters(pmus: &Path) -> Result<Vec<CounterSpec>> {
+/// The platform's core events plus cycles and task-clock; uncore events when paranoid
+/// allows. The notes (PMUs missing, what the platform cannot count) go into every region's
+/// provenance.
+fn platform_counters(pmus: &Path) -> Result<(Vec<CounterSpec>, Vec<String>)> {
     perf::core_pmu(pmus)?;
     perf::check_paranoid(perf::paranoid(), false)?;
     let plat = perf::identify_platform().ok_or_else(|| {
@@ -409,12 +425,11 @@ fn platform_counters(pmus: &Path) -> Result<Vec<CounterSpec>> {
         )
     })?;
     let uncore = perf::check_paranoid(perf::paranoid(), true).is_ok();
-    let (mut specs, _notes) = perf::resolve_platform_events(&plat, pmus, false, uncore)?;
-    if !specs.iter().any(|s| s.quantity == "cycles") {
-        specs.push(CounterSpec::cycles());
+    let (specs, mut notes) = perf::counters_for_platform(&plat, pmus, false, uncore, perf::nmi_watchdog_on())?;
+    if !uncore {
+        notes.push("perf_event_paranoid forbids system-wide events: no uncore (DRAM) counts in regions".into());
     }
-    specs.extend(software_events());
-    Ok(specs)
+    Ok((specs, notes))
 }
 
 /// Whether a tracer (the trace backend) is attached to this process.
@@ -433,6 +448,8 @@ struct Global {
     backend: CBackend,
     /// Event names, in the order of `roofline_marker_get`'s array.
     events: Vec<String>,
+    /// The initialising session's notes, for the report CLOSE writes.
+    notes: Vec<String>,
     totals: BTreeMap<String, Merged>,
     warned: bool,
 }
@@ -531,10 +548,12 @@ pub extern "C" fn roofline_marker_init() -> c_int {
         Ok(b) => match open_session(b) {
             Ok(s) => {
                 let events = s.events();
+                let notes = s.notes().to_vec();
                 THREAD.with(|t| *t.borrow_mut() = Some(s));
                 *g = Some(Global {
                     backend: b,
                     events,
+                    notes,
                     totals: BTreeMap::new(),
                     warned: false,
                 });
@@ -546,6 +565,7 @@ pub extern "C" fn roofline_marker_init() -> c_int {
     let mut st = Global {
         backend,
         events: Vec::new(),
+        notes: Vec::new(),
         totals: BTreeMap::new(),
         warned: false,
     };
@@ -764,10 +784,12 @@ pub extern "C" fn roofline_marker_close() -> c_int {
                 flops: None,
                 bytes: BTreeMap::new(),
                 seconds: Some(Source::Native),
-                notes: vec![format!(
+                notes: std::iter::once(format!(
                     "C marker API, backend {:?}; seconds summed over calls and threads",
                     g.backend
-                )],
+                ))
+                .chain(g.notes.iter().cloned())
+                .collect(),
             }),
             seconds_samples: vec![m.seconds],
             threads: m.threads.len() as u32,
@@ -828,5 +850,22 @@ mod tests {
         let (b1, e1) = marker_calls();
         // Other tests may run markers concurrently: at least ours.
         assert!(b1 - b0 >= 2 && e1 - e0 >= 2);
+    }
+
+    #[test]
+    fn session_notes_reach_every_region() {
+        let note = "Q_dram unavailable: Zen / Zen+ has no usable DRAM counter event".to_string();
+        let mut s = Session::with_events_and_notes(software_events(), vec![note.clone()]).unwrap();
+        assert_eq!(s.notes(), std::slice::from_ref(&note));
+        let m = s.region("r", || ()).unwrap();
+        assert!(m.provenance.unwrap().notes.contains(&note));
+        let t = s.totals("r").unwrap();
+        assert!(t.measurement.provenance.unwrap().notes.contains(&note));
+        let r = s.report();
+        assert!(r.points[0].provenance.notes.contains(&note));
+        // Without notes, none appear.
+        let mut plain = Session::software().unwrap();
+        let m = plain.region("r", || ()).unwrap();
+        assert!(!m.provenance.unwrap().notes.iter().any(|n| n.contains("Q_dram")));
     }
 }

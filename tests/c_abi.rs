@@ -137,3 +137,74 @@ fn c_program_uses_the_header_with_the_static_library() {
     compile(&exe, &[a.display().to_string(), "-Wl,--gc-sections".into()]);
     run_and_check(&exe, dir.path());
 }
+
+/// Build tests/c/likwid.c, which includes only <likwid-marker.h>, as C or C++ (`lang`), with
+/// `defines` and `link`.
+fn compile_likwid(out: &Path, lang: &str, defines: &[&str], link: &[String]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (compiler, std) = if lang == "c++" { ("c++", "-std=c++17") } else { ("cc", "-std=c11") };
+    let st = Command::new(compiler)
+        .args(["-x", lang, std, "-O1", "-Wall", "-Wextra", "-Werror"])
+        .args(defines)
+        .arg("-o")
+        .arg(out)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/likwid.c"))
+        .args(["-x", "none"])
+        .args(link)
+        .status()
+        .unwrap_or_else(|e| panic!("a compiler ({compiler}) is needed for this test: {e}"));
+    assert!(st.success(), "{compiler} failed for {defines:?} {link:?}");
+}
+
+fn run_likwid(exe: &Path, report: &Path, pages: usize) -> (String, String) {
+    let out = Command::new(exe)
+        .arg(pages.to_string())
+        .env_remove("LD_LIBRARY_PATH")
+        .env("ROOFLINE_BACKEND", "software")
+        .env("ROOFLINE_OUTPUT", report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{exe:?} failed ({:?}):\n{stdout}\n{stderr}", out.status);
+    (stdout, stderr)
+}
+
+#[test]
+fn likwid_marker_header_counts_with_likwid_perfmon_and_is_empty_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = lib_dir();
+    let shared = [
+        format!("-L{}", lib.display()),
+        "-lroofline".into(),
+        format!("-Wl,-rpath,{}", lib.display()),
+    ];
+    let pages = 120 + (std::process::id() % 40) as usize;
+    for lang in ["c", "c++"] {
+        // With LIKWID_PERFMON: the macros count through the roofline C ABI.
+        let exe = dir.path().join(format!("likwid_on_{lang}"));
+        compile_likwid(&exe, lang, &["-DLIKWID_PERFMON"], &shared);
+        let report = dir.path().join(format!("on_{lang}.json"));
+        let (stdout, stderr) = run_likwid(&exe, &report, pages);
+        assert!(stdout.contains("touch count=3 nevents=3 "), "{lang}: {stdout}");
+        assert!(stderr.contains("roofline region touch: 3 calls on 1 threads"), "{lang}: {stderr}");
+        let r = Report::from_json(&std::fs::read_to_string(&report).unwrap(), "likwid").unwrap();
+        let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["touch"], "{lang}: LIKWID_MARKER_RESET dropped 'scratch'");
+        assert_eq!(r.points[0].extra["calls"], 3);
+        let faults = r.points[0].extra["counts"]["page-faults"].as_f64().unwrap();
+        assert!(faults >= (3 * pages) as f64, "{lang}: page-faults {faults} < 3 × {pages}");
+
+        // Without: every macro is empty, so the program links with no roofline library and
+        // writes nothing.
+        let exe = dir.path().join(format!("likwid_off_{lang}"));
+        compile_likwid(&exe, lang, &[], &[]);
+        let report = dir.path().join(format!("off_{lang}.json"));
+        let (stdout, stderr) = run_likwid(&exe, &report, pages);
+        assert_eq!(stdout, "markers off\n", "{lang}");
+        assert!(!stderr.contains("roofline"), "{lang}: {stderr}");
+        assert!(!report.exists(), "{lang}: no marker ran, so no report");
+    }
+}

@@ -89,6 +89,226 @@ fn fp32_kernel_without_tensor_work_and_hfma2_moves() {
     assert!(k.flops_by_precision()["half_any_width"] > 0.0);
 }
 
+/// The FMA peak kernels (kernels/gpu/kernels.cu) run on 132 × 8 blocks of 1024 threads.
+const PEAK_THREADS: f64 = 132.0 * 8.0 * 1024.0;
+
+#[test]
+fn fp32_ffma_peak_w() {
+    // ffma_peak 4000 2: warm-up + 2 launches; per thread 8 chains × 4000 FFMA, 7 FADD to seed
+    // a1..a7 from a0 and 7 FADD to sum them, and one 4-byte store.
+    let k = kernel(&capture("ffma_peak_hier.csv"), "ffma_peak");
+    assert_eq!(k.launches, 3);
+    let p = k.to_point(None);
+    assert_eq!(
+        p.flops.by_class["single_any_width"],
+        3.0 * PEAK_THREADS * (2.0 * 8.0 * 4000.0 + 14.0)
+    );
+    assert_eq!(p.flops.by_class["double_any_width"], 0.0);
+    assert_eq!(p.bytes["l1"], 3.0 * PEAK_THREADS * 4.0);
+    // The HFMA2 register moves (4 flops each) are a small share: the note fires.
+    let half = p.flops.by_class["half_any_width"];
+    assert!(half > 0.0 && half / p.flops.total < ncu::HFMA2_MOVE_MAX_SHARE);
+    assert!(ncu::fp16_may_be_register_moves(&p.flops.by_class));
+}
+
+#[test]
+fn fp64_dfma_peak_w() {
+    // dfma_peak 2000 2: per thread 8 × 2000 DFMA, 14 DADD, one 8-byte store; no FP32/FP16.
+    let k = kernel(&capture("dfma_peak_hier.csv"), "dfma_peak");
+    assert_eq!(k.launches, 3);
+    assert_eq!(k.sass("dfma"), Some(3.0 * PEAK_THREADS * 8.0 * 2000.0));
+    let p = k.to_point(None);
+    assert_eq!(
+        p.flops.by_class["double_any_width"],
+        3.0 * PEAK_THREADS * (2.0 * 8.0 * 2000.0 + 14.0)
+    );
+    assert_eq!(p.flops.total, p.flops.by_class["double_any_width"]);
+    assert_eq!(p.bytes["l1"], 3.0 * PEAK_THREADS * 8.0);
+    assert!(!ncu::fp16_may_be_register_moves(&p.flops.by_class));
+    assert_eq!(k.tensor_used(), Some(false));
+}
+
+#[test]
+fn fp16_hfma2_peak_w_and_no_register_move_note() {
+    // hfma2_peak_hier.csv was captured (commit ecd7442) from the first hfma2_peak, with 4
+    // __half2 chains (a0..a3), not today's 8: per thread 4 × 4000 = 16,000 HFMA2, plus the
+    // compiler's HFMA2.MMA that reloads the constant m once per 4-iteration unrolled body
+    // (1,000, as in ffma_peak) and one HFMA2.MMA doing an add of the final sum: 17,001.
+    // HADD2: 3 to seed a1..a3, 2 in the final sum; one FMUL (threadIdx.x · 1e-3).
+    let k = kernel(&capture("hfma2_peak_hier.csv"), "hfma2_peak");
+    assert_eq!(k.launches, 3);
+    let per_thread = 4.0 * 4000.0 + 4000.0 / 4.0 + 1.0;
+    assert_eq!(k.sass("hfma"), Some(3.0 * PEAK_THREADS * per_thread));
+    assert_eq!(k.sass("hadd"), Some(3.0 * PEAK_THREADS * (3.0 + 2.0)));
+    let p = k.to_point(None);
+    assert_eq!(
+        p.flops.by_class["half_any_width"],
+        3.0 * PEAK_THREADS * (4.0 * per_thread + 2.0 * 5.0)
+    );
+    assert_eq!(p.flops.by_class["single_any_width"], 3.0 * PEAK_THREADS);
+    // The store: one __half2 (4 bytes) per thread.
+    assert_eq!(p.bytes["l1"], 3.0 * PEAK_THREADS * 4.0);
+    // A genuine FP16 kernel: FP16 is ~100 % of the flops, the register-move note stays off
+    // although the FMUL makes FP32 non-zero.
+    assert!(p.flops.by_class["half_any_width"] / p.flops.total > 0.99);
+    assert!(!ncu::fp16_may_be_register_moves(&p.flops.by_class));
+}
+
+#[test]
+fn fp16_hfma2_peak_8_chains_matches_todays_source_and_sass() {
+    // Today's hfma2_peak (8 chains), hfma2_peak 4000 2 (warm-up + 2 launches). Its sm_90 SASS
+    // (hfma2_peak_sm90.sass): per 4-iteration body 32 HFMA2 + 1 HFMA2.MMA (the constant m);
+    // the final sum of 8 is 3 HFMA2.MMA + 4 HADD2, the seeding 7 HADD2. Per thread:
+    // 8 × 4000 + 4000 / 4 + 3 = 33,003 HFMA2 and 7 + 4 = 11 HADD2.
+    let sass = std::fs::read_to_string(format!("{}/tests/fixtures/ncu/hfma2_peak_sm90.sass", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let count = |op: &str| sass.lines().filter(|l| l.split_whitespace().nth(1) == Some(op)).count();
+    assert_eq!((count("HFMA2"), count("HFMA2.MMA"), count("HADD2")), (40, 4, 11));
+    let k = kernel(&capture("hfma2_peak8_hier.csv"), "hfma2_peak");
+    assert_eq!(k.launches, 3);
+    let per_thread = 8.0 * 4000.0 + 4000.0 / 4.0 + 3.0;
+    assert_eq!(k.sass("hfma"), Some(3.0 * PEAK_THREADS * per_thread));
+    assert_eq!(k.sass("hadd"), Some(3.0 * PEAK_THREADS * 11.0));
+    let p = k.to_point(None);
+    assert_eq!(
+        p.flops.by_class["half_any_width"],
+        3.0 * PEAK_THREADS * (4.0 * per_thread + 2.0 * 11.0)
+    );
+    assert!(!ncu::fp16_may_be_register_moves(&p.flops.by_class));
+}
+
+#[test]
+fn cross_check_against_ncus_own_roofline_section() {
+    // ncu's SOLFPRoofline rule on dgemm n = 1024 (its own run of the same kernel and size)
+    // says "0% of this device's FP32 peak … and 14% of its FP64 peak".
+    let sections = capture("dgemm_ncu_roofline_sections.csv");
+    let rule = sections
+        .rules
+        .iter()
+        .find(|r| r.name == "SOLFPRoofline")
+        .expect("SOLFPRoofline rule");
+    assert_eq!(rule.section, "SpeedOfLight_RooflineChart");
+    let ncu_pct = rule.peak_percentages();
+    assert_eq!(ncu_pct["FP32"], 0.0);
+    // Ours, from the hierarchical capture: W = 2n³ per launch over T, against the FP64 peak at
+    // the SM clock ncu measured (132 SMs × 128 flops/cycle on sm_90, as ncu's dfma peak_sustained).
+    let k = kernel(&capture("dgemm_hier.csv"), "dgemm");
+    let n: f64 = 1024.0;
+    let gflops = k.launches as f64 * 2.0 * n * n * n / k.seconds().unwrap() / 1e9;
+    let ghz = k.metrics["sm__cycles_elapsed.avg.per_second"] / 1e9;
+    let peak = 132.0 * roofline::gpu::device::arch_rates((9, 0)).unwrap().fp64_flops * ghz;
+    let ours = 100.0 * gflops / peak;
+    assert!((ours - ncu_pct["FP64"]).abs() <= 1.0, "ours {ours:.2}% vs ncu {}%", ncu_pct["FP64"]);
+    assert_eq!(k.to_point(None).flops.by_class["single_any_width"], 0.0);
+}
+
+#[test]
+fn cross_check_against_ncus_roofline_section_metrics() {
+    // The raw page of `--section SpeedOfLight_RooflineChart` with our metric list on dgemm
+    // n = 1024 (warm-up + 1 launch): ncu's own achieved FP64 work per cycle,
+    // derived__smsp__sass_…_dfma_pred_on_x2 (2 × DFMA per elapsed cycle; no DADD/DMUL here),
+    // against ours, W = 2n³ over T × SM clock; ncu prints two decimals.
+    let c = capture("dgemm_roofline_section_raw.csv");
+    let k = kernel(&c, "dgemm");
+    assert_eq!(k.launches, 2);
+    let n: f64 = 1024.0;
+    assert_eq!(k.to_point(None).flops.by_class["double_any_width"], 2.0 * 2.0 * n * n * n);
+    for l in &c.launches {
+        let m = |name: &str| l.metrics[name];
+        assert_eq!(m("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed"), 0.0);
+        assert_eq!(m("smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed"), 0.0);
+        let ncu_per_cycle = m("derived__smsp__sass_thread_inst_executed_op_dfma_pred_on_x2");
+        let ours = 2.0 * n * n * n / (m("gpu__time_duration.sum") * m("sm__cycles_elapsed.avg.per_second"));
+        assert!((ours / ncu_per_cycle - 1.0).abs() < 1e-5, "ours {ours} vs ncu {ncu_per_cycle}");
+        // ncu's FP64 peak per cycle is our table's: 132 SMs × 128 flops.
+        let rates = roofline::gpu::device::arch_rates((9, 0)).unwrap();
+        assert_eq!(
+            m("derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2"),
+            132.0 * rates.fp64_flops
+        );
+    }
+}
+
+#[test]
+fn smsp_sass_prefix_capture() {
+    // triad 1048576 1 (warm-up + 1) captured with smsp__sass_* counters only: one DFMA per
+    // element, W = 2n per launch.
+    let k = kernel(&capture("triad_smsp_prefix.csv"), "triad");
+    assert!(k.metrics.keys().all(|m| !m.starts_with("sm__sass")));
+    assert_eq!(k.launches, 2);
+    let p = k.to_point(None);
+    assert_eq!(p.flops.by_class["double_any_width"], 2.0 * 2.0 * 1_048_576.0);
+    assert_eq!(p.flops.by_class["single_any_width"], 0.0);
+    assert!(!p.flops.by_class.contains_key("half_any_width"));
+}
+
+#[test]
+fn two_kernel_process_critical_ranking() {
+    // suite two_kernels 16777216 3: per iteration triad, dgemm (m = 2048), triad; with the
+    // warm-up, 4 iterations: triad 8 launches of 2n flops, dgemm 4 launches of 2m³.
+    let c = capture("two_kernels_hier.csv");
+    let n: f64 = 16_777_216.0;
+    let m: f64 = 2048.0;
+    let ks = c.kernels();
+    assert_eq!(
+        ks.iter().map(|k| (k.name.as_str(), k.launches)).collect::<Vec<_>>(),
+        [("triad", 8), ("dgemm", 4)]
+    );
+    // Launches alternate in the capture: triad, dgemm, triad, triad, dgemm, ...
+    let order: Vec<&str> = c.launches.iter().take(4).map(|l| l.kernel.as_str()).collect();
+    assert_eq!(order, ["triad", "dgemm", "triad", "triad"]);
+    // Time per kernel summed by hand from the launch rows.
+    let t = |name: &str| -> f64 {
+        c.launches
+            .iter()
+            .filter(|l| l.kernel == name)
+            .map(|l| l.metrics["gpu__time_duration.sum"])
+            .sum()
+    };
+    let (t_triad, t_dgemm) = (t("triad"), t("dgemm"));
+    let pts = ncu::points(&c, None, "two").unwrap();
+    // Ranked by time: dgemm (the critical kernel) first.
+    let names: Vec<&str> = pts.iter().map(|p| p.name.as_str()).collect();
+    let expect = if t_dgemm > t_triad {
+        ["dgemm", "triad"]
+    } else {
+        ["triad", "dgemm"]
+    };
+    assert_eq!(names, expect);
+    assert_eq!(names[0], "dgemm");
+    for (rank, p) in pts.iter().enumerate() {
+        assert_eq!(p.extra["critical_rank"], rank as u64 + 1);
+        let own = if p.name == "dgemm" { t_dgemm } else { t_triad };
+        let share = p.extra["time_share"].as_f64().unwrap();
+        assert!((share - own / (t_triad + t_dgemm)).abs() < 1e-12, "{}: {share}", p.name);
+        assert!((p.seconds - own).abs() < 1e-15);
+    }
+    let shares: f64 = pts.iter().map(|p| p.extra["time_share"].as_f64().unwrap()).sum();
+    assert!((shares - 1.0).abs() < 1e-12);
+    let w = |name: &str| pts.iter().find(|p| p.name == name).unwrap().flops.total;
+    assert_eq!(w("triad"), 8.0 * 2.0 * n);
+    assert_eq!(w("dgemm"), 4.0 * 2.0 * m * m * m);
+    // A filter keeps the ranking over the selected kernels only: one kernel, all the time.
+    let only = ncu::points(&c, Some("triad"), "two").unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].extra["time_share"].as_f64(), Some(1.0));
+}
+
+#[test]
+fn capture_without_the_needed_metrics_is_an_input_error() {
+    // The sections-only capture has launches and rule rows but no metric values.
+    let c = capture("dgemm_ncu_roofline_sections.csv");
+    assert_eq!(c.launches.len(), 2);
+    assert!(c.launches.iter().all(|l| l.metrics.is_empty()));
+    let e = ncu::points(&c, None, "sections").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("none of the metrics roofline needs"), "{e}");
+    // A capture of unrelated metrics only.
+    let text = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
+                \"0\",\"k(int)\",\"sm__warps_active.avg.pct_of_peak_sustained_active\",\"%\",\"50\"\n";
+    let c = ncu::parse(text, "x").unwrap();
+    assert!(ncu::points(&c, None, "x").unwrap_err().to_string().contains("none of the metrics"));
+}
+
 #[test]
 fn coalescing_sectors_per_request() {
     let unit = kernel(&capture("unit_store_instr.csv"), "strided_store");

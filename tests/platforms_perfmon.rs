@@ -313,3 +313,87 @@ fn the_checker_catches_a_wrong_encoding() {
         .umask = 0x1f0;
     assert!(check_platform(&perfmon, &zen1).is_err());
 }
+
+/// Perfmon's counter list for an event of the platform (core files; P-core files on hybrids).
+fn perfmon_counters(files: &[IntelFile], e: &EventSpec) -> Option<Vec<u32>> {
+    files
+        .iter()
+        .filter(|f| !f.uncore)
+        .filter(|f| e.pmu != "cpu_core" || f.role != "Atom")
+        .flat_map(|f| f.events.iter())
+        .find(|pe| pe.get("EventName").and_then(Value::as_str) == Some(e.name.as_str()))
+        .map(|pe| intel_counters(pe.get("Counter").and_then(Value::as_str).unwrap_or("")))
+}
+
+/// Whether every event gets a distinct counter from its list (Kuhn's augmenting paths).
+fn assignable(masks: &[Vec<u32>]) -> bool {
+    fn augment(e: usize, masks: &[Vec<u32>], seen: &mut Vec<u32>, owner: &mut BTreeMap<u32, usize>) -> bool {
+        for &c in &masks[e] {
+            if seen.contains(&c) {
+                continue;
+            }
+            seen.push(c);
+            let free = match owner.get(&c).copied() {
+                None => true,
+                Some(o) => augment(o, masks, seen, owner),
+            };
+            if free {
+                owner.insert(c, e);
+                return true;
+            }
+        }
+        false
+    }
+    let mut owner = BTreeMap::new();
+    (0..masks.len()).all(|e| augment(e, masks, &mut Vec::new(), &mut owner))
+}
+
+#[test]
+fn planned_groups_fit_the_vendors_counter_masks() {
+    use roofline::counters::perf;
+    let Some(perfmon) = shared_dir() else {
+        eprintln!("SKIP platforms_perfmon: ../shared/perfmon is absent");
+        return;
+    };
+    let mut groups_of = BTreeMap::new();
+    for p in Platform::embedded().into_iter().filter(|p| p.identify.vendor == "GenuineIntel") {
+        let files = intel_files(&perfmon, &p);
+        let sysfs = tempfile::tempdir().unwrap();
+        let core = if p.events.iter().any(|e| e.pmu == "cpu_core") {
+            "cpu_core"
+        } else {
+            "cpu"
+        };
+        std::fs::create_dir(sysfs.path().join(core)).unwrap();
+        std::fs::write(sysfs.path().join(core).join("type"), "4\n").unwrap();
+        for smt in [true, false] {
+            let n = perf::core_counters_for(&p, smt, false);
+            let (specs, _) = perf::counters_for_platform(&p, sysfs.path(), true, false, false).unwrap();
+            let plan = perf::plan_groups(&specs, n);
+            let mut hw = 0;
+            for g in plan.iter().filter(|g| specs[g[0]].scope == perf::Scope::Core) {
+                hw += 1;
+                let masks: Vec<Vec<u32>> = g
+                    .iter()
+                    .map(|&i| {
+                        // The vendor's list where perfmon has the event, else (generic
+                        // cycles) any general-purpose counter; fixed ones always exist.
+                        let e = p.events.iter().find(|e| e.name == specs[i].name);
+                        let list = e.and_then(|e| perfmon_counters(&files, e)).unwrap_or_else(|| (0..n).collect());
+                        list.into_iter().filter(|&c| c < n || c >= 32).collect()
+                    })
+                    .collect();
+                let names: Vec<&str> = g.iter().map(|&i| specs[i].name.as_str()).collect();
+                assert!(
+                    assignable(&masks),
+                    "{} (smt {smt}, {n} counters): {names:?} cannot all be placed",
+                    p.key
+                );
+            }
+            groups_of.insert((p.key.clone(), smt), hw);
+        }
+    }
+    eprintln!("hardware groups (optional events included): {groups_of:?}");
+    // Skylake-SP with SMT: 4 counters for 11 events restricted to 0-3 (3 fixed aside).
+    assert_eq!(groups_of[&("skx".to_string(), true)], 3);
+}

@@ -78,6 +78,17 @@ int main(int argc, char** argv) {
         c.m = rows;
         if (!strcmp(k, "normalize_naive")) ms = time_launches(launches, +[](void* v) { Ctx* c = (Ctx*)v; normalize_naive<<<(c->m + 127) / 128, 128>>>((double*)c->p[0], (double*)c->p[1], c->m, 512); }, &c);
         else ms = time_launches(launches, +[](void* v) { Ctx* c = (Ctx*)v; normalize_warp<<<(c->m * 32 + 255) / 256, 256>>>((double*)c->p[0], (double*)c->p[1], c->m, 512); }, &c);
+    } else if (!strcmp(k, "two_kernels")) {
+        // Two distinct kernels in one process, interleaved, for the critical-kernel ranking:
+        // per iteration triad(n) twice and dgemm(m = 2048) once. W: triad 2n per launch,
+        // dgemm 2m^3 per launch; with the warm-up, triad runs 2(L+1) times and dgemm L+1.
+        for (int i = 0; i < 3; ++i) { CK(cudaMalloc(&c.p[i], n * 8)); fill((double*)c.p[i], n, 1 + i); }
+        c.m = 2048; CK(cudaMalloc(&c.p[3], (size_t)3 * c.m * c.m * 8)); CK(cudaMemset(c.p[3], 0, (size_t)3 * c.m * c.m * 8));
+        ms = time_launches(launches, +[](void* v) { Ctx* c = (Ctx*)v; double* g = (double*)c->p[3]; size_t mm = (size_t)c->m * c->m;
+            dim3 gd((c->m + TS - 1) / TS, (c->m + TS - 1) / TS), bd(TS, TS);
+            triad<<<(c->n + 255) / 256, 256>>>((double*)c->p[0], (double*)c->p[1], (double*)c->p[2], 3.0, c->n);
+            dgemm<<<gd, bd>>>(g, g + mm, g + 2 * mm, c->m);
+            triad<<<(c->n + 255) / 256, 256>>>((double*)c->p[0], (double*)c->p[1], (double*)c->p[2], 3.0, c->n); }, &c);
     } else { fprintf(stderr, "unknown kernel %s\n", k); return 2; }
     CK(cudaDeviceSynchronize());
     printf("%s %zu %d %.6f\n", k, n, launches, ms);

@@ -88,6 +88,7 @@ impl Ceilings {
             compute_gflops: Default::default(),
             bandwidth_gbs: Default::default(),
             bandwidth_traffic_gbs: Default::default(),
+            theoretical: Default::default(),
             threads: Some(t),
         };
         for c in self.compute.iter().filter(|c| c.threads == t) {

@@ -1,6 +1,11 @@
 //! `roofline compare CPU.json GPU.json [-o compare.svg|html]` (issue 9): the same kernels on
 //! two machines — time, GFLOP/s, the fraction of each machine's own roof, and the speedup —
-//! and both reports' points on one chart.
+//! and both reports' points on one chart, each machine's roofs drawn.
+//!
+//! Each report's points are read against their own machine's roofs: the CPU report's (its
+//! ceilings or its `roofline.machine/1` model), and for the GPU report its ceilings or, where it
+//! has none, the theoretical roofs of its `roofline.gpu-machine/1` block (FP64/FP32 peaks, HBM
+//! bandwidth; L2/L1 where `gpu machine --ncu` measured them).
 
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
@@ -53,44 +58,50 @@ pub fn pairs<'a>(cpu: &'a [Point], gpu: &'a [Point]) -> Vec<(String, &'a Point, 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.output.check(&["svg", "png", "html", "json"])?;
     let cpu = report::read_report(&args.cpu)?;
-    let gpu = report::read_report(&args.gpu)?;
-    let rows = pairs(&cpu.points, &gpu.points);
+    let mut gpu = report::read_report(&args.gpu)?;
+    if gpu.ceilings.is_none() {
+        gpu.ceilings = crate::gpu::device::roofs_from_machine(&gpu.machine);
+    }
+    // Every point analysed against its own machine's roofs (GFLOP/s and roof fraction derived).
+    let view = View::new(vec![("cpu".into(), cpu), ("gpu".into(), gpu)], None, args.kind);
+    let rows = pairs(&view.reports[0].report.points, &view.reports[1].report.points);
     if rows.is_empty() {
         anyhow::bail!(crate::Error::input(
             "no kernel appears in both reports",
             "compare reports of the same kernels (e.g. `roofline run triad` and `roofline gpu run triad`)"
         ));
     }
-    let view = View::new(vec![("cpu".into(), cpu.clone()), ("gpu".into(), gpu.clone())], None, args.kind);
-    let frac = |p: &Point| {
-        view.reports
-            .iter()
-            .flat_map(|r| r.report.points.iter())
-            .find(|q| q.name == p.name && q.seconds == p.seconds)
-            .and_then(|q| q.roof_fraction)
-    };
+    let frac = |p: &Point| p.roof_fraction.filter(|f| f.is_finite());
     let mut table =
         String::from("kernel            CPU ms     GPU ms   CPU GFLOP/s   GPU GFLOP/s  CPU roof%  GPU roof%  GPU/CPU speedup\n");
     let mut doc = Vec::new();
     for (k, c, g) in &rows {
-        let speedup = if g.seconds > 0.0 { c.seconds / g.seconds } else { f64::NAN };
+        let finite = |x: f64| x.is_finite().then_some(x);
+        let speedup = if g.seconds > 0.0 { finite(c.seconds / g.seconds) } else { None };
         // Per unit of work, when the two ran different sizes.
         let per_work = match (c.gflops, g.gflops) {
-            (Some(cg), Some(gg)) if cg > 0.0 => gg / cg,
-            _ => f64::NAN,
+            (Some(cg), Some(gg)) if cg > 0.0 => finite(gg / cg),
+            _ => None,
         };
-        let pct = |x: Option<f64>| x.map(|v| format!("{:.1}", v * 100.0)).unwrap_or_else(|| "-".into());
+        // Unknown values print as "-", never as 0.0 or NaN.
+        let num = |x: Option<f64>, scale: f64, prec: usize| {
+            x.filter(|v| v.is_finite())
+                .map(|v| format!("{:.*}", prec, v * scale))
+                .unwrap_or_else(|| "-".into())
+        };
+        let times = |x: Option<f64>| x.map(|v| format!("{v:.1}x")).unwrap_or_else(|| "-".into());
+        let time = |t: f64| (t > 0.0).then_some(t);
         table += &format!(
-            "{:<16} {:>8.3} {:>10.3} {:>13.1} {:>13.1} {:>10} {:>10} {:>9.1}x (rate {:.1}x)\n",
+            "{:<16} {:>8} {:>10} {:>13} {:>13} {:>10} {:>10} {:>10} (rate {})\n",
             k,
-            c.seconds * 1e3,
-            g.seconds * 1e3,
-            c.gflops.unwrap_or(0.0),
-            g.gflops.unwrap_or(0.0),
-            pct(frac(c)),
-            pct(frac(g)),
-            speedup,
-            per_work
+            num(time(c.seconds), 1e3, 3),
+            num(time(g.seconds), 1e3, 3),
+            num(c.gflops, 1.0, 1),
+            num(g.gflops, 1.0, 1),
+            num(frac(c), 100.0, 1),
+            num(frac(g), 100.0, 1),
+            times(speedup),
+            times(per_work)
         );
         doc.push(
             serde_json::json!({"kernel": k, "cpu": c.name, "gpu": g.name, "cpu_seconds": c.seconds, "gpu_seconds": g.seconds,

@@ -179,7 +179,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             metrics.sort_unstable();
             metrics.dedup();
             let cap = ncu::run(&metrics.join(","), kernel.as_deref(), &cmd)?;
-            let r = capture_report(&cap, None, &cmd.join(" "))?;
+            let mut r = capture_report(&cap, None, &cmd.join(" "))?;
+            // The driver is here: record the machine with its peaks (GPU 0), so `compare` and
+            // plots have this GPU's roofs.
+            if let Ok(m) = device::open(0).and_then(|ctx| device::query(&ctx, None)) {
+                let mut v = serde_json::to_value(&m)?;
+                v["source"] = "ncu capture; peaks of GPU 0 from the driver".into();
+                r.machine = v;
+            }
             emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), ofile)?;
             Ok(0)
         }
@@ -290,8 +297,7 @@ pub fn points_table(points: &[Point]) -> String {
                 }
             }
         }
-        let pos = |k: &str| p.flops.by_class.get(k).is_some_and(|x| *x > 0.0);
-        if pos("half_any_width") && (pos("double_any_width") || pos("single_any_width")) {
+        if ncu::fp16_may_be_register_moves(&p.flops.by_class) {
             notes.push("FP16 count may be HFMA2 register moves".into());
         }
         s += &format!(

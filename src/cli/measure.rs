@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::cli::common::{OutputArgs, PlatformArg};
 use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, SYSFS_PMUS, Scope};
-use crate::counters::{BackendKind, Measurement};
+use crate::counters::{BackendKind, Measurement, events};
 use crate::error::Error;
 use crate::machine::Platform;
 use crate::report::{Environment, Report};
@@ -175,21 +175,18 @@ fn platform(arg: &PlatformArg) -> anyhow::Result<Platform> {
 }
 
 fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>, i32)> {
-    let (specs, counters, notes): (Vec<CounterSpec>, u32, Vec<String>) = match args.events {
-        EventSet::Software => (perf::software_events(pmus, true), 4, vec![]),
+    let (specs, counters, notes, plat): (Vec<CounterSpec>, u32, Vec<String>, Option<Platform>) = match args.events {
+        EventSet::Software => (perf::software_events(pmus, true), 4, vec![], None),
         EventSet::Platform => {
             perf::core_pmu(pmus)?;
             perf::check_paranoid(perf::paranoid(), false)?;
             let plat = platform(&args.platform.clone())?;
-            let (mut specs, notes) = perf::resolve_platform_events(&plat, pmus, args.optional_events, !args.no_uncore)?;
+            let (specs, notes) = perf::counters_for_platform(&plat, pmus, args.optional_events, !args.no_uncore, perf::nmi_watchdog_on())?;
             if specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
                 perf::check_paranoid(perf::paranoid(), true)?;
             }
-            if !specs.iter().any(|s| s.quantity == "cycles") {
-                specs.push(CounterSpec::cycles());
-            }
-            specs.extend(perf::software_events(pmus, false));
-            (specs, perf::core_counters(&plat), notes)
+            let n = perf::core_counters(&plat);
+            (specs, n, notes, Some(plat))
         }
     };
     let plan = perf::plan_groups(&specs, counters);
@@ -268,10 +265,11 @@ fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>
     if let Some(prov) = m.provenance.as_mut() {
         prov.notes.extend(notes);
     }
+    // On the counts as read, before a background is subtracted (which could hide a phantom).
+    check_plausible(&m, samples[median_run], plat.as_ref().map(|p| p.key.as_str()))?;
     if args.idle_baseline {
         idle_baseline(&specs, &mut m, samples[median_run])?;
     }
-    check_plausible(&specs, &m, samples[median_run])?;
     Ok((Some(m), 0))
 }
 
@@ -299,27 +297,17 @@ fn idle_baseline(specs: &[CounterSpec], m: &mut Measurement, seconds: f64) -> an
 }
 
 /// Reject counts that cannot be true, like LIKWID's phantom-channel 1.88e19 bytes: more
-/// DRAM traffic than 10 TB/s per socket for the run's duration (no socket comes within
-/// a tenth of that).
-fn check_plausible(specs: &[CounterSpec], m: &Measurement, seconds: f64) -> anyhow::Result<()> {
-    let sockets = specs
-        .iter()
-        .filter_map(|s| match &s.scope {
-            Scope::Uncore { cpus } => Some(cpus.len()),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    if let Some(&b) = m.bytes.get("dram") {
-        let limit = 10.0e12 * sockets * seconds.max(1e-3);
-        if b > limit {
-            anyhow::bail!(Error::unavailable(
-                format!("implausible DRAM traffic: {b:.3e} bytes in {seconds:.3} s (over 10 TB/s per socket)"),
-                "an uncore event is miscounting (a phantom channel?): check the platform's memory events with `perf stat`",
-            ));
-        }
-    }
+/// DRAM bytes than `seconds` × 10× the platform's peak bandwidth (the check `import` makes;
+/// an unknown platform gets the most generous ceiling).
+fn check_plausible(m: &Measurement, seconds: f64, platform_key: Option<&str>) -> anyhow::Result<()> {
+    let Some(&b) = m.bytes.get("dram") else { return Ok(()) };
+    events::check_dram_plausible(b, seconds, platform_key.unwrap_or("unknown")).map_err(|e| match e {
+        Error::Input { cause, .. } => Error::unavailable(
+            cause,
+            "an uncore event is miscounting (a phantom memory channel?) or --platform is wrong: check the memory events with `perf stat -a`",
+        ),
+        other => other,
+    })?;
     Ok(())
 }
 
@@ -385,4 +373,43 @@ fn print_table(r: &Report) {
         }
     }
     let _ = std::io::stdout().write_all(s.as_bytes()).context("writing the table");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_dram(bytes: f64) -> Measurement {
+        let mut m = Measurement::default();
+        m.bytes.insert("dram".into(), bytes);
+        m
+    }
+
+    #[test]
+    fn dram_plausibility_is_the_platforms_not_a_flat_10_tb_s() {
+        // A client Haswell moves ~60 GB/s: 1 TB in one second is impossible there (the
+        // flat 10 TB/s check let it through) but fine for a Sapphire Rapids system.
+        let e = check_plausible(&with_dram(1e12), 1.0, Some("hsw")).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("cannot be true") && msg.contains("phantom memory channel"), "{msg}");
+        assert_eq!(e.downcast_ref::<Error>().map(Error::exit_code), Some(2));
+        assert!(check_plausible(&with_dram(5e10), 1.0, Some("hsw")).is_ok());
+        // 50 TB/s: over the flat limit, under 10x eight SPR sockets with HBM.
+        assert!(check_plausible(&with_dram(5e13), 1.0, Some("spr")).is_ok());
+        // LIKWID's phantom channel is refused everywhere, unknown platforms included.
+        assert!(check_plausible(&with_dram(1.88e19), 10.0, None).is_err());
+        assert!(check_plausible(&Measurement::default(), 1.0, Some("hsw")).is_ok());
+    }
+
+    #[test]
+    fn zen1_says_q_dram_is_unavailable() {
+        // The notes perf_command prints and keeps: Zen 1 says Q_dram is unavailable.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("cpu")).unwrap();
+        std::fs::write(dir.path().join("cpu/type"), "4\n").unwrap();
+        let zen1 = Platform::load("zen1").unwrap();
+        let (specs, notes) = perf::counters_for_platform(&zen1, dir.path(), false, true, false).unwrap();
+        assert!(notes.iter().any(|n| n.starts_with("Q_dram unavailable")), "{notes:?}");
+        assert!(specs.iter().any(|s| s.quantity == "cycles") && specs.iter().any(|s| s.name == "task-clock"));
+    }
 }

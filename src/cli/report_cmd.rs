@@ -45,11 +45,20 @@ pub const SHOW_EXTENSIONS: &[&str] = &["csv", "html", "json", "svg", "png", "txt
 
 /// Read every report, failing on the first bad one (file + problem).
 pub fn load_reports(paths: &[PathBuf]) -> crate::error::Result<Vec<(String, Report)>> {
-    paths.iter().map(|p| Ok((display_name(p), report::read_report(p)?))).collect()
+    paths
+        .iter()
+        .map(|p| Ok((display_name(p, paths), report::read_report(p)?)))
+        .collect()
 }
 
-fn display_name(p: &Path) -> String {
-    p.display().to_string()
+/// A report's name in legends and headings: its file name (`before.json`), or the path as
+/// given where two of the reports share a file name (`run1/report.json`, `run2/report.json`).
+fn display_name(p: &Path, all: &[PathBuf]) -> String {
+    let name = |q: &Path| q.file_name().map(|n| n.to_string_lossy().into_owned());
+    match name(p) {
+        Some(n) if all.iter().filter(|q| name(q).as_deref() == Some(n.as_str())).count() == 1 => n,
+        _ => p.display().to_string(),
+    }
 }
 
 /// Skipped points, on stderr.
@@ -115,4 +124,18 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
         None => print!("{text}"),
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn report_names_are_file_names_unless_two_share_one() {
+        use std::path::PathBuf;
+        let all: Vec<PathBuf> = ["/a/b/before.json", "x/after.json", "r1/report.json", "r2/report.json"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let names: Vec<String> = all.iter().map(|p| super::display_name(p, &all)).collect();
+        assert_eq!(names, ["before.json", "after.json", "r1/report.json", "r2/report.json"]);
+    }
 }

@@ -175,15 +175,22 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
             lv.join(", Q_")
         ));
     }
-    if let Some(p) = platform
-        && !p.events.iter().any(|e| e.quantity.starts_with("bytes.dram"))
-    {
-        d.notes
-            .push(format!("Q_dram unavailable: {} has no usable DRAM counter event", p.name));
+    if let Some(p) = platform {
+        d.notes.extend(platform_notes(p));
     }
     d.notes
         .push("bytes.core (load/store operand bytes) cannot be counted by hardware: use the trace or analytic backend".into());
     d
+}
+
+/// What a platform's event table cannot give, said once per measurement (e.g. Zen 1 has no
+/// DRAM event: Q_dram unavailable). Shared by `derive`, `roofline measure` and regions.
+pub fn platform_notes(p: &Platform) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !p.events.iter().any(|e| e.quantity.starts_with("bytes.dram")) {
+        notes.push(format!("Q_dram unavailable: {} has no usable DRAM counter event", p.name));
+    }
+    notes
 }
 
 /// A generous ceiling on a whole system's DRAM bandwidth (GB/s) per platform: channels ×

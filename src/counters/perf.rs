@@ -179,15 +179,125 @@ impl CounterSpec {
 const PERF_TYPE_HARDWARE: u32 = 0;
 const PERF_TYPE_SOFTWARE: u32 = 1;
 
-/// `perf_event_attr.config` of a core event: the layout of IA32_PERFEVTSELx and AMD's
-/// PERF_CTLx. AMD's event select bits 8–11 live at bits 32–35 ("extended event").
+/// `perf_event_attr.config` of a programmable event: the layout of IA32_PERFEVTSELx and
+/// AMD's PERF_CTLx (AMD's event select bits 8–11 live at bits 32–35, "extended event"), and
+/// for `amd_umc` the read/write filter at bits 8–9 (its sysfs format `rdwrmask: config:8-9`;
+/// UMC events have no umask).
 pub fn raw_config(e: &EventSpec) -> u64 {
     (e.event & 0xff)
         | (((e.event >> 8) & 0xf) << 32)
         | ((e.umask & 0xff) << 8)
+        | ((e.rdwrmask & 0x3) << 8)
         | (u64::from(e.edge) << 18)
         | (u64::from(e.inv) << 23)
         | ((e.cmask & 0xff) << 24)
+}
+
+/// perf's generic hardware event names (`perf list hw`) → `PERF_COUNT_HW_*`.
+pub fn generic_hw_event(name: &str) -> Option<u64> {
+    Some(match name {
+        "cpu-cycles" | "cycles" => 0,
+        "instructions" => 1,
+        "cache-references" => 2,
+        "cache-misses" => 3,
+        "branch-instructions" | "branches" => 4,
+        "branch-misses" => 5,
+        "bus-cycles" => 6,
+        "stalled-cycles-frontend" | "idle-cycles-frontend" => 7,
+        "stalled-cycles-backend" | "idle-cycles-backend" => 8,
+        "ref-cycles" => 9,
+        _ => return None,
+    })
+}
+
+/// A `perf_name` split into its PMU and event term: `cpu_core/cycles/` → (`cpu_core`,
+/// `cycles`), `instructions` → (none, `instructions`), `uncore_imc/data_reads/` →
+/// (`uncore_imc`, `data_reads`). `None` for anything with modifiers or terms.
+pub fn split_perf_name(name: &str) -> Option<(Option<&str>, &str)> {
+    let plain = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    match name.strip_suffix('/').and_then(|n| n.split_once('/')) {
+        Some((pmu, term)) if plain(pmu) && plain(term) => Some((Some(pmu), term)),
+        Some(_) => None,
+        None if plain(name) => Some((None, name)),
+        None => None,
+    }
+}
+
+/// Which `perf_event_attr` field a sysfs format names, and the bit ranges (low, high) that
+/// hold a term's value, lowest bits first: `config:0-7,32-35` → (0, [(0, 7), (32, 35)]).
+pub fn parse_format(text: &str) -> Option<(usize, Vec<(u32, u32)>)> {
+    let (field, bits) = text.trim().split_once(':')?;
+    let field = match field {
+        "config" => 0,
+        "config1" => 1,
+        "config2" => 2,
+        _ => return None,
+    };
+    let mut ranges = Vec::new();
+    for r in bits.split(',') {
+        let (lo, hi) = match r.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => {
+                let b = r.trim().parse().ok()?;
+                (b, b)
+            }
+        };
+        if hi < lo || hi > 63 {
+            return None;
+        }
+        ranges.push((lo, hi));
+    }
+    Some((field, ranges))
+}
+
+/// Scatter `value` over `ranges` (lowest bits into the first range), as perf does with a
+/// format term. `None` when the value does not fit.
+fn place_bits(value: u64, ranges: &[(u32, u32)]) -> Option<u64> {
+    let (mut out, mut v) = (0u64, value);
+    for &(lo, hi) in ranges {
+        let width = hi - lo + 1;
+        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+        out |= (v & mask) << lo;
+        v = if width == 64 { 0 } else { v >> width };
+    }
+    (v == 0).then_some(out)
+}
+
+/// Encode a PMU's sysfs event alias the way perf does: `<pmu_dir>/events/<alias>` holds terms
+/// (`event=0xff,umask=0x20`), each placed by `<pmu_dir>/format/<term>` (`config:0-7`).
+/// Returns `[config, config1, config2]`.
+pub fn sysfs_alias_config(pmu_dir: &Path, alias: &str) -> Result<[u64; 3]> {
+    let file = pmu_dir.join("events").join(alias);
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
+    let bad = |why: String| {
+        Error::unavailable(
+            format!("{}: {why} (in {:?})", file.display(), text.trim()),
+            "this kernel's event alias is not a fixed encoding; report this with `perf list -v`",
+        )
+    };
+    let mut config = [0u64; 3];
+    for term in text.trim().split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let (name, value) = term.split_once('=').unwrap_or((term, "1"));
+        let value = value.trim();
+        let parsed = match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => value.parse().ok(),
+        };
+        let Some(value) = parsed else {
+            return Err(bad(format!("term {name} has no fixed value ({value})")));
+        };
+        // perf's built-in terms set the fields directly.
+        if let Some(i) = ["config", "config1", "config2"].iter().position(|f| *f == name) {
+            config[i] |= value;
+            continue;
+        }
+        let fmt_file = pmu_dir.join("format").join(name);
+        let fmt = std::fs::read_to_string(&fmt_file).map_err(|e| Error::io(format!("reading {}", fmt_file.display()), e))?;
+        let (field, ranges) = parse_format(&fmt).ok_or_else(|| bad(format!("format {name} is {:?}", fmt.trim())))?;
+        let bits = place_bits(value, &ranges).ok_or_else(|| bad(format!("{name}={value:#x} does not fit {}", fmt.trim())))?;
+        config[field] |= bits;
+    }
+    Ok(config)
 }
 
 /// `/sys/bus/event_source/devices/<pmu>/type`.
@@ -263,16 +373,27 @@ pub fn paranoid() -> Option<i32> {
     std::fs::read_to_string(PARANOID).ok()?.trim().parse().ok()
 }
 
-/// Refuse early when the paranoid level forbids everything (Debian/Ubuntu's 3 and 4).
+/// Refuse early when the paranoid level forbids what is asked, for this process (its
+/// CAP_PERFMON / CAP_SYS_ADMIN included).
 pub fn check_paranoid(level: Option<i32>, need_system_wide: bool) -> Result<()> {
+    paranoid_decision(level, has_cap_perfmon(), need_system_wide)
+}
+
+/// The decision behind [`check_paranoid`]: at level ≥ 3 (Debian/Ubuntu's patch) the kernel
+/// refuses every perf event to processes without CAP_PERFMON (or CAP_SYS_ADMIN, e.g. root);
+/// at ≥ 1 it refuses system-wide (uncore) events to them. A capable process passes both.
+pub fn paranoid_decision(level: Option<i32>, has_cap: bool, need_system_wide: bool) -> Result<()> {
     let Some(level) = level else { return Ok(()) };
+    if has_cap {
+        return Ok(());
+    }
     if level >= 3 {
         return Err(Error::unavailable(
-            format!("perf_event_paranoid is {level}: the kernel refuses all perf events to unprivileged users"),
+            format!("perf_event_paranoid is {level}: the kernel refuses all perf events to processes without CAP_PERFMON"),
             "run `sudo sysctl kernel.perf_event_paranoid=2` (or 1), or grant CAP_PERFMON to the roofline binary (`sudo setcap cap_perfmon+ep $(which roofline)`)",
         ));
     }
-    if need_system_wide && level >= 1 && !has_cap_perfmon() {
+    if need_system_wide && level >= 1 {
         return Err(Error::unavailable(
             format!("perf_event_paranoid is {level}: system-wide uncore events (memory traffic) need level 0 or lower"),
             "run `sudo sysctl kernel.perf_event_paranoid=0`, grant CAP_PERFMON (`sudo setcap cap_perfmon+ep $(which roofline)`), or pass `--no-uncore`",
@@ -312,12 +433,12 @@ pub fn resolve_platform_events(
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for e in platform.events.iter().filter(|e| with_optional || !e.optional) {
-        let base = |pmu: String, type_: u32, scope: Scope, name: String| CounterSpec {
+        let spec = |name: String, pmu: &str, type_: u32, config: [u64; 2], scope: Scope| CounterSpec {
             name,
-            pmu,
+            pmu: pmu.to_string(),
             type_,
-            config: raw_config(e),
-            config1: e.config1,
+            config: config[0],
+            config1: config[1],
             scope,
             counters: e.counters.clone(),
             paired: e.paired,
@@ -327,8 +448,23 @@ pub fn resolve_platform_events(
             unreliable: e.unreliable,
             caveat: e.caveat.clone(),
         };
+        // An event perf knows by name is opened as perf opens it: a generic hardware event
+        // (the kernel picks this core's encoding and counter, e.g. Intel's fixed counters),
+        // or the PMU's own sysfs alias (the client iMC's free-running counters).
+        let alias = e.perf_name.as_deref().and_then(split_perf_name).map(|(_, term)| term);
         if e.pmu == "cpu" || e.pmu == "cpu_core" {
-            out.push(base(core.clone(), core_type, Scope::Core, e.name.clone()));
+            match alias.map(|a| (a, generic_hw_event(a))) {
+                Some((_, Some(id))) => {
+                    // Hybrid parts take the PMU's type in config bits 32–63 (PERF_PMU_TYPE_SHIFT).
+                    let ext = if core == "cpu" { 0 } else { u64::from(core_type) << 32 };
+                    out.push(spec(e.name.clone(), &core, PERF_TYPE_HARDWARE, [id | ext, 0], Scope::Core));
+                }
+                Some((a, None)) => match alias_config(pmus, &core, a, e, &mut notes) {
+                    Some(c) => out.push(spec(e.name.clone(), &core, core_type, c, Scope::Core)),
+                    None => continue,
+                },
+                None => out.push(spec(e.name.clone(), &core, core_type, [raw_config(e), e.config1], Scope::Core)),
+            }
             continue;
         }
         if !with_uncore {
@@ -344,9 +480,16 @@ pub fn resolve_platform_events(
         }
         for inst in instances {
             let type_ = pmu_type(pmus, &inst)?;
+            let config = match alias {
+                Some(a) => match alias_config(pmus, &inst, a, e, &mut notes) {
+                    Some(c) => c,
+                    None => continue,
+                },
+                None => [raw_config(e), e.config1],
+            };
             let mask = std::fs::read_to_string(pmus.join(&inst).join("cpumask")).unwrap_or_else(|_| "0".into());
             let cpus = parse_cpu_list(&mask).filter(|c| !c.is_empty()).unwrap_or_else(|| vec![0]);
-            out.push(base(inst.clone(), type_, Scope::Uncore { cpus }, format!("{inst}/{}", e.name)));
+            out.push(spec(format!("{inst}/{}", e.name), &inst, type_, config, Scope::Uncore { cpus }));
         }
     }
     if core == "cpu_core" {
@@ -367,6 +510,53 @@ pub fn resolve_platform_events(
         ));
     }
     Ok((out, notes))
+}
+
+/// Everything a perf measurement of `platform` counts here: its events resolved against
+/// `pmus` ([`resolve_platform_events`]), cycles when the table has none, the software
+/// events, and the NMI watchdog's claim on the fixed cycles counter when `watchdog`. The
+/// notes say what will not be counted and why (missing PMUs, what the platform cannot
+/// count, e.g. Zen 1's "Q_dram unavailable").
+pub fn counters_for_platform(
+    platform: &Platform,
+    pmus: &Path,
+    with_optional: bool,
+    with_uncore: bool,
+    watchdog: bool,
+) -> Result<(Vec<CounterSpec>, Vec<String>)> {
+    let (mut specs, mut notes) = resolve_platform_events(platform, pmus, with_optional, with_uncore)?;
+    notes.extend(super::events::platform_notes(platform));
+    if !specs.iter().any(|s| s.quantity == "cycles") {
+        specs.push(CounterSpec::cycles());
+    }
+    notes.extend(yield_fixed_cycles_to_watchdog(&mut specs, watchdog));
+    specs.extend(software_events(pmus, false));
+    Ok((specs, notes))
+}
+
+/// `[config, config1]` of event `e` through the sysfs alias `alias` of PMU `pmu`; `None`
+/// (with a note) when this kernel lacks the alias or it needs more than config and config1.
+fn alias_config(pmus: &Path, pmu: &str, alias: &str, e: &EventSpec, notes: &mut Vec<String>) -> Option<[u64; 2]> {
+    match sysfs_alias_config(&pmus.join(pmu), alias) {
+        Ok([c, c1, 0]) => Some([c, c1]),
+        Ok(_) => {
+            notes.push(format!(
+                "{}: {pmu}/{alias}/ needs config2, which roofline does not set; {} not counted",
+                e.name, e.quantity
+            ));
+            None
+        }
+        Err(err) => {
+            let why = err.to_string();
+            notes.push(format!(
+                "{}: no usable event alias {pmu}/{alias}/ on this kernel ({}); {} not counted",
+                e.name,
+                why.lines().next().unwrap_or_default(),
+                e.quantity
+            ));
+            None
+        }
+    }
 }
 
 /// CPUID vendor/family/model against the platforms' `[identify]` tables. (The machine
@@ -394,17 +584,56 @@ pub fn identify_platform() -> Option<Platform> {
 }
 
 /// General-purpose counters available to one logical CPU on this platform (SMT halves
-/// them on Intel); 4 when the platform does not say.
+/// them on Intel, the NMI watchdog holds one on AMD); 4 when the platform does not say.
 pub fn core_counters(p: &Platform) -> u32 {
     let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active")
         .map(|s| s.trim() == "1")
         .unwrap_or(true);
+    core_counters_for(p, smt, nmi_watchdog_on())
+}
+
+/// [`core_counters`] for a given SMT and NMI-watchdog state.
+pub fn core_counters_for(p: &Platform, smt: bool, watchdog: bool) -> u32 {
     let n = if smt {
         p.core_counters
     } else {
         p.core_counters_smt_off.or(p.core_counters)
-    };
-    n.unwrap_or(4)
+    }
+    .unwrap_or(4);
+    // AMD has no fixed counters: the watchdog's pinned cycles event takes a general one.
+    let amd = p.identify.vendor == "AuthenticAMD";
+    n - u32::from(amd && watchdog && n > 1)
+}
+
+const NMI_WATCHDOG: &str = "/proc/sys/kernel/nmi_watchdog";
+
+/// Whether the kernel's hard-lockup detector is on: a pinned cycles event on every CPU
+/// (Intel's fixed counter 1, or a general-purpose counter on AMD).
+pub fn nmi_watchdog_on() -> bool {
+    std::fs::read_to_string(NMI_WATCHDOG).is_ok_and(|s| s.trim() != "0")
+}
+
+/// With the NMI watchdog on, Intel's fixed cycles counter (index 33) is taken: the kernel
+/// puts our generic `cycles` on a general-purpose counter instead, so plan it as one (a
+/// group planned on the fixed counter would never be scheduled). Returns a note when so.
+pub fn yield_fixed_cycles_to_watchdog(specs: &mut [CounterSpec], watchdog: bool) -> Option<String> {
+    if !watchdog {
+        return None;
+    }
+    let mut moved = Vec::new();
+    for s in specs.iter_mut() {
+        let cycles = s.type_ == PERF_TYPE_HARDWARE && s.config & 0xffff_ffff == 0;
+        if cycles && s.counters.as_deref() == Some(&[FIXED_COUNTER_BASE + 1]) {
+            s.counters = None;
+            moved.push(s.name.clone());
+        }
+    }
+    (!moved.is_empty()).then(|| {
+        format!(
+            "the NMI watchdog holds the fixed cycles counter: {} takes a general-purpose counter (`sudo sysctl kernel.nmi_watchdog=0` frees it)",
+            moved.join(", ")
+        )
+    })
 }
 
 /// The software events every perf measurement adds (and the whole list with `--events
@@ -432,9 +661,10 @@ pub fn can_open(spec: &CounterSpec) -> bool {
 /// Split events into groups the kernel can schedule at once. Per-task hardware events go
 /// into groups whose members can be assigned distinct general-purpose counters (respecting
 /// each event's `counters` list, paired events taking two adjacent ones, at most
-/// `core_counters`); software events form their own group; each uncore event is its own
-/// group (its own PMU, its own CPU). More than one hardware group means the kernel
-/// multiplexes them: reported, never silent.
+/// `core_counters`; fixed-counter events take their fixed counter and join the first group);
+/// software events form their own group; each uncore event is its own group (its own PMU,
+/// its own CPU). More than one hardware group means the kernel multiplexes them: reported,
+/// never silent.
 pub fn plan_groups(specs: &[CounterSpec], core_counters: u32) -> Vec<Vec<usize>> {
     let mut hw: Vec<Vec<usize>> = Vec::new();
     let mut soft: Vec<usize> = Vec::new();
@@ -464,17 +694,28 @@ pub fn plan_groups(specs: &[CounterSpec], core_counters: u32) -> Vec<Vec<usize>>
     out
 }
 
+/// Counter indices from this one up are fixed-function counters (the kernel's
+/// `INTEL_PMC_IDX_FIXED`; the platforms' `counters = [32]` is fixed counter 0).
+pub const FIXED_COUNTER_BASE: u32 = 32;
+
 /// Whether the events can sit on distinct counters at once: each on one of its `counters`
-/// (or any of `0..n`), paired events on an even counter and the next. Groups are a handful
-/// of events on at most ~8 counters, so a backtracking search is exact and cheap.
-/// Fixed-counter events (generic `cycles`) are assumed to take a general-purpose one:
-/// conservative.
+/// (or any general-purpose one of `0..n`), paired events on an even counter and the next.
+/// Fixed counters (index ≥ [`FIXED_COUNTER_BASE`]) are slots of their own: an event bound to
+/// one takes it and no general-purpose counter, so INST_RETIRED.ANY & co. join any group.
+/// Groups are a handful of events on at most ~8 + 4 counters, so a backtracking search is
+/// exact and cheap.
 pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
     fn choices(s: &CounterSpec, n: u32) -> Vec<Vec<usize>> {
         let allowed: Vec<u32> = s.counters.clone().unwrap_or_else(|| (0..n).collect());
         allowed
             .into_iter()
-            .filter(|&c| c < n && (!s.paired || (c % 2 == 0 && c + 1 < n)))
+            .filter(|&c| {
+                if c >= FIXED_COUNTER_BASE {
+                    !s.paired
+                } else {
+                    c < n && (!s.paired || (c % 2 == 0 && c + 1 < n))
+                }
+            })
             .map(|c| {
                 if s.paired {
                     vec![c as usize, c as usize + 1]
@@ -484,11 +725,16 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
             })
             .collect()
     }
-    fn place(i: usize, events: &[&CounterSpec], n: u32, used: &mut [bool]) -> bool {
+    fn place(i: usize, events: &[&CounterSpec], n: u32, used: &mut Vec<bool>) -> bool {
         if i == events.len() {
             return true;
         }
         for slots in choices(events[i], n) {
+            if let Some(&top) = slots.iter().max()
+                && top >= used.len()
+            {
+                used.resize(top + 1, false);
+            }
             if slots.iter().all(|&c| !used[c]) {
                 slots.iter().for_each(|&c| used[c] = true);
                 if place(i + 1, events, n, used) {
@@ -499,7 +745,13 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
         }
         false
     }
-    let need: usize = events.iter().map(|e| if e.paired { 2 } else { 1 }).sum();
+    // Quick refusal: more general-purpose counters needed than exist.
+    let fixed_only = |e: &CounterSpec| {
+        e.counters
+            .as_ref()
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|&c| c >= FIXED_COUNTER_BASE))
+    };
+    let need: usize = events.iter().filter(|e| !fixed_only(e)).map(|e| if e.paired { 2 } else { 1 }).sum();
     need <= n as usize && place(0, events, n, &mut vec![false; n as usize])
 }
 
@@ -1326,12 +1578,42 @@ weight = 64
     }
 
     #[test]
-    fn paranoid_levels() {
-        let e = check_paranoid(Some(3), false).unwrap_err().to_string();
-        assert!(e.contains("perf_event_paranoid is 3") && e.contains("CAP_PERFMON"), "{e}");
-        assert!(check_paranoid(Some(2), false).is_ok());
-        assert!(check_paranoid(Some(-1), true).is_ok());
-        assert!(check_paranoid(None, true).is_ok());
+    fn paranoid_decision_honours_capabilities() {
+        // (level, CAP_PERFMON or CAP_SYS_ADMIN, needs uncore) → allowed
+        let cases = [
+            (None, false, true, true),
+            (Some(-1), false, true, true),
+            (Some(0), false, true, true),
+            (Some(1), false, false, true),
+            (Some(1), false, true, false),
+            (Some(1), true, true, true),
+            (Some(2), false, false, true),
+            (Some(2), false, true, false),
+            (Some(2), true, true, true),
+            (Some(3), false, false, false),
+            (Some(3), false, true, false),
+            (Some(3), true, false, true),
+            (Some(3), true, true, true),
+            (Some(4), false, false, false),
+            (Some(4), true, true, true),
+        ];
+        for (level, cap, uncore, ok) in cases {
+            assert_eq!(
+                paranoid_decision(level, cap, uncore).is_ok(),
+                ok,
+                "level {level:?}, cap {cap}, uncore {uncore}"
+            );
+        }
+        let e = paranoid_decision(Some(3), false, false).unwrap_err();
+        assert!(
+            e.to_string().contains("perf_event_paranoid is 3") && e.to_string().contains("CAP_PERFMON"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), 2);
+        let e = paranoid_decision(Some(2), false, true).unwrap_err().to_string();
+        assert!(e.contains("need level 0") && e.contains("--no-uncore"), "{e}");
+        // check_paranoid decides with this process's own capabilities.
+        assert_eq!(check_paranoid(Some(3), false).is_ok(), has_cap_perfmon());
     }
 
     #[test]
@@ -1379,5 +1661,266 @@ weight = 64
         let e = resolve_program("surely-not-a-command-xyz").unwrap_err().to_string();
         assert!(e.contains("command not found: surely-not-a-command-xyz"), "{e}");
         assert!(resolve_program("/etc/passwd").is_err());
+    }
+
+    /// A fake `/sys/bus/event_source/devices`: `(dir, type)` PMUs, then `(path, text)` files.
+    fn sysfs(pmus: &[(&str, u32)], files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, ty) in pmus {
+            std::fs::create_dir_all(dir.path().join(name)).unwrap();
+            std::fs::write(dir.path().join(name).join("type"), format!("{ty}\n")).unwrap();
+        }
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn amd_umc_read_write_filter_is_in_config_bits_8_9() {
+        for key in ["zen4", "zen5"] {
+            let p = Platform::load(key).unwrap();
+            let get = |n: &str| p.events.iter().find(|e| e.name == n).unwrap();
+            assert_eq!(raw_config(get("umc_cas_cmd.rd")), 0x10a, "{key}");
+            assert_eq!(raw_config(get("umc_cas_cmd.wr")), 0x20a, "{key}");
+            // Through sysfs: one spec per amd_umc instance, each with its own filter.
+            let dir = sysfs(&[("cpu", 4), ("amd_umc_0", 17), ("amd_umc_1", 18)], &[("amd_umc_0/cpumask", "0\n")]);
+            let (specs, _) = resolve_platform_events(&p, dir.path(), false, true).unwrap();
+            let umc: Vec<(String, u32, u64)> = specs
+                .iter()
+                .filter(|s| s.pmu.starts_with("amd_umc"))
+                .map(|s| (s.name.clone(), s.type_, s.config))
+                .collect();
+            assert_eq!(
+                umc,
+                [
+                    ("amd_umc_0/umc_cas_cmd.rd".to_string(), 17, 0x10a),
+                    ("amd_umc_1/umc_cas_cmd.rd".to_string(), 18, 0x10a),
+                    ("amd_umc_0/umc_cas_cmd.wr".to_string(), 17, 0x20a),
+                    ("amd_umc_1/umc_cas_cmd.wr".to_string(), 18, 0x20a),
+                ],
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn sysfs_aliases_are_encoded_through_the_pmu_format() {
+        let dir = sysfs(
+            &[("uncore_imc", 13), ("cpu", 4)],
+            &[
+                ("uncore_imc/format/event", "config:0-7\n"),
+                ("uncore_imc/format/umask", "config:8-15\n"),
+                ("uncore_imc/events/data_reads", "event=0xff,umask=0x01\n"),
+                ("uncore_imc/events/data_writes", "event=0xff,umask=0x02\n"),
+                ("uncore_imc/events/needs_arg", "event=0x01,umask=?\n"),
+                ("uncore_imc/events/too_wide", "event=0x1ff\n"),
+                ("uncore_imc/events/no_format", "event=0x1,chmask=0x3\n"),
+                ("cpu/format/event", "config:0-7,32-35\n"),
+                ("cpu/format/umask", "config:8-15\n"),
+                ("cpu/format/edge", "config:18\n"),
+                ("cpu/format/ldlat", "config1:0-15\n"),
+                ("cpu/events/split", "event=0x1ab,umask=0x3,edge\n"),
+                ("cpu/events/loads", "event=0xcd,umask=0x1,ldlat=3\n"),
+                ("cpu/events/direct", "config=0x4300c0\n"),
+            ],
+        );
+        let imc = dir.path().join("uncore_imc");
+        let cpu = dir.path().join("cpu");
+        assert_eq!(sysfs_alias_config(&imc, "data_reads").unwrap(), [0x01ff, 0, 0]);
+        assert_eq!(sysfs_alias_config(&imc, "data_writes").unwrap(), [0x02ff, 0, 0]);
+        // AMD's split event select: bits 8–11 of the value go to config bits 32–35.
+        assert_eq!(sysfs_alias_config(&cpu, "split").unwrap(), [1 << 32 | 1 << 18 | 0x03ab, 0, 0]);
+        assert_eq!(sysfs_alias_config(&cpu, "loads").unwrap(), [0x01cd, 3, 0]);
+        assert_eq!(sysfs_alias_config(&cpu, "direct").unwrap(), [0x4300c0, 0, 0]);
+        for bad in ["needs_arg", "too_wide", "no_format", "absent"] {
+            assert!(sysfs_alias_config(&imc, bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_format("config:0-7,32-35"), Some((0, vec![(0, 7), (32, 35)])));
+        assert_eq!(parse_format("config1:21"), Some((1, vec![(21, 21)])));
+        assert_eq!(parse_format("config:7-0"), None);
+        assert_eq!(parse_format("period:0-7"), None);
+        assert_eq!(split_perf_name("uncore_imc/data_reads/"), Some((Some("uncore_imc"), "data_reads")));
+        assert_eq!(split_perf_name("ref-cycles"), Some((None, "ref-cycles")));
+        assert_eq!(split_perf_name("cpu/event=0x3c/"), None);
+        assert_eq!(split_perf_name("cycles:u"), None);
+    }
+
+    #[test]
+    fn named_events_open_as_perf_opens_them() {
+        // Client iMC: the kernel's aliases, never raw_config's 0. data_writes is missing
+        // here: a note, not a zero count.
+        let hsw = Platform::load("hsw").unwrap();
+        let dir = sysfs(
+            &[("cpu", 4), ("uncore_imc", 13)],
+            &[
+                ("uncore_imc/format/event", "config:0-7\n"),
+                ("uncore_imc/format/umask", "config:8-15\n"),
+                ("uncore_imc/events/data_reads", "event=0xff,umask=0x01\n"),
+            ],
+        );
+        let (specs, notes) = resolve_platform_events(&hsw, dir.path(), false, true).unwrap();
+        let rd = specs.iter().find(|s| s.name == "uncore_imc/UNC_IMC.DATA_READS").unwrap();
+        assert_eq!((rd.type_, rd.config, rd.config1), (13, 0x01ff, 0));
+        assert!(!specs.iter().any(|s| s.name.contains("DATA_WRITES")));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("UNC_IMC.DATA_WRITES: no usable event alias uncore_imc/data_writes/")),
+            "{notes:?}"
+        );
+        // Fixed-counter events as the generic hardware events, on every Intel generation.
+        for key in ["hsw", "skx", "icx", "spr"] {
+            let p = Platform::load(key).unwrap();
+            let (specs, _) = resolve_platform_events(&p, dir.path(), false, false).unwrap();
+            let get = |n: &str| specs.iter().find(|s| s.name == n).map(|s| (s.type_, s.config, s.counters.clone()));
+            assert_eq!(get("INST_RETIRED.ANY"), Some((PERF_TYPE_HARDWARE, 1, Some(vec![32]))), "{key}");
+            assert_eq!(
+                get("CPU_CLK_UNHALTED.THREAD"),
+                Some((PERF_TYPE_HARDWARE, 0, Some(vec![33]))),
+                "{key}"
+            );
+            assert_eq!(
+                get("CPU_CLK_UNHALTED.REF_TSC"),
+                Some((PERF_TYPE_HARDWARE, 9, Some(vec![34]))),
+                "{key}"
+            );
+            let l1 = specs.iter().find(|s| s.name == "L1D.REPLACEMENT").unwrap();
+            assert_eq!((l1.type_, l1.config), (4, 0x0151), "{key}");
+        }
+        // Hybrid: the P-core PMU's type in bits 32–63 (PERF_PMU_TYPE_SHIFT).
+        let adl = Platform::load("adl").unwrap();
+        let dir = sysfs(&[("cpu_core", 8), ("cpu_atom", 10)], &[]);
+        let (specs, _) = resolve_platform_events(&adl, dir.path(), false, false).unwrap();
+        let cyc = specs.iter().find(|s| s.name == "CPU_CLK_UNHALTED.THREAD").unwrap();
+        assert_eq!((cyc.type_, cyc.config, cyc.pmu.as_str()), (PERF_TYPE_HARDWARE, 8 << 32, "cpu_core"));
+        let refc = specs.iter().find(|s| s.name == "CPU_CLK_UNHALTED.REF_TSC").unwrap();
+        assert_eq!(refc.config, 8 << 32 | 9);
+        // AMD: cycles and instructions are generic too (the kernel's own encoding).
+        let zen4 = Platform::load("zen4").unwrap();
+        let dir = sysfs(&[("cpu", 4)], &[]);
+        let (specs, _) = resolve_platform_events(&zen4, dir.path(), false, false).unwrap();
+        assert_eq!((specs[0].name.as_str(), specs[0].type_, specs[0].config), ("cycles", 0, 0));
+        assert_eq!((specs[1].name.as_str(), specs[1].type_, specs[1].config), ("instructions", 0, 1));
+        assert_eq!((specs[2].type_, specs[2].config), (4, 0x1f03));
+    }
+
+    /// Kuhn's augmenting paths: whether every event gets its own counter among those it may
+    /// use (its mask within `0..n`, or its fixed counters), independently of `schedulable`.
+    fn perfect_matching(masks: &[Vec<u32>]) -> bool {
+        fn augment(e: usize, masks: &[Vec<u32>], seen: &mut BTreeMap<u32, bool>, owner: &mut BTreeMap<u32, usize>) -> bool {
+            for &c in &masks[e] {
+                if seen.insert(c, true).is_some() {
+                    continue;
+                }
+                let free = match owner.get(&c) {
+                    None => true,
+                    Some(&o) => augment(o, masks, seen, owner),
+                };
+                if free {
+                    owner.insert(c, e);
+                    return true;
+                }
+            }
+            false
+        }
+        let mut owner = BTreeMap::new();
+        (0..masks.len()).all(|e| augment(e, masks, &mut BTreeMap::new(), &mut owner))
+    }
+
+    /// Hardware groups of `key`'s default events, each checked for a counter assignment.
+    fn planned(key: &str, smt: bool, watchdog: bool) -> Vec<Vec<String>> {
+        let p = Platform::load(key).unwrap();
+        let dir = sysfs(&[("cpu", 4)], &[]);
+        let (specs, _) = counters_for_platform(&p, dir.path(), false, false, watchdog).unwrap();
+        let n = core_counters_for(&p, smt, watchdog);
+        let plan = plan_groups(&specs, n);
+        let hw: Vec<&Vec<usize>> = plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).collect();
+        for g in &hw {
+            assert!(g.iter().all(|&i| !specs[i].paired), "the checker handles unpaired events");
+            let masks: Vec<Vec<u32>> = g
+                .iter()
+                .map(|&i| match &specs[i].counters {
+                    Some(c) => c.iter().copied().filter(|&c| c < n || c >= 32).collect(),
+                    None => (0..n).collect(),
+                })
+                .collect();
+            let names: Vec<&str> = g.iter().map(|&i| specs[i].name.as_str()).collect();
+            assert!(perfect_matching(&masks), "{key}: group {names:?} cannot be placed on {n} counters");
+        }
+        // Every hardware event is planned exactly once.
+        let mut all: Vec<usize> = hw.iter().flat_map(|g| g.iter().copied()).collect();
+        all.sort();
+        let core: Vec<usize> = (0..specs.len()).filter(|&i| specs[i].scope == Scope::Core).collect();
+        assert_eq!(all, core, "{key}");
+        hw.iter().map(|g| g.iter().map(|&i| specs[i].name.clone()).collect()).collect()
+    }
+
+    #[test]
+    fn fixed_counters_take_no_general_purpose_counter() {
+        // Skylake-SP, SMT on: 4 GP counters; FP_ARITH ×4, L1D.REPLACEMENT, L2_LINES_IN,
+        // L2_LINES_OUT all need 0–3 → two groups, the fixed ones joining the first.
+        let skx = planned("skx", true, false);
+        assert_eq!(skx.len(), 2, "{skx:?}");
+        for f in ["INST_RETIRED.ANY", "CPU_CLK_UNHALTED.THREAD", "CPU_CLK_UNHALTED.REF_TSC"] {
+            assert!(skx[0].iter().any(|n| n == f), "{f} not in the first group: {skx:?}");
+        }
+        assert_eq!(skx[0].len(), 7);
+        assert_eq!(skx[1].len(), 3);
+        // Ice Lake-SP and Sapphire Rapids: 8 GP counters hold everything at once.
+        assert_eq!(planned("icx", true, false).len(), 1);
+        assert_eq!(planned("spr", true, false).len(), 1);
+        // The NMI watchdog holds fixed counter 1: cycles is planned on a GP counter and the
+        // groups still fit (checked inside `planned`).
+        let wd = planned("skx", true, true);
+        assert_eq!(wd.len(), 2, "{wd:?}");
+        // AMD: the watchdog takes one of the 6 GP counters; Zen 5's two paired FP events
+        // and cycles + instructions no longer fit one group.
+        let zen5 = Platform::load("zen5").unwrap();
+        assert_eq!(
+            (core_counters_for(&zen5, true, false), core_counters_for(&zen5, true, true)),
+            (6, 5)
+        );
+        let dir = sysfs(&[("cpu", 4)], &[]);
+        let (specs, _) = counters_for_platform(&zen5, dir.path(), false, false, true).unwrap();
+        let hw_groups = |n| plan_groups(&specs, n).iter().filter(|g| specs[g[0]].scope == Scope::Core).count();
+        assert_eq!((hw_groups(6), hw_groups(5)), (1, 2));
+        let skxp = Platform::load("skx").unwrap();
+        assert_eq!(core_counters_for(&skxp, true, true), 4, "Intel's watchdog uses a fixed counter");
+        // A fixed counter is still one slot: two events on it cannot share a group.
+        let mut a = hw("inst", Some(vec![32]), false);
+        let b = a.clone();
+        assert!(!schedulable(&[&a, &b], 4));
+        a.counters = Some(vec![33]);
+        let four: Vec<CounterSpec> = (0..4).map(|i| hw(&format!("g{i}"), Some(vec![0, 1, 2, 3]), false)).collect();
+        let mut group: Vec<&CounterSpec> = four.iter().collect();
+        group.extend([&a, &b]);
+        assert!(schedulable(&group, 4));
+    }
+
+    #[test]
+    fn the_watchdog_moves_only_the_fixed_cycles_event() {
+        let skx = Platform::load("skx").unwrap();
+        let dir = sysfs(&[("cpu", 4)], &[]);
+        let (specs, notes) = counters_for_platform(&skx, dir.path(), false, false, true).unwrap();
+        let c = |n: &str| specs.iter().find(|s| s.name == n).unwrap().counters.clone();
+        assert_eq!(c("CPU_CLK_UNHALTED.THREAD"), None);
+        assert_eq!(c("INST_RETIRED.ANY"), Some(vec![32]));
+        assert_eq!(c("CPU_CLK_UNHALTED.REF_TSC"), Some(vec![34]));
+        assert!(notes.iter().any(|n| n.contains("NMI watchdog")), "{notes:?}");
+        let (specs, notes) = counters_for_platform(&skx, dir.path(), false, false, false).unwrap();
+        assert_eq!(
+            specs.iter().find(|s| s.name == "CPU_CLK_UNHALTED.THREAD").unwrap().counters,
+            Some(vec![33])
+        );
+        assert!(!notes.iter().any(|n| n.contains("NMI watchdog")));
+        // Zen 1 has no DRAM event: said, not silently missing.
+        let zen1 = Platform::load("zen1").unwrap();
+        let (_, notes) = counters_for_platform(&zen1, dir.path(), false, true, false).unwrap();
+        assert!(notes.iter().any(|n| n.contains("Q_dram unavailable")), "{notes:?}");
+        let (_, notes) = counters_for_platform(&skx, dir.path(), false, true, false).unwrap();
+        assert!(!notes.iter().any(|n| n.contains("Q_dram unavailable")), "{notes:?}");
     }
 }

@@ -291,7 +291,7 @@ pub fn judge(name: &str, metric: &str, b: &Point, c: &Point, rule: &Rule, alpha:
             let cs = metrics::samples(c, metric);
             // A report with no timing (a trace-only measurement): a time rule cannot judge
             // it, and the output must say so rather than pass 0 against 0.
-            let untimed = |p: &Point| p.seconds_samples.is_empty() && !(p.seconds > 0.0);
+            let untimed = |p: &Point| p.seconds_samples.is_empty() && (p.seconds.is_nan() || p.seconds <= 0.0);
             if untimed(b) || untimed(c) {
                 row.verdict = Verdict::Warn;
                 row.note = Some(format!(

@@ -79,6 +79,7 @@ pub fn arch_rates(cc: (i32, i32)) -> Option<ArchRates> {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GpuPeaks {
     pub fp64_gflops: Option<f64>,
     pub fp32_gflops: Option<f64>,
@@ -210,6 +211,40 @@ pub fn theoretical_peaks(cc: (i32, i32), sms: u32, sm_ghz: Option<f64>, mem_ghz:
     p
 }
 
+/// Theoretical roofs (a report's `ceilings`) from a `roofline.gpu-machine/1` block: FP64 and
+/// FP32 FMA peaks (no-FMA: half, one add or multiply per FMA slot), HBM bandwidth as the `dram`
+/// roof, and the L2/L1 bandwidths when `gpu machine --ncu` measured them. None for any other
+/// machine block, or one without peaks.
+pub fn roofs_from_machine(machine: &serde_json::Value) -> Option<crate::report::Roofs> {
+    if machine.get("schema").and_then(|s| s.as_str()) != Some(GPU_MACHINE_SCHEMA) {
+        return None;
+    }
+    let p: GpuPeaks = serde_json::from_value(machine.get("peaks")?.clone()).ok()?;
+    let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0);
+    let mut compute = BTreeMap::new();
+    for (precision, peak) in [("double", p.fp64_gflops), ("single", p.fp32_gflops)] {
+        if let Some(g) = ok(peak) {
+            compute.insert(format!("{precision}.gpu.fma"), g);
+            compute.insert(format!("{precision}.gpu.nofma"), g / 2.0);
+        }
+    }
+    let bandwidth: BTreeMap<String, f64> = [("dram", p.dram_gbs), ("l2", p.l2_gbs), ("l1", p.l1_gbs)]
+        .into_iter()
+        .filter_map(|(l, g)| ok(g).map(|g| (l.to_string(), g)))
+        .collect();
+    if compute.is_empty() && bandwidth.is_empty() {
+        return None;
+    }
+    Some(crate::report::Roofs {
+        kind: "theoretical".into(),
+        compute_gflops: compute,
+        bandwidth_traffic_gbs: bandwidth.clone(),
+        bandwidth_gbs: bandwidth,
+        threads: None,
+        ..Default::default()
+    })
+}
+
 /// Fold ncu's `*.peak_sustained` figures (per cycle) into the peaks at the SM clock.
 pub fn apply_ncu_peaks(m: &mut GpuMachine, ncu: &BTreeMap<String, f64>) {
     let ghz = m.peaks.at_sm_ghz.or(m.sm_clock_max_ghz);
@@ -244,6 +279,24 @@ mod tests {
         assert!((p.dram_gbs.unwrap() - 4917.0).abs() < 1.0);
         let unknown = theoretical_peaks((3, 0), 10, Some(1.0), None, None);
         assert!(unknown.fp64_gflops.is_none() && unknown.dram_gbs.is_none());
+    }
+
+    #[test]
+    fn roofs_from_a_gpu_machine_block() {
+        let peaks = theoretical_peaks((9, 0), 132, Some(1.98), Some(3.201), Some(6144));
+        let m = serde_json::json!({"schema": GPU_MACHINE_SCHEMA, "kind": "gpu", "peaks": peaks});
+        let r = roofs_from_machine(&m).unwrap();
+        // 132 SMs × 128 FP64 flops/cycle × 1.98 GHz; FP32 twice that; HBM 3.201 × 2 × 6144 / 8.
+        assert!((r.compute_gflops["double.gpu.fma"] - 33454.08).abs() < 1e-6);
+        assert!((r.compute_gflops["double.gpu.nofma"] - 16727.04).abs() < 1e-6);
+        assert!((r.compute_gflops["single.gpu.fma"] - 66908.16).abs() < 1e-6);
+        assert!((r.bandwidth_gbs["dram"] - 4916.736).abs() < 1e-6);
+        assert_eq!(r.bandwidth_traffic_gbs["dram"], r.bandwidth_gbs["dram"]);
+        assert!(!r.bandwidth_gbs.contains_key("l2"));
+        assert_eq!(r.kind, "theoretical");
+        // Not a GPU machine block, or no peaks: no roofs.
+        assert!(roofs_from_machine(&serde_json::json!({"kind": "gpu", "device": "H200"})).is_none());
+        assert!(roofs_from_machine(&serde_json::json!({"schema": GPU_MACHINE_SCHEMA, "peaks": {}})).is_none());
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! none), tensor work from `sm__ops_path_tensor_src_*` (exact ops; `512 × inst_executed_pipe_tensor`
 //! is wrong on sm_90). Q: `dram` = DRAM bytes read + written, `l2` = `lts__t_bytes`, `l1` =
 //! `l1tex__t_bytes` (requested bytes: writes that stay in L2 never reach DRAM).
+//!
+//! The SASS instruction counters come under two prefixes, `sm__sass_thread_inst_executed_op_*`
+//! (our metric lists) and `smsp__sass_thread_inst_executed_op_*` (ncu's own roofline sections):
+//! both are sums over the whole device, so either is read, `sm__` first.
 
 use std::collections::BTreeMap;
 
@@ -63,6 +67,23 @@ pub const INSTRUCTION_METRICS: &[&str] = &[
     "dram__sectors_write.sum",
 ];
 
+/// The two prefixes ncu gives the SASS instruction counters (device-wide sums either way).
+pub const SASS_PREFIXES: [&str; 2] = ["sm__sass", "smsp__sass"];
+
+/// Below this share of a kernel's FP work, FP16 "work" beside FP32/FP64 work is flagged as
+/// possibly the compiler's HFMA2 register moves (the `ffma_peak` capture: 1,000 HFMA2 per
+/// thread beside 32,000 FFMA, 5.9 % of the flops). A genuine FP16 kernel (`hfma2_peak`:
+/// FP16 ≈ 100 %) is not flagged.
+pub const HFMA2_MOVE_MAX_SHARE: f64 = 0.10;
+
+/// Whether a point's FP16 flops may be HFMA2 register moves rather than FP16 work: some FP16
+/// beside FP32/FP64 work, and under [`HFMA2_MOVE_MAX_SHARE`] of the FP flops.
+pub fn fp16_may_be_register_moves(by_class: &BTreeMap<String, f64>) -> bool {
+    let get = |k: &str| by_class.get(k).copied().unwrap_or(0.0);
+    let (half, other) = (get("half_any_width"), get("double_any_width") + get("single_any_width"));
+    half > 0.0 && other > 0.0 && half / (half + other) < HFMA2_MOVE_MAX_SHARE
+}
+
 /// One kernel launch with its metrics in base units (bytes, seconds, hertz, counts, %).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
@@ -90,11 +111,54 @@ pub fn short_name(kernel: &str) -> String {
     base.rsplit(' ').next().unwrap_or(base).to_string()
 }
 
-/// A parsed capture: every launch, and the lines that were not CSV (program output, ncu).
+/// A parsed capture: every launch, the rule results of ncu's sections (when `--section` was
+/// used), and the lines that were not CSV (program output, ncu).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capture {
     pub launches: Vec<Launch>,
+    pub rules: Vec<RuleResult>,
     pub other_lines: Vec<String>,
+}
+
+/// One rule result of an ncu section (`Rule Name`, `Rule Description` columns), e.g.
+/// `SOLFPRoofline`: "… achieved 0% of this device's FP32 peak performance and 14% of its FP64
+/// peak performance."
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleResult {
+    pub launch_id: u64,
+    pub kernel: String,
+    pub section: String,
+    pub name: String,
+    pub description: String,
+}
+
+impl RuleResult {
+    /// The "N% of … FPxx peak performance" figures of the description, by precision
+    /// (`FP32`, `FP64`, …), in percent.
+    pub fn peak_percentages(&self) -> BTreeMap<String, f64> {
+        peak_percentages(&self.description)
+    }
+}
+
+/// Parse "achieved 0% of this device's FP32 peak performance and 14% of its FP64 peak
+/// performance" into {FP32: 0, FP64: 14}.
+pub fn peak_percentages(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let pieces: Vec<&str> = text.split("% of ").collect();
+    for w in pieces.windows(2) {
+        let Some(num) = w[0].rsplit(|c: char| c.is_whitespace()).next() else {
+            continue;
+        };
+        let Ok(pct) = num.parse::<f64>() else { continue };
+        let rest = w[1].trim_start_matches("this device's ").trim_start_matches("its ");
+        let mut words = rest.split_whitespace();
+        if let (Some(prec), Some("peak")) = (words.next(), words.next())
+            && prec.starts_with("FP")
+        {
+            out.insert(prec.to_string(), pct);
+        }
+    }
+    out
 }
 
 fn not_ncu(origin: &str, why: &str) -> Error {
@@ -133,6 +197,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
     let c_dev = col("Device");
     let c_cc = col("CC");
     let details = (col("Metric Name"), col("Metric Unit"), col("Metric Value"));
+    let (c_section, c_rule, c_rule_desc) = (col("Section Name"), col("Rule Name"), col("Rule Description"));
+    let mut rules: Vec<RuleResult> = Vec::new();
     let get = |r: &csv::Record, c: Option<usize>| c.and_then(|c| r.fields.get(c)).cloned().unwrap_or_default();
 
     let mut launches: Vec<Launch> = Vec::new();
@@ -168,6 +234,16 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
                     continue; // a later table (e.g. rule descriptions of a section)
                 }
                 let i = launch_for(r, &mut launches)?;
+                let description = get(r, c_rule_desc);
+                if !description.is_empty() {
+                    rules.push(RuleResult {
+                        launch_id: launches[i].id,
+                        kernel: launches[i].kernel.clone(),
+                        section: get(r, c_section),
+                        name: get(r, c_rule),
+                        description,
+                    });
+                }
                 let name = get(r, Some(c_name));
                 if let Some(v) = parse_value(&get(r, Some(c_value)), &get(r, Some(c_unit))) {
                     launches[i].metrics.insert(name, v);
@@ -198,7 +274,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
     if launches.is_empty() {
         return Err(not_ncu(origin, "a header but no launch rows"));
     }
-    Ok(Capture { launches, other_lines })
+    Ok(Capture {
+        launches,
+        rules,
+        other_lines,
+    })
 }
 
 /// A metric value in ncu's formatting (thousand separators, `n/a`) scaled to base units.
@@ -325,32 +405,28 @@ impl KernelSummary {
     fn m(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).copied()
     }
-    fn m0(&self, name: &str) -> f64 {
-        self.m(name).unwrap_or(0.0)
+
+    /// A SASS thread-instruction counter (`dfma`, `hadd`, …) under either prefix:
+    /// `sm__sass_thread_inst_executed_op_{op}_pred_on.sum`, else the `smsp__sass_…` one.
+    pub fn sass(&self, op: &str) -> Option<f64> {
+        SASS_PREFIXES
+            .iter()
+            .find_map(|p| self.m(&format!("{p}_thread_inst_executed_op_{op}_pred_on.sum")))
     }
 
     /// FP work per precision with ncu's factors; `None` where none of its metrics was captured.
     pub fn flops_by_precision(&self) -> BTreeMap<&'static str, f64> {
         let mut out = BTreeMap::new();
-        let op = |o: &str| format!("sm__sass_thread_inst_executed_op_{o}_pred_on.sum");
-        let any = |ops: &[&str]| ops.iter().any(|o| self.m(&op(o)).is_some());
+        let any = |ops: &[&str]| ops.iter().any(|o| self.sass(o).is_some());
+        let s0 = |o: &str| self.sass(o).unwrap_or(0.0);
         if any(&["dadd", "dmul", "dfma"]) {
-            out.insert(
-                "double_any_width",
-                self.m0(&op("dadd")) + self.m0(&op("dmul")) + 2.0 * self.m0(&op("dfma")),
-            );
+            out.insert("double_any_width", s0("dadd") + s0("dmul") + 2.0 * s0("dfma"));
         }
         if any(&["fadd", "fmul", "ffma"]) {
-            out.insert(
-                "single_any_width",
-                self.m0(&op("fadd")) + self.m0(&op("fmul")) + 2.0 * self.m0(&op("ffma")),
-            );
+            out.insert("single_any_width", s0("fadd") + s0("fmul") + 2.0 * s0("ffma"));
         }
         if any(&["hadd", "hmul", "hfma"]) {
-            out.insert(
-                "half_any_width",
-                2.0 * self.m0(&op("hadd")) + 2.0 * self.m0(&op("hmul")) + 4.0 * self.m0(&op("hfma")),
-            );
+            out.insert("half_any_width", 2.0 * s0("hadd") + 2.0 * s0("hmul") + 4.0 * s0("hfma"));
         }
         let tensor = self.tensor_ops_by_type();
         if !tensor.is_empty() {
@@ -594,4 +670,69 @@ pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Captur
 
 fn which(prog: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(prog)).find(|f| f.is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
+
+    fn row(id: u32, metric: &str, unit: &str, value: &str) -> String {
+        format!(
+            "\"{id}\",\"1\",\"a.out\",\"h\",\"k(double *)\",\"1\",\"7\",\"(256, 1, 1)\",\"(4, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\",\"{metric}\",\"{unit}\",\"{value}\"\n"
+        )
+    }
+
+    #[test]
+    fn smsp_and_sm_sass_prefixes_are_both_read() {
+        // 1,024 threads × (3 DFMA + 1 DADD + 2 DMUL): W = 1024 × (2·3 + 1 + 2) = 9,216.
+        let smsp = HEADER.to_string()
+            + &row(0, "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "inst", "3,072")
+            + &row(0, "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "inst", "1,024")
+            + &row(0, "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", "inst", "2,048")
+            + &row(0, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "512")
+            + &row(0, "gpu__time_duration.sum", "usecond", "2");
+        let k = &parse(&smsp, "smsp").unwrap().kernels()[0];
+        assert_eq!(k.sass("dfma"), Some(3072.0));
+        let w = k.flops_by_precision();
+        assert_eq!(w["double_any_width"], 9216.0);
+        // 512 FFMA × 2; no FP16 counters captured, so no FP16 class.
+        assert_eq!(w["single_any_width"], 1024.0);
+        assert!(!w.contains_key("half_any_width"));
+        // The same counts under sm__sass_ give the same W; with both present, sm__ wins.
+        let sm = smsp.replace("smsp__sass", "sm__sass");
+        assert_eq!(
+            parse(&sm, "sm").unwrap().kernels()[0].flops_by_precision()["double_any_width"],
+            9216.0
+        );
+        let both = sm + &row(0, "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "inst", "1");
+        assert_eq!(parse(&both, "both").unwrap().kernels()[0].sass("dfma"), Some(3072.0));
+    }
+
+    #[test]
+    fn rule_peak_percentages() {
+        let d = "The ratio of peak float (FP32) to double (FP64) performance on this device is 2:1. The workload achieved 0% of this device's FP32 peak performance and 14% of its FP64 peak performance. See the Profiling Guide";
+        let p = peak_percentages(d);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p["FP32"], 0.0);
+        assert_eq!(p["FP64"], 14.0);
+        assert!(peak_percentages("no figures here, 5% of nothing").is_empty());
+    }
+
+    #[test]
+    fn hfma2_move_note_only_for_a_small_fp16_share() {
+        let m = |h: f64, s: f64| -> BTreeMap<String, f64> {
+            [("half_any_width".to_string(), h), ("single_any_width".to_string(), s)]
+                .into_iter()
+                .collect()
+        };
+        // ffma_peak per thread: 1,000 HFMA2 (4 flops) beside 32,000 FFMA + 14 FADD.
+        assert!(fp16_may_be_register_moves(&m(4000.0, 64014.0)));
+        // hfma2_peak per thread: 17,001 HFMA2 + 5 HADD2 beside one FMUL.
+        assert!(!fp16_may_be_register_moves(&m(4.0 * 17001.0 + 10.0, 1.0)));
+        // No FP16, or only FP16: nothing to flag.
+        assert!(!fp16_may_be_register_moves(&m(0.0, 64014.0)));
+        assert!(!fp16_may_be_register_moves(&m(4000.0, 0.0)));
+    }
 }

@@ -70,7 +70,7 @@ h1{font-size:1.4em;margin:.2em 0 .4em}
 h2{font-size:1.15em;margin:1.2em 0 .4em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:10px}
 .card{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:10px 12px}
-.card h3{font-size:1em;margin:0 0 .3em}
+.card h3{font-size:1em;margin:0 0 .3em;overflow-wrap:anywhere}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;font-size:.92em}
 .kv dt{color:#666}.kv dd{margin:0;overflow-wrap:anywhere}
 figure{margin:0 0 12px;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px;overflow-x:auto;-webkit-overflow-scrolling:touch}
@@ -233,17 +233,24 @@ pub fn render(view: &View, title: &str) -> Result<String> {
                 if c.empirical { "measured" } else { "theoretical" }
             );
         }
-        o.push_str("</table></div><div class=\"scroll\"><table><tr><th>memory</th><th>GB/s</th><th>source</th></tr>");
+        o.push_str(
+            "</table></div><div class=\"scroll\"><table><tr><th>memory</th><th>GB/s core-side</th><th>GB/s traffic</th><th>source</th></tr>",
+        );
         for b in &view.roofs.bandwidth {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&level_label(&b.level)),
                 sig3(b.gbs),
+                sig3(b.traffic_gbs),
                 if b.empirical { "measured" } else { "theoretical" }
             );
         }
         o.push_str("</table></div></div>");
+        o.push_str(
+            "<p class=\"muted\">Core-side: bytes of load/store instructions (the cache-aware model reads core-side AI against these). \
+             Traffic: what the level serves, write-allocate reads included (the classic and hierarchical models read a level's bytes against these).</p>",
+        );
         if let Some(t) = view.roofs.threads {
             let _ = write!(o, "<p class=\"muted\">Roofs for {t} thread(s).</p>");
         }

@@ -185,6 +185,22 @@ fn precision_of(view: &View) -> &'static str {
     if s > d { "single" } else { "double" }
 }
 
+/// The roof sets a view draws: the view's own, then those of reports from another kind of
+/// machine (`machine.kind`, e.g. a GPU report beside a CPU one in `roofline compare`), each
+/// labelled with that kind; reports of the same kind keep the first report's roofs.
+fn roof_sets(view: &View) -> Vec<(Option<String>, &RoofSet)> {
+    let kind = |r: &super::NamedReport| r.report.machine.get("kind").and_then(|k| k.as_str()).map(str::to_string);
+    let first = view.reports.first().and_then(kind);
+    let mut sets = vec![(None, &view.roofs)];
+    for r in view.reports.iter().skip(1) {
+        let k = kind(r);
+        if k.is_some() && k != first && !r.roofs.is_empty() && !sets.iter().any(|(_, s)| **s == r.roofs) {
+            sets.push((k.map(|k| k.to_ascii_uppercase()), &r.roofs));
+        }
+    }
+    sets
+}
+
 /// The levels whose roofs a view draws.
 fn drawn_levels(roofs: &RoofSet, kind: PlotKind) -> Vec<(String, f64, bool)> {
     roofs
@@ -252,13 +268,15 @@ pub fn ranges(view: &View, kind: PlotKind) -> ((f64, f64), (f64, f64)) {
             }
         }
     }
-    let peak = view.roofs.peak(prec).map(|c| c.gflops);
-    for c in view.roofs.compute.iter().filter(|c| c.precision == prec) {
-        ys.push(c.gflops);
-    }
-    if let Some(pk) = peak {
-        for (_, bw, _) in drawn_levels(&view.roofs, kind) {
-            xs.push(pk / bw);
+    for (_, roofs) in roof_sets(view) {
+        let peak = roofs.peak(prec).map(|c| c.gflops);
+        for c in roofs.compute.iter().filter(|c| c.precision == prec) {
+            ys.push(c.gflops);
+        }
+        if let Some(pk) = peak {
+            for (_, bw, _) in drawn_levels(roofs, kind) {
+                xs.push(pk / bw);
+            }
         }
     }
     let finite = |v: &Vec<f64>| v.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect::<Vec<_>>();
@@ -307,10 +325,6 @@ fn memory_segment(bw: f64, x_end: f64, xr: (f64, f64), yr: (f64, f64)) -> Option
 pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64), area: Rect) -> Panel {
     let map = Mapper { x: xr, y: yr, area };
     let prec = precision_of(view);
-    let roofs = &view.roofs;
-    let peak = roofs.peak(prec).cloned();
-    let levels = drawn_levels(roofs, kind);
-    let top_bw = levels.iter().map(|l| l.1).fold(0.0, f64::max);
     let mut panel = Panel {
         kind,
         title: title(kind).to_string(),
@@ -325,38 +339,47 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
         not_shown: vec![],
     };
     // Roofs: compute roofs from where they meet the highest memory roof drawn; memory roofs
-    // up to the top compute roof (their ridge point).
-    let mut compute: Vec<_> = roofs.compute.iter().filter(|c| c.precision == prec).collect();
-    compute.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
-    for c in &compute {
-        let start = if top_bw > 0.0 { (c.gflops / top_bw).max(xr.0) } else { xr.0 };
-        if c.gflops < yr.0 || c.gflops > yr.1 || start >= xr.1 {
-            continue;
-        }
-        panel.roofs.push(RoofLine {
-            label: format!("{} {} GFLOP/s", c.label(), sig3(c.gflops)),
-            from: (start, c.gflops),
-            to: (xr.1, c.gflops),
-            dashed: !c.empirical,
-            thin: !c.fma,
-            color: isa_color(&c.isa),
-            compute: true,
-        });
-    }
-    for (lvl, bw, empirical) in &levels {
-        let x_end = peak.as_ref().map(|p| p.gflops / bw).unwrap_or(xr.1);
-        if let Some((a, b)) = memory_segment(*bw, x_end, xr, yr) {
+    // up to the top compute roof (their ridge point); per roof set (machine).
+    for (machine, roofs) in roof_sets(view) {
+        let named = |l: String| match &machine {
+            Some(m) if !l.starts_with(m.as_str()) => format!("{m} {l}"),
+            _ => l,
+        };
+        let peak = roofs.peak(prec).cloned();
+        let levels = drawn_levels(roofs, kind);
+        let top_bw = levels.iter().map(|l| l.1).fold(0.0, f64::max);
+        let mut compute: Vec<_> = roofs.compute.iter().filter(|c| c.precision == prec).collect();
+        compute.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
+        for c in &compute {
+            let start = if top_bw > 0.0 { (c.gflops / top_bw).max(xr.0) } else { xr.0 };
+            if c.gflops < yr.0 || c.gflops > yr.1 || start >= xr.1 {
+                continue;
+            }
             panel.roofs.push(RoofLine {
-                label: format!("{} {} GB/s", level_label(lvl), sig3(*bw)),
-                from: a,
-                to: b,
-                dashed: !empirical,
-                thin: false,
-                color: level_color(lvl),
-                compute: false,
+                label: named(format!("{} {} GFLOP/s", c.label(), sig3(c.gflops))),
+                from: (start, c.gflops),
+                to: (xr.1, c.gflops),
+                dashed: !c.empirical,
+                thin: !c.fma,
+                color: isa_color(&c.isa),
+                compute: true,
             });
-            if peak.is_some() && b.0 < xr.1 && (x_end - b.0).abs() <= x_end * 1e-9 {
-                panel.ridges.push(b);
+        }
+        for (lvl, bw, empirical) in &levels {
+            let x_end = peak.as_ref().map(|p| p.gflops / bw).unwrap_or(xr.1);
+            if let Some((a, b)) = memory_segment(*bw, x_end, xr, yr) {
+                panel.roofs.push(RoofLine {
+                    label: named(format!("{} {} GB/s", level_label(lvl), sig3(*bw))),
+                    from: a,
+                    to: b,
+                    dashed: !empirical,
+                    thin: false,
+                    color: level_color(lvl),
+                    compute: false,
+                });
+                if peak.is_some() && b.0 < xr.1 && (x_end - b.0).abs() <= x_end * 1e-9 {
+                    panel.ridges.push(b);
+                }
             }
         }
     }

@@ -257,6 +257,10 @@ pub struct Roofs {
     /// Absent in older reports: then `bandwidth_gbs` stands for both.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bandwidth_traffic_gbs: BTreeMap<String, f64>,
+    /// In a `mixed` set: the roofs (compute keys and bandwidth levels) that are theoretical,
+    /// so a re-read report draws them dashed as the first rendering did.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub theoretical: std::collections::BTreeSet<String>,
     pub threads: Option<u32>,
 }
 

@@ -115,7 +115,14 @@ pub fn render(view: &View) -> String {
             }
         }
         for b in &roofs.bandwidth {
-            let _ = write!(o, " {} {} GB/s;", level_label(&b.level), sig3(b.gbs));
+            // Core-side GB/s (cache-aware model); in brackets the level's own traffic with
+            // write-allocate, which the classic and hierarchical models read level bytes against.
+            let traffic = if (b.traffic_gbs - b.gbs).abs() > 1e-9 * b.gbs {
+                format!(" [traffic {}]", sig3(b.traffic_gbs))
+            } else {
+                String::new()
+            };
+            let _ = write!(o, " {} {} GB/s{traffic};", level_label(&b.level), sig3(b.gbs));
         }
         o.push('\n');
     } else {
