@@ -49,8 +49,20 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Wall-clock seconds of each repetition of all instances running at once, one pinned thread
-/// per instance; a repetition ends when the slowest thread ends.
+/// A sample lasts at least this long: short calls are timed in batches.
+pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;
+
+/// Calls per timed sample for a call that took `one_call` seconds.
+pub fn calls_per_sample(one_call: f64) -> usize {
+    if !(one_call > 0.0) {
+        return 1;
+    }
+    ((SAMPLE_TARGET_SECONDS / one_call).ceil() as usize).clamp(1, 1 << 16)
+}
+
+/// Wall-clock seconds per call of each repetition of all instances running at once, one
+/// pinned thread per instance; a repetition ends when the slowest thread ends. Calls shorter
+/// than [`SAMPLE_TARGET_SECONDS`] are repeated within a repetition and the time divided.
 pub fn time_team(instances: Vec<Box<dyn Instance>>, repeat: Repeat) -> Vec<f64> {
     time_team_observed(instances, repeat, &|_, _| {})
 }
@@ -63,28 +75,45 @@ pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_
     let barrier = Arc::new(Barrier::new(n));
     let samples = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(1));
     std::thread::scope(|s| {
         for (i, mut inst) in instances.into_iter().enumerate() {
             let barrier = barrier.clone();
             let samples = samples.clone();
             let stop = stop.clone();
+            let calls = calls.clone();
             let cpu = cpus.get(i % cpus.len().max(1)).copied().unwrap_or(i);
             s.spawn(move || {
                 pin_to_cpu(cpu);
                 for _ in 0..repeat.warmup {
                     inst.run();
                 }
+                // Calls per sample: one call of an L1-sized kernel lasts ~100 ns, as long as
+                // the clock reads and barriers around it; time batches of at least
+                // SAMPLE_TARGET and record the time per call.
+                barrier.wait();
+                let t0 = Instant::now();
+                inst.run();
+                barrier.wait();
+                if i == 0 {
+                    calls.store(calls_per_sample(t0.elapsed().as_secs_f64()), std::sync::atomic::Ordering::SeqCst);
+                }
+                barrier.wait();
+                let k = calls.load(std::sync::atomic::Ordering::SeqCst);
                 let mut total = 0.0;
                 let mut count = 0;
                 loop {
                     barrier.wait();
                     let t0 = Instant::now();
-                    inst.run();
+                    for _ in 0..k {
+                        inst.run();
+                    }
                     barrier.wait();
-                    let dt = t0.elapsed().as_secs_f64();
+                    let batch = t0.elapsed().as_secs_f64();
+                    let dt = batch / k as f64;
                     if i == 0 {
                         samples.lock().unwrap().push(dt);
-                        total += dt;
+                        total += batch;
                         count += 1;
                         let done = count >= repeat.max_samples || (count >= repeat.min_samples && total >= repeat.min_total.as_secs_f64());
                         stop.store(done, std::sync::atomic::Ordering::SeqCst);
@@ -104,6 +133,16 @@ pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_calls_are_batched_long_calls_are_not() {
+        assert_eq!(calls_per_sample(1e-3), 1);
+        assert_eq!(calls_per_sample(SAMPLE_TARGET_SECONDS), 1);
+        assert!((200..=201).contains(&calls_per_sample(1e-7)));
+        assert_eq!(calls_per_sample(0.0), 1);
+        assert_eq!(calls_per_sample(f64::NAN), 1);
+        assert_eq!(calls_per_sample(1e-12), 1 << 16);
+    }
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
