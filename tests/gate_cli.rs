@@ -189,8 +189,6 @@ fn bad_input_exits_2_with_the_file_and_the_problem() {
             "--rules /nonexistent/rules.toml",
         ),
         (vec!["--baseline", &base], "nothing to compare"),
-        // `gate -- CMD` measures with the trace backend; perf is measured with `measure` first
-        (vec!["--baseline", &base, "--backend", "perf", "--", "true"], "--current"),
         (
             vec!["--baseline", &base, "--current", &same, "--", "true"],
             "both --current and a command",
@@ -288,4 +286,29 @@ fn gate_measures_a_command_with_the_trace_backend() {
     assert_eq!(code, 0, "{err}");
     let (code, out, _) = gate(&["--baseline", &base, "--backend", "trace", "--", &p, "extra-arg"]);
     assert_eq!(code, 1, "more loop iterations must change the exact flop count: {out}");
+}
+
+#[test]
+fn gate_measures_with_perf_through_the_measure_path() {
+    let has_pmu = ["cpu", "cpu_core"]
+        .iter()
+        .any(|p| std::path::Path::new("/sys/bus/event_source/devices").join(p).exists());
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json").display().to_string();
+    let (code, out, err) = gate(&["--baseline", &base, "--update-baseline", "--backend", "perf", "--", "true"]);
+    if has_pmu {
+        assert_eq!(code, 0, "{err}");
+        assert!(std::path::Path::new(&base).exists());
+        return;
+    }
+    // No PMU (CI's VM): measure's own cause and hint, exit 2, one line each, nothing written.
+    assert_eq!(code, 2, "{out}{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines[0].starts_with("roofline: no hardware core PMU"), "{err}");
+    assert!(err.contains("--backend trace"), "{err}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("roofline: ")).count(), 1, "{err}");
+    assert!(!std::path::Path::new(&base).exists(), "no baseline half-written");
+    // A command that is not there: measure's exit 2 and message, passed on.
+    let (code, _, err) = gate(&["--baseline", &base, "--backend", "perf", "--", "/nonexistent/cmd"]);
+    assert_eq!(code, 2, "{err}");
 }

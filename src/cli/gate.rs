@@ -72,10 +72,7 @@ fn measure_command(backend: BackendKind, cmd: &[String]) -> Result<Report, Error
         _ => false,
     };
     if !use_trace {
-        return Err(Error::unavailable(
-            format!("`roofline gate -- CMD` measures with the trace backend; {backend:?} is not offered here"),
-            "measure first (`roofline measure --backend perf -o current.json -- CMD`) and pass --current current.json",
-        ));
+        return measure_with_perf(backend, cmd);
     }
     let opts = crate::counters::trace::TraceOptions::default();
     let m = crate::counters::trace::measure_command(cmd, &opts)?;
@@ -95,6 +92,58 @@ fn measure_command(backend: BackendKind, cmd: &[String]) -> Result<Report, Error
     let mut r = Report::new(machine, crate::report::environment::collect(cmd));
     r.points.push(m.into_point(name));
     Ok(r)
+}
+
+/// `roofline measure --backend perf|auto -- CMD` of this very binary, so a gate measures
+/// exactly as `measure` does (events, groups, multiplexing, plausibility, exit codes); its
+/// report is read back from a temporary file. Its progress and warnings pass through; a
+/// failure comes back as its own one-line cause, hint and exit status.
+fn measure_with_perf(backend: BackendKind, cmd: &[String]) -> Result<Report, Error> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("locating the roofline binary", e))?;
+    let dir = tempfile_dir()?;
+    let out = dir.join("current.json");
+    let backend = if backend == BackendKind::Auto { "auto" } else { "perf" };
+    let run = std::process::Command::new(exe)
+        .args(["measure", "--backend", backend, "-o"])
+        .arg(&out)
+        .arg("--")
+        .args(cmd)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Error::io("running roofline measure", e))?;
+    let err = String::from_utf8_lossy(&run.stderr).to_string();
+    let result = if run.status.success() {
+        eprint!("{err}");
+        crate::report::read_report(&out)
+    } else {
+        let cause = err
+            .lines()
+            .find_map(|l| l.strip_prefix("roofline: "))
+            .unwrap_or("the measurement failed")
+            .to_string();
+        let hint = err.lines().find_map(|l| l.trim().strip_prefix("hint: ")).unwrap_or("").to_string();
+        Err(match run.status.code() {
+            Some(2) | None => Error::input(cause, hint),
+            Some(status) => Error::Child { cause, status },
+        })
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A fresh private directory under the system temp dir.
+fn tempfile_dir() -> Result<std::path::PathBuf, Error> {
+    let base = std::env::temp_dir();
+    for i in 0..100u32 {
+        let d = base.join(format!("roofline-gate-{}-{i}", std::process::id()));
+        if std::fs::create_dir(&d).is_ok() {
+            return Ok(d);
+        }
+    }
+    Err(Error::io(
+        "creating a temporary directory",
+        std::io::Error::other(format!("{} is not writable", base.display())),
+    ))
 }
 
 pub fn run(args: Args) -> Result<i32> {
