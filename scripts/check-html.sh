@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Render an HTML report in a real headless browser (Debian's chromium) at a phone-sized
-# window and check that a screenshot is produced and is not blank.
+# window and check that a screenshot is produced and is not blank, and that nothing makes the
+# whole page scroll sideways (wide plots and tables must scroll inside their own box).
 #
 #   scripts/check-html.sh [REPORT.html] [SCREENSHOT.png]
 #
 # Without arguments it builds the release binary, writes an HTML report from the
 # before/after fixtures and checks that. Install the browser with `apt-get install -y chromium`.
-# Exit 0: screenshot produced and non-blank; 1: check failed; 2: no browser / bad usage.
+# Exit 0: screenshot produced and non-blank, no page-level horizontal overflow; 1: check
+# failed; 2: no browser / bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +37,45 @@ abs_html=$(cd "$(dirname "$html")" && pwd)/$(basename "$html")
 # The page must be self-contained: no scripts, no external resources.
 if grep -Eqi '<script|<link[^>]+href=|src="https?:|url\(https?:' "$abs_html"; then
   echo "check-html: $html references scripts or external resources" >&2
+  exit 1
+fi
+
+# Page-level horizontal overflow at 390 px: headless chromium's own window is never narrower
+# than 500 px, so the page is loaded into a 390 px iframe of a small probe page (the checked
+# page itself stays script-free); the probe records the page's scroll width against its
+# viewport and the widest elements not inside a box that scrolls on its own; --dump-dom
+# prints the result.
+cp "$abs_html" "$work/page.html"
+cat >"$work/probe.html" <<'PROBE'
+<!DOCTYPE html><html><body style="margin:0"><iframe id="f" src="page.html" width="390" height="844" style="border:0;display:block"></iframe>
+<script>
+document.getElementById("f").onload = function () {
+  var doc = this.contentDocument, win = this.contentWindow, d = doc.documentElement, w = d.clientWidth, bad = [];
+  doc.querySelectorAll("body *").forEach(function (e) {
+    var r = e.getBoundingClientRect(), p = e.parentElement, inside = false;
+    for (; p && p !== doc.body; p = p.parentElement) {
+      if (win.getComputedStyle(p).overflowX !== "visible") { inside = true; break; }
+    }
+    if (!inside && r.right > w + 1) bad.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ? "." + e.className.split(" ")[0] : "") + "(" + Math.round(r.right) + "px)");
+  });
+  document.body.setAttribute("data-overflow", d.scrollWidth + " " + w + " " + bad.slice(0, 6).join(" "));
+};
+</script></body></html>
+PROBE
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
+  --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+  --allow-file-access-from-files --user-data-dir="$work/profile" --window-size=390,844 --dump-dom \
+  "file://$work/probe.html" >"$work/dom.html" 2>"$work/dom.log" || true
+overflow=$(grep -o 'data-overflow="[^"]*"' "$work/dom.html" | head -1 | sed 's/^data-overflow="//; s/"$//')
+if [ -z "$overflow" ]; then
+  echo "check-html: could not measure the page width; browser log:" >&2
+  tail -20 "$work/dom.log" >&2
+  exit 1
+fi
+read -r scroll_w view_w offenders <<<"$overflow"
+echo "check-html: page width $scroll_w px in a $view_w px viewport"
+if [ "$scroll_w" -gt "$view_w" ]; then
+  echo "check-html: the whole page scrolls sideways on a phone ($scroll_w > $view_w px): ${offenders:-?}" >&2
   exit 1
 fi
 

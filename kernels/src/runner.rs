@@ -54,7 +54,7 @@ pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;
 
 /// Calls per timed sample for a call that took `one_call` seconds.
 pub fn calls_per_sample(one_call: f64) -> usize {
-    if !(one_call > 0.0) {
+    if one_call.is_nan() || one_call <= 0.0 {
         return 1;
     }
     ((SAMPLE_TARGET_SECONDS / one_call).ceil() as usize).clamp(1, 1 << 16)

@@ -97,8 +97,10 @@ impl Steps for Wired {
     fn environment(&mut self, _machine: &MachineModel) -> Environment {
         crate::report::environment::collect(&std::env::args().collect::<Vec<_>>())
     }
-    fn ceilings(&mut self, _machine: &MachineModel, threads: u32, _bar: &ProgressBar) -> anyhow::Result<RoofSet> {
-        let c = crate::ceilings::load_or_measure(true, &[threads as usize], false)?;
+    fn ceilings(&mut self, _machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+        // The ceilings module draws its own progress bar (and cache messages): the spinner
+        // must be gone first, or the two redraw the same terminal line alternately.
+        let c = with_own_progress(bar, || crate::ceilings::load_or_measure(true, &[threads as usize], false))?;
         Ok(RoofSet::from_roofs(&c.roofs(threads)))
     }
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
@@ -175,6 +177,14 @@ impl Steps for Wired {
         }
         Ok(points)
     }
+}
+
+/// Run a step that draws its own progress (a bar of its own, messages on stderr): the
+/// spinner is finished and cleared first, so its steady tick stops and nothing redraws the
+/// line the step's bar is on.
+fn with_own_progress<T>(bar: &ProgressBar, f: impl FnOnce() -> T) -> T {
+    bar.finish_and_clear();
+    f()
 }
 
 fn spinner(msg: &str) -> ProgressBar {
@@ -344,6 +354,16 @@ mod tests {
         assert!(html.contains("triad") && html.contains("<svg"));
         // no temp files left
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn spinner_is_finished_before_a_step_draws_its_own_bar() {
+        let bar = ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+        bar.enable_steady_tick(std::time::Duration::from_millis(5));
+        assert!(!bar.is_finished());
+        // what the step sees while its own bar would draw
+        let finished_inside = with_own_progress(&bar, || bar.is_finished());
+        assert!(finished_inside, "the spinner still ticks while the step's bar draws");
     }
 
     #[test]

@@ -61,24 +61,77 @@ pub fn report_color(i: usize) -> RGBColor {
     RGBColor(r, g, b)
 }
 
-fn isa_color(isa: &str) -> RGBColor {
-    match isa {
-        "scalar" => RGBColor(120, 120, 120),
-        "sse" => RGBColor(150, 90, 40),
-        "avx" => RGBColor(120, 60, 150),
-        "avx2" => RGBColor(40, 60, 160),
-        "avx512" => RGBColor(170, 20, 20),
-        _ => RGBColor(60, 60, 60),
-    }
+/// Preferred roof colour per ISA (compute roofs: warm hues and grey).
+fn isa_color(isa: &str) -> Option<RGBColor> {
+    Some(match isa {
+        "scalar" => RGBColor(105, 105, 105),
+        "sse" => RGBColor(166, 98, 28),
+        "avx" => RGBColor(140, 70, 190),
+        "avx2" => RGBColor(215, 40, 140),
+        "avx512" => RGBColor(200, 20, 20),
+        "gpu" => RGBColor(110, 60, 30),
+        _ => return None,
+    })
 }
 
-fn level_color(level: &str) -> RGBColor {
-    match level {
-        "l1" => RGBColor(0, 128, 128),
-        "l2" => RGBColor(60, 140, 40),
-        "l3" => RGBColor(150, 130, 0),
-        "dram" => RGBColor(20, 40, 120),
-        _ => RGBColor(90, 90, 90),
+/// Preferred roof colour per memory level (memory roofs: blues and greens).
+fn level_color(level: &str) -> Option<RGBColor> {
+    Some(match level {
+        "l1" => RGBColor(0, 140, 140),
+        "l1_load" => RGBColor(0, 165, 230),
+        "l1_store" => RGBColor(100, 200, 100),
+        "l2" => RGBColor(30, 120, 30),
+        "l3" => RGBColor(185, 155, 0),
+        "dram" => RGBColor(20, 40, 130),
+        "shared" => RGBColor(240, 120, 0),
+        _ => return None,
+    })
+}
+
+/// Colours for roofs without a preferred one, or whose preferred one another kind of roof
+/// in the same plot already took.
+const SPARE_COLORS: [(u8, u8, u8); 10] = [
+    (0, 0, 0),
+    (255, 127, 14),
+    (23, 190, 207),
+    (188, 189, 34),
+    (227, 119, 194),
+    (90, 90, 200),
+    (140, 86, 75),
+    (0, 90, 90),
+    (150, 150, 255),
+    (120, 0, 60),
+];
+
+/// How far apart two roof colours must be (Euclidean RGB) to count as distinct.
+pub const MIN_COLOR_DISTANCE: f64 = 60.0;
+
+pub fn color_distance(a: RGBColor, b: RGBColor) -> f64 {
+    let d = |x: u8, y: u8| f64::from(x) - f64::from(y);
+    (d(a.0, b.0).powi(2) + d(a.1, b.1).powi(2) + d(a.2, b.2).powi(2)).sqrt()
+}
+
+/// One colour per kind of roof (`RoofLine::key`): its preferred colour where that is clearly
+/// distinct from every colour already given, else the first spare colour that is.
+fn assign_roof_colors(roofs: &mut [RoofLine]) {
+    let mut given: Vec<(String, RGBColor)> = Vec::new();
+    for r in roofs.iter_mut() {
+        if let Some((_, c)) = given.iter().find(|(k, _)| *k == r.key) {
+            r.color = *c;
+            continue;
+        }
+        let distinct = |c: RGBColor| given.iter().all(|(_, g)| color_distance(*g, c) >= MIN_COLOR_DISTANCE);
+        let preferred = if r.compute {
+            isa_color(&r.kind_name)
+        } else {
+            level_color(&r.kind_name)
+        };
+        let c = preferred
+            .filter(|c| distinct(*c))
+            .or_else(|| SPARE_COLORS.iter().map(|&(r, g, b)| RGBColor(r, g, b)).find(|c| distinct(*c)))
+            .unwrap_or(RGBColor(60, 60, 60));
+        r.color = c;
+        given.push((r.key.clone(), c));
     }
 }
 
@@ -126,6 +179,11 @@ pub struct RoofLine {
     pub thin: bool,
     pub color: RGBColor,
     pub compute: bool,
+    /// The ISA (compute) or memory level.
+    pub kind_name: String,
+    /// The kind of roof: machine (roof set), compute or memory, ISA or level. Roofs of one
+    /// kind (FMA and no-FMA of an ISA) share a colour; roofs of different kinds never do.
+    pub key: String,
 }
 
 #[derive(Debug, Clone)]
@@ -135,7 +193,8 @@ pub struct Marker {
     pub level: Option<String>,
     pub x: f64,
     pub y: f64,
-    /// GFLOP/s at the slowest and fastest repetition.
+    /// GFLOP/s at the interquartile range of the repetitions' times (Q3 time, Q1 time): the
+    /// same spread the table reports.
     pub err: Option<(f64, f64)>,
     pub shape: Shape,
 }
@@ -146,6 +205,11 @@ pub struct PlacedLabel {
     pub rect: Rect,
     pub color: RGBColor,
     pub size: f64,
+    /// The point a point label names (report, point index).
+    pub owner: Option<(usize, usize)>,
+    /// A thin line from the marker (pixels) to the label, where the label could not sit
+    /// unambiguously next to its marker.
+    pub leader: Option<((f64, f64), (f64, f64))>,
 }
 
 /// Everything one panel draws, in data and pixel coordinates.
@@ -305,13 +369,16 @@ pub fn ranges(view: &View, kind: PlotKind) -> ((f64, f64), (f64, f64)) {
     ((x0, x1), (y0, y1))
 }
 
-fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
-    if p.seconds_samples.len() < 2 {
+/// GFLOP/s at the interquartile range of the repetitions: (at the Q3 time, at the Q1 time),
+/// the spread the table reports (one preempted repetition does not stretch the bar).
+pub fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
+    let mut t: Vec<f64> = p.seconds_samples.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
+    if t.len() < 2 {
         return None;
     }
-    let tmin = p.seconds_samples.iter().copied().fold(f64::INFINITY, f64::min);
-    let tmax = p.seconds_samples.iter().copied().fold(0.0, f64::max);
-    (tmin > 0.0 && tmax > 0.0).then(|| (p.flops.total / tmax / 1e9, p.flops.total / tmin / 1e9))
+    t.sort_by(f64::total_cmp);
+    let (q1, q3) = (crate::report::schema::quantile(&t, 0.25), crate::report::schema::quantile(&t, 0.75));
+    (q1 > 0.0).then(|| (p.flops.total / q3 / 1e9, p.flops.total / q1 / 1e9))
 }
 
 /// Clip the segment y = bw·x (memory roof) to the ranges, between x0 and x_end.
@@ -361,8 +428,10 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
                 to: (xr.1, c.gflops),
                 dashed: !c.empirical,
                 thin: !c.fma,
-                color: isa_color(&c.isa),
+                color: RGBColor(0, 0, 0),
                 compute: true,
+                kind_name: c.isa.clone(),
+                key: format!("{}compute:{}", machine.as_deref().unwrap_or(""), c.isa),
             });
         }
         for (lvl, bw, empirical) in &levels {
@@ -374,8 +443,10 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
                     to: b,
                     dashed: !empirical,
                     thin: false,
-                    color: level_color(lvl),
+                    color: RGBColor(0, 0, 0),
                     compute: false,
+                    kind_name: lvl.clone(),
+                    key: format!("{}memory:{lvl}", machine.as_deref().unwrap_or("")),
                 });
                 if peak.is_some() && b.0 < xr.1 && (x_end - b.0).abs() <= x_end * 1e-9 {
                     panel.ridges.push(b);
@@ -383,6 +454,7 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
             }
         }
     }
+    assign_roof_colors(&mut panel.roofs);
     // Markers
     for (ri, r) in view.reports.iter().enumerate() {
         for (pi, (p, a)) in r.report.points.iter().zip(&r.analyses).enumerate() {
@@ -451,12 +523,38 @@ fn first_level<'a>(panel: &'a Panel, m: &Marker) -> Option<&'a str> {
         .and_then(|o| o.level.as_deref())
 }
 
-/// The labels to place, in priority order, with their colours and sizes.
-fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<(RGBColor, f64)>) {
+/// Points every few pixels along a roof line.
+fn roof_samples(map: &Mapper, r: &RoofLine) -> Vec<(f64, f64)> {
+    let a = map.px(r.from.0, r.from.1);
+    let b = map.px(r.to.0, r.to.1);
+    let n = ((b.0 - a.0).hypot(b.1 - a.1) / 5.0).ceil().clamp(1.0, 400.0) as usize;
+    (0..=n)
+        .map(|k| {
+            let t = k as f64 / n as f64;
+            (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t)
+        })
+        .collect()
+}
+
+/// Colour, font size and owning point (report, point) of a label.
+type LabelStyle = (RGBColor, f64, Option<(usize, usize)>);
+
+/// The labels to place, in priority order, with their colours, sizes and owners.
+fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<LabelStyle>) {
     let map = &panel.map;
     let area = map.area;
     let mut out = Vec::new();
     let mut style = Vec::new();
+    // A roof label should read as its own line's: nearer to it than to any other roof line
+    // (L1_STORE's label just under the L1_LOAD line reads as L1_LOAD's).
+    let other_roofs = |own: &RoofLine| -> Vec<(f64, f64)> {
+        panel
+            .roofs
+            .iter()
+            .filter(|o| o.label != own.label)
+            .flat_map(|o| roof_samples(map, o))
+            .collect()
+    };
     // Compute roofs: right end, above the line, else below.
     for r in panel.roofs.iter().filter(|r| r.compute) {
         let size = text_size(&r.label, SMALL);
@@ -469,13 +567,12 @@ fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<(RGBColor, f64
             cands.push((dx, -size.1 - 1.0));
             cands.push((dx, 2.0));
         }
-        out.push(Label {
-            text: r.label.clone(),
-            anchor: (ax, ay),
-            size,
-            candidates: cands,
-        });
-        style.push((r.color, SMALL));
+        out.push(
+            Label::free(r.label.clone(), (ax, ay), size, cands)
+                .with_owns(roof_samples(map, r))
+                .with_rivals(other_roofs(r)),
+        );
+        style.push((r.color, SMALL, None));
     }
     // Memory roofs: along the line, above-left of it, else below-right.
     for r in panel.roofs.iter().filter(|r| !r.compute) {
@@ -489,13 +586,12 @@ fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<(RGBColor, f64
             cands.push((px - anchor.0 - size.0 + 4.0, py - anchor.1 - size.1 - 2.0));
             cands.push((px - anchor.0 + 3.0, py - anchor.1 + 3.0));
         }
-        out.push(Label {
-            text: r.label.clone(),
-            anchor,
-            size,
-            candidates: cands,
-        });
-        style.push((r.color, SMALL));
+        out.push(
+            Label::free(r.label.clone(), anchor, size, cands)
+                .with_owns(roof_samples(map, r))
+                .with_rivals(other_roofs(r)),
+        );
+        style.push((r.color, SMALL, None));
     }
     // Points: one label per point (its first marker).
     let mut seen: Vec<(usize, usize)> = Vec::new();
@@ -507,21 +603,28 @@ fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<(RGBColor, f64
         let r = &view.reports[m.report];
         let text = view.point_label(r, &r.report.points[m.point]);
         let size = text_size(&text, FONT_SIZE);
-        out.push(Label::for_marker(text, map.px(m.x, m.y), size, MARKER_R));
-        style.push((report_color(m.report), FONT_SIZE));
+        // Every marker of another point is a rival: the label must not read as theirs.
+        let rivals = panel
+            .markers
+            .iter()
+            .filter(|o| (o.report, o.point) != (m.report, m.point))
+            .map(|o| map.px(o.x, o.y))
+            .collect();
+        out.push(Label::for_marker(text, map.px(m.x, m.y), size, MARKER_R).with_rivals(rivals));
+        style.push((report_color(m.report), FONT_SIZE, Some((m.report, m.point))));
     }
     // Ridge points: their AI, lowest priority.
     for &(x, y) in &panel.ridges {
         let text = format!("ridge {}", sig3(x));
         let size = text_size(&text, SMALL - 1.0);
         let (ax, ay) = map.px(x, y);
-        out.push(Label {
+        out.push(Label::free(
             text,
-            anchor: (ax, ay),
+            (ax, ay),
             size,
-            candidates: vec![(-size.0 / 2.0, 5.0), (4.0, 4.0), (-size.0 - 4.0, 4.0)],
-        });
-        style.push((RGBColor(90, 90, 90), SMALL - 1.0));
+            vec![(-size.0 / 2.0, 5.0), (4.0, 4.0), (-size.0 - 4.0, 4.0)],
+        ));
+        style.push((RGBColor(90, 90, 90), SMALL - 1.0, None));
     }
     let _ = area;
     (out, style)
@@ -529,7 +632,7 @@ fn label_requests(view: &View, panel: &Panel) -> (Vec<Label>, Vec<(RGBColor, f64
 
 fn place_labels(view: &View, panel: &Panel) -> Vec<PlacedLabel> {
     let (reqs, styles) = label_requests(view, panel);
-    let obstacles: Vec<Rect> = panel
+    let mut obstacles: Vec<Rect> = panel
         .markers
         .iter()
         .map(|m| {
@@ -537,8 +640,18 @@ fn place_labels(view: &View, panel: &Panel) -> Vec<PlacedLabel> {
             Rect::around(x, y, MARKER_R + 1.0)
         })
         .collect();
+    // Error bars are obstacles: their shaft and caps.
+    for m in &panel.markers {
+        if let Some((lo, hi)) = m.err {
+            let (x, ylo) = panel.map.px(m.x, lo.max(panel.map.y.0));
+            let (_, yhi) = panel.map.px(m.x, hi.min(panel.map.y.1));
+            obstacles.push(Rect::new(x - 1.5, yhi - 1.0, 3.0, (ylo - yhi).max(0.0) + 2.0));
+            for y in [ylo, yhi] {
+                obstacles.push(Rect::new(x - 4.0, y - 1.0, 8.0, 2.0));
+            }
+        }
+    }
     // Arrows are obstacles too: small boxes every few pixels along each shaft.
-    let mut obstacles = obstacles;
     for &(a, b) in &panel.arrows {
         let (ax, ay) = panel.map.px(a.0, a.1);
         let (bx, by) = panel.map.px(b.0, b.1);
@@ -552,12 +665,14 @@ fn place_labels(view: &View, panel: &Panel) -> Vec<PlacedLabel> {
     reqs.into_iter()
         .zip(styles)
         .zip(placed)
-        .filter_map(|((l, (color, size)), r)| {
-            r.map(|rect| PlacedLabel {
+        .filter_map(|((l, (color, size, owner)), r)| {
+            r.map(|p| PlacedLabel {
+                leader: p.leader.then(|| labels::leader_line(l.anchor, &p.rect, MARKER_R + 1.0)),
                 text: l.text,
-                rect,
+                rect: p.rect,
                 color,
                 size,
+                owner,
             })
         })
         .collect()
@@ -793,6 +908,12 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
             .map_err(err)?;
     }
     for l in &panel.labels {
+        if let Some((a, b)) = l.leader {
+            root.draw(&PathElement::new(vec![pt(a), pt(b)], l.color.mix(0.8).stroke_width(1)))
+                .map_err(err)?;
+        }
+    }
+    for l in &panel.labels {
         let r = l.rect;
         root.draw(&Rectangle::new(
             [pt((r.x, r.y)), pt((r.x + r.w, r.y + r.h))],
@@ -844,6 +965,172 @@ pub fn svg(view: &View) -> Result<String> {
     Ok(svg_with_layout(view)?.0)
 }
 
+pub use png_text::{PngBackend, text_pixels};
+
+/// PNG text with the font's own metrics (a backend of its own: plotters' backend traits
+/// clash with its prelude's `Color` methods).
+mod png_text {
+    use super::FONT;
+    use plotters::prelude::{BitMapBackend, DrawingBackend};
+    use plotters::style::text_anchor::{HPos, VPos};
+    use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind};
+
+    /// Pixels of `text` in the bundled font at `size` px (ab_glyph scale, as plotters measures
+    /// text), relative to the anchor: (x, y, coverage). Glyphs are placed on one baseline at the
+    /// font's ascent below the box's top, each at its pen position plus its own left bearing,
+    /// advancing by the font's advance and kerning. (plotters' own ab_glyph path drops the left
+    /// bearing and rounds each glyph's vertical offset separately: uneven spacing, and '.' off
+    /// the baseline.)
+    pub fn text_pixels(text: &str, size: f64, h: HPos, v: VPos) -> Vec<(i32, i32, f32)> {
+        use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
+        let Ok(font) = FontRef::try_from_slice(FONT) else {
+            return vec![];
+        };
+        let scale = PxScale::from(size as f32);
+        let sf = font.as_scaled(scale);
+        let (ascent, descent) = (sf.ascent(), sf.descent());
+        let mut pens = Vec::new();
+        let mut x = 0f32;
+        let mut prev = None;
+        for c in text.chars() {
+            let id = sf.glyph_id(c);
+            if let Some(p) = prev {
+                x += sf.kern(p, id);
+            }
+            pens.push((id, x));
+            x += sf.h_advance(id);
+            prev = Some(id);
+        }
+        let width = x;
+        let height = ascent - descent;
+        let dx = match h {
+            HPos::Left => 0.0,
+            HPos::Right => -width,
+            HPos::Center => -width / 2.0,
+        };
+        let dy = match v {
+            VPos::Top => 0.0,
+            VPos::Center => -height / 2.0,
+            VPos::Bottom => -height,
+        };
+        // Snap the baseline and the start to whole pixels: every glyph shares the same rows.
+        let (ox, baseline) = (dx.round(), (dy + ascent).round());
+        let mut out = Vec::new();
+        for (id, pen) in pens {
+            let g = id.with_scale_and_position(scale, point(ox + pen, baseline));
+            if let Some(o) = font.outline_glyph(g) {
+                let b = o.px_bounds();
+                let (bx, by) = (b.min.x as i32, b.min.y as i32);
+                o.draw(|gx, gy, cov| {
+                    if cov > 0.0 {
+                        out.push((bx + gx as i32, by + gy as i32, cov.min(1.0)));
+                    }
+                });
+            }
+        }
+        out
+    }
+
+    /// The bitmap backend with text drawn by [`text_pixels`]; everything else passes through.
+    pub struct PngBackend<'a> {
+        inner: BitMapBackend<'a>,
+    }
+
+    impl<'a> PngBackend<'a> {
+        pub fn new(inner: BitMapBackend<'a>) -> PngBackend<'a> {
+            PngBackend { inner }
+        }
+    }
+
+    impl DrawingBackend for PngBackend<'_> {
+        type ErrorType = <BitMapBackend<'static> as DrawingBackend>::ErrorType;
+        fn get_size(&self) -> (u32, u32) {
+            self.inner.get_size()
+        }
+        fn ensure_prepared(&mut self) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.ensure_prepared()
+        }
+        fn present(&mut self) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.present()
+        }
+        fn draw_pixel(&mut self, p: BackendCoord, c: BackendColor) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.draw_pixel(p, c)
+        }
+        fn draw_line<S: BackendStyle>(
+            &mut self,
+            a: BackendCoord,
+            b: BackendCoord,
+            s: &S,
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.draw_line(a, b, s)
+        }
+        fn draw_rect<S: BackendStyle>(
+            &mut self,
+            a: BackendCoord,
+            b: BackendCoord,
+            s: &S,
+            fill: bool,
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.draw_rect(a, b, s, fill)
+        }
+        fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+            &mut self,
+            path: I,
+            s: &S,
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.draw_path(path, s)
+        }
+        fn draw_circle<S: BackendStyle>(
+            &mut self,
+            c: BackendCoord,
+            r: u32,
+            s: &S,
+            fill: bool,
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.draw_circle(c, r, s, fill)
+        }
+        fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+            &mut self,
+            vert: I,
+            s: &S,
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.fill_polygon(vert, s)
+        }
+        fn blit_bitmap(
+            &mut self,
+            pos: BackendCoord,
+            size: (u32, u32),
+            src: &[u8],
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            self.inner.blit_bitmap(pos, size, src)
+        }
+        fn draw_text<S: BackendTextStyle>(
+            &mut self,
+            text: &str,
+            style: &S,
+            pos: BackendCoord,
+        ) -> std::result::Result<(), DrawingErrorKind<Self::ErrorType>> {
+            let color = style.color();
+            if color.alpha == 0.0 {
+                return Ok(());
+            }
+            let anchor = style.anchor();
+            let trans = style.transform();
+            for (x, y, cov) in text_pixels(text, style.size(), anchor.h_pos, anchor.v_pos) {
+                let (x, y) = trans.transform(x, y);
+                self.inner.draw_pixel(
+                    (pos.0 + x, pos.1 + y),
+                    BackendColor {
+                        alpha: color.alpha * f64::from(cov),
+                        rgb: color.rgb,
+                    },
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// The plot as PNG bytes (rendered with the bundled font).
 pub fn png(view: &View) -> Result<Vec<u8>> {
     register_font();
@@ -853,7 +1140,7 @@ pub fn png(view: &View) -> Result<Vec<u8>> {
     let tmp = dir.join(format!("roofline-plot-{}-{:?}.png", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
     let res = (|| {
         {
-            let root = BitMapBackend::new(&tmp, (w, h)).into_drawing_area();
+            let root = PngBackend::new(BitMapBackend::new(&tmp, (w, h))).into_drawing_area();
             draw_all(&root, view).map_err(|e| Error::input(format!("drawing the plot failed: {e}"), "report this as a bug"))?;
         }
         std::fs::read(&tmp).map_err(|e| Error::io(format!("reading back {}", tmp.display()), e))
