@@ -155,7 +155,7 @@ fn bad_input_is_one_cause_and_exit_2() {
         &["run", "dgemm", "--size", "100000000"],
         &["run", "spmv", "--bytes", "lots"],
         &["run", "spmv", "--size", "10", "--repeat", "0"],
-        &["run", "spmv", "--size", "10", "--backend", "trace"],
+        &["run", "spmv", "--size", "10", "--backend", "perf"],
         &["run", "spmv", "--size", "10", "--threads", "0"],
     ];
     for args in cases {
@@ -221,5 +221,111 @@ fn platform_option_is_taken_by_every_measuring_command() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["machine"]["microarchitecture"], key);
         assert_eq!(v["machine"]["identified_by"], "platform option");
+    }
+}
+
+/// A size in [lo, hi) that changes from run to run (printed, to replay a failure).
+fn random_size(lo: usize, hi: usize, salt: u64) -> usize {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let mut x = t ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    let n = lo + (x % (hi - lo) as u64) as usize;
+    eprintln!("size {n} (salt {salt})");
+    n
+}
+
+#[test]
+fn trace_backend_counts_w_and_core_q_and_times_natively() {
+    // stencil2d scalar on an n×n grid: 4 flops per interior point, (n-2)² of them; core Q is
+    // 40 B per point + 8 (analytic), the trace adds only the call path's bytes (< 1 KiB).
+    let n = random_size(12, 160, 1);
+    let out = roofline()
+        .args([
+            "run",
+            "stencil2d",
+            "--backend",
+            "trace",
+            "--variant",
+            "scalar",
+            "--repeat",
+            "2",
+            "--min-time",
+            "0",
+            "--json",
+            "--size",
+        ])
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["points"][0];
+    let interior = ((n - 2) * (n - 2)) as f64;
+    assert_eq!(p["flops"]["total"].as_f64(), Some(4.0 * interior));
+    assert_eq!(p["flops"]["by_class"]["scalar_double"].as_f64(), Some(4.0 * interior));
+    assert_eq!(p["flops"]["by_class"].as_object().unwrap().len(), 1);
+    let core = p["bytes"]["core"].as_f64().unwrap();
+    let analytic_core = 40.0 * interior + 8.0;
+    assert!(
+        core >= analytic_core && core <= analytic_core + 1024.0,
+        "core {core} vs {analytic_core}"
+    );
+    assert_eq!(p["provenance"]["flops"], "trace");
+    assert_eq!(p["provenance"]["bytes"]["core"], "trace");
+    assert_eq!(p["provenance"]["bytes"]["dram"], "analytic");
+    assert_eq!(p["provenance"]["seconds"], "native");
+    assert!(p["seconds_samples"].as_array().unwrap().len() >= 2);
+    assert!(p["seconds"].as_f64().unwrap() > 0.0);
+
+    // triad, widest variant, one and two threads: each thread's instance is traced; W per
+    // class is the kernel's analytic W times the threads.
+    let n = random_size(1000, 40_000, 2);
+    let out = roofline()
+        .args([
+            "run",
+            "triad",
+            "--backend",
+            "trace",
+            "--threads",
+            "1,2",
+            "--repeat",
+            "1",
+            "--min-time",
+            "0",
+            "--json",
+            "--size",
+        ])
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let kernel = roofline::kernels::api::find("triad").unwrap();
+    for p in points {
+        let threads = p["threads"].as_u64().unwrap();
+        let variant = Variant::from_name(p["extra"]["variant"].as_str().unwrap()).unwrap();
+        let c = kernel.counts(n, variant);
+        assert!(c.flops_total() > 0);
+        for (class, f) in &c.flops {
+            assert_eq!(
+                p["flops"]["by_class"][class.key()].as_f64(),
+                Some((f * threads) as f64),
+                "{class:?} at {threads} thread(s)"
+            );
+        }
+        assert_eq!(p["flops"]["total"].as_f64(), Some((c.flops_total() * threads) as f64));
+        let core = p["bytes"]["core"].as_f64().unwrap();
+        let analytic = (c.core_bytes() * threads) as f64;
+        assert!(
+            core >= analytic && core <= analytic + 1024.0 * threads as f64,
+            "core {core} vs {analytic}"
+        );
     }
 }

@@ -28,7 +28,8 @@ pub struct Args {
     /// perf: hardware counters; trace: ptrace + decoding; auto: perf when a usable core PMU exists.
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: BackendKind,
-    /// Run the command this many times; T is the median, every run is kept.
+    /// Run the command this many times; T is the median, every run is kept. With the trace
+    /// backend the command is traced once (W, Q) and then run natively this many times (T).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Also count the system-wide (uncore) events for as long as the command ran, with no
@@ -58,17 +59,20 @@ pub struct Args {
     /// Trace backend: attribute W and Q to functions (ELF symbols).
     #[arg(long = "by-function")]
     pub by_function: bool,
-    /// Trace memory mode: the simulated hierarchy, e.g. `L1=48KiB:12,L2=2MiB:16,L3=8MiB:16`
-    /// (default: this machine's caches).
+    /// Trace memory mode (needs `--trace memory`): the simulated hierarchy, e.g.
+    /// `L1=48KiB:12,L2=2MiB:16,L3=8MiB:16:inclusive` (default: this machine's caches).
     #[arg(long, value_name = "SPEC")]
     pub cache: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.output.check(&["json"])?;
-    perf::resolve_program(&args.command[0])?;
+    // Missing, not executable, a directory: said with the path before anything starts.
+    crate::counters::trace::sys::resolve_command(&args.command[0])?;
     let pmus = Path::new(SYSFS_PMUS);
+    check_trace_options(&args, args.backend)?;
     let backend = choose_backend(args.backend, args.events, pmus);
+    check_trace_options(&args, backend)?;
     let (measurement, code) = match backend {
         BackendKind::Trace => trace_command(&args)?,
         BackendKind::Perf => perf_command(&args, pmus)?,
@@ -129,26 +133,44 @@ fn choose_backend(asked: BackendKind, events: EventSet, pmus: &Path) -> BackendK
     }
 }
 
-/// `--backend trace`: W and core Q by tracing the command; with `--trace memory`, Q per
-/// level from the cache simulator. The command's own failure is passed through as its status.
+/// `--cache` only means something to the cache simulator: `--backend trace --trace memory`
+/// (it does not switch memory mode on by itself, which single-steps and is far slower).
+/// Called with the backend asked for and again with the one `auto` chose.
+fn check_trace_options(args: &Args, backend: BackendKind) -> crate::Result<()> {
+    use crate::counters::trace::TraceMode;
+    if let Some(spec) = &args.cache {
+        if backend == BackendKind::Perf || backend == BackendKind::Analytic {
+            return Err(Error::input(
+                format!(
+                    "--cache {spec}: the cache simulator belongs to the trace backend, not --backend {}",
+                    if backend == BackendKind::Perf { "perf" } else { "analytic" }
+                ),
+                "use `--backend trace --trace memory --cache SPEC`",
+            ));
+        }
+        if args.trace != TraceMode::Memory {
+            return Err(Error::input(
+                format!("--cache {spec} needs --trace memory (flops mode simulates no cache)"),
+                "add `--trace memory` (it single-steps the command: much slower), or drop --cache",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--backend trace`: W and core Q by tracing the command once; with `--trace memory`, Q per
+/// level from the cache simulator. T from `--repeat` native runs of the command afterwards
+/// (argv, no shell, stdin/stdout/stderr inherited as in the perf path). The command's own
+/// failure is passed through as its status.
 fn trace_command(args: &Args) -> anyhow::Result<(Option<Measurement>, i32)> {
-    use crate::counters::{cachesim::CacheHierarchy, trace};
-    let m = if args.trace == trace::TraceMode::Memory {
+    use crate::counters::{cachesim, trace};
+    let mut m = if args.trace == trace::TraceMode::Memory {
         let sim = match &args.cache {
-            Some(spec) => CacheHierarchy::new(crate::counters::cachesim::parse_cache_spec(spec)?)?,
-            None => CacheHierarchy::from_machine(&crate::machine::detect_static(&Default::default())?)?,
+            Some(spec) => cachesim::parse_cache_hierarchy(spec)?,
+            None => cachesim::CacheHierarchy::from_machine(&crate::machine::detect_static(&Default::default())?)?,
         };
-        let (mut m, sink) = trace::measure_command_with_sink(&args.command, args.by_function, Box::new(sim))?;
-        for (lvl, b) in sink.bytes_per_level() {
-            if let Some(p) = m.provenance.as_mut() {
-                p.bytes.insert(lvl.clone(), crate::report::Source::Trace);
-            }
-            m.bytes.insert(lvl, b);
-        }
-        if let (Some(n), Some(p)) = (sink.note(), m.provenance.as_mut()) {
-            p.notes.push(n);
-        }
-        m
+        // The levels' bytes and the simulator's note are in `m` already (trace_command).
+        trace::measure_command_with_sink(&args.command, args.by_function, Box::new(sim))?.0
     } else {
         let opts = trace::TraceOptions {
             mode: args.trace,
@@ -157,7 +179,59 @@ fn trace_command(args: &Args) -> anyhow::Result<(Option<Measurement>, i32)> {
         };
         trace::measure_command(&args.command, &opts)?
     };
+    let mut samples = Vec::with_capacity(args.repeat as usize);
+    for rep in 0..args.repeat {
+        match native_run(&args.command)? {
+            Ok(secs) => samples.push(secs),
+            Err((code, what)) => {
+                eprintln!(
+                    "roofline: {} {what} in its native run {} of {} (after the trace); no report written",
+                    args.command[0],
+                    rep + 1,
+                    args.repeat
+                );
+                return Ok((None, code));
+            }
+        }
+    }
+    m.seconds_samples = samples;
+    m.extra.insert("repeats".into(), serde_json::json!(args.repeat));
+    if let Some(p) = m.provenance.as_mut() {
+        p.seconds = Some(crate::report::Source::Native);
+        p.notes.push(format!(
+            "W and Q from one traced run; T from {} native run(s) after it",
+            args.repeat
+        ));
+    }
     Ok((Some(m), 0))
+}
+
+/// One native run of `argv` (no shell, stdio inherited), timed from spawn to exit:
+/// `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what happened)))` when it failed.
+fn native_run(argv: &[String]) -> anyhow::Result<Result<f64, (i32, String)>> {
+    let program = crate::counters::trace::sys::resolve_command(&argv[0])?;
+    let mut cmd = std::process::Command::new(&program);
+    cmd.args(&argv[1..]);
+    let t0 = std::time::Instant::now();
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::input(
+            format!("cannot run {}: {e}", program.display()),
+            "check the command and its permissions",
+        )
+    })?;
+    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
+    let secs = t0.elapsed().as_secs_f64();
+    let (code, signal) = perf::exit_code(&status);
+    Ok(match signal {
+        Some(sig) => {
+            let name = nix::sys::signal::Signal::try_from(sig)
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|_| format!("signal {sig}"));
+            Err((code, format!("was killed by {name}")))
+        }
+        None if code != 0 => Err((code, format!("exited with status {code}"))),
+        None => Ok(secs),
+    })
 }
 
 /// The identified platform (or `--platform`).
@@ -365,6 +439,9 @@ fn print_table(r: &Report) {
                 s += &format!("  {k:<24} {}\n", v.as_f64().map(|x| format!("{x:.0}")).unwrap_or_default());
             }
         }
+        if let Some(rows) = p.extra.get("by_function").and_then(|r| r.as_array()) {
+            s += &by_function_table(rows, p.flops.total);
+        }
         if let Some(g) = p.extra.get("effective_ghz").and_then(|g| g.as_f64()) {
             s += &format!("  effective clock {g:.3} GHz (cycles / task-clock)\n");
         }
@@ -375,9 +452,117 @@ fn print_table(r: &Report) {
     let _ = std::io::stdout().write_all(s.as_bytes()).context("writing the table");
 }
 
+/// Rows of the per-function table printed at most; the rest are summed in one line.
+const BY_FUNCTION_ROWS: usize = 25;
+
+/// `--by-function` as text: function, instructions, flops, core bytes and the function's share
+/// of all flops, most flops first (then most instructions). Counts are exact integers.
+fn by_function_table(rows: &[serde_json::Value], total_flops: f64) -> String {
+    fn num(r: &serde_json::Value, k: &str) -> u64 {
+        r.get(k).and_then(|v| v.as_u64()).unwrap_or(0)
+    }
+    let mut rows: Vec<&serde_json::Value> = rows.iter().collect();
+    rows.sort_by(|a, b| {
+        num(b, "flops")
+            .cmp(&num(a, "flops"))
+            .then(num(b, "instructions").cmp(&num(a, "instructions")))
+    });
+    let share = |f: u64| {
+        if total_flops > 0.0 {
+            format!("{:.1}%", 100.0 * f as f64 / total_flops)
+        } else {
+            "-".to_string()
+        }
+    };
+    let width = rows
+        .iter()
+        .take(BY_FUNCTION_ROWS)
+        .map(|r| r.get("function").and_then(|f| f.as_str()).unwrap_or("?").chars().count())
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 60);
+    let mut s = format!(
+        "  by function (most flops first)\n    {:<width$} {:>14} {:>14} {:>14} {:>7}\n",
+        "function", "instructions", "flops", "core bytes", "share"
+    );
+    for r in rows.iter().take(BY_FUNCTION_ROWS) {
+        let name = r.get("function").and_then(|f| f.as_str()).unwrap_or("?");
+        let f = num(r, "flops");
+        s += &format!(
+            "    {name:<width$} {:>14} {:>14} {:>14} {:>7}\n",
+            num(r, "instructions"),
+            f,
+            num(r, "core_bytes"),
+            share(f)
+        );
+    }
+    if rows.len() > BY_FUNCTION_ROWS {
+        let rest = &rows[BY_FUNCTION_ROWS..];
+        let sum = |k: &str| rest.iter().map(|r| num(r, k)).sum::<u64>();
+        let f = sum("flops");
+        s += &format!(
+            "    {:<width$} {:>14} {:>14} {:>14} {:>7}\n",
+            format!("({} more, see --json)", rest.len()),
+            sum("instructions"),
+            f,
+            sum("core_bytes"),
+            share(f)
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn by_function_table_sorts_by_flops_and_gives_shares() {
+        let rows = vec![
+            serde_json::json!({"function": "init (a.out)", "instructions": 900, "flops": 0, "core_bytes": 4000}),
+            serde_json::json!({"function": "small (a.out)", "instructions": 50, "flops": 25, "core_bytes": 8}),
+            serde_json::json!({"function": "big (a.out)", "instructions": 100, "flops": 75, "core_bytes": 16}),
+        ];
+        let t = by_function_table(&rows, 100.0);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 5, "{t}");
+        let cols = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(cols(lines[2]), ["big", "(a.out)", "100", "75", "16", "75.0%"]);
+        assert_eq!(cols(lines[3]), ["small", "(a.out)", "50", "25", "8", "25.0%"]);
+        assert_eq!(cols(lines[4]), ["init", "(a.out)", "900", "0", "4000", "0.0%"]);
+        // No flops at all: no share.
+        assert!(by_function_table(&rows[..1], 0.0).lines().nth(2).unwrap().ends_with(" -"));
+    }
+
+    #[test]
+    fn cache_needs_trace_memory_and_the_trace_backend() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: Args,
+        }
+        let parse = |v: &[&str]| Cli::try_parse_from(v).unwrap().a;
+        let flops = parse(&["x", "--backend", "trace", "--cache", "L1=32KiB:8", "--", "true"]);
+        let e = check_trace_options(&flops, BackendKind::Trace).unwrap_err();
+        assert!(e.to_string().contains("needs --trace memory"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let perf = parse(&["x", "--backend", "perf", "--trace", "memory", "--cache", "L1=32KiB:8", "--", "true"]);
+        assert!(check_trace_options(&perf, BackendKind::Perf).is_err());
+        let ok = parse(&[
+            "x",
+            "--backend",
+            "trace",
+            "--trace",
+            "memory",
+            "--cache",
+            "L1=32KiB:8",
+            "--",
+            "true",
+        ]);
+        assert!(check_trace_options(&ok, BackendKind::Trace).is_ok());
+        assert!(check_trace_options(&parse(&["x", "--", "true"]), BackendKind::Perf).is_ok());
+    }
 
     fn with_dram(bytes: f64) -> Measurement {
         let mut m = Measurement::default();

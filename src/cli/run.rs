@@ -2,6 +2,7 @@
 //! (analytic by default), T always native: warm-up, then repetitions until both
 //! `--repeat` samples and `--min-time` seconds are reached; median, min and spread.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -12,6 +13,7 @@ use crate::cli::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::cli::kernels_cmd::widest_runnable;
 use crate::counters::BackendKind;
 use crate::counters::analytic::{KernelRun, run as run_analytic};
+use crate::counters::trace::{self, TraceMode, tally::Tally};
 use crate::error::Error;
 use crate::kernels::runner::Repeat;
 use crate::kernels::{Kernel, Variant, api, check};
@@ -44,7 +46,9 @@ pub struct Args {
     /// Seconds the timed repetitions add up to, at least.
     #[arg(long, default_value_t = 0.2, value_name = "SECONDS")]
     pub min_time: f64,
-    /// Where W and Q come from (timing is always native). `auto` = analytic here.
+    /// Where W and Q come from (timing is always native). `auto` = analytic here; `trace`
+    /// counts W and core Q of one run per thread's instance under the tracer (DRAM Q stays
+    /// analytic).
     #[arg(long, value_enum, default_value = "analytic")]
     pub backend: BackendKind,
     /// Skip the check of one run against the scalar f64 reference.
@@ -116,13 +120,7 @@ fn plan(args: &Args) -> crate::Result<Plan> {
         )
     })?;
     match args.backend {
-        BackendKind::Analytic | BackendKind::Auto => {}
-        BackendKind::Trace => {
-            return Err(Error::unavailable(
-                "`roofline run --backend trace` is not available in this build",
-                "the trace backend is issue 6; use --backend analytic",
-            ));
-        }
+        BackendKind::Analytic | BackendKind::Auto | BackendKind::Trace => {}
         BackendKind::Perf => {
             return Err(Error::unavailable(
                 "`roofline run --backend perf` is not available in this build",
@@ -163,6 +161,30 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // The static machine model (milliseconds; no clock measurement): the report says what ran it.
     let machine = serde_json::to_value(crate::machine::detect_static(&Default::default())?)?;
     let mut report = Report::new(machine, env);
+    // Trace before any timing thread exists (the traced child is forked from this process):
+    // one trace per instance the largest team runs, each with the seed `run_analytic` gives it.
+    let traced = if args.backend == BackendKind::Trace {
+        let most = plan.threads.iter().copied().max().unwrap_or(1);
+        eprintln!(
+            "roofline: tracing {} {} n={} ({} instance(s)) for W and core Q",
+            plan.kernel.name(),
+            plan.variant,
+            plan.n,
+            most
+        );
+        let mut v = Vec::with_capacity(most);
+        for t in 0..most {
+            v.push(trace_instance(
+                plan.kernel.as_ref(),
+                plan.n,
+                plan.variant,
+                ANALYTIC_SEED + t as u64,
+            )?);
+        }
+        Some(v)
+    } else {
+        None
+    };
     for (i, &threads) in plan.threads.iter().enumerate() {
         let spec = KernelRun {
             kernel: plan.kernel.as_ref(),
@@ -184,8 +206,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             bar.set_message(format!("{label}: {count} samples, last {secs:.3e} s"));
             bar.tick();
         };
-        let m = run_analytic(&spec, &on_sample)?;
+        let mut m = run_analytic(&spec, &on_sample)?;
         bar.finish_and_clear();
+        if let Some(tallies) = &traced {
+            use_traced_counts(&mut m, &tallies[..threads]);
+        }
         report
             .points
             .push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
@@ -198,12 +223,58 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.json {
         println!("{json}");
     } else {
-        print_table(&report.points, plan.kernel.as_ref());
+        print_table(&report.points, plan.kernel.as_ref(), args.backend == BackendKind::Trace);
     }
     Ok(0)
 }
 
-fn print_table(points: &[Point], kernel: &dyn Kernel) {
+/// The seed `counters::analytic::run` gives thread `t`'s instance: `ANALYTIC_SEED + t`.
+const ANALYTIC_SEED: u64 = 0x5EED;
+
+/// W and core Q of one `run()` of a fresh instance, traced in a forked child (as `roofline
+/// validate` does). The count includes the few bytes of the call path around `run()`.
+fn trace_instance(kernel: &dyn Kernel, n: usize, variant: Variant, seed: u64) -> anyhow::Result<Tally> {
+    let mut inst = kernel
+        .instance(n, variant, seed)
+        .map_err(|e| Error::input(format!("{} at size {n}: {e}", kernel.name()), "use a valid --size or --bytes"))?;
+    let mut work = || inst.run();
+    Ok(trace::trace_forked(&mut work, TraceMode::Flops, false)?.total)
+}
+
+/// Replace the analytic W and core Q of `m` by the traced ones, summed over the team's
+/// instances; DRAM Q stays analytic (the trace backend has no cache model in flops mode).
+fn use_traced_counts(m: &mut crate::counters::Measurement, tallies: &[Tally]) {
+    use crate::report::Source;
+    use crate::report::schema::level;
+    let mut sum = Tally::default();
+    for t in tallies {
+        sum.add_scaled(t, 1);
+    }
+    let by_class: BTreeMap<String, f64> = sum
+        .flops
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v > 0)
+        .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v as f64))
+        .collect();
+    m.flops.total = sum.flops_total() as f64;
+    m.flops.effective = (sum.effective_unknown == 0).then_some(sum.effective as f64);
+    m.flops.by_class = by_class;
+    m.bytes.insert(level::CORE.to_string(), (sum.core_load + sum.core_store) as f64);
+    m.extra.insert("core_load_bytes".into(), sum.core_load.into());
+    m.extra.insert("core_store_bytes".into(), sum.core_store.into());
+    m.extra.insert("traced_instructions".into(), sum.instructions.into());
+    if let Some(p) = m.provenance.as_mut() {
+        p.flops = Some(Source::Trace);
+        p.bytes.insert(level::CORE.to_string(), Source::Trace);
+        p.notes.push(
+            "W and core Q traced (one run() per thread's instance; core Q includes the call path's few bytes around run(), under 1 KiB per instance, see `roofline validate`); dram analytic; T native"
+                .into(),
+        );
+    }
+}
+
+fn print_table(points: &[Point], kernel: &dyn Kernel, traced: bool) {
     println!(
         "{:<30} {:>7} {:>11} {:>11} {:>7} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7}",
         "POINT", "THREADS", "MEDIAN s", "MIN s", "SPREAD", "GFLOP/s", "core GB/s", "dram GB/s", "AI core", "AI dram", "SAMPLES"
@@ -226,8 +297,15 @@ fn print_table(points: &[Point], kernel: &dyn Kernel) {
             p.seconds_samples.len()
         );
     }
-    println!(
-        "W and Q analytic (per {}; dram = compulsory cold-cache traffic), T native.",
-        kernel.size_unit()
-    );
+    if traced {
+        println!(
+            "W and core Q traced, dram Q analytic (per {}; compulsory cold-cache traffic), T native.",
+            kernel.size_unit()
+        );
+    } else {
+        println!(
+            "W and Q analytic (per {}; dram = compulsory cold-cache traffic), T native.",
+            kernel.size_unit()
+        );
+    }
 }

@@ -28,8 +28,9 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::machine::{MachineModel, Platform};
 
-/// The caveat every report with simulated traffic must carry in its provenance notes.
-pub const PROVENANCE_NOTE: &str = "cache traffic simulated (LRU, write-back, write-allocate); hardware prefetchers not modelled";
+/// The caveat every report with simulated traffic must carry in its provenance notes (the
+/// trace backend's note, [`CacheHierarchy::note`], also names the levels and their policies).
+pub const PROVENANCE_NOTE: &str = "cache traffic simulated (write-back, write-allocate); hardware prefetchers not modelled";
 
 /// What an instruction does to memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,9 +152,23 @@ impl LevelConfig {
 /// (`64`, `128B`; default 64), `lru` or `plru` (default lru), `private` or `shared` (default:
 /// L1 and L2 private, others shared). Names must be L1, L2, … in order; all lines equal.
 pub fn parse_cache_spec(spec: &str) -> Result<Vec<LevelConfig>> {
-    let hint = "use e.g. --cache L1=48KiB:12,L2=2MiB:16,L3=8MiB:16 (optional fields: line size, lru|plru, private|shared)";
+    parse_spec(spec).map(|(levels, _)| levels)
+}
+
+/// Parse `--cache` into a hierarchy: [`parse_cache_spec`], plus `inclusive` (or
+/// `noninclusive`) as a field of the last level: whether the last level is inclusive of the
+/// levels above it (default non-inclusive).
+pub fn parse_cache_hierarchy(spec: &str) -> Result<CacheHierarchy> {
+    let (levels, inclusive) = parse_spec(spec)?;
+    Ok(CacheHierarchy::new(levels)?.with_inclusive_llc(inclusive))
+}
+
+fn parse_spec(spec: &str) -> Result<(Vec<LevelConfig>, bool)> {
+    let hint = "use e.g. --cache L1=48KiB:12,L2=2MiB:16,L3=8MiB:16:inclusive (optional fields: line size, lru|plru, private|shared; inclusive|noninclusive on the last level)";
     let bad = |why: String| Error::input(format!("--cache '{spec}': {why}"), hint);
     let mut levels = Vec::new();
+    let mut inclusive = false;
+    let count = spec.split(',').count();
     for (i, part) in spec.split(',').map(str::trim).enumerate() {
         let Some((name, geometry)) = part.split_once('=') else {
             return Err(bad(format!("'{part}' is not NAME=SIZE:WAYS")));
@@ -175,6 +190,14 @@ pub fn parse_cache_spec(spec: &str) -> Result<Vec<LevelConfig>> {
                 "plru" => level.replacement = Replacement::TreePlru,
                 "private" => level.sharing = Sharing::Private,
                 "shared" => level.sharing = Sharing::Shared,
+                incl @ ("inclusive" | "noninclusive" | "non-inclusive") => {
+                    if i + 1 != count {
+                        return Err(bad(format!(
+                            "'{f}' on {name}: inclusion is a property of the last level (L{count})"
+                        )));
+                    }
+                    inclusive = incl == "inclusive";
+                }
                 other => {
                     let line = crate::util::parse_bytes(other).map_err(|_| bad(format!("unknown field '{f}' in {name}")))?;
                     level.line_bytes = u32::try_from(line).map_err(|_| bad(format!("line size '{f}' is too large")))?;
@@ -185,7 +208,10 @@ pub fn parse_cache_spec(spec: &str) -> Result<Vec<LevelConfig>> {
         levels.push(level);
     }
     check_levels(&levels, "--cache")?;
-    Ok(levels)
+    if inclusive && levels.len() < 2 {
+        return Err(bad("an inclusive last level needs a level above it".to_string()));
+    }
+    Ok((levels, inclusive))
 }
 
 fn check_levels(levels: &[LevelConfig], origin: &str) -> Result<()> {
@@ -793,6 +819,38 @@ impl CacheHierarchy {
     pub fn inclusive_llc(&self) -> bool {
         self.inclusive
     }
+
+    /// The provenance note of simulated traffic, naming what was simulated: each level's size,
+    /// ways, replacement policy and sharing, and the last level's inclusion.
+    pub fn note(&self) -> String {
+        let levels: Vec<String> = self
+            .levels
+            .iter()
+            .map(|l| {
+                let c = &l.cfg;
+                format!(
+                    "{} {} {}-way {} {}",
+                    c.name,
+                    crate::util::fmt_bytes(c.size_bytes as f64),
+                    c.ways,
+                    match c.replacement {
+                        Replacement::Lru => "LRU",
+                        Replacement::TreePlru => "tree-PLRU",
+                    },
+                    match c.sharing {
+                        Sharing::Private => "private per thread",
+                        Sharing::Shared => "shared",
+                    }
+                )
+            })
+            .collect();
+        format!(
+            "cache traffic simulated ({}; {}-byte lines; {} last level; write-back, write-allocate); hardware prefetchers not modelled",
+            levels.join(", "),
+            self.line_bytes(),
+            if self.inclusive { "inclusive" } else { "non-inclusive" }
+        )
+    }
 }
 
 #[cfg(test)]
@@ -801,6 +859,10 @@ mod tests;
 /// The trace backend feeds effective addresses straight into the simulator (`--trace memory`).
 impl crate::counters::trace::AccessSink for CacheHierarchy {
     fn access(&mut self, addr: u64, size: u32, kind: crate::counters::trace::AccessKind) {
+        crate::counters::trace::AccessSink::access_by(self, 0, addr, size, kind);
+    }
+    /// Each traced thread is a core of its own: its own instances of the private levels.
+    fn access_by(&mut self, thread: usize, addr: u64, size: u32, kind: crate::counters::trace::AccessKind) {
         use crate::counters::trace::AccessKind as T;
         let k = match kind {
             T::Load => AccessKind::Load,
@@ -808,12 +870,12 @@ impl crate::counters::trace::AccessSink for CacheHierarchy {
             T::NtStore => AccessKind::NtStore,
             T::Prefetch => AccessKind::Prefetch,
         };
-        CacheHierarchy::access(self, addr, size, k);
+        self.access_on(thread, addr, size, k);
     }
     fn bytes_per_level(&self) -> Vec<(String, f64)> {
         CacheHierarchy::bytes_per_level(self)
     }
     fn note(&self) -> Option<String> {
-        Some(PROVENANCE_NOTE.to_string())
+        Some(CacheHierarchy::note(self))
     }
 }

@@ -473,3 +473,67 @@ fn hierarchy_from_a_machine_model() {
     );
     assert!(!h.inclusive_llc());
 }
+
+#[test]
+fn inclusive_is_a_field_of_the_last_level() {
+    let h = parse_cache_hierarchy("L1=1KiB:2,L2=8KiB:8:inclusive").unwrap();
+    assert!(h.inclusive_llc());
+    assert!(!parse_cache_hierarchy("L1=1KiB:2,L2=8KiB:8").unwrap().inclusive_llc());
+    assert!(!parse_cache_hierarchy("L1=1KiB:2,L2=8KiB:8:noninclusive").unwrap().inclusive_llc());
+    // Not on an upper level, not without a level above.
+    for bad in ["L1=1KiB:2:inclusive,L2=8KiB:8", "L1=1KiB:2:inclusive"] {
+        let e = parse_cache_hierarchy(bad).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{bad}");
+    }
+    // The parsed hierarchy behaves inclusively: the back-invalidation pattern of
+    // `inclusive_llc_back_invalidates` (L1 2-way 8 sets, L2 8-way 16 sets, stride of 16 lines)
+    // misses line 0 again after every 8 stream lines.
+    let mut sim = parse_cache_hierarchy("L1=1KiB:2,L2=8KiB:8:shared:inclusive").unwrap();
+    for i in 1..1000u64 {
+        sim.access(0, 8, AccessKind::Load);
+        sim.access(i * 64 * 16, 8, AccessKind::Load);
+    }
+    assert!(sim.traffic().level("L1").unwrap().misses > 1000);
+}
+
+#[test]
+fn the_note_names_each_levels_policy() {
+    let sim = parse_cache_hierarchy("L1=32KiB:8:plru,L2=1MiB:16,L3=8MiB:16:inclusive").unwrap();
+    let n = sim.note();
+    assert!(n.contains("L1 32.0 KiB 8-way tree-PLRU private per thread"), "{n}");
+    assert!(n.contains("L2 1.0 MiB 16-way LRU private per thread"), "{n}");
+    assert!(n.contains("L3 8.0 MiB 16-way LRU shared"), "{n}");
+    assert!(n.contains("inclusive last level") && !n.contains("non-inclusive"), "{n}");
+    assert_eq!(n.matches("prefetchers").count(), 1, "{n}");
+}
+
+#[test]
+fn the_tracer_thread_id_selects_private_levels() {
+    use crate::counters::trace::{AccessKind as T, AccessSink};
+    // Two threads each read their own 24 KiB twice. As two cores (`access_by`) each 32 KiB
+    // private L1 holds its thread's 24 KiB: the second pass hits. As one core (`access`) 48 KiB
+    // stream through one 32 KiB 8-way LRU L1 (12 lines per set): every access misses.
+    let levels = || parse_cache_hierarchy("L1=32KiB:8,L2=1MiB:16,L3=8MiB:16").unwrap();
+    let lines = 24 * 1024 / 64;
+    let run = |per_thread: bool| {
+        let mut sim = levels();
+        for pass in 0..2 {
+            if pass == 1 {
+                sim.reset_counts();
+            }
+            for t in 0..2usize {
+                for i in 0..lines {
+                    let a = ((t as u64) << 24) + 64 * i;
+                    if per_thread {
+                        sim.access_by(t, a, 8, T::Load);
+                    } else {
+                        AccessSink::access(&mut sim, a, 8, T::Load);
+                    }
+                }
+            }
+        }
+        sim.traffic().level("L1").unwrap().misses
+    };
+    assert_eq!(run(true), 0, "each thread's 24 KiB stays in its own L1");
+    assert_eq!(run(false), 2 * lines, "48 KiB through one 32 KiB LRU L1 misses every line");
+}

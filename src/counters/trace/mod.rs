@@ -48,6 +48,13 @@ pub enum AccessKind {
 /// Receiver of effective addresses in `--trace memory` mode (implemented by the cache simulator).
 pub trait AccessSink {
     fn access(&mut self, addr: u64, size: u32, kind: AccessKind);
+    /// An access by traced thread `thread`: a dense id (0 for the first thread seen, the lowest
+    /// free one for a new thread; an exited thread's id is reused, as a core runs the next
+    /// thread). The tracer calls this; by default it is [`AccessSink::access`].
+    fn access_by(&mut self, thread: usize, addr: u64, size: u32, kind: AccessKind) {
+        let _ = thread;
+        self.access(addr, size, kind);
+    }
     /// Bytes per memory level (`l2`, `l3`, `dram`) once the trace is over.
     fn bytes_per_level(&self) -> Vec<(String, f64)> {
         Vec::new()
@@ -353,7 +360,10 @@ pub fn measure_command_with_sink(
     };
     let r = trace_command(argv, &mut o)?;
     let mut m = to_measurement(&r, by_function);
-    if let Some(p) = m.provenance.as_mut() {
+    // The sink's own note (the cache simulator's) says it already; said once.
+    if let Some(p) = m.provenance.as_mut()
+        && !p.notes.iter().any(|n| n.contains("prefetchers"))
+    {
         p.notes.push("hardware prefetchers are not modelled".into());
     }
     Ok((m, o.sink.take().unwrap_or_else(|| Box::new(CountingSink::default()))))

@@ -633,6 +633,10 @@ pub struct Tracer<'s> {
     pub per_function: HashMap<Rc<str>, Tally>,
     pub stats: DriverStats,
     ending: Option<Ending>,
+    /// Dense thread ids for the access sink (private cache levels per thread), and the ids
+    /// of exited threads, reused lowest first.
+    sink_ids: HashMap<Pid, usize>,
+    free_sink_ids: std::collections::BTreeSet<usize>,
 }
 
 fn opts() -> Options {
@@ -663,6 +667,8 @@ impl<'s> Tracer<'s> {
             per_function: HashMap::new(),
             stats: DriverStats::default(),
             ending: None,
+            sink_ids: HashMap::new(),
+            free_sink_ids: std::collections::BTreeSet::new(),
         }
     }
 
@@ -800,7 +806,23 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// The sink's dense id of thread `pid` (assigned at its first access).
+    fn sink_id(&mut self, pid: Pid) -> usize {
+        if let Some(&id) = self.sink_ids.get(&pid) {
+            return id;
+        }
+        let id = match self.free_sink_ids.pop_first() {
+            Some(id) => id,
+            None => self.sink_ids.len(),
+        };
+        self.sink_ids.insert(pid, id);
+        id
+    }
+
     fn gone(&mut self, pid: Pid) {
+        if let Some(id) = self.sink_ids.remove(&pid) {
+            self.free_sink_ids.insert(id);
+        }
         if let Some(th) = self.threads.remove(&pid) {
             let sp = &mut self.spaces[th.space];
             sp.threads = sp.threads.saturating_sub(1);
@@ -1025,11 +1047,12 @@ impl<'s> Tracer<'s> {
         }
         self.add(&t, 1, &func);
         if self.sink.is_some() {
-            self.feed(&insn, regs, xs.as_deref(), mask);
+            let tid = self.sink_id(pid);
+            self.feed(tid, &insn, regs, xs.as_deref(), mask);
         }
     }
 
-    fn feed(&mut self, insn: &Insn, regs: &libc::user_regs_struct, xs: Option<&[u8]>, mask: Option<u64>) {
+    fn feed(&mut self, tid: usize, insn: &Insn, regs: &libc::user_regs_struct, xs: Option<&[u8]>, mask: Option<u64>) {
         let Some(sink) = self.sink.as_deref_mut() else { return };
         let xsave = self.xsave;
         let mut reg = |r: Register, elem: usize, esize: usize| -> Option<u64> {
@@ -1066,30 +1089,30 @@ impl<'s> Tracer<'s> {
                         continue;
                     }
                     if let Some(a) = m.used.virtual_address(e as usize, &mut reg) {
-                        sink.access(a, m.elem, kind);
+                        sink.access_by(tid, a, m.elem, kind);
                     }
                 }
             } else if let Some(a) = m.used.virtual_address(0, &mut reg) {
                 if m.per_mask_element {
                     for e in 0..m.elems {
                         if mask.is_none_or(|k| k >> e & 1 == 1) {
-                            sink.access(a + u64::from(e * m.elem), m.elem, kind);
+                            sink.access_by(tid, a + u64::from(e * m.elem), m.elem, kind);
                         }
                     }
                 } else {
                     if m.load && m.store {
-                        sink.access(a, m.elem * m.elems, AccessKind::Load);
+                        sink.access_by(tid, a, m.elem * m.elems, AccessKind::Load);
                     }
-                    sink.access(a, m.elem * m.elems, kind);
+                    sink.access_by(tid, a, m.elem * m.elems, kind);
                 }
             }
         }
         if let Some(s) = insn.string {
             if s.loads > 0 {
-                sink.access(regs.rsi, s.elem, AccessKind::Load);
+                sink.access_by(tid, regs.rsi, s.elem, AccessKind::Load);
             }
             if s.stores > 0 {
-                sink.access(regs.rdi, s.elem, AccessKind::Store);
+                sink.access_by(tid, regs.rdi, s.elem, AccessKind::Store);
             }
         }
         if insn.prefetch
@@ -1106,7 +1129,7 @@ impl<'s> Tracer<'s> {
                 used.virtual_address(0, &mut reg)
             })
         {
-            sink.access(a, 64, AccessKind::Prefetch);
+            sink.access_by(tid, a, 64, AccessKind::Prefetch);
         }
     }
 
