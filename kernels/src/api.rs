@@ -24,6 +24,14 @@ pub trait Kernel: Send + Sync {
     /// Analytic W and Q of ONE invocation at size `n` (per thread-slice when run threaded:
     /// the runner sums the instances' counts).
     fn counts(&self, n: usize, variant: Variant) -> Counts;
+    /// Bytes that must stay cached between their uses within ONE call for the compulsory
+    /// traffic (`Counts::dram_bytes`) to be all a level moves when the closer caches cannot hold
+    /// the working set: 0 for single-pass streams, a row or a few rows for row-wise kernels.
+    /// `None` where the reuse is not modelled (blocked or irregular access: dgemm, spmv), so no
+    /// analytic L2/L3/DRAM figure is claimed for out-of-cache sizes.
+    fn reuse_footprint_bytes(&self, _n: usize) -> Option<u64> {
+        None
+    }
     /// Mask-aware flops of one invocation (lanes masked off excluded), where they differ
     /// from the hardware-counter total and the kernel knows them; `None` = same as total.
     fn effective_flops(&self, _n: usize, _variant: Variant) -> Option<u64> {

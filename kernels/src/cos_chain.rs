@@ -200,6 +200,11 @@ impl Kernel for CosChain {
     fn variants(&self) -> &'static [Variant] {
         ALL_VARIANTS
     }
+    /// Each pass streams its arrays once (the temporary's reuse distance is the whole array,
+    /// which the compulsory figure already counts as written, allocated and read back).
+    fn reuse_footprint_bytes(&self, _n: usize) -> Option<u64> {
+        Some(0)
+    }
     fn formula(&self, v: Variant) -> String {
         let tail = if masked(v) {
             "masked tail, full-width flops"

@@ -234,6 +234,10 @@ impl Kernel for Normalize {
     fn variants(&self) -> &'static [Variant] {
         ALL_VARIANTS
     }
+    /// The passes over a row reuse that row of x (and write its row of y): one row of each.
+    fn reuse_footprint_bytes(&self, _n: usize) -> Option<u64> {
+        Some(16 * ROW as u64)
+    }
     fn formula(&self, v: Variant) -> String {
         let c = counts_for(self.fused, 1, ROW, v);
         format!(

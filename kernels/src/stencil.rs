@@ -105,6 +105,11 @@ impl Kernel for Stencil2d {
     fn variants(&self) -> &'static [Variant] {
         ALL_VARIANTS
     }
+    /// Row i of the output reads rows i-1, i and i+1 of the input: three input rows and one
+    /// output row must stay cached for each input row to come in once.
+    fn reuse_footprint_bytes(&self, n: usize) -> Option<u64> {
+        Some(4 * 8 * n as u64)
+    }
     fn formula(&self, v: Variant) -> String {
         let tail = if masked(v) {
             "masked tail, full-width flops"

@@ -1211,6 +1211,12 @@ impl Kernel for StreamKernel {
         self.op.variants()
     }
 
+    /// Single pass, no reuse beyond a line. Non-temporal stores bypass every cache at any
+    /// size, which the level model (cached when the set fits) does not describe: not modelled.
+    fn reuse_footprint_bytes(&self, _n: usize) -> Option<u64> {
+        (!self.op.non_temporal()).then_some(0)
+    }
+
     fn formula(&self, variant: Variant) -> String {
         let size = self.precision.bytes();
         let w = lanes(variant, size);

@@ -134,17 +134,9 @@ impl Steps for Wired {
                 format!("{name}@{}", crate::util::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', ""))
             };
             let mut m = m;
-            if !dram {
-                // Repeated runs of a cache-resident working set do not touch DRAM: the analytic
-                // compulsory figure would describe a cold first run only.
-                m.bytes.remove("dram");
-                if let Some(pr) = m.provenance.as_mut() {
-                    pr.bytes.remove("dram");
-                    pr.notes.retain(|n| !n.starts_with("dram ="));
-                    pr.notes
-                        .push("dram: not counted (cache-resident working set, no PMU here); cache-aware view by core AI".into());
-                }
-            }
+            // L2/L3/DRAM analytic by the cache model: 0 below half a cache, the compulsory
+            // traffic beyond twice it, nothing claimed in between (each level says why).
+            analytic::apply_cache_model(&mut m, k.as_ref(), n, v, threads as usize, &machine.caches);
             let mut p = m.into_point(label);
             p.extra.insert("kernel".into(), (*name).into());
             p.extra.insert("variant".into(), v.name().into());

@@ -159,7 +159,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     env.compiler = Some(own_compiler());
     let steal = StealClock::start();
     // The static machine model (milliseconds; no clock measurement): the report says what ran it.
-    let machine = serde_json::to_value(crate::machine::detect_static(&Default::default())?)?;
+    let model = crate::machine::detect_static(&Default::default())?;
+    let machine = serde_json::to_value(&model)?;
     let mut report = Report::new(machine, env);
     // Trace before any timing thread exists (the traced child is forked from this process):
     // one trace per instance the largest team runs, each with the seed `run_analytic` gives it.
@@ -211,6 +212,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if let Some(tallies) = &traced {
             use_traced_counts(&mut m, &tallies[..threads]);
         }
+        // L2/L3/DRAM by the cache model (only where no traced figure exists).
+        crate::counters::analytic::apply_cache_model(&mut m, plan.kernel.as_ref(), plan.n, plan.variant, threads, &model.caches);
         report
             .points
             .push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
@@ -275,37 +278,54 @@ fn use_traced_counts(m: &mut crate::counters::Measurement, tallies: &[Tally]) {
 }
 
 fn print_table(points: &[Point], kernel: &dyn Kernel, traced: bool) {
-    println!(
-        "{:<30} {:>7} {:>11} {:>11} {:>7} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7}",
-        "POINT", "THREADS", "MEDIAN s", "MIN s", "SPREAD", "GFLOP/s", "core GB/s", "dram GB/s", "AI core", "AI dram", "SAMPLES"
+    // One GB/s column per level any point has (core first, then outwards).
+    let levels: Vec<&str> = ["core", "l2", "l3", "dram"]
+        .into_iter()
+        .filter(|l| points.iter().any(|p| p.bytes.contains_key(*l)))
+        .collect();
+    let mut head = format!(
+        "{:<30} {:>7} {:>11} {:>11} {:>7} {:>9}",
+        "POINT", "THREADS", "MEDIAN s", "MIN s", "SPREAD", "GFLOP/s"
     );
+    for l in &levels {
+        head.push_str(&format!(" {:>10}", format!("{l} GB/s")));
+    }
+    head.push_str(&format!(" {:>8} {:>8} {:>7}", "AI core", "AI dram", "SAMPLES"));
+    println!("{head}");
     for p in points {
         let min = p.seconds_samples.iter().copied().fold(f64::INFINITY, f64::min);
         let f = |x: Option<&f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
-        println!(
-            "{:<30} {:>7} {:>11.4e} {:>11.4e} {:>6.1}% {:>9} {:>10} {:>10} {:>8} {:>8} {:>7}",
+        let mut line = format!(
+            "{:<30} {:>7} {:>11.4e} {:>11.4e} {:>6.1}% {:>9}",
             p.name,
             p.threads,
             p.seconds,
             min,
             100.0 * p.spread().unwrap_or(0.0),
             p.gflops.map(|g| format!("{g:.2}")).unwrap_or_else(|| "-".into()),
-            f(p.gbs.get("core")),
-            f(p.gbs.get("dram")),
+        );
+        for l in &levels {
+            line.push_str(&format!(" {:>10}", f(p.gbs.get(*l))));
+        }
+        line.push_str(&format!(
+            " {:>8} {:>8} {:>7}",
             f(p.ai.get("core")),
             f(p.ai.get("dram")),
             p.seconds_samples.len()
-        );
+        ));
+        println!("{line}");
     }
-    if traced {
-        println!(
-            "W and core Q traced, dram Q analytic (per {}; compulsory cold-cache traffic), T native.",
-            kernel.size_unit()
-        );
-    } else {
-        println!(
-            "W and Q analytic (per {}; dram = compulsory cold-cache traffic), T native.",
-            kernel.size_unit()
-        );
+    let what = if traced { "W and core Q traced" } else { "W and core Q analytic" };
+    println!("{what} (per {}), T native; L2/L3/DRAM Q by the cache model:", kernel.size_unit());
+    // The model's lines of the first point (every team size shares the working set per thread).
+    if let Some(p) = points.first() {
+        for n in p
+            .provenance
+            .notes
+            .iter()
+            .filter(|n| n.starts_with("l2") || n.starts_with("l3") || n.starts_with("dram"))
+        {
+            println!("  {n}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use roofline_kernels::{Counts, Kernel, Variant};
 
 use crate::counters::Measurement;
 use crate::error::{Error, Result};
+use crate::machine::Cache;
 use crate::report::schema::level;
 use crate::report::{Flops, Provenance, Source};
 
@@ -148,6 +149,137 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
     }
 }
 
+/// One level's analytic traffic under the cache model: the bytes per call (all threads), or
+/// why none is claimed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelTraffic {
+    /// `l2`, `l3` or `dram`: the level that serves the bytes.
+    pub level: &'static str,
+    pub bytes: Option<u64>,
+    /// One line: which cache holds the working set, or why the level is not modelled.
+    pub why: String,
+}
+
+/// Capacity of `cache` one thread of a team of `threads` can count on: its instance divided
+/// by the team's threads that share it (the runner pins threads to CPUs in order).
+fn share(cache: &Cache, threads: usize) -> u64 {
+    cache.size_bytes / (threads.max(1) as u64).min(cache.shared_by_threads.max(1) as u64)
+}
+
+/// The analytic L2/L3/DRAM traffic of repeated calls of `kernel` at size `n` on `threads`
+/// threads (one instance each), on a machine with `caches`.
+///
+/// The traffic a level serves is what the cache in front of it (closer to the core) misses:
+/// - the working set fits in half the closer cache's per-thread share: 0 (after the first call
+///   every access hits closer);
+/// - it exceeds twice that share and the kernel's reuse footprint fits in half of it: the
+///   compulsory traffic (`Counts::dram_bytes`: reads, write-allocate and write-back), since
+///   with LRU-like replacement a cyclic sweep over more than the capacity hits nothing;
+/// - otherwise (within 2× of the capacity, where adaptive replacement keeps part of the set,
+///   or reuse the model does not describe): no figure.
+///
+/// Inclusive-hierarchy view: on victim (exclusive) L3s the L3 figure is the traffic the L2
+/// misses, which is what the cache-aware model's L3 roof is measured with.
+pub fn cache_model(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usize, caches: &[Cache]) -> Vec<LevelTraffic> {
+    let data: Vec<&Cache> = {
+        let mut v: Vec<&Cache> = caches.iter().filter(|c| c.kind != "instruction" && c.size_bytes > 0).collect();
+        v.sort_by_key(|c| c.level);
+        v.dedup_by_key(|c| c.level);
+        v
+    };
+    let ws = kernel.working_set_bytes(n);
+    let compulsory = kernel.counts(n, variant).dram_bytes.saturating_mul(threads as u64);
+    let reuse = kernel.reuse_footprint_bytes(n);
+    let mut out = Vec::new();
+    for (i, closer) in data.iter().enumerate() {
+        let level = match data.get(i + 1) {
+            Some(c) if c.level == 2 => level::L2,
+            Some(c) if c.level == 3 => level::L3,
+            Some(_) => continue,
+            None => level::DRAM,
+        };
+        let cap = share(closer, threads);
+        let fmt = |b: u64| crate::util::fmt_bytes(b as f64);
+        let (bytes, why) = if ws.saturating_mul(2) <= cap {
+            (
+                Some(0),
+                format!(
+                    "{level} = 0: the working set ({}) fits in L{} ({} per thread)",
+                    fmt(ws),
+                    closer.level,
+                    fmt(cap)
+                ),
+            )
+        } else if ws < cap.saturating_mul(2) {
+            (
+                None,
+                format!(
+                    "{level}: not modelled (working set {} within 2x of L{}'s {} per thread: partly cached)",
+                    fmt(ws),
+                    closer.level,
+                    fmt(cap)
+                ),
+            )
+        } else {
+            match reuse {
+                Some(r) if r.saturating_mul(2) <= cap => (
+                    Some(compulsory),
+                    format!(
+                        "{level} = compulsory traffic (working set {} > 2x L{}'s {} per thread; write-allocate included)",
+                        fmt(ws),
+                        closer.level,
+                        fmt(cap)
+                    ),
+                ),
+                Some(r) => (
+                    None,
+                    format!(
+                        "{level}: not modelled (the kernel's reuse footprint {} exceeds half of L{})",
+                        fmt(r),
+                        closer.level
+                    ),
+                ),
+                None => (
+                    None,
+                    format!("{level}: not modelled ({}'s reuse is blocked or irregular)", kernel.name()),
+                ),
+            }
+        };
+        out.push(LevelTraffic { level, bytes, why });
+    }
+    out
+}
+
+/// Fill `m`'s L2/L3/DRAM bytes from [`cache_model`] where no measured figure (trace, perf)
+/// is there already; a level the model cannot describe loses its analytic figure (the cold
+/// compulsory DRAM traffic would be wrong for a partly cached set) and says why in the notes.
+pub fn apply_cache_model(m: &mut Measurement, kernel: &dyn Kernel, n: usize, variant: Variant, threads: usize, caches: &[Cache]) {
+    let levels = cache_model(kernel, n, variant, threads, caches);
+    if levels.is_empty() {
+        return;
+    }
+    let Some(prov) = m.provenance.as_mut() else { return };
+    prov.notes
+        .retain(|n| !n.starts_with("dram = compulsory traffic of a cold working set"));
+    for t in levels {
+        let measured = prov.bytes.get(t.level).is_some_and(|s| *s != Source::Analytic);
+        if measured {
+            continue;
+        }
+        match t.bytes {
+            Some(b) => {
+                m.bytes.insert(t.level.to_string(), b as f64);
+                prov.bytes.insert(t.level.to_string(), Source::Analytic);
+            }
+            None => {
+                m.bytes.remove(t.level);
+                prov.bytes.remove(t.level);
+            }
+        }
+        prov.notes.push(t.why);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +333,137 @@ mod tests {
         let e = run_kernel(k.as_ref(), usize::MAX / 64, Variant::Scalar, 1, quick()).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
         assert!(run_kernel(k.as_ref(), 10, Variant::Scalar, 0, quick()).is_err());
+    }
+
+    fn cache(level: u32, size: u64, shared_by: u32) -> Cache {
+        Cache {
+            level,
+            kind: if level == 1 { "data".into() } else { "unified".into() },
+            size_bytes: size,
+            line_bytes: 64,
+            ways: 8,
+            sets: (size / 64 / 8) as u32,
+            shared_by_threads: shared_by,
+            shared_by_source: "test".into(),
+            instances: None,
+        }
+    }
+
+    /// L1 32 KiB and L2 1 MiB private, L3 32 MiB shared by 8, plus an L1i that must be ignored.
+    fn hierarchy() -> Vec<Cache> {
+        let mut i = cache(1, 32 << 10, 1);
+        i.kind = "instruction".into();
+        vec![cache(3, 32 << 20, 8), cache(1, 32 << 10, 1), i, cache(2, 1 << 20, 1)]
+    }
+
+    fn seed() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    }
+
+    fn by_level(v: &[LevelTraffic]) -> BTreeMap<&'static str, Option<u64>> {
+        v.iter().map(|t| (t.level, t.bytes)).collect()
+    }
+
+    #[test]
+    fn cache_model_places_streams_by_working_set() {
+        let k = roofline_kernels::api::find("triad").unwrap();
+        let caches = hierarchy();
+        let mut rng = roofline_kernels::rng::Rng::new(seed());
+        for _ in 0..20 {
+            // (working-set range, expected l2, l3, dram: true = compulsory, false = 0)
+            let regimes: [(u64, u64, [bool; 3]); 3] = [
+                (1 << 10, 16 << 10, [false, false, false]),
+                (64 << 10, 512 << 10, [true, false, false]),
+                (128 << 20, 512 << 20, [true, true, true]),
+            ];
+            for (lo, hi, expect) in regimes {
+                let bytes = lo + rng.next_u64() % (hi - lo);
+                let n = k.size_for_bytes(bytes);
+                let got = by_level(&cache_model(k.as_ref(), n, Variant::Scalar, 1, &caches));
+                let comp = k.counts(n, Variant::Scalar).dram_bytes;
+                assert!(comp > 0);
+                for (lvl, c) in ["l2", "l3", "dram"].iter().zip(expect) {
+                    assert_eq!(got[lvl], Some(if c { comp } else { 0 }), "{lvl} at {bytes} B: {got:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cache_model_claims_nothing_near_a_capacity_or_for_unmodelled_reuse() {
+        let caches = hierarchy();
+        let triad = roofline_kernels::api::find("triad").unwrap();
+        // 1.5x the L2: partly cached, no L3 figure; still far beyond L1 and inside L3
+        let n = triad.size_for_bytes(3 << 19);
+        let got = by_level(&cache_model(triad.as_ref(), n, Variant::Scalar, 1, &caches));
+        assert_eq!(got["l3"], None);
+        assert!(got["l2"].unwrap() > 0);
+        assert_eq!(got["dram"], Some(0));
+        // dgemm: 0 where it fits, nothing claimed beyond (blocked reuse)
+        let g = roofline_kernels::api::find("dgemm").unwrap();
+        let got = by_level(&cache_model(g.as_ref(), 16, Variant::Scalar, 1, &caches));
+        assert_eq!(got["l2"], Some(0));
+        let got = by_level(&cache_model(g.as_ref(), 1500, Variant::Scalar, 1, &caches));
+        assert_eq!((got["l2"], got["l3"], got["dram"]), (None, None, None));
+        // a stencil whose four rows exceed half of L1 (n = 1000: 32 KB): no L2 figure, but
+        // its rows fit L2, so the L3 and DRAM figures stand
+        let st = roofline_kernels::api::find("stencil2d").unwrap();
+        let got = by_level(&cache_model(st.as_ref(), 4000, Variant::Scalar, 1, &caches));
+        assert_eq!(got["l2"], None);
+        let comp = st.counts(4000, Variant::Scalar).dram_bytes;
+        assert_eq!(got["dram"], Some(comp));
+        // non-temporal stores bypass caches at any size: never modelled
+        let nt = roofline_kernels::api::find("copy_nt").unwrap();
+        let got = by_level(&cache_model(nt.as_ref(), 1 << 24, Variant::Scalar, 1, &caches));
+        assert_eq!(got["dram"], None);
+    }
+
+    #[test]
+    fn shared_caches_are_divided_among_the_team() {
+        let caches = hierarchy();
+        let k = roofline_kernels::api::find("daxpy").unwrap();
+        // 10 MiB per thread: fits half the L3 alone, but exceeds twice 8 threads' share (4 MiB)
+        let n = k.size_for_bytes(10 << 20);
+        let one = by_level(&cache_model(k.as_ref(), n, Variant::Scalar, 1, &caches));
+        assert_eq!(one["dram"], Some(0));
+        let eight = by_level(&cache_model(k.as_ref(), n, Variant::Scalar, 8, &caches));
+        assert_eq!(eight["dram"], Some(8 * k.counts(n, Variant::Scalar).dram_bytes));
+        // private L2: the same per-thread capacity at any team size
+        assert_eq!(one["l2"].map(|b| b * 8), eight["l2"]);
+    }
+
+    #[test]
+    fn the_model_fills_analytic_levels_and_keeps_measured_ones() {
+        let k = roofline_kernels::api::find("triad").unwrap();
+        let n = k.size_for_bytes(1 << 28);
+        let mut m = measurement(&k.counts(n, Variant::Scalar), None, 1);
+        let prov = m.provenance.as_mut().unwrap();
+        prov.bytes.insert("l2".into(), Source::Trace);
+        m.bytes.insert("l2".into(), 12345.0);
+        apply_cache_model(&mut m, k.as_ref(), n, Variant::Scalar, 1, &hierarchy());
+        assert_eq!(m.bytes["l2"], 12345.0, "a traced figure was overwritten");
+        let comp = k.counts(n, Variant::Scalar).dram_bytes as f64;
+        assert_eq!(m.bytes["l3"], comp);
+        assert_eq!(m.bytes["dram"], comp);
+        let prov = m.provenance.as_ref().unwrap();
+        assert_eq!(prov.bytes["l3"], Source::Analytic);
+        assert!(prov.notes.iter().any(|n| n.starts_with("l3 = compulsory")), "{:?}", prov.notes);
+        // partly cached in L3: the cold DRAM figure goes, with the reason
+        let n = k.size_for_bytes(40 << 20);
+        let mut m = measurement(&k.counts(n, Variant::Scalar), None, 1);
+        apply_cache_model(&mut m, k.as_ref(), n, Variant::Scalar, 1, &hierarchy());
+        assert!(!m.bytes.contains_key("dram"));
+        assert!(!m.provenance.as_ref().unwrap().bytes.contains_key("dram"));
+        assert!(
+            m.provenance
+                .as_ref()
+                .unwrap()
+                .notes
+                .iter()
+                .any(|n| n.starts_with("dram: not modelled"))
+        );
     }
 }

@@ -19,7 +19,9 @@ use crate::report::table::sig3;
 
 /// DejaVu Sans (Bitstream Vera license, assets/DejaVuSans-LICENSE.txt).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-pub const FONT_FAMILY: &str = "sans-serif";
+/// The family SVG text names: the bundled font first, then the font it was drawn after (same
+/// widths within a few %), then any sans-serif. Layout is measured with the bundled font.
+pub const FONT_FAMILY: &str = "DejaVu Sans, Verdana, sans-serif";
 pub const FONT_SIZE: f64 = 13.0;
 const SMALL: f64 = 11.0;
 const MARKER_R: f64 = 4.5;
@@ -32,13 +34,13 @@ pub fn register_font() {
     });
 }
 
-/// Text box size in pixels under the bundled font.
+/// Text box size in pixels under the bundled font at font size `size` px (the CSS/SVG
+/// font-size: the em square is `size` px tall), as [`text_pixels`] draws it.
 pub fn text_size(text: &str, size: f64) -> (f64, f64) {
     register_font();
-    let font = FontDesc::new(FontFamily::SansSerif, size, FontStyle::Normal);
-    match font.box_size(text) {
-        Ok((w, h)) => (f64::from(w) + 2.0, f64::from(h).max(size) + 1.0),
-        Err(_) => (text.chars().count() as f64 * size * 0.62 + 2.0, size + 2.0),
+    match png_text::layout(text, size) {
+        Some((_, width, height, _)) => (f64::from(width) + 2.0, f64::from(height).max(size) + 1.0),
+        None => (text.chars().count() as f64 * size * 0.62 + 2.0, size + 2.0),
     }
 }
 
@@ -975,20 +977,22 @@ mod png_text {
     use plotters::style::text_anchor::{HPos, VPos};
     use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind};
 
-    /// Pixels of `text` in the bundled font at `size` px (ab_glyph scale, as plotters measures
-    /// text), relative to the anchor: (x, y, coverage). Glyphs are placed on one baseline at the
-    /// font's ascent below the box's top, each at its pen position plus its own left bearing,
-    /// advancing by the font's advance and kerning. (plotters' own ab_glyph path drops the left
-    /// bearing and rounds each glyph's vertical offset separately: uneven spacing, and '.' off
-    /// the baseline.)
-    pub fn text_pixels(text: &str, size: f64, h: HPos, v: VPos) -> Vec<(i32, i32, f32)> {
-        use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
-        let Ok(font) = FontRef::try_from_slice(FONT) else {
-            return vec![];
-        };
-        let scale = PxScale::from(size as f32);
-        let sf = font.as_scaled(scale);
-        let (ascent, descent) = (sf.ascent(), sf.descent());
+    /// ab_glyph's scale for a font size of `size` px. ab_glyph scales the font's height
+    /// (ascent − descent) to the given pixels, while SVG/CSS `font-size` is the em square:
+    /// DejaVu Sans is 1.164 em tall, so ab_glyph at `size` drew and measured text 14 % smaller
+    /// than a browser renders the SVG (labels overran their layout boxes).
+    pub fn em_scale(font: &ab_glyph::FontRef, size: f64) -> ab_glyph::PxScale {
+        use ab_glyph::Font;
+        let upem = font.units_per_em().unwrap_or(2048.0);
+        ab_glyph::PxScale::from(size as f32 * font.height_unscaled() / upem)
+    }
+
+    /// Glyph pens of `text` at font size `size` px: (glyph, pen x) on one line, the width,
+    /// the height (ascent − descent) and the ascent, in pixels.
+    pub fn layout(text: &str, size: f64) -> Option<(Vec<(ab_glyph::GlyphId, f32)>, f32, f32, f32)> {
+        use ab_glyph::{Font, FontRef, ScaleFont};
+        let font = FontRef::try_from_slice(FONT).ok()?;
+        let sf = font.as_scaled(em_scale(&font, size));
         let mut pens = Vec::new();
         let mut x = 0f32;
         let mut prev = None;
@@ -1001,8 +1005,21 @@ mod png_text {
             x += sf.h_advance(id);
             prev = Some(id);
         }
-        let width = x;
-        let height = ascent - descent;
+        Some((pens, x, sf.ascent() - sf.descent(), sf.ascent()))
+    }
+
+    /// Pixels of `text` in the bundled font at font size `size` px (see [`em_scale`]),
+    /// relative to the anchor: (x, y, coverage). Glyphs are placed on one baseline at the
+    /// font's ascent below the box's top, each at its pen position plus its own left bearing,
+    /// advancing by the font's advance and kerning. (plotters' own ab_glyph path drops the left
+    /// bearing and rounds each glyph's vertical offset separately: uneven spacing, and '.' off
+    /// the baseline.)
+    pub fn text_pixels(text: &str, size: f64, h: HPos, v: VPos) -> Vec<(i32, i32, f32)> {
+        use ab_glyph::{Font, FontRef, point};
+        let (Ok(font), Some((pens, width, height, ascent))) = (FontRef::try_from_slice(FONT), layout(text, size)) else {
+            return vec![];
+        };
+        let scale = em_scale(&font, size);
         let dx = match h {
             HPos::Left => 0.0,
             HPos::Right => -width,
@@ -1161,5 +1178,29 @@ impl Exporter for SvgExporter {
 impl Exporter for PngExporter {
     fn export(&self, view: &View) -> Result<Vec<u8>> {
         png(view)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plotters::style::text_anchor::{HPos, VPos};
+
+    /// Text is measured at the em size a browser uses for `font-size`: DejaVu Sans digits are
+    /// 1303/2048 em wide each (its hmtx table), so ten digits at 20 px span 127.2 px. (Scaled by
+    /// the font's height instead, as ab_glyph's PxScale does, they measured 109.3 px.)
+    #[test]
+    fn text_is_measured_at_the_css_font_size() {
+        for size in [11.0, 13.0, 20.0] {
+            let (w, h) = text_size("0123456789", size);
+            let digits = 10.0 * 1303.0 / 2048.0 * size;
+            assert!((w - 2.0 - digits).abs() < 0.5, "{size} px: {w} vs {digits}");
+            // height: ascent + descent of DejaVu Sans = 2384/2048 em
+            assert!((h - 1.0 - 2384.0 / 2048.0 * size).abs() < 0.5, "{size} px: height {h}");
+        }
+        // the PNG glyphs cover what was measured: right edge within the box
+        let px = text_pixels("0123456789", 20.0, HPos::Left, VPos::Top);
+        let right = px.iter().map(|p| p.0).max().unwrap() as f64;
+        assert!(right > 120.0 && right <= text_size("0123456789", 20.0).0, "right edge {right}");
     }
 }
