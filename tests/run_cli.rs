@@ -329,3 +329,98 @@ fn trace_backend_counts_w_and_core_q_and_times_natively() {
         );
     }
 }
+
+/// `--backend perf` counts on every team thread around exactly the timed calls and divides by
+/// the calls: with software events (any machine), task-clock per call is the threads' CPU time
+/// per call — between the fastest and slowest sample times the team size (plus the barrier
+/// overhead amortized over each batch) — and W and Q stay analytic, saying so.
+#[test]
+fn perf_backend_counts_per_timed_call_on_every_thread() {
+    let n = random_size(20_000, 60_000, 7);
+    let out = roofline()
+        .args([
+            "run",
+            "triad",
+            "--backend",
+            "perf",
+            "--events",
+            "software",
+            "--threads",
+            "1,2",
+            "--repeat",
+            "5",
+        ])
+        .args(["--min-time", "0.05", "--json", "--size"])
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let k = roofline::kernels::api::find("triad").unwrap();
+    for p in v["points"].as_array().unwrap() {
+        let threads = p["threads"].as_f64().unwrap();
+        let samples: Vec<f64> = p["seconds_samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_f64().unwrap())
+            .collect();
+        let (lo, hi) = samples.iter().fold((f64::MAX, 0f64), |(a, b), s| (a.min(*s), b.max(*s)));
+        let task = p["extra"]["task_clock_seconds"].as_f64().expect("task-clock counted");
+        assert!(
+            task >= 0.8 * threads * lo && task <= 1.5 * threads * hi,
+            "{threads} threads: task-clock {task:e} s per call vs samples {lo:e}..{hi:e}"
+        );
+        assert_eq!(p["provenance"]["flops"], "analytic");
+        assert_eq!(p["provenance"]["bytes"]["core"], "analytic");
+        let variant = Variant::from_name(p["extra"]["variant"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            p["flops"]["total"].as_f64().unwrap(),
+            threads * k.counts(n, variant).flops_total() as f64
+        );
+    }
+}
+
+/// With the platform's events: on a machine without a core PMU (this CI), one line naming the
+/// cause and exit 2 before anything runs; where a PMU exists, hardware W per call matches the
+/// kernel's analytic W (FP_ARITH / AMD FLOPs events count the same instructions).
+#[test]
+fn perf_backend_platform_events_need_a_pmu() {
+    let n = random_size(20_000, 60_000, 8);
+    let out = roofline()
+        .args([
+            "run",
+            "triad",
+            "--backend",
+            "perf",
+            "--repeat",
+            "3",
+            "--min-time",
+            "0.02",
+            "--json",
+            "--size",
+        ])
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    let pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+        || std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !pmu {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(err.lines().next().unwrap().contains("PMU"), "{err}");
+        return;
+    }
+    if out.status.code() == Some(2) {
+        eprintln!("skip: a PMU exists but perf refused: {err}");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["points"][0];
+    assert_eq!(p["provenance"]["flops"], "perf");
+    let w = p["flops"]["total"].as_f64().unwrap();
+    let analytic = p["extra"]["analytic_flops"].as_f64().unwrap();
+    assert!((w / analytic - 1.0).abs() < 0.02, "perf W {w} vs analytic {analytic}");
+}

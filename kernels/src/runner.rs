@@ -67,9 +67,29 @@ pub fn time_team(instances: Vec<Box<dyn Instance>>, repeat: Repeat) -> Vec<f64> 
     time_team_observed(instances, repeat, &|_, _| {})
 }
 
+/// Per-thread calls around a team's timed repetitions (hardware counters opened, enabled and
+/// read on the thread that runs the calls). Warm-up and calibration calls are outside.
+pub trait TeamHooks: Sync {
+    /// On team thread `i` (pinned), right before its first timed repetition.
+    fn begin(&self, i: usize);
+    /// On team thread `i`, right after its last timed repetition; `calls`: the timed calls
+    /// it made (repetitions × calls per repetition).
+    fn end(&self, i: usize, calls: u64);
+}
+
 /// [`time_team`], calling `on_sample(count, seconds)` after each timed repetition (from the
 /// first thread, outside the timed region): progress bars, early feedback.
 pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Vec<f64> {
+    time_team_hooked(instances, repeat, on_sample, None)
+}
+
+/// [`time_team_observed`] with [`TeamHooks`] around each thread's timed repetitions.
+pub fn time_team_hooked(
+    instances: Vec<Box<dyn Instance>>,
+    repeat: Repeat,
+    on_sample: &(dyn Fn(usize, f64) + Sync),
+    hooks: Option<&dyn TeamHooks>,
+) -> Vec<f64> {
     let n = instances.len().max(1);
     let cpus = allowed_cpus();
     let barrier = Arc::new(Barrier::new(n));
@@ -102,6 +122,10 @@ pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_
                 let k = calls.load(std::sync::atomic::Ordering::SeqCst);
                 let mut total = 0.0;
                 let mut count = 0;
+                let mut made = 0u64;
+                if let Some(h) = hooks {
+                    h.begin(i);
+                }
                 loop {
                     barrier.wait();
                     let t0 = Instant::now();
@@ -110,6 +134,7 @@ pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_
                     }
                     barrier.wait();
                     let batch = t0.elapsed().as_secs_f64();
+                    made += k as u64;
                     let dt = batch / k as f64;
                     if i == 0 {
                         samples.lock().unwrap().push(dt);
@@ -123,6 +148,9 @@ pub fn time_team_observed(instances: Vec<Box<dyn Instance>>, repeat: Repeat, on_
                     if stop.load(std::sync::atomic::Ordering::SeqCst) {
                         break;
                     }
+                }
+                if let Some(h) = hooks {
+                    h.end(i, made);
                 }
             });
         }
@@ -162,5 +190,65 @@ mod tests {
         });
         assert_eq!(samples.len(), 4);
         assert_eq!(seen.load(Ordering::SeqCst), 4);
+    }
+
+    /// Hooks run once per thread, around exactly the timed calls (counted by the instance).
+    #[test]
+    fn hooks_bracket_exactly_the_timed_calls() {
+        use std::sync::Mutex;
+        struct Counting(Arc<AtomicUsize>);
+        impl Instance for Counting {
+            fn run(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                std::hint::black_box((0..200).sum::<u64>());
+            }
+            fn verify(&mut self) -> Result<(), String> {
+                Ok(())
+            }
+            fn counts(&self) -> crate::Counts {
+                crate::Counts::default()
+            }
+        }
+        struct Hooks {
+            runs: Vec<Arc<AtomicUsize>>,
+            at_begin: Mutex<Vec<(usize, usize)>>,
+            at_end: Mutex<Vec<(usize, usize, u64)>>,
+        }
+        impl TeamHooks for Hooks {
+            fn begin(&self, i: usize) {
+                self.at_begin.lock().unwrap().push((i, self.runs[i].load(Ordering::SeqCst)));
+            }
+            fn end(&self, i: usize, calls: u64) {
+                self.at_end.lock().unwrap().push((i, self.runs[i].load(Ordering::SeqCst), calls));
+            }
+        }
+        let threads = 2;
+        let runs: Vec<Arc<AtomicUsize>> = (0..threads).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+        let inst: Vec<Box<dyn Instance>> = runs.iter().map(|r| Box::new(Counting(r.clone())) as Box<dyn Instance>).collect();
+        let hooks = Hooks {
+            runs: runs.clone(),
+            at_begin: Mutex::new(vec![]),
+            at_end: Mutex::new(vec![]),
+        };
+        let repeat = Repeat {
+            min_total: Duration::from_millis(0),
+            min_samples: 3,
+            max_samples: 3,
+            warmup: 2,
+        };
+        let samples = time_team_hooked(inst, repeat, &|_, _| {}, Some(&hooks));
+        assert_eq!(samples.len(), 3);
+        let begin = hooks.at_begin.into_inner().unwrap();
+        let end = hooks.at_end.into_inner().unwrap();
+        assert_eq!((begin.len(), end.len()), (threads, threads));
+        for (i, before, after, calls) in end.iter().map(|&(i, after, calls)| {
+            let before = begin.iter().find(|b| b.0 == i).unwrap().1;
+            (i, before, after, calls)
+        }) {
+            // warm-up (2) and the calibration call (1) come before the hook
+            assert_eq!(before, 3, "thread {i}");
+            assert_eq!((after - before) as u64, calls, "thread {i}");
+            assert!(calls >= 3, "thread {i}: {calls}");
+        }
     }
 }

@@ -14,14 +14,7 @@ use crate::error::Error;
 use crate::machine::Platform;
 use crate::report::{Environment, Report};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EventSet {
-    /// The identified platform's FP, cache and memory events (needs a hardware PMU).
-    Platform,
-    /// Kernel software events only (task-clock, page-faults, context-switches, msr/tsc):
-    /// T without W or Q, on any machine.
-    Software,
-}
+pub use crate::counters::team::EventSet;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -249,19 +242,16 @@ fn platform(arg: &PlatformArg) -> anyhow::Result<Platform> {
 }
 
 fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>, i32)> {
-    let (specs, counters, notes, plat): (Vec<CounterSpec>, u32, Vec<String>, Option<Platform>) = match args.events {
-        EventSet::Software => (perf::software_events(pmus, true), 4, vec![], None),
-        EventSet::Platform => {
-            perf::core_pmu(pmus)?;
-            perf::check_paranoid(perf::paranoid(), false)?;
-            let plat = platform(&args.platform.clone())?;
-            let (specs, notes) = perf::counters_for_platform(&plat, pmus, args.optional_events, !args.no_uncore, perf::nmi_watchdog_on())?;
-            if specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
-                perf::check_paranoid(perf::paranoid(), true)?;
-            }
-            let n = perf::core_counters(&plat);
-            (specs, n, notes, Some(plat))
-        }
+    let (specs, counters, notes) = crate::counters::team::select_events(
+        args.events,
+        pmus,
+        args.platform.platform.as_deref(),
+        args.optional_events,
+        !args.no_uncore,
+    )?;
+    let plat = match args.events {
+        EventSet::Software => None,
+        EventSet::Platform => Some(platform(&args.platform.clone())?),
     };
     let plan = perf::plan_groups(&specs, counters);
     let hw_groups = plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).count();

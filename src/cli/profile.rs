@@ -108,6 +108,9 @@ impl Steps for Wired {
         use crate::kernels::{api, runner::Repeat};
         // Cap the DRAM-sized working sets by the LLC: 4x the LLC is enough to stream from DRAM.
         let llc = machine.caches.iter().map(|c| c.size_bytes).max().unwrap_or(32 << 20);
+        // W and the cache/memory levels from perf where a core PMU exists; otherwise (or when
+        // the events cannot be opened) analytic, each point saying why.
+        let (perf_events, no_perf) = perf_events();
         let mut points = Vec::new();
         for (name, bytes) in PROFILE_KERNELS {
             let Some(k) = api::find(name) else { continue };
@@ -127,14 +130,38 @@ impl Steps for Wired {
                 max_samples: 200,
                 warmup: 1,
             };
-            let m = analytic::run_kernel(k.as_ref(), n, v, threads as usize, repeat)?;
+            let spec = analytic::KernelRun {
+                kernel: k.as_ref(),
+                n,
+                variant: v,
+                threads: threads as usize,
+                repeat,
+                verify: false,
+            };
+            let mut m = match &perf_events {
+                Some((specs, counters, notes)) => {
+                    match crate::counters::team::run_kernel(&spec, specs.clone(), *counters, notes.clone(), &|_, _| {}) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            let mut m = analytic::run(&spec, &|_, _| {})?;
+                            if let Some(p) = m.provenance.as_mut() {
+                                p.notes.push(format!("perf: {e}; W and Q analytic"));
+                            }
+                            m
+                        }
+                    }
+                }
+                None => analytic::run(&spec, &|_, _| {})?,
+            };
+            if let (Some(why), Some(p)) = (&no_perf, m.provenance.as_mut()) {
+                p.notes.push(why.clone());
+            }
             let label = if dram {
                 format!("{name}@dram")
             } else {
                 format!("{name}@{}", crate::util::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', ""))
             };
-            let mut m = m;
-            // L2/L3/DRAM analytic by the cache model: 0 below half a cache, the compulsory
+            // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
             // traffic beyond twice it, nothing claimed in between (each level says why).
             analytic::apply_cache_model(&mut m, k.as_ref(), n, v, threads as usize, &machine.caches);
             let mut p = m.into_point(label);
@@ -168,6 +195,20 @@ impl Steps for Wired {
             return Err(Error::unavailable("no suite kernel runs on this CPU", "see `roofline kernels`").into());
         }
         Ok(points)
+    }
+}
+
+/// The platform's events when a core PMU exists and they can be opened, else why not.
+fn perf_events() -> (Option<crate::counters::team::Selection>, Option<String>) {
+    use crate::counters::{perf, team};
+    let pmus = std::path::Path::new(perf::SYSFS_PMUS);
+    if let Err(e) = perf::core_pmu(pmus) {
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        return (None, Some(format!("W and Q analytic: {first}")));
+    }
+    match team::select_events(team::EventSet::Platform, pmus, None, false, true) {
+        Ok(ev) => (Some(ev), None),
+        Err(e) => (None, Some(format!("W and Q analytic: perf events unavailable ({e})"))),
     }
 }
 

@@ -46,11 +46,17 @@ pub struct Args {
     /// Seconds the timed repetitions add up to, at least.
     #[arg(long, default_value_t = 0.2, value_name = "SECONDS")]
     pub min_time: f64,
-    /// Where W and Q come from (timing is always native). `auto` = analytic here; `trace`
-    /// counts W and core Q of one run per thread's instance under the tracer (DRAM Q stays
-    /// analytic).
+    /// Where W and Q come from (timing is always native). `trace` counts W and core Q of one
+    /// run per thread's instance under the tracer; `perf` counts W and the levels the
+    /// platform's events cover on every team thread around exactly the timed calls (core Q
+    /// and the rest stay analytic); `auto` = perf where a core PMU exists, else analytic.
+    /// L2/L3/DRAM Q that nothing counted come from the cache model.
     #[arg(long, value_enum, default_value = "analytic")]
     pub backend: BackendKind,
+    /// Which events `--backend perf` counts: the platform's (needs a PMU) or kernel software
+    /// events only (task-clock, page-faults: T cross-checks on any machine).
+    #[arg(long, value_enum, default_value = "platform")]
+    pub events: crate::counters::team::EventSet,
     /// Skip the check of one run against the scalar f64 reference.
     #[arg(long)]
     pub no_verify: bool,
@@ -119,15 +125,6 @@ fn plan(args: &Args) -> crate::Result<Plan> {
             "use a smaller --size or --bytes, or fewer threads",
         )
     })?;
-    match args.backend {
-        BackendKind::Analytic | BackendKind::Auto | BackendKind::Trace => {}
-        BackendKind::Perf => {
-            return Err(Error::unavailable(
-                "`roofline run --backend perf` is not available in this build",
-                "the perf backend is issue 5; use --backend analytic",
-            ));
-        }
-    }
     let repeat = Repeat {
         min_total: Duration::from_secs_f64(args.min_time),
         min_samples: args.repeat,
@@ -154,6 +151,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let out = args.output.check(&["json"])?;
     let plan = plan(&args)?;
+    let pmus = std::path::Path::new(crate::counters::perf::SYSFS_PMUS);
+    let backend = match args.backend {
+        BackendKind::Auto if crate::counters::perf::core_pmu(pmus).is_ok() => BackendKind::Perf,
+        BackendKind::Auto => BackendKind::Analytic,
+        b => b,
+    };
+    // Events chosen and checked before anything runs (one line and exit 2 without a PMU).
+    let perf_events = match backend {
+        BackendKind::Perf => Some(crate::counters::team::select_events(
+            args.events,
+            pmus,
+            args.platform.platform.as_deref(),
+            false,
+            true,
+        )?),
+        _ => None,
+    };
     let command_line: Vec<String> = std::env::args().collect();
     let mut env = collect(&command_line);
     env.compiler = Some(own_compiler());
@@ -164,7 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut report = Report::new(machine, env);
     // Trace before any timing thread exists (the traced child is forked from this process):
     // one trace per instance the largest team runs, each with the seed `run_analytic` gives it.
-    let traced = if args.backend == BackendKind::Trace {
+    let traced = if backend == BackendKind::Trace {
         let most = plan.threads.iter().copied().max().unwrap_or(1);
         eprintln!(
             "roofline: tracing {} {} n={} ({} instance(s)) for W and core Q",
@@ -207,7 +221,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             bar.set_message(format!("{label}: {count} samples, last {secs:.3e} s"));
             bar.tick();
         };
-        let mut m = run_analytic(&spec, &on_sample)?;
+        let mut m = match &perf_events {
+            Some((specs, counters, notes)) => {
+                crate::counters::team::run_kernel(&spec, specs.clone(), *counters, notes.clone(), &on_sample)?
+            }
+            None => run_analytic(&spec, &on_sample)?,
+        };
         bar.finish_and_clear();
         if let Some(tallies) = &traced {
             use_traced_counts(&mut m, &tallies[..threads]);
@@ -226,7 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.json {
         println!("{json}");
     } else {
-        print_table(&report.points, plan.kernel.as_ref(), args.backend == BackendKind::Trace);
+        print_table(&report.points, plan.kernel.as_ref());
     }
     Ok(0)
 }
@@ -277,7 +296,7 @@ fn use_traced_counts(m: &mut crate::counters::Measurement, tallies: &[Tally]) {
     }
 }
 
-fn print_table(points: &[Point], kernel: &dyn Kernel, traced: bool) {
+fn print_table(points: &[Point], kernel: &dyn Kernel) {
     // One GB/s column per level any point has (core first, then outwards).
     let levels: Vec<&str> = ["core", "l2", "l3", "dram"]
         .into_iter()
@@ -315,16 +334,18 @@ fn print_table(points: &[Point], kernel: &dyn Kernel, traced: bool) {
         ));
         println!("{line}");
     }
-    let what = if traced { "W and core Q traced" } else { "W and core Q analytic" };
-    println!("{what} (per {}), T native; L2/L3/DRAM Q by the cache model:", kernel.size_unit());
-    // The model's lines of the first point (every team size shares the working set per thread).
+    // Where each quantity came from, and the model's or the counters' notes, once.
     if let Some(p) = points.first() {
-        for n in p
-            .provenance
-            .notes
-            .iter()
-            .filter(|n| n.starts_with("l2") || n.starts_with("l3") || n.starts_with("dram"))
-        {
+        let pr = &p.provenance;
+        let src = |s: Option<&crate::report::Source>| s.map(|s| s.name()).unwrap_or("-");
+        let levels: Vec<String> = p.bytes.keys().map(|l| format!("{l} {}", src(pr.bytes.get(l)))).collect();
+        println!(
+            "W {}, Q: {} (per call, {} as the size unit), T native.",
+            src(pr.flops.as_ref()),
+            levels.join(", "),
+            kernel.size_unit()
+        );
+        for n in &pr.notes {
             println!("  {n}");
         }
     }

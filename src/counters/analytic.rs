@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use roofline_kernels::runner::{Repeat, time_team_observed};
+use roofline_kernels::runner::{Repeat, TeamHooks, time_team_hooked};
 use roofline_kernels::{Counts, Kernel, Variant};
 
 use crate::counters::Measurement;
@@ -47,6 +47,11 @@ pub fn run_kernel(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usiz
 
 /// [`run_kernel`] with options and a per-sample callback (`(count, seconds)`, for progress).
 pub fn run(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Result<Measurement> {
+    run_hooked(spec, on_sample, None)
+}
+
+/// [`run`] with hooks around each team thread's timed calls (the perf backend's counters).
+pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hooks: Option<&dyn TeamHooks>) -> Result<Measurement> {
     let k = spec.kernel;
     if spec.threads == 0 {
         return Err(Error::input("0 threads", "use --threads 1 or more"));
@@ -98,7 +103,7 @@ pub fn run(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Result<
         acc.dram_bytes += c.dram_bytes;
         acc
     });
-    let samples = time_team_observed(instances, spec.repeat, on_sample);
+    let samples = time_team_hooked(instances, spec.repeat, on_sample, hooks);
     let mut m = measurement(
         &counts,
         k.effective_flops(spec.n, spec.variant).map(|e| e * spec.threads as u64),

@@ -10,6 +10,7 @@ pub mod cachesim;
 pub mod events;
 pub mod perf;
 pub mod perf_stat;
+pub mod team;
 pub mod trace;
 
 use serde::{Deserialize, Serialize};

@@ -987,9 +987,12 @@ mod png_text {
         ab_glyph::PxScale::from(size as f32 * font.height_unscaled() / upem)
     }
 
-    /// Glyph pens of `text` at font size `size` px: (glyph, pen x) on one line, the width,
-    /// the height (ascent − descent) and the ascent, in pixels.
-    pub fn layout(text: &str, size: f64) -> Option<(Vec<(ab_glyph::GlyphId, f32)>, f32, f32, f32)> {
+    /// One line of text laid out: (glyph, pen x) pairs, the width, the height (ascent −
+    /// descent) and the ascent, in pixels.
+    pub type Line = (Vec<(ab_glyph::GlyphId, f32)>, f32, f32, f32);
+
+    /// `text` at font size `size` px laid out on one line.
+    pub fn layout(text: &str, size: f64) -> Option<Line> {
         use ab_glyph::{Font, FontRef, ScaleFont};
         let font = FontRef::try_from_slice(FONT).ok()?;
         let sf = font.as_scaled(em_scale(&font, size));

@@ -39,7 +39,7 @@ impl Source {
 
 /// Provenance of each quantity of a point, separately: a point may mix traced W with
 /// native T, and says so.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     pub flops: Option<Source>,
     /// Per byte level (`core`, `l2`, …): which backend produced it.
