@@ -59,6 +59,21 @@ document.getElementById("f").onload = function () {
     if (!inside && r.right > w + 1) bad.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ? "." + e.className.split(" ")[0] : "") + "(" + Math.round(r.right) + "px)");
   });
   document.body.setAttribute("data-overflow", d.scrollWidth + " " + w + " " + bad.slice(0, 6).join(" "));
+  // Labels as the browser renders them: no two text boxes of one plot may overlap.
+  var clash = [];
+  doc.querySelectorAll("svg").forEach(function (svg) {
+    var boxes = [];
+    svg.querySelectorAll("text").forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width > 0 && t.textContent.trim() !== "") boxes.push([r, t.textContent.trim()]);
+    });
+    for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
+      var a = boxes[i][0], b = boxes[j][0];
+      var ox = Math.min(a.right, b.right) - Math.max(a.left, b.left), oy = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (ox > 1 && oy > 2) clash.push((boxes[i][1] + " / " + boxes[j][1]).replace(/\s+/g, "_"));
+    }
+  });
+  document.body.setAttribute("data-clash", clash.length + " " + clash.slice(0, 4).join(" "));
 };
 </script></body></html>
 PROBE
@@ -73,6 +88,13 @@ if [ -z "$overflow" ]; then
   exit 1
 fi
 read -r scroll_w view_w offenders <<<"$overflow"
+clash=$(grep -o 'data-clash="[^"]*"' "$work/dom.html" | head -1 | sed 's/^data-clash="//; s/"$//')
+read -r n_clash clashes <<<"${clash:-? }"
+echo "check-html: $n_clash overlapping text pair(s) in the rendered plots"
+if [ "$n_clash" != "0" ]; then
+  echo "check-html: rendered labels overlap: ${clashes:-?}" >&2
+  exit 1
+fi
 echo "check-html: page width $scroll_w px in a $view_w px viewport"
 if [ "$scroll_w" -gt "$view_w" ]; then
   echo "check-html: the whole page scrolls sideways on a phone ($scroll_w > $view_w px): ${offenders:-?}" >&2
