@@ -31,6 +31,38 @@ step "gpu run dgemm" "$B/roofline" gpu run dgemm --size 1024 --repeat 3 -o "$W/d
 step "gpu measure (ncu) of gpu run" "$B/roofline" gpu measure -k triad -o "$W/measure.json" -- "$B/roofline" gpu run triad --size 4194304 --repeat 2
 # 2 warm-up + 2 timed launches of 2n flops each: 4 * 2 * 4194304.
 step "measured W = 4 launches x 2n" json_has "$W/measure.json" '"total": 33554432'
+# Instruction roofline (Ding & Williams) of our triad under ncu: ceilings from the capture's
+# *.peak_sustained metrics; triad's DRAM sectors bind (~1.7 warp instructions per sector
+# against a 4-per-SM-and-cycle warp ceiling), its 8-byte accesses sit on the 8-sector wall.
+step "gpu measure --set instruction" "$B/roofline" gpu measure --set instruction -k triad -o "$W/iroof.json" -- "$B/roofline" gpu run triad --size 4194304 --repeat 2
+step "instruction roofline: warp-GIPS ceiling" json_has "$W/iroof.json" '"warp_gips": [0-9]'
+step "instruction roofline: DRAM binds triad" json_has "$W/iroof.json" '"bound_by": "dram"'
+step "instruction roofline: on the 8-sector wall" json_has "$W/iroof.json" '"on_wall": 8.0'
+step "instruction roofline SVG" "$B/roofline" gpu measure --set instruction -k triad -o "$W/iroof.svg" -- "$B/roofline" gpu run triad --size 4194304 --repeat 2
+step "SVG has ceilings and walls" bash -c "grep -q 'warp GIPS' '$W/iroof.svg' && grep -q 'DRAM sectors' '$W/iroof.svg' && grep -q 'global 32' '$W/iroof.svg' && grep -q 'shared 32' '$W/iroof.svg'"
+# Full ceilings: L2 and shared memory for load, copy and triad; the sweep's rotated buffers.
+step "gpu ceilings" "$B/roofline" gpu ceilings -o "$W/ceilings.json"
+ceilings_check() { # every L2/shared kernel present and above the HBM triad; FP16 near its (FP32-rate) peak
+  python3 - "$W/ceilings.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+bw = {(b["level"], b["kernel"]): b["gbs"] for b in c["bandwidth"]}
+hbm = bw[("dram", "triad")]
+ok = True
+for lvl in ("l2", "shared"):
+    for k in ("load", "copy", "triad"):
+        g = bw.get((lvl, k))
+        print(f"{lvl:7} {k:6} {g if g is None else round(g)} GB/s")
+        ok &= g is not None and g > hbm
+cp = {x["precision"]: x["pct_of_peak_at_clock"] for x in c["compute"]}
+print("HBM triad", round(hbm), "GB/s; % of peak at the measured clock:", {k: round(v, 1) for k, v in cp.items()})
+ok &= 80 < cp["fp16"] < 105 and 85 < cp["fp64"] < 105
+l2 = c["machine"]["l2_bytes"]
+ok &= all(s["rotated_buffers"] >= 4 for s in c["sweep"] if s["working_set_bytes"] <= l2)
+sys.exit(0 if ok else 1)
+PY
+}
+step "ceilings: L2/shared load+copy+triad, FP16/FP64 %, rotation" ceilings_check
 echo "== outputs in $W"
 echo "gpu-test: $pass passed, $fail failed${failed:+ (${failed[*]})}"
 [ $fail -eq 0 ]

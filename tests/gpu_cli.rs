@@ -240,3 +240,75 @@ fn compare_prints_dashes_not_nan_for_unknown_values() {
     assert!(v["rows"][0]["speedup_time"].is_null());
     assert!(v["rows"][0]["gpu_roof_fraction"].is_null());
 }
+
+#[test]
+fn import_instruction_capture_prints_and_draws_the_instruction_roofline() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("iroof.svg");
+    let o = roofline()
+        .args(["gpu", "import", &fixture("dgemm_iroof.csv"), "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("instruction roofline (Ding & Williams): dgemm"), "{stdout}");
+    // 528 warp instructions/cycle × the SM clock (≈ 1.976 GHz): a ceiling of 1043 GIPS;
+    // dgemm bound by shared-memory wavefronts (see gpu_ncu.rs for the figures by hand).
+    assert!(stdout.contains("warp-GIPS ceiling 1043"), "{stdout}");
+    assert!(stdout.contains("bound by shared (wavefronts) transactions"), "{stdout}");
+    assert!(stdout.contains("on the 8 wall"), "{stdout}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "{}", &text[..100.min(text.len())]);
+    for needle in [
+        "warp GIPS 1043",
+        "L1 (global sectors)",
+        "shared (wavefronts)",
+        "L2 sectors",
+        "DRAM sectors",
+        "global 32",
+        "shared 32",
+        "dgemm",
+        "instruction intensity (warp instructions per transaction)",
+    ] {
+        assert!(text.contains(needle), "no '{needle}' in the SVG");
+    }
+    // The JSON report keeps the block; `report show` prints the same section.
+    let json = dir.path().join("iroof.json");
+    let o = roofline()
+        .args(["gpu", "import", &fixture("strided_store_iroof.csv"), "-o"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let o = roofline().args(["report", "show"]).arg(&json).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("instruction roofline (Ding & Williams): strided_store"), "{stdout}");
+    assert!(stdout.contains("bound by DRAM sectors transactions"), "{stdout}");
+    assert!(stdout.contains("on the 32 wall"), "{stdout}");
+}
+
+#[test]
+fn instruction_svg_needs_the_instruction_metrics() {
+    // A hierarchical capture has no instruction roofline: exit 2, one line.
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("x.svg");
+    let o = roofline()
+        .args(["gpu", "import", &fixture("dgemm_hier.csv"), "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("instruction roofline"));
+    assert!(!svg.exists());
+    // `gpu measure -o x.svg` with the hierarchical set is refused before anything runs.
+    let o = roofline()
+        .args(["gpu", "measure", "-o"])
+        .arg(&svg)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--set instruction"));
+}

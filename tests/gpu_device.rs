@@ -82,6 +82,42 @@ fn quick_ceilings_are_sane() {
     for b in &c.bandwidth {
         eprintln!("{:<8} {:<12} {:>8.0} GB/s", b.level, b.kernel, b.gbs);
     }
+    // FP16 (HFMA2) against the corrected sm_90 table (FP32's flop rate): near 100 %, where
+    // the old table (twice FP32) read 49 %.
+    let fp16 = c.compute.iter().find(|x| x.precision == "fp16").unwrap();
+    let pct16 = fp16.pct_of_peak_at_clock.unwrap();
+    if c.machine.compute_capability == "9.0" {
+        assert!(pct16 > 80.0 && pct16 < 105.0, "FP16 at {pct16}% of the peak at the measured clock");
+    }
+    // L2 and shared memory: load, copy and triad each measured, and the L2 rates above HBM's.
+    let hbm = triad.gbs;
+    for level in ["l2", "shared"] {
+        for kernel in ["load", "copy", "triad"] {
+            let b = c
+                .bandwidth
+                .iter()
+                .find(|b| b.level == level && b.kernel == kernel)
+                .unwrap_or_else(|| panic!("no {level} {kernel} ceiling"));
+            assert!(b.gbs > hbm, "{level} {kernel}: {} GB/s not above the HBM triad {hbm}", b.gbs);
+        }
+    }
+    // The sweep rotates buffers while the set fits in L2 (so the launches read DRAM), and
+    // the L2-resident passes beat the rotated reads at a set that fits.
+    let l2 = c.machine.l2_bytes.unwrap_or(0);
+    for s in &c.sweep {
+        eprintln!(
+            "sweep {:>12} B  rotated x{:<4} {:>8.0} GB/s   L2-resident passes {:>8.0} GB/s",
+            s.working_set_bytes,
+            s.rotated_buffers,
+            s.gbs,
+            s.gbs_l2_resident.unwrap_or(f64::NAN)
+        );
+        if s.working_set_bytes <= l2 {
+            assert!(s.rotated_buffers >= 4, "{s:?}");
+        }
+    }
+    let fits = c.sweep.iter().rfind(|s| s.working_set_bytes * 4 <= l2).unwrap();
+    assert!(fits.gbs_l2_resident.unwrap() > fits.gbs, "{fits:?}");
 }
 
 #[test]

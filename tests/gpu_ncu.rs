@@ -395,3 +395,195 @@ fn peaks_capture_matches_the_architecture_table() {
         132.0 * rates.fp64_flops
     );
 }
+
+// ---- Instruction roofline (Ding & Williams) on captures with the ceilings' metrics ----
+// `*_iroof.csv`: roofline's INSTRUCTION_METRICS on an H100 (132 SMs), made by
+// scripts/gpu-capture-instr.sh; each suite run is a warm-up plus two timed launches, so three
+// launches per kernel. Counters are summed over launches, per-cycle peaks and clocks averaged.
+
+fn iroof(file: &str, name: &str) -> serde_json::Value {
+    kernel(&capture(file), name).instruction_roofline().unwrap()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn instruction_roofline_dgemm_ceilings_intensities_and_binding() {
+    let ir = iroof("dgemm_iroof.csv", "dgemm");
+    let f = |p: &str| ir.pointer(p).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("{p}: {ir}"));
+    // 3 launches × 113,639,424 warp instructions in 465,664 + 464,896 + 464,384 ns.
+    let inst = 3.0 * 113_639_424.0;
+    let t = (465_664.0 + 464_896.0 + 464_384.0) * 1e-9;
+    assert_eq!(f("/warp_instructions"), inst);
+    assert!(close(f("/warp_gips"), inst / t / 1e9, 1e-12));
+    // Warp-GIPS ceiling: 528 warp instructions/cycle (4 per SM) × the mean SM clock.
+    let sm_hz = (1_973_945_741.34 + 1_978_486_390.70 + 1_975_915_243.08) / 3.0;
+    let warp = 528.0 * sm_hz / 1e9;
+    assert!(close(f("/ceilings/warp_gips"), warp, 1e-12));
+    assert!(warp > 1040.0 && warp < 1045.0);
+    // Transaction ceilings: L1 2,112 sectors/cycle and shared 132 wavefronts/cycle at the L1
+    // clock (here the SM's), L2 240 sectors/cycle at the LTS clock, DRAM 40 at the DRAM clock.
+    let lts_hz = (1_701_106_377.13 + 1_701_303_087.14 + 1_701_609_013.23) / 3.0;
+    let dram_hz = (2_618_636_613.52 + 2_618_832_599.12 + 2_618_936_052.92) / 3.0;
+    assert!(close(f("/ceilings/transactions_gtxn_per_s/global_l1"), 2112.0 * sm_hz / 1e9, 1e-12));
+    assert!(close(f("/ceilings/transactions_gtxn_per_s/shared"), 132.0 * sm_hz / 1e9, 1e-12));
+    assert!(close(f("/ceilings/transactions_gtxn_per_s/l2"), 240.0 * lts_hz / 1e9, 1e-12));
+    assert!(close(f("/ceilings/transactions_gtxn_per_s/dram"), 40.0 * dram_hz / 1e9, 1e-12));
+    // Transactions and intensities per level.
+    let l1 = 3.0 * (16_777_216.0 + 262_144.0);
+    let shared = 100_716_773.0 + 4_647_202.0 + 100_718_560.0 + 4_666_150.0 + 100_725_551.0 + 4_664_891.0;
+    let l2 = 13_160_731.0 + 12_810_600.0 + 12_711_063.0;
+    let dram = 524_480.0 + 31_784.0 + 524_480.0 + 33_552.0 + 524_472.0 + 31_360.0;
+    assert_eq!(f("/transactions/global_l1"), l1);
+    assert_eq!(f("/transactions/shared"), shared);
+    assert_eq!(f("/transactions/l2"), l2);
+    assert_eq!(f("/transactions/dram"), dram);
+    assert!(close(f("/instruction_intensity/global_l1"), inst / l1, 1e-12));
+    assert!(close(f("/instruction_intensity/shared"), inst / shared, 1e-12));
+    assert!(close(f("/instruction_intensity/dram"), inst / dram, 1e-12));
+    // Shared: 1.078 instructions per wavefront × 260.9 Gwavefronts/s = 281 GIPS, below the
+    // warp ceiling: dgemm's inner loop is bound by shared-memory transactions, at ~87 % of it.
+    let att_shared = inst / shared * 132.0 * sm_hz / 1e9;
+    assert!(close(f("/attainable_gips/shared"), att_shared, 1e-12));
+    assert!(att_shared > 280.0 && att_shared < 283.0);
+    assert_eq!(ir["binding"]["shared"], "transactions");
+    // L1, L2 and DRAM intensities times their ceilings are above the warp ceiling.
+    for lvl in ["global_l1", "l2", "dram"] {
+        assert_eq!(ir["binding"][lvl], "warp_gips", "{lvl}");
+        assert!(close(f(&format!("/attainable_gips/{lvl}")), warp, 1e-12));
+    }
+    assert_eq!(ir["bound_by"], "shared");
+    let frac = (inst / t / 1e9) / att_shared;
+    assert!(close(f("/fraction_of_attainable"), frac, 1e-12));
+    assert!(frac > 0.85 && frac < 0.89, "{frac}");
+    // Global pattern: 8-byte unit-stride loads and stores, 8 sectors per instruction: on the 8 wall.
+    let global_inst = 3.0 * (2_097_152.0 + 32_768.0);
+    assert_eq!(f("/global_memory/sectors_per_instruction"), l1 / global_inst);
+    assert_eq!(l1 / global_inst, 8.0);
+    assert_eq!(f("/global_memory/instruction_intensity"), 0.125);
+    assert_eq!(ir["global_memory"]["position"]["on_wall"], 8.0);
+    // Shared pattern: double accesses (2 wavefronts per warp at best) plus the store conflicts.
+    let shared_inst = 3.0 * (50_331_648.0 + 2_097_152.0);
+    assert!(close(f("/shared_memory/wavefronts_per_instruction"), shared / shared_inst, 1e-12));
+    assert_eq!(ir["shared_memory"]["position"]["between"], serde_json::json!([1.0, 32.0]));
+    let conflicts = 53_477.0 + 452_898.0 + 55_264.0 + 471_846.0 + 62_255.0 + 470_587.0;
+    assert_eq!(f("/shared_memory/bank_conflicts"), conflicts);
+    assert!(ir["notes"].as_array().unwrap().is_empty(), "{}", ir["notes"]);
+}
+
+#[test]
+fn instruction_roofline_strided_store_is_dram_bound_on_the_32_wall() {
+    let ir = iroof("strided_store_iroof.csv", "strided_store");
+    let f = |p: &str| ir.pointer(p).and_then(|v| v.as_f64()).unwrap();
+    let inst = 3.0 * 25_165_824.0;
+    let t = (1_073_504.0 + 1_077_216.0 + 1_073_408.0) * 1e-9;
+    let dram = 16_719_408.0 + 16_718_808.0 + 16_721_680.0 + 16_710_400.0 + 16_725_432.0 + 16_718_968.0;
+    let dram_hz = (2_618_946_552.60 + 2_618_910_970.50 + 2_618_900_548.53) / 3.0;
+    let att = inst / dram * 40.0 * dram_hz / 1e9;
+    // 0.75 instructions per DRAM sector × 104.8 Gsectors/s = 78.8 GIPS: DRAM binds.
+    assert!(close(f("/attainable_gips/dram"), att, 1e-12));
+    assert!(att > 78.0 && att < 80.0);
+    assert_eq!(ir["bound_by"], "dram");
+    assert!(close(f("/fraction_of_attainable"), inst / t / 1e9 / att, 1e-12));
+    // 16,777,216 store sectors over 524,288 store instructions per launch: 32, the wall of a
+    // fully uncoalesced access (stride 33 doubles).
+    assert_eq!(f("/global_memory/sectors_per_instruction"), 32.0);
+    assert_eq!(ir["global_memory"]["position"]["on_wall"], 32.0);
+    // No shared accesses: zero wavefronts, no intensity at that level, no shared pattern.
+    assert_eq!(f("/transactions/shared"), 0.0);
+    assert!(ir["instruction_intensity"].get("shared").is_none());
+    assert!(ir["shared_memory"]["position"].is_null());
+}
+
+#[test]
+fn instruction_roofline_shared_bank_conflict_walls() {
+    // shared_stride: 1,000 loads per thread of buf[(tid · stride) % 1024], plus one store.
+    // Stride 32: every thread of a warp in one bank, 32 wavefronts per load instruction.
+    let c32 = kernel(&capture("shared_stride32_iroof.csv"), "shared_stride");
+    assert_eq!(
+        c32.metrics["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] / c32.metrics["smsp__inst_executed_op_shared_ld.sum"],
+        32.0
+    );
+    let ir = c32.instruction_roofline().unwrap();
+    // Loads and the store together: (33,792,000 + 1,056) / (1,056,000 + 1,056) per launch.
+    let wpi = (33_792_000.0 + 1_056.0) / (1_056_000.0 + 1_056.0);
+    assert!(close(
+        ir["shared_memory"]["wavefronts_per_instruction"].as_f64().unwrap(),
+        wpi,
+        1e-12
+    ));
+    assert_eq!(ir["shared_memory"]["position"]["on_wall"], 32.0);
+    assert_eq!(ir["shared_memory"]["bank_conflicts"], 3.0 * 32_736_000.0);
+    // Stride 1: conflict-free, one wavefront per instruction.
+    let ir1 = iroof("shared_stride1_iroof.csv", "shared_stride");
+    assert_eq!(ir1["shared_memory"]["wavefronts_per_instruction"], 1.0);
+    assert_eq!(ir1["shared_memory"]["position"]["on_wall"], 1.0);
+    assert_eq!(ir1["shared_memory"]["bank_conflicts"], 0.0);
+    // Both bound by shared transactions (the same 5,250,432 instructions per launch; 32× the
+    // wavefronts); the conflicted kernel takes 131,808 + 131,680 + 131,680 ns vs 3 × 8,896.
+    assert_eq!(ir["bound_by"], "shared");
+    assert!(ir["attainable_gips"]["shared"].as_f64().unwrap() < ir1["attainable_gips"]["shared"].as_f64().unwrap() / 20.0);
+}
+
+#[test]
+fn instruction_roofline_without_ceiling_metrics_is_null_with_notes() {
+    // The first instruction captures (dgemm_instr.csv) have no *.peak_sustained metrics and no
+    // clocks: ceilings, attainable GIPS and the binding are null, each with a note; the
+    // transactions and intensities are still there.
+    let ir = iroof("dgemm_instr.csv", "dgemm");
+    assert!(ir["ceilings"]["warp_gips"].is_null());
+    for lvl in ["global_l1", "shared", "l2", "dram"] {
+        assert!(ir["ceilings"]["transactions_gtxn_per_s"][lvl].is_null(), "{lvl}");
+        assert!(ir["attainable_gips"][lvl].is_null(), "{lvl}");
+        assert!(ir["transactions"][lvl].as_f64().unwrap() > 0.0, "{lvl}");
+    }
+    assert!(ir["bound_by"].is_null() && ir["fraction_of_attainable"].is_null());
+    let notes: Vec<&str> = ir["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(
+        notes.iter().any(|n| n.contains("sm__inst_executed.sum.peak_sustained")),
+        "{notes:?}"
+    );
+    assert!(notes.iter().any(|n| n.contains("lts__t_sectors.sum.peak_sustained")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("dram__sectors.sum.peak_sustained")), "{notes:?}");
+    // dgemm_instr.csv's first launch: 100,714,098 + 4,657,492 shared wavefronts.
+    assert!(ir["transactions"]["shared"].as_f64().unwrap() > 100_714_098.0 + 4_657_492.0);
+}
+
+#[test]
+fn hfma2_is_dual_issued_to_both_fma_pipes() {
+    // fp16_pipes.csv (H100, hfma2_peak iters 4000, the warm-up launch): every HFMA2
+    // warp instruction is counted on FMAheavy and on FMAlite, and both pipes are busy ~99 %
+    // of the cycles while the FMA pipe's instruction rate is ~50 % of its peak; FFMA splits
+    // between the two pipes (ffma_pipes.csv: heavy + lite = fma, ~85 % busy). Hence the sm_90
+    // FP16 table rate = FP32's: 0.5 HFMA2 warp instructions per SMSP and cycle × 32 lanes × 4
+    // flops × 4 SMSPs = 256 flops per SM and cycle.
+    let h = &capture("fp16_pipes.csv").launches[0];
+    let m = |k: &str| h.metrics[k];
+    assert!(close(
+        m("sm__inst_executed_pipe_fmaheavy.sum"),
+        m("sm__inst_executed_pipe_fma.sum"),
+        1e-3
+    ));
+    assert!(close(
+        m("sm__inst_executed_pipe_fmalite.sum"),
+        m("sm__inst_executed_pipe_fma.sum"),
+        1e-3
+    ));
+    assert!(m("sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active") > 95.0);
+    assert!(m("sm__pipe_fmalite_cycles_active.avg.pct_of_peak_sustained_active") > 95.0);
+    assert!(m("sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active") < 52.0);
+    // 1,081,817,088 FMA-pipe warp instructions over 4,148,592 cycles × 528 SMSPs: 0.494.
+    let per_smsp_cycle = m("sm__inst_executed_pipe_fma.sum") / (m("sm__cycles_elapsed.max") * 528.0);
+    assert!(per_smsp_cycle > 0.47 && per_smsp_cycle <= 0.5, "{per_smsp_cycle}");
+    assert_eq!(
+        0.5 * 32.0 * 4.0 * 4.0,
+        roofline::gpu::device::arch_rates((9, 0)).unwrap().fp16_flops
+    );
+    let f = &capture("ffma_pipes.csv").launches[0];
+    assert_eq!(
+        f.metrics["sm__inst_executed_pipe_fmaheavy.sum"] + f.metrics["sm__inst_executed_pipe_fmalite.sum"],
+        f.metrics["sm__inst_executed_pipe_fma.sum"]
+    );
+}

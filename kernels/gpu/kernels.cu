@@ -185,19 +185,6 @@ extern "C" __global__ void load_f64(const double2* __restrict__ a, double* __res
     if (s == 12345.678) out[0] = s;  // practically never taken, but not provably dead
 }
 
-// L2 bandwidth: PASSES sweeps over an L2-resident buffer inside one launch, so launch
-// overhead does not hide the L2 rate. Q = 16 · n2 · passes bytes requested.
-extern "C" __global__ void load_passes_f64(const double2* __restrict__ a, double* __restrict__ out, size_t n2, int passes) {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    double s = 0.0;
-    for (int p = 0; p < passes; ++p) {
-        // Start each pass at a different offset so blocks do not stay on the same L2 slices.
-        size_t start = (blockIdx.x * (size_t)blockDim.x + threadIdx.x + (size_t)p * 4099) % stride;
-        for (size_t i = start; i < n2; i += stride) { double2 v = __ldcg(&a[i]); s += v.x + v.y; }
-    }
-    if (s == 12345.678) out[0] = s;
-}
-
 // Shared-memory bandwidth: every thread reads 16 bytes from shared memory per iteration,
 // conflict-free (consecutive float4s). Q_shared = 16 · threads · iters.
 extern "C" __global__ void shared_load(float* out, int iters) {
@@ -240,4 +227,98 @@ extern "C" __global__ void bf16_mma_peak(float* out, int iters) {
     for (int e = 0; e < c0.num_elements; ++e) c0.x[e] += c1.x[e] + c2.x[e] + c3.x[e];
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     if (c0.x[0] == -1.f) wmma::store_matrix_sync(out + (size_t)warp * 256, c0, 16, wmma::mem_row_major);
+}
+
+// ---- L2-resident and rotated bandwidth kernels (`roofline gpu ceilings`) ----
+// The "wrap" kernels run `total` element-steps over a power-of-two buffer of mask+1 double2s
+// (element k touches index k & mask): total = passes · (mask+1) puts many passes over an
+// L2-resident set inside one launch (so launch overhead does not hide the L2 rate), and
+// total = mask+1 is one plain pass (the rotated DRAM sweep: the caller moves the base pointer
+// between launches). Four independent accesses per thread and iteration; loads through
+// ld.global.cg (L2, not L1), so a set that fits in L1 is still measured at L2.
+// Q per element-step: load 16 B, copy 32 B (16 read + 16 written), triad 48 B (32 + 16).
+extern "C" __global__ void load_wrap_f64(const double2* __restrict__ a, double* __restrict__ out, size_t mask, size_t total) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (; k + 3 * stride < total; k += 4 * stride) {
+        double2 v0 = __ldcg(&a[k & mask]), v1 = __ldcg(&a[(k + stride) & mask]);
+        double2 v2 = __ldcg(&a[(k + 2 * stride) & mask]), v3 = __ldcg(&a[(k + 3 * stride) & mask]);
+        s0 += v0.x + v0.y; s1 += v1.x + v1.y; s2 += v2.x + v2.y; s3 += v3.x + v3.y;
+    }
+    for (; k < total; k += stride) { double2 v = __ldcg(&a[k & mask]); s0 += v.x + v.y; }
+    double s = s0 + s1 + s2 + s3;
+    if (s == 12345.678) out[0] = s;  // practically never taken, but not provably dead
+}
+extern "C" __global__ void copy_wrap_f64(const double2* __restrict__ a, double2* __restrict__ b, size_t mask, size_t total) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; k + 3 * stride < total; k += 4 * stride) {
+        size_t i0 = k & mask, i1 = (k + stride) & mask, i2 = (k + 2 * stride) & mask, i3 = (k + 3 * stride) & mask;
+        double2 v0 = __ldcg(&a[i0]), v1 = __ldcg(&a[i1]), v2 = __ldcg(&a[i2]), v3 = __ldcg(&a[i3]);
+        b[i0] = v0; b[i1] = v1; b[i2] = v2; b[i3] = v3;
+    }
+    for (; k < total; k += stride) b[k & mask] = __ldcg(&a[k & mask]);
+}
+extern "C" __global__ void triad_wrap_f64(double2* __restrict__ a, const double2* __restrict__ b, const double2* __restrict__ c, double s, size_t mask, size_t total) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; k + 3 * stride < total; k += 4 * stride) {
+        size_t i0 = k & mask, i1 = (k + stride) & mask, i2 = (k + 2 * stride) & mask, i3 = (k + 3 * stride) & mask;
+        double2 b0 = __ldcg(&b[i0]), b1 = __ldcg(&b[i1]), b2 = __ldcg(&b[i2]), b3 = __ldcg(&b[i3]);
+        double2 c0 = __ldcg(&c[i0]), c1 = __ldcg(&c[i1]), c2 = __ldcg(&c[i2]), c3 = __ldcg(&c[i3]);
+        a[i0] = make_double2(b0.x + s * c0.x, b0.y + s * c0.y); a[i1] = make_double2(b1.x + s * c1.x, b1.y + s * c1.y);
+        a[i2] = make_double2(b2.x + s * c2.x, b2.y + s * c2.y); a[i3] = make_double2(b3.x + s * c3.x, b3.y + s * c3.y);
+    }
+    for (; k < total; k += stride) { size_t i = k & mask; double2 bv = __ldcg(&b[i]), cv = __ldcg(&c[i]); a[i] = make_double2(bv.x + s * cv.x, bv.y + s * cv.y); }
+}
+
+// Shared-memory copy and triad (float4, conflict-free: consecutive float4s per warp).
+// copy: Q_shared = 32 · threads · iters (16 B read + 16 B written); triad: 48 (32 + 16).
+extern "C" __global__ void shared_copy(float* out, int iters) {
+    __shared__ float4 src[1024];
+    __shared__ float4 dst[1024];
+    src[threadIdx.x] = make_float4(threadIdx.x, 1.f, 2.f, 3.f);
+    __syncthreads();
+    int j = threadIdx.x, m = blockDim.x - 1;
+    for (int i = 0; i < iters; ++i) {
+        dst[(j + 64) & m] = src[j];
+        j = (j + 32) & m;
+    }
+    __syncthreads();
+    float4 v = dst[threadIdx.x];
+    if (v.x + v.y + v.z + v.w == -1.f) out[threadIdx.x] = v.x;
+}
+extern "C" __global__ void shared_triad(float* out, int iters, float s) {
+    __shared__ float4 a[1024];
+    __shared__ float4 b[1024];
+    __shared__ float4 c[1024];
+    b[threadIdx.x] = make_float4(threadIdx.x, 1.f, 2.f, 3.f);
+    c[threadIdx.x] = make_float4(1.f, threadIdx.x, 3.f, 2.f);
+    __syncthreads();
+    int j = threadIdx.x, m = blockDim.x - 1;
+    for (int i = 0; i < iters; ++i) {
+        float4 x = b[j], y = c[j];
+        a[(j + 64) & m] = make_float4(x.x + s * y.x, x.y + s * y.y, x.z + s * y.z, x.w + s * y.w);
+        j = (j + 32) & m;
+    }
+    __syncthreads();
+    float4 v = a[threadIdx.x];
+    if (v.x + v.y + v.z + v.w == -1.f) out[threadIdx.x] = v.x;
+}
+
+// Shared-memory bank conflicts on purpose (instruction-roofline fixture): each thread reads
+// buf[(threadIdx.x * stride) % 1024] (4-byte words, 32 banks): stride 1 is conflict-free
+// (1 wavefront per shared load), stride 32 puts the whole warp in one bank (32 wavefronts).
+extern "C" __global__ void shared_stride(float* out, int iters, int stride) {
+    __shared__ float buf[1024];
+    buf[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    int j = (threadIdx.x * stride) & 1023;
+    float acc = 0.f;
+    for (int i = 0; i < iters; ++i) {
+        acc += buf[j];
+        j = (j + 1) & 1023;  // the whole warp moves by one word: the same banks pattern
+    }
+    if (acc == -1.f) out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }

@@ -78,6 +78,11 @@ int main(int argc, char** argv) {
         c.m = rows;
         if (!strcmp(k, "normalize_naive")) ms = time_launches(launches, +[](void* v) { Ctx* c = (Ctx*)v; normalize_naive<<<(c->m + 127) / 128, 128>>>((double*)c->p[0], (double*)c->p[1], c->m, 512); }, &c);
         else ms = time_launches(launches, +[](void* v) { Ctx* c = (Ctx*)v; normalize_warp<<<(c->m * 32 + 255) / 256, 256>>>((double*)c->p[0], (double*)c->p[1], c->m, 512); }, &c);
+    } else if (!strcmp(k, "shared_stride")) {
+        // n = the stride in 4-byte words (1: conflict-free, 32: 32-way bank conflicts);
+        // 132 blocks of 256 threads, 1000 shared loads per thread.
+        CK(cudaMalloc(&c.p[0], 132 * 256 * 4)); c.m = (int)n;
+        ms = time_launches(launches, +[](void* v) { Ctx* c = (Ctx*)v; shared_stride<<<132, 256>>>((float*)c->p[0], 1000, c->m); }, &c);
     } else if (!strcmp(k, "two_kernels")) {
         // Two distinct kernels in one process, interleaved, for the critical-kernel ranking:
         // per iteration triad(n) twice and dgemm(m = 2048) once. W: triad 2n per launch,

@@ -158,17 +158,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         GpuCommand::Import { out, file, kernel } => {
-            let ofile = out.check(&["json"])?.map(|f| f.0);
+            let ofile = out.check(&["json", "svg"])?;
             let origin = file.display().to_string();
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass an ncu --csv capture"))?;
             let cap = ncu::parse(&text, &origin)?;
             let r = capture_report(&cap, kernel.as_deref(), &origin)?;
-            emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), ofile)?;
+            emit_report(&out, &r, ofile)?;
             Ok(0)
         }
         GpuCommand::Measure { out, set, kernel, cmd } => {
-            let ofile = out.check(&["json"])?.map(|f| f.0);
+            let ofile = out.check(&["json", "svg"])?;
+            if ofile.as_ref().is_some_and(|(_, ext)| ext == "svg") && set == "hierarchical" {
+                return Err(Error::input(
+                    "-o FILE.svg writes the instruction roofline, which needs the instruction metrics",
+                    "add --set instruction (or --set all); for the W/Q/T roofline write -o FILE.json and run `roofline plot`",
+                )
+                .into());
+            }
             let mut metrics: Vec<&str> = Vec::new();
             if set != "instruction" {
                 metrics.extend(ncu::HIERARCHICAL_METRICS);
@@ -187,9 +194,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 v["source"] = "ncu capture; peaks of GPU 0 from the driver".into();
                 r.machine = v;
             }
-            emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), ofile)?;
+            emit_report(&out, &r, ofile)?;
             Ok(0)
         }
+    }
+}
+
+/// A capture's report: the per-kernel table with each point's instruction roofline on stdout
+/// (or the JSON with `--json`), and `-o` as JSON or, for `.svg`, the instruction-roofline chart.
+fn emit_report(out: &OutputArgs, r: &Report, file: Option<(crate::util::OutputFile, String)>) -> anyhow::Result<()> {
+    let table = points_table(&r.points) + &crate::report::instruction::text_section(&r.points);
+    match file {
+        Some((f, ext)) if ext == "svg" => {
+            let svg = crate::report::instruction::svg(&r.points)?;
+            f.write(svg.as_bytes())?;
+            eprintln!("wrote {} (instruction roofline)", f.path.display());
+            emit_json(out, &serde_json::to_value(r)?, &table, None)
+        }
+        f => emit_json(out, &serde_json::to_value(r)?, &table, f.map(|f| f.0)),
     }
 }
 
@@ -267,6 +289,19 @@ fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
             crate::util::fmt_bytes(b.working_set_bytes as f64),
             b.gbs
         );
+    }
+    if !c.sweep.is_empty() {
+        s += "  sweep (load)   working set   rotated   GB/s (rotated)   GB/s (L2-resident passes)\n";
+        for p in &c.sweep {
+            s += &format!(
+                "  {:<14} {:>11} {:>9} {:>16.0} {:>27}\n",
+                "",
+                crate::util::fmt_bytes(p.working_set_bytes as f64),
+                format!("x{}", p.rotated_buffers),
+                p.gbs,
+                opt(p.gbs_l2_resident, 1.0, 0)
+            );
+        }
     }
     s
 }

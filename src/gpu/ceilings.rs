@@ -10,8 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::device::{self, GpuMachine};
-use super::kernels::{KArg, Suite, cuda_err, grid_for, time_median};
+use super::kernels::{KArg, Suite, cuda_err, grid_for, rotation_count, time_median, time_median_rotated};
 use crate::error::Result;
+use cudarc::driver::DevicePtr;
 use cudarc::driver::LaunchConfig;
 
 pub const GPU_CEILINGS_SCHEMA: &str = "roofline.gpu-ceilings/1";
@@ -42,7 +43,16 @@ pub struct BandwidthCeiling {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub working_set_bytes: u64,
+    /// One pass per launch, buffers rotated (see `rotated_buffers`): a set that fits in L2
+    /// is read from DRAM, not from the previous launch's L2 lines.
     pub gbs: f64,
+    /// How many copies of the set the launches went round (together 4 × L2, or 1).
+    #[serde(default)]
+    pub rotated_buffers: u64,
+    /// The same set swept many times inside one launch (loads through L2, not L1): the L2
+    /// rate where the set fits, DRAM beyond.
+    #[serde(default)]
+    pub gbs_l2_resident: Option<f64>,
 }
 
 /// `roofline.gpu-ceilings/1`.
@@ -78,6 +88,11 @@ pub fn measure_sm_clock(suite: &Suite, sms: u32) -> Result<f64> {
     let mut ghz: Vec<f64> = host.chunks(2).filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64).collect();
     ghz.sort_by(|a, b| a.total_cmp(b));
     Ok(ghz.get(ghz.len() / 2).copied().unwrap_or(0.0))
+}
+
+/// The largest power of two not above `x` (0 for 0).
+pub fn pow2_floor(x: u64) -> u64 {
+    if x == 0 { 0 } else { 1 << (63 - x.leading_zeros()) }
 }
 
 pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
@@ -229,70 +244,129 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         samples_ms: s,
     });
 
-    // Working-set sweep with the load kernel: L2-resident sets (repeated launches over the
-    // same buffer) up to HBM-sized ones.
-    progress("working-set sweep");
+    // Working-set sweep with one pass of the load kernel per launch, buffers rotated: at each
+    // set size the launches go round enough windows of the big array to span 4 × L2, so a set
+    // that fits in L2 is read from DRAM again, not hit in L2 from the previous launch
+    // (`gbs`); beside it the same set swept many times inside one launch, L2-resident where it
+    // fits (`gbs_l2_resident`).
+    progress("working-set sweep (rotated buffers, and L2-resident passes)");
+    let wrap_cfg = LaunchConfig {
+        grid_dim: (machine.sms.max(1) * 8, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let f_load = suite.function("load_wrap_f64")?;
+    let l2_bytes = machine.l2_bytes.unwrap_or(64 << 20);
+    let room = 8 * ul;
+    let resident_target: u64 = if opts.quick { 256 << 20 } else { 1 << 30 };
+    let base = {
+        let (p, _sync) = a.device_ptr(&suite.stream);
+        p
+    };
     let mut sweep = Vec::new();
     let mut bytes: u64 = 1 << 20;
-    let top = 8 * ul;
-    while bytes <= top {
-        let m2 = bytes / 16;
-        let (ms, _) = time_median(
+    while bytes <= room {
+        let n2 = bytes / 16;
+        let k = rotation_count(bytes, 4 * l2_bytes, room);
+        let sets: Vec<Vec<KArg>> = (0..k)
+            .map(|i| vec![KArg::Ptr(base + i * bytes), suite.ptr(&sink), KArg::U64(n2 - 1), KArg::U64(n2)])
+            .collect();
+        let (ms, _) = time_median_rotated(&suite, &f_load, wrap_cfg, if opts.quick { 7 } else { 21 }, &sets)?;
+        let total = (resident_target / 16).max(n2);
+        let (ms_hot, _) = time_median(
             &suite,
-            &f,
-            load_cfg,
-            2,
-            if opts.quick { 5 } else { 15 },
-            &[suite.ptr(&a), suite.ptr(&sink), KArg::U64(m2)],
+            &f_load,
+            wrap_cfg,
+            1,
+            if opts.quick { 3 } else { 7 },
+            &[KArg::Ptr(base), suite.ptr(&sink), KArg::U64(n2 - 1), KArg::U64(total)],
         )?;
         sweep.push(SweepPoint {
             working_set_bytes: bytes,
             gbs: bytes as f64 / (ms * 1e-3) / 1e9,
+            rotated_buffers: k,
+            gbs_l2_resident: Some(16.0 * total as f64 / (ms_hot * 1e-3) / 1e9),
         });
         bytes *= 2;
     }
-    // L2: a buffer of a quarter of the L2, swept many times inside one launch.
+    // L2 bandwidth: load, copy and triad over L2-resident arrays (together at most a quarter
+    // of the L2, each a power of two), many passes inside one launch.
     if let Some(l2) = machine.l2_bytes {
-        progress("L2 bandwidth");
-        let f = suite.function("load_passes_f64")?;
-        let l2_n2 = (l2 / 4 / 16).max(1);
-        let passes: i32 = 64;
-        let (ms, s) = time_median(
-            &suite,
-            &f,
-            load_cfg,
-            2,
-            reps,
-            &[suite.ptr(&a), suite.ptr(&sink), KArg::U64(l2_n2), KArg::I32(passes)],
-        )?;
-        let bytes = 16.0 * l2_n2 as f64 * passes as f64;
-        bandwidth.push(BandwidthCeiling {
-            level: "l2".into(),
-            kernel: "load_passes".into(),
-            working_set_bytes: 16 * l2_n2,
-            gbs: bytes / (ms * 1e-3) / 1e9,
-            bytes_convention: "requested bytes".into(),
-            samples_ms: s,
-        });
+        progress("L2 bandwidth (load, copy, triad)");
+        let f_copy = suite.function("copy_wrap_f64")?;
+        let f_triad = suite.function("triad_wrap_f64")?;
+        let l2_target: u64 = if opts.quick { 1 << 30 } else { 4 << 30 };
+        for (kernel, arrays, bytes_per_step) in [("load", 1u64, 16u64), ("copy", 2, 32), ("triad", 3, 48)] {
+            let per_array = pow2_floor(l2 / (4 * arrays)).max(1 << 16);
+            let n2 = per_array / 16;
+            let total = (l2_target / bytes_per_step).max(n2);
+            let (ms, s) = match kernel {
+                "load" => time_median(
+                    &suite,
+                    &f_load,
+                    wrap_cfg,
+                    2,
+                    reps,
+                    &[suite.ptr(&a), suite.ptr(&sink), KArg::U64(n2 - 1), KArg::U64(total)],
+                )?,
+                "copy" => time_median(
+                    &suite,
+                    &f_copy,
+                    wrap_cfg,
+                    2,
+                    reps,
+                    &[suite.ptr(&a), suite.ptr(&b), KArg::U64(n2 - 1), KArg::U64(total)],
+                )?,
+                _ => time_median(
+                    &suite,
+                    &f_triad,
+                    wrap_cfg,
+                    2,
+                    reps,
+                    &[
+                        suite.ptr(&c),
+                        suite.ptr(&a),
+                        suite.ptr(&b),
+                        KArg::F64(s_val),
+                        KArg::U64(n2 - 1),
+                        KArg::U64(total),
+                    ],
+                )?,
+            };
+            bandwidth.push(BandwidthCeiling {
+                level: "l2".into(),
+                kernel: kernel.into(),
+                working_set_bytes: arrays * per_array,
+                gbs: bytes_per_step as f64 * total as f64 / (ms * 1e-3) / 1e9,
+                bytes_convention: "requested bytes; loads through ld.global.cg (L2, not L1)".into(),
+                samples_ms: s,
+            });
+        }
     }
-    progress("shared-memory bandwidth");
-    let f = suite.function("shared_load")?;
+    progress("shared-memory bandwidth (load, copy, triad)");
     let sh_iters: i32 = if opts.quick { 20000 } else { 100000 };
     let sh_cfg = LaunchConfig {
         grid_dim: (machine.sms * 2, 1, 1),
         block_dim: (1024, 1, 1),
         shared_mem_bytes: 0,
     };
-    let (ms, s) = time_median(&suite, &f, sh_cfg, 1, reps, &[suite.ptr(&out_f32), KArg::I32(sh_iters)])?;
-    let sh_bytes = 16.0 * sh_iters as f64 * (machine.sms as f64 * 2.0 * 1024.0);
-    bandwidth.push(BandwidthCeiling {
-        level: "shared".into(),
-        kernel: "shared_load".into(),
-        working_set_bytes: 16 * 1024,
-        gbs: sh_bytes / (ms * 1e-3) / 1e9,
-        bytes_convention: "bytes read from shared memory".into(),
-        samples_ms: s,
-    });
+    let sh_threads = machine.sms as f64 * 2.0 * 1024.0;
+    for (kernel, bytes_per_iter, set) in [("load", 16.0, 16u64 << 10), ("copy", 32.0, 32 << 10), ("triad", 48.0, 48 << 10)] {
+        let f = suite.function(&format!("shared_{kernel}"))?;
+        let mut args = vec![suite.ptr(&out_f32), KArg::I32(sh_iters)];
+        if kernel == "triad" {
+            args.push(KArg::F32(3.0));
+        }
+        let (ms, s) = time_median(&suite, &f, sh_cfg, 1, reps, &args)?;
+        bandwidth.push(BandwidthCeiling {
+            level: "shared".into(),
+            kernel: kernel.into(),
+            working_set_bytes: set,
+            gbs: bytes_per_iter * sh_iters as f64 * sh_threads / (ms * 1e-3) / 1e9,
+            bytes_convention: "bytes read and written in shared memory".into(),
+            samples_ms: s,
+        });
+    }
     machine.peaks = device::theoretical_peaks(
         (cc[0], cc.get(1).copied().unwrap_or(0)),
         machine.sms,
@@ -308,4 +382,47 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         bandwidth,
         sweep,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn powers_of_two_and_rotation_counts() {
+        assert_eq!(pow2_floor(0), 0);
+        assert_eq!(pow2_floor(1), 1);
+        // A 50 MiB L2 (H100) / 4 = 12.5 MiB: the L2 load set is 8 MiB; / 12 (triad): 4 MiB.
+        assert_eq!(pow2_floor((50 << 20) / 4), 8 << 20);
+        assert_eq!(pow2_floor((50 << 20) / 12), 4 << 20);
+        // 1 MiB sets rotated over 4 × 50 MiB: 200 copies; a 64 MiB set: 4 (ceil of 3.125);
+        // 256 MiB and more: one; never more than the room holds (a 1 GiB array: 1024 × 1 MiB).
+        let (l2, room) = (50u64 << 20, 1u64 << 30);
+        assert_eq!(super::super::kernels::rotation_count(1 << 20, 4 * l2, room), 200);
+        assert_eq!(super::super::kernels::rotation_count(64 << 20, 4 * l2, room), 4);
+        assert_eq!(super::super::kernels::rotation_count(256 << 20, 4 * l2, room), 1);
+        assert_eq!(super::super::kernels::rotation_count(1 << 20, 4 * l2, 100 << 20), 100);
+        assert_eq!(super::super::kernels::rotation_count(0, 4 * l2, room), 1);
+    }
+
+    #[test]
+    fn h100_ceilings_capture_reads_back() {
+        // `roofline gpu ceilings` on an H100 (tests/fixtures/ncu/gpu_ceilings_h100.json): the
+        // document deserializes, L2 and shared have load, copy and triad, and the sweep rotated
+        // its buffers while the set fitted in the 50 MiB L2.
+        let text = include_str!("../../tests/fixtures/ncu/gpu_ceilings_h100.json");
+        let c: GpuCeilings = serde_json::from_str(text).unwrap();
+        for level in ["l2", "shared"] {
+            let kernels: Vec<&str> = c.bandwidth.iter().filter(|b| b.level == level).map(|b| b.kernel.as_str()).collect();
+            assert_eq!(kernels, ["load", "copy", "triad"], "{level}");
+        }
+        let l2 = c.machine.l2_bytes.unwrap();
+        assert_eq!(l2, 50 << 20);
+        for p in &c.sweep {
+            assert_eq!(
+                p.rotated_buffers,
+                super::super::kernels::rotation_count(p.working_set_bytes, 4 * l2, 1 << 30)
+            );
+        }
+    }
 }

@@ -33,7 +33,14 @@ pub fn arch_rates(cc: (i32, i32)) -> Option<ArchRates> {
         (9, 0) => ArchRates {
             fp64_flops: 128.0,
             fp32_flops: 256.0,
-            fp16_flops: 512.0,
+            // Non-tensor FP16 (HFMA2) at the FP32 flop rate, not twice it: on GH100 "FP16x2
+            // operations are dual-issued to both FMAheavy and FMAlite pipe" (NVIDIA, Nsight
+            // Compute team, https://forums.developer.nvidia.com/t/separate-cuda-core-pipeline-for-fp16-and-fp32/302018/7),
+            // so one HFMA2 warp instruction takes both FP32 pipes: 64 HFMA2 × 4 flops per SM
+            // and cycle. NVIDIA's H100 tables print 2 × FP32 (133.8 TFLOP/s for the SXM5), which
+            // no HFMA2 kernel reaches: ours measured 49 % of that on the H200, with the FMA
+            // pipes saturated (tests/fixtures/ncu/fp16_pipes.csv: both pipes count every HFMA2).
+            fp16_flops: 256.0,
             tensor_bf16: 4096.0,
             tensor_fp16: 4096.0,
             tensor_tf32: 2048.0,
@@ -277,6 +284,8 @@ mod tests {
         assert!((p.fp32_gflops.unwrap() - 66908.16).abs() < 0.1);
         assert!((p.tensor_gflops["bf16"] - 1_070_530.56).abs() < 1.0);
         assert!((p.dram_gbs.unwrap() - 4917.0).abs() < 1.0);
+        // FP16 (HFMA2, non-tensor) on sm_90 at FP32's flop rate: 132 · 256 · 1.98.
+        assert_eq!(p.fp16_gflops, p.fp32_gflops);
         let unknown = theoretical_peaks((3, 0), 10, Some(1.0), None, None);
         assert!(unknown.fp64_gflops.is_none() && unknown.dram_gbs.is_none());
     }

@@ -84,6 +84,7 @@ pub fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error
 pub enum KArg {
     Ptr(u64),
     F64(f64),
+    F32(f32),
     I32(i32),
     I64(i64),
     U64(u64),
@@ -114,6 +115,7 @@ pub fn timed_launch(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: &[
         match a {
             KArg::Ptr(p) | KArg::U64(p) => b.arg(p),
             KArg::F64(x) => b.arg(x),
+            KArg::F32(x) => b.arg(x),
             KArg::I32(x) => b.arg(x),
             KArg::I64(x) => b.arg(x),
         };
@@ -150,6 +152,40 @@ pub fn time_median(
     }
     let med = crate::report::schema::median(&v).unwrap_or(0.0);
     Ok((med, v))
+}
+
+/// Like [`time_median`], but launch `i` takes the arguments `arg_sets[i % len]`: buffers
+/// rotated between launches, so a working set that fits in L2 is not still there from the
+/// previous launch (the sets together span several L2 sizes). The warm-up goes once through
+/// every set.
+pub fn time_median_rotated(
+    suite: &Suite,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    reps: usize,
+    arg_sets: &[Vec<KArg>],
+) -> Result<(f64, Vec<f64>)> {
+    if arg_sets.is_empty() {
+        return Ok((0.0, Vec::new()));
+    }
+    for a in arg_sets {
+        timed_launch(suite, f, cfg, a)?;
+    }
+    let mut v = Vec::with_capacity(reps);
+    for i in 0..reps {
+        v.push(timed_launch(suite, f, cfg, &arg_sets[i % arg_sets.len()])?);
+    }
+    let med = crate::report::schema::median(&v).unwrap_or(0.0);
+    Ok((med, v))
+}
+
+/// How many buffer copies a sweep rotates through at `set_bytes`: enough that together they
+/// span `span_bytes` (4 × L2), at most what `room_bytes` holds, at least 1.
+pub fn rotation_count(set_bytes: u64, span_bytes: u64, room_bytes: u64) -> u64 {
+    if set_bytes == 0 {
+        return 1;
+    }
+    span_bytes.div_ceil(set_bytes).min(room_bytes / set_bytes).max(1)
 }
 
 pub fn grid_for(n: usize, block: u32) -> LaunchConfig {

@@ -65,7 +65,70 @@ pub const INSTRUCTION_METRICS: &[&str] = &[
     "lts__t_sectors.sum",
     "dram__sectors_read.sum",
     "dram__sectors_write.sum",
+    // Ceilings: peak warp instructions and transactions per cycle, each unit's clock.
+    "sm__inst_executed.sum.peak_sustained",
+    "sm__cycles_elapsed.avg.per_second",
+    "l1tex__t_sectors.sum.peak_sustained",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.peak_sustained",
+    "l1tex__cycles_elapsed.avg.per_second",
+    "lts__t_sectors.sum.peak_sustained",
+    "lts__cycles_elapsed.avg.per_second",
+    "dram__sectors.sum.peak_sustained",
+    "dram__cycles_elapsed.avg.per_second",
 ];
+
+/// The instruction roofline's memory levels: (key, what counts as one transaction, the
+/// `*.peak_sustained` metric of its ceiling, the unit's clock metric).
+pub const INSTRUCTION_LEVELS: [(&str, &str, &str, &str); 4] = [
+    (
+        "global_l1",
+        "global load/store sectors at L1",
+        "l1tex__t_sectors.sum.peak_sustained",
+        "l1tex__cycles_elapsed.avg.per_second",
+    ),
+    (
+        "shared",
+        "shared-memory wavefronts",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.peak_sustained",
+        "l1tex__cycles_elapsed.avg.per_second",
+    ),
+    (
+        "l2",
+        "L2 sectors",
+        "lts__t_sectors.sum.peak_sustained",
+        "lts__cycles_elapsed.avg.per_second",
+    ),
+    (
+        "dram",
+        "DRAM sectors",
+        "dram__sectors.sum.peak_sustained",
+        "dram__cycles_elapsed.avg.per_second",
+    ),
+];
+
+/// Global-memory walls in sectors per warp-level global instruction: 1 (every thread the
+/// same address), 4 (unit-stride 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced).
+pub const GLOBAL_WALLS: [f64; 4] = [1.0, 4.0, 8.0, 32.0];
+/// Shared-memory walls in wavefronts per shared instruction: 1 (no bank conflict), 32 (every
+/// thread of the warp in one bank).
+pub const SHARED_WALLS: [f64; 2] = [1.0, 32.0];
+
+/// Where `x` (transactions per instruction) sits among `walls` (ascending): on a wall when
+/// within 3 % of it, else between two walls, below the first or above the last.
+pub fn wall_position(x: f64, walls: &[f64]) -> serde_json::Value {
+    if let Some(w) = walls.iter().find(|w| (x - **w).abs() <= 0.03 * **w) {
+        return serde_json::json!({"on_wall": w, "text": format!("on the {w} wall")});
+    }
+    let below = walls.iter().rev().find(|w| **w < x).copied();
+    let above = walls.iter().find(|w| **w > x).copied();
+    let text = match (below, above) {
+        (Some(b), Some(a)) => format!("between the {b} and {a} walls"),
+        (None, Some(a)) => format!("below the {a} wall"),
+        (Some(b), None) => format!("beyond the {b} wall"),
+        (None, None) => "no walls".to_string(),
+    };
+    serde_json::json!({"between": [below, above], "text": text})
+}
 
 /// The two prefixes ncu gives the SASS instruction counters (device-wide sums either way).
 pub const SASS_PREFIXES: [&str; 2] = ["sm__sass", "smsp__sass"];
@@ -479,57 +542,166 @@ impl KernelSummary {
         b
     }
 
-    /// Instruction-roofline figures (Ding & Williams) where the metrics were captured.
+    /// Instruction-roofline figures (Ding & Williams) where the metrics were captured:
+    /// warp instructions and GIPS; per level (global L1 sectors, shared wavefronts, L2 and
+    /// DRAM sectors) the transactions, the instruction intensity (warp instructions per
+    /// transaction), the transaction ceiling (`*.peak_sustained` per cycle × that unit's
+    /// clock), the attainable GIPS min(warp-GIPS ceiling, intensity × transaction ceiling)
+    /// and which of the two binds; the warp-GIPS ceiling (`sm__inst_executed.sum.peak_sustained`,
+    /// or `.avg.peak_sustained` × SM count, × the SM clock); the global-memory walls (1, 4,
+    /// 8, 32 sectors per global instruction) and shared bank-conflict walls (1, 32 wavefronts
+    /// per shared instruction) with the kernel's position against them. A figure whose
+    /// metrics the capture lacks is null, with a note saying which metric is missing.
     pub fn instruction_roofline(&self) -> Option<serde_json::Value> {
+        use serde_json::{Map, Value, json};
         let inst = self.m("smsp__inst_executed.sum")?;
         let t = self.seconds().filter(|t| *t > 0.0)?;
         let sum2 = |a: &str, b: &str| -> Option<f64> { Some(self.m(a)? + self.m(b)?) };
-        let mut tx = serde_json::Map::new();
-        let mut ii = serde_json::Map::new();
-        let levels = [
-            (
-                "global_l1",
-                sum2(
-                    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-                    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-                ),
-            ),
-            (
-                "shared",
-                sum2(
-                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-                ),
-            ),
-            ("l2", self.m("lts__t_sectors.sum")),
-            ("dram", sum2("dram__sectors_read.sum", "dram__sectors_write.sum")),
-        ];
-        for (lvl, n) in levels {
-            if let Some(n) = n {
-                tx.insert(lvl.into(), n.into());
-                if n > 0.0 {
-                    ii.insert(lvl.into(), (inst / n).into());
-                }
-            }
-        }
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 => Some(a / b),
             _ => None,
         };
+        let mut notes: Vec<String> = Vec::new();
+        let sm_hz = self.m("sm__cycles_elapsed.avg.per_second");
+        // Warp-GIPS ceiling.
+        let inst_peak = self
+            .m("sm__inst_executed.sum.peak_sustained")
+            .or_else(|| Some(self.m("sm__inst_executed.avg.peak_sustained")? * self.m("device__attribute_multiprocessor_count")?));
+        let warp_gips_peak = match (inst_peak, sm_hz) {
+            (Some(p), Some(hz)) => Some(p * hz / 1e9),
+            (None, _) => {
+                notes.push("no warp-GIPS ceiling: the capture lacks sm__inst_executed.sum.peak_sustained (or .avg.peak_sustained with device__attribute_multiprocessor_count)".into());
+                None
+            }
+            (_, None) => {
+                notes.push("no warp-GIPS ceiling: the capture lacks the SM clock sm__cycles_elapsed.avg.per_second".into());
+                None
+            }
+        };
+        let counts = [
+            sum2(
+                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            ),
+            sum2(
+                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+            ),
+            self.m("lts__t_sectors.sum"),
+            sum2("dram__sectors_read.sum", "dram__sectors_write.sum"),
+        ];
+        let (mut tx, mut ii, mut rate) = (Map::new(), Map::new(), Map::new());
+        let (mut tx_peak, mut att, mut binding) = (Map::new(), Map::new(), Map::new());
+        let mut bound: Option<(String, f64)> = None;
+        for ((lvl, what, peak_metric, clock_metric), n) in INSTRUCTION_LEVELS.iter().zip(counts) {
+            let Some(n) = n else {
+                notes.push(format!("{lvl}: the capture lacks the {what} counters"));
+                continue;
+            };
+            tx.insert((*lvl).into(), n.into());
+            rate.insert((*lvl).into(), (n / t / 1e9).into());
+            let intensity = (n > 0.0).then(|| inst / n);
+            if let Some(x) = intensity {
+                ii.insert((*lvl).into(), x.into());
+            }
+            // L1 runs on the SM clock: where l1tex's own clock is missing, the SM's stands in.
+            let clock = self.m(clock_metric).or_else(|| {
+                if lvl.starts_with("global") || *lvl == "shared" {
+                    sm_hz
+                } else {
+                    None
+                }
+            });
+            let peak = match (self.m(peak_metric), clock) {
+                (Some(p), Some(hz)) => Some(p * hz / 1e9),
+                (None, _) => {
+                    notes.push(format!("{lvl}: no transaction ceiling (the capture lacks {peak_metric})"));
+                    None
+                }
+                (_, None) => {
+                    notes.push(format!("{lvl}: no transaction ceiling (the capture lacks {clock_metric})"));
+                    None
+                }
+            };
+            tx_peak.insert((*lvl).into(), peak.into());
+            let (a, b) = match (intensity, peak, warp_gips_peak) {
+                (Some(x), Some(p), Some(w)) => {
+                    if x * p < w {
+                        (Some(x * p), Some("transactions"))
+                    } else {
+                        (Some(w), Some("warp_gips"))
+                    }
+                }
+                (Some(x), Some(p), None) => (Some(x * p), Some("transactions")),
+                (None, _, Some(w)) if n == 0.0 => (Some(w), Some("warp_gips")),
+                _ => (None, None),
+            };
+            att.insert((*lvl).into(), a.into());
+            binding.insert((*lvl).into(), b.into());
+            if let (Some(a), Some(b)) = (a, b)
+                && bound.as_ref().is_none_or(|(_, g)| a < *g)
+            {
+                bound = Some((if b == "warp_gips" { b.to_string() } else { (*lvl).to_string() }, a));
+            }
+        }
+        let gips = inst / t / 1e9;
         let global_inst = sum2("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum");
         let shared_inst = sum2("smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum");
-        Some(serde_json::json!({
+        let global_spi = ratio(counts[0], global_inst);
+        let shared_wpi = ratio(counts[1], shared_inst);
+        let pattern = |inst: Option<f64>, per: Option<f64>, walls: &[f64], unit: &str| -> Value {
+            match (inst, per) {
+                (Some(i), Some(p)) => json!({
+                    "instructions": i,
+                    "gips": i / t / 1e9,
+                    "instruction_intensity": 1.0 / p,
+                    format!("{unit}_per_instruction"): p,
+                    "position": wall_position(p, walls),
+                }),
+                (Some(i), None) => json!({"instructions": i, "gips": i / t / 1e9}),
+                _ => Value::Null,
+            }
+        };
+        if global_inst.is_none() {
+            notes.push("global walls: the capture lacks smsp__inst_executed_op_global_ld/st".into());
+        }
+        if shared_inst.is_none() {
+            notes.push("shared walls: the capture lacks smsp__inst_executed_op_shared_ld/st".into());
+        }
+        let mut shared = pattern(shared_inst, shared_wpi, &SHARED_WALLS, "wavefronts");
+        if let (Some(obj), Some(c)) = (
+            shared.as_object_mut(),
+            sum2(
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+            ),
+        ) {
+            obj.insert("bank_conflicts".into(), c.into());
+        }
+        Some(json!({
             "warp_instructions": inst,
-            "warp_gips": inst / t / 1e9,
+            "warp_gips": gips,
+            "sm_clock_ghz": sm_hz.map(|h| h / 1e9),
             "transactions": tx,
             "instruction_intensity": ii,
-            "global_sectors_per_instruction": ratio(levels[0].1, global_inst),
-            "shared_wavefronts_per_instruction": ratio(levels[1].1, shared_inst),
-            // Walls: 1 sector per warp-level access (all threads one address), 4 (unit-stride
-            // 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced); shared: 1 wavefront per
-            // instruction (no bank conflicts) to 32 (every thread in the same bank).
-            "global_walls_sectors_per_instruction": [1, 4, 8, 32],
-            "shared_walls_wavefronts_per_instruction": [1, 32],
+            "transactions_gtxn_per_s": rate,
+            "ceilings": {
+                "warp_gips": warp_gips_peak,
+                "transactions_gtxn_per_s": tx_peak,
+            },
+            "attainable_gips": att,
+            "binding": binding,
+            "bound_by": bound.as_ref().map(|b| b.0.clone()),
+            "attainable_gips_min": bound.as_ref().map(|b| b.1),
+            "fraction_of_attainable": bound.as_ref().filter(|b| b.1 > 0.0).map(|b| gips / b.1),
+            "fraction_of_warp_gips": warp_gips_peak.filter(|w| *w > 0.0).map(|w| gips / w),
+            "global_sectors_per_instruction": global_spi,
+            "shared_wavefronts_per_instruction": shared_wpi,
+            "global_memory": pattern(global_inst, global_spi, &GLOBAL_WALLS, "sectors"),
+            "shared_memory": shared,
+            "global_walls_sectors_per_instruction": GLOBAL_WALLS,
+            "shared_walls_wavefronts_per_instruction": SHARED_WALLS,
+            "notes": notes,
         }))
     }
 
@@ -708,6 +880,18 @@ mod tests {
         );
         let both = sm + &row(0, "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "inst", "1");
         assert_eq!(parse(&both, "both").unwrap().kernels()[0].sass("dfma"), Some(3072.0));
+    }
+
+    #[test]
+    fn positions_against_the_walls() {
+        // 8.0 and 7.8 (within 3 %) sit on the 8 wall; 6 between 4 and 8; 0.5 below 1; 40 beyond 32.
+        assert_eq!(wall_position(8.0, &GLOBAL_WALLS)["on_wall"], 8.0);
+        assert_eq!(wall_position(7.8, &GLOBAL_WALLS)["on_wall"], 8.0);
+        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["between"], serde_json::json!([4.0, 8.0]));
+        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["text"], "between the 4 and 8 walls");
+        assert_eq!(wall_position(0.5, &GLOBAL_WALLS)["text"], "below the 1 wall");
+        assert_eq!(wall_position(40.0, &SHARED_WALLS)["text"], "beyond the 32 wall");
+        assert_eq!(wall_position(2.0, &SHARED_WALLS)["between"], serde_json::json!([1.0, 32.0]));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod csv;
 pub mod environment;
 pub mod html;
+pub mod instruction;
 pub mod json;
 pub mod labels;
 pub mod merge;

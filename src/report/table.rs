@@ -231,6 +231,8 @@ pub fn render(view: &View) -> String {
             let _ = writeln!(o, "  note: {n}");
         }
     }
+    // GPU points measured with the instruction metrics: their instruction roofline.
+    o.push_str(&super::instruction::text_section(view.points().map(|(_, p, _)| p)));
     let skipped = view.skipped();
     if !skipped.is_empty() {
         o.push_str("\nskipped (cannot be placed on a roofline):\n");
