@@ -5,7 +5,8 @@
 #
 # Usage: scripts/compare-dgemm.sh [N] [ROUNDS] [VARIANT] [CPU] [REPS]   (REPS per round, default 3)
 # Needs: cc, libopenblas-dev (cblas.h, -lopenblas); builds target/release/roofline if absent.
-# OB_DRIVER=path: use a prebuilt driver (e.g. linked with -static) instead of compiling one.
+# OB_DRIVER=path: use a prebuilt driver (e.g. linked with -static) instead of compiling one;
+# ROOFLINE=path: a prebuilt roofline binary (a host without cargo, e.g. the GPU host).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1024}
@@ -45,7 +46,8 @@ int main(int argc, char **argv) {
 }
 C
 if [ -n "${OB_DRIVER:-}" ]; then cp "$OB_DRIVER" "$work/ob"; else cc -O2 "$work/ob.c" -o "$work/ob" -lopenblas; fi
-[ -x target/release/roofline ] || cargo build --release --bin roofline >&2
+R=${ROOFLINE:-target/release/roofline}
+[ -x "$R" ] || cargo build --release --bin roofline >&2
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 flops=$((2 * N * N * N))
 ratios=()
@@ -53,7 +55,7 @@ t_obs=()
 t_uss=()
 for r in $(seq 1 "$ROUNDS"); do
   t_ob=$(taskset -c "$CPU" "$work/ob" "$N" "$REPS")
-  t_us=$(taskset -c "$CPU" target/release/roofline run dgemm --size "$N" --variant "$VARIANT" --repeat "$REPS" --min-time 0 --no-verify --json |
+  t_us=$(taskset -c "$CPU" "$R" run dgemm --size "$N" --variant "$VARIANT" --repeat "$REPS" --min-time 0 --no-verify --json |
     python3 -c 'import json,sys; p=json.load(sys.stdin)["points"][0]; print(min(p["seconds_samples"]))')
   ratio=$(python3 -c "print(f'{$t_ob/$t_us:.3f}')")
   ratios+=("$ratio")

@@ -1064,6 +1064,7 @@ impl<T: Elem> Buf<T> {
         let mut data: Vec<T> = Vec::new();
         data.try_reserve_exact(n + pad)
             .map_err(|e| format!("cannot allocate {} elements: {e}", n + pad))?;
+        crate::check::advise_huge_pages(data.as_ptr() as usize, data.capacity() * size);
         data.resize(n + pad, T::from_f64(0.0));
         let align = data.as_ptr().align_offset(64);
         let start = if align == usize::MAX { 0 } else { align } + misalign;

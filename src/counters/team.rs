@@ -34,13 +34,7 @@ pub type Selection = (Vec<CounterSpec>, u32, Vec<String>);
 
 /// The events to count, the general-purpose counters per core, and what the events cannot
 /// count (notes for the provenance). `platform`: `--platform NAME|FILE`, else identified.
-pub fn select_events(
-    set: EventSet,
-    pmus: &Path,
-    platform: Option<&str>,
-    optional: bool,
-    uncore: bool,
-) -> Result<Selection> {
+pub fn select_events(set: EventSet, pmus: &Path, platform: Option<&str>, optional: bool, uncore: bool) -> Result<Selection> {
     match set {
         EventSet::Software => Ok((perf::software_events(pmus, true), 4, vec![])),
         EventSet::Platform => {
