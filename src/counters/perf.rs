@@ -346,6 +346,9 @@ pub fn pmu_instances(pmus: &Path, pmu: &str) -> Vec<String> {
     names
 }
 
+/// Quantity of the hybrid parts' E-core cycles (`cpu_atom/cycles`): no W is counted there.
+pub const ECORE_CYCLES: &str = "cycles.ecore";
+
 /// The core PMU: `cpu` (Intel, AMD) or `cpu_core` (hybrid parts' P-cores).
 /// A VM without PMU passthrough has neither; say so and point at the trace backend.
 pub fn core_pmu(pmus: &Path) -> Result<String> {
@@ -493,9 +496,33 @@ pub fn resolve_platform_events(
         }
     }
     if core == "cpu_core" {
-        notes.push(
-            "hybrid CPU: core events count on the P-cores (cpu_core) only; W is partial for any part of the command that ran on E-cores, which have no FP_ARITH event (pin with taskset, or use --backend trace)".into(),
-        );
+        // E-cores have no FP_ARITH event: count their cycles, so the report can say whether
+        // (and how much of) the work ran where W is not counted, instead of always warning.
+        match pmu_type(pmus, "cpu_atom") {
+            Ok(atom) => {
+                out.push(CounterSpec {
+                    name: "cpu_atom/cycles".into(),
+                    pmu: "cpu_atom".into(),
+                    type_: PERF_TYPE_HARDWARE,
+                    config: u64::from(atom) << 32,
+                    config1: 0,
+                    scope: Scope::Core,
+                    counters: None,
+                    paired: false,
+                    quantity: ECORE_CYCLES.into(),
+                    class: None,
+                    weight: 1.0,
+                    unreliable: false,
+                    caveat: None,
+                });
+                notes.push(
+                    "hybrid CPU: core events count on the P-cores (cpu_core) only; E-core cycles are counted to tell whether W is partial".into(),
+                );
+            }
+            Err(_) => notes.push(
+                "hybrid CPU: core events count on the P-cores (cpu_core) only; W is partial for any part of the command that ran on E-cores, which have no FP_ARITH event (pin with taskset, or use --backend trace)".into(),
+            ),
+        }
     }
     if !out.iter().any(|c| c.quantity == "flops") {
         notes.push(format!(
@@ -672,7 +699,11 @@ pub fn plan_groups(specs: &[CounterSpec], core_counters: u32) -> Vec<Vec<usize>>
     for (i, s) in specs.iter().enumerate() {
         match s.scope {
             Scope::Core => {
+                // A group is one PMU's (the E-cores' cycles never join the P-cores' group).
                 if let Some(g) = hw.iter_mut().find(|g| {
+                    if g.first().is_some_and(|&j| specs[j].pmu != s.pmu) {
+                        return false;
+                    }
                     let mut trial: Vec<&CounterSpec> = g.iter().map(|&j| &specs[j]).collect();
                     trial.push(s);
                     schedulable(&trial, core_counters)
@@ -1175,6 +1206,23 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
         .and_then(|(_, c)| c.scaled.map(|x| x.value));
     if let Some(t) = task_s {
         extra.insert("task_clock_seconds".into(), serde_json::json!(t));
+    }
+    let ecore: Option<f64> = specs
+        .iter()
+        .zip(counts)
+        .find(|(s, _)| s.quantity == ECORE_CYCLES)
+        .and_then(|(_, c)| c.scaled.map(|x| x.value));
+    if let Some(e) = ecore {
+        extra.insert("ecore_cycles".into(), serde_json::json!(e));
+        let p = cycles.unwrap_or(0.0);
+        if e > 0.0 {
+            let share = if p + e > 0.0 { 100.0 * e / (p + e) } else { 100.0 };
+            notes.push(format!(
+                "W partial: {share:.1} % of the cycles ran on E-cores, which count no FP operations (pin with taskset -c to P-cores, or use --backend trace)"
+            ));
+        } else {
+            notes.push("no cycle ran on an E-core: W is complete".into());
+        }
     }
     if let Some(c) = cycles {
         extra.insert("cycles".into(), serde_json::json!(c));
@@ -1798,6 +1846,16 @@ weight = 64
         assert_eq!((cyc.type_, cyc.config, cyc.pmu.as_str()), (PERF_TYPE_HARDWARE, 8 << 32, "cpu_core"));
         let refc = specs.iter().find(|s| s.name == "CPU_CLK_UNHALTED.REF_TSC").unwrap();
         assert_eq!(refc.config, 8 << 32 | 9);
+        // E-core cycles on the atom PMU (its type in bits 32-63), in a group of their own.
+        let e = specs.iter().find(|s| s.quantity == ECORE_CYCLES).expect("E-core cycles");
+        assert_eq!((e.type_, e.config, e.pmu.as_str()), (PERF_TYPE_HARDWARE, 10 << 32, "cpu_atom"));
+        let plan = plan_groups(&specs, 8);
+        let ei = specs.iter().position(|s| s.quantity == ECORE_CYCLES).unwrap();
+        for g in &plan {
+            let pmus: std::collections::BTreeSet<&str> = g.iter().map(|&i| specs[i].pmu.as_str()).collect();
+            assert_eq!(pmus.len(), 1, "a group mixes PMUs: {pmus:?}");
+        }
+        assert!(plan.iter().any(|g| g == &vec![ei]));
         // AMD: cycles and instructions are generic too (the kernel's own encoding).
         let zen4 = Platform::load("zen4").unwrap();
         let dir = sysfs(&[("cpu", 4)], &[]);
@@ -1922,5 +1980,33 @@ weight = 64
         assert!(notes.iter().any(|n| n.contains("Q_dram unavailable")), "{notes:?}");
         let (_, notes) = counters_for_platform(&skx, dir.path(), false, true, false).unwrap();
         assert!(!notes.iter().any(|n| n.contains("Q_dram unavailable")), "{notes:?}");
+    }
+
+    /// On hybrid parts the report says whether W is partial, from the E-cores' cycles.
+    #[test]
+    fn ecore_cycles_decide_whether_w_is_partial() {
+        let mk = |name: &str, quantity: &str| {
+            let mut s = CounterSpec::software("task-clock").unwrap();
+            s.name = name.into();
+            s.quantity = quantity.into();
+            s
+        };
+        let specs = vec![mk("cycles", "cycles"), mk("cpu_atom/cycles", ECORE_CYCLES)];
+        let count = |v: f64| EventCount {
+            name: String::new(),
+            scaled: Some(Scaled {
+                raw: v as u64,
+                value: v,
+                running_ratio: 1.0,
+            }),
+        };
+        let m = to_measurement(&specs, &[count(3e9), count(1e9)], vec![1.0]);
+        let notes = m.provenance.unwrap().notes;
+        assert!(notes.iter().any(|n| n.starts_with("W partial: 25.0 %")), "{notes:?}");
+        assert_eq!(m.extra["ecore_cycles"], serde_json::json!(1e9));
+        let m = to_measurement(&specs, &[count(3e9), count(0.0)], vec![1.0]);
+        let notes = m.provenance.unwrap().notes;
+        assert!(notes.iter().any(|n| n == "no cycle ran on an E-core: W is complete"), "{notes:?}");
+        assert!(!notes.iter().any(|n| n.starts_with("W partial")));
     }
 }
