@@ -2,7 +2,8 @@
 //! PMU, by running it under ptrace and decoding what it executes with iced-x86.
 //!
 //! - [`classify`]: per instruction, FP_ARITH_INST_RETIRED class and flops, memory operands;
-//! - [`tracer`]: the ptrace driver (block breakpoints, native counted loops, single-step fallback);
+//! - [`tracer`]: the ptrace driver (block breakpoints, run-ahead over the blocks whose path it
+//!   can compute, native counted loops, single-step fallback); `emu`: the run-ahead's emulator;
 //! - [`symbols`]: ELF symbols and /proc/PID/maps for per-function attribution;
 //! - [`tally`]: the running totals; [`sys`]: raw ptrace/XSAVE/procfs helpers.
 //!
@@ -10,6 +11,7 @@
 //! (the cache simulator implements it). See docs/trace.md.
 
 pub mod classify;
+mod emu;
 pub mod symbols;
 pub mod sys;
 pub mod tally;
@@ -204,6 +206,18 @@ pub extern "C" fn roofline_trace_child_end() {
 /// calls two marker functions around it, whose addresses the parent breakpoints: fork keeps
 /// them at the same place). Prepare data BEFORE calling this: the child must not allocate.
 pub fn trace_forked(work: &mut dyn FnMut(), mode: TraceMode, by_function: bool) -> Result<TraceResult> {
+    trace_forked_with_sink(work, mode, by_function, None)
+}
+
+/// Like [`trace_forked`], handing every effective address of the work to `sink` in memory
+/// mode (a cache simulator starts cold at the begin marker); its per-level bytes (at the end,
+/// dirty lines written back) and its note land in the result's `levels` and `notes`.
+pub fn trace_forked_with_sink(
+    work: &mut dyn FnMut(),
+    mode: TraceMode,
+    by_function: bool,
+    mut sink: Option<&mut dyn AccessSink>,
+) -> Result<TraceResult> {
     use nix::sys::signal::{Signal, raise};
     use nix::unistd::{ForkResult, fork};
     // SAFETY: the child calls only ptrace, raise, the work (which must not allocate or lock)
@@ -230,9 +244,21 @@ pub fn trace_forked(work: &mut dyn FnMut(), mode: TraceMode, by_function: bool) 
                     "a build-setting problem: report it",
                 ));
             }
-            let (t, ending) = Tracer::run_forked(child, begin, end, mode, by_function)?;
-            ending_to_result("the kernel child", ending)?;
-            Ok(collect(&t))
+            let r = {
+                let s: Option<&mut dyn AccessSink> = match sink.as_mut() {
+                    Some(b) => Some(&mut **b),
+                    None => None,
+                };
+                let (t, ending) = Tracer::run_forked(child, begin, end, mode, by_function, s)?;
+                ending_to_result("the kernel child", ending)?;
+                collect(&t)
+            };
+            let mut r = r;
+            if let Some(s) = &sink {
+                r.levels = s.bytes_per_level();
+                r.notes.extend(s.note());
+            }
+            Ok(r)
         }
     }
 }
@@ -271,6 +297,12 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     if t.effective_unknown > 0 {
         notes.push("flops.effective unknown: some opmask values could not be read".into());
     }
+    if r.stats.mispredicts > 0 {
+        notes.push(format!(
+            "{} traps were not where the run-ahead predicted: counts may be inexact (please report)",
+            r.stats.mispredicts
+        ));
+    }
     if r.stats.loop_count_errors > 0 {
         notes.push(format!("{} native loop trip counts were inexact", r.stats.loop_count_errors));
     }
@@ -293,6 +325,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "native_loops": r.stats.native_loops,
             "step_overs": r.stats.step_overs,
             "step_throughs": r.stats.step_throughs,
+            "run_ahead_blocks": r.stats.run_ahead_blocks,
+            "mispredicts": r.stats.mispredicts,
             "processes": r.stats.processes,
             "threads": r.stats.threads,
         }),

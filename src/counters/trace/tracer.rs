@@ -9,6 +9,12 @@
 //! targets are read at block entry, anything else is single-stepped), so every block execution
 //! starts with a trap. The breakpoint of the block being left may stay removed until a
 //! predecessor reinstalls it, which saves the classic step-over (one stop per block instead of two).
+//!
+//! Run-ahead: at a block trap, [`super::emu`] follows the blocks the thread will run next from
+//! its registers and memory (branches, returns and indirect jumps whose outcome it can compute
+//! exactly; static successors always). Those blocks are counted at this trap with their
+//! breakpoints left out; every address control can leave the path to keeps one. A trap
+//! anywhere else afterwards is counted in `DriverStats::mispredicts` (and noted in the report).
 
 use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use nix::errno::Errno;
@@ -21,6 +27,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 use super::classify::{Flow, Insn, MaskWrite, classify};
+use super::emu::Emu;
 use super::symbols::ProcessSymbols;
 use super::sys::{self, Memory, XsaveLayout};
 use super::tally::Tally;
@@ -34,6 +41,8 @@ const MAX_BLOCK: usize = 96;
 #[derive(Debug, Clone, Copy, Default)]
 struct Bp {
     orig: u8,
+    /// `orig` has been read from the tracee.
+    has_orig: bool,
     installed: bool,
     block: bool,
     entry: bool,
@@ -96,7 +105,7 @@ struct Block {
 
 struct Space {
     leader: Pid,
-    mem: Memory,
+    mem: Rc<Memory>,
     syms: ProcessSymbols,
     insns: HashMap<u64, Rc<Insn>>,
     blocks: BTreeMap<u64, Rc<Block>>,
@@ -116,7 +125,7 @@ impl Space {
     fn new(pid: Pid) -> Space {
         Space {
             leader: pid,
-            mem: Memory::open(pid),
+            mem: Rc::new(Memory::open(pid)),
             syms: ProcessSymbols::new(pid.as_raw()),
             insns: HashMap::new(),
             blocks: BTreeMap::new(),
@@ -158,15 +167,19 @@ impl Space {
         if bp.installed {
             return;
         }
-        if !bp.block && !bp.sticky() && bp.orig == 0 {
-            // fresh entry: fall through to read orig below
-        }
-        let mut b = [0u8; 1];
-        if mem.read(addr, &mut b) != 1 {
-            return;
-        }
-        if b[0] != INT3 || bp.orig == 0 {
-            bp.orig = b[0];
+        // The original byte is read once (code is not rewritten under us: decoded instructions
+        // are cached on the same assumption); re-installs then cost one write.
+        if !bp.has_orig {
+            let mut b = [0u8; 1];
+            if mem.read(addr, &mut b) != 1 {
+                return;
+            }
+            if b[0] == INT3 && bp.orig != 0 {
+                // Ours, left by a copy (fork) whose record said otherwise: keep the known byte.
+            } else {
+                bp.orig = b[0];
+            }
+            bp.has_orig = true;
         }
         if mem.write_byte(addr, INT3) {
             bp.installed = true;
@@ -541,6 +554,10 @@ fn unsafe_zero_regs() -> libc::user_regs_struct {
     unsafe { std::mem::zeroed() }
 }
 
+/// A run-ahead path: the trapped block as it is now, the blocks run after it (counted at the
+/// trap), and the addresses control can leave the path to.
+type RunAhead = (Rc<Block>, Vec<Rc<Block>>, Vec<u64>);
+
 /// What the next SIGTRAP of a thread means.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum StepKind {
@@ -579,6 +596,8 @@ struct Thread {
     pending_rep: Option<(Rc<Insn>, u64, Rc<str>)>,
     native: Option<Native>,
     expect_sigstop: bool,
+    /// After a run-ahead path: the only addresses the next trap may be at.
+    expect: Option<Vec<u64>>,
 }
 
 impl Thread {
@@ -591,6 +610,7 @@ impl Thread {
             pending_rep: None,
             native: None,
             expect_sigstop: false,
+            expect: None,
         }
     }
 }
@@ -615,6 +635,10 @@ pub struct DriverStats {
     pub step_overs: u64,
     /// Blocks stepped through (dynamic masks, unresolved exits): their executions.
     pub step_throughs: u64,
+    /// Blocks counted ahead of execution by the run-ahead emulator (no trap of their own).
+    pub run_ahead_blocks: u64,
+    /// Traps that were not among the exits a run-ahead path predicted (must stay 0).
+    pub mispredicts: u64,
     pub processes: u64,
     pub threads: u64,
 }
@@ -704,7 +728,14 @@ impl<'s> Tracer<'s> {
 
     /// Trace an already-forked child stopped by its own SIGSTOP, counting only between the
     /// `begin`/`end` marker functions it calls.
-    pub fn run_forked(child: Pid, begin: u64, end: u64, mode: TraceMode, by_function: bool) -> Result<(Tracer<'s>, Ending)> {
+    pub fn run_forked(
+        child: Pid,
+        begin: u64,
+        end: u64,
+        mode: TraceMode,
+        by_function: bool,
+        sink: Option<&'s mut dyn AccessSink>,
+    ) -> Result<(Tracer<'s>, Ending)> {
         match waitpid(child, Some(WaitPidFlag::__WALL)).map_err(|e| io("waitpid", e))? {
             WaitStatus::Stopped(_, Signal::SIGSTOP) => {}
             WaitStatus::Exited(_, 127) => return Err(sys::ptrace_refused(libc::EPERM)),
@@ -716,7 +747,7 @@ impl<'s> Tracer<'s> {
             }
         }
         ptrace::setoptions(child, opts()).map_err(|e| io("ptrace(SETOPTIONS)", e))?;
-        let mut t = Tracer::new(child, mode, by_function, None);
+        let mut t = Tracer::new(child, mode, by_function, sink);
         let mut sp = Space::new(child);
         sp.entered = true;
         sp.region_mode = true;
@@ -959,6 +990,12 @@ impl<'s> Tracer<'s> {
             let sp = &self.spaces[th.space];
             let at = regs.rip.wrapping_sub(1);
             if sp.bps.get(&at).is_some_and(|b| b.installed) {
+                if let Some(th) = self.threads.get_mut(&pid)
+                    && let Some(exp) = th.expect.take()
+                    && !exp.contains(&at)
+                {
+                    self.stats.mispredicts += 1;
+                }
                 regs.rip = at;
                 let _ = ptrace::setregs(pid, regs);
                 self.resolve_rep(pid, &regs);
@@ -973,6 +1010,9 @@ impl<'s> Tracer<'s> {
     /// Pass a signal on. With a handler, the step lands on its first instruction, which
     /// becomes a block start; without one, the step executed one instruction.
     fn deliver(&mut self, pid: Pid, sig: Signal, regs: libc::user_regs_struct) {
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.expect = None;
+        }
         let Some(th) = self.threads.get(&pid) else { return };
         let si = th.space;
         if th.step != StepKind::None {
@@ -1400,43 +1440,51 @@ impl<'s> Tracer<'s> {
             return;
         }
         let mut masks = masks;
-        // Chain: blocks that must follow this one (fall-through, direct jump, direct call) are
-        // counted now and their breakpoints left out, so straight-line code traps once.
-        if block.exit == Exit::Static && !block.rep && !sticky && self.spaces[si].threads <= 1 {
-            let mut chained = self.chain(si, pc);
-            // Every place control can reach next, other than the chain's own edges, keeps its
-            // breakpoint; a member among them would be counted twice, so the chain stops before it.
-            let keep = loop {
-                let mut keep: Vec<u64> = Vec::new();
-                let mut prev = block.clone();
-                for b in chained.iter().chain(std::iter::once(&block)).take(chained.len()) {
-                    keep.extend(prev.succ.iter().copied().filter(|t| *t != b.start));
-                    prev = b.clone();
-                }
-                keep.extend(prev.succ.iter().copied());
-                keep.extend(targets.iter().copied().filter(|t| !block.succ.contains(t)));
-                match chained.iter().position(|b| keep.contains(&b.start)) {
-                    Some(i) => chained.truncate(i),
-                    None => break keep,
-                }
-            };
-            if !chained.is_empty() {
-                targets = keep;
-                for b in &chained {
-                    self.add(&b.stat, 1, &b.func);
-                }
-                let sp = &mut self.spaces[si];
-                for b in &chained {
-                    sp.uninstall(b.start);
-                }
+        // Run ahead: the blocks this thread will certainly run next (static single successors,
+        // and branches, returns and indirect jumps whose outcome the emulator computes from the
+        // registers and memory now) are counted at this trap, their breakpoints left out, so
+        // only the path's possible exits trap.
+        if !block.rep
+            && !sticky
+            && self.spaces[si].threads <= 1
+            && let Some((first, members, keep)) = self.run_ahead(si, pc, &regs)
+        {
+            let sp = &mut self.spaces[si];
+            for &t in &keep {
+                sp.install(t);
+            }
+            for b in &members {
+                sp.uninstall(b.start);
+            }
+            for b in &members {
+                self.add(&b.stat, 1, &b.func);
+            }
+            if !members.is_empty() {
+                self.stats.run_ahead_blocks += members.len() as u64;
+            }
+            if !Rc::ptr_eq(&first, &block) {
+                block = first;
+                masks = self.masks_for(pid, &block);
+            }
+            // The path's exits replace the block's own successors (those not taken are
+            // still installed: harmless).
+            targets = keep;
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.expect = Some(targets.clone());
             }
         }
         if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
-            // Installing the chain's successors split this block: count what is left of it.
+            // Installing successors split this block: count what is left of it.
             block = self.spaces[si].block_at(pc, &mut self.factory);
             masks = self.masks_for(pid, &block);
+            for &t in &block.succ {
+                self.spaces[si].install(t);
+            }
             if !block.succ.iter().all(|t| targets.contains(t)) {
                 targets.extend(block.succ.iter().copied());
+            }
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.expect = None;
             }
         }
         let once = dynamic_tally(&block, &masks);
@@ -1491,57 +1539,100 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    /// Blocks that necessarily follow the block at `pc`, each with a static exit, no masks, no
-    /// string repeats and no loop of its own; their successors are installed. Stops at the first
-    /// block that does not qualify or that a new breakpoint has split.
-    fn chain(&mut self, si: usize, pc: u64) -> Vec<Rc<Block>> {
-        let f = &mut self.factory;
-        let sp = &mut self.spaces[si];
-        let single = |b: &Block| -> Option<u64> {
-            match b.insns.last().map(|l| l.flow) {
-                Some(Flow::Next) | Some(Flow::Jump(_)) => b.succ.first().copied(),
-                Some(Flow::Call(t)) => Some(t),
-                _ => None,
+    /// The path from the block at `pc` (trapped, registers `regs`): the block as it is now, the
+    /// blocks after it the thread will certainly run (each counted once, none repeated), and
+    /// every address control can leave the path to (its breakpoints must be installed). None
+    /// when the blocks keep being split by new block starts.
+    fn run_ahead(&mut self, si: usize, pc: u64, regs: &libc::user_regs_struct) -> Option<RunAhead> {
+        const MAX_PATH: usize = 48;
+        for _round in 0..4 {
+            let f = &mut self.factory;
+            let sp = &mut self.spaces[si];
+            let mut emu = Emu::new(regs, sp.mem.clone());
+            let first = sp.block_at(pc, f);
+            let mut path: Vec<Rc<Block>> = vec![first];
+            // The next address after each path block, where known.
+            let mut nexts: Vec<Option<u64>> = Vec::new();
+            let mut new_marks = false;
+            let mut mark = |sp: &mut Space, a: u64| {
+                let was = sp.bps.get(&a).is_some_and(|b| b.block);
+                sp.mark_block_start(a);
+                new_marks |= !was;
+            };
+            loop {
+                let b = path.last().cloned()?;
+                let Some((last, body)) = b.insns.split_last() else { break };
+                for insn in body {
+                    emu.step(&insn.instr, f);
+                }
+                let next = match last.flow {
+                    Flow::Next => {
+                        emu.step(&last.instr, f);
+                        Some(b.end)
+                    }
+                    Flow::Stop => None,
+                    Flow::Jump(t) => Some(t),
+                    Flow::Call(t) => {
+                        emu.step(&last.instr, f);
+                        Some(t)
+                    }
+                    Flow::CondJump(t) => emu.taken(&last.instr).map(|tk| if tk { t } else { b.end }),
+                    Flow::Return | Flow::IndirectJump | Flow::IndirectCall => emu.dynamic_target(&last.instr),
+                };
+                for &s in &b.succ {
+                    mark(sp, s);
+                }
+                if let Some(n) = next {
+                    mark(sp, n);
+                }
+                nexts.push(next);
+                let Some(n) = next else { break };
+                if path.len() >= MAX_PATH || n == pc || path.iter().any(|x| x.start == n) || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                    break;
+                }
+                let nb = sp.block_at(n, f);
+                if nb.rep || nb.needs_step || !nb.masked.is_empty() || nb.induction.is_some() {
+                    break;
+                }
+                path.push(nb);
             }
-        };
-        let mut starts: Vec<u64> = Vec::new();
-        let Some(first) = sp.blocks.get(&pc).cloned() else { return vec![] };
-        let mut cur = first;
-        while starts.len() < 16 {
-            let Some(next) = single(&cur) else { break };
-            if next == pc || starts.contains(&next) || sp.bps.get(&next).is_some_and(|b| b.sticky()) {
-                break;
+            if new_marks {
+                continue;
             }
-            sp.mark_block_start(next);
-            let nb = sp.block_at(next, f);
-            if nb.exit != Exit::Static || nb.rep || nb.needs_step || !nb.masked.is_empty() || nb.induction.is_some() {
-                break;
+            // A member whose exit is dynamic and unknown cannot end the path: nothing would trap after it.
+            while path.len() > 1 && nexts[path.len() - 1].is_none() && path.last().is_some_and(|b| b.exit != Exit::Static) {
+                path.pop();
             }
-            for &t in &nb.succ {
-                sp.mark_block_start(t);
-                sp.install(t);
+            let keep = loop {
+                let mut keep: Vec<u64> = Vec::new();
+                for (k, b) in path.iter().enumerate() {
+                    let following = path.get(k + 1).map(|x| x.start);
+                    let call_followed = matches!(b.insns.last().map(|l| l.flow), Some(Flow::Call(t)) if Some(t) == following);
+                    if !call_followed {
+                        // (A followed call's fall-through is reached only by a return, which
+                        // traps or is itself on the path.)
+                        keep.extend(b.succ.iter().copied().filter(|s| Some(*s) != following));
+                    }
+                    if following.is_none()
+                        && let Some(n) = nexts[k]
+                        && !keep.contains(&n)
+                    {
+                        keep.push(n);
+                    }
+                }
+                match path.iter().skip(1).position(|b| keep.contains(&b.start)) {
+                    Some(i) => path.truncate(i + 1),
+                    None => break keep,
+                }
+            };
+            let first = path.remove(0);
+            if path.is_empty() && first.exit != Exit::Static && nexts.first().copied().flatten().is_none() {
+                // The first block's dynamic target was read at entry already.
+                return None;
             }
-            starts.push(next);
-            cur = nb;
+            return Some((first, path, keep));
         }
-        // Verify against the blocks as they are now (installing may have split some).
-        let mut out = Vec::new();
-        let Some(mut cur) = sp.blocks.get(&pc).cloned() else {
-            return vec![];
-        };
-        for s in starts {
-            if single(&cur) != Some(s) {
-                break;
-            }
-            let Some(b) = sp.blocks.get(&s).cloned() else { break };
-            // Its successors must be installed (a split may have given it a new one).
-            if b.succ.iter().any(|t| !sp.bps.get(t).is_some_and(|x| x.installed)) {
-                break;
-            }
-            out.push(b.clone());
-            cur = b;
-        }
-        out
+        None
     }
 
     fn finish_loop(&mut self, _pid: Pid, si: usize, nat: &Native, regs: &libc::user_regs_struct) {
