@@ -21,11 +21,12 @@ PEER_MODE=${PEER_MODE:-short}
 PEER_REPS=${PEER_REPS:-9}
 THREADS=${THREADS:-1}
 command -v likwid-bench >/dev/null || { echo "likwid-bench not found: install likwid" >&2; exit 2; }
-cargo build --release --quiet
-R=./target/release/roofline
+# ROOFLINE= and STREAM_BIN=: prebuilt binaries (a host without cargo or a compiler).
+R=${ROOFLINE:-./target/release/roofline}
+[ -n "${ROOFLINE:-}" ] || cargo build --release --quiet
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cc -O3 -march=native -fopenmp scripts/stream_triad.c -o "$tmp/stream_triad"
+if [ -n "${STREAM_BIN:-}" ]; then cp "$STREAM_BIN" "$tmp/stream_triad"; else cc -O3 -march=native -fopenmp scripts/stream_triad.c -o "$tmp/stream_triad"; fi
 
 # L1 = half of L1d, L2 = half of L2, L3 = half of L3, DRAM = 4 x L3 (per thread, as in `roofline ceilings`).
 cache_bytes() { # level -> bytes of the first data/unified cache of that level (sysfs), else 0

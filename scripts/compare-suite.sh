@@ -18,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 command -v likwid-bench >/dev/null || { echo "compare-suite: likwid-bench not found; hint: apt-get install likwid" >&2; exit 2; }
-[ -x target/release/roofline ] || cargo build --release --bin roofline >&2
-R=target/release/roofline
+R=${ROOFLINE:-target/release/roofline}   # ROOFLINE=: a prebuilt binary (a host without cargo)
+[ -x "$R" ] || cargo build --release --bin roofline >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cache_bytes() { # level -> bytes of one instance (sysfs)

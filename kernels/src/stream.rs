@@ -619,8 +619,11 @@ macro_rules! simd_module {
                     for _ in 0..passes.max(1) {
                         let mut i = 0;
                         while i + ACCS * W <= n {
-                            for (k, a) in acc.iter_mut().enumerate() {
-                                *a = xori(*a, ldi(b.add(i + k * W)));
+                            // Two loads per accumulator update: on AVX-512 the pair folds into
+                            // one vpternlog (one ALU op per two loads: 512-bit ALU ops have
+                            // two ports, the same count as the load ports).
+                            for (k, a) in acc.iter_mut().take(ACCS / 2).enumerate() {
+                                *a = xori(*a, xori(ldi(b.add(i + 2 * k * W)), ldi(b.add(i + (2 * k + 1) * W))));
                             }
                             i += ACCS * W;
                         }
