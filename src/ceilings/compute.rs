@@ -1,10 +1,11 @@
 //! Compute ceilings: peak GFLOP/s per precision × ISA × instruction mix, the clock measured
 //! at each ISA, flop/cycle, and the theoretical peak from the platform table.
 
-use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use roofline_kernels::peak::{CLOCK_CYCLES_PER_ROUND, PeakIsa, PeakMode, PeakSpec};
-use roofline_kernels::{Instance, Precision};
+use roofline_kernels::{Counts, Instance, Precision};
 use serde::{Deserialize, Serialize};
 
 use super::measure::{Budget, ClockInstance, PeakInstance, reps_for, stats, time_instances, time_one};
@@ -85,7 +86,8 @@ pub fn theoretical_flop_per_cycle(platform: &Platform, spec: &PeakSpec) -> Optio
     if per_cycle > 0.0 { Some(per_cycle * lanes) } else { None }
 }
 
-/// Measured clock (GHz) at `isa` on `threads` pinned threads (the slowest thread's).
+/// Measured clock (GHz) at `isa` on `threads` pinned threads (the slowest thread's), from
+/// the fastest sample (the least disturbed by other tenants).
 pub fn measure_clock(isa: PeakIsa, threads: usize, budget: Budget) -> Option<f64> {
     roofline_kernels::peak::clock_probe(isa, 1)?;
     let mut probe = ClockInstance { isa, rounds: 10_000 };
@@ -95,51 +97,187 @@ pub fn measure_clock(isa: PeakIsa, threads: usize, budget: Budget) -> Option<f64
         .map(|_| Box::new(ClockInstance { isa, rounds }) as Box<dyn Instance>)
         .collect();
     let samples = time_instances(team, budget);
-    // The fastest sample is the least disturbed by other tenants: the clock itself.
     let s = stats(&samples);
     Some(rounds as f64 * CLOCK_CYCLES_PER_ROUND as f64 / s.min / 1e9)
 }
 
-/// Measure one peak loop on `threads` threads.
-pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, ghz: Option<f64>, platform: Option<&Platform>) -> ComputeCeiling {
+/// One peak sample with its own clock: the clock probe of the same ISA runs right before the
+/// peak loop on the same thread, each timed. A sample's flop/cycle is then the ratio of two
+/// figures taken under the same conditions: a hypervisor's steal, another tenant's time
+/// slice or a frequency change lowers both, and cancels. (A clock measured once, apart from
+/// the peak samples, let a busy host's slow samples read as a loop that misses its pipes.)
+/// (clock seconds, peak seconds) of every run of one thread's [`PairedInstance`].
+type PairLog = Arc<Mutex<Vec<(f64, f64)>>>;
+
+struct PairedInstance {
+    spec: PeakSpec,
+    peak_rounds: u64,
+    clock_rounds: u64,
+    log: PairLog,
+}
+
+impl Instance for PairedInstance {
+    fn run(&mut self) {
+        let t0 = Instant::now();
+        roofline_kernels::peak::clock_probe(self.spec.isa, self.clock_rounds);
+        let t1 = Instant::now();
+        std::hint::black_box(self.spec.run(self.peak_rounds));
+        let t2 = Instant::now();
+        if let Ok(mut log) = self.log.lock() {
+            log.push(((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64()));
+        }
+    }
+    fn verify(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    fn counts(&self) -> Counts {
+        Counts::default()
+    }
+}
+
+/// Figures of a paired measurement, from every thread's (clock seconds, peak seconds) log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedFigures {
+    /// Team GFLOP/s per sample (all threads' flops over the slowest thread's peak time): median…
+    pub gflops: f64,
+    /// …and best.
+    pub gflops_best: f64,
+    /// (Q3 − Q1) / median of the team's peak times.
+    pub spread: f64,
+    pub samples: usize,
+    /// Median over samples of the slowest thread's clock (GHz).
+    pub ghz: f64,
+    /// Median over every thread and sample of flops per cycle, each sample at its own clock.
+    pub flop_per_cycle: f64,
+}
+
+/// Reduce per-thread logs (`logs[thread][run]`, warm-up runs already dropped) of pairs
+/// (clock seconds for `clock_cycles` cycles, peak seconds for `flops` flops per thread).
+pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -> Option<PairedFigures> {
+    let n = logs.iter().map(Vec::len).min()?;
+    if n == 0 {
+        return None;
+    }
+    let threads = logs.len() as f64;
+    let mut team_peak = Vec::with_capacity(n);
+    let mut team_ghz = Vec::with_capacity(n);
+    let mut fpc = Vec::with_capacity(n * logs.len());
+    for j in 0..n {
+        let mut slowest_peak = 0.0f64;
+        let mut slowest_ghz = f64::INFINITY;
+        for log in logs {
+            let (tc, tp) = log[j];
+            if !(tc > 0.0 && tp > 0.0) {
+                continue;
+            }
+            let ghz = clock_cycles / tc / 1e9;
+            slowest_peak = slowest_peak.max(tp);
+            slowest_ghz = slowest_ghz.min(ghz);
+            fpc.push(flops / tp / (ghz * 1e9));
+        }
+        if slowest_peak > 0.0 && slowest_ghz.is_finite() {
+            team_peak.push(slowest_peak);
+            team_ghz.push(slowest_ghz);
+        }
+    }
+    if team_peak.is_empty() {
+        return None;
+    }
+    let s = stats(&team_peak);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        crate::report::schema::quantile(&v, 0.5)
+    };
+    Some(PairedFigures {
+        gflops: flops * threads / s.median / 1e9,
+        gflops_best: flops * threads / s.min / 1e9,
+        spread: s.spread,
+        samples: s.samples,
+        ghz: median(team_ghz),
+        flop_per_cycle: median(fpc),
+    })
+}
+
+/// Measure one peak loop on `threads` threads, each sample paired with a clock sample of the
+/// same ISA (see [`PairedInstance`]). `percent_of_theoretical` is the measured flop/cycle
+/// against the platform's, so it does not depend on how busy the host was.
+pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, platform: Option<&Platform>) -> ComputeCeiling {
     let mut probe = PeakInstance { spec, rounds: 20_000 };
     let per_round = time_one(&mut probe) / 20_000.0;
-    let rounds = reps_for(per_round, budget.sample);
-    let team: Vec<Box<dyn Instance>> = (0..threads)
-        .map(|_| Box::new(PeakInstance { spec, rounds }) as Box<dyn Instance>)
-        .collect();
-    let flops = (spec.flops_per_round() * rounds * threads as u64) as f64;
-    let samples = time_instances(team, budget);
-    let s = stats(&samples);
-    let gflops = flops / s.median / 1e9;
-    let theoretical = match (platform, ghz) {
-        (Some(p), Some(g)) => theoretical_flop_per_cycle(p, &spec).map(|f| f * g * threads as f64),
-        _ => None,
+    let peak_rounds = reps_for(per_round, budget.sample);
+    // A quarter of the sample for the clock: enough for a 0.1 % reading of a 1-cycle chain.
+    let clock_rounds = roofline_kernels::peak::clock_probe(spec.isa, 1).map(|_| {
+        let mut c = ClockInstance {
+            isa: spec.isa,
+            rounds: 10_000,
+        };
+        let per = time_one(&mut c) / 10_000.0;
+        reps_for(per, budget.sample / 4)
+    });
+    let Some(clock_rounds) = clock_rounds else {
+        return unpaired(spec, threads, budget, peak_rounds);
     };
+    let logs: Vec<PairLog> = (0..threads).map(|_| Arc::default()).collect();
+    let team: Vec<Box<dyn Instance>> = logs
+        .iter()
+        .map(|log| {
+            Box::new(PairedInstance {
+                spec,
+                peak_rounds,
+                clock_rounds,
+                log: log.clone(),
+            }) as Box<dyn Instance>
+        })
+        .collect();
+    time_instances(team, budget);
+    // The warm-up and the calibration run come first in every log.
+    let logs: Vec<Vec<(f64, f64)>> = logs
+        .iter()
+        .map(|l| l.lock().map(|v| v.iter().skip(2).copied().collect()).unwrap_or_default())
+        .collect();
+    let flops = (spec.flops_per_round() * peak_rounds) as f64;
+    let Some(f) = paired_figures(&logs, (clock_rounds * CLOCK_CYCLES_PER_ROUND) as f64, flops) else {
+        return unpaired(spec, threads, budget, peak_rounds);
+    };
+    let per_cycle = platform.and_then(|p| theoretical_flop_per_cycle(p, &spec));
     ComputeCeiling {
         precision: precision_name(spec.precision).to_string(),
         isa: spec.isa.name().to_string(),
         fma: spec.mode != PeakMode::MulAdd,
         mode: spec.mode.name().to_string(),
         threads: threads as u32,
-        gflops,
-        gflops_best: flops / s.min / 1e9,
-        spread: s.spread,
-        samples: s.samples,
-        ghz,
-        flop_per_cycle: ghz.map(|g| gflops / g / threads as f64),
-        theoretical_gflops: theoretical,
-        percent_of_theoretical: theoretical.map(|t| 100.0 * gflops / t),
+        gflops: f.gflops,
+        gflops_best: f.gflops_best,
+        spread: f.spread,
+        samples: f.samples,
+        ghz: Some(f.ghz),
+        flop_per_cycle: Some(f.flop_per_cycle),
+        theoretical_gflops: per_cycle.map(|t| t * f.ghz * threads as f64),
+        percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
     }
 }
 
-/// Clocks per (ISA, threads), measured once each.
-#[derive(Default)]
-pub struct Clocks(BTreeMap<(PeakIsa, usize), Option<f64>>);
-
-impl Clocks {
-    pub fn get(&mut self, isa: PeakIsa, threads: usize, budget: Budget) -> Option<f64> {
-        *self.0.entry((isa, threads)).or_insert_with(|| measure_clock(isa, threads, budget))
+/// The peak loop alone (no clock probe for its ISA): GFLOP/s only.
+fn unpaired(spec: PeakSpec, threads: usize, budget: Budget, rounds: u64) -> ComputeCeiling {
+    let team: Vec<Box<dyn Instance>> = (0..threads)
+        .map(|_| Box::new(PeakInstance { spec, rounds }) as Box<dyn Instance>)
+        .collect();
+    let flops = (spec.flops_per_round() * rounds * threads as u64) as f64;
+    let s = stats(&time_instances(team, budget));
+    ComputeCeiling {
+        precision: precision_name(spec.precision).to_string(),
+        isa: spec.isa.name().to_string(),
+        fma: spec.mode != PeakMode::MulAdd,
+        mode: spec.mode.name().to_string(),
+        threads: threads as u32,
+        gflops: flops / s.median / 1e9,
+        gflops_best: flops / s.min / 1e9,
+        spread: s.spread,
+        samples: s.samples,
+        ghz: None,
+        flop_per_cycle: None,
+        theoretical_gflops: None,
+        percent_of_theoretical: None,
     }
 }
 
@@ -175,6 +313,43 @@ mod tests {
             let ma = theoretical_flop_per_cycle(&skx, &spec(PeakIsa::Avx, PeakMode::MulAdd)).unwrap();
             assert_eq!(ma * 2.0, fma);
         }
+    }
+
+    /// Steal and slow samples lower a pair's clock and its peak together: flop/cycle stays
+    /// at the loop's true rate, while the GFLOP/s median shows the disturbance.
+    #[test]
+    fn paired_flop_per_cycle_cancels_disturbances() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ std::process::id() as u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (ghz, fpc) = (2.0 + rnd(), 12.0 + 8.0 * rnd());
+        let (cycles, flops) = (250_000.0, 16.0e6);
+        let threads = 1 + (rnd() * 4.0) as usize;
+        let logs: Vec<Vec<(f64, f64)>> = (0..threads)
+            .map(|_| {
+                (0..31)
+                    .map(|j| {
+                        // Most samples run on a slowed core (steal, a frequency dip).
+                        let slow = if j < 20 { 1.05 + rnd() } else { 1.0 };
+                        let hz = ghz * 1e9 / slow;
+                        (cycles / hz, flops / fpc / hz)
+                    })
+                    .collect()
+            })
+            .collect();
+        let f = paired_figures(&logs, cycles, flops).unwrap();
+        assert!((f.flop_per_cycle - fpc).abs() < 1e-9 * fpc, "{f:?} vs {fpc}");
+        assert!(f.ghz <= ghz * (1.0 + 1e-12));
+        assert!(f.gflops_best <= fpc * ghz * threads as f64 * (1.0 + 1e-9));
+        assert!(f.gflops < f.gflops_best, "{f:?}");
+        assert_eq!(f.samples, 31);
+        // A log without pairs gives nothing rather than NaN figures.
+        assert!(paired_figures(&[vec![]], cycles, flops).is_none());
+        assert!(paired_figures(&[], cycles, flops).is_none());
     }
 
     #[test]

@@ -255,7 +255,6 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
         indicatif::ProgressStyle::with_template("ceilings {bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut clocks = compute::Clocks::default();
     let mut compute_out = Vec::new();
     for &t in &opts.threads {
         for s in &specs {
@@ -265,8 +264,7 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
                 s.isa.name(),
                 s.mode.name()
             ));
-            let ghz = clocks.get(s.isa, t, budget);
-            let c = compute::measure_peak(*s, t, budget, ghz, platform.as_ref());
+            let c = compute::measure_peak(*s, t, budget, platform.as_ref());
             if c.spread > measure::SPREAD_WARNING {
                 warnings.push(format!(
                     "{} {} {} ×{t}: spread {:.1} %",

@@ -193,10 +193,15 @@ fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
         else {
             anyhow::bail!(crate::Error::unavailable("no FMA on this CPU", "compare mul+add instead"));
         };
-        let ghz = compute::measure_clock(s.isa, threads, budget);
         let platform = ceilings::Host::detect().platform();
-        let c = compute::measure_peak(s, threads, budget, ghz, platform.as_ref());
-        println!("{:.3} {} {}", c.gflops, opt(c.ghz, 3), opt(c.theoretical_gflops, 3));
+        let c = compute::measure_peak(s, threads, budget, platform.as_ref());
+        println!(
+            "{:.3} {} {} {}",
+            c.gflops,
+            opt(c.ghz, 3),
+            opt(c.theoretical_gflops, 3),
+            opt(c.percent_of_theoretical, 2)
+        );
         return Ok(0);
     }
     let bad = || crate::Error::input(format!("--figure {spec}: not peak or KERNEL:BYTES"), "e.g. --figure load:16KiB");
