@@ -1036,15 +1036,21 @@ impl CounterSet {
     }
 
     /// Read every counter: per-spec raw readings, summed over the CPUs of uncore events.
-    /// A group whose members are all mapped and currently on a counter is read with rdpmc
-    /// (no system call); any other group with one `read()`.
     pub fn read_raw(&mut self) -> Result<Vec<RawCount>> {
-        let mut out = vec![RawCount::default(); self.specs.len()];
+        let mut out = Vec::new();
+        self.read_raw_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`read_raw`](Self::read_raw) into `out` (resized to the specs; no allocation once it
+    /// has that size: the region API reads twice per region). A group whose members are
+    /// all mapped and currently on a counter is read with rdpmc (no system call); any other
+    /// group with one `read()`.
+    pub fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()> {
+        out.clear();
+        out.resize(self.specs.len(), RawCount::default());
         for g in &mut self.groups {
-            if let Some(user) = read_group_user(&g.members) {
-                for (r, &si) in user.iter().zip(&g.specs) {
-                    out[si].add(r);
-                }
+            if read_group_user(&g.members, &g.specs, out) {
                 continue;
             }
             let leader_name = &self.specs[g.specs[0]].name;
@@ -1065,7 +1071,7 @@ impl CounterSet {
                 });
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Final scaled counts.
@@ -1093,21 +1099,29 @@ enum OpenError {
 }
 
 /// All members' counts through rdpmc, when every member is mapped and on a counter now.
-fn read_group_user(members: &[Member]) -> Option<Vec<RawCount>> {
-    members
-        .iter()
-        .map(|m| match m {
-            Member::Mapped(s) => {
-                let d = s.read_user();
-                Some(RawCount {
-                    value: d.count()?,
-                    time_enabled: d.time_enabled().as_nanos() as u64,
-                    time_running: d.time_running().as_nanos() as u64,
-                })
-            }
-            Member::Plain(_) => None,
-        })
-        .collect()
+/// Read a group with rdpmc into `out` (added to each member's spec) when every member is
+/// mapped and on a counter; otherwise leave `out` as it was and return false.
+fn read_group_user(members: &[Member], specs: &[usize], out: &mut [RawCount]) -> bool {
+    // All or nothing, without allocating: the readings wait on the stack (a group holds at
+    // most the core's counters, far fewer than this; a larger one takes the read() path).
+    let mut got = [RawCount::default(); 32];
+    if members.len() > got.len() {
+        return false;
+    }
+    for (m, g) in members.iter().zip(got.iter_mut()) {
+        let Member::Mapped(s) = m else { return false };
+        let d = s.read_user();
+        let Some(value) = d.count() else { return false };
+        *g = RawCount {
+            value,
+            time_enabled: d.time_enabled().as_nanos() as u64,
+            time_running: d.time_running().as_nanos() as u64,
+        };
+    }
+    for (g, &si) in got.iter().zip(specs) {
+        out[si].add(g);
+    }
+    true
 }
 
 /// Sum of readings of one spec over its fds.
