@@ -5,9 +5,10 @@
 #
 #   scripts/compare-peers.sh            # RUNS=5 THREADS=1
 #   RUNS=7 THREADS=2 scripts/compare-peers.sh
+#   RUNS=11 FIGURES="peak load_L1" scripts/compare-peers.sh   # only these figures
 #
 # Peers: likwid-bench (peakflops_avx512_fma, load_avx512) and a STREAM-style triad
-# (scripts/stream_triad.c, cc -O3 -march=native -fopenmp; STREAM counting: no write-allocate).
+# (scripts/stream.c, cc -O3 -march=native -fopenmp; STREAM counting: no write-allocate).
 #
 # Method, the same on both sides: `roofline ceilings --figure` reports the median of ≥ 15
 # samples of about 1 ms; a likwid-bench figure (PEER_MODE=short, the default) is the median of
@@ -26,7 +27,7 @@ R=${ROOFLINE:-./target/release/roofline}
 [ -n "${ROOFLINE:-}" ] || cargo build --release --quiet
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [ -n "${STREAM_BIN:-}" ]; then cp "$STREAM_BIN" "$tmp/stream_triad"; else cc -O3 -march=native -fopenmp scripts/stream_triad.c -o "$tmp/stream_triad"; fi
+if [ -n "${STREAM_BIN:-}" ]; then cp "$STREAM_BIN" "$tmp/stream"; else cc -O3 -march=native -fopenmp scripts/stream.c -o "$tmp/stream"; fi
 
 # L1 = half of L1d, L2 = half of L2, L3 = half of L3, DRAM = 4 x L3 (per thread, as in `roofline ceilings`).
 cache_bytes() { # level -> bytes of the first data/unified cache of that level (sysfs), else 0
@@ -50,6 +51,9 @@ PEAK_TEST=peakflops_${LW_ISA}_fma
 LOAD_TEST=load_${LW_ISA}
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# The ratio: the median of each run's ours/peer (runs are interleaved, so a run and its peer
+# see the same host load; the per-run ratio cancels much of it, the medians alone do not).
+ratio_median() { paste "$1" "$2" | awk '$2 > 0 {print $1 / $2}' | median; }
 likwid_w() { echo "S0:${1}B:${THREADS}"; }
 
 # likwid-bench: TEST WORKSET UNIT_BYTES_PER_ITERATION -> one figure (GFLOP/s or GB/s)
@@ -69,9 +73,11 @@ likwid() {
 # Our threads are pinned to the first allowed CPUs; pin the peers there too.
 CPUS=$(taskset -pc $$ | awk -F': ' '{print $2}' | cut -d, -f1 | awk -F- -v t="$THREADS" '{print $1 "-" $1 + t - 1}')
 
-declare -A OURS PEER
+declare -A OURS PEER RATIO
+FIGURES=${FIGURES:-peak load_L1 load_L2 load_L3 load_DRAM triad_DRAM triad_nt_DRAM}
 run_pair() { # name ours-cmd peer-cmd
   local name=$1 ours=$2 peer=$3
+  [[ " $FIGURES " == *" $name "* ]] || return 0
   : >"$tmp/$name.ours"; : >"$tmp/$name.peer"
   for _ in $(seq "$RUNS"); do
     eval "$ours" >>"$tmp/$name.ours"
@@ -79,6 +85,7 @@ run_pair() { # name ours-cmd peer-cmd
   done
   OURS[$name]=$(median <"$tmp/$name.ours")
   PEER[$name]=$(median <"$tmp/$name.peer")
+  RATIO[$name]=$(ratio_median "$tmp/$name.ours" "$tmp/$name.peer")
 }
 
 # Peak DP FMA: GFLOP/s (ours also prints its measured AVX-512 clock and the theoretical peak there).
@@ -95,22 +102,26 @@ done
 N=$(( DRAM * THREADS / 24 ))
 run_pair triad_DRAM \
   "$R ceilings --threads $THREADS --figure triad:$((N * 24))" \
-  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream_triad $N 20"
+  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream $N 20"
 run_pair triad_nt_DRAM \
   "$R ceilings --threads $THREADS --figure triad_nt:$((N * 24))" \
-  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream_triad $N 20"
+  "OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=close taskset -c $CPUS $tmp/stream $N 20"
 
 theo=$(awk '{print $3}' "$tmp/peak.clock" | median)
 ghz=$(awk '{print $2}' "$tmp/peak.clock" | median)
-echo "| figure (threads=$THREADS, median of $RUNS interleaved runs, peer mode $PEER_MODE) | working set | roofline | peer | ratio |"
+pct=$(awk '{print $4}' "$tmp/peak.clock" | median)
+echo "| figure (threads=$THREADS, median of $RUNS interleaved runs, peer mode $PEER_MODE) | working set | roofline | peer | ratio (median of per-run ratios) |"
 echo "|---|---|---|---|---|"
 row() { # name label ws unit peer-name
-  awk -v o="${OURS[$1]}" -v p="${PEER[$1]}" -v l="$2" -v w="$3" -v u="$4" -v pn="$5" \
-    'BEGIN {printf "| %s | %s | %.1f %s | %.1f %s (%s) | %.3f |\n", l, w, o, u, p, u, pn, (p > 0 ? o / p : 0)}'
+  [ -n "${OURS[$1]:-}" ] || return 0
+  awk -v o="${OURS[$1]}" -v p="${PEER[$1]}" -v r="${RATIO[$1]}" -v l="$2" -v w="$3" -v u="$4" -v pn="$5" \
+    'BEGIN {printf "| %s | %s | %.1f %s | %.1f %s (%s) | %.3f |\n", l, w, o, u, p, u, pn, r}'
 }
 row peak "peak DP FMA ($LW_LABEL)" "32 kB" "GFLOP/s" "likwid-bench $PEAK_TEST"
 for lv in L1 L2 L3 DRAM; do row "load_$lv" "load $lv" "$(( ${!lv} * THREADS )) B" "GB/s" "likwid-bench $LOAD_TEST"; done
 row triad_DRAM "triad DRAM (no write-allocate)" "$(( N * 24 )) B" "GB/s" "STREAM-style triad"
 row triad_nt_DRAM "triad_nt DRAM (NT stores)" "$(( N * 24 )) B" "GB/s" "STREAM-style triad"
-awk -v o="${OURS[peak]}" -v t="$theo" -v g="$ghz" \
-  'BEGIN {if (t > 0) printf "\npeak DP FMA: %.1f GFLOP/s = %.1f %% of the theoretical %.1f GFLOP/s at the measured clock of that ISA %.2f GHz\n", o, 100 * o / t, t, g}'
+# % of theoretical: each peak sample's flop/cycle at the clock measured right before it on
+# the same thread (a busy host slows both), against the platform table's flop/cycle.
+[ -z "${OURS[peak]:-}" ] || awk -v o="${OURS[peak]}" -v t="$theo" -v g="$ghz" -v p="$pct" \
+  'BEGIN {if (t > 0) printf "\npeak DP FMA: %.1f GFLOP/s; %.1f %% of the theoretical flop/cycle (theoretical %.1f GFLOP/s at the measured clock of that ISA, %.2f GHz)\n", o, p, t, g}'

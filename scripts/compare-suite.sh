@@ -5,6 +5,7 @@
 # figure the median of RUNS (default 5) interleaved runs of ours and the peer's.
 #
 #   RUNS=5 scripts/compare-suite.sh
+#   PARTS=cache RUNS=9 scripts/compare-suite.sh     # only the L1/L2 table (cache, dram, stream)
 #
 # Ours: `roofline run K --bytes S` (one call per kernel invocation, calls batched to ≥ 20 µs
 # per timed sample, core bytes: what the loads and stores move, no write-allocate, as likwid
@@ -13,15 +14,20 @@
 # DRAM: each stream kernel's DRAM traffic (write-allocate included, analytic) at 4 × the LLC
 # against the DRAM ceiling the profile uses (traffic convention, the ceilings' best DRAM
 # figure), and the read-only ones also against the read-only (load) DRAM ceiling.
+# DRAM peers: copy, scale, add and triad against a McCalpin-STREAM-style program
+# (scripts/stream.c, cc -O3 -march=native -fopenmp, one thread, the same working set),
+# counted the same (STREAM) way: core bytes, no write-allocate. STREAM_BIN=: a prebuilt one.
 # Needs likwid-bench (apt-get install likwid) for the L1/L2 part; exit 2 without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
+PARTS=" ${PARTS:-cache dram stream} "
 command -v likwid-bench >/dev/null || { echo "compare-suite: likwid-bench not found; hint: apt-get install likwid" >&2; exit 2; }
 R=${ROOFLINE:-target/release/roofline}   # ROOFLINE=: a prebuilt binary (a host without cargo)
 [ -x "$R" ] || cargo build --release --bin roofline >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ -n "${STREAM_BIN:-}" ]; then cp "$STREAM_BIN" "$tmp/stream"; else cc -O3 -march=native -fopenmp scripts/stream.c -o "$tmp/stream"; fi
 cache_bytes() { # level -> bytes of one instance (sysfs)
   local f
   for d in /sys/devices/system/cpu/cpu0/cache/index*; do
@@ -36,6 +42,9 @@ DRAM=$(( LLC * 4 )); [ "$DRAM" -ge $((128 << 20)) ] || DRAM=$((128 << 20))
 if grep -qw avx512f /proc/cpuinfo; then ISA=avx512; else ISA=avx; fi
 CPU=$(taskset -pc $$ | awk -F': ' '{print $2}' | cut -d, -f1 | cut -d- -f1)
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# The ratio: the median of each run's ours/peer (runs are interleaved, so a run and its peer
+# see the same host load; the per-run ratio cancels much of it, the medians alone do not).
+ratio_median() { paste "$1" "$2" | awk '$2 > 0 {print $1 / $2}' | median; }
 ours() { # kernel bytes level -> GB/s at that level
   taskset -c "$CPU" "$R" run "$1" --bytes "$2" --min-time 0.3 --json 2>/dev/null |
     python3 -c "import json,sys; p=json.load(sys.stdin)['points'][0]; print(p['gbs'].get('$3', 0))"
@@ -44,19 +53,23 @@ peer() { # test bytes -> GB/s (likwid's working set string: bytes, one thread)
   likwid-bench -t "$1" -w "S0:${2}B:1" 2>/dev/null | awk '$1 == "MByte/s:" {print $2/1000}'
 }
 
-echo "| kernel | working set | roofline GB/s | likwid-bench GB/s | ratio |"
+if [[ $PARTS == *" cache "* ]]; then
+echo "| kernel | working set | roofline GB/s (median) | likwid-bench GB/s (median) | ratio (median of per-run ratios) |"
 echo "|---|---|---|---|---|"
 for ws in $L1 $L2; do
   for pair in load:load_$ISA copy:copy_$ISA triad:stream_${ISA}; do
     k=${pair%%:*}; t=${pair#*:}
     : >"$tmp/o"; : >"$tmp/p"
     for _ in $(seq "$RUNS"); do ours "$k" "$ws" core >>"$tmp/o"; peer "$t" "$ws" >>"$tmp/p"; done
-    o=$(median <"$tmp/o"); p=$(median <"$tmp/p")
-    awk -v k="$k" -v w="$ws" -v o="$o" -v p="$p" -v t="$t" 'BEGIN {printf "| %s | %d B | %.1f | %.1f (%s) | %.3f |\n", k, w, o, p, t, (p > 0 ? o / p : 0)}'
+    o=$(median <"$tmp/o"); p=$(median <"$tmp/p"); r=$(ratio_median "$tmp/o" "$tmp/p")
+    awk -v k="$k" -v w="$ws" -v o="$o" -v p="$p" -v t="$t" -v r="$r" 'BEGIN {printf "| %s | %d B | %.1f | %.1f (%s) | %.3f |\n", k, w, o, p, t, r}'
   done
 done
 
+fi
+
 # DRAM ceilings: the cached quick ceilings (measured if absent), traffic convention and load.
+if [[ $PARTS == *" dram "* ]]; then
 "$R" ceilings --quick --refresh --json 2>/dev/null >"$tmp/ceil.json" || true
 read -r roof_traffic roof_load < <(python3 - "$tmp/ceil.json" <<'PY'
 import json, sys
@@ -81,4 +94,22 @@ for k in triad daxpy copy dot load; do
   o=$(median <"$tmp/o")
   awk -v k="$k" -v o="$o" -v t="$roof_traffic" -v l="$roof_load" \
     'BEGIN {printf "| %s | %.1f | %.0f %% | %s |\n", k, o, (t > 0 ? 100 * o / t : 0), ((k == "dot" || k == "load") && l > 0 ? sprintf("%.0f %%", 100 * o / l) : "-")}'
+done
+fi
+
+# DRAM, side by side with STREAM: same kernel, working set and counting (core bytes).
+[[ $PARTS == *" stream "* ]] || exit 0
+echo
+echo "| kernel | working set | roofline GB/s (core, median) | STREAM GB/s (median) | ratio (median of per-run ratios) |"
+echo "|---|---|---|---|---|"
+for k in copy scale add triad; do
+  case $k in copy|scale) arrays=2 ;; *) arrays=3 ;; esac
+  n=$(( DRAM / (arrays * 8) ))
+  : >"$tmp/o"; : >"$tmp/p"
+  for _ in $(seq "$RUNS"); do
+    ours "$k" "$(( n * arrays * 8 ))" core >>"$tmp/o"
+    OMP_NUM_THREADS=1 taskset -c "$CPU" "$tmp/stream" "$k" "$n" 10 >>"$tmp/p"
+  done
+  o=$(median <"$tmp/o"); p=$(median <"$tmp/p"); r=$(ratio_median "$tmp/o" "$tmp/p")
+  awk -v k="$k" -v w="$(( n * arrays * 8 ))" -v o="$o" -v p="$p" -v r="$r" 'BEGIN {printf "| %s | %d B | %.1f | %.1f | %.3f |\n", k, w, o, p, r}'
 done
