@@ -71,29 +71,33 @@ fi
 # DRAM ceilings: the cached quick ceilings (measured if absent), traffic convention and load.
 if [[ $PARTS == *" dram "* ]]; then
 "$R" ceilings --quick --refresh --json 2>/dev/null >"$tmp/ceil.json" || true
-read -r roof_traffic roof_load < <(python3 - "$tmp/ceil.json" <<'PY'
+read -r roof_traffic roof_load roof_copy roof_triad < <(python3 - "$tmp/ceil.json" <<'PY'
 import json, sys
 try:
     c = json.load(open(sys.argv[1]))
 except Exception:
-    print(0, 0); sys.exit()
+    print(0, 0, 0, 0); sys.exit()
 bw = [b for b in c.get("bandwidth", []) if b.get("level") == "DRAM" and b.get("threads") == 1]
 def traffic(b):
     # the figure with write-allocate where the kernel stores (the traffic the DRAM serves)
     return b.get("gbs_write_allocate") or b["gbs"]
-print(max([traffic(b) for b in bw] or [0]), max([b["gbs"] for b in bw if b.get("kernel") == "load"] or [0]))
+def best(kernel):
+    return max([traffic(b) for b in bw if b.get("kernel") == kernel] or [0])
+print(max([traffic(b) for b in bw] or [0]), best("load"), best("copy"), best("triad"))
 PY
 )
 echo
-echo "DRAM ceilings (1 thread): traffic $roof_traffic GB/s, read-only (load) $roof_load GB/s; working set $DRAM B"
-echo "| kernel | DRAM GB/s (median of $RUNS) | of the DRAM ceiling | of the read-only ceiling |"
+echo "DRAM ceilings (1 thread): traffic $roof_traffic GB/s, read-only (load) $roof_load GB/s, copy $roof_copy GB/s, triad $roof_triad GB/s; working set $DRAM B"
+echo "| kernel | DRAM GB/s (median of $RUNS) | of the DRAM ceiling | of the same-pattern ceiling |"
 echo "|---|---|---|---|"
 for k in triad daxpy copy dot load; do
   : >"$tmp/o"
   for _ in $(seq "$RUNS"); do ours "$k" "$DRAM" dram >>"$tmp/o"; done
   o=$(median <"$tmp/o")
-  awk -v k="$k" -v o="$o" -v t="$roof_traffic" -v l="$roof_load" \
-    'BEGIN {printf "| %s | %.1f | %.0f %% | %s |\n", k, o, (t > 0 ? 100 * o / t : 0), ((k == "dot" || k == "load") && l > 0 ? sprintf("%.0f %%", 100 * o / l) : "-")}'
+  # same pattern: read-only kernels against the load ceiling, copy and triad against their own
+  case $k in dot|load) same=$roof_load ;; copy) same=$roof_copy ;; triad) same=$roof_triad ;; *) same=0 ;; esac
+  awk -v k="$k" -v o="$o" -v t="$roof_traffic" -v l="$same" \
+    'BEGIN {printf "| %s | %.1f | %.0f %% | %s |\n", k, o, (t > 0 ? 100 * o / t : 0), (l > 0 ? sprintf("%.0f %%", 100 * o / l) : "-")}'
 done
 fi
 
