@@ -13,7 +13,7 @@
 # streams as our triad), 256-bit kernels where the CPU has no AVX-512.
 # DRAM: each stream kernel's DRAM traffic (write-allocate included, analytic) at 4 × the LLC
 # against the DRAM ceiling the profile uses (traffic convention, the ceilings' best DRAM
-# figure), and the read-only ones also against the read-only (load) DRAM ceiling.
+# figure), and against the ceiling of the same access pattern measured in every run.
 # DRAM peers: copy, scale, add and triad against a McCalpin-STREAM-style program
 # (scripts/stream.c, cc -O3 -march=native -fopenmp, one thread, the same working set),
 # counted the same (STREAM) way: core bytes, no write-allocate. STREAM_BIN=: a prebuilt one.
@@ -68,36 +68,42 @@ done
 
 fi
 
-# DRAM ceilings: the cached quick ceilings (measured if absent), traffic convention and load.
+# DRAM: against the best DRAM figure of a quick ceilings run (the roof the profile draws,
+# traffic convention), and against the ceiling of the same access pattern measured side by
+# side in every run (`ceilings --figure P:BYTES`, core GB/s × P's traffic factor), as the median
+# of per-run ratios. Patterns by DRAM streams: triad (2 reads + write-allocate + write) ↔
+# triad; daxpy (2 reads + write) and copy (read + write-allocate + write) ↔ copy; dot and load
+# (reads only) ↔ load: a read-only stream on one core cannot reach a roof that counts writes.
 if [[ $PARTS == *" dram "* ]]; then
 "$R" ceilings --quick --refresh --json 2>/dev/null >"$tmp/ceil.json" || true
-read -r roof_traffic roof_load roof_copy roof_triad < <(python3 - "$tmp/ceil.json" <<'PY'
+roof_traffic=$(python3 - "$tmp/ceil.json" <<'PY'
 import json, sys
 try:
     c = json.load(open(sys.argv[1]))
 except Exception:
-    print(0, 0, 0, 0); sys.exit()
+    print(0); sys.exit()
 bw = [b for b in c.get("bandwidth", []) if b.get("level") == "DRAM" and b.get("threads") == 1]
-def traffic(b):
-    # the figure with write-allocate where the kernel stores (the traffic the DRAM serves)
-    return b.get("gbs_write_allocate") or b["gbs"]
-def best(kernel):
-    return max([traffic(b) for b in bw if b.get("kernel") == kernel] or [0])
-print(max([traffic(b) for b in bw] or [0]), best("load"), best("copy"), best("triad"))
+# the figure with write-allocate where the kernel stores (the traffic the DRAM serves)
+print(max([b.get("gbs_write_allocate") or b["gbs"] for b in bw] or [0]))
 PY
 )
+ceiling_figure() { # pattern bytes -> DRAM traffic GB/s of that ceiling kernel
+  local core factor
+  core=$(taskset -c "$CPU" "$R" ceilings --figure "$1:$2" 2>/dev/null || echo 0)
+  case $1 in copy) factor=1.5 ;; triad) factor=1.3333333 ;; *) factor=1 ;; esac
+  awk -v c="$core" -v f="$factor" 'BEGIN {print c * f}'
+}
 echo
-echo "DRAM ceilings (1 thread): traffic $roof_traffic GB/s, read-only (load) $roof_load GB/s, copy $roof_copy GB/s, triad $roof_triad GB/s; working set $DRAM B"
-echo "| kernel | DRAM GB/s (median of $RUNS) | of the DRAM ceiling | of the same-pattern ceiling |"
-echo "|---|---|---|---|"
+echo "DRAM ceiling (1 thread, quick ceilings, traffic convention): $roof_traffic GB/s; working set $DRAM B"
+echo "| kernel | DRAM GB/s (median of $RUNS) | of the DRAM ceiling | same-pattern ceiling GB/s (median) | of it (median of per-run ratios) |"
+echo "|---|---|---|---|---|"
 for k in triad daxpy copy dot load; do
-  : >"$tmp/o"
-  for _ in $(seq "$RUNS"); do ours "$k" "$DRAM" dram >>"$tmp/o"; done
-  o=$(median <"$tmp/o")
-  # same pattern: read-only kernels against the load ceiling, copy and triad against their own
-  case $k in dot|load) same=$roof_load ;; copy) same=$roof_copy ;; triad) same=$roof_triad ;; *) same=0 ;; esac
-  awk -v k="$k" -v o="$o" -v t="$roof_traffic" -v l="$same" \
-    'BEGIN {printf "| %s | %.1f | %.0f %% | %s |\n", k, o, (t > 0 ? 100 * o / t : 0), (l > 0 ? sprintf("%.0f %%", 100 * o / l) : "-")}'
+  case $k in triad) pat=triad ;; daxpy|copy) pat=copy ;; *) pat=load ;; esac
+  : >"$tmp/o"; : >"$tmp/p"
+  for _ in $(seq "$RUNS"); do ours "$k" "$DRAM" dram >>"$tmp/o"; ceiling_figure "$pat" "$DRAM" >>"$tmp/p"; done
+  o=$(median <"$tmp/o"); p=$(median <"$tmp/p"); r=$(ratio_median "$tmp/o" "$tmp/p")
+  awk -v k="$k" -v o="$o" -v t="$roof_traffic" -v p="$p" -v pat="$pat" -v r="$r" \
+    'BEGIN {printf "| %s | %.1f | %.0f %% | %.1f (%s) | %.0f %% |\n", k, o, (t > 0 ? 100 * o / t : 0), p, pat, 100 * r}'
 done
 fi
 
