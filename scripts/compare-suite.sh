@@ -6,6 +6,7 @@
 #
 #   RUNS=5 scripts/compare-suite.sh
 #   PARTS=cache RUNS=9 scripts/compare-suite.sh     # only the L1/L2 table (cache, dram, stream)
+#   PARTS=dram THREADS=16 scripts/compare-suite.sh  # the DRAM table on 16 threads (the tool pins them)
 #
 # Ours: `roofline run K --bytes S` (one call per kernel invocation, calls batched to ≥ 20 µs
 # per timed sample, core bytes: what the loads and stores move, no write-allocate, as likwid
@@ -21,6 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
+THREADS=${THREADS:-1}   # the DRAM table only; the cache and STREAM tables are one thread
 PARTS=" ${PARTS:-cache dram stream} "
 command -v likwid-bench >/dev/null || { echo "compare-suite: likwid-bench not found; hint: apt-get install likwid" >&2; exit 2; }
 R=${ROOFLINE:-target/release/roofline}   # ROOFLINE=: a prebuilt binary (a host without cargo)
@@ -71,36 +73,41 @@ fi
 # DRAM: against the best DRAM figure of a quick ceilings run (the roof the profile draws,
 # traffic convention), and against the ceiling of the same access pattern measured side by
 # side in every run (`ceilings --figure P:BYTES`, core GB/s × P's traffic factor), as the median
-# of per-run ratios. Patterns by DRAM streams: triad (2 reads + write-allocate + write) ↔
-# triad; daxpy (2 reads + write) and copy (read + write-allocate + write) ↔ copy; dot and load
-# (reads only) ↔ load: a read-only stream on one core cannot reach a roof that counts writes.
+# of per-run ratios. The ceilings measure the suite's own loops, so triad, daxpy and copy each
+# have theirs; dot and load (reads only) ↔ load: a read-only stream on one core cannot reach a
+# roof that counts writes.
 if [[ $PARTS == *" dram "* ]]; then
-"$R" ceilings --quick --refresh --json 2>/dev/null >"$tmp/ceil.json" || true
-roof_traffic=$(python3 - "$tmp/ceil.json" <<'PY'
+"$R" ceilings --quick --refresh --threads "$THREADS" --json 2>/dev/null >"$tmp/ceil.json" || true
+roof_traffic=$(python3 - "$tmp/ceil.json" "$THREADS" <<'PY'
 import json, sys
 try:
     c = json.load(open(sys.argv[1]))
 except Exception:
     print(0); sys.exit()
-bw = [b for b in c.get("bandwidth", []) if b.get("level") == "DRAM" and b.get("threads") == 1]
+bw = [b for b in c.get("bandwidth", []) if b.get("level") == "DRAM" and b.get("threads") == int(sys.argv[2])]
 # the figure with write-allocate where the kernel stores (the traffic the DRAM serves)
 print(max([b.get("gbs_write_allocate") or b["gbs"] for b in bw] or [0]))
 PY
 )
-ceiling_figure() { # pattern bytes -> DRAM traffic GB/s of that ceiling kernel
+pin() { if [ "$THREADS" = 1 ]; then taskset -c "$CPU" "$@"; else "$@"; fi; }
+ours_dram() { # kernel total-bytes -> DRAM GB/s of THREADS threads (--bytes is per thread)
+  pin "$R" run "$1" --bytes $(( $2 / THREADS )) --threads "$THREADS" --min-time 0.3 --json 2>/dev/null |
+    python3 -c "import json,sys; p=json.load(sys.stdin)['points'][0]; print(p['gbs'].get('dram', 0))"
+}
+ceiling_figure() { # pattern total-bytes -> DRAM traffic GB/s of that ceiling kernel
   local core factor
-  core=$(taskset -c "$CPU" "$R" ceilings --figure "$1:$2" 2>/dev/null || echo 0)
+  core=$(pin "$R" ceilings --figure "$1:$2" --threads "$THREADS" 2>/dev/null || echo 0)
   case $1 in copy) factor=1.5 ;; triad) factor=1.3333333 ;; *) factor=1 ;; esac
   awk -v c="$core" -v f="$factor" 'BEGIN {print c * f}'
 }
 echo
-echo "DRAM ceiling (1 thread, quick ceilings, traffic convention): $roof_traffic GB/s; working set $DRAM B"
+echo "DRAM ceiling ($THREADS thread(s), quick ceilings, traffic convention): $roof_traffic GB/s; working set $DRAM B in all"
 echo "| kernel | DRAM GB/s (median of $RUNS) | of the DRAM ceiling | same-pattern ceiling GB/s (median) | of it (median of per-run ratios) |"
 echo "|---|---|---|---|---|"
 for k in triad daxpy copy dot load; do
-  case $k in triad) pat=triad ;; daxpy|copy) pat=copy ;; *) pat=load ;; esac
+  case $k in triad|daxpy|copy) pat=$k ;; *) pat=load ;; esac
   : >"$tmp/o"; : >"$tmp/p"
-  for _ in $(seq "$RUNS"); do ours "$k" "$DRAM" dram >>"$tmp/o"; ceiling_figure "$pat" "$DRAM" >>"$tmp/p"; done
+  for _ in $(seq "$RUNS"); do ours_dram "$k" "$DRAM" >>"$tmp/o"; ceiling_figure "$pat" "$DRAM" >>"$tmp/p"; done
   o=$(median <"$tmp/o"); p=$(median <"$tmp/p"); r=$(ratio_median "$tmp/o" "$tmp/p")
   awk -v k="$k" -v o="$o" -v t="$roof_traffic" -v p="$p" -v pat="$pat" -v r="$r" \
     'BEGIN {printf "| %s | %.1f | %.0f %% | %.1f (%s) | %.0f %% |\n", k, o, (t > 0 ? 100 * o / t : 0), p, pat, 100 * r}'
