@@ -54,10 +54,29 @@ pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;
 
 /// Calls per timed sample for a call that took `one_call` seconds.
 pub fn calls_per_sample(one_call: f64) -> usize {
-    if one_call.is_nan() || one_call <= 0.0 {
+    calls_per_sample_for(one_call, SAMPLE_TARGET_SECONDS)
+}
+
+/// Calls per timed sample of at least `target` seconds for a call of `one_call` seconds.
+pub fn calls_per_sample_for(one_call: f64, target: f64) -> usize {
+    if one_call.is_nan() || one_call <= 0.0 || target.is_nan() {
         return 1;
     }
-    ((SAMPLE_TARGET_SECONDS / one_call).ceil() as usize).clamp(1, 1 << 16)
+    ((target / one_call).ceil() as usize).clamp(1, 1 << 16)
+}
+
+/// The length a sample aims at: [`SAMPLE_TARGET_SECONDS`], or longer where `max_samples` of
+/// that length could not add up to `min_total` (an L1-sized call of ~100 ns would otherwise
+/// stop after 1000 × 20 µs = 20 ms, a tenth of the default --min-time).
+pub fn sample_target(repeat: &Repeat) -> f64 {
+    SAMPLE_TARGET_SECONDS.max(repeat.min_total.as_secs_f64() / repeat.max_samples.max(1) as f64)
+}
+
+/// Untimed warm-up before the first sample: a quarter of `min_total`, at most 50 ms. A core
+/// that was idle (or a vCPU the host just scheduled) runs below its working clock for a few
+/// milliseconds; likwid-bench and hyperfine leave the same time before their figures.
+pub fn warmup_seconds(repeat: &Repeat) -> f64 {
+    (repeat.min_total.as_secs_f64() / 4.0).min(0.05)
 }
 
 /// Wall-clock seconds per call of each repetition of all instances running at once, one
@@ -108,15 +127,25 @@ pub fn time_team_hooked(
                 for _ in 0..repeat.warmup {
                     inst.run();
                 }
+                let warm = Instant::now();
+                let mut warm_calls = 0u32;
+                while warm.elapsed().as_secs_f64() < warmup_seconds(&repeat) {
+                    inst.run();
+                    warm_calls += 1;
+                }
+                let warm_call = warm.elapsed().as_secs_f64() / warm_calls.max(1) as f64;
                 // Calls per sample: one call of an L1-sized kernel lasts ~100 ns, as long as
                 // the clock reads and barriers around it; time batches of at least
-                // SAMPLE_TARGET and record the time per call.
+                // sample_target() and record the time per call. The warm-up's mean call
+                // (many calls, no barrier inside) is the better estimate where it ran.
                 barrier.wait();
                 let t0 = Instant::now();
                 inst.run();
                 barrier.wait();
                 if i == 0 {
-                    calls.store(calls_per_sample(t0.elapsed().as_secs_f64()), std::sync::atomic::Ordering::SeqCst);
+                    let one = t0.elapsed().as_secs_f64();
+                    let one = if warm_calls >= 2 { warm_call.min(one) } else { one };
+                    calls.store(calls_per_sample_for(one, sample_target(&repeat)), std::sync::atomic::Ordering::SeqCst);
                 }
                 barrier.wait();
                 let k = calls.load(std::sync::atomic::Ordering::SeqCst);
@@ -161,6 +190,42 @@ pub fn time_team_hooked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_lengthen_so_min_total_is_reachable() {
+        let mut r = Repeat::default();
+        // 1000 samples of 20 µs cannot add up to 200 ms: each must last 200 µs.
+        assert!((sample_target(&r) - 200e-6).abs() < 1e-12);
+        r.min_total = Duration::from_millis(1);
+        assert_eq!(sample_target(&r), SAMPLE_TARGET_SECONDS);
+        r.max_samples = 0;
+        assert!(sample_target(&r) >= SAMPLE_TARGET_SECONDS);
+        assert!((2000..=2001).contains(&calls_per_sample_for(1e-7, 200e-6)));
+        assert!(warmup_seconds(&Repeat::default()) <= 0.05 && warmup_seconds(&Repeat::default()) > 0.0);
+        r.min_total = Duration::ZERO;
+        assert_eq!(warmup_seconds(&r), 0.0);
+    }
+
+    /// A short kernel is timed for --min-time: before, 100 samples of 20 µs ended after 2 ms
+    /// of the 60 ms asked.
+    #[test]
+    fn short_kernels_are_timed_for_min_total() {
+        let k = crate::api::find("load").unwrap();
+        let inst = vec![k.instance(512, crate::Variant::Scalar, 3).unwrap()];
+        let repeat = Repeat {
+            min_total: Duration::from_millis(60),
+            min_samples: 5,
+            max_samples: 100,
+            warmup: 1,
+        };
+        let t = Instant::now();
+        let samples = time_team(inst, repeat);
+        let took = t.elapsed().as_secs_f64();
+        assert!((5..=100).contains(&samples.len()), "{} samples", samples.len());
+        // Half of it at least: on a loaded machine the calibrated call can be pessimistic,
+        // so samples run short of their target; the 100 × 20 µs cap gave 2 ms.
+        assert!(took >= 0.03, "timed for {took} s, asked for 60 ms");
+    }
 
     #[test]
     fn short_calls_are_batched_long_calls_are_not() {
