@@ -145,7 +145,10 @@ pub fn time_team_hooked(
                 if i == 0 {
                     let one = t0.elapsed().as_secs_f64();
                     let one = if warm_calls >= 2 { warm_call.min(one) } else { one };
-                    calls.store(calls_per_sample_for(one, sample_target(&repeat)), std::sync::atomic::Ordering::SeqCst);
+                    calls.store(
+                        calls_per_sample_for(one, sample_target(&repeat)),
+                        std::sync::atomic::Ordering::SeqCst,
+                    );
                 }
                 barrier.wait();
                 let k = calls.load(std::sync::atomic::Ordering::SeqCst);
