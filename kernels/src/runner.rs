@@ -52,13 +52,8 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// A sample lasts at least this long: short calls are timed in batches.
 pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;
 
-/// Calls per timed sample for a call that took `one_call` seconds.
-pub fn calls_per_sample(one_call: f64) -> usize {
-    calls_per_sample_for(one_call, SAMPLE_TARGET_SECONDS)
-}
-
 /// Calls per timed sample of at least `target` seconds for a call of `one_call` seconds.
-pub fn calls_per_sample_for(one_call: f64, target: f64) -> usize {
+pub fn calls_per_sample(one_call: f64, target: f64) -> usize {
     if one_call.is_nan() || one_call <= 0.0 || target.is_nan() {
         return 1;
     }
@@ -127,9 +122,9 @@ pub fn time_team_hooked(
                 for _ in 0..repeat.warmup {
                     inst.run();
                 }
-                let warm = Instant::now();
+                let (warm, warm_for) = (Instant::now(), warmup_seconds(&repeat));
                 let mut warm_calls = 0u32;
-                while warm.elapsed().as_secs_f64() < warmup_seconds(&repeat) {
+                while warm.elapsed().as_secs_f64() < warm_for {
                     inst.run();
                     warm_calls += 1;
                 }
@@ -145,10 +140,7 @@ pub fn time_team_hooked(
                 if i == 0 {
                     let one = t0.elapsed().as_secs_f64();
                     let one = if warm_calls >= 2 { warm_call.min(one) } else { one };
-                    calls.store(
-                        calls_per_sample_for(one, sample_target(&repeat)),
-                        std::sync::atomic::Ordering::SeqCst,
-                    );
+                    calls.store(calls_per_sample(one, sample_target(&repeat)), std::sync::atomic::Ordering::SeqCst);
                 }
                 barrier.wait();
                 let k = calls.load(std::sync::atomic::Ordering::SeqCst);
@@ -203,7 +195,7 @@ mod tests {
         assert_eq!(sample_target(&r), SAMPLE_TARGET_SECONDS);
         r.max_samples = 0;
         assert!(sample_target(&r) >= SAMPLE_TARGET_SECONDS);
-        assert!((2000..=2001).contains(&calls_per_sample_for(1e-7, 200e-6)));
+        assert!((2000..=2001).contains(&calls_per_sample(1e-7, 200e-6)));
         assert!(warmup_seconds(&Repeat::default()) <= 0.05 && warmup_seconds(&Repeat::default()) > 0.0);
         r.min_total = Duration::ZERO;
         assert_eq!(warmup_seconds(&r), 0.0);
@@ -232,12 +224,12 @@ mod tests {
 
     #[test]
     fn short_calls_are_batched_long_calls_are_not() {
-        assert_eq!(calls_per_sample(1e-3), 1);
-        assert_eq!(calls_per_sample(SAMPLE_TARGET_SECONDS), 1);
-        assert!((200..=201).contains(&calls_per_sample(1e-7)));
-        assert_eq!(calls_per_sample(0.0), 1);
-        assert_eq!(calls_per_sample(f64::NAN), 1);
-        assert_eq!(calls_per_sample(1e-12), 1 << 16);
+        assert_eq!(calls_per_sample(1e-3, SAMPLE_TARGET_SECONDS), 1);
+        assert_eq!(calls_per_sample(SAMPLE_TARGET_SECONDS, SAMPLE_TARGET_SECONDS), 1);
+        assert!((200..=201).contains(&calls_per_sample(1e-7, SAMPLE_TARGET_SECONDS)));
+        assert_eq!(calls_per_sample(0.0, SAMPLE_TARGET_SECONDS), 1);
+        assert_eq!(calls_per_sample(f64::NAN, SAMPLE_TARGET_SECONDS), 1);
+        assert_eq!(calls_per_sample(1e-12, SAMPLE_TARGET_SECONDS), 1 << 16);
     }
     use std::sync::atomic::{AtomicUsize, Ordering};
 
