@@ -16,6 +16,7 @@ pub mod symbols;
 pub mod sys;
 pub mod tally;
 pub mod tracer;
+pub mod xol;
 
 use std::collections::BTreeMap;
 
@@ -34,6 +35,17 @@ pub enum TraceMode {
     Flops,
     /// Also every effective address, for a cache simulator: single-steps (slow).
     Memory,
+    /// W and core-side Q by single-stepping every instruction of every thread, with no
+    /// shortcut (no block counting, run-ahead or native loops): the ground truth the fast
+    /// paths are tested against. Slow (10⁴× native).
+    Reference,
+}
+
+impl TraceMode {
+    /// Whether every instruction is single-stepped once counting starts.
+    pub fn single_steps(self) -> bool {
+        matches!(self, TraceMode::Memory | TraceMode::Reference)
+    }
 }
 
 /// What an access does, for a cache model.
@@ -303,6 +315,23 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             r.stats.mispredicts
         ));
     }
+    if !r.stats.gaps.is_empty() {
+        let at: Vec<String> = r.stats.gaps.iter().take(4).map(|(t, a)| format!("thread {t} at {a:#x}")).collect();
+        notes.push(format!(
+            "NOT COUNTED: {} stretch(es) ran natively while counting was on ({}): W and Q miss their work (please report)",
+            r.stats.gaps.len(),
+            at.join(", ")
+        ));
+    }
+    if r.stats.racy_passes > 0 {
+        let at: Vec<String> = r.stats.racy_at.iter().map(|a| format!("{a:#x}")).collect();
+        notes.push(format!(
+            "{} breakpoint(s) were stepped over with other threads running (no displaced copy could be made, at {}): \
+             a thread passing there meanwhile ran uncounted; W and Q may be low",
+            r.stats.racy_passes,
+            at.join(", ")
+        ));
+    }
     if r.stats.loop_count_errors > 0 {
         notes.push(format!("{} native loop trip counts were inexact", r.stats.loop_count_errors));
     }
@@ -329,8 +358,32 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "mispredicts": r.stats.mispredicts,
             "processes": r.stats.processes,
             "threads": r.stats.threads,
+            "displaced": r.stats.displaced,
+            "racy_passes": r.stats.racy_passes,
+            "joined": r.stats.joined,
+            "gaps": r.stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
         }),
     );
+    // Per thread: what it counted and how it was let run (docs/trace.md, "Every thread").
+    let per_thread: Vec<serde_json::Value> = r
+        .stats
+        .per_thread
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "thread": t.tid,
+                "process": t.process,
+                "instructions": t.instructions,
+                "flops": t.flops,
+                "core_bytes": t.core_bytes,
+                "block_traps": t.block_traps,
+                "single_steps": t.steps,
+                "native_loops": t.native_loops,
+                "resumed_outside_counting": t.outside_resumes,
+            })
+        })
+        .collect();
+    put("per_thread", per_thread.into());
     if by_function {
         let rows: Vec<serde_json::Value> = r
             .per_function
@@ -358,7 +411,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             notes,
         }),
         seconds_samples: Vec::new(),
-        threads: 1,
+        // Threads that ran counted work (a process whose main thread only waits counts its workers).
+        threads: r.stats.per_thread.iter().filter(|t| t.instructions > 0).count().max(1) as u32,
         extra,
     }
 }

@@ -181,6 +181,69 @@ impl Memory {
     }
 }
 
+impl Memory {
+    /// Write `bytes` at `addr` (a displaced-execution stub into the tracee's scratch area).
+    pub fn write(&self, addr: u64, bytes: &[u8]) -> bool {
+        if let Some(f) = &self.file
+            && f.write_at(bytes, addr).ok() == Some(bytes.len())
+        {
+            return true;
+        }
+        bytes.iter().enumerate().all(|(i, b)| self.write_byte(addr + i as u64, *b))
+    }
+}
+
+/// Address of a `syscall` instruction (bytes 0f 05) in an executable mapping of `pid`, the
+/// vDSO first (the tracer never rewrites it unless a thread runs a block there, and the
+/// caller re-checks the bytes before each use).
+pub fn find_syscall_insn(pid: Pid, mem: &Memory) -> Option<u64> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let mut ranges: Vec<(u64, u64, bool)> = Vec::new();
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else { continue };
+        if !perms.contains('x') {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else { continue };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else { continue };
+        ranges.push((a, b, line.ends_with("[vdso]")));
+    }
+    ranges.sort_by_key(|r| !r.2);
+    for (a, b, _) in ranges {
+        let mut buf = vec![0u8; (b - a).min(1 << 20) as usize];
+        let n = mem.read(a, &mut buf);
+        if let Some(i) = buf[..n].windows(2).position(|w| w == [0x0f, 0x05]) {
+            return Some(a + i as u64);
+        }
+    }
+    None
+}
+
+/// A thread stopped by a signal inside a system call that the kernel will restart (rax is
+/// -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND or -ERESTART_RESTARTBLOCK and the signal is
+/// suppressed): its registers as they will be when it resumes, at the `syscall` instruction
+/// again (rip - 2), with the restart done here so that the tracer may move rip. None when the
+/// thread is not in such a call.
+pub fn restarted_syscall(regs: &libc::user_regs_struct) -> Option<libc::user_regs_struct> {
+    const ERESTARTSYS: i64 = -512;
+    const ERESTARTNOINTR: i64 = -513;
+    const ERESTARTNOHAND: i64 = -514;
+    const ERESTART_RESTARTBLOCK: i64 = -516;
+    if (regs.orig_rax as i64) < 0 {
+        return None;
+    }
+    let mut r = *regs;
+    match regs.rax as i64 {
+        ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND => r.rax = regs.orig_rax,
+        ERESTART_RESTARTBLOCK => r.rax = libc::SYS_restart_syscall as u64,
+        _ => return None,
+    }
+    r.rip = regs.rip.wrapping_sub(2);
+    r.orig_rax = u64::MAX;
+    Some(r)
+}
+
 /// AT_ENTRY of a process from /proc/PID/auxv.
 pub fn auxv_entry(pid: Pid) -> Option<u64> {
     let data = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
@@ -328,12 +391,59 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Send a signal to one thread.
-pub fn tgkill(tgid: Pid, tid: Pid, sig: Signal) {
+/// Send a signal to one thread; false when it could not be sent (the thread is gone).
+pub fn tgkill(tgid: Pid, tid: Pid, sig: Signal) -> bool {
     // SAFETY: a plain syscall with integer arguments.
-    unsafe {
-        libc::syscall(libc::SYS_tgkill, tgid.as_raw(), tid.as_raw(), sig as libc::c_int);
+    unsafe { libc::syscall(libc::SYS_tgkill, tgid.as_raw(), tid.as_raw(), sig as libc::c_int) == 0 }
+}
+
+/// Run one system call in the stopped thread `pid` (at a signal-delivery or single-step stop):
+/// registers set for it, `rip` at a `syscall` instruction, one step, registers restored.
+/// Returns rax, and every other wait status of `pid` seen meanwhile (signals that arrived
+/// before the call ran; an exit), for the caller to handle as if they came later.
+pub fn inject_syscall(pid: Pid, at: u64, nr: u64, args: [u64; 6]) -> (Option<u64>, Vec<nix::sys::wait::WaitStatus>) {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let mut seen = Vec::new();
+    let Ok(saved) = ptrace::getregs(pid) else { return (None, seen) };
+    let mut r = saved;
+    r.rax = nr;
+    r.orig_rax = u64::MAX;
+    r.rdi = args[0];
+    r.rsi = args[1];
+    r.rdx = args[2];
+    r.r10 = args[3];
+    r.r8 = args[4];
+    r.r9 = args[5];
+    r.rip = at;
+    if ptrace::setregs(pid, r).is_err() {
+        return (None, seen);
     }
+    let mut result = None;
+    for _ in 0..16 {
+        if ptrace::step(pid, None).is_err() {
+            return (None, seen);
+        }
+        match waitpid(pid, Some(WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {
+                if let Ok(after) = ptrace::getregs(pid)
+                    && after.rip == at + 2
+                {
+                    result = Some(after.rax);
+                    break;
+                }
+            }
+            // A signal that arrived before the call ran: kept for later, the step asked again.
+            Ok(st @ WaitStatus::Stopped(..)) => seen.push(st),
+            Ok(st @ (WaitStatus::Exited(..) | WaitStatus::Signaled(..))) => {
+                seen.push(st);
+                return (None, seen);
+            }
+            Ok(st) => seen.push(st),
+            Err(_) => return (None, seen),
+        }
+    }
+    let _ = ptrace::setregs(pid, saved);
+    (result, seen)
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use super::emu::Emu;
 use super::symbols::ProcessSymbols;
 use super::sys::{self, Memory, XsaveLayout};
 use super::tally::Tally;
+use super::xol::{self, Stub, Xol};
 use super::{AccessKind, AccessSink, TraceMode};
 use crate::error::{Error, Result};
 
@@ -117,8 +118,11 @@ struct Space {
     entered: bool,
     region_mode: bool,
     depth: i64,
+    /// Every instruction is single-stepped (memory and reference modes), not just blocks.
     stepping: bool,
     markers_known: bool,
+    /// Scratch areas for displaced execution (threads pass breakpoints without removing them).
+    xol: Xol,
 }
 
 impl Space {
@@ -139,6 +143,7 @@ impl Space {
             depth: 0,
             stepping: false,
             markers_known: false,
+            xol: Xol::default(),
         }
     }
 
@@ -154,6 +159,7 @@ impl Space {
         s.region_mode = self.region_mode;
         s.depth = self.depth;
         s.markers_known = self.markers_known;
+        s.xol = self.xol.clone();
         s
     }
 
@@ -562,8 +568,17 @@ type RunAhead = (Rc<Block>, Vec<Rc<Block>>, Vec<u64>);
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum StepKind {
     None,
-    /// Stepping the first instruction of a block whose breakpoint must come back.
-    Over,
+    /// Stepping the first instruction of a block whose breakpoint must come back (one thread
+    /// in the space). `counting`: the space was counting when the step was asked for.
+    Over {
+        counting: bool,
+    },
+    /// Stepping through the displaced copy of the instruction at `orig` (its breakpoint stays
+    /// in): once out of the copy, go on as `then` says.
+    Displaced {
+        orig: u64,
+        then: Then,
+    },
     /// Stepping through a block one instruction at a time.
     Through {
         start: u64,
@@ -577,6 +592,28 @@ enum StepKind {
         old_rsp: u64,
         counted: bool,
     },
+}
+
+/// What a thread does once it is out of a displaced copy it was stepped through.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Then {
+    /// Counted as it arrives at the next instruction (stepping mode, or joining counting).
+    Arrive,
+    /// Stepping through the block `start..end`.
+    Through { start: u64, end: u64 },
+}
+
+/// What a thread's native execution means since it was last resumed without a step: the
+/// tracer's account of every instruction it did not see one by one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RunAs {
+    /// Not counting (before the entry point, outside regions): nothing it runs is counted.
+    Outside,
+    /// Block mode: the block it is in was counted at its entry, and every place it can go
+    /// next carries a breakpoint.
+    Blocks,
+    /// A counted loop, run natively (trip count at its exit trap).
+    Loop,
 }
 
 #[derive(Debug, Clone)]
@@ -595,7 +632,11 @@ struct Thread {
     reinstall: Vec<u64>,
     pending_rep: Option<(Rc<Insn>, u64, Rc<str>)>,
     native: Option<Native>,
-    expect_sigstop: bool,
+    /// A SIGSTOP was sent to bring it into the current counting state.
+    stop_requested: bool,
+    run_as: RunAs,
+    /// Index in `Tracer::per_thread`.
+    index: usize,
     /// After a run-ahead path: the only addresses the next trap may be at.
     expect: Option<Vec<u64>>,
 }
@@ -609,7 +650,9 @@ impl Thread {
             reinstall: Vec::new(),
             pending_rep: None,
             native: None,
-            expect_sigstop: false,
+            stop_requested: false,
+            run_as: RunAs::Outside,
+            index: 0,
             expect: None,
         }
     }
@@ -641,6 +684,35 @@ pub struct DriverStats {
     pub mispredicts: u64,
     pub processes: u64,
     pub threads: u64,
+    /// Breakpoints passed through a displaced copy (several threads in one address space).
+    pub displaced: u64,
+    /// Breakpoints passed the one-thread way (removed while stepping) although other threads
+    /// ran: each is a window in which another thread could pass there uncounted. Noted.
+    pub racy_passes: u64,
+    pub racy_at: Vec<u64>,
+    /// Threads stopped to start counting where they stood (entry point, region begin).
+    pub joined: u64,
+    /// Threads seen running natively, uncounted, while their space was counting (must stay
+    /// empty): (thread id, address where it was seen).
+    pub gaps: Vec<(i32, u64)>,
+    /// Per thread, in order of creation.
+    pub per_thread: Vec<ThreadStats>,
+}
+
+/// What one traced thread did: counted work, and how the tracer let it run.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadStats {
+    pub tid: i32,
+    pub process: i32,
+    pub instructions: u64,
+    pub flops: u64,
+    pub core_bytes: u64,
+    /// Block traps (one per block execution counted at its entry).
+    pub block_traps: u64,
+    pub steps: u64,
+    pub native_loops: u64,
+    /// Resumes while its space was not counting (before the entry point, outside regions).
+    pub outside_resumes: u64,
 }
 
 pub struct Tracer<'s> {
@@ -661,6 +733,8 @@ pub struct Tracer<'s> {
     /// of exited threads, reused lowest first.
     sink_ids: HashMap<Pid, usize>,
     free_sink_ids: std::collections::BTreeSet<usize>,
+    /// Wait statuses seen while injecting a system call, handled before the next waitpid.
+    deferred: std::collections::VecDeque<WaitStatus>,
 }
 
 fn opts() -> Options {
@@ -669,6 +743,7 @@ fn opts() -> Options {
         | Options::PTRACE_O_TRACEFORK
         | Options::PTRACE_O_TRACEVFORK
         | Options::PTRACE_O_TRACEEXEC
+        | Options::PTRACE_O_TRACEEXIT
 }
 
 fn io(ctx: &str, e: Errno) -> Error {
@@ -693,6 +768,7 @@ impl<'s> Tracer<'s> {
             ending: None,
             sink_ids: HashMap::new(),
             free_sink_ids: std::collections::BTreeSet::new(),
+            deferred: std::collections::VecDeque::new(),
         }
     }
 
@@ -752,13 +828,13 @@ impl<'s> Tracer<'s> {
         sp.entered = true;
         sp.region_mode = true;
         sp.markers_known = true;
-        sp.stepping = mode == TraceMode::Memory;
+        sp.stepping = mode.single_steps();
         sp.bps.entry(begin).or_default().begin = true;
         sp.bps.entry(end).or_default().end = true;
         sp.install(begin);
         sp.install(end);
         t.spaces.push(sp);
-        let mut th = Thread::new(0);
+        let mut th = t.new_thread(child, 0);
         th.started = true;
         t.threads.insert(child, th);
         t.stats.processes = 1;
@@ -779,12 +855,29 @@ impl<'s> Tracer<'s> {
         }
         self.spaces.push(sp);
         let idx = self.spaces.len() - 1;
-        let th = self.threads.entry(pid).or_insert_with(|| Thread::new(idx));
+        if !self.threads.contains_key(&pid) {
+            let th = self.new_thread(pid, idx);
+            self.threads.insert(pid, th);
+        }
+        let th = self.threads.get_mut(&pid).expect("inserted above");
         th.space = idx;
         th.step = StepKind::None;
         th.native = None;
         th.pending_rep = None;
         th.reinstall.clear();
+    }
+
+    /// A thread record with its per-thread statistics slot.
+    fn new_thread(&mut self, pid: Pid, space: usize) -> Thread {
+        let mut th = Thread::new(space);
+        th.index = self.stats.per_thread.len();
+        let process = self.spaces.get(space).map(|s| s.leader.as_raw()).unwrap_or(pid.as_raw());
+        self.stats.per_thread.push(ThreadStats {
+            tid: pid.as_raw(),
+            process,
+            ..ThreadStats::default()
+        });
+        th
     }
 
     fn run_loop(&mut self) -> Result<Ending> {
@@ -794,11 +887,15 @@ impl<'s> Tracer<'s> {
                 self.kill_all();
                 return Ok(Ending::Interrupted);
             }
-            let st = match waitpid(None, Some(WaitPidFlag::__WALL)) {
-                Ok(s) => s,
-                Err(Errno::EINTR) => continue,
-                Err(Errno::ECHILD) => break,
-                Err(e) => return Err(io("waitpid", e)),
+            let st = if let Some(d) = self.deferred.pop_front() {
+                d
+            } else {
+                match waitpid(None, Some(WaitPidFlag::__WALL)) {
+                    Ok(s) => s,
+                    Err(Errno::EINTR) => continue,
+                    Err(Errno::ECHILD) => break,
+                    Err(e) => return Err(io("waitpid", e)),
+                }
             };
             self.stats.stops += 1;
             match st {
@@ -860,11 +957,91 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// Let a thread run natively; what that means (`RunAs`) follows from its space's state.
+    fn cont(&mut self, pid: Pid, sig: Option<Signal>) {
+        if let Some(th) = self.threads.get_mut(&pid) {
+            let sp = &self.spaces[th.space];
+            th.run_as = if th.native.is_some() {
+                RunAs::Loop
+            } else if sp.active() && !sp.stepping {
+                RunAs::Blocks
+            } else {
+                // Outside counting, or (a flaw the gap check reports) a stepping space.
+                if let Some(s) = self.stats.per_thread.get_mut(th.index) {
+                    s.outside_resumes += 1;
+                }
+                RunAs::Outside
+            };
+        }
+        let _ = ptrace::cont(pid, sig);
+    }
+
+    fn step(&mut self, pid: Pid, sig: Option<Signal>) {
+        self.stats.steps += 1;
+        if let Some(th) = self.threads.get(&pid)
+            && let Some(s) = self.stats.per_thread.get_mut(th.index)
+        {
+            s.steps += 1;
+        }
+        let _ = ptrace::step(pid, sig);
+    }
+
+    /// The invariant check: a thread that stops while its space counts must have been let run
+    /// in a counted way (blocks, a counted loop, a step), or have been asked to stop to join
+    /// counting. Anything else is a stretch nobody counted: recorded, and said in the report.
+    fn check_gap(&mut self, pid: Pid) {
+        let Some(th) = self.threads.get(&pid) else { return };
+        if !th.started || th.stop_requested || th.step != StepKind::None || th.run_as != RunAs::Outside {
+            return;
+        }
+        if self.spaces[th.space].active() {
+            let pc = ptrace::getregs(pid).map(|r| r.rip).unwrap_or(0);
+            self.stats.gaps.push((pid.as_raw(), pc));
+        }
+    }
+
+    /// Counting just started in space `si` (entry point, a region begun) in thread `by`: every
+    /// other thread of the space running natively outside counting is stopped, to start
+    /// counting where it stands (`on_requested_stop`). Threads not yet started are left alone:
+    /// their first stop starts them in the state of that moment.
+    fn bring_in_others(&mut self, si: usize, by: Pid) {
+        let leader = self.spaces[si].leader;
+        for (p, t) in self.threads.iter_mut() {
+            if t.space == si && *p != by && t.started && t.step == StepKind::None && t.run_as == RunAs::Outside && !t.stop_requested {
+                t.stop_requested = sys::tgkill(leader, *p, Signal::SIGSTOP);
+            }
+        }
+    }
+
+    /// Counting just ended in space `si`: block breakpoints go, so threads in block mode now
+    /// run uncounted (a later start of counting must stop them).
+    fn let_others_go(&mut self, si: usize) {
+        for t in self.threads.values_mut() {
+            if t.space == si && t.run_as == RunAs::Blocks {
+                t.run_as = RunAs::Outside;
+            }
+        }
+    }
+
     fn on_event(&mut self, pid: Pid, ev: i32) {
         let Some(space) = self.threads.get(&pid).map(|t| t.space) else {
             let _ = ptrace::cont(pid, None);
             return;
         };
+        self.check_gap(pid);
+        if ev == Event::PTRACE_EVENT_EXIT as i32 {
+            // The thread is about to die (its own exit, or killed with its process): a counted
+            // loop it is in gets the trips it ran, a pending `rep` its iterations.
+            if let Ok(regs) = ptrace::getregs(pid) {
+                let nat = self.threads.get_mut(&pid).and_then(|t| t.native.take());
+                if let Some(nat) = nat {
+                    self.finish_loop(pid, space, &nat, &regs);
+                }
+                self.resolve_rep(pid, &regs);
+            }
+            let _ = ptrace::cont(pid, None);
+            return;
+        }
         if ev == Event::PTRACE_EVENT_EXEC as i32 {
             // Other threads of the old image are gone; the exec'ing thread is now `pid`.
             let old = &mut self.spaces[space];
@@ -873,7 +1050,7 @@ impl<'s> Tracer<'s> {
             if let Some(t) = self.threads.get_mut(&pid) {
                 t.started = true;
             }
-            let _ = ptrace::cont(pid, None);
+            self.cont(pid, None);
             return;
         }
         if ev == Event::PTRACE_EVENT_CLONE as i32 || ev == Event::PTRACE_EVENT_FORK as i32 || ev == Event::PTRACE_EVENT_VFORK as i32 {
@@ -885,24 +1062,28 @@ impl<'s> Tracer<'s> {
             self.stats.threads += u64::from(ev != Event::PTRACE_EVENT_FORK as i32);
             let idx = if ev == Event::PTRACE_EVENT_FORK as i32 {
                 self.stats.processes += 1;
-                let copy = self.spaces[space].fork_copy(new);
-                let mut copy = copy;
-                copy.stepping = self.mode == TraceMode::Memory;
+                let mut copy = self.spaces[space].fork_copy(new);
+                copy.stepping = self.spaces[space].stepping;
                 // The parent's own pending reinstalls were not in memory when the child was copied.
                 self.spaces.push(copy);
                 self.spaces.len() - 1
             } else {
                 let sp = &mut self.spaces[space];
                 sp.threads += 1;
-                if !sp.stepping {
-                    sp.stepping = true;
-                    sp.uninstall_blocks(true);
+                if sp.threads == 2 && sp.active() && !sp.stepping {
+                    // From one thread to several: breakpoints the lone thread left out (its
+                    // own block, run-ahead paths) go back in, and from now on none is removed
+                    // while counting (breakpoints are passed through displaced copies). The
+                    // cloning thread is in a system call, which ends a block and a run-ahead
+                    // path: nothing it has counted ahead lies behind a reinstalled breakpoint.
+                    let addrs: Vec<u64> = sp.bps.iter().filter(|(_, b)| b.block && !b.installed).map(|(a, _)| *a).collect();
+                    for a in addrs {
+                        sp.install(a);
+                    }
                 }
-                // Native loops of this space cannot be pending: the cloning thread is in a syscall.
                 space
             };
-            let mut th = Thread::new(idx);
-            th.expect_sigstop = true;
+            let th = self.new_thread(new, idx);
             self.threads.insert(new, th);
             if self.early.remove(&new) {
                 self.start_thread(new);
@@ -928,10 +1109,9 @@ impl<'s> Tracer<'s> {
             _ => true,
         };
         if step {
-            self.stats.steps += 1;
-            let _ = ptrace::step(pid, None);
+            self.step(pid, None);
         } else {
-            let _ = ptrace::cont(pid, None);
+            self.cont(pid, None);
         }
     }
 
@@ -952,13 +1132,68 @@ impl<'s> Tracer<'s> {
     fn start_thread(&mut self, pid: Pid) {
         if let Some(t) = self.threads.get_mut(&pid) {
             t.started = true;
-            t.expect_sigstop = false;
+            t.stop_requested = false;
         }
         let Ok(regs) = ptrace::getregs(pid) else {
-            let _ = ptrace::cont(pid, None);
+            self.cont(pid, None);
             return;
         };
         self.arrive(pid, regs.rip, regs);
+    }
+
+    /// A SIGSTOP the tracer sent (`bring_in_others`) arrived.
+    fn on_requested_stop(&mut self, pid: Pid) {
+        let Some(th) = self.threads.get_mut(&pid) else { return };
+        th.stop_requested = false;
+        let (si, step, run_as) = (th.space, th.step, th.run_as);
+        if step != StepKind::None {
+            // Asked to step, it stopped for the signal before running anything: step again.
+            self.step(pid, None);
+            return;
+        }
+        if !(run_as == RunAs::Outside && self.spaces[si].active()) {
+            // It joined counting already (it trapped first), or counting ended again.
+            self.cont(pid, None);
+            return;
+        }
+        let Ok(mut regs) = ptrace::getregs(pid) else {
+            self.cont(pid, None);
+            return;
+        };
+        // Stopped inside a system call the kernel would restart at rip - 2: restart it here,
+        // so that the counted path starts at the `syscall` instruction itself.
+        if let Some(r) = sys::restarted_syscall(&regs)
+            && ptrace::setregs(pid, r).is_ok()
+        {
+            regs = r;
+        }
+        self.stats.joined += 1;
+        // In the middle of a displaced copy (passing a marker breakpoint outside counting):
+        // step out of it first; the copied instruction is counted if it has not run yet.
+        if let Some(stub) = self.stub_holding(si, regs.rip) {
+            if regs.rip == stub.1.at {
+                self.count_one(pid, si, stub.0, &libc::user_regs_struct { rip: stub.0, ..regs });
+            }
+            self.set_step(
+                pid,
+                StepKind::Displaced {
+                    orig: stub.0,
+                    then: Then::Arrive,
+                },
+            );
+            self.step(pid, None);
+            return;
+        }
+        self.arrive(pid, regs.rip, regs);
+    }
+
+    /// The displaced copy holding `addr` in space `si`: (original address, stub).
+    fn stub_holding(&self, si: usize, addr: u64) -> Option<(u64, Stub)> {
+        let sp = &self.spaces[si];
+        if !sp.xol.in_areas(addr) {
+            return None;
+        }
+        sp.xol.stub_at(addr)
     }
 
     fn on_stop(&mut self, pid: Pid, sig: Signal) {
@@ -967,7 +1202,7 @@ impl<'s> Tracer<'s> {
             self.early.insert(pid);
             return;
         };
-        if !th.started || (sig == Signal::SIGSTOP && th.expect_sigstop) {
+        if !th.started {
             if sig == Signal::SIGSTOP {
                 self.start_thread(pid);
             } else {
@@ -975,6 +1210,12 @@ impl<'s> Tracer<'s> {
             }
             return;
         }
+        if sig == Signal::SIGSTOP && th.stop_requested {
+            self.on_requested_stop(pid);
+            return;
+        }
+        self.check_gap(pid);
+        let Some(th) = self.threads.get_mut(&pid) else { return };
         let Ok(mut regs) = ptrace::getregs(pid) else {
             let _ = ptrace::cont(pid, Some(sig));
             return;
@@ -987,9 +1228,26 @@ impl<'s> Tracer<'s> {
                 self.on_step(pid, step, regs);
                 return;
             }
-            let sp = &self.spaces[th.space];
+            let si = th.space;
             let at = regs.rip.wrapping_sub(1);
-            if sp.bps.get(&at).is_some_and(|b| b.installed) {
+            // The exit trap of a counted loop's displaced copy.
+            if let Some(nat) = th.native.clone()
+                && nat.exit == at
+                && self.spaces[si].xol.loop_of_exit(at) == Some(nat.head)
+            {
+                if let Some(t) = self.threads.get_mut(&pid) {
+                    t.native = None;
+                }
+                self.finish_loop(pid, si, &nat, &regs);
+                let resume = self.spaces[si].blocks.get(&nat.head).map(|b| b.end).unwrap_or(nat.head);
+                regs.rip = resume;
+                let _ = ptrace::setregs(pid, regs);
+                self.arrive(pid, resume, regs);
+                return;
+            }
+            let sp = &self.spaces[si];
+            // Ours: installed now, or removed (counting ended) after this thread hit it.
+            if sp.bps.get(&at).is_some_and(|b| b.installed || (b.has_orig && b.orig != INT3)) {
                 if let Some(th) = self.threads.get_mut(&pid)
                     && let Some(exp) = th.expect.take()
                     && !exp.contains(&at)
@@ -1016,17 +1274,29 @@ impl<'s> Tracer<'s> {
         let Some(th) = self.threads.get(&pid) else { return };
         let si = th.space;
         if th.step != StepKind::None {
-            self.stats.steps += 1;
-            let _ = ptrace::step(pid, Some(sig));
+            self.step(pid, Some(sig));
             return;
         }
         let sp = &mut self.spaces[si];
         if !sp.active() || sp.stepping || matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
-            let _ = ptrace::cont(pid, Some(sig));
+            self.cont(pid, Some(sig));
             return;
         }
         let pc = regs.rip;
         let counted = sp.bps.get(&pc).is_some_and(|b| b.installed);
+        if sp.threads > 1 && counted {
+            // Another thread may pass `pc` meanwhile: the breakpoint stays. The signal is
+            // delivered with a step; where the step lands tells whether a handler runs.
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.step = StepKind::Signal {
+                    old_pc: pc,
+                    old_rsp: regs.rsp,
+                    counted: false,
+                };
+            }
+            self.step(pid, Some(sig));
+            return;
+        }
         sp.uninstall(pc);
         if let Some(th) = self.threads.get_mut(&pid) {
             th.step = StepKind::Signal {
@@ -1035,8 +1305,7 @@ impl<'s> Tracer<'s> {
                 counted,
             };
         }
-        self.stats.steps += 1;
-        let _ = ptrace::step(pid, Some(sig));
+        self.step(pid, Some(sig));
     }
 
     fn resolve_rep(&mut self, pid: Pid, regs: &libc::user_regs_struct) {
@@ -1045,15 +1314,22 @@ impl<'s> Tracer<'s> {
             let iters = rcx.wrapping_sub(regs.rcx).min(rcx);
             let mut t = Tally::default();
             t.add_string(&insn, iters);
-            self.add(&t, 1, &func);
+            self.add(pid, &t, 1, &func);
         }
     }
 
-    fn add(&mut self, t: &Tally, n: u64, func: &Rc<str>) {
+    fn add(&mut self, pid: Pid, t: &Tally, n: u64, func: &Rc<str>) {
         if n == 0 {
             return;
         }
         self.total.add_scaled(t, n);
+        if let Some(th) = self.threads.get(&pid)
+            && let Some(s) = self.stats.per_thread.get_mut(th.index)
+        {
+            s.instructions += t.instructions * n;
+            s.flops += t.flops_total() * n;
+            s.core_bytes += (t.core_load + t.core_store) * n;
+        }
         if self.by_function {
             self.per_function.entry(func.clone()).or_default().add_scaled(t, n);
         }
@@ -1085,7 +1361,7 @@ impl<'s> Tracer<'s> {
                 t.add_string(&insn, 1);
             }
         }
-        self.add(&t, 1, &func);
+        self.add(pid, &t, 1, &func);
         if self.sink.is_some() {
             let tid = self.sink_id(pid);
             self.feed(tid, &insn, regs, xs.as_deref(), mask);
@@ -1173,7 +1449,7 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    fn on_step(&mut self, pid: Pid, step: StepKind, regs: libc::user_regs_struct) {
+    fn on_step(&mut self, pid: Pid, step: StepKind, mut regs: libc::user_regs_struct) {
         let Some(si) = self.threads.get(&pid).map(|t| t.space) else {
             return;
         };
@@ -1182,15 +1458,44 @@ impl<'s> Tracer<'s> {
         }
         let pc = regs.rip;
         match step {
-            StepKind::Over | StepKind::None => {
-                let _ = ptrace::cont(pid, None);
+            StepKind::None => self.cont(pid, None),
+            StepKind::Over { counting } => {
+                let sp = &self.spaces[si];
+                if sp.active() && (sp.stepping || !counting) {
+                    // Counting started (or single-stepping did) while it stepped over a
+                    // breakpoint outside counting: it joins here.
+                    self.arrive(pid, pc, regs);
+                } else {
+                    self.cont(pid, None);
+                }
+            }
+            StepKind::Displaced { orig, then } => {
+                let stub = self.spaces[si].xol.stub(orig).flatten();
+                match stub {
+                    Some(stub) if pc == stub.back => {
+                        // Fell through: on at the next original instruction.
+                        regs.rip = stub.resume;
+                        let _ = ptrace::setregs(pid, regs);
+                    }
+                    Some(stub) if pc >= stub.at && pc < stub.end => {
+                        // Still inside the copy (a call's push sequence).
+                        self.set_step(pid, StepKind::Displaced { orig, then });
+                        self.step(pid, None);
+                        return;
+                    }
+                    _ => {}
+                }
+                let next = match then {
+                    Then::Arrive => StepKind::Single,
+                    Then::Through { start, end } => StepKind::Through { start, end },
+                };
+                self.on_step(pid, next, regs);
             }
             StepKind::Through { start, end } => {
                 if pc > start && pc < end {
                     self.count_one(pid, si, pc, &regs);
                     self.set_step(pid, StepKind::Through { start, end });
-                    self.stats.steps += 1;
-                    let _ = ptrace::step(pid, None);
+                    self.step(pid, None);
                 } else {
                     self.arrive(pid, pc, regs);
                 }
@@ -1209,9 +1514,148 @@ impl<'s> Tracer<'s> {
                     let before = libc::user_regs_struct { rip: old_pc, ..regs };
                     self.count_one(pid, si, old_pc, &before);
                     self.arrive(pid, pc, regs);
+                } else if pc == old_pc.wrapping_add(1) && self.spaces[si].bps.get(&old_pc).is_some_and(|b| b.installed) {
+                    // No handler, and the step ran our breakpoint (left in for other threads):
+                    // the thread is at that block start.
+                    regs.rip = old_pc;
+                    let _ = ptrace::setregs(pid, regs);
+                    self.on_bp(pid, old_pc, regs);
                 } else {
-                    let _ = ptrace::cont(pid, None);
+                    self.cont(pid, None);
                 }
+            }
+        }
+    }
+
+    /// Let `pid`, at `pc` where one of our breakpoints is installed (its instruction already
+    /// accounted for by the caller), go on without taking the breakpoint out: through the
+    /// instruction's displaced copy. `then`: None to run natively, else single-step on as it says.
+    /// With one thread in the space, or when no copy can be made, the breakpoint is stepped
+    /// over the classic way (a window other threads could pass uncounted: recorded and noted).
+    fn pass_bp(&mut self, pid: Pid, si: usize, pc: u64, mut regs: libc::user_regs_struct, then: Option<Then>) {
+        if self.spaces[si].threads > 1
+            && let Some(stub) = self.stub_for(pid, si, pc)
+        {
+            self.stats.displaced += 1;
+            regs.rip = stub.at;
+            let _ = ptrace::setregs(pid, regs);
+            match then {
+                None => self.cont(pid, None),
+                Some(then) => {
+                    self.set_step(pid, StepKind::Displaced { orig: pc, then });
+                    self.step(pid, None);
+                }
+            }
+            return;
+        }
+        if self.spaces[si].threads > 1 {
+            self.stats.racy_passes += 1;
+            if self.stats.racy_at.len() < 8 && !self.stats.racy_at.contains(&pc) {
+                self.stats.racy_at.push(pc);
+            }
+        }
+        let counting = self.spaces[si].active();
+        self.spaces[si].uninstall(pc);
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.reinstall.push(pc);
+        }
+        let kind = match then {
+            None => StepKind::Over { counting },
+            Some(Then::Arrive) => StepKind::Single,
+            Some(Then::Through { start, end }) => StepKind::Through { start, end },
+        };
+        self.set_step(pid, kind);
+        self.step(pid, None);
+    }
+
+    /// The displaced copy of the instruction at `pc`, made on first use (a scratch area mapped
+    /// in the tracee near `pc` when none is within reach). None when it cannot be made.
+    fn stub_for(&mut self, pid: Pid, si: usize, pc: u64) -> Option<Stub> {
+        if let Some(s) = self.spaces[si].xol.stub(pc) {
+            return s;
+        }
+        let insn = self.spaces[si].insn_at(pc, &mut self.factory);
+        let made = self.place(pid, si, pc, xol::STUB_MAX, |at| xol::encode_stub(&insn.instr, at)).map(|(at, len, back)| Stub {
+            at,
+            back: at + back,
+            end: at + len,
+            resume: insn.instr.next_ip(),
+        });
+        self.spaces[si].xol.set_stub(pc, made);
+        made
+    }
+
+    /// Encode something at a reserved place near `near` and write it into the tracee:
+    /// (address, length, the encoder's offset).
+    fn place(&mut self, pid: Pid, si: usize, near: u64, room: u64, encode: impl Fn(u64) -> Option<(Vec<u8>, u64)>) -> Option<(u64, u64, u64)> {
+        let at = match self.spaces[si].xol.reserve(near, room) {
+            Some(a) => a,
+            None => {
+                if !self.map_area(pid, si, near) {
+                    return None;
+                }
+                self.spaces[si].xol.reserve(near, room)?
+            }
+        };
+        let (bytes, off) = encode(at)?;
+        if bytes.len() as u64 > room || !self.spaces[si].mem.write(at, &bytes) {
+            return None;
+        }
+        Some((at, bytes.len() as u64, off))
+    }
+
+    /// Map a scratch area (read + execute, private, anonymous) in the tracee within reach of
+    /// `near`, by running mmap in the stopped thread `pid`.
+    fn map_area(&mut self, pid: Pid, si: usize, near: u64) -> bool {
+        if self.spaces[si].xol.area_failed_near(near) {
+            return false;
+        }
+        let ok_at = |mem: &sys::Memory, a: u64| {
+            let mut b = [0u8; 2];
+            mem.read(a, &mut b) == 2 && b == [0x0f, 0x05]
+        };
+        let sc = match self.spaces[si].xol.syscall_at {
+            Some(a) if ok_at(&self.spaces[si].mem, a) => Some(a),
+            _ => {
+                let leader = self.spaces[si].leader;
+                let a = sys::find_syscall_insn(leader, &self.spaces[si].mem);
+                self.spaces[si].xol.syscall_at = a;
+                a
+            }
+        };
+        if let Some(sc) = sc {
+            const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+            let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64 | MAP_FIXED_NOREPLACE;
+            let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
+            for hint in Xol::hints(near) {
+                let (r, seen) = sys::inject_syscall(pid, sc, libc::SYS_mmap as u64, [hint, xol::AREA_SIZE, prot, flags, u64::MAX, 0]);
+                self.requeue(pid, seen);
+                let Some(r) = r else { break };
+                if (r as i64) < 0 && (r as i64) > -4096 {
+                    continue; // EEXIST (taken) or a kernel without NOREPLACE: next hint
+                }
+                if r.abs_diff(near) < xol::REACH {
+                    self.spaces[si].xol.add_area(r);
+                    return true;
+                }
+            }
+        }
+        self.spaces[si].xol.area_failed(near);
+        false
+    }
+
+    /// Wait statuses seen while a system call was injected: exits are handled later, signals
+    /// are sent again (they had not been delivered).
+    fn requeue(&mut self, pid: Pid, seen: Vec<WaitStatus>) {
+        for st in seen {
+            match st {
+                WaitStatus::Stopped(_, sig) => {
+                    if let Some(th) = self.threads.get(&pid) {
+                        let leader = self.spaces[th.space].leader;
+                        sys::tgkill(leader, pid, sig);
+                    }
+                }
+                other => self.deferred.push_back(other),
             }
         }
     }
@@ -1243,6 +1687,7 @@ impl<'s> Tracer<'s> {
             self.finish_loop(pid, si, &nat, &regs);
         }
         let bp = self.spaces[si].bps.get(&pc).copied().unwrap_or_default();
+        let was_active = self.spaces[si].active();
         // 2. Entry point and region markers.
         if bp.entry {
             let sp = &mut self.spaces[si];
@@ -1262,31 +1707,13 @@ impl<'s> Tracer<'s> {
                     sp.install(e);
                 }
             }
-            if self.mode == TraceMode::Memory {
+            if self.mode.single_steps() {
                 sp.stepping = true;
             }
         }
         if bp.begin {
             let sp = &mut self.spaces[si];
             sp.depth += 1;
-            if sp.stepping && sp.threads > 1 && sp.depth == 1 {
-                // Threads running natively outside the region must start stepping too.
-                let leader = sp.leader;
-                let others: Vec<Pid> = self
-                    .threads
-                    .iter()
-                    .filter(|(p, t)| t.space == si && **p != pid)
-                    .map(|(p, _)| *p)
-                    .collect();
-                for o in others {
-                    if let Some(t) = self.threads.get_mut(&o)
-                        && t.step == StepKind::None
-                    {
-                        t.expect_sigstop = true;
-                        sys::tgkill(leader, o, Signal::SIGSTOP);
-                    }
-                }
-            }
         }
         if bp.end {
             let sp = &mut self.spaces[si];
@@ -1295,48 +1722,48 @@ impl<'s> Tracer<'s> {
                 sp.uninstall_blocks(true);
             }
         }
+        let active = self.spaces[si].active();
+        if active && !was_active {
+            // Every thread of the space counts from now on, wherever it stands.
+            self.bring_in_others(si, pid);
+        } else if was_active && !active {
+            self.let_others_go(si);
+        }
         let sp = &self.spaces[si];
-        let active = sp.active();
         let stepping = sp.stepping;
+        let installed = sp.bps.get(&pc).is_some_and(|b| b.installed);
         if active && stepping {
             // Single-step mode: count this instruction, step it (a sticky breakpoint stays).
             self.count_one(pid, si, pc, &regs);
-            if bp.installed || self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed) {
-                self.spaces[si].uninstall(pc);
-                if let Some(t) = self.threads.get_mut(&pid) {
-                    t.reinstall.push(pc);
-                }
+            if installed {
+                self.pass_bp(pid, si, pc, regs, Some(Then::Arrive));
+            } else {
+                self.set_step(pid, StepKind::Single);
+                self.step(pid, None);
             }
-            if self.spaces[si].threads <= 1 && self.mode == TraceMode::Flops {
-                // Back to one thread: leave single-step mode at the next instruction.
-                self.spaces[si].stepping = false;
-            }
-            self.set_step(pid, StepKind::Single);
-            self.stats.steps += 1;
-            let _ = ptrace::step(pid, None);
             return;
         }
         if !active {
-            let sp = &mut self.spaces[si];
-            if sp.bps.get(&pc).is_some_and(|b| b.installed) {
-                sp.uninstall(pc);
+            if installed {
                 if bp.sticky() {
-                    if let Some(t) = self.threads.get_mut(&pid) {
-                        t.reinstall.push(pc);
-                    }
-                    self.set_step(pid, StepKind::Over);
-                    self.stats.steps += 1;
-                    let _ = ptrace::step(pid, None);
+                    self.pass_bp(pid, si, pc, regs, None);
                     return;
                 }
+                // A block breakpoint left from counting: not needed outside it.
+                self.spaces[si].uninstall(pc);
             }
-            let _ = ptrace::cont(pid, None);
+            self.cont(pid, None);
             return;
         }
         self.block_enter(pid, si, pc, regs, bp.sticky());
     }
 
-    fn block_enter(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, sticky: bool) {
+    fn block_enter(&mut self, pid: Pid, si: usize, pc: u64, mut regs: libc::user_regs_struct, sticky: bool) {
+        if let Some(th) = self.threads.get(&pid)
+            && let Some(s) = self.stats.per_thread.get_mut(th.index)
+        {
+            s.block_traps += 1;
+        }
         let f = &mut self.factory;
         let sp = &mut self.spaces[si];
         let known = sp.blocks.contains_key(&pc);
@@ -1407,13 +1834,18 @@ impl<'s> Tracer<'s> {
         }
         if block.needs_step || unresolved {
             // Step through it: one instruction at a time, masks read before each.
-            sp.uninstall(pc);
             self.stats.step_throughs += 1;
             let (start, end) = (block.start, block.end);
             self.count_one(pid, si, pc, &regs);
-            self.set_step(pid, StepKind::Through { start, end });
-            self.stats.steps += 1;
-            let _ = ptrace::step(pid, None);
+            let shared = self.spaces[si].threads > 1;
+            if shared && self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed) {
+                self.pass_bp(pid, si, pc, regs, Some(Then::Through { start, end }));
+            } else {
+                // (One thread: the breakpoint stays out until a predecessor puts it back.)
+                self.spaces[si].uninstall(pc);
+                self.set_step(pid, StepKind::Through { start, end });
+                self.step(pid, None);
+            }
             return;
         }
         let masks = self.masks_for(pid, &block);
@@ -1436,7 +1868,35 @@ impl<'s> Tracer<'s> {
                     masks,
                 });
             }
-            let _ = ptrace::cont(pid, None);
+            self.cont(pid, None);
+            return;
+        }
+        // The same with other threads in the space: the loop runs as a displaced copy (its head
+        // breakpoint stays in for them), and its exit falls into a trap of the copy.
+        if let Some(ind) = block.induction
+            && self.spaces[si].threads > 1
+            && !sticky
+            && let Some(entry) = reg_value(&regs, ind.reg)
+            && let Some(lc) = self.loop_for(pid, si, &block)
+        {
+            self.stats.native_loops += 1;
+            if let Some(th) = self.threads.get(&pid)
+                && let Some(s) = self.stats.per_thread.get_mut(th.index)
+            {
+                s.native_loops += 1;
+            }
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.native = Some(Native {
+                    head: pc,
+                    exit: lc.exit_trap,
+                    ind,
+                    entry,
+                    masks,
+                });
+            }
+            regs.rip = lc.at;
+            let _ = ptrace::setregs(pid, regs);
+            self.cont(pid, None);
             return;
         }
         let mut masks = masks;
@@ -1457,7 +1917,7 @@ impl<'s> Tracer<'s> {
                 sp.uninstall(b.start);
             }
             for b in &members {
-                self.add(&b.stat, 1, &b.func);
+                self.add(pid, &b.stat, 1, &b.func);
             }
             if !members.is_empty() {
                 self.stats.run_ahead_blocks += members.len() as u64;
@@ -1489,8 +1949,8 @@ impl<'s> Tracer<'s> {
         }
         let once = dynamic_tally(&block, &masks);
         let func = block.func.clone();
-        self.add(&block.stat, 1, &func);
-        self.add(&once, 1, &func);
+        self.add(pid, &block.stat, 1, &func);
+        self.add(pid, &once, 1, &func);
         if block.rep
             && let Some(insn) = block.insns.first()
             && let Some(t) = self.threads.get_mut(&pid)
@@ -1498,20 +1958,36 @@ impl<'s> Tracer<'s> {
             t.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
         }
         let sp = &mut self.spaces[si];
-        if !targets.contains(&pc) && !sticky {
+        let installed = sp.bps.get(&pc).is_some_and(|b| b.installed);
+        if sp.threads > 1 {
+            // Other threads must keep trapping here: the breakpoint stays.
+            if installed {
+                self.pass_bp(pid, si, pc, regs, None);
+            } else {
+                self.cont(pid, None);
+            }
+        } else if !targets.contains(&pc) && !sticky {
             // Leave our own breakpoint out until a predecessor puts it back.
             sp.uninstall(pc);
-            let _ = ptrace::cont(pid, None);
+            self.cont(pid, None);
         } else {
-            sp.uninstall(pc);
-            if let Some(t) = self.threads.get_mut(&pid) {
-                t.reinstall.push(pc);
-            }
-            self.set_step(pid, StepKind::Over);
-            self.stats.steps += 1;
             self.stats.step_overs += 1;
-            let _ = ptrace::step(pid, None);
+            self.pass_bp(pid, si, pc, regs, None);
         }
+    }
+
+    /// The displaced copy of the single-block loop `block`, made on first use.
+    fn loop_for(&mut self, pid: Pid, si: usize, block: &Block) -> Option<xol::LoopCopy> {
+        if let Some(l) = self.spaces[si].xol.loop_copy(block.start) {
+            return l;
+        }
+        let insns: Vec<iced_x86::Instruction> = block.insns.iter().map(|i| i.instr).collect();
+        let room = (block.end - block.start) * 2 + 64;
+        let made = self
+            .place(pid, si, block.start, room, |at| xol::encode_loop(&insns, at))
+            .map(|(at, _, off)| xol::LoopCopy { at, exit_trap: at + off });
+        self.spaces[si].xol.set_loop(block.start, made);
+        made
     }
 
     /// Opmask values of a block's masked instructions, read at its entry.
@@ -1635,7 +2111,7 @@ impl<'s> Tracer<'s> {
         None
     }
 
-    fn finish_loop(&mut self, _pid: Pid, si: usize, nat: &Native, regs: &libc::user_regs_struct) {
+    fn finish_loop(&mut self, pid: Pid, si: usize, nat: &Native, regs: &libc::user_regs_struct) {
         let sp = &mut self.spaces[si];
         sp.install(nat.head);
         let Some(block) = sp.blocks.get(&nat.head).cloned() else { return };
@@ -1652,8 +2128,8 @@ impl<'s> Tracer<'s> {
         let trips = diff / stride;
         let once = dynamic_tally(&block, &nat.masks);
         let func = block.func.clone();
-        self.add(&block.stat, trips, &func);
-        self.add(&once, trips, &func);
+        self.add(pid, &block.stat, trips, &func);
+        self.add(pid, &once, trips, &func);
     }
 
     /// Tear down: remove our breakpoints from live tracees and detach (used after errors).
