@@ -316,7 +316,19 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
         ));
     }
     if !r.stats.gaps.is_empty() {
-        let at: Vec<String> = r.stats.gaps.iter().take(4).map(|(t, a)| format!("thread {t} at {a:#x}")).collect();
+        let at: Vec<String> = r
+            .stats
+            .gaps
+            .iter()
+            .take(4)
+            .map(|(t, a)| {
+                if *a == 0 {
+                    format!("thread {t}, running")
+                } else {
+                    format!("thread {t} at {a:#x}")
+                }
+            })
+            .collect();
         notes.push(format!(
             "NOT COUNTED: {} stretch(es) ran natively while counting was on ({}): W and Q miss their work (please report)",
             r.stats.gaps.len(),

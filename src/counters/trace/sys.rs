@@ -201,12 +201,16 @@ pub fn find_syscall_insn(pid: Pid, mem: &Memory) -> Option<u64> {
     let mut ranges: Vec<(u64, u64, bool)> = Vec::new();
     for line in maps.lines() {
         let mut f = line.split_whitespace();
-        let (Some(range), Some(perms)) = (f.next(), f.next()) else { continue };
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            continue;
+        };
         if !perms.contains('x') {
             continue;
         }
         let Some((a, b)) = range.split_once('-') else { continue };
-        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else { continue };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
         ranges.push((a, b, line.ends_with("[vdso]")));
     }
     ranges.sort_by_key(|r| !r.2);

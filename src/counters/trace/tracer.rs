@@ -735,6 +735,9 @@ pub struct Tracer<'s> {
     free_sink_ids: std::collections::BTreeSet<usize>,
     /// Wait statuses seen while injecting a system call, handled before the next waitpid.
     deferred: std::collections::VecDeque<WaitStatus>,
+    /// Test instrument (`ROOFLINE_TRACE_FAULT=no-join`): threads are not stopped to join
+    /// counting, so the tests can see the gap check report what that loses.
+    fault_no_join: bool,
 }
 
 fn opts() -> Options {
@@ -769,6 +772,7 @@ impl<'s> Tracer<'s> {
             sink_ids: HashMap::new(),
             free_sink_ids: std::collections::BTreeSet::new(),
             deferred: std::collections::VecDeque::new(),
+            fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
         }
     }
 
@@ -1005,6 +1009,9 @@ impl<'s> Tracer<'s> {
     /// counting where it stands (`on_requested_stop`). Threads not yet started are left alone:
     /// their first stop starts them in the state of that moment.
     fn bring_in_others(&mut self, si: usize, by: Pid) {
+        if self.fault_no_join {
+            return;
+        }
         let leader = self.spaces[si].leader;
         for (p, t) in self.threads.iter_mut() {
             if t.space == si && *p != by && t.started && t.step == StepKind::None && t.run_as == RunAs::Outside && !t.stop_requested {
@@ -1016,8 +1023,16 @@ impl<'s> Tracer<'s> {
     /// Counting just ended in space `si`: block breakpoints go, so threads in block mode now
     /// run uncounted (a later start of counting must stop them).
     fn let_others_go(&mut self, si: usize) {
-        for t in self.threads.values_mut() {
-            if t.space == si && t.run_as == RunAs::Blocks {
+        for (p, t) in self.threads.iter_mut() {
+            if t.space != si {
+                continue;
+            }
+            if t.started && t.run_as == RunAs::Outside && t.step == StepKind::None && !t.stop_requested {
+                // Ran natively through the whole counting window without being asked to join:
+                // the invariant is broken (where it is now cannot be read: it runs).
+                self.stats.gaps.push((p.as_raw(), 0));
+            }
+            if t.run_as == RunAs::Blocks {
                 t.run_as = RunAs::Outside;
             }
         }
@@ -1575,19 +1590,28 @@ impl<'s> Tracer<'s> {
             return s;
         }
         let insn = self.spaces[si].insn_at(pc, &mut self.factory);
-        let made = self.place(pid, si, pc, xol::STUB_MAX, |at| xol::encode_stub(&insn.instr, at)).map(|(at, len, back)| Stub {
-            at,
-            back: at + back,
-            end: at + len,
-            resume: insn.instr.next_ip(),
-        });
+        let made = self
+            .place(pid, si, pc, xol::STUB_MAX, |at| xol::encode_stub(&insn.instr, at))
+            .map(|(at, len, back)| Stub {
+                at,
+                back: at + back,
+                end: at + len,
+                resume: insn.instr.next_ip(),
+            });
         self.spaces[si].xol.set_stub(pc, made);
         made
     }
 
     /// Encode something at a reserved place near `near` and write it into the tracee:
     /// (address, length, the encoder's offset).
-    fn place(&mut self, pid: Pid, si: usize, near: u64, room: u64, encode: impl Fn(u64) -> Option<(Vec<u8>, u64)>) -> Option<(u64, u64, u64)> {
+    fn place(
+        &mut self,
+        pid: Pid,
+        si: usize,
+        near: u64,
+        room: u64,
+        encode: impl Fn(u64) -> Option<(Vec<u8>, u64)>,
+    ) -> Option<(u64, u64, u64)> {
         let at = match self.spaces[si].xol.reserve(near, room) {
             Some(a) => a,
             None => {

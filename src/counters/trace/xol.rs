@@ -83,11 +83,7 @@ impl Xol {
 
     /// The stub containing `addr`, if any (a thread stepping through a displaced `call`).
     pub fn stub_containing(&self, orig: u64, addr: u64) -> Option<Stub> {
-        self.stubs
-            .get(&orig)
-            .copied()
-            .flatten()
-            .filter(|s| addr >= s.at && addr < s.end)
+        self.stubs.get(&orig).copied().flatten().filter(|s| addr >= s.at && addr < s.end)
     }
 
     /// The stub holding `addr`: (original address, stub).
@@ -178,7 +174,14 @@ pub fn encode_stub(ins: &Instruction, at: u64) -> Option<(Vec<u8>, u64)> {
         };
         seq.push(Instruction::with2(Code::Lea_r64_m, Register::RSP, MemoryOperand::with_base_displ(Register::RSP, -8)).ok()?);
         seq.push(Instruction::with2(Code::Mov_rm32_imm32, MemoryOperand::with_base(Register::RSP), ret as u32).ok()?);
-        seq.push(Instruction::with2(Code::Mov_rm32_imm32, MemoryOperand::with_base_displ(Register::RSP, 4), (ret >> 32) as u32).ok()?);
+        seq.push(
+            Instruction::with2(
+                Code::Mov_rm32_imm32,
+                MemoryOperand::with_base_displ(Register::RSP, 4),
+                (ret >> 32) as u32,
+            )
+            .ok()?,
+        );
         seq.push(jmp);
     } else {
         seq.push(*ins);
@@ -289,7 +292,10 @@ mod tests {
     #[test]
     fn loop_copy_jumps_back_into_the_copy_and_exits_into_a_trap() {
         // 1000: vaddpd ymm0, ymm0, [rdi+rax*8]; add rax, 4; cmp rax, rsi; jb 1000
-        let ins = decode_at(&[0xc5, 0xfd, 0x58, 0x04, 0xc7, 0x48, 0x83, 0xc0, 0x04, 0x48, 0x39, 0xf0, 0x72, 0xf2], 0x1000);
+        let ins = decode_at(
+            &[0xc5, 0xfd, 0x58, 0x04, 0xc7, 0x48, 0x83, 0xc0, 0x04, 0x48, 0x39, 0xf0, 0x72, 0xf2],
+            0x1000,
+        );
         let at = 0x2000_0000;
         let (bytes, off) = encode_loop(&ins, at).unwrap();
         let out = decode_at(&bytes, at);

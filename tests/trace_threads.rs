@@ -1,0 +1,320 @@
+//! The trace backend on multi-threaded programs: every instruction of every thread is counted
+//! (docs/trace.md, "Every thread"). The fast path (blocks, displaced copies, counted loops) is
+//! checked against the reference mode (every instruction of every thread single-stepped, no
+//! shortcut) on the same program and inputs: W always, core bytes wherever the program itself
+//! runs the same memory operations whatever the timing.
+//!
+//! Programs (tests/fixtures/trace): a shared library whose constructor starts workers before
+//! the entry point (as OpenBLAS does), with and without a region; an OpenMP triad; OpenBLAS
+//! `cblas_dgemm` with 2+ threads, linked dynamically with lazy binding. Each test skips with a
+//! message when a compiler or library is missing; sizes, thread counts and sleeps are random
+//! (the seed is printed).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace").join(name)
+}
+
+fn cc(args: &[&str]) -> bool {
+    match std::process::Command::new("cc").args(args).output() {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            eprintln!("skipping: cc {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+            false
+        }
+        Err(e) => {
+            eprintln!("skipping: no cc ({e})");
+            false
+        }
+    }
+}
+
+/// The constructor-thread library and its two programs (without and with region markers).
+fn build_ctor(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let lib = dir.join("libctor.so");
+    let whole = dir.join("ctor_whole");
+    let region = dir.join("ctor_region");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let ldir = format!("-L{}", dir.display());
+    let ok = cc(&["-O2", "-shared", "-fPIC", "-pthread", "-o", &s(&lib), &s(&fixture("ctor_lib.c"))])
+        && cc(&["-O2", "-o", &s(&whole), &s(&fixture("ctor_main.c")), &ldir, "-lctor", &rpath])
+        && cc(&[
+            "-O2",
+            "-DMARKERS",
+            "-o",
+            &s(&region),
+            &s(&fixture("ctor_main.c")),
+            &ldir,
+            "-lctor",
+            &rpath,
+        ]);
+    ok.then_some((whole, region))
+}
+
+fn seed() -> u64 {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("seed {s}");
+    s
+}
+
+fn pick(seed: &mut u64, lo: u64, hi: u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    lo + *seed % (hi - lo)
+}
+
+/// Trace a command in `mode` (flops = the fast path, reference = single-step everything).
+fn trace(dir: &Path, mode: &str, args: &[&str], env: &[(&str, String)]) -> Value {
+    let out = dir.join(format!("m-{mode}-{}.json", std::process::id()));
+    let mut c = Command::cargo_bin("roofline").unwrap();
+    c.args(["validate", "--trace-command", "--by-function", "--trace", mode, "-o"])
+        .arg(&out)
+        .arg("--")
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.timeout(std::time::Duration::from_secs(300)).assert().success();
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn w(m: &Value) -> u64 {
+    m["flops"]["total"].as_f64().unwrap() as u64
+}
+
+fn core(m: &Value) -> u64 {
+    m["bytes"]["core"].as_f64().unwrap_or(0.0) as u64
+}
+
+/// Core bytes of the functions of one module (e.g. the program itself, not its libraries).
+fn core_of_module(m: &Value, module: &str) -> u64 {
+    m["extra"]["by_function"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["function"].as_str().unwrap().ends_with(&format!("({module})")))
+        .map(|r| r["core_bytes"].as_u64().unwrap())
+        .sum()
+}
+
+/// No uncounted stretch, no racy breakpoint pass: the tracer's own account is clean.
+fn clean(m: &Value, what: &str) {
+    let t = &m["extra"]["trace"];
+    assert_eq!(t["gaps"].as_array().map(|g| g.len()), Some(0), "{what}: gaps {t}");
+    assert_eq!(t["racy_passes"].as_u64(), Some(0), "{what}: racy passes {t}");
+    let notes = m["provenance"]["notes"].as_array().cloned().unwrap_or_default();
+    assert!(
+        !notes.iter().any(|n| n.as_str().unwrap_or("").contains("NOT COUNTED")),
+        "{what}: {notes:?}"
+    );
+}
+
+fn cpus() -> u64 {
+    std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(2)
+}
+
+#[test]
+fn constructor_threads_fast_path_equals_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((whole, region)) = build_ctor(dir.path()) else { return };
+    let mut s = seed();
+    let n = pick(&mut s, 2000, 6000);
+    for wait in ["spin", "block"] {
+        for (exe, marked) in [(&whole, false), (&region, true)] {
+            let args = [exe.to_str().unwrap(), &n.to_string(), "region", "1000"];
+            let env = [("CTOR_WAIT", wait.to_string()), ("CTOR_THREADS", "2".to_string())];
+            let reference = trace(dir.path(), "reference", &args, &env);
+            let what = format!("{wait} wait, region {marked}, n {n}");
+            assert_eq!(w(&reference), 4 * n, "{what}: reference W");
+            for _ in 0..3 {
+                let fast = trace(dir.path(), "flops", &args, &env);
+                clean(&fast, &what);
+                assert_eq!(w(&fast), w(&reference), "{what}: W");
+                assert_eq!(core(&fast), core(&reference), "{what}: core bytes");
+                assert_eq!(fast["flops"]["by_class"], reference["flops"]["by_class"], "{what}");
+                // Both workers ran counted work, and the report says how many threads did.
+                let rows = fast["extra"]["per_thread"].as_array().unwrap();
+                assert_eq!(
+                    rows.iter().filter(|r| r["flops"].as_u64() == Some(2 * n)).count(),
+                    2,
+                    "{what}: {rows:?}"
+                );
+                assert!(fast["threads"].as_u64().unwrap() >= 2, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_gap_check_reports_what_an_unjoined_thread_ran() {
+    // With the join switched off (a test-only fault), the workers run uncounted while counting
+    // is on: the report must say so, with the thread, never just print the smaller number.
+    let dir = tempfile::tempdir().unwrap();
+    let Some((whole, region)) = build_ctor(dir.path()) else { return };
+    for exe in [&whole, &region] {
+        let env = [("CTOR_THREADS", "2".to_string()), ("ROOFLINE_TRACE_FAULT", "no-join".to_string())];
+        let m = trace(dir.path(), "flops", &[exe.to_str().unwrap(), "3000", "region", "1000"], &env);
+        assert!(w(&m) < 4 * 3000, "the fault lost the workers' work");
+        assert!(
+            !m["extra"]["trace"]["gaps"].as_array().unwrap().is_empty(),
+            "{}",
+            m["extra"]["trace"]
+        );
+        let notes = m["provenance"]["notes"].to_string();
+        assert!(notes.contains("NOT COUNTED") && notes.contains("thread"), "{notes}");
+    }
+}
+
+#[test]
+fn openmp_triad_fast_path_equals_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("omp_triad");
+    if !cc(&[
+        "-O2",
+        "-fopenmp",
+        "-o",
+        exe.to_str().unwrap(),
+        fixture("omp_triad.c").to_str().unwrap(),
+    ]) {
+        return;
+    }
+    let mut s = seed();
+    let n = pick(&mut s, 5000, 20000);
+    let reps = pick(&mut s, 1, 4);
+    let args = [exe.to_str().unwrap(), &n.to_string(), &reps.to_string()];
+    // Passive waiting: libgomp's default spins ~300k loads before it sleeps, as many as the timing allows.
+    let env = [("OMP_NUM_THREADS", "2".to_string()), ("OMP_WAIT_POLICY", "passive".to_string())];
+    let reference = trace(dir.path(), "reference", &args, &env);
+    assert_eq!(w(&reference), 2 * n * reps);
+    for _ in 0..3 {
+        let fast = trace(dir.path(), "flops", &args, &env);
+        clean(&fast, "openmp");
+        assert_eq!(w(&fast), w(&reference));
+        assert_eq!(fast["flops"]["by_class"], reference["flops"]["by_class"]);
+        // The program's own code (the outlined loop, main) runs the same loads whatever the
+        // timing: exact. libgomp's barriers and locks wait a timing-dependent number of rounds
+        // (natively too, and far more when every thread is single-stepped): within 0.5 %.
+        assert!(core_of_module(&fast, "omp_triad") >= 24 * n * reps);
+        assert_eq!(core_of_module(&fast, "omp_triad"), core_of_module(&reference, "omp_triad"));
+        let (a, b) = (core(&fast) as f64, core(&reference) as f64);
+        assert!((a - b).abs() <= 5e-3 * b, "core {a} vs reference {b}");
+        let rows = fast["extra"]["per_thread"].as_array().unwrap();
+        assert_eq!(rows.iter().filter(|r| r["flops"].as_u64().unwrap_or(0) > 0).count(), 2, "{rows:?}");
+        assert_eq!(fast["threads"].as_u64(), Some(2));
+    }
+}
+
+#[test]
+fn openblas_dgemm_with_threads_counts_all_of_it_every_run() {
+    if !Path::new("/usr/lib/x86_64-linux-gnu/libopenblas.so").exists() {
+        eprintln!("skipping: libopenblas-dev is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("blas_once");
+    // Dynamically linked, lazy binding (the default): OpenBLAS starts its workers in a
+    // constructor, before the entry point.
+    if !cc(&[
+        "-O2",
+        "-o",
+        exe.to_str().unwrap(),
+        fixture("blas_once.c").to_str().unwrap(),
+        "-lopenblas",
+    ]) {
+        return;
+    }
+    let threads = cpus().clamp(2, 8).to_string();
+    let env = [("OPENBLAS_NUM_THREADS", threads.clone())];
+    let runs = std::env::var("ROOFLINE_BLAS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let mut reference: HashMap<u64, u64> = HashMap::new();
+    for n in [64u64, 96] {
+        reference.insert(
+            n,
+            w(&trace(dir.path(), "reference", &[exe.to_str().unwrap(), &n.to_string()], &env)),
+        );
+    }
+    for n in [64u64, 96, 128, 200] {
+        let mut seen = Vec::new();
+        for _ in 0..runs {
+            let m = trace(dir.path(), "flops", &[exe.to_str().unwrap(), &n.to_string()], &env);
+            clean(&m, &format!("dgemm n={n}"));
+            seen.push(w(&m));
+        }
+        let lo = 2 * n * n * n;
+        for &x in &seen {
+            assert!(
+                x >= lo && x <= lo + 3 * n * n,
+                "n={n}, {threads} threads: W {x} outside [2n³, 2n³+3n²] in {seen:?}"
+            );
+            if let Some(r) = reference.get(&n) {
+                assert_eq!(x, *r, "n={n}: W {x} vs reference {r} ({seen:?})");
+            }
+        }
+        assert!(seen.iter().all(|x| *x == seen[0]), "n={n}: W differs between runs: {seen:?}");
+    }
+}
+
+#[test]
+fn stress_random_threads_sleeps_and_regions_equal_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((whole, region)) = build_ctor(dir.path()) else { return };
+    let omp = dir.path().join("omp_triad");
+    let have_omp = cc(&[
+        "-O2",
+        "-fopenmp",
+        "-o",
+        omp.to_str().unwrap(),
+        fixture("omp_triad.c").to_str().unwrap(),
+    ]);
+    let mut s = seed();
+    let start = s;
+    let n = pick(&mut s, 1000, 3000);
+    let rounds = std::env::var("ROOFLINE_STRESS_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    // The reference of each configuration (the sleep changes the timing, never the counts).
+    let mut reference: HashMap<(u64, bool, bool), (u64, u64)> = HashMap::new();
+    for round in 0..rounds {
+        let k = pick(&mut s, 1, 4);
+        let block = pick(&mut s, 0, 2) == 1;
+        let marked = pick(&mut s, 0, 2) == 1;
+        // Zero-padded: the program parses it, and the digits it parses are work too.
+        let delay = format!("{:05}", pick(&mut s, 0, 3000));
+        let exe = if marked { &region } else { &whole };
+        let args = [exe.to_str().unwrap(), &n.to_string(), "region", &delay];
+        let env = [
+            ("CTOR_WAIT", if block { "block" } else { "spin" }.to_string()),
+            ("CTOR_THREADS", k.to_string()),
+        ];
+        let r = *reference.entry((k, block, marked)).or_insert_with(|| {
+            let m = trace(dir.path(), "reference", &args, &env);
+            (w(&m), core(&m))
+        });
+        let fast = trace(dir.path(), "flops", &args, &env);
+        let what = format!("seed {start}, round {round}: {k} workers, block {block}, region {marked}, sleep {delay} us, n {n}");
+        clean(&fast, &what);
+        assert_eq!(w(&fast), 2 * n * k, "{what}");
+        assert_eq!((w(&fast), core(&fast)), r, "{what}: (W, core) vs reference");
+        if have_omp && round % 3 == 0 {
+            let t = pick(&mut s, 2, 5);
+            let m = trace(
+                dir.path(),
+                "flops",
+                &[omp.to_str().unwrap(), &n.to_string(), "2"],
+                &[("OMP_NUM_THREADS", t.to_string())],
+            );
+            clean(&m, &what);
+            assert_eq!(w(&m), 4 * n, "{what}: OpenMP with {t} threads");
+        }
+    }
+}
