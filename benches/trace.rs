@@ -4,6 +4,12 @@
 //!   traced in flops mode (block breakpoints) and single-stepped (memory mode, the
 //!   baseline): flops mode must be ≥ 5× faster.
 //!
+//! - `threads/*`: the same work traced in flops mode in a multi-threaded program and in a
+//!   single-threaded one (issue: every thread at block speed): OpenBLAS dgemm n=96 with 1 and
+//!   2 threads, an OpenMP triad with 1 and 2 threads, a daxpy run by main or by one worker while
+//!   main waits. Target: the threaded form at most 10× the single-threaded one, W identical.
+//!   The fixtures are compiled with `cc` (skipped without it, or without OpenBLAS/OpenMP).
+//!
 //! Run: `cargo bench --bench trace -- --noplot`. Throughput is reported in traced instructions per second.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -89,5 +95,72 @@ fn bench(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, bench);
+/// Compile a C fixture of tests/fixtures/trace into `dir`; None when cc or a library is missing.
+fn build(dir: &std::path::Path, src: &str, flags: &[&str]) -> Option<String> {
+    let exe = dir.join(src.trim_end_matches(".c"));
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace").join(src);
+    let ok = std::process::Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&fixture)
+        .args(flags)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipping {src}: cc failed");
+    }
+    ok.then(|| exe.display().to_string())
+}
+
+/// Threaded and single-threaded forms of the same work, traced in flops mode.
+fn bench_threads(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("roofline-trace-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut g = c.benchmark_group("threads");
+    g.sample_size(10);
+    let mut cases: Vec<(String, Vec<String>, Vec<(&str, &str)>)> = Vec::new();
+    if let Some(exe) = build(&dir, "blas_once.c", &["-lopenblas"]) {
+        for t in ["1", "2"] {
+            cases.push((format!("dgemm96/{t}"), vec![exe.clone(), "96".into()], vec![("OPENBLAS_NUM_THREADS", t)]));
+        }
+    }
+    if let Some(exe) = build(&dir, "omp_triad.c", &["-fopenmp"]) {
+        for t in ["1", "2"] {
+            cases.push((
+                format!("omp_triad/{t}"),
+                vec![exe.clone(), "200000".into(), "5".into()],
+                vec![("OMP_NUM_THREADS", t), ("OMP_WAIT_POLICY", "passive")],
+            ));
+        }
+    }
+    if let Some(exe) = build(&dir, "worker_daxpy.c", &["-pthread"]) {
+        cases.push(("daxpy/main".into(), vec![exe.clone(), "100000".into(), "20".into()], vec![]));
+        cases.push(("daxpy/worker".into(), vec![exe.clone(), "100000".into(), "20".into(), "thread".into()], vec![]));
+    }
+    for (name, argv, env) in &cases {
+        for (k, v) in env {
+            // SAFETY: set before the traced child is spawned; no other thread of this bench
+            // reads the environment concurrently.
+            unsafe { std::env::set_var(k, v) };
+        }
+        let mut o = TraceOptions::default();
+        let probe = trace::trace_command(argv, &mut o).expect("trace");
+        eprintln!("{name}: W {} flops, {} instructions, {} threads", probe.total.flops_total(), probe.total.instructions, probe.stats.threads);
+        g.throughput(Throughput::Elements(probe.total.instructions));
+        g.bench_function(name.as_str(), |b| {
+            b.iter(|| {
+                let mut o = TraceOptions::default();
+                trace::trace_command(argv, &mut o).unwrap()
+            })
+        });
+        for (k, _) in env {
+            // SAFETY: as above.
+            unsafe { std::env::remove_var(k) };
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_threads);
 criterion_main!(benches);

@@ -141,7 +141,7 @@ fn check_trace_options(args: &Args, backend: BackendKind) -> crate::Result<()> {
                 "use `--backend trace --trace memory --cache SPEC`",
             ));
         }
-        if args.trace != TraceMode::Memory {
+        if args.trace == TraceMode::Flops {
             return Err(Error::input(
                 format!("--cache {spec} needs --trace memory (flops mode simulates no cache)"),
                 "add `--trace memory` (it single-steps the command: much slower), or drop --cache",
@@ -157,13 +157,13 @@ fn check_trace_options(args: &Args, backend: BackendKind) -> crate::Result<()> {
 /// failure is passed through as its status.
 fn trace_command(args: &Args) -> anyhow::Result<(Option<Measurement>, i32)> {
     use crate::counters::{cachesim, trace};
-    let mut m = if args.trace == trace::TraceMode::Memory {
+    let mut m = if args.trace == trace::TraceMode::Memory || (args.trace == trace::TraceMode::Reference && args.cache.is_some()) {
         let sim = match &args.cache {
             Some(spec) => cachesim::parse_cache_hierarchy(spec)?,
             None => cachesim::CacheHierarchy::from_machine(&crate::machine::detect_static(&Default::default())?)?,
         };
         // The levels' bytes and the simulator's note are in `m` already (trace_command).
-        trace::measure_command_with_sink(&args.command, args.by_function, Box::new(sim))?.0
+        trace::measure_command_with_sink(&args.command, args.by_function, Box::new(sim), args.trace == trace::TraceMode::Reference)?.0
     } else {
         let opts = trace::TraceOptions {
             mode: args.trace,

@@ -328,7 +328,7 @@ fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
         sink: None,
     };
     let m = if args.trace_mode == TraceMode::Memory {
-        let (m, _sink) = trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()))?;
+        let (m, _sink) = trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()), false)?;
         m
     } else {
         trace::measure_command(&args.command, &opts)?

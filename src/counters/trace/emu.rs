@@ -108,6 +108,11 @@ impl Emu {
         }
     }
 
+    /// Value of a general register now (None: unknown), zero-extended from its width.
+    pub fn reg(&self, r: Register) -> Option<u64> {
+        self.get(r)
+    }
+
     /// Value of a register operand (any GPR width but the high bytes), zero-extended.
     fn get(&self, r: Register) -> Option<u64> {
         if high8(r) {

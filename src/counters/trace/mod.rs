@@ -33,7 +33,8 @@ pub enum TraceMode {
     /// W and core-side Q only: block breakpoints, loops run natively (fast).
     #[default]
     Flops,
-    /// Also every effective address, for a cache simulator: single-steps (slow).
+    /// Also every effective address, for a cache simulator: computed per block from the
+    /// registers at its entry; blocks whose addresses cannot be computed are single-stepped.
     Memory,
     /// W and core-side Q by single-stepping every instruction of every thread, with no
     /// shortcut (no block counting, run-ahead or native loops): the ground truth the fast
@@ -44,7 +45,7 @@ pub enum TraceMode {
 impl TraceMode {
     /// Whether every instruction is single-stepped once counting starts.
     pub fn single_steps(self) -> bool {
-        matches!(self, TraceMode::Memory | TraceMode::Reference)
+        matches!(self, TraceMode::Reference)
     }
 }
 
@@ -447,14 +448,17 @@ pub fn measure_command(argv: &[String], opts: &TraceOptions) -> Result<Measureme
     Ok(m)
 }
 
-/// Like [`measure_command`], feeding effective addresses to `sink` (memory mode).
+/// Like [`measure_command`], feeding effective addresses to `sink`: memory mode, or with
+/// `single_step` the reference mode (every instruction single-stepped, the addresses read
+/// from the registers at each step: the ground truth of memory mode).
 pub fn measure_command_with_sink(
     argv: &[String],
     by_function: bool,
     sink: Box<dyn AccessSink>,
+    single_step: bool,
 ) -> Result<(Measurement, Box<dyn AccessSink>)> {
     let mut o = TraceOptions {
-        mode: TraceMode::Memory,
+        mode: if single_step { TraceMode::Reference } else { TraceMode::Memory },
         by_function,
         sink: Some(sink),
     };

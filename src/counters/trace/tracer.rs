@@ -584,6 +584,11 @@ enum StepKind {
         start: u64,
         end: u64,
     },
+    /// Stepping through a block counted at its entry, only to feed its addresses (memory mode).
+    Feed {
+        start: u64,
+        end: u64,
+    },
     /// The address space is single-stepped (threads, or `--trace memory`).
     Single,
     /// A signal was injected with a step: did it enter a handler?
@@ -601,6 +606,8 @@ enum Then {
     Arrive,
     /// Stepping through the block `start..end`.
     Through { start: u64, end: u64 },
+    /// Feeding the addresses of the block `start..end`.
+    Feed { start: u64, end: u64 },
 }
 
 /// What a thread's native execution means since it was last resumed without a step: the
@@ -697,6 +704,10 @@ pub struct DriverStats {
     pub gaps: Vec<(i32, u64)>,
     /// Per thread, in order of creation.
     pub per_thread: Vec<ThreadStats>,
+    /// Memory mode: blocks whose addresses came from the emulator at their entry, and blocks
+    /// stepped through to feed them.
+    pub emulated_blocks: u64,
+    pub fed_by_steps: u64,
 }
 
 /// What one traced thread did: counted work, and how the tracer let it run.
@@ -932,8 +943,14 @@ impl<'s> Tracer<'s> {
             let _ = nix::sys::signal::kill(p, Signal::SIGKILL);
         }
         while let Ok(s) = waitpid(None, Some(WaitPidFlag::__WALL)) {
-            if matches!(s, WaitStatus::StillAlive) {
-                break;
+            match s {
+                WaitStatus::StillAlive => break,
+                // Killed tracees stop once more at their exit event (PTRACE_O_TRACEEXIT):
+                // let them go on dying.
+                WaitStatus::PtraceEvent(p, ..) | WaitStatus::Stopped(p, _) => {
+                    let _ = ptrace::cont(p, None);
+                }
+                _ => {}
             }
         }
     }
@@ -1356,6 +1373,11 @@ impl<'s> Tracer<'s> {
 
     /// Count one instruction executed by single-stepping (and feed its addresses to the sink).
     fn count_one(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct) {
+        self.step_one(pid, si, pc, regs, true);
+    }
+
+    /// One single-stepped instruction: counted (`count`) and its addresses fed to the sink.
+    fn step_one(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct, count: bool) {
         let insn = self.spaces[si].insn_at(pc, &mut self.factory);
         let func = if self.by_function {
             self.spaces[si].function_of(pc).0
@@ -1365,103 +1387,98 @@ impl<'s> Tracer<'s> {
         let need_x = insn.mask.is_some() || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
         let xs = if need_x { self.xstate(pid) } else { None };
         let mask = insn.mask.and_then(|k| xs.as_ref().and_then(|x| self.xsave.opmask(x, k)));
-        let mut t = Tally::default();
-        t.add_insn(&insn, mask);
-        if let Some(s) = insn.string {
-            if s.rep {
-                if let Some(th) = self.threads.get_mut(&pid) {
-                    th.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
+        if count {
+            let mut t = Tally::default();
+            t.add_insn(&insn, mask);
+            if let Some(s) = insn.string {
+                if s.rep {
+                    if let Some(th) = self.threads.get_mut(&pid) {
+                        th.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
+                    }
+                } else {
+                    t.add_string(&insn, 1);
                 }
-            } else {
-                t.add_string(&insn, 1);
             }
+            self.add(pid, &t, 1, &func);
         }
-        self.add(pid, &t, 1, &func);
         if self.sink.is_some() {
             let tid = self.sink_id(pid);
-            self.feed(tid, &insn, regs, xs.as_deref(), mask);
+            let xsave = self.xsave;
+            let xs = xs.as_deref();
+            let mut reg = |r: Register, elem: usize, esize: usize| -> Option<u64> {
+                if r.is_vector_register() {
+                    let v = xsave.vector(xs?, r.number());
+                    let o = elem * esize;
+                    let b = v.get(o..o + esize)?;
+                    return Some(if esize == 4 {
+                        u32::from_le_bytes(b.try_into().ok()?) as u64
+                    } else {
+                        u64::from_le_bytes(b.try_into().ok()?)
+                    });
+                }
+                match r {
+                    Register::FS => Some(regs.fs_base),
+                    Register::GS => Some(regs.gs_base),
+                    Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                    Register::RIP => Some(insn.next()),
+                    _ => reg_value(regs, r).map(|v| if r.is_gpr32() { v & 0xffff_ffff } else { v }),
+                }
+            };
+            let mut out = Vec::new();
+            accesses_of(&insn, &mut reg, mask, true, &mut out);
+            self.feed(tid, &out);
         }
     }
 
-    fn feed(&mut self, tid: usize, insn: &Insn, regs: &libc::user_regs_struct, xs: Option<&[u8]>, mask: Option<u64>) {
+    fn feed(&mut self, tid: usize, accesses: &[Access]) {
         let Some(sink) = self.sink.as_deref_mut() else { return };
-        let xsave = self.xsave;
-        let mut reg = |r: Register, elem: usize, esize: usize| -> Option<u64> {
-            if r.is_vector_register() {
-                let n = r.number();
-                let v = xsave.vector(xs?, n);
-                let o = elem * esize;
-                let b = v.get(o..o + esize)?;
-                return Some(if esize == 4 {
-                    u32::from_le_bytes(b.try_into().ok()?) as u64
-                } else {
-                    u64::from_le_bytes(b.try_into().ok()?)
-                });
-            }
-            match r {
-                Register::FS => Some(regs.fs_base),
-                Register::GS => Some(regs.gs_base),
-                Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
-                Register::RIP => Some(insn.next()),
-                _ => reg_value(regs, r).map(|v| if r.is_gpr32() { v & 0xffff_ffff } else { v }),
-            }
-        };
-        for m in &insn.mem {
-            let kind = if m.nt {
-                AccessKind::NtStore
-            } else if m.store {
-                AccessKind::Store
-            } else {
-                AccessKind::Load
+        for a in accesses {
+            sink.access_by(tid, a.addr, a.size, a.kind);
+        }
+    }
+
+    /// Memory mode without stepping: the effective addresses of a block, in program order,
+    /// from the registers at its entry through the emulator (`emu.rs`, exact or unknown).
+    /// None when one cannot be computed (the caller steps through the block instead).
+    fn block_accesses(&mut self, si: usize, block: &Block, masks: &[Option<u64>], regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
+        if block.rep {
+            return None;
+        }
+        let mut emu = Emu::new(regs, self.spaces[si].mem.clone());
+        let mut out = Vec::new();
+        let mut masked = block.masked.iter().zip(masks.iter());
+        let mut next_masked = masked.next();
+        for (idx, insn) in block.insns.iter().enumerate() {
+            let mask = match next_masked {
+                Some(((i, _), m)) if *i == idx => {
+                    let m = *m;
+                    next_masked = masked.next();
+                    Some(m?)
+                }
+                _ => None,
             };
-            if m.used.index().is_vector_register() {
-                for e in 0..m.elems {
-                    if m.per_mask_element && mask.is_some_and(|k| k >> e & 1 == 0) {
-                        continue;
+            if !insn.mem.is_empty() || insn.string.is_some() || insn.prefetch {
+                let mut reg = |r: Register, _elem: usize, _esize: usize| -> Option<u64> {
+                    if r.is_vector_register() {
+                        return None;
                     }
-                    if let Some(a) = m.used.virtual_address(e as usize, &mut reg) {
-                        sink.access_by(tid, a, m.elem, kind);
+                    match r {
+                        Register::FS => Some(regs.fs_base),
+                        Register::GS => Some(regs.gs_base),
+                        Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                        Register::RIP => Some(insn.next()),
+                        _ => emu.reg(r),
                     }
-                }
-            } else if let Some(a) = m.used.virtual_address(0, &mut reg) {
-                if m.per_mask_element {
-                    for e in 0..m.elems {
-                        if mask.is_none_or(|k| k >> e & 1 == 1) {
-                            sink.access_by(tid, a + u64::from(e * m.elem), m.elem, kind);
-                        }
-                    }
-                } else {
-                    if m.load && m.store {
-                        sink.access_by(tid, a, m.elem * m.elems, AccessKind::Load);
-                    }
-                    sink.access_by(tid, a, m.elem * m.elems, kind);
+                };
+                if !accesses_of(insn, &mut reg, mask, false, &mut out) {
+                    return None;
                 }
             }
-        }
-        if let Some(s) = insn.string {
-            if s.loads > 0 {
-                sink.access_by(tid, regs.rsi, s.elem, AccessKind::Load);
-            }
-            if s.stores > 0 {
-                sink.access_by(tid, regs.rdi, s.elem, AccessKind::Store);
+            if idx + 1 < block.insns.len() {
+                emu.step(&insn.instr, &mut self.factory);
             }
         }
-        if insn.prefetch
-            && let Some(a) = insn.instr.op_count().checked_sub(1).and_then(|_| {
-                let used = iced_x86::UsedMemory::new(
-                    insn.instr.memory_segment(),
-                    insn.instr.memory_base(),
-                    insn.instr.memory_index(),
-                    insn.instr.memory_index_scale(),
-                    insn.instr.memory_displacement64(),
-                    iced_x86::MemorySize::UInt8,
-                    OpAccess::Read,
-                );
-                used.virtual_address(0, &mut reg)
-            })
-        {
-            sink.access_by(tid, a, 64, AccessKind::Prefetch);
-        }
+        Some(out)
     }
 
     fn on_step(&mut self, pid: Pid, step: StepKind, mut regs: libc::user_regs_struct) {
@@ -1503,6 +1520,7 @@ impl<'s> Tracer<'s> {
                 let next = match then {
                     Then::Arrive => StepKind::Single,
                     Then::Through { start, end } => StepKind::Through { start, end },
+                    Then::Feed { start, end } => StepKind::Feed { start, end },
                 };
                 self.on_step(pid, next, regs);
             }
@@ -1510,6 +1528,15 @@ impl<'s> Tracer<'s> {
                 if pc > start && pc < end {
                     self.count_one(pid, si, pc, &regs);
                     self.set_step(pid, StepKind::Through { start, end });
+                    self.step(pid, None);
+                } else {
+                    self.arrive(pid, pc, regs);
+                }
+            }
+            StepKind::Feed { start, end } => {
+                if pc > start && pc < end {
+                    self.step_one(pid, si, pc, &regs, false);
+                    self.set_step(pid, StepKind::Feed { start, end });
                     self.step(pid, None);
                 } else {
                     self.arrive(pid, pc, regs);
@@ -1578,6 +1605,7 @@ impl<'s> Tracer<'s> {
             None => StepKind::Over { counting },
             Some(Then::Arrive) => StepKind::Single,
             Some(Then::Through { start, end }) => StepKind::Through { start, end },
+            Some(Then::Feed { start, end }) => StepKind::Feed { start, end },
         };
         self.set_step(pid, kind);
         self.step(pid, None);
@@ -1875,7 +1903,9 @@ impl<'s> Tracer<'s> {
         let masks = self.masks_for(pid, &block);
         let sp = &mut self.spaces[si];
         // A counted single-block loop on a single thread: run it natively to its exit.
+        let memory = self.mode == TraceMode::Memory;
         if let Some(ind) = block.induction
+            && !memory
             && sp.threads <= 1
             && !sticky
             && let Some(entry) = reg_value(&regs, ind.reg)
@@ -1898,6 +1928,7 @@ impl<'s> Tracer<'s> {
         // The same with other threads in the space: the loop runs as a displaced copy (its head
         // breakpoint stays in for them), and its exit falls into a trap of the copy.
         if let Some(ind) = block.induction
+            && !memory
             && self.spaces[si].threads > 1
             && !sticky
             && let Some(entry) = reg_value(&regs, ind.reg)
@@ -1929,6 +1960,7 @@ impl<'s> Tracer<'s> {
         // registers and memory now) are counted at this trap, their breakpoints left out, so
         // only the path's possible exits trap.
         if !block.rep
+            && !memory
             && !sticky
             && self.spaces[si].threads <= 1
             && let Some((first, members, keep)) = self.run_ahead(si, pc, &regs)
@@ -1975,6 +2007,37 @@ impl<'s> Tracer<'s> {
         let func = block.func.clone();
         self.add(pid, &block.stat, 1, &func);
         self.add(pid, &once, 1, &func);
+        if memory && self.sink.is_some() {
+            match self.block_accesses(si, &block, &masks, &regs) {
+                Some(acc) => {
+                    let tid = self.sink_id(pid);
+                    self.feed(tid, &acc);
+                    self.stats.emulated_blocks += 1;
+                }
+                None => {
+                    // Addresses not computable at entry: step through the block feeding each
+                    // instruction's (its W is counted above).
+                    self.stats.fed_by_steps += 1;
+                    if block.rep
+                        && let Some(insn) = block.insns.first()
+                        && let Some(t) = self.threads.get_mut(&pid)
+                    {
+                        t.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
+                    }
+                    let (start, end) = (block.start, block.end);
+                    self.step_one(pid, si, pc, &regs, false);
+                    let installed = self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed);
+                    if self.spaces[si].threads > 1 && installed {
+                        self.pass_bp(pid, si, pc, regs, Some(Then::Feed { start, end }));
+                    } else {
+                        self.spaces[si].uninstall(pc);
+                        self.set_step(pid, StepKind::Feed { start, end });
+                        self.step(pid, None);
+                    }
+                    return;
+                }
+            }
+        }
         if block.rep
             && let Some(insn) = block.insns.first()
             && let Some(t) = self.threads.get_mut(&pid)
@@ -2160,6 +2223,101 @@ impl<'s> Tracer<'s> {
     pub fn ending(&self) -> Option<Ending> {
         self.ending
     }
+}
+
+/// One memory access of an instruction, for the access sink.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Access {
+    addr: u64,
+    size: u32,
+    kind: AccessKind,
+}
+
+/// The accesses of `insn` in program order, addresses from `reg` (a register's value, or a
+/// vector register's element `elem` of `esize` bytes), per active element where a mask
+/// applies. With `lenient`, an address that cannot be computed is left out (single-stepping
+/// always has the registers); otherwise it makes the answer false.
+fn accesses_of(
+    insn: &Insn,
+    reg: &mut dyn FnMut(Register, usize, usize) -> Option<u64>,
+    mask: Option<u64>,
+    lenient: bool,
+    out: &mut Vec<Access>,
+) -> bool {
+    let push = |a: Option<u64>, size: u32, kind: AccessKind, out: &mut Vec<Access>| -> bool {
+        match a {
+            Some(addr) => {
+                out.push(Access { addr, size, kind });
+                true
+            }
+            None => lenient,
+        }
+    };
+    for m in &insn.mem {
+        let kind = if m.nt {
+            AccessKind::NtStore
+        } else if m.store {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
+        if m.used.index().is_vector_register() {
+            for e in 0..m.elems {
+                if m.per_mask_element && mask.is_some_and(|k| k >> e & 1 == 0) {
+                    continue;
+                }
+                let a = m.used.virtual_address(e as usize, &mut *reg);
+                if !push(a, m.elem, kind, out) {
+                    return false;
+                }
+            }
+        } else {
+            let a = m.used.virtual_address(0, &mut *reg);
+            if m.per_mask_element {
+                if a.is_none() && !lenient {
+                    return false;
+                }
+                for e in 0..m.elems {
+                    if mask.is_none_or(|k| k >> e & 1 == 1) {
+                        push(a.map(|a| a + u64::from(e * m.elem)), m.elem, kind, out);
+                    }
+                }
+            } else {
+                if m.load && m.store && !push(a, m.elem * m.elems, AccessKind::Load, out) {
+                    return false;
+                }
+                if !push(a, m.elem * m.elems, kind, out) {
+                    return false;
+                }
+            }
+        }
+    }
+    if let Some(s) = insn.string {
+        if s.rep && !lenient {
+            return false;
+        }
+        if s.loads > 0 && !push(reg(Register::RSI, 0, 8), s.elem, AccessKind::Load, out) {
+            return false;
+        }
+        if s.stores > 0 && !push(reg(Register::RDI, 0, 8), s.elem, AccessKind::Store, out) {
+            return false;
+        }
+    }
+    if insn.prefetch {
+        let used = iced_x86::UsedMemory::new(
+            insn.instr.memory_segment(),
+            insn.instr.memory_base(),
+            insn.instr.memory_index(),
+            insn.instr.memory_index_scale(),
+            insn.instr.memory_displacement64(),
+            iced_x86::MemorySize::UInt8,
+            OpAccess::Read,
+        );
+        if !push(used.virtual_address(0, &mut *reg), 64, AccessKind::Prefetch, out) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The masked instructions of one block execution.
