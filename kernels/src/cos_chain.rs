@@ -102,6 +102,7 @@ fn cos<V: F64Ops>(x: V, k: &K<V>) -> V {
     V::cos_select(t, cos_r, sin_r, c[18])
 }
 
+#[derive(Clone, Copy)]
 pub struct Args {
     pub n: usize,
     pub src: *const f64,
@@ -272,41 +273,34 @@ impl Chain {
         })
     }
 
-    fn passes(&mut self) -> Vec<Args> {
+    /// The passes of one run: one fused, or two through `tmp`. A fixed array, not a Vec: a
+    /// run must not allocate (its heap traffic is not the kernel's, and a traced run's heap
+    /// layout must not depend on the tracer's own allocations).
+    fn passes(&mut self) -> ([Args; 2], usize) {
         let consts = self.consts.ptr();
-        if self.fused {
-            vec![Args {
-                n: self.n,
-                src: self.x.ptr(),
-                dst: self.y.mut_ptr(),
-                consts,
-                twice: true,
-            }]
-        } else {
-            vec![
-                Args {
-                    n: self.n,
-                    src: self.x.ptr(),
-                    dst: self.tmp.mut_ptr(),
-                    consts,
-                    twice: false,
-                },
-                Args {
-                    n: self.n,
-                    src: self.tmp.ptr(),
-                    dst: self.y.mut_ptr(),
-                    consts,
-                    twice: false,
-                },
-            ]
-        }
+        let first = Args {
+            n: self.n,
+            src: self.x.ptr(),
+            dst: if self.fused { self.y.mut_ptr() } else { self.tmp.mut_ptr() },
+            consts,
+            twice: self.fused,
+        };
+        let second = Args {
+            n: self.n,
+            src: self.tmp.ptr(),
+            dst: self.y.mut_ptr(),
+            consts,
+            twice: false,
+        };
+        ([first, second], if self.fused { 1 } else { 2 })
     }
 }
 
 impl Instance for Chain {
     fn run(&mut self) {
-        for a in self.passes() {
-            run_pass(self.v, &a);
+        let (passes, k) = self.passes();
+        for a in &passes[..k] {
+            run_pass(self.v, a);
         }
     }
     fn verify(&mut self) -> Result<(), String> {
@@ -337,8 +331,9 @@ mod tests {
         let mut ch = Chain::new(fused_kernel, n, Variant::Scalar, 11, 1, 10.0).unwrap();
         ch.y.poison();
         tally_reset();
-        for a in ch.passes() {
-            pass::<V>(&a);
+        let (passes, k) = ch.passes();
+        for a in &passes[..k] {
+            pass::<V>(a);
         }
         let mut c = tally_take();
         c.dram_bytes = counts(fused_kernel, n, Variant::Scalar).dram_bytes;

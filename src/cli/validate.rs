@@ -86,6 +86,10 @@ pub struct Row {
     /// Trace: bytes of the call path around the kernel (trace(n) - analytic(n)), shown to be
     /// size-independent by a second trace at n/2.
     pub core_harness_bytes: Option<i64>,
+    /// `--trace memory`: whether memory mode (addresses per block from the registers at its
+    /// entry, loops replayed) gave the same bytes per level as single-stepping every
+    /// instruction, on a small instance of the kernel (None: not checked).
+    pub memory_matches_stepping: Option<bool>,
     pub ok: bool,
     pub detail: Option<String>,
 }
@@ -178,6 +182,8 @@ pub fn validate_one_with(
     let analytic = inst.counts();
     let mut harness_out = None;
     let mut core_ok = None;
+    let mut stepped_ok = None;
+    let mut stepped_detail = None;
     let mut dram_measured = None;
     let (flops_measured, core_measured, detail) = match backend {
         ValidateBackend::Analytic => {
@@ -188,6 +194,29 @@ pub fn validate_one_with(
         ValidateBackend::Trace => {
             let (t, dram) = run_traced(&mut inst, mode, sim)?;
             let t = &t;
+            if mode == TraceMode::Memory
+                && let Some(h) = sim
+            {
+                // The fast memory mode against single-stepping, on a small instance (the same
+                // process layout: both trace a fork of this one).
+                let ns = (n / 16).max(64);
+                if let Ok(mut small) = k.instance(ns, v, seed ^ 0x51) {
+                    let mut levels = Vec::new();
+                    for m in [TraceMode::Memory, TraceMode::Reference] {
+                        let mut hc = h.clone();
+                        let mut work = || small.run();
+                        levels.push(trace::trace_forked_with_sink(&mut work, m, false, Some(&mut hc))?.levels);
+                    }
+                    let same = levels[0] == levels[1];
+                    stepped_ok = Some(same);
+                    if !same {
+                        stepped_detail = Some(format!(
+                            "memory mode at n={ns}: {:?}, single-stepped: {:?}",
+                            levels[0], levels[1]
+                        ));
+                    }
+                }
+            }
             dram_measured = dram.map(|d| d.round() as u64);
             // A second, smaller size: the difference of the two traces is the kernel's own
             // traffic, which must equal the difference of the analytic counts exactly.
@@ -246,7 +275,16 @@ pub fn validate_one_with(
         }
         _ => true,
     };
-    let ok = flops_analytic == flops_measured && core_ok.unwrap_or(analytic.core_bytes() == core_measured) && dram_ok;
+    if let Some(m) = stepped_detail {
+        detail = Some(match detail {
+            Some(x) => format!("{x}; {m}"),
+            None => m,
+        });
+    }
+    let ok = flops_analytic == flops_measured
+        && core_ok.unwrap_or(analytic.core_bytes() == core_measured)
+        && dram_ok
+        && stepped_ok.unwrap_or(true);
     Ok(Row {
         kernel: k.name().to_string(),
         variant: v.name().to_string(),
@@ -258,6 +296,7 @@ pub fn validate_one_with(
         dram_analytic: analytic.dram_bytes,
         dram_measured,
         core_harness_bytes: harness_out,
+        memory_matches_stepping: stepped_ok,
         ok,
         detail,
     })

@@ -100,6 +100,8 @@ struct Block {
     succ: Vec<u64>,
     exit: Exit,
     induction: Option<Induction>,
+    /// Memory mode: the loop's address registers as functions of the iteration (see `affine_strides`).
+    affine: Option<Vec<Stride>>,
     rep: bool,
     func: Rc<str>,
 }
@@ -486,6 +488,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut In
     }
     // A counted loop that is one block: `…; add r, imm; …; jcc start`, r written only there.
     let mut induction = None;
+    let mut affine = None;
     if let Some(l) = &last
         && l.flow == Flow::CondJump(start)
         && !needs_step
@@ -506,38 +509,17 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut In
             if ws.len() != 1 || reg_value(&unsafe_zero_regs(), *reg).is_none() || *reg == Register::RSP || *reg == Register::RIP {
                 continue;
             }
-            let x = &insns[ws[0]].instr;
-            let dst = x.op0_register();
-            if x.op0_kind() != OpKind::Register || full_gpr(dst) != *reg || !(dst.is_gpr64() || dst.is_gpr32()) {
-                continue;
-            }
-            let stride = match x.mnemonic() {
-                Mnemonic::Add | Mnemonic::Sub
-                    if x.op_count() == 2
-                        && matches!(
-                            x.op1_kind(),
-                            OpKind::Immediate8to64 | OpKind::Immediate32to64 | OpKind::Immediate8to32 | OpKind::Immediate32
-                        ) =>
-                {
-                    let v = x.immediate(1) as i64;
-                    let v = if dst.is_gpr32() { v as i32 as i64 } else { v };
-                    if x.mnemonic() == Mnemonic::Add { v } else { -v }
-                }
-                Mnemonic::Inc => 1,
-                Mnemonic::Dec => -1,
-                Mnemonic::Lea if full_gpr(x.memory_base()) == *reg && x.memory_index() == Register::None => {
-                    x.memory_displacement64() as i64
-                }
-                _ => continue,
-            };
-            if stride != 0 {
+            if let Some((stride, width32)) = stride_of(&insns[ws[0]].instr, *reg) {
                 induction = Some(Induction {
                     reg: *reg,
                     stride,
-                    width32: dst.is_gpr32(),
+                    width32,
                 });
                 break;
             }
+        }
+        if induction.is_some() {
+            affine = affine_strides(&insns, &writers);
         }
     }
     Block {
@@ -550,9 +532,101 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut In
         succ,
         exit,
         induction,
+        affine,
         rep,
         func,
     }
+}
+
+/// The per-iteration stride of `reg` when `x` (its only writer in a loop) is `add/sub reg, imm`,
+/// `inc/dec reg` or `lea reg, [reg+imm]`, and whether the write is 32-bit (zero-extending).
+fn stride_of(x: &iced_x86::Instruction, reg: Register) -> Option<(i64, bool)> {
+    let dst = x.op0_register();
+    if x.op0_kind() != OpKind::Register || full_gpr(dst) != reg || !(dst.is_gpr64() || dst.is_gpr32()) {
+        return None;
+    }
+    let stride = match x.mnemonic() {
+        Mnemonic::Add | Mnemonic::Sub
+            if x.op_count() == 2
+                && matches!(
+                    x.op1_kind(),
+                    OpKind::Immediate8to64 | OpKind::Immediate32to64 | OpKind::Immediate8to32 | OpKind::Immediate32
+                ) =>
+        {
+            let v = x.immediate(1) as i64;
+            let v = if dst.is_gpr32() { v as i32 as i64 } else { v };
+            if x.mnemonic() == Mnemonic::Add { v } else { -v }
+        }
+        Mnemonic::Inc => 1,
+        Mnemonic::Dec => -1,
+        Mnemonic::Lea if full_gpr(x.memory_base()) == reg && x.memory_index() == Register::None => x.memory_displacement64() as i64,
+        _ => return None,
+    };
+    (stride != 0).then_some((stride, dst.is_gpr32()))
+}
+
+/// A register that addresses memory in a single-block loop, as a function of the iteration:
+/// written once per iteration by instruction `writer` (`add/sub/inc/dec/lea` by `stride`), or
+/// never (`stride` 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stride {
+    reg: Register,
+    stride: i64,
+    writer: usize,
+    width32: bool,
+}
+
+/// Memory mode's view of a single-block loop: when every register its memory operands use is
+/// invariant or advanced once per iteration by a constant, the whole address stream follows from
+/// the registers at its entry and its trip count (replayed at its exit, in program order).
+/// None when one is not (a gather's vector index, a register loaded or computed in the loop,
+/// string instructions): the loop then traps every iteration.
+fn affine_strides(insns: &[Rc<Insn>], writers: &HashMap<Register, Vec<usize>>) -> Option<Vec<Stride>> {
+    let mut regs: Vec<Register> = Vec::new();
+    for x in insns {
+        if x.string.is_some() {
+            return None;
+        }
+        for m in &x.mem {
+            if m.used.index().is_vector_register() {
+                return None;
+            }
+            regs.push(full_gpr(m.used.base()));
+            regs.push(full_gpr(m.used.index()));
+        }
+        if x.prefetch {
+            regs.push(full_gpr(x.instr.memory_base()));
+            regs.push(full_gpr(x.instr.memory_index()));
+        }
+    }
+    regs.sort_by_key(|r| *r as u32);
+    regs.dedup();
+    let mut out = Vec::new();
+    for r in regs {
+        if r == Register::None || r == Register::RIP || r.is_segment_register() {
+            continue;
+        }
+        reg_value(&unsafe_zero_regs(), r)?;
+        match writers.get(&r) {
+            None => out.push(Stride {
+                reg: r,
+                stride: 0,
+                writer: usize::MAX,
+                width32: false,
+            }),
+            Some(ws) if ws.len() == 1 => {
+                let (stride, width32) = stride_of(&insns[ws[0]].instr, r)?;
+                out.push(Stride {
+                    reg: r,
+                    stride,
+                    writer: ws[0],
+                    width32,
+                });
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
 }
 
 fn unsafe_zero_regs() -> libc::user_regs_struct {
@@ -630,6 +704,8 @@ struct Native {
     ind: Induction,
     entry: u64,
     masks: Vec<Option<u64>>,
+    /// Memory mode: the registers at the loop's entry, to replay its addresses at its exit.
+    regs: Option<Box<libc::user_regs_struct>>,
 }
 
 struct Thread {
@@ -708,6 +784,8 @@ pub struct DriverStats {
     /// stepped through to feed them.
     pub emulated_blocks: u64,
     pub fed_by_steps: u64,
+    /// Memory mode: natively run loops whose addresses were replayed from their entry registers.
+    pub replayed_loops: u64,
 }
 
 /// What one traced thread did: counted work, and how the tracer let it run.
@@ -1430,6 +1508,48 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// Memory mode: the addresses of `trips` iterations of an affine single-block loop, in
+    /// program order, from the registers at its entry (fed in chunks).
+    fn replay_loop(&mut self, pid: Pid, block: &Block, strides: &[Stride], entry: &libc::user_regs_struct, masks: &[Option<u64>], trips: u64) {
+        let tid = self.sink_id(pid);
+        self.stats.replayed_loops += 1;
+        let mut mask_of: Vec<Option<u64>> = vec![None; block.insns.len()];
+        for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
+            mask_of[*idx] = *m;
+        }
+        let mut acc: Vec<Access> = Vec::with_capacity(4096);
+        for t in 0..trips {
+            for (idx, insn) in block.insns.iter().enumerate() {
+                if insn.mem.is_empty() && !insn.prefetch {
+                    continue;
+                }
+                let mut reg = |r: Register, _: usize, _: usize| -> Option<u64> {
+                    match r {
+                        Register::FS => Some(entry.fs_base),
+                        Register::GS => Some(entry.gs_base),
+                        Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                        Register::RIP => Some(insn.next()),
+                        _ => {
+                            let full = full_gpr(r);
+                            let s = strides.iter().find(|s| s.reg == full)?;
+                            let base = reg_value(entry, full)?;
+                            let k = t as i64 + i64::from(s.writer < idx);
+                            let v = base.wrapping_add(s.stride.wrapping_mul(k) as u64);
+                            let v = if s.width32 || r.is_gpr32() { v & 0xffff_ffff } else { v };
+                            Some(v)
+                        }
+                    }
+                };
+                accesses_of(insn, &mut reg, mask_of[idx], true, &mut acc);
+            }
+            if acc.len() >= 4096 {
+                self.feed(tid, &acc);
+                acc.clear();
+            }
+        }
+        self.feed(tid, &acc);
+    }
+
     fn feed(&mut self, tid: usize, accesses: &[Access]) {
         let Some(sink) = self.sink.as_deref_mut() else { return };
         for a in accesses {
@@ -1442,7 +1562,7 @@ impl<'s> Tracer<'s> {
     /// None when one cannot be computed (the caller steps through the block instead).
     fn block_accesses(&mut self, si: usize, block: &Block, masks: &[Option<u64>], regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
         if block.rep {
-            return None;
+            return rep_accesses(block, regs);
         }
         let mut emu = Emu::new(regs, self.spaces[si].mem.clone());
         let mut out = Vec::new();
@@ -1904,8 +2024,11 @@ impl<'s> Tracer<'s> {
         let sp = &mut self.spaces[si];
         // A counted single-block loop on a single thread: run it natively to its exit.
         let memory = self.mode == TraceMode::Memory;
+        // Memory mode runs a loop natively only when its addresses can be replayed.
+        let native_ok = !memory || block.affine.is_some();
+        let replay = memory.then(|| Box::new(regs));
         if let Some(ind) = block.induction
-            && !memory
+            && native_ok
             && sp.threads <= 1
             && !sticky
             && let Some(entry) = reg_value(&regs, ind.reg)
@@ -1920,6 +2043,7 @@ impl<'s> Tracer<'s> {
                     ind,
                     entry,
                     masks,
+                    regs: replay,
                 });
             }
             self.cont(pid, None);
@@ -1928,7 +2052,7 @@ impl<'s> Tracer<'s> {
         // The same with other threads in the space: the loop runs as a displaced copy (its head
         // breakpoint stays in for them), and its exit falls into a trap of the copy.
         if let Some(ind) = block.induction
-            && !memory
+            && native_ok
             && self.spaces[si].threads > 1
             && !sticky
             && let Some(entry) = reg_value(&regs, ind.reg)
@@ -1947,6 +2071,7 @@ impl<'s> Tracer<'s> {
                     ind,
                     entry,
                     masks,
+                    regs: replay,
                 });
             }
             regs.rip = lc.at;
@@ -2217,12 +2342,63 @@ impl<'s> Tracer<'s> {
         let func = block.func.clone();
         self.add(pid, &block.stat, trips, &func);
         self.add(pid, &once, trips, &func);
+        if let Some(entry) = &nat.regs
+            && let Some(strides) = &block.affine
+            && self.sink.is_some()
+        {
+            self.replay_loop(pid, &block, strides, entry, &nat.masks, trips);
+        }
     }
 
     /// Tear down: remove our breakpoints from live tracees and detach (used after errors).
     pub fn ending(&self) -> Option<Ending> {
         self.ending
     }
+}
+
+/// The accesses of a `rep movs`/`rep stos` block from the registers at its entry: exactly rcx
+/// iterations (a signal may interrupt it; it resumes where it was), rsi/rdi advancing by the
+/// element size, backwards when the direction flag is set. None for `repe/repne cmps/scas`
+/// (they stop on a comparison) and for more than 16 M elements.
+fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
+    let insn = block.insns.first()?;
+    let s = insn.string?;
+    let i = &insn.instr;
+    let fixed = matches!(
+        i.mnemonic(),
+        Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq
+    );
+    if !fixed || i.has_repne_prefix() || s.elem == 0 {
+        return None;
+    }
+    // An address-size prefix (67h) makes rcx/rsi/rdi 32-bit: rare, left to stepping.
+    if (0..i.op_count()).any(|o| matches!(i.op_kind(o), OpKind::MemoryESEDI | OpKind::MemorySegESI)) {
+        return None;
+    }
+    let count = regs.rcx;
+    if count > 1 << 24 {
+        return None;
+    }
+    let step = if regs.eflags >> 10 & 1 == 1 { -i64::from(s.elem) } else { i64::from(s.elem) };
+    let mut out = Vec::with_capacity((count as usize) * ((s.loads > 0) as usize + (s.stores > 0) as usize));
+    for k in 0..count as i64 {
+        let d = (k * step) as u64;
+        if s.loads > 0 {
+            out.push(Access {
+                addr: regs.rsi.wrapping_add(d),
+                size: s.elem,
+                kind: AccessKind::Load,
+            });
+        }
+        if s.stores > 0 {
+            out.push(Access {
+                addr: regs.rdi.wrapping_add(d),
+                size: s.elem,
+                kind: AccessKind::Store,
+            });
+        }
+    }
+    Some(out)
 }
 
 /// One memory access of an instruction, for the access sink.
