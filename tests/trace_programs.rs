@@ -295,7 +295,7 @@ fn run_ahead_counts_equal_single_stepping() {
         serde_json::from_str::<Value>(&std::fs::read_to_string(&out).unwrap()).unwrap()
     };
     let fast = run("flops");
-    let slow = run("memory");
+    let slow = run("reference");
     for key in ["core_load_bytes", "core_store_bytes", "nt_store_bytes"] {
         assert_eq!(fast["extra"][key], slow["extra"][key], "{key}");
     }

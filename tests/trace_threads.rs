@@ -134,6 +134,7 @@ fn constructor_threads_fast_path_equals_reference() {
             let env = [("CTOR_WAIT", wait.to_string()), ("CTOR_THREADS", "2".to_string())];
             let reference = trace(dir.path(), "reference", &args, &env);
             let what = format!("{wait} wait, region {marked}, n {n}");
+            clean(&reference, &what);
             assert_eq!(w(&reference), 4 * n, "{what}: reference W");
             for _ in 0..3 {
                 let fast = trace(dir.path(), "flops", &args, &env);

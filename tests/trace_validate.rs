@@ -55,6 +55,9 @@ fn memory_mode_checks_dram_of_streaming_kernels() {
         let dram_a = r["dram_analytic"].as_f64().unwrap();
         let dram_m = r["dram_measured"].as_f64().expect("memory mode measures DRAM");
         assert_eq!(r["ok"], true, "{r:#}");
+        // Memory mode (addresses per block, loops replayed) gave exactly the bytes per level of
+        // single-stepping every instruction on a small instance.
+        assert_eq!(r["memory_matches_stepping"], true, "{r:#}");
         if name != "stencil2d" {
             // 4× the 32 KiB last level, whatever the kernel's arrays.
             let ws = r["n"].as_f64().unwrap() * if name == "dot" || name == "daxpy" { 16.0 } else { 24.0 };

@@ -199,7 +199,15 @@ pub fn validate_one_with(
             {
                 // The fast memory mode against single-stepping, on a small instance (the same
                 // process layout: both trace a fork of this one).
-                let ns = (n / 16).max(64);
+                // Small enough to single-step quickly (at most ~150 k instructions, measured by a
+                // flops-mode trace of the candidate size).
+                let mut ns = (n / 16).max(1);
+                while ns > 1
+                    && let Ok(mut c) = k.instance(ns, v, seed ^ 0x51)
+                    && run_traced(&mut c, TraceMode::Flops, None)?.0.instructions > 150_000
+                {
+                    ns /= 4;
+                }
                 if let Ok(mut small) = k.instance(ns, v, seed ^ 0x51) {
                     let mut levels = Vec::new();
                     for m in [TraceMode::Memory, TraceMode::Reference] {
@@ -411,8 +419,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let h = cachesim::parse_cache_hierarchy(args.cache.as_deref().unwrap_or(DEFAULT_VALIDATE_CACHE))?;
         let llc = h.levels().last().map(|l| l.size_bytes).unwrap_or(0);
         eprintln!(
-            "roofline validate: --trace memory single-steps every instruction into a simulated hierarchy ({}); \
-             streaming kernels at 4× its last level ({}), DRAM Q within {:.0} % of their compulsory traffic",
+            "roofline validate: --trace memory feeds every address into a simulated hierarchy ({}); \
+             streaming kernels at 4× its last level ({}), DRAM Q within {:.0} % of their compulsory traffic; \
+             each kernel also against single-stepping on a small instance",
             h.note(),
             crate::util::fmt_bytes((4 * llc) as f64),
             100.0 * DRAM_TOLERANCE

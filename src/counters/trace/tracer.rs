@@ -1117,9 +1117,9 @@ impl<'s> Tracer<'s> {
 
     /// Counting just ended in space `si`: block breakpoints go, so threads in block mode now
     /// run uncounted (a later start of counting must stop them).
-    fn let_others_go(&mut self, si: usize) {
+    fn let_others_go(&mut self, si: usize, by: Pid) {
         for (p, t) in self.threads.iter_mut() {
-            if t.space != si {
+            if t.space != si || *p == by {
                 continue;
             }
             if t.started && t.run_as == RunAs::Outside && t.step == StepKind::None && !t.stop_requested {
@@ -1899,7 +1899,7 @@ impl<'s> Tracer<'s> {
             // Every thread of the space counts from now on, wherever it stands.
             self.bring_in_others(si, pid);
         } else if was_active && !active {
-            self.let_others_go(si);
+            self.let_others_go(si, pid);
         }
         let sp = &self.spaces[si];
         let stepping = sp.stepping;
