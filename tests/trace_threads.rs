@@ -322,3 +322,63 @@ fn stress_random_threads_sleeps_and_regions_equal_reference() {
         }
     }
 }
+
+#[test]
+fn fork_while_threads_run_kill_mid_loop_and_debug_registers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut exes = HashMap::new();
+    for f in ["fork_threads", "kill_mid_loop", "debugregs"] {
+        let exe = dir.path().join(f);
+        if !cc(&[
+            "-O2",
+            "-pthread",
+            "-o",
+            exe.to_str().unwrap(),
+            fixture(&format!("{f}.c")).to_str().unwrap(),
+        ]) {
+            return;
+        }
+        exes.insert(f, exe.to_str().unwrap().to_string());
+    }
+    let mut s = seed();
+    let (n, m) = (pick(&mut s, 5000, 50000), pick(&mut s, 1000, 5000));
+    for mode in ["flops", "memory"] {
+        // A fork while a worker computes: the child (the forking thread alone) and both threads
+        // of the parent, exactly.
+        let f = trace(dir.path(), mode, &[&exes["fork_threads"], &n.to_string(), &m.to_string()], &[]);
+        clean(&f, "fork");
+        assert_eq!(w(&f), 2 * n + 2 * m, "{mode}: fork while a thread runs");
+        assert_eq!(f["extra"]["trace"]["processes"].as_u64(), Some(2));
+        // exit_group while a worker is mid-loop: the trips it ran are counted at its exit stop
+        // (at least what the main thread saw it publish; 2 flops per trip), and no hang.
+        let out = dir.path().join(format!("k-{mode}.json"));
+        let o = Command::cargo_bin("roofline")
+            .unwrap()
+            .args(["validate", "--trace-command", "--trace", mode, "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exes["kill_mid_loop"])
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let seen: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+        let k: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        clean(&k, "kill");
+        let worker = k["extra"]["per_thread"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["flops"].as_u64().unwrap())
+            .max()
+            .unwrap();
+        assert!(
+            worker >= 2 * seen && worker % 2 == 0,
+            "{mode}: worker W {worker}, it had published {seen} trips"
+        );
+        // A program that sets a hardware breakpoint on its own data (the tracer uses none).
+        let d = trace(dir.path(), mode, &[&exes["debugregs"], &n.to_string()], &[]);
+        clean(&d, "debug registers");
+        assert_eq!(w(&d), 2 * n, "{mode}: debug registers");
+    }
+}

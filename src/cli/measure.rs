@@ -163,7 +163,13 @@ fn trace_command(args: &Args) -> anyhow::Result<(Option<Measurement>, i32)> {
             None => cachesim::CacheHierarchy::from_machine(&crate::machine::detect_static(&Default::default())?)?,
         };
         // The levels' bytes and the simulator's note are in `m` already (trace_command).
-        trace::measure_command_with_sink(&args.command, args.by_function, Box::new(sim), args.trace == trace::TraceMode::Reference)?.0
+        trace::measure_command_with_sink(
+            &args.command,
+            args.by_function,
+            Box::new(sim),
+            args.trace == trace::TraceMode::Reference,
+        )?
+        .0
     } else {
         let opts = trace::TraceOptions {
             mode: args.trace,

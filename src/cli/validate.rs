@@ -218,10 +218,7 @@ pub fn validate_one_with(
                     let same = levels[0] == levels[1];
                     stepped_ok = Some(same);
                     if !same {
-                        stepped_detail = Some(format!(
-                            "memory mode at n={ns}: {:?}, single-stepped: {:?}",
-                            levels[0], levels[1]
-                        ));
+                        stepped_detail = Some(format!("memory mode at n={ns}: {:?}, single-stepped: {:?}", levels[0], levels[1]));
                     }
                 }
             }
@@ -375,7 +372,8 @@ fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
         sink: None,
     };
     let m = if args.trace_mode == TraceMode::Memory {
-        let (m, _sink) = trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()), false)?;
+        let (m, _sink) =
+            trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()), false)?;
         m
     } else {
         trace::measure_command(&args.command, &opts)?

@@ -1510,7 +1510,15 @@ impl<'s> Tracer<'s> {
 
     /// Memory mode: the addresses of `trips` iterations of an affine single-block loop, in
     /// program order, from the registers at its entry (fed in chunks).
-    fn replay_loop(&mut self, pid: Pid, block: &Block, strides: &[Stride], entry: &libc::user_regs_struct, masks: &[Option<u64>], trips: u64) {
+    fn replay_loop(
+        &mut self,
+        pid: Pid,
+        block: &Block,
+        strides: &[Stride],
+        entry: &libc::user_regs_struct,
+        masks: &[Option<u64>],
+        trips: u64,
+    ) {
         let tid = self.sink_id(pid);
         self.stats.replayed_loops += 1;
         let mut mask_of: Vec<Option<u64>> = vec![None; block.insns.len()];
@@ -2366,7 +2374,14 @@ fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Acce
     let i = &insn.instr;
     let fixed = matches!(
         i.mnemonic(),
-        Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq
+        Mnemonic::Movsb
+            | Mnemonic::Movsw
+            | Mnemonic::Movsd
+            | Mnemonic::Movsq
+            | Mnemonic::Stosb
+            | Mnemonic::Stosw
+            | Mnemonic::Stosd
+            | Mnemonic::Stosq
     );
     if !fixed || i.has_repne_prefix() || s.elem == 0 {
         return None;
@@ -2379,7 +2394,11 @@ fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Acce
     if count > 1 << 24 {
         return None;
     }
-    let step = if regs.eflags >> 10 & 1 == 1 { -i64::from(s.elem) } else { i64::from(s.elem) };
+    let step = if regs.eflags >> 10 & 1 == 1 {
+        -i64::from(s.elem)
+    } else {
+        i64::from(s.elem)
+    };
     let mut out = Vec::with_capacity((count as usize) * ((s.loads > 0) as usize + (s.stores > 0) as usize));
     for k in 0..count as i64 {
         let d = (k * step) as u64;
