@@ -126,13 +126,16 @@ fn build(dir: &std::path::Path, src: &str, flags: &[&str]) -> Option<String> {
     ok.then(|| exe.display().to_string())
 }
 
+/// A bench case: its name, the command, and the environment it runs with.
+type Case = (String, Vec<String>, Vec<(&'static str, &'static str)>);
+
 /// Threaded and single-threaded forms of the same work, traced in flops mode.
 fn bench_threads(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("roofline-trace-threads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut g = c.benchmark_group("threads");
     g.sample_size(10);
-    let mut cases: Vec<(String, Vec<String>, Vec<(&str, &str)>)> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
     if let Some(exe) = build(&dir, "blas_once.c", &["-lopenblas"]) {
         for t in ["1", "2"] {
             cases.push((
