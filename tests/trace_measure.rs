@@ -431,3 +431,38 @@ end program
     let core = d["core_bytes"].as_u64().unwrap();
     assert!(core >= 24 * n && core <= 24 * n + 64, "core {core} for n = {n}");
 }
+
+#[test]
+fn json_on_stdout_stays_valid_when_the_command_prints_megabytes() {
+    // The command writes MiBs to its stdout; with --json the document is all that stdout
+    // carries (the command's output goes to stderr), through the traced run and the native
+    // repetitions alike.
+    let dir = tempfile::tempdir().unwrap();
+    let src = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    char *b = malloc(n);
+    memset(b, 'x', n);
+    for (long done = 0; done < n;) { long w = write(1, b + done, n - done); if (w <= 0) return 1; done += w; }
+    return 0;
+}
+"#;
+    let Some(exe) = cc(dir.path(), src, "loud", &[]) else { return };
+    let n = size(2 << 20, 4 << 20, 77);
+    let o = roofline()
+        .args(["measure", "--backend", "trace", "--repeat", "2", "--json", "--"])
+        .arg(&exe)
+        .arg(n.to_string())
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert!(doc["points"].as_array().is_some_and(|p| p.len() == 1), "{doc}");
+    // The three runs' output (one traced, two native) went to stderr.
+    let xs = o.stderr.iter().filter(|b| **b == b'x').count() as u64;
+    assert_eq!(xs, 3 * n, "the command's stdout, on stderr");
+}

@@ -58,8 +58,18 @@ pub struct Args {
     pub cache: Option<String>,
 }
 
+/// With `--json` the document owns stdout: the measured command's stdout (traced runs, native
+/// runs, perf runs: every child inherits it) goes to stderr instead, as hyperfine does with its
+/// export options. Returns the real stdout, to print the document on.
+fn stdout_for_json_only() -> anyhow::Result<std::fs::File> {
+    let saved = nix::unistd::dup(std::io::stdout()).context("dup(stdout)")?;
+    nix::unistd::dup2_stdout(std::io::stderr()).context("dup2(stderr, stdout)")?;
+    Ok(std::fs::File::from(saved))
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.output.check(&["json"])?;
+    let mut json_stdout = if args.output.json { Some(stdout_for_json_only()?) } else { None };
     // Missing, not executable, a directory: said with the path before anything starts.
     crate::counters::trace::sys::resolve_command(&args.command[0])?;
     let pmus = Path::new(SYSFS_PMUS);
@@ -93,8 +103,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some((file, _)) = out {
         file.write(json.as_bytes())?;
     }
-    if args.output.json {
-        println!("{json}");
+    if let Some(f) = json_stdout.as_mut() {
+        writeln!(f, "{json}").context("writing the JSON document")?;
     } else {
         print_table(&report);
     }

@@ -40,7 +40,8 @@ pub enum Command {
     Sweep(sweep::Args),
     /// Empirical roofs: peak GFLOP/s per ISA and bandwidth per memory level.
     Ceilings(ceilings::Args),
-    /// W, Q and T of a command (perf counters or trace).
+    /// W, Q and T of a command (perf counters or trace). With --json the document is all that
+    /// stdout carries: the command's own stdout goes to stderr.
     Measure(measure::Args),
     /// The perf stat line that collects the same counters on a target machine.
     Events(events::Args),

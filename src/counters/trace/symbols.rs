@@ -196,6 +196,28 @@ pub struct Location {
     pub function_start: Option<u64>,
 }
 
+/// A symbol as its author wrote it: Rust's legacy and v0 manglings through `rustc-demangle`
+/// (without the trailing hash), C++'s Itanium mangling through `cpp_demangle`, anything else
+/// (C, assembly) as it is.
+pub fn demangle(sym: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(sym) {
+        // A C++ name with parameters is not a Rust path: legacy Rust symbols end in `E` (after
+        // their hash; a `.llvm.N` suffix may follow), so anything else after it means C++.
+        let base = sym.split('.').next().unwrap_or(sym);
+        let legacy_cpp = sym.starts_with("_ZN") && !base.ends_with('E');
+        if !legacy_cpp {
+            return format!("{d:#}");
+        }
+    }
+    if sym.starts_with("_Z")
+        && let Ok(s) = cpp_demangle::Symbol::new(sym)
+        && let Ok(d) = s.demangle()
+    {
+        return d;
+    }
+    sym.to_string()
+}
+
 impl ProcessSymbols {
     pub fn new(pid: i32) -> ProcessSymbols {
         ProcessSymbols { pid, ..Default::default() }
@@ -254,6 +276,34 @@ impl ProcessSymbols {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod demangle_tests {
+    use super::demangle;
+
+    #[test]
+    fn rust_cpp_and_c_names() {
+        // Rust legacy (hash dropped) and v0 manglings, as rayon's and a closure's symbols look.
+        assert_eq!(
+            demangle("_ZN5rayon4iter8plumbing24bridge_producer_consumer6helper17hec40a1b2c3d4e5f6E"),
+            "rayon::iter::plumbing::bridge_producer_consumer::helper"
+        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+        assert_eq!(
+            demangle("_ZN10rayon_core4join12join_context28_$u7b$$u7b$closure$u7d$$u7d$17hac22aa1c06b3deeeE.llvm.8215011472715315059"),
+            "rayon_core::join::join_context::{{closure}}"
+        );
+        // C++: a function with parameters, a template.
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
+        assert_eq!(
+            demangle("_Z5triadIdEvPT_PKS0_S3_S0_m").split('(').next(),
+            Some("void triad<double>")
+        );
+        // C and assembly names are left alone.
+        assert_eq!(demangle("daxpy_scalar"), "daxpy_scalar");
+        assert_eq!(demangle("_start"), "_start");
     }
 }
 

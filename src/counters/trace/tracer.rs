@@ -276,7 +276,7 @@ impl Space {
                 && ins.get(skip + 1) == Some(&Mnemonic::Mov)
                 && regs.get(skip + 1) == Some(&(Register::RBP, Register::RSP))
         };
-        let name: Rc<str> = Rc::from(format!("{fname} ({})", loc.module));
+        let name: Rc<str> = Rc::from(format!("{} ({})", super::symbols::demangle(&fname), loc.module));
         self.funcs.insert(start, (name.clone(), frame));
         (name, frame)
     }
