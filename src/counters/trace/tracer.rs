@@ -684,6 +684,17 @@ enum Then {
     Feed { start: u64, end: u64 },
 }
 
+impl Then {
+    /// How the thread is stepped once out of the copy.
+    fn step_kind(self) -> StepKind {
+        match self {
+            Then::Arrive => StepKind::Single,
+            Then::Through { start, end } => StepKind::Through { start, end },
+            Then::Feed { start, end } => StepKind::Feed { start, end },
+        }
+    }
+}
+
 /// What a thread's native execution means since it was last resumed without a step: the
 /// tracer's account of every instruction it did not see one by one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1645,12 +1656,7 @@ impl<'s> Tracer<'s> {
                     }
                     _ => {}
                 }
-                let next = match then {
-                    Then::Arrive => StepKind::Single,
-                    Then::Through { start, end } => StepKind::Through { start, end },
-                    Then::Feed { start, end } => StepKind::Feed { start, end },
-                };
-                self.on_step(pid, next, regs);
+                self.on_step(pid, then.step_kind(), regs);
             }
             StepKind::Through { start, end } => {
                 if pc > start && pc < end {
@@ -1731,9 +1737,7 @@ impl<'s> Tracer<'s> {
         }
         let kind = match then {
             None => StepKind::Over { counting },
-            Some(Then::Arrive) => StepKind::Single,
-            Some(Then::Through { start, end }) => StepKind::Through { start, end },
-            Some(Then::Feed { start, end }) => StepKind::Feed { start, end },
+            Some(t) => t.step_kind(),
         };
         self.set_step(pid, kind);
         self.step(pid, None);
@@ -2017,15 +2021,7 @@ impl<'s> Tracer<'s> {
             self.stats.step_throughs += 1;
             let (start, end) = (block.start, block.end);
             self.count_one(pid, si, pc, &regs);
-            let shared = self.spaces[si].threads > 1;
-            if shared && self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed) {
-                self.pass_bp(pid, si, pc, regs, Some(Then::Through { start, end }));
-            } else {
-                // (One thread: the breakpoint stays out until a predecessor puts it back.)
-                self.spaces[si].uninstall(pc);
-                self.set_step(pid, StepKind::Through { start, end });
-                self.step(pid, None);
-            }
+            self.step_block(pid, si, pc, regs, Then::Through { start, end });
             return;
         }
         let masks = self.masks_for(pid, &block);
@@ -2159,14 +2155,7 @@ impl<'s> Tracer<'s> {
                     }
                     let (start, end) = (block.start, block.end);
                     self.step_one(pid, si, pc, &regs, false);
-                    let installed = self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed);
-                    if self.spaces[si].threads > 1 && installed {
-                        self.pass_bp(pid, si, pc, regs, Some(Then::Feed { start, end }));
-                    } else {
-                        self.spaces[si].uninstall(pc);
-                        self.set_step(pid, StepKind::Feed { start, end });
-                        self.step(pid, None);
-                    }
+                    self.step_block(pid, si, pc, regs, Then::Feed { start, end });
                     return;
                 }
             }
@@ -2194,6 +2183,20 @@ impl<'s> Tracer<'s> {
             self.stats.step_overs += 1;
             self.pass_bp(pid, si, pc, regs, None);
         }
+    }
+
+    /// Single-step `pid` through the block at `pc` (its first instruction handled by the caller)
+    /// as `then` says: past an installed breakpoint through its displaced copy when other
+    /// threads share the text; alone, with the breakpoint left out until a predecessor puts it back.
+    fn step_block(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, then: Then) {
+        let installed = self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed);
+        if self.spaces[si].threads > 1 && installed {
+            self.pass_bp(pid, si, pc, regs, Some(then));
+            return;
+        }
+        self.spaces[si].uninstall(pc);
+        self.set_step(pid, then.step_kind());
+        self.step(pid, None);
     }
 
     /// The displaced copy of the single-block loop `block`, made on first use.
