@@ -387,3 +387,26 @@ fn events_line_round_trips_through_import() {
         }
     }
 }
+
+#[test]
+fn symbolic_names_of_another_vendor_are_read_without_platform() {
+    // No --platform: a file of one vendor's symbolic names is read as that vendor's family
+    // whatever this machine is (said on stderr), with the W and DRAM Q that naming the right
+    // platform gives. (On a machine of the file's own vendor, this machine's table reads it.)
+    for (file, platform) in [("icx_symbolic.csv", "icx"), ("zen4_umc.csv", "zen4")] {
+        let named = import(file, platform, &["--seconds", "2"]);
+        let out = roofline()
+            .args(["import", "perf-stat"])
+            .arg(fixture(file))
+            .args(["--json", "--seconds", "2"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let p = &v["points"][0];
+        assert_eq!(p["flops"]["by_class"], named["flops"]["by_class"], "{file}");
+        assert!(close(&p["bytes"]["dram"], named["bytes"]["dram"].as_f64().unwrap()), "{file}: {p}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--platform"), "{file}: says how to choose: {err}");
+    }
+}

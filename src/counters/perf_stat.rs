@@ -346,6 +346,40 @@ fn borrow(name: &str, platform: &Platform, row_pmu: Option<&str>) -> Resolved {
     Resolved::Unknown
 }
 
+/// The platform a file of named events was most likely measured on, when no `--platform` was
+/// given and this machine's table knows fewer of its events than another table does (e.g.
+/// `fp_arith_inst_retired.*` and `uncore_imc_*/cas_count_*/` read on an AMD machine, or
+/// `amd_umc_N/…/` rows, which exist from Zen 4 on, read on a Zen 3): the embedded platform that
+/// resolves the most distinct events (ties: the first in table order), and how many it knows.
+/// None when this machine's table does as well, or the file holds only raw `rUUEE` codes
+/// (they name no family: `--platform` is then needed).
+pub fn infer_platform(text: &str, origin: &str, this: &Platform) -> Option<(Platform, usize, usize)> {
+    let parsed = parse(text, origin).ok()?;
+    let mut events: Vec<&str> = parsed.rows.iter().map(|r| r.event.as_str()).collect();
+    events.sort_unstable();
+    events.dedup();
+    let symbolic: Vec<&str> = events
+        .into_iter()
+        .filter(|e| {
+            let plain = e.trim().trim_end_matches(":u").trim_end_matches(":k");
+            !(plain.starts_with('r') && plain.len() > 1 && plain[1..].chars().all(|c| c.is_ascii_hexdigit()))
+        })
+        .collect();
+    if symbolic.is_empty() {
+        return None;
+    }
+    let known = |p: &Platform| symbolic.iter().filter(|e| matches!(resolve(e, p), Resolved::Event(_))).count();
+    let here = known(this);
+    let best = Platform::embedded()
+        .into_iter()
+        .map(|p| (known(&p), p))
+        .fold(None, |acc: Option<(usize, Platform)>, (k, p)| match acc {
+            Some((bk, bp)) if bk >= k => Some((bk, bp)),
+            _ => Some((k, p)),
+        })?;
+    (best.0 > here).then(|| (best.1, best.0, symbolic.len()))
+}
+
 /// Per resolved event: (spec, summed value, value is bytes, lowest running fraction).
 type Sums = BTreeMap<String, (EventSpec, f64, bool, Option<f64>)>;
 
