@@ -377,7 +377,7 @@ pub fn infer_platform(text: &str, origin: &str, this: &Platform) -> Option<(Plat
             Some((bk, bp)) if bk >= k => Some((bk, bp)),
             _ => Some((k, p)),
         })?;
-    (best.0 > here).then(|| (best.1, best.0, symbolic.len()))
+    (best.0 > here).then_some((best.1, best.0, symbolic.len()))
 }
 
 /// Per resolved event: (spec, summed value, value is bytes, lowest running fraction).
