@@ -154,6 +154,19 @@ impl OutputFile {
 }
 
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    // A device or a FIFO (`-o /dev/null`, `-o /dev/stdout`, a named pipe) is written in place:
+    // renaming a temporary file over it would replace /dev/null with a regular file for every
+    // program on the machine.
+    if let Ok(m) = std::fs::metadata(path)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(data))
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e));
+    }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -176,6 +189,20 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn devices_are_written_in_place_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        write_atomic(Path::new("/dev/null"), b"discarded").unwrap();
+        let m = std::fs::metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device(), "/dev/null must stay a device");
+        // A regular file is still replaced whole.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("r.json");
+        std::fs::write(&f, "old and longer").unwrap();
+        write_atomic(&f, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
+    }
 
     #[test]
     fn threads_lists() {
