@@ -12,6 +12,7 @@
 
 use iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use super::sys::Memory;
@@ -70,14 +71,46 @@ fn sext(v: u64, bytes: u32) -> u64 {
     }
 }
 
+/// Words of memory a path may store before the emulator stops tracking memory (a long loop
+/// writing an array): loads then become unknown, which ends a path only where a branch or an
+/// address depends on one.
+const MAX_OVERLAY_WORDS: usize = 1 << 18;
+
+/// Eight bytes of the path's view of memory: `present` bytes were stored by the path or read
+/// from the tracee, `known` ones have a value (a vector store's bytes are present, unknown).
+#[derive(Debug, Clone, Copy, Default)]
+struct Word {
+    val: u64,
+    present: u8,
+    known: u8,
+}
+
+/// A multiplicative hash of a word index (the default SipHash dominated long paths).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(*b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x.wrapping_mul(0x51_7c_c1_b7_27_22_0a_95).rotate_left(26);
+    }
+}
+
 /// The emulated state of one thread along a path.
 pub struct Emu {
     regs: [Option<u64>; 16],
     flags: Flags,
     fs: u64,
     gs: u64,
-    /// Bytes the path stored (None: stored, value unknown) or read from the tracee.
-    overlay: HashMap<u64, Option<u8>>,
+    /// Memory the path stored or read from the tracee, by 8-byte word (`address >> 3`).
+    overlay: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
     /// A store went to an unknown address: no memory value is known any more.
     poisoned: bool,
     mem: Rc<Memory>,
@@ -102,7 +135,7 @@ impl Emu {
             },
             fs: regs.fs_base,
             gs: regs.gs_base,
-            overlay: HashMap::new(),
+            overlay: HashMap::with_capacity_and_hasher(256, Default::default()),
             poisoned: false,
             mem,
         }
@@ -111,6 +144,12 @@ impl Emu {
     /// Value of a general register now (None: unknown), zero-extended from its width.
     pub fn reg(&self, r: Register) -> Option<u64> {
         self.get(r)
+    }
+
+    /// The sixteen general registers in `user_regs_struct` order of `Emu::new` (rax, rcx, rdx,
+    /// rbx, rsp, rbp, rsi, rdi, r8..r15), each None where unknown.
+    pub fn gprs(&self) -> [Option<u64>; 16] {
+        self.regs
     }
 
     /// Value of a register operand (any GPR width but the high bytes), zero-extended.
@@ -142,48 +181,87 @@ impl Emu {
         self.flags = Flags::default();
     }
 
+    /// One byte of memory as the path sees it: stored by the path (None: value unknown), or
+    /// the tracee's, read a 64-byte line at a time (one syscall for the stack slots and array
+    /// elements a path reads near each other). None when unreadable or unknown.
+    fn byte(&mut self, a: u64) -> Option<u8> {
+        let bit = 1u8 << (a & 7);
+        if let Some(w) = self.overlay.get(&(a >> 3))
+            && w.present & bit != 0
+        {
+            return (w.known & bit != 0).then(|| (w.val >> (8 * (a & 7))) as u8);
+        }
+        let line = a & !63;
+        let mut buf = [0u8; 64];
+        let n = self.mem.read(line, &mut buf);
+        if n <= (a - line) as usize {
+            return None;
+        }
+        // Fill what the path has not stored itself.
+        for (k, chunk) in buf[..n].chunks(8).enumerate() {
+            let w = self.overlay.entry((line >> 3) + k as u64).or_default();
+            for (j, x) in chunk.iter().enumerate() {
+                let b = 1u8 << j;
+                if w.present & b == 0 {
+                    w.present |= b;
+                    w.known |= b;
+                    w.val = (w.val & !(0xff << (8 * j))) | (u64::from(*x) << (8 * j));
+                }
+            }
+        }
+        self.byte(a)
+    }
+
     fn read_mem(&mut self, addr: u64, bytes: u32) -> Option<u64> {
         if self.poisoned || bytes == 0 || bytes > 8 {
             return None;
         }
-        let mut v = 0u64;
-        for k in 0..bytes as u64 {
-            let a = addr.wrapping_add(k);
-            let b = match self.overlay.get(&a) {
-                Some(b) => (*b)?,
-                None => {
-                    // Read the 64-byte line holding it in one go (one syscall for the stack
-                    // slots and array elements a path reads near each other) and remember it;
-                    // what the path stored itself stays as stored.
-                    let line = a & !63;
-                    let mut buf = [0u8; 64];
-                    let n = self.mem.read(line, &mut buf);
-                    if n <= (a - line) as usize {
-                        return None;
-                    }
-                    for (j, x) in buf[..n].iter().enumerate() {
-                        self.overlay.entry(line + j as u64).or_insert(Some(*x));
-                    }
-                    self.overlay[&a]?
+        // The common case: an aligned-enough value inside one word already known.
+        let off = addr & 7;
+        if off + u64::from(bytes) <= 8
+            && let Some(w) = self.overlay.get(&(addr >> 3))
+        {
+            let bits = (((1u16 << bytes) - 1) << off) as u8;
+            if w.present & bits == bits {
+                if w.known & bits != bits {
+                    return None;
                 }
-            };
-            v |= u64::from(b) << (8 * k);
+                return Some((w.val >> (8 * off)) & mask(bytes));
+            }
+        }
+        let mut v = 0u64;
+        for k in 0..u64::from(bytes) {
+            v |= u64::from(self.byte(addr.wrapping_add(k))?) << (8 * k);
         }
         Some(v)
     }
 
     fn write_mem(&mut self, addr: Option<u64>, bytes: u32, v: Option<u64>) {
+        if self.poisoned {
+            // Nothing will be read from memory any more: what is stored does not matter.
+            return;
+        }
         let Some(a) = addr else {
             self.poisoned = true;
             return;
         };
-        if bytes == 0 || bytes > 64 {
+        if bytes == 0 || bytes > 64 || self.overlay.len() > MAX_OVERLAY_WORDS {
             self.poisoned = true;
             return;
         }
-        for k in 0..bytes as u64 {
-            let b = if k < 8 { v.map(|v| (v >> (8 * k)) as u8) } else { None };
-            self.overlay.insert(a.wrapping_add(k), b);
+        for k in 0..u64::from(bytes) {
+            let at = a.wrapping_add(k);
+            let bit = 1u8 << (at & 7);
+            let w = self.overlay.entry(at >> 3).or_default();
+            w.present |= bit;
+            match v.filter(|_| k < 8) {
+                Some(v) => {
+                    w.known |= bit;
+                    let sh = 8 * (at & 7);
+                    w.val = (w.val & !(0xff << sh)) | (((v >> (8 * k)) & 0xff) << sh);
+                }
+                None => w.known &= !bit,
+            }
         }
     }
 

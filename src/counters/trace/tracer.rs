@@ -634,9 +634,20 @@ fn unsafe_zero_regs() -> libc::user_regs_struct {
     unsafe { std::mem::zeroed() }
 }
 
-/// A run-ahead path: the trapped block as it is now, the blocks run after it (counted at the
-/// trap), and the addresses control can leave the path to.
-type RunAhead = (Rc<Block>, Vec<Rc<Block>>, Vec<u64>);
+/// A run-ahead path (see `Tracer::run_ahead`).
+struct RunAhead {
+    /// The trapped block as it is now.
+    first: Rc<Block>,
+    /// The blocks run after it, in order, with repeats: counted at the trap.
+    members: Vec<Rc<Block>>,
+    /// The addresses control leaves the path to (the exit, and the successors the path does
+    /// not take that are not on it): their breakpoints go in.
+    keep: Vec<u64>,
+    /// Memory mode: the addresses of `first` and the members in program order.
+    accesses: Option<Vec<Access>>,
+    /// The general registers the emulator expects at the exit trap (None: not checked).
+    exit_regs: Option<[Option<u64>; 16]>,
+}
 
 /// What the next SIGTRAP of a thread means.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -733,6 +744,9 @@ struct Thread {
     index: usize,
     /// After a run-ahead path: the only addresses the next trap may be at.
     expect: Option<Vec<u64>>,
+    /// After a run-ahead path: the general registers the emulator computed for its exit
+    /// (`Emu::gprs` order, None where unknown), checked at the next trap.
+    expect_regs: Option<Box<[Option<u64>; 16]>>,
 }
 
 impl Thread {
@@ -748,6 +762,7 @@ impl Thread {
             run_as: RunAs::Outside,
             index: 0,
             expect: None,
+            expect_regs: None,
         }
     }
 }
@@ -774,8 +789,11 @@ pub struct DriverStats {
     pub step_throughs: u64,
     /// Blocks counted ahead of execution by the run-ahead emulator (no trap of their own).
     pub run_ahead_blocks: u64,
-    /// Traps that were not among the exits a run-ahead path predicted (must stay 0).
+    /// Traps that were not among the exits a run-ahead path predicted, or whose registers
+    /// differ from those the emulator computed for the exit (must stay 0).
     pub mispredicts: u64,
+    /// Of those, exits reached with registers other than the emulator's.
+    pub exit_state_mismatches: u64,
     pub processes: u64,
     pub threads: u64,
     /// Breakpoints passed through a displaced copy (several threads in one address space).
@@ -838,6 +856,8 @@ pub struct Tracer<'s> {
     /// Test instrument (`ROOFLINE_TRACE_FAULT=no-join`): threads are not stopped to join
     /// counting, so the tests can see the gap check report what that loses.
     fault_no_join: bool,
+    /// `ROOFLINE_TRACE_DEBUG`: the driver says on stderr where it steps over and mispredicts.
+    debug: bool,
 }
 
 fn opts() -> Options {
@@ -873,6 +893,7 @@ impl<'s> Tracer<'s> {
             free_sink_ids: std::collections::BTreeSet::new(),
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
+            debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
         }
     }
 
@@ -1369,11 +1390,23 @@ impl<'s> Tracer<'s> {
             let sp = &self.spaces[si];
             // Ours: installed now, or removed (counting ended) after this thread hit it.
             if sp.bps.get(&at).is_some_and(|b| b.installed || (b.has_orig && b.orig != INT3)) {
-                if let Some(th) = self.threads.get_mut(&pid)
-                    && let Some(exp) = th.expect.take()
-                    && !exp.contains(&at)
-                {
-                    self.stats.mispredicts += 1;
+                if let Some(th) = self.threads.get_mut(&pid) {
+                    let exp = th.expect.take();
+                    let exp_regs = th.expect_regs.take();
+                    if let Some(e) = exp.as_ref().filter(|e| !e.contains(&at)) {
+                        if self.debug {
+                            eprintln!("mispredict: trap at {at:#x}, expected {e:x?}");
+                        }
+                        self.stats.mispredicts += 1;
+                    } else if let Some(er) = exp_regs
+                        && !regs_agree(&er, &regs)
+                    {
+                        if self.debug {
+                            eprintln!("exit state: trap at {at:#x}, expected {er:x?}, regs {regs:x?}");
+                        }
+                        self.stats.mispredicts += 1;
+                        self.stats.exit_state_mismatches += 1;
+                    }
                 }
                 regs.rip = at;
                 let _ = ptrace::setregs(pid, regs);
@@ -1391,6 +1424,7 @@ impl<'s> Tracer<'s> {
     fn deliver(&mut self, pid: Pid, sig: Signal, regs: libc::user_regs_struct) {
         if let Some(t) = self.threads.get_mut(&pid) {
             t.expect = None;
+            t.expect_regs = None;
         }
         let Some(th) = self.threads.get(&pid) else { return };
         let si = th.space;
@@ -1596,22 +1630,8 @@ impl<'s> Tracer<'s> {
                 }
                 _ => None,
             };
-            if !insn.mem.is_empty() || insn.string.is_some() || insn.prefetch {
-                let mut reg = |r: Register, _elem: usize, _esize: usize| -> Option<u64> {
-                    if r.is_vector_register() {
-                        return None;
-                    }
-                    match r {
-                        Register::FS => Some(regs.fs_base),
-                        Register::GS => Some(regs.gs_base),
-                        Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
-                        Register::RIP => Some(insn.next()),
-                        _ => emu.reg(r),
-                    }
-                };
-                if !accesses_of(insn, &mut reg, mask, false, &mut out) {
-                    return None;
-                }
+            if !emulated_accesses_masked(&emu, insn, mask, regs, &mut out) {
+                return None;
             }
             if idx + 1 < block.insns.len() {
                 emu.step(&insn.instr, &mut self.factory);
@@ -2086,36 +2106,48 @@ impl<'s> Tracer<'s> {
         let mut masks = masks;
         // Run ahead: the blocks this thread will certainly run next (static single successors,
         // and branches, returns and indirect jumps whose outcome the emulator computes from the
-        // registers and memory now) are counted at this trap, their breakpoints left out, so
-        // only the path's possible exits trap.
+        // registers and memory now, through as many loop iterations as it can decide) are
+        // counted at this trap, their breakpoints left out, so only the path's exits trap. In
+        // memory mode the emulator also gives every address on the path.
+        let feed = memory && self.sink.is_some();
+        let mut path_accesses: Option<Vec<Access>> = None;
         if !block.rep
-            && !memory
+            && (!memory || (feed && block.masked.is_empty()))
             && !sticky
             && self.spaces[si].threads <= 1
-            && let Some((first, members, keep)) = self.run_ahead(si, pc, &regs)
+            && let Some(ra) = self.run_ahead(si, pc, &regs, feed)
         {
             let sp = &mut self.spaces[si];
-            for &t in &keep {
+            for &t in &ra.keep {
                 sp.install(t);
             }
-            for b in &members {
-                sp.uninstall(b.start);
+            // Each member counted once per occurrence on the path.
+            let mut times: HashMap<u64, (Rc<Block>, u64)> = HashMap::new();
+            for b in &ra.members {
+                times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
             }
-            for b in &members {
-                self.add(pid, &b.stat, 1, &b.func);
+            for (start, _) in times.values() {
+                sp.uninstall(start.start);
             }
-            if !members.is_empty() {
-                self.stats.run_ahead_blocks += members.len() as u64;
+            for (b, n) in times.values() {
+                self.add(pid, &b.stat, *n, &b.func);
             }
+            self.stats.run_ahead_blocks += ra.members.len() as u64;
+            let first = ra.first;
             if !Rc::ptr_eq(&first, &block) {
                 block = first;
                 masks = self.masks_for(pid, &block);
             }
+            if feed {
+                self.stats.emulated_blocks += ra.members.len() as u64;
+                path_accesses = ra.accesses;
+            }
             // The path's exits replace the block's own successors (those not taken are
             // still installed: harmless).
-            targets = keep;
+            targets = ra.keep;
             if let Some(t) = self.threads.get_mut(&pid) {
                 t.expect = Some(targets.clone());
+                t.expect_regs = ra.exit_regs.map(Box::new);
             }
         }
         if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
@@ -2130,13 +2162,18 @@ impl<'s> Tracer<'s> {
             }
             if let Some(t) = self.threads.get_mut(&pid) {
                 t.expect = None;
+                t.expect_regs = None;
             }
         }
         let once = dynamic_tally(&block, &masks);
         let func = block.func.clone();
         self.add(pid, &block.stat, 1, &func);
         self.add(pid, &once, 1, &func);
-        if memory && self.sink.is_some() {
+        if let Some(acc) = path_accesses {
+            let tid = self.sink_id(pid);
+            self.feed(tid, &acc);
+            self.stats.emulated_blocks += 1;
+        } else if feed {
             match self.block_accesses(si, &block, &masks, &regs) {
                 Some(acc) => {
                     let tid = self.sink_id(pid);
@@ -2181,6 +2218,9 @@ impl<'s> Tracer<'s> {
             self.cont(pid, None);
         } else {
             self.stats.step_overs += 1;
+            if self.debug {
+                eprintln!("step-over at {pc:#x} ({}) targets {targets:x?}", block.func);
+            }
             self.pass_bp(pid, si, pc, regs, None);
         }
     }
@@ -2239,19 +2279,44 @@ impl<'s> Tracer<'s> {
     }
 
     /// The path from the block at `pc` (trapped, registers `regs`): the block as it is now, the
-    /// blocks after it the thread will certainly run (each counted once, none repeated), and
-    /// every address control can leave the path to (its breakpoints must be installed). None
-    /// when the blocks keep being split by new block starts.
-    fn run_ahead(&mut self, si: usize, pc: u64, regs: &libc::user_regs_struct) -> Option<RunAhead> {
-        const MAX_PATH: usize = 48;
-        for _round in 0..4 {
+    /// blocks after it the thread will certainly run, in order and with repeats (a loop whose
+    /// branches the emulator decides runs all its iterations here), and the addresses control
+    /// leaves the path to (their breakpoints must be installed). With `want_accesses` (memory
+    /// mode) also the addresses of every instruction on the path, in program order; the path
+    /// ends before a block whose addresses the emulator cannot compute. None when the blocks
+    /// keep being split by new block starts, or when the first block's addresses are unknown.
+    ///
+    /// Exactness: a path member's breakpoint is left out, so the thread runs the path without
+    /// trapping; nothing on the path may be an exit (a member whose start is an exit would trap
+    /// mid-path), so a path whose exit is one of its own members is cut before that member's
+    /// first occurrence. Successors the path does not take are installed too (a safety net:
+    /// the emulator decided they are not taken), and the registers the emulator expects at the
+    /// exit are checked when the thread traps there (`Thread::expect_regs`).
+    fn run_ahead(&mut self, si: usize, pc: u64, regs: &libc::user_regs_struct, want_accesses: bool) -> Option<RunAhead> {
+        // A path is emulated in one go; long loops come back for more at their next trap.
+        const MAX_PATH_INSNS: u64 = 1 << 20;
+        // Registers at the start of the last few path blocks (to know the state at an earlier exit).
+        const SNAPSHOTS: usize = 8;
+        // Iterations of a counted loop emulated before it is left to run natively instead.
+        const NATIVE_AFTER: u64 = 64;
+        let mut limit = usize::MAX;
+        for _round in 0..8 {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
             let mut emu = Emu::new(regs, sp.mem.clone());
             let first = sp.block_at(pc, f);
-            let mut path: Vec<Rc<Block>> = vec![first];
+            let mut seq: Vec<Rc<Block>> = vec![first];
             // The next address after each path block, where known.
             let mut nexts: Vec<Option<u64>> = Vec::new();
+            let mut accesses: Vec<Access> = Vec::new();
+            // `accesses.len()` after each path block.
+            let mut acc_ends: Vec<usize> = Vec::new();
+            let mut snapshots: std::collections::VecDeque<[Option<u64>; 16]> = std::collections::VecDeque::new();
+            let mut exit_regs: Option<[Option<u64>; 16]> = None;
+            let mut insns = 0u64;
+            // Consecutive executions of the last block (a single-block loop's iterations).
+            let mut repeats = 1u64;
+            let mut cut = false;
             let mut new_marks = false;
             let mut mark = |sp: &mut Space, a: u64| {
                 let was = sp.bps.get(&a).is_some_and(|b| b.block);
@@ -2259,17 +2324,46 @@ impl<'s> Tracer<'s> {
                 new_marks |= !was;
             };
             loop {
-                let b = path.last().cloned()?;
+                let b = seq.last().cloned()?;
+                if snapshots.len() == SNAPSHOTS {
+                    snapshots.pop_front();
+                }
+                snapshots.push_back(emu.gprs());
                 let Some((last, body)) = b.insns.split_last() else { break };
+                let mut known = true;
                 for insn in body {
+                    if want_accesses && !emulated_accesses(&emu, insn, regs, &mut accesses) {
+                        known = false;
+                        break;
+                    }
                     emu.step(&insn.instr, f);
                 }
+                if known && want_accesses && !emulated_accesses(&emu, last, regs, &mut accesses) {
+                    known = false;
+                }
+                if !known {
+                    // The path ends before this block (it traps and is fed another way).
+                    if seq.len() == 1 {
+                        return None;
+                    }
+                    seq.pop();
+                    accesses.truncate(acc_ends.last().copied().unwrap_or(0));
+                    exit_regs = snapshots.pop_back();
+                    break;
+                }
+                acc_ends.push(accesses.len());
+                insns += b.insns.len() as u64;
                 let next = match last.flow {
                     Flow::Next => {
                         emu.step(&last.instr, f);
                         Some(b.end)
                     }
-                    Flow::Stop => None,
+                    Flow::Stop => {
+                        // (A syscall: the registers after it are the kernel's; the emulator
+                        // forgets them all.)
+                        emu.step(&last.instr, f);
+                        None
+                    }
                     Flow::Jump(t) => Some(t),
                     Flow::Call(t) => {
                         emu.step(&last.instr, f);
@@ -2285,51 +2379,83 @@ impl<'s> Tracer<'s> {
                     mark(sp, n);
                 }
                 nexts.push(next);
+                exit_regs = Some(emu.gprs());
                 let Some(n) = next else { break };
-                if path.len() >= MAX_PATH || n == pc || path.iter().any(|x| x.start == n) || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                if seq.len() >= limit || insns >= MAX_PATH_INSNS || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
                     break;
                 }
                 let nb = sp.block_at(n, f);
-                if nb.rep || nb.needs_step || !nb.masked.is_empty() || nb.induction.is_some() {
+                if nb.rep || nb.needs_step || !nb.masked.is_empty() {
                     break;
                 }
-                path.push(nb);
+                // A counted loop is emulated while short; one that can run natively (every
+                // counted loop in flops mode, affine ones in memory mode) and goes on past
+                // `NATIVE_AFTER` iterations is cut out of the path, to run natively from its trap.
+                if Rc::ptr_eq(&nb, &b) {
+                    repeats += 1;
+                    if nb.induction.is_some() && (!want_accesses || nb.affine.is_some()) && repeats >= NATIVE_AFTER {
+                        let run_start = seq.len() - repeats as usize;
+                        if run_start > 0 {
+                            limit = run_start;
+                            cut = true;
+                        }
+                        break;
+                    }
+                } else {
+                    repeats = 1;
+                }
+                seq.push(nb);
             }
-            if new_marks {
+            if new_marks || cut {
                 continue;
             }
             // A member whose exit is dynamic and unknown cannot end the path: nothing would trap after it.
-            while path.len() > 1 && nexts[path.len() - 1].is_none() && path.last().is_some_and(|b| b.exit != Exit::Static) {
-                path.pop();
+            while seq.len() > 1 && nexts[seq.len() - 1].is_none() && seq.last().is_some_and(|b| b.exit != Exit::Static) {
+                seq.pop();
+                exit_regs = snapshots.pop_back();
             }
-            let keep = loop {
-                let mut keep: Vec<u64> = Vec::new();
-                for (k, b) in path.iter().enumerate() {
-                    let following = path.get(k + 1).map(|x| x.start);
-                    let call_followed = matches!(b.insns.last().map(|l| l.flow), Some(Flow::Call(t)) if Some(t) == following);
-                    if !call_followed {
-                        // (A followed call's fall-through is reached only by a return, which
-                        // traps or is itself on the path.)
-                        keep.extend(b.succ.iter().copied().filter(|s| Some(*s) != following));
-                    }
-                    if following.is_none()
-                        && let Some(n) = nexts[k]
-                        && !keep.contains(&n)
-                    {
-                        keep.push(n);
-                    }
-                }
-                match path.iter().skip(1).position(|b| keep.contains(&b.start)) {
-                    Some(i) => path.truncate(i + 1),
-                    None => break keep,
-                }
+            nexts.truncate(seq.len());
+            accesses.truncate(acc_ends.get(seq.len() - 1).copied().unwrap_or(0));
+            let members: HashSet<u64> = seq[1..].iter().map(|b| b.start).collect();
+            let last = seq.len() - 1;
+            let exits: Vec<u64> = match nexts[last] {
+                Some(n) => vec![n],
+                None => seq[last].succ.clone(),
             };
-            let first = path.remove(0);
-            if path.is_empty() && first.exit != Exit::Static && nexts.first().copied().flatten().is_none() {
+            // An exit that is also a member: cut the path before the member's first occurrence
+            // (where its start becomes the exit) and emulate again.
+            if let Some(cut) = seq.iter().skip(1).position(|b| exits.contains(&b.start)) {
+                limit = cut + 1;
+                continue;
+            }
+            let mut keep = exits;
+            for (k, b) in seq.iter().enumerate() {
+                let following = seq.get(k + 1).map(|x| x.start);
+                // (A followed call's fall-through is reached only by a return, which traps or
+                // is itself on the path.)
+                if matches!(b.insns.last().map(|l| l.flow), Some(Flow::Call(t)) if Some(t) == following) {
+                    continue;
+                }
+                for &s in &b.succ {
+                    // (Not the trapped block itself: its breakpoint would have to stay in and
+                    // be stepped over, two stops where one does; a predecessor reinstalls it.)
+                    if Some(s) != following && s != pc && !members.contains(&s) && !keep.contains(&s) {
+                        keep.push(s);
+                    }
+                }
+            }
+            let first = seq.remove(0);
+            if seq.is_empty() && first.exit != Exit::Static && nexts[0].is_none() {
                 // The first block's dynamic target was read at entry already.
                 return None;
             }
-            return Some((first, path, keep));
+            return Some(RunAhead {
+                first,
+                members: seq,
+                keep,
+                accesses: want_accesses.then_some(accesses),
+                exit_regs,
+            });
         }
         None
     }
@@ -2371,6 +2497,40 @@ impl<'s> Tracer<'s> {
 /// iterations (a signal may interrupt it; it resumes where it was), rsi/rdi advancing by the
 /// element size, backwards when the direction flag is set. None for `repe/repne cmps/scas`
 /// (they stop on a comparison) and for more than 16 M elements.
+/// Whether the registers at a trap agree with every register the emulator knew for it.
+fn regs_agree(expected: &[Option<u64>; 16], regs: &libc::user_regs_struct) -> bool {
+    let actual = [
+        regs.rax, regs.rcx, regs.rdx, regs.rbx, regs.rsp, regs.rbp, regs.rsi, regs.rdi, regs.r8, regs.r9, regs.r10, regs.r11, regs.r12,
+        regs.r13, regs.r14, regs.r15,
+    ];
+    expected.iter().zip(actual).all(|(e, a)| e.is_none_or(|e| e == a))
+}
+
+/// The accesses of `insn` with the addresses from the emulator's registers before it executes
+/// (segment bases from the trap's registers); false when one cannot be computed.
+fn emulated_accesses(emu: &Emu, insn: &Insn, trap: &libc::user_regs_struct, out: &mut Vec<Access>) -> bool {
+    emulated_accesses_masked(emu, insn, None, trap, out)
+}
+
+fn emulated_accesses_masked(emu: &Emu, insn: &Insn, mask: Option<u64>, trap: &libc::user_regs_struct, out: &mut Vec<Access>) -> bool {
+    if insn.mem.is_empty() && insn.string.is_none() && !insn.prefetch {
+        return true;
+    }
+    let mut reg = |r: Register, _elem: usize, _esize: usize| -> Option<u64> {
+        if r.is_vector_register() {
+            return None;
+        }
+        match r {
+            Register::FS => Some(trap.fs_base),
+            Register::GS => Some(trap.gs_base),
+            Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+            Register::RIP => Some(insn.next()),
+            _ => emu.reg(r),
+        }
+    };
+    accesses_of(insn, &mut reg, mask, false, out)
+}
+
 fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
     let insn = block.insns.first()?;
     let s = insn.string?;
