@@ -113,6 +113,9 @@ pub struct Emu {
     overlay: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
     /// A store went to an unknown address: no memory value is known any more.
     poisoned: bool,
+    /// The last instruction not modelled (its results became unknown): what a path that ends
+    /// on an unknown branch most likely ends on (`ROOFLINE_TRACE_DEBUG`).
+    pub last_generic: Option<(u64, Mnemonic)>,
     mem: Rc<Memory>,
 }
 
@@ -137,6 +140,7 @@ impl Emu {
             gs: regs.gs_base,
             overlay: HashMap::with_capacity_and_hasher(256, Default::default()),
             poisoned: false,
+            last_generic: None,
             mem,
         }
     }
@@ -182,7 +186,7 @@ impl Emu {
     }
 
     /// One byte of memory as the path sees it: stored by the path (None: value unknown), or
-    /// the tracee's, read a 64-byte line at a time (one syscall for the stack slots and array
+    /// the tracee's, read 256 bytes at a time (one syscall for the stack slots and array
     /// elements a path reads near each other). None when unreadable or unknown.
     fn byte(&mut self, a: u64) -> Option<u8> {
         let bit = 1u8 << (a & 7);
@@ -191,8 +195,10 @@ impl Emu {
         {
             return (w.known & bit != 0).then(|| (w.val >> (8 * (a & 7))) as u8);
         }
-        let line = a & !63;
-        let mut buf = [0u8; 64];
+        // Four lines at once: the stack slots a path reads (saved registers, return addresses,
+        // spilled locals) usually span several.
+        let line = a & !255;
+        let mut buf = [0u8; 256];
         let n = self.mem.read(line, &mut buf);
         if n <= (a - line) as usize {
             return None;
@@ -595,6 +601,7 @@ impl Emu {
 
     /// Any other instruction: what it writes becomes unknown.
     fn generic(&mut self, i: &Instruction, factory: &mut InstructionInfoFactory) {
+        self.last_generic = Some((i.ip(), i.mnemonic()));
         if i.rflags_modified() != 0 {
             self.unknown_flags();
         }

@@ -44,7 +44,12 @@ struct Bp {
     orig: u8,
     /// `orig` has been read from the tracee.
     has_orig: bool,
+    /// Wanted in: the tracer's view, changed freely while the tracee is stopped.
     installed: bool,
+    /// In the tracee's memory now: `Space::flush` makes it `installed` before any thread of the
+    /// space runs (an install undone within one stop, as a run-ahead path's followed successor
+    /// is, never costs a write).
+    armed: bool,
     block: bool,
     entry: bool,
     begin: bool,
@@ -125,6 +130,8 @@ struct Space {
     markers_known: bool,
     /// Scratch areas for displaced execution (threads pass breakpoints without removing them).
     xol: Xol,
+    /// Breakpoints whose wanted state changed since the last `flush`.
+    dirty: Vec<u64>,
 }
 
 impl Space {
@@ -146,6 +153,7 @@ impl Space {
             stepping: false,
             markers_known: false,
             xol: Xol::default(),
+            dirty: Vec::new(),
         }
     }
 
@@ -162,6 +170,9 @@ impl Space {
         s.depth = self.depth;
         s.markers_known = self.markers_known;
         s.xol = self.xol.clone();
+        // The child's memory holds what was armed at the fork; what changed since is written
+        // into it at its first resume.
+        s.dirty = self.dirty.clone();
         s
     }
 
@@ -189,17 +200,35 @@ impl Space {
             }
             bp.has_orig = true;
         }
-        if mem.write_byte(addr, INT3) {
-            bp.installed = true;
-        }
+        bp.installed = true;
+        self.dirty.push(addr);
     }
 
     fn uninstall(&mut self, addr: u64) {
         if let Some(bp) = self.bps.get_mut(&addr)
             && bp.installed
         {
-            self.mem.write_byte(addr, bp.orig);
             bp.installed = false;
+            self.dirty.push(addr);
+        }
+    }
+
+    /// Write the breakpoints changed since the last flush into the tracee's memory. Called
+    /// before any thread of the space runs (`Tracer::cont`, `Tracer::step` and every other
+    /// resume).
+    fn flush(&mut self) {
+        for addr in std::mem::take(&mut self.dirty) {
+            let Some(bp) = self.bps.get_mut(&addr) else { continue };
+            if bp.installed == bp.armed {
+                continue;
+            }
+            let byte = if bp.installed { INT3 } else { bp.orig };
+            if self.mem.write_byte(addr, byte) {
+                bp.armed = bp.installed;
+            } else {
+                // Not writable: it is not in.
+                bp.installed = bp.armed;
+            }
         }
     }
 
@@ -229,7 +258,7 @@ impl Space {
         for (i, b) in buf[..n].iter_mut().enumerate() {
             if *b == INT3
                 && let Some(bp) = self.bps.get(&(addr + i as u64))
-                && bp.installed
+                && bp.armed
             {
                 *b = bp.orig;
             }
@@ -922,6 +951,7 @@ impl<'s> Tracer<'s> {
         if let Some(th) = t.threads.get_mut(&child) {
             th.started = true;
         }
+        t.flush_all();
         ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
         let end = t.run_loop()?;
         Ok((t, end))
@@ -964,6 +994,7 @@ impl<'s> Tracer<'s> {
         t.threads.insert(child, th);
         t.stats.processes = 1;
         t.stats.threads = 1;
+        t.flush_all();
         ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
         let e = t.run_loop()?;
         Ok((t, e))
@@ -1039,6 +1070,7 @@ impl<'s> Tracer<'s> {
                 WaitStatus::PtraceEvent(pid, _, ev) => self.on_event(pid, ev),
                 WaitStatus::Stopped(pid, sig) => self.on_stop(pid, sig),
                 WaitStatus::PtraceSyscall(pid) => {
+                    self.flush_all();
                     let _ = ptrace::cont(pid, None);
                 }
                 _ => {}
@@ -1104,7 +1136,17 @@ impl<'s> Tracer<'s> {
                 RunAs::Outside
             };
         }
+        self.flush_all();
         let _ = ptrace::cont(pid, sig);
+    }
+
+    /// Write every space's changed breakpoints (before any tracee runs).
+    fn flush_all(&mut self) {
+        for sp in &mut self.spaces {
+            if !sp.dirty.is_empty() {
+                sp.flush();
+            }
+        }
     }
 
     fn step(&mut self, pid: Pid, sig: Option<Signal>) {
@@ -1114,6 +1156,7 @@ impl<'s> Tracer<'s> {
         {
             s.steps += 1;
         }
+        self.flush_all();
         let _ = ptrace::step(pid, sig);
     }
 
@@ -1167,7 +1210,10 @@ impl<'s> Tracer<'s> {
 
     fn on_event(&mut self, pid: Pid, ev: i32) {
         let Some(space) = self.threads.get(&pid).map(|t| t.space) else {
-            let _ = ptrace::cont(pid, None);
+            {
+                self.flush_all();
+                let _ = ptrace::cont(pid, None);
+            }
             return;
         };
         self.check_gap(pid);
@@ -1181,7 +1227,10 @@ impl<'s> Tracer<'s> {
                 }
                 self.resolve_rep(pid, &regs);
             }
-            let _ = ptrace::cont(pid, None);
+            {
+                self.flush_all();
+                let _ = ptrace::cont(pid, None);
+            }
             return;
         }
         if ev == Event::PTRACE_EVENT_EXEC as i32 {
@@ -1348,7 +1397,10 @@ impl<'s> Tracer<'s> {
             if sig == Signal::SIGSTOP {
                 self.start_thread(pid);
             } else {
-                let _ = ptrace::cont(pid, Some(sig));
+                {
+                    self.flush_all();
+                    let _ = ptrace::cont(pid, Some(sig));
+                }
             }
             return;
         }
@@ -1359,7 +1411,10 @@ impl<'s> Tracer<'s> {
         self.check_gap(pid);
         let Some(th) = self.threads.get_mut(&pid) else { return };
         let Ok(mut regs) = ptrace::getregs(pid) else {
-            let _ = ptrace::cont(pid, Some(sig));
+            {
+                self.flush_all();
+                let _ = ptrace::cont(pid, Some(sig));
+            }
             return;
         };
         if sig == Signal::SIGTRAP {
@@ -1832,6 +1887,7 @@ impl<'s> Tracer<'s> {
             let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64 | MAP_FIXED_NOREPLACE;
             let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
             for hint in Xol::hints(near) {
+                self.flush_all();
                 let (r, seen) = sys::inject_syscall(pid, sc, libc::SYS_mmap as u64, [hint, xol::AREA_SIZE, prot, flags, u64::MAX, 0]);
                 self.requeue(pid, seen);
                 let Some(r) = r else { break };
@@ -2408,6 +2464,19 @@ impl<'s> Tracer<'s> {
             }
             if new_marks || cut {
                 continue;
+            }
+            if self.debug {
+                let b = seq.last().cloned()?;
+                let why = match (nexts.len() == seq.len(), nexts.last().copied().flatten()) {
+                    (false, _) => "addresses unknown".to_string(),
+                    (true, None) => format!(
+                        "{:?} unknown, last unmodelled {:x?}",
+                        b.insns.last().map(|l| l.instr.mnemonic()),
+                        emu.last_generic
+                    ),
+                    (true, Some(n)) => format!("next {n:#x} not joined ({} insns)", insns),
+                };
+                eprintln!("path from {pc:#x}: {} blocks, ends after {:#x}: {why}", seq.len(), b.start);
             }
             // A member whose exit is dynamic and unknown cannot end the path: nothing would trap after it.
             while seq.len() > 1 && nexts[seq.len() - 1].is_none() && seq.last().is_some_and(|b| b.exit != Exit::Static) {
