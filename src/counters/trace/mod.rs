@@ -12,6 +12,7 @@
 
 pub mod classify;
 mod emu;
+mod interleave;
 pub mod symbols;
 pub mod sys;
 pub mod tally;

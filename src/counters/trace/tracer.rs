@@ -28,6 +28,7 @@ use std::rc::Rc;
 
 use super::classify::{Flow, Insn, MaskWrite, classify};
 use super::emu::Emu;
+use super::interleave::{Access, Interleave};
 use super::symbols::ProcessSymbols;
 use super::sys::{self, Memory, XsaveLayout};
 use super::tally::Tally;
@@ -880,6 +881,8 @@ pub struct Tracer<'s> {
     /// of exited threads, reused lowest first.
     sink_ids: HashMap<Pid, usize>,
     free_sink_ids: std::collections::BTreeSet<usize>,
+    /// Memory mode with several threads: the order their accesses reach the shared levels.
+    interleave: Interleave,
     /// Wait statuses seen while injecting a system call, handled before the next waitpid.
     deferred: std::collections::VecDeque<WaitStatus>,
     /// Test instrument (`ROOFLINE_TRACE_FAULT=no-join`): threads are not stopped to join
@@ -920,6 +923,7 @@ impl<'s> Tracer<'s> {
             ending: None,
             sink_ids: HashMap::new(),
             free_sink_ids: std::collections::BTreeSet::new(),
+            interleave: Interleave::default(),
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
@@ -954,6 +958,7 @@ impl<'s> Tracer<'s> {
         t.flush_all();
         ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
         let end = t.run_loop()?;
+        t.finish_feeding();
         Ok((t, end))
     }
 
@@ -997,6 +1002,7 @@ impl<'s> Tracer<'s> {
         t.flush_all();
         ptrace::cont(child, None).map_err(|e| io("ptrace(CONT)", e))?;
         let e = t.run_loop()?;
+        t.finish_feeding();
         Ok((t, e))
     }
 
@@ -1111,6 +1117,10 @@ impl<'s> Tracer<'s> {
     }
 
     fn gone(&mut self, pid: Pid) {
+        if self.sink_ids.contains_key(&pid) {
+            // Its id may be reused by the next thread: what it left waiting goes first.
+            self.finish_feeding();
+        }
         if let Some(id) = self.sink_ids.remove(&pid) {
             self.free_sink_ids.insert(id);
         }
@@ -1658,10 +1668,24 @@ impl<'s> Tracer<'s> {
         self.feed(tid, &acc);
     }
 
+    /// Accesses of thread `tid` (a sink id) to the simulated hierarchy: directly while one
+    /// thread is traced or every instruction is stepped (the observed order), else through
+    /// the interleaving memory mode defines (`interleave.rs`).
     fn feed(&mut self, tid: usize, accesses: &[Access]) {
         let Some(sink) = self.sink.as_deref_mut() else { return };
+        if self.mode == TraceMode::Memory && (self.sink_ids.len() > 1 || !self.interleave.is_empty()) {
+            self.interleave.push(tid, accesses, sink);
+            return;
+        }
         for a in accesses {
             sink.access_by(tid, a.addr, a.size, a.kind);
+        }
+    }
+
+    /// Feed every access still waiting for its turn (a thread ended, or the trace).
+    fn finish_feeding(&mut self) {
+        if let Some(sink) = self.sink.as_deref_mut() {
+            self.interleave.finish(sink);
         }
     }
 
@@ -2650,14 +2674,6 @@ fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Acce
         }
     }
     Some(out)
-}
-
-/// One memory access of an instruction, for the access sink.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Access {
-    addr: u64,
-    size: u32,
-    kind: AccessKind,
 }
 
 /// The accesses of `insn` in program order, addresses from `reg` (a register's value, or a

@@ -1,0 +1,151 @@
+//! The order in which the threads' address streams reach the simulated hierarchy (memory mode).
+//!
+//! Each thread's accesses are exact and in its program order; what tracing cannot observe
+//! without stepping every instruction is how the threads' streams interleave at the levels
+//! they share. Memory mode defines it: the accesses of each thread wait in its own queue, and
+//! while two or more threads have accesses waiting they are fed round-robin, `CHUNK` accesses
+//! of each in turn (thread id order), as if the threads ran in lockstep. A thread alone (the
+//! others blocked, or a serial section) is fed in program order once `MAX_PENDING` accesses
+//! wait, and everything waiting is fed when a thread ends and when the trace ends. A single
+//! thread's stream therefore reaches the simulator exactly as single-stepping gives it.
+//! docs/trace.md ("Threads and shared levels") has the measured effect of this choice.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::{AccessKind, AccessSink};
+
+/// One memory access of an instruction, for the access sink.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Access {
+    pub addr: u64,
+    pub size: u32,
+    pub kind: AccessKind,
+}
+
+/// Accesses of each thread fed in turn while several threads have some waiting.
+pub(super) const CHUNK: usize = 16;
+/// Accesses one thread may have waiting alone before they are fed.
+const MAX_PENDING: usize = 1 << 20;
+
+#[derive(Default)]
+pub(super) struct Interleave {
+    queues: BTreeMap<usize, VecDeque<Access>>,
+    waiting: usize,
+}
+
+impl Interleave {
+    /// Thread `tid`'s next accesses, in its program order.
+    pub fn push(&mut self, tid: usize, accesses: &[Access], sink: &mut dyn AccessSink) {
+        self.queues.entry(tid).or_default().extend(accesses.iter().copied());
+        self.waiting += accesses.len();
+        self.merge(sink);
+    }
+
+    fn merge(&mut self, sink: &mut dyn AccessSink) {
+        loop {
+            let live: Vec<usize> = self.queues.iter().filter(|(_, q)| !q.is_empty()).map(|(k, _)| *k).collect();
+            if live.len() < 2 {
+                if live.len() == 1 && self.waiting > MAX_PENDING {
+                    self.drain(live[0], usize::MAX, sink);
+                }
+                return;
+            }
+            for tid in live {
+                self.drain(tid, CHUNK, sink);
+            }
+        }
+    }
+
+    fn drain(&mut self, tid: usize, n: usize, sink: &mut dyn AccessSink) {
+        let Some(q) = self.queues.get_mut(&tid) else { return };
+        let n = n.min(q.len());
+        for a in q.drain(..n) {
+            sink.access_by(tid, a.addr, a.size, a.kind);
+        }
+        self.waiting -= n;
+    }
+
+    /// Feed everything waiting (a thread ended, or the trace did): round-robin while several
+    /// threads have accesses waiting, then the rest in order.
+    pub fn finish(&mut self, sink: &mut dyn AccessSink) {
+        self.merge(sink);
+        let ids: Vec<usize> = self.queues.keys().copied().collect();
+        for tid in ids {
+            self.drain(tid, usize::MAX, sink);
+        }
+        self.queues.clear();
+    }
+
+    /// Nothing waiting.
+    pub fn is_empty(&self) -> bool {
+        self.waiting == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Log(Vec<(usize, u64)>);
+    impl AccessSink for Log {
+        fn access(&mut self, _: u64, _: u32, _: AccessKind) {}
+        fn access_by(&mut self, t: usize, addr: u64, _: u32, _: AccessKind) {
+            self.0.push((t, addr));
+        }
+    }
+
+    fn acc(addrs: std::ops::Range<u64>) -> Vec<Access> {
+        addrs
+            .map(|a| Access {
+                addr: a,
+                size: 8,
+                kind: AccessKind::Load,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_thread_keeps_program_order_and_two_alternate_in_chunks() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ std::process::id() as u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // One thread, pushed in random pieces: its order, every access, once.
+        let mut log = Log::default();
+        let mut il = Interleave::default();
+        let total = 1000 + next() % 5000;
+        let mut at = 0;
+        while at < total {
+            let n = (1 + next() % 300).min(total - at);
+            il.push(0, &acc(at..at + n), &mut log);
+            at += n;
+        }
+        il.finish(&mut log);
+        assert_eq!(log.0, (0..total).map(|a| (0, a)).collect::<Vec<_>>());
+        // Two threads with work waiting: chunks alternate, each thread's order kept.
+        let mut log = Log::default();
+        let mut il = Interleave::default();
+        let (a, b) = (100 + next() % 900, 100 + next() % 900);
+        il.push(0, &acc(0..a), &mut log);
+        assert!(log.0.is_empty(), "thread 0 alone waits for the others");
+        il.push(1, &acc(10_000..10_000 + b), &mut log);
+        il.finish(&mut log);
+        assert_eq!(log.0.len() as u64, a + b);
+        let common = a.min(b) as usize;
+        for k in 0..(common / CHUNK) {
+            let block = &log.0[2 * k * CHUNK..2 * (k + 1) * CHUNK];
+            assert!(
+                block[..CHUNK].iter().all(|x| x.0 == 0) && block[CHUNK..].iter().all(|x| x.0 == 1),
+                "chunk {k}"
+            );
+        }
+        for t in [0, 1] {
+            let mine: Vec<u64> = log.0.iter().filter(|x| x.0 == t).map(|x| x.1).collect();
+            assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "thread {t} out of order");
+        }
+    }
+}
