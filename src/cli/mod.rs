@@ -1,6 +1,7 @@
 //! The `roofline` command line: clap definitions and thin glue to the library.
 //! One file per subcommand; each defines its own `Args` and `run`.
 
+pub mod cargo_roofline;
 pub mod ceilings;
 pub mod common;
 pub mod compare;
