@@ -1250,29 +1250,29 @@ mod tests {
             ("proc/driver/nvidia/params", params),
             ("opt/cuda/bin/ncu", "#!/bin/sh\n"),
         ]);
-        let inputs = |path: Vec<PathBuf>, probe: &'static Fake| Inputs {
+        let probe = opens_all();
+        let inputs = |path: Vec<PathBuf>| Inputs {
             root: root.path().to_path_buf(),
             path,
             platform: None,
             platform_from_option: false,
             hypervisor: None,
-            probe,
+            probe: &probe,
         };
-        let probe: &'static Fake = Box::leak(Box::new(opens_all()));
-        let g = diagnose(&inputs(vec![], probe)).get("gpu").unwrap().clone();
+        let g = diagnose(&inputs(vec![])).get("gpu").unwrap().clone();
         assert_eq!(g.verdict, Verdict::Limited);
         assert!(
             g.cause.contains("1 GPU(s)") && g.cause.contains("ncu") && g.cause.contains("ERR_NVGPUCTRPERM"),
             "{g:?}"
         );
         assert!(g.fix.as_deref().unwrap().contains("NVreg_RestrictProfilingToAdminUsers=0"), "{g:?}");
-        let d = diagnose(&inputs(vec![root.path().join("opt/cuda/bin")], probe));
+        let d = diagnose(&inputs(vec![root.path().join("opt/cuda/bin")]));
         let g = d.get("gpu").unwrap();
         assert_eq!(g.verdict, Verdict::Limited);
         assert!(!g.cause.contains("not on PATH"), "{g:?}");
         // Counters open to all users: nothing missing.
         std::fs::write(root.path().join("proc/driver/nvidia/params"), params.replace("Only: 1", "Only: 0")).unwrap();
-        let d = diagnose(&inputs(vec![root.path().join("opt/cuda/bin")], probe));
+        let d = diagnose(&inputs(vec![root.path().join("opt/cuda/bin")]));
         assert_eq!(verdict(&d, "gpu"), Verdict::Available);
         // No platform table: the platform and core verdicts say so and point at --platform.
         assert_eq!(verdict(&d, "platform"), Verdict::Limited);
