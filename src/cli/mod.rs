@@ -1,9 +1,11 @@
 //! The `roofline` command line: clap definitions and thin glue to the library.
 //! One file per subcommand; each defines its own `Args` and `run`.
 
+pub mod cargo_roofline;
 pub mod ceilings;
 pub mod common;
 pub mod compare;
+pub mod doctor;
 pub mod events;
 pub mod gate;
 pub mod gpu;
@@ -49,6 +51,8 @@ pub enum Command {
     Import(import::Args),
     /// The kernel suite under each backend against analytic W and Q.
     Validate(validate::Args),
+    /// What this machine can measure (perf events, rdpmc, ptrace, GPU), why not more, and the fix.
+    Doctor(doctor::Args),
     /// Roofline plots (SVG, PNG, HTML) of one or more reports.
     Plot(plot::Args),
     /// Show, merge or export reports.
@@ -77,6 +81,7 @@ pub fn main() -> i32 {
         Some(Command::Events(a)) => events::run(a),
         Some(Command::Import(a)) => import::run(a),
         Some(Command::Validate(a)) => validate::run(a),
+        Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Plot(a)) => plot::run(a),
         Some(Command::Report(a)) => report_cmd::run(a),
         Some(Command::Profile(a)) => profile::run(a),

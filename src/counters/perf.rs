@@ -151,7 +151,7 @@ impl CounterSpec {
     }
 
     /// The builder for this event, with the settings every mode shares.
-    fn builder(&self) -> Builder<'static> {
+    pub(crate) fn builder(&self) -> Builder<'static> {
         let mut b = Builder::new(Raw::new(self.config).config1(self.config1));
         // Raw sets PERF_TYPE_RAW; dynamic PMUs (cpu_core, amd_umc, msr, uncore_*) and
         // software/hardware events need their own type.

@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod cpuid;
 pub mod detect;
+pub mod doctor;
 pub mod dump;
 pub mod identify;
 pub mod peaks;
