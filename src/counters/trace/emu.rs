@@ -50,6 +50,37 @@ fn gpr_index(r: Register) -> Option<usize> {
     })
 }
 
+fn is_cmov(m: Mnemonic) -> bool {
+    use Mnemonic::*;
+    matches!(
+        m,
+        Cmovo
+            | Cmovno
+            | Cmovb
+            | Cmovae
+            | Cmove
+            | Cmovne
+            | Cmovbe
+            | Cmova
+            | Cmovs
+            | Cmovns
+            | Cmovp
+            | Cmovnp
+            | Cmovl
+            | Cmovge
+            | Cmovle
+            | Cmovg
+    )
+}
+
+fn is_setcc(m: Mnemonic) -> bool {
+    use Mnemonic::*;
+    matches!(
+        m,
+        Seto | Setno | Setb | Setae | Sete | Setne | Setbe | Seta | Sets | Setns | Setp | Setnp | Setl | Setge | Setle | Setg
+    )
+}
+
 fn high8(r: Register) -> bool {
     matches!(r, Register::AH | Register::BH | Register::CH | Register::DH)
 }
@@ -543,9 +574,23 @@ impl Emu {
                     self.store(i, 0, n, r);
                 }
             }
-            (M::Shl | M::Shr | M::Sar, Some(n)) if i.op_count() == 2 && i.op1_kind() == OpKind::Immediate8 => {
-                let c = (i.immediate(1) as u32) & if n == 8 { 63 } else { 31 };
+            (M::Shl | M::Shr | M::Sar, Some(n))
+                if i.op_count() == 2
+                    && (i.op1_kind() == OpKind::Immediate8 || (i.op1_kind() == OpKind::Register && i.op1_register() == Register::CL)) =>
+            {
+                let count = if i.op1_kind() == OpKind::Immediate8 {
+                    Some(i.immediate(1))
+                } else {
+                    self.get(Register::CL)
+                };
                 let a = self.operand(i, 0, n);
+                let Some(count) = count else {
+                    // A count of 0 would leave everything as it was: unknown either way.
+                    self.unknown_flags();
+                    self.store(i, 0, n, None);
+                    return;
+                };
+                let c = (count as u32) & if n == 8 { 63 } else { 31 };
                 if c == 0 {
                     return;
                 }
@@ -562,6 +607,149 @@ impl Emu {
                 self.flags.cf = None;
                 self.flags.of = None;
                 self.store(i, 0, n, r);
+            }
+            (M::Shlx | M::Shrx | M::Sarx, Some(n)) if i.op_count() == 3 && i.op2_kind() == OpKind::Register => {
+                let a = self.operand(i, 1, n);
+                let c = self.get(i.op2_register()).map(|c| (c as u32) & if n == 8 { 63 } else { 31 });
+                let r = match (a, c) {
+                    (Some(a), Some(c)) => Some(
+                        (match m {
+                            M::Shlx => a << c,
+                            M::Shrx => a >> c,
+                            _ => ((sext(a, n) as i64) >> c) as u64,
+                        }) & mask(n),
+                    ),
+                    _ => None,
+                };
+                self.set(i.op0_register(), r);
+            }
+            (M::Neg, Some(n)) if i.op_count() == 1 => {
+                let a = self.operand(i, 0, n);
+                let r = self.add_flags(Some(0), a, n, true, false);
+                self.store(i, 0, n, r);
+            }
+            (M::Not, Some(n)) if i.op_count() == 1 => {
+                let a = self.operand(i, 0, n);
+                self.store(i, 0, n, a.map(|a| !a & mask(n)));
+            }
+            (M::Imul, Some(n)) if (i.op_count() == 2 || i.op_count() == 3) && i.op0_kind() == OpKind::Register => {
+                let (a, b) = if i.op_count() == 3 {
+                    (self.operand(i, 1, n), self.operand(i, 2, n))
+                } else {
+                    (self.operand(i, 0, n), self.operand(i, 1, n))
+                };
+                let (r, overflow) = match (a, b) {
+                    (Some(a), Some(b)) => {
+                        let full = i128::from(sext(a, n) as i64) * i128::from(sext(b, n) as i64);
+                        let r = (full as u64) & mask(n);
+                        (Some(r), Some(full != i128::from(sext(r, n) as i64)))
+                    }
+                    _ => (None, None),
+                };
+                // CF = OF = the signed product does not fit; SF, ZF, PF undefined.
+                self.flags = Flags {
+                    cf: overflow,
+                    of: overflow,
+                    ..Flags::default()
+                };
+                self.set(i.op0_register(), r);
+            }
+            (M::Adc | M::Sbb, Some(n)) if i.op_count() == 2 => {
+                let a = self.operand(i, 0, n);
+                let b = self.operand(i, 1, n);
+                let r = match (a, b, self.flags.cf) {
+                    (Some(a), Some(b), Some(c)) => {
+                        let (a, b, c) = (a & mask(n), b & mask(n), u64::from(c));
+                        let m_ = mask(n);
+                        let (r, carry) = if m == M::Adc {
+                            let wide = u128::from(a) + u128::from(b) + u128::from(c);
+                            ((wide as u64) & m_, wide > u128::from(m_))
+                        } else {
+                            (
+                                a.wrapping_sub(b).wrapping_sub(c) & m_,
+                                u128::from(a) < u128::from(b) + u128::from(c),
+                            )
+                        };
+                        let (sa, sb, sr) = (sign(a, n), sign(b, n), sign(r, n));
+                        let of = if m == M::Adc { sa == sb && sr != sa } else { sa != sb && sr != sa };
+                        self.flags = Flags {
+                            cf: Some(carry),
+                            of: Some(of),
+                            zf: Some(r == 0),
+                            sf: Some(sr),
+                            pf: Some((r as u8).count_ones().is_multiple_of(2)),
+                        };
+                        Some(r)
+                    }
+                    _ => {
+                        self.unknown_flags();
+                        None
+                    }
+                };
+                self.store(i, 0, n, r);
+            }
+            (M::Tzcnt | M::Lzcnt | M::Bsf | M::Bsr, Some(n)) if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
+                let src = self.operand(i, 1, n).map(|v| v & mask(n));
+                let bits = 8 * n;
+                self.unknown_flags();
+                match (m, src) {
+                    (_, None) => self.set(i.op0_register(), None),
+                    (M::Tzcnt | M::Lzcnt, Some(v)) => {
+                        let r = if m == M::Tzcnt {
+                            if v == 0 { bits } else { v.trailing_zeros() }
+                        } else {
+                            v.leading_zeros() - (64 - bits)
+                        };
+                        self.flags.cf = Some(v == 0);
+                        self.flags.zf = Some(r == 0);
+                        self.set(i.op0_register(), Some(u64::from(r)));
+                    }
+                    (_, Some(0)) => {
+                        // The destination is left as it was by the CPUs this runs on, but the
+                        // manuals call it undefined: unknown.
+                        self.flags.zf = Some(true);
+                        self.set(i.op0_register(), None);
+                    }
+                    (_, Some(v)) => {
+                        let r = if m == M::Bsf { v.trailing_zeros() } else { 63 - v.leading_zeros() };
+                        self.flags.zf = Some(false);
+                        self.set(i.op0_register(), Some(u64::from(r)));
+                    }
+                }
+            }
+            (M::Bzhi, Some(n)) if i.op_count() == 3 && i.op2_kind() == OpKind::Register => {
+                let src = self.operand(i, 1, n);
+                let idx = self.get(i.op2_register()).map(|v| (v & 0xff) as u32);
+                let bits = 8 * n;
+                let r = match (src, idx) {
+                    (Some(v), Some(k)) => Some(if k < bits { v & ((1u64 << k) - 1) } else { v & mask(n) }),
+                    _ => None,
+                };
+                self.logic_flags(r, n);
+                self.flags.cf = idx.map(|k| k > bits - 1);
+                self.flags.pf = None;
+                self.set(i.op0_register(), r);
+            }
+            (M::Movbe, Some(n)) if i.op_count() == 2 && matches!(n, 2 | 4 | 8) => {
+                let v = self.operand(i, 1, n).map(|v| (v & mask(n)).swap_bytes() >> (64 - 8 * n));
+                self.store(i, 0, n, v);
+            }
+            _ if i.op_count() == 2 && i.condition_code() != ConditionCode::None && is_cmov(m) => {
+                let Some(n) = b0 else { return self.generic(i, factory) };
+                let c = self.condition(i.condition_code());
+                let src = self.operand(i, 1, n);
+                let dst = self.get(i.op0_register());
+                // (A 32-bit cmov zero-extends its destination whether it moves or not: `set`.)
+                let v = match c {
+                    Some(true) => src,
+                    Some(false) => dst,
+                    None => None,
+                };
+                self.set(i.op0_register(), v);
+            }
+            _ if i.op_count() == 1 && i.condition_code() != ConditionCode::None && is_setcc(m) => {
+                let c = self.condition(i.condition_code());
+                self.store(i, 0, 1, c.map(u64::from));
             }
             (M::Push, _) if i.op_count() == 1 => {
                 let v = match i.op0_kind() {
@@ -705,6 +893,107 @@ mod tests {
         // dec ecx; jne   (ecx = 1 -> 0)
         let (t, r) = emu_run(&[0xff, 0xc9, 0x75, 0x00], &[(1, 1)]);
         assert_eq!((t, r[1]), (Some(false), Some(0)));
+    }
+
+    /// Encode instructions (iced's encoder) and run them through the emulator.
+    fn emu_asm(code: &[iced_x86::Instruction], set: &[(usize, u64)]) -> (Option<bool>, [Option<u64>; 16]) {
+        let mut bytes = Vec::new();
+        for i in code {
+            let mut e = iced_x86::Encoder::new(64);
+            e.encode(i, 0x1000).unwrap();
+            bytes.extend(e.take_buffer());
+        }
+        emu_run(&bytes, set)
+    }
+
+    fn xorshift(s: &mut u64) -> u64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        *s
+    }
+
+    #[test]
+    fn integer_extras_match_their_definitions() {
+        use iced_x86::{Code as C, Instruction as I, Register as R};
+        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
+        let jcc = |c: C| I::with_branch(c, 0x1000).unwrap();
+        for _ in 0..200 {
+            let (a, b) = (xorshift(&mut seed), xorshift(&mut seed));
+            // Small values too, where flags and counts have their edges.
+            let (a, b) = if a % 3 == 0 { (a % 7, b % 7) } else { (a, b) };
+            let (_, r) = emu_asm(&[I::with2(C::Imul_r64_rm64, R::RAX, R::RSI).unwrap()], &[(0, a), (6, b)]);
+            assert_eq!(r[0], Some(a.wrapping_mul(b)));
+            let (t, r) = emu_asm(
+                &[
+                    I::with3(C::Imul_r32_rm32_imm32, R::ECX, R::ESI, b as i32).unwrap(),
+                    jcc(C::Jo_rel32_64),
+                ],
+                &[(6, a)],
+            );
+            let full = i64::from(a as i32) * i64::from(b as i32);
+            assert_eq!(r[1], Some(u64::from(full as u32)));
+            assert_eq!(t, Some(full != i64::from(full as i32)));
+            let (_, r) = emu_asm(&[I::with1(C::Neg_rm64, R::RAX).unwrap()], &[(0, a)]);
+            assert_eq!(r[0], Some(a.wrapping_neg()));
+            let (_, r) = emu_asm(&[I::with1(C::Not_rm32, R::EAX).unwrap()], &[(0, a)]);
+            assert_eq!(r[0], Some(u64::from(!(a as u32))));
+            // cmp sets CF; adc/sbb use it; jb reads the new CF.
+            let c = a < b;
+            let (t, r) = emu_asm(
+                &[
+                    I::with2(C::Cmp_rm64_r64, R::RAX, R::RSI).unwrap(),
+                    I::with2(C::Adc_rm64_r64, R::RCX, R::RDX).unwrap(),
+                    jcc(C::Jb_rel32_64),
+                ],
+                &[(0, a), (6, b), (1, a ^ b), (2, b)],
+            );
+            let wide = u128::from(a ^ b) + u128::from(b) + u128::from(c);
+            assert_eq!((r[1], t), (Some(wide as u64), Some(wide > u128::from(u64::MAX))));
+            let (t, r) = emu_asm(
+                &[
+                    I::with2(C::Cmp_rm64_r64, R::RAX, R::RSI).unwrap(),
+                    I::with2(C::Sbb_rm32_r32, R::ECX, R::EDX).unwrap(),
+                    jcc(C::Jb_rel32_64),
+                ],
+                &[(0, a), (6, b), (1, a >> 7), (2, b >> 3)],
+            );
+            let (x, y) = (u64::from((a >> 7) as u32), u64::from((b >> 3) as u32));
+            assert_eq!(r[1], Some(x.wrapping_sub(y).wrapping_sub(u64::from(c)) & 0xffff_ffff));
+            assert_eq!(t, Some(u128::from(x) < u128::from(y) + u128::from(c)));
+            // cmovb / setb after cmp.
+            let (_, r) = emu_asm(
+                &[
+                    I::with2(C::Cmp_rm64_r64, R::RAX, R::RSI).unwrap(),
+                    I::with2(C::Cmovb_r64_rm64, R::RCX, R::RDX).unwrap(),
+                    I::with1(C::Setb_rm8, R::BL).unwrap(),
+                ],
+                &[(0, a), (6, b), (1, 11), (2, 22), (3, 0xff00)],
+            );
+            assert_eq!(r[1], Some(if c { 22 } else { 11 }));
+            assert_eq!(r[3], Some(0xff00 | u64::from(c)));
+            // Bit scans and counts.
+            let v = a >> (b % 64);
+            let (_, r) = emu_asm(&[I::with2(C::Tzcnt_r64_rm64, R::RCX, R::RAX).unwrap()], &[(0, v)]);
+            assert_eq!(r[1], Some(u64::from(v.trailing_zeros())));
+            let (_, r) = emu_asm(&[I::with2(C::Lzcnt_r32_rm32, R::ECX, R::EAX).unwrap()], &[(0, v)]);
+            assert_eq!(r[1], Some(u64::from((v as u32).leading_zeros())));
+            let (_, r) = emu_asm(&[I::with2(C::Bsr_r64_rm64, R::RCX, R::RAX).unwrap()], &[(0, v), (1, 5)]);
+            assert_eq!(r[1], (v != 0).then(|| u64::from(63 - v.leading_zeros())));
+            let k = b % 80;
+            let (_, r) = emu_asm(
+                &[I::with3(C::VEX_Bzhi_r64_rm64_r64, R::RCX, R::RAX, R::RDX).unwrap()],
+                &[(0, a), (2, k)],
+            );
+            assert_eq!(r[1], Some(if k < 64 { a & ((1u64 << k) - 1) } else { a }));
+            let (_, r) = emu_asm(&[I::with2(C::Shr_rm64_CL, R::RAX, R::CL).unwrap()], &[(0, a), (1, b)]);
+            assert_eq!(r[0], Some(a >> (b % 64)));
+            let (_, r) = emu_asm(
+                &[I::with3(C::VEX_Sarx_r32_rm32_r32, R::ECX, R::EAX, R::EDX).unwrap()],
+                &[(0, a), (2, b)],
+            );
+            assert_eq!(r[1], Some(u64::from(((a as i32) >> (b % 32)) as u32)));
+        }
     }
 
     #[test]
