@@ -1027,6 +1027,9 @@ impl<'s> Tracer<'s> {
         th.native = None;
         th.pending_rep = None;
         th.reinstall.clear();
+        // A run-ahead path that ended in the execve predicted exits in the old image.
+        th.expect = None;
+        th.expect_regs = None;
     }
 
     /// A thread record with its per-thread statistics slot.
