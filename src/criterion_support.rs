@@ -75,6 +75,33 @@ impl BenchWork {
         })
     }
 
+    /// W and Q of one call of `work` from `backend`: `trace` as [`from_trace`](Self::from_trace);
+    /// `perf` and `simulated` through a region of a [`crate::region::Session`] on this thread
+    /// (the levels the platform's events count; the simulated PMU traces the call once in a
+    /// forked child, so the same rules as `from_trace` apply). `analytic` has no closure form:
+    /// use [`from_counts`](Self::from_counts).
+    pub fn from_backend(backend: crate::counters::BackendKind, work: &mut dyn FnMut()) -> Result<BenchWork> {
+        use crate::counters::BackendKind;
+        let source = match backend {
+            BackendKind::Trace => return BenchWork::from_trace(work),
+            BackendKind::Analytic | BackendKind::Auto => {
+                return Err(Error::input(
+                    format!("BenchWork::from_backend: {backend:?} counts no closure"),
+                    "use BenchWork::from_counts for analytic counts, or pick perf, trace or simulated",
+                ));
+            }
+            BackendKind::Perf => Source::Perf,
+            BackendKind::Simulated => Source::Simulated,
+        };
+        let mut session = crate::region::Session::new(backend)?;
+        let m = session.region("bench", work)?;
+        Ok(BenchWork {
+            flops: m.flops,
+            bytes: m.bytes,
+            source,
+        })
+    }
+
     /// Flops per iteration, for `criterion::Throughput::Elements`.
     pub fn flop_count(&self) -> u64 {
         self.flops.total.round() as u64
@@ -216,6 +243,7 @@ pub fn report_from_criterion(
             bytes: work.bytes.keys().map(|k| (k.clone(), work.source)).collect(),
             seconds: Some(Source::Native),
             notes: vec!["time per iteration of each criterion sample".into()],
+            untrusted: Vec::new(),
         };
         let mut p = Point::new(*id, prov, work.flops.clone(), work.bytes.clone(), 1, samples);
         if let (Some(roof), Some(g)) = (roof, p.gflops) {

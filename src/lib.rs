@@ -19,6 +19,7 @@ pub mod model;
 pub mod region;
 pub mod report;
 pub mod util;
+pub mod validate;
 
 pub use error::{Error, Result};
 pub use region::{Backend, Session};

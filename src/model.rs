@@ -899,6 +899,7 @@ mod tests {
                 bytes: BTreeMap::new(),
                 seconds: None,
                 notes: vec![],
+                untrusted: Vec::new(),
             },
             Flops {
                 total: flops,

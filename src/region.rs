@@ -36,7 +36,9 @@ use std::time::Instant;
 
 pub use crate::counters::BackendKind as Backend;
 use crate::counters::Measurement;
-use crate::counters::perf::{self, CounterSet, CounterSpec, EventCount, RawCount, SYSFS_PMUS, Target};
+use crate::counters::cachesim::CacheHierarchy;
+use crate::counters::perf::{self, CounterSet, CounterSource, CounterSpec, EventCount, RawCount, SYSFS_PMUS, Target};
+use crate::counters::simulated::{self, SimulatedCounterSet, SimulatedPmu};
 use crate::error::{Error, Result};
 use crate::report::{Environment, Provenance, Report, Source};
 
@@ -79,6 +81,31 @@ pub enum Mode {
     Traced,
     /// Time only.
     TimeOnly,
+    /// The simulated PMU (a test instrument): each [`Session::region`] closure is traced once
+    /// in a forked child for the counts, then run here for the time.
+    Simulated,
+}
+
+/// The counters a session reads: the perf_event groups or the simulated PMU, both through
+/// [`CounterSource`].
+enum Counters {
+    Perf(CounterSet),
+    Simulated(Box<SimulatedCounterSet>),
+}
+
+impl Counters {
+    fn source(&self) -> &dyn CounterSource {
+        match self {
+            Counters::Perf(c) => c,
+            Counters::Simulated(c) => c.as_ref(),
+        }
+    }
+    fn source_mut(&mut self) -> &mut dyn CounterSource {
+        match self {
+            Counters::Perf(c) => c,
+            Counters::Simulated(c) => c.as_mut(),
+        }
+    }
 }
 
 /// Sums over the calls of one region.
@@ -142,7 +169,11 @@ struct Open {
 /// `analytic` (the rdpmc target, < 100 ns per region, leaves little room).
 pub struct Session {
     mode: Mode,
-    counters: Option<CounterSet>,
+    counters: Option<Counters>,
+    /// The simulated PMU and the cache hierarchy its traces feed (`Mode::Simulated`).
+    simulated: Option<Box<(SimulatedPmu, CacheHierarchy)>>,
+    /// Inside [`Session::region`] of a simulated session (begin/end alone cannot be traced).
+    simulating: bool,
     open: Vec<Open>,
     /// Per interned name (index into `names`): the region's sums, once it has ended once.
     totals: Vec<Option<Accum>>,
@@ -187,6 +218,7 @@ impl Session {
             }
             Backend::Trace => Ok(Session::time_only(Mode::Traced)),
             Backend::Analytic => Ok(Session::time_only(Mode::TimeOnly)),
+            Backend::Simulated => Session::simulated(SimulatedPmu::from_env(None)?),
         }
     }
 
@@ -204,7 +236,9 @@ impl Session {
         set.enable(false)?;
         Ok(Session {
             mode: Mode::Counters,
-            counters: Some(set),
+            counters: Some(Counters::Perf(set)),
+            simulated: None,
+            simulating: false,
             open: Vec::new(),
             totals: Vec::new(),
             names: Vec::new(),
@@ -214,6 +248,24 @@ impl Session {
             notes,
             _this_thread: PhantomData,
         })
+    }
+
+    /// A session on the simulated PMU `pmu` (its platform's events, its faults): every
+    /// [`region`](Self::region) closure is traced once in a forked child (memory mode, this
+    /// machine's caches simulated) and its exact counts become the simulated counters' counts
+    /// while it then runs here. The closure must not allocate (see
+    /// [`crate::counters::trace::trace_forked`]). Every region says "simulated".
+    pub fn simulated(pmu: SimulatedPmu) -> Result<Session> {
+        let (specs, counters, notes) = pmu.counters(false, true)?;
+        let plan = perf::plan_groups(&specs, counters);
+        let mut set = pmu.open(specs, &plan)?;
+        set.enable(false)?;
+        let hierarchy = crate::counters::backend::cache_hierarchy(None)?;
+        let mut s = Session::time_only(Mode::Simulated);
+        s.counters = Some(Counters::Simulated(Box::new(set)));
+        s.simulated = Some(Box::new((pmu, hierarchy)));
+        s.notes = notes;
+        Ok(s)
     }
 
     /// A session counting the kernel's software events (task-clock, page-faults,
@@ -226,6 +278,8 @@ impl Session {
         Session {
             mode,
             counters: None,
+            simulated: None,
+            simulating: false,
             open: Vec::new(),
             totals: Vec::new(),
             names: Vec::new(),
@@ -250,24 +304,69 @@ impl Session {
     pub fn events(&self) -> Vec<String> {
         self.counters
             .as_ref()
-            .map(|c| c.specs.iter().map(|s| s.name.clone()).collect())
+            .map(|c| c.source().specs().iter().map(|s| s.name.clone()).collect())
             .unwrap_or_default()
     }
 
     /// Whether region reads use rdpmc (no system call) rather than `read()`.
     pub fn uses_rdpmc(&self) -> bool {
-        self.counters.as_ref().is_some_and(|c| c.user_reads_mapped())
+        self.counters.as_ref().is_some_and(|c| c.source().user_reads_mapped())
     }
 
     /// Run `f` as the region `name`: W, Q and T of this call (also added to the totals).
     pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+        if self.mode == Mode::Simulated {
+            return self.simulated_region(name, f);
+        }
         self.begin(name)?;
         std::hint::black_box(f());
         self.end(name)
     }
 
+    /// A region of a simulated session: `f` traced once in a forked child (the fork has its
+    /// own copy of everything `f` captures, and its call consumes that copy), then run here
+    /// between begin and end, where the simulated counters count the traced truth.
+    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+        let Some(sim) = self.simulated.as_ref() else {
+            return Err(Error::unavailable("a simulated session without its PMU", "report this"));
+        };
+        let hierarchy = sim.1.clone();
+        let mut once = Some(f);
+        let mut work = || {
+            if let Some(f) = once.take() {
+                // Nothing of the child's result is freed: the child only exits afterwards.
+                std::mem::forget(std::hint::black_box(f()));
+            }
+        };
+        let mut truth = simulated::trace_work_truth(&mut work, &hierarchy, 0.0)?;
+        // Only the forked child called `work`: this process's closure is still here.
+        let f = once
+            .take()
+            .ok_or_else(|| Error::unavailable("the region closure ran in the tracing process", "report this"))?;
+        self.simulating = true;
+        let begun = self.begin(name);
+        self.simulating = false;
+        begun?;
+        let t0 = Instant::now();
+        std::hint::black_box(f());
+        truth.seconds = t0.elapsed().as_secs_f64();
+        if let Some(Counters::Simulated(set)) = self.counters.as_mut() {
+            set.count(&truth);
+        }
+        self.simulating = true;
+        let m = self.end(name);
+        self.simulating = false;
+        m
+    }
+
     /// Start the region `name` (regions nest; the same name may not be open twice).
     pub fn begin(&mut self, name: &str) -> Result<()> {
+        if self.mode == Mode::Simulated && !self.simulating {
+            return Err(Error::input(
+                format!("region '{name}': the simulated PMU counts regions given as closures only"),
+                "use Session::region(name, || work()) (its closure is traced once for the simulated counts)",
+            ));
+        }
         let idx = self.intern(name)?;
         if self.open.iter().any(|o| o.idx == idx) {
             return Err(Error::input(
@@ -277,7 +376,7 @@ impl Session {
         }
         let mut raw = self.spare.pop().unwrap_or_default();
         if let Some(c) = self.counters.as_mut() {
-            c.read_raw_into(&mut raw)?;
+            c.source_mut().read_raw_into(&mut raw)?;
         }
         // Time starts after our own read; the marker is the last thing before the region.
         self.open.push(Open {
@@ -333,7 +432,7 @@ impl Session {
         roofline_region_end(self.names[self.open[pos].idx].as_ptr());
         let seconds = self.open[pos].start.elapsed().as_secs_f64();
         if let Some(c) = self.counters.as_mut() {
-            c.read_raw_into(&mut self.now)?;
+            c.source_mut().read_raw_into(&mut self.now)?;
         }
         let mut open = self.open.remove(pos);
         for (b, n) in open.raw.iter_mut().zip(&self.now) {
@@ -380,7 +479,8 @@ impl Session {
 
     fn scaled(&self, raw: &[RawCount]) -> Vec<EventCount> {
         let Some(c) = &self.counters else { return Vec::new() };
-        c.specs
+        c.source()
+            .specs()
             .iter()
             .zip(raw)
             .map(|(s, r)| EventCount {
@@ -392,7 +492,17 @@ impl Session {
 
     fn measurement(&self, seconds: &[f64], raw: &[RawCount], calls: u64) -> Measurement {
         let mut m = match &self.counters {
-            Some(c) => perf::to_measurement(&c.specs, &self.scaled(raw), seconds.to_vec()),
+            Some(c) => {
+                let counts = self.scaled(raw);
+                let mut m = perf::to_measurement(c.source().specs(), &counts, seconds.to_vec());
+                let source = if self.simulated.is_some() {
+                    Source::Simulated
+                } else {
+                    Source::Perf
+                };
+                crate::counters::trust::mark(&mut m, c.source().specs(), &counts, source);
+                m
+            }
             None => Measurement {
                 provenance: Some(Provenance {
                     flops: None,
@@ -402,6 +512,7 @@ impl Session {
                         Mode::Traced => "W and Q are counted by the tracer at the region markers".into(),
                         _ => "time only: W and Q come from analytic counts".into(),
                     }],
+                    untrusted: Vec::new(),
                 }),
                 seconds_samples: seconds.to_vec(),
                 threads: 1,
@@ -410,6 +521,9 @@ impl Session {
         };
         if let Some(p) = m.provenance.as_mut() {
             p.notes.extend(self.notes.iter().cloned());
+        }
+        if let Some(sim) = &self.simulated {
+            simulated::mark_simulated(&mut m, &sim.0);
         }
         m.extra.insert("calls".into(), serde_json::json!(calls));
         m
@@ -827,6 +941,7 @@ pub extern "C" fn roofline_marker_close() -> c_int {
                 ))
                 .chain(g.notes.iter().cloned())
                 .collect(),
+                untrusted: Vec::new(),
             }),
             seconds_samples: vec![m.seconds],
             threads: m.threads.len() as u32,

@@ -44,3 +44,29 @@ impl ThreadsArg {
         crate::util::parse_threads(&self.threads, crate::util::available_cpus())
     }
 }
+
+/// While alive, this process's stdout (fd 1, inherited by every child it starts) is its
+/// stderr: a measured command's output must not land in a document or verdict printed on
+/// stdout. Dropping it restores stdout.
+pub struct StdoutToStderr {
+    saved: std::os::fd::OwnedFd,
+}
+
+impl StdoutToStderr {
+    pub fn new() -> anyhow::Result<StdoutToStderr> {
+        use anyhow::Context;
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let saved = nix::unistd::dup(std::io::stdout()).context("dup(stdout)")?;
+        nix::unistd::dup2_stdout(std::io::stderr()).context("dup2(stderr, stdout)")?;
+        Ok(StdoutToStderr { saved })
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = nix::unistd::dup2_stdout(&self.saved);
+    }
+}

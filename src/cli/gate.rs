@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::common::OutputArgs;
 use crate::counters::BackendKind;
+use crate::counters::backend::CommandOutcome;
 use crate::error::Error;
 use crate::gate::{self, Format, RuleSet};
 use crate::report::Report;
@@ -59,91 +60,22 @@ fn read_report(path: &Path, role: &str) -> Result<Report, Error> {
     Report::from_json(&text, &path.display().to_string())
 }
 
-/// Measure `cmd` with a backend into a report.
-///
-/// The perf and trace backends (issues 5 and 6) expose no library entry point for measuring a
-/// command yet; until they do, this mode reports that plainly (exit 2).
-fn measure_command(backend: BackendKind, cmd: &[String]) -> Result<Report, Error> {
-    let has_pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
-        || std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists();
-    let use_trace = match backend {
-        BackendKind::Trace => true,
-        BackendKind::Auto => !has_pmu,
-        _ => false,
+/// Measure `cmd` with a backend into a report, exactly as `roofline measure` does (one
+/// library path: events, groups, multiplexing, plausibility, native timing). The command's
+/// own stdout goes to stderr meanwhile: stdout is the gate's verdict. `Err(status)`: the
+/// command failed (said on stderr); its status is passed on.
+fn measure_command(backend: BackendKind, cmd: &[String]) -> anyhow::Result<Result<Report, i32>> {
+    let _stdout = crate::cli::common::StdoutToStderr::new()?;
+    // The trace backend gates exact W and Q: no native timing (a single run's time of a short
+    // command is noise against a baseline); perf and the simulated PMU time their counted run.
+    let opts = crate::counters::backend::CommandOptions {
+        trace_timing: false,
+        ..Default::default()
     };
-    if !use_trace {
-        return measure_with_perf(backend, cmd);
-    }
-    let opts = crate::counters::trace::TraceOptions::default();
-    let m = crate::counters::trace::measure_command(cmd, &opts)?;
-    let name = cmd
-        .first()
-        .map(|c| {
-            std::path::Path::new(c)
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_else(|| c.clone())
-        })
-        .unwrap_or_default();
-    let machine = crate::machine::detect_static(&Default::default())
-        .ok()
-        .and_then(|m| serde_json::to_value(m).ok())
-        .unwrap_or_default();
-    let mut r = Report::new(machine, crate::report::environment::collect(cmd));
-    r.points.push(m.into_point(name));
-    Ok(r)
-}
-
-/// `roofline measure --backend perf|auto -- CMD` of this very binary, so a gate measures
-/// exactly as `measure` does (events, groups, multiplexing, plausibility, exit codes); its
-/// report is read back from a temporary file. Its progress and warnings pass through; a
-/// failure comes back as its own one-line cause, hint and exit status.
-fn measure_with_perf(backend: BackendKind, cmd: &[String]) -> Result<Report, Error> {
-    let exe = std::env::current_exe().map_err(|e| Error::io("locating the roofline binary", e))?;
-    let dir = tempfile_dir()?;
-    let out = dir.join("current.json");
-    let backend = if backend == BackendKind::Auto { "auto" } else { "perf" };
-    let run = std::process::Command::new(exe)
-        .args(["measure", "--backend", backend, "-o"])
-        .arg(&out)
-        .arg("--")
-        .args(cmd)
-        .stdout(std::process::Stdio::null())
-        .output()
-        .map_err(|e| Error::io("running roofline measure", e))?;
-    let err = String::from_utf8_lossy(&run.stderr).to_string();
-    let result = if run.status.success() {
-        eprint!("{err}");
-        crate::report::read_report(&out)
-    } else {
-        let cause = err
-            .lines()
-            .find_map(|l| l.strip_prefix("roofline: "))
-            .unwrap_or("the measurement failed")
-            .to_string();
-        let hint = err.lines().find_map(|l| l.trim().strip_prefix("hint: ")).unwrap_or("").to_string();
-        Err(match run.status.code() {
-            Some(2) | None => Error::input(cause, hint),
-            Some(status) => Error::Child { cause, status },
-        })
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    result
-}
-
-/// A fresh private directory under the system temp dir.
-fn tempfile_dir() -> Result<std::path::PathBuf, Error> {
-    let base = std::env::temp_dir();
-    for i in 0..100u32 {
-        let d = base.join(format!("roofline-gate-{}-{i}", std::process::id()));
-        if std::fs::create_dir(&d).is_ok() {
-            return Ok(d);
-        }
-    }
-    Err(Error::io(
-        "creating a temporary directory",
-        std::io::Error::other(format!("{} is not writable", base.display())),
-    ))
+    Ok(match crate::counters::backend::measure_command(backend, cmd, &opts)? {
+        CommandOutcome::Measured(m) => Ok(crate::counters::backend::command_report(cmd, *m)),
+        CommandOutcome::Failed { status } => Err(status),
+    })
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -164,7 +96,10 @@ pub fn run(args: Args) -> Result<i32> {
     let (current, cur_name) = match (&args.current, args.command.is_empty()) {
         (Some(_), false) => return Err(Error::input("both --current and a command given", "give one of them").into()),
         (Some(p), true) => (read_report(p, "--current")?, p.display().to_string()),
-        (None, false) => (measure_command(args.backend, &args.command)?, args.command.join(" ")),
+        (None, false) => match measure_command(args.backend, &args.command)? {
+            Ok(r) => (r, args.command.join(" ")),
+            Err(status) => return Ok(status),
+        },
         (None, true) => {
             return Err(Error::input("nothing to compare", "give --current FILE or a command after `--`").into());
         }

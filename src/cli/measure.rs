@@ -4,21 +4,19 @@
 use anyhow::Context;
 use clap::Args as ClapArgs;
 use std::io::Write;
-use std::path::Path;
-use std::time::Duration;
 
 use crate::cli::common::{OutputArgs, PlatformArg};
-use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, SYSFS_PMUS, Scope};
-use crate::counters::{BackendKind, Measurement, events};
-use crate::error::Error;
-use crate::machine::Platform;
-use crate::report::{Environment, Report};
+use crate::counters::BackendKind;
+use crate::counters::backend::{self, CommandOptions, CommandOutcome};
+use crate::report::Report;
 
 pub use crate::counters::team::EventSet;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// perf: hardware counters; trace: ptrace + decoding; auto: perf when a usable core PMU exists.
+    /// perf: hardware counters; trace: ptrace + decoding; auto: perf when a usable core PMU exists;
+    /// simulated: the simulated PMU, a test instrument (faults from ROOFLINE_SIMULATED_PMU, see
+    /// docs/validate.md), never chosen by auto.
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: BackendKind,
     /// Run the command this many times; T is the median, every run is kept. With the trace
@@ -67,38 +65,31 @@ fn stdout_for_json_only() -> anyhow::Result<std::fs::File> {
     Ok(std::fs::File::from(saved))
 }
 
+impl Args {
+    fn command_options(&self) -> CommandOptions {
+        CommandOptions {
+            repeat: self.repeat,
+            idle_baseline: self.idle_baseline,
+            events: self.events,
+            optional_events: self.optional_events,
+            uncore: !self.no_uncore,
+            platform: self.platform.platform.clone(),
+            trace: self.trace,
+            by_function: self.by_function,
+            cache: self.cache.clone(),
+            trace_timing: true,
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.output.check(&["json"])?;
     let mut json_stdout = if args.output.json { Some(stdout_for_json_only()?) } else { None };
-    // Missing, not executable, a directory: said with the path before anything starts.
-    crate::counters::trace::sys::resolve_command(&args.command[0])?;
-    let pmus = Path::new(SYSFS_PMUS);
-    check_trace_options(&args, args.backend)?;
-    let backend = choose_backend(args.backend, args.events, pmus);
-    check_trace_options(&args, backend)?;
-    let (measurement, code) = match backend {
-        BackendKind::Trace => trace_command(&args)?,
-        BackendKind::Perf => perf_command(&args, pmus)?,
-        BackendKind::Analytic => anyhow::bail!(Error::input(
-            "`--backend analytic` counts suite kernels, not commands",
-            "use `roofline run KERNEL --backend analytic`, or `--backend perf|trace` here",
-        )),
-        BackendKind::Auto => unreachable!("resolved by choose_backend"),
+    let measurement = match backend::measure_command(args.backend, &args.command, &args.command_options())? {
+        CommandOutcome::Measured(m) => *m,
+        CommandOutcome::Failed { status } => return Ok(status),
     };
-    let Some(measurement) = measurement else { return Ok(code) };
-
-    let name = Path::new(&args.command[0])
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| args.command[0].clone());
-    let mut env = environment();
-    env.measured_ghz = measurement.extra.get("effective_ghz").and_then(|g| g.as_f64());
-    let mut report = Report::new(machine_summary(), env);
-    let mut point = measurement.into_point(name);
-    if point.provenance.flops.is_none() {
-        point.gflops = None; // W was not counted: no rate either.
-    }
-    report.points.push(point);
+    let report = backend::command_report(&args.command, measurement);
     let json = report.to_json();
     if let Some((file, _)) = out {
         file.write(json.as_bytes())?;
@@ -108,313 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         print_table(&report);
     }
-    Ok(code)
-}
-
-/// `auto`: perf when a usable core PMU exists (or only software events are asked for),
-/// else trace; says which and why on stderr.
-fn choose_backend(asked: BackendKind, events: EventSet, pmus: &Path) -> BackendKind {
-    if asked != BackendKind::Auto {
-        return asked;
-    }
-    if events == EventSet::Software {
-        eprintln!("roofline: backend auto → perf (software events need no hardware PMU)");
-        return BackendKind::Perf;
-    }
-    let paranoid = perf::paranoid();
-    match perf::core_pmu(pmus).and_then(|pmu| perf::check_paranoid(paranoid, false).map(|_| pmu)) {
-        Ok(pmu) => {
-            let lvl = paranoid.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into());
-            eprintln!("roofline: backend auto → perf (core PMU `{pmu}` present, perf_event_paranoid {lvl})");
-            BackendKind::Perf
-        }
-        Err(e) => {
-            let why = e.to_string();
-            eprintln!("roofline: backend auto → trace ({})", why.lines().next().unwrap_or(""));
-            BackendKind::Trace
-        }
-    }
-}
-
-/// `--cache` only means something to the cache simulator: `--backend trace --trace memory`
-/// (it does not switch memory mode on by itself, which single-steps and is far slower).
-/// Called with the backend asked for and again with the one `auto` chose.
-fn check_trace_options(args: &Args, backend: BackendKind) -> crate::Result<()> {
-    use crate::counters::trace::TraceMode;
-    if let Some(spec) = &args.cache {
-        if backend == BackendKind::Perf || backend == BackendKind::Analytic {
-            return Err(Error::input(
-                format!(
-                    "--cache {spec}: the cache simulator belongs to the trace backend, not --backend {}",
-                    if backend == BackendKind::Perf { "perf" } else { "analytic" }
-                ),
-                "use `--backend trace --trace memory --cache SPEC`",
-            ));
-        }
-        if args.trace == TraceMode::Flops {
-            return Err(Error::input(
-                format!("--cache {spec} needs --trace memory (flops mode simulates no cache)"),
-                "add `--trace memory` (it single-steps the command: much slower), or drop --cache",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `--backend trace`: W and core Q by tracing the command once; with `--trace memory`, Q per
-/// level from the cache simulator. T from `--repeat` native runs of the command afterwards
-/// (argv, no shell, stdin/stdout/stderr inherited as in the perf path). The command's own
-/// failure is passed through as its status.
-fn trace_command(args: &Args) -> anyhow::Result<(Option<Measurement>, i32)> {
-    use crate::counters::{cachesim, trace};
-    let mut m = if args.trace == trace::TraceMode::Memory || (args.trace == trace::TraceMode::Reference && args.cache.is_some()) {
-        let sim = match &args.cache {
-            Some(spec) => cachesim::parse_cache_hierarchy(spec)?,
-            None => cachesim::CacheHierarchy::from_machine(&crate::machine::detect_static(&Default::default())?)?,
-        };
-        // The levels' bytes and the simulator's note are in `m` already (trace_command).
-        trace::measure_command_with_sink(
-            &args.command,
-            args.by_function,
-            Box::new(sim),
-            args.trace == trace::TraceMode::Reference,
-        )?
-        .0
-    } else {
-        let opts = trace::TraceOptions {
-            mode: args.trace,
-            by_function: args.by_function,
-            sink: None,
-        };
-        trace::measure_command(&args.command, &opts)?
-    };
-    let mut samples = Vec::with_capacity(args.repeat as usize);
-    for rep in 0..args.repeat {
-        match native_run(&args.command)? {
-            Ok(secs) => samples.push(secs),
-            Err((code, what)) => {
-                eprintln!(
-                    "roofline: {} {what} in its native run {} of {} (after the trace); no report written",
-                    args.command[0],
-                    rep + 1,
-                    args.repeat
-                );
-                return Ok((None, code));
-            }
-        }
-    }
-    m.seconds_samples = samples;
-    m.extra.insert("repeats".into(), serde_json::json!(args.repeat));
-    if let Some(p) = m.provenance.as_mut() {
-        p.seconds = Some(crate::report::Source::Native);
-        p.notes.push(format!(
-            "W and Q from one traced run; T from {} native run(s) after it",
-            args.repeat
-        ));
-    }
-    Ok((Some(m), 0))
-}
-
-/// One native run of `argv` (no shell, stdio inherited), timed from spawn to exit:
-/// `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what happened)))` when it failed.
-fn native_run(argv: &[String]) -> anyhow::Result<Result<f64, (i32, String)>> {
-    let program = crate::counters::trace::sys::resolve_command(&argv[0])?;
-    let mut cmd = std::process::Command::new(&program);
-    cmd.args(&argv[1..]);
-    let t0 = std::time::Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
-        Error::input(
-            format!("cannot run {}: {e}", program.display()),
-            "check the command and its permissions",
-        )
-    })?;
-    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
-    let secs = t0.elapsed().as_secs_f64();
-    let (code, signal) = perf::exit_code(&status);
-    Ok(match signal {
-        Some(sig) => {
-            let name = nix::sys::signal::Signal::try_from(sig)
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_else(|_| format!("signal {sig}"));
-            Err((code, format!("was killed by {name}")))
-        }
-        None if code != 0 => Err((code, format!("exited with status {code}"))),
-        None => Ok(secs),
-    })
-}
-
-/// The identified platform (or `--platform`).
-fn platform(arg: &PlatformArg) -> anyhow::Result<Platform> {
-    if let Some(spec) = &arg.platform {
-        return Ok(Platform::load(spec)?);
-    }
-    perf::identify_platform().ok_or_else(|| {
-        Error::input(
-            "unknown microarchitecture: no platform file matches this CPU's vendor, family and model",
-            "pass `--platform NAME|FILE` (see `platforms/`), or use `--backend trace`",
-        )
-        .into()
-    })
-}
-
-fn perf_command(args: &Args, pmus: &Path) -> anyhow::Result<(Option<Measurement>, i32)> {
-    let (specs, counters, notes) = crate::counters::team::select_events(
-        args.events,
-        pmus,
-        args.platform.platform.as_deref(),
-        args.optional_events,
-        !args.no_uncore,
-    )?;
-    let plat = match args.events {
-        EventSet::Software => None,
-        EventSet::Platform => Some(platform(&args.platform.clone())?),
-    };
-    let plan = perf::plan_groups(&specs, counters);
-    let hw_groups = plan.iter().filter(|g| specs[g[0]].scope == Scope::Core).count();
-    if hw_groups > 1 {
-        eprintln!(
-            "roofline: {hw_groups} hardware event groups do not fit the counters at once: the kernel multiplexes them (ratios below)"
-        );
-    }
-    for n in &notes {
-        eprintln!("roofline: {n}");
-    }
-    let cmd = CommandSpec {
-        argv: args.command.clone(),
-        env: Vec::new(),
-    };
-    let mut runs: Vec<(f64, Vec<EventCount>)> = Vec::new();
-    for rep in 0..args.repeat {
-        let run = perf::run_command(&specs, &plan, &cmd)?;
-        let (code, signal) = perf::exit_code(&run.status);
-        if let Some(sig) = signal {
-            let name = nix::sys::signal::Signal::try_from(sig)
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_else(|_| format!("signal {sig}"));
-            eprintln!(
-                "roofline: {} was killed by {name} (run {} of {}); no report written",
-                args.command[0],
-                rep + 1,
-                args.repeat
-            );
-            return Ok((None, code));
-        }
-        if code != 0 {
-            eprintln!(
-                "roofline: {} exited with status {code} (run {} of {}); no report written",
-                args.command[0],
-                rep + 1,
-                args.repeat
-            );
-            return Ok((None, code));
-        }
-        for w in perf::multiplex_warnings(&run.counts) {
-            eprintln!("roofline: {w}");
-        }
-        runs.push((run.wall_seconds, run.counts));
-    }
-    let samples: Vec<f64> = runs.iter().map(|r| r.0).collect();
-    // W and Q from the run with the median time (counts of every run are kept in `extra`).
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|&a, &b| runs[a].0.total_cmp(&runs[b].0));
-    let median_run = order[order.len() / 2];
-    let mut m = perf::to_measurement(&specs, &runs[median_run].1, samples.clone());
-    m.extra.insert("repeats".into(), serde_json::json!(args.repeat));
-    if runs.len() > 1 {
-        let per_run: Vec<serde_json::Value> = runs
-            .iter()
-            .map(|(wall, counts)| {
-                let c: serde_json::Map<String, serde_json::Value> = counts
-                    .iter()
-                    .map(|c| (c.name.clone(), serde_json::json!(c.scaled.map(|s| s.value))))
-                    .collect();
-                serde_json::json!({ "seconds": wall, "counts": c })
-            })
-            .collect();
-        m.extra.insert("runs".into(), serde_json::Value::Array(per_run));
-    }
-    m.extra.insert(
-        "hardware_groups".into(),
-        serde_json::json!(
-            plan.iter()
-                .filter(|g| specs[g[0]].scope == Scope::Core)
-                .map(|g| g.iter().map(|&i| specs[i].name.clone()).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
-        ),
-    );
-    if let Some(prov) = m.provenance.as_mut() {
-        prov.notes.extend(notes);
-    }
-    // On the counts as read, before a background is subtracted (which could hide a phantom).
-    check_plausible(&m, samples[median_run], plat.as_ref().map(|p| p.key.as_str()))?;
-    if args.idle_baseline {
-        idle_baseline(&specs, &mut m, samples[median_run])?;
-    }
-    Ok((Some(m), 0))
-}
-
-fn idle_baseline(specs: &[CounterSpec], m: &mut Measurement, seconds: f64) -> anyhow::Result<()> {
-    if !specs.iter().any(|s| matches!(s.scope, Scope::Uncore { .. })) {
-        eprintln!("roofline: --idle-baseline: no system-wide events are counted, nothing to baseline");
-        return Ok(());
-    }
-    eprintln!("roofline: measuring the idle background for {seconds:.2} s (--idle-baseline)");
-    let idle = perf::idle_baseline(specs, Duration::from_secs_f64(seconds))?;
-    let base = perf::to_measurement(specs, &idle, vec![seconds]);
-    let mut subtracted = serde_json::Map::new();
-    for (lvl, b) in &base.bytes {
-        if let Some(v) = m.bytes.get_mut(lvl) {
-            *v = (*v - b).max(0.0);
-            subtracted.insert(lvl.clone(), serde_json::json!(b));
-        }
-    }
-    m.extra.insert("idle_baseline_bytes".into(), serde_json::Value::Object(subtracted));
-    if let Some(prov) = m.provenance.as_mut() {
-        prov.notes
-            .push("system-wide bytes have the idle background (same duration, no command) subtracted".into());
-    }
-    Ok(())
-}
-
-/// Reject counts that cannot be true, like LIKWID's phantom-channel 1.88e19 bytes: more
-/// DRAM bytes than `seconds` × 10× the platform's peak bandwidth (the check `import` makes;
-/// an unknown platform gets the most generous ceiling).
-fn check_plausible(m: &Measurement, seconds: f64, platform_key: Option<&str>) -> anyhow::Result<()> {
-    let Some(&b) = m.bytes.get("dram") else { return Ok(()) };
-    events::check_dram_plausible(b, seconds, platform_key.unwrap_or("unknown")).map_err(|e| match e {
-        Error::Input { cause, .. } => Error::unavailable(
-            cause,
-            "an uncore event is miscounting (a phantom memory channel?) or --platform is wrong: check the memory events with `perf stat -a`",
-        ),
-        other => other,
-    })?;
-    Ok(())
-}
-
-fn machine_summary() -> serde_json::Value {
-    let cpuid = raw_cpuid::CpuId::new();
-    serde_json::json!({
-        "vendor": cpuid.get_vendor_info().map(|v| v.as_str().to_string()),
-        "brand": cpuid.get_processor_brand_string().map(|b| b.as_str().trim().to_string()),
-        "microarchitecture": perf::identify_platform().map(|p| p.key),
-    })
-}
-
-fn environment() -> Environment {
-    let cpuid = raw_cpuid::CpuId::new();
-    Environment {
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        // roofline's own argv, which holds the measured command after `--`.
-        command_line: std::env::args().collect(),
-        hypervisor: cpuid.get_hypervisor_info().map(|h| format!("{:?}", h.identify())),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string()),
-        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .map(|s| s.trim().to_string()),
-        ..Environment::default()
-    }
+    Ok(0)
 }
 
 fn print_table(r: &Report) {
@@ -538,69 +223,5 @@ mod tests {
         assert_eq!(cols(lines[4]), ["init", "(a.out)", "900", "0", "4000", "0.0%"]);
         // No flops at all: no share.
         assert!(by_function_table(&rows[..1], 0.0).lines().nth(2).unwrap().ends_with(" -"));
-    }
-
-    #[test]
-    fn cache_needs_trace_memory_and_the_trace_backend() {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            a: Args,
-        }
-        let parse = |v: &[&str]| Cli::try_parse_from(v).unwrap().a;
-        let flops = parse(&["x", "--backend", "trace", "--cache", "L1=32KiB:8", "--", "true"]);
-        let e = check_trace_options(&flops, BackendKind::Trace).unwrap_err();
-        assert!(e.to_string().contains("needs --trace memory"), "{e}");
-        assert_eq!(e.exit_code(), 2);
-        let perf = parse(&["x", "--backend", "perf", "--trace", "memory", "--cache", "L1=32KiB:8", "--", "true"]);
-        assert!(check_trace_options(&perf, BackendKind::Perf).is_err());
-        let ok = parse(&[
-            "x",
-            "--backend",
-            "trace",
-            "--trace",
-            "memory",
-            "--cache",
-            "L1=32KiB:8",
-            "--",
-            "true",
-        ]);
-        assert!(check_trace_options(&ok, BackendKind::Trace).is_ok());
-        assert!(check_trace_options(&parse(&["x", "--", "true"]), BackendKind::Perf).is_ok());
-    }
-
-    fn with_dram(bytes: f64) -> Measurement {
-        let mut m = Measurement::default();
-        m.bytes.insert("dram".into(), bytes);
-        m
-    }
-
-    #[test]
-    fn dram_plausibility_is_the_platforms_not_a_flat_10_tb_s() {
-        // A client Haswell moves ~60 GB/s: 1 TB in one second is impossible there (the
-        // flat 10 TB/s check let it through) but fine for a Sapphire Rapids system.
-        let e = check_plausible(&with_dram(1e12), 1.0, Some("hsw")).unwrap_err();
-        let msg = e.to_string();
-        assert!(msg.contains("cannot be true") && msg.contains("phantom memory channel"), "{msg}");
-        assert_eq!(e.downcast_ref::<Error>().map(Error::exit_code), Some(2));
-        assert!(check_plausible(&with_dram(5e10), 1.0, Some("hsw")).is_ok());
-        // 50 TB/s: over the flat limit, under 10x eight SPR sockets with HBM.
-        assert!(check_plausible(&with_dram(5e13), 1.0, Some("spr")).is_ok());
-        // LIKWID's phantom channel is refused everywhere, unknown platforms included.
-        assert!(check_plausible(&with_dram(1.88e19), 10.0, None).is_err());
-        assert!(check_plausible(&Measurement::default(), 1.0, Some("hsw")).is_ok());
-    }
-
-    #[test]
-    fn zen1_says_q_dram_is_unavailable() {
-        // The notes perf_command prints and keeps: Zen 1 says Q_dram is unavailable.
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("cpu")).unwrap();
-        std::fs::write(dir.path().join("cpu/type"), "4\n").unwrap();
-        let zen1 = Platform::load("zen1").unwrap();
-        let (specs, notes) = perf::counters_for_platform(&zen1, dir.path(), false, true, false).unwrap();
-        assert!(notes.iter().any(|n| n.starts_with("Q_dram unavailable")), "{notes:?}");
-        assert!(specs.iter().any(|s| s.quantity == "cycles") && specs.iter().any(|s| s.name == "task-clock"));
     }
 }

@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 use super::common::{PlatformArg, ThreadsArg};
+use crate::counters::backend::KernelCounting;
 use crate::error::Error;
 use crate::machine::MachineModel;
 use crate::model::RoofSet;
@@ -110,7 +111,7 @@ impl Steps for Wired {
         let llc = machine.caches.iter().map(|c| c.size_bytes).max().unwrap_or(32 << 20);
         // W and the cache/memory levels from perf where a core PMU exists; otherwise (or when
         // the events cannot be opened) analytic, each point saying why.
-        let (perf_events, no_perf) = perf_events();
+        let (counting, no_perf) = KernelCounting::perf_or_analytic();
         let mut points = Vec::new();
         for (name, bytes) in PROFILE_KERNELS {
             let Some(k) = api::find(name) else { continue };
@@ -138,20 +139,18 @@ impl Steps for Wired {
                 repeat,
                 verify: false,
             };
-            let mut m = match &perf_events {
-                Some((specs, counters, notes)) => {
-                    match crate::counters::team::run_kernel(&spec, specs.clone(), *counters, notes.clone(), &|_, _| {}) {
-                        Ok(m) => m,
-                        Err(e) => {
-                            let mut m = analytic::run(&spec, &|_, _| {})?;
-                            if let Some(p) = m.provenance.as_mut() {
-                                p.notes.push(format!("perf: {e}; W and Q analytic"));
-                            }
-                            m
-                        }
+            // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
+            // traffic beyond twice it, nothing claimed in between (each level says why).
+            let mut m = match counting.measure(&spec, &machine.caches, &|_, _| {}) {
+                Ok(m) => m,
+                Err(e) if matches!(counting, KernelCounting::Perf(_)) => {
+                    let mut m = KernelCounting::Analytic.measure(&spec, &machine.caches, &|_, _| {})?;
+                    if let Some(p) = m.provenance.as_mut() {
+                        p.notes.push(format!("perf: {e}; W and Q analytic"));
                     }
+                    m
                 }
-                None => analytic::run(&spec, &|_, _| {})?,
+                Err(e) => return Err(e.into()),
             };
             if let (Some(why), Some(p)) = (&no_perf, m.provenance.as_mut()) {
                 p.notes.push(why.clone());
@@ -161,9 +160,6 @@ impl Steps for Wired {
             } else {
                 format!("{name}@{}", crate::util::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', ""))
             };
-            // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
-            // traffic beyond twice it, nothing claimed in between (each level says why).
-            analytic::apply_cache_model(&mut m, k.as_ref(), n, v, threads as usize, &machine.caches);
             let mut p = m.into_point(label);
             p.extra.insert("kernel".into(), (*name).into());
             p.extra.insert("variant".into(), v.name().into());
@@ -172,11 +168,11 @@ impl Steps for Wired {
             // is not permitted: the point then says so).
             let small = k.size_for_bytes(64 << 10);
             bar.set_message(format!("kernel suite: tracing {name} ({v}) at n = {small}"));
-            match super::validate::validate_one(
+            match crate::validate::validate_one(
                 k.as_ref(),
                 v,
                 small,
-                super::validate::ValidateBackend::Trace,
+                crate::validate::ValidateBackend::Trace,
                 0x5eed,
                 crate::counters::trace::TraceMode::Flops,
             ) {
@@ -195,20 +191,6 @@ impl Steps for Wired {
             return Err(Error::unavailable("no suite kernel runs on this CPU", "see `roofline kernels`").into());
         }
         Ok(points)
-    }
-}
-
-/// The platform's events when a core PMU exists and they can be opened, else why not.
-fn perf_events() -> (Option<crate::counters::team::Selection>, Option<String>) {
-    use crate::counters::{perf, team};
-    let pmus = std::path::Path::new(perf::SYSFS_PMUS);
-    if let Err(e) = perf::core_pmu(pmus) {
-        let first = e.to_string().lines().next().unwrap_or_default().to_string();
-        return (None, Some(format!("W and Q analytic: {first}")));
-    }
-    match team::select_events(team::EventSet::Platform, pmus, None, false, true) {
-        Ok(ev) => (Some(ev), None),
-        Err(e) => (None, Some(format!("W and Q analytic: perf events unavailable ({e})"))),
     }
 }
 
@@ -347,6 +329,7 @@ mod tests {
                         bytes: prov,
                         seconds: Some(Source::Native),
                         notes: vec![],
+                        untrusted: Vec::new(),
                     },
                     Flops {
                         total: flops,

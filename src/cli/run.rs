@@ -2,7 +2,6 @@
 //! (analytic by default), T always native: warm-up, then repetitions until both
 //! `--repeat` samples and `--min-time` seconds are reached; median, min and spread.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -12,8 +11,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::cli::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::cli::kernels_cmd::widest_runnable;
 use crate::counters::BackendKind;
-use crate::counters::analytic::{KernelRun, run as run_analytic};
-use crate::counters::trace::{self, TraceMode, tally::Tally};
+use crate::counters::analytic::KernelRun;
+use crate::counters::backend::{self, KernelCounting};
 use crate::error::Error;
 use crate::kernels::runner::Repeat;
 use crate::kernels::{Kernel, Variant, api, check};
@@ -50,6 +49,7 @@ pub struct Args {
     /// run per thread's instance under the tracer; `perf` counts W and the levels the
     /// platform's events cover on every team thread around exactly the timed calls (core Q
     /// and the rest stay analytic); `auto` = perf where a core PMU exists, else analytic.
+    /// `simulated` = the perf path on the simulated PMU (a test instrument, docs/validate.md).
     /// L2/L3/DRAM Q that nothing counted come from the cache model.
     #[arg(long, value_enum, default_value = "analytic")]
     pub backend: BackendKind,
@@ -151,23 +151,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let out = args.output.check(&["json"])?;
     let plan = plan(&args)?;
-    let pmus = std::path::Path::new(crate::counters::perf::SYSFS_PMUS);
-    let backend = match args.backend {
-        BackendKind::Auto if crate::counters::perf::core_pmu(pmus).is_ok() => BackendKind::Perf,
-        BackendKind::Auto => BackendKind::Analytic,
-        b => b,
-    };
+    let backend = backend::resolve_kernel_backend(args.backend);
     // Events chosen and checked before anything runs (one line and exit 2 without a PMU).
-    let perf_events = match backend {
-        BackendKind::Perf => Some(crate::counters::team::select_events(
-            args.events,
-            pmus,
-            args.platform.platform.as_deref(),
-            false,
-            true,
-        )?),
-        _ => None,
-    };
+    let mut counting = KernelCounting::select(backend, args.events, args.platform.platform.as_deref())?;
     let command_line: Vec<String> = std::env::args().collect();
     let mut env = collect(&command_line);
     env.compiler = Some(own_compiler());
@@ -176,30 +162,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let model = crate::machine::detect_static(&Default::default())?;
     let machine = serde_json::to_value(&model)?;
     let mut report = Report::new(machine, env);
-    // Trace before any timing thread exists (the traced child is forked from this process):
-    // one trace per instance the largest team runs, each with the seed `run_analytic` gives it.
-    let traced = if backend == BackendKind::Trace {
-        let most = plan.threads.iter().copied().max().unwrap_or(1);
-        eprintln!(
-            "roofline: tracing {} {} n={} ({} instance(s)) for W and core Q",
-            plan.kernel.name(),
-            plan.variant,
-            plan.n,
-            most
-        );
-        let mut v = Vec::with_capacity(most);
-        for t in 0..most {
-            v.push(trace_instance(
-                plan.kernel.as_ref(),
-                plan.n,
-                plan.variant,
-                ANALYTIC_SEED + t as u64,
-            )?);
-        }
-        Some(v)
-    } else {
-        None
-    };
+    // Trace before any timing thread exists (the traced child is forked from this process).
+    let most = plan.threads.iter().copied().max().unwrap_or(1);
+    counting.prepare(plan.kernel.as_ref(), plan.n, plan.variant, most)?;
     for (i, &threads) in plan.threads.iter().enumerate() {
         let spec = KernelRun {
             kernel: plan.kernel.as_ref(),
@@ -221,18 +186,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             bar.set_message(format!("{label}: {count} samples, last {secs:.3e} s"));
             bar.tick();
         };
-        let mut m = match &perf_events {
-            Some((specs, counters, notes)) => {
-                crate::counters::team::run_kernel(&spec, specs.clone(), *counters, notes.clone(), &on_sample)?
-            }
-            None => run_analytic(&spec, &on_sample)?,
-        };
+        let m = counting.measure(&spec, &model.caches, &on_sample)?;
         bar.finish_and_clear();
-        if let Some(tallies) = &traced {
-            use_traced_counts(&mut m, &tallies[..threads]);
-        }
-        // L2/L3/DRAM by the cache model (only where no traced figure exists).
-        crate::counters::analytic::apply_cache_model(&mut m, plan.kernel.as_ref(), plan.n, plan.variant, threads, &model.caches);
         report
             .points
             .push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
@@ -248,52 +203,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         print_table(&report.points, plan.kernel.as_ref());
     }
     Ok(0)
-}
-
-/// The seed `counters::analytic::run` gives thread `t`'s instance: `ANALYTIC_SEED + t`.
-const ANALYTIC_SEED: u64 = 0x5EED;
-
-/// W and core Q of one `run()` of a fresh instance, traced in a forked child (as `roofline
-/// validate` does). The count includes the few bytes of the call path around `run()`.
-fn trace_instance(kernel: &dyn Kernel, n: usize, variant: Variant, seed: u64) -> anyhow::Result<Tally> {
-    let mut inst = kernel
-        .instance(n, variant, seed)
-        .map_err(|e| Error::input(format!("{} at size {n}: {e}", kernel.name()), "use a valid --size or --bytes"))?;
-    let mut work = || inst.run();
-    Ok(trace::trace_forked(&mut work, TraceMode::Flops, false)?.total)
-}
-
-/// Replace the analytic W and core Q of `m` by the traced ones, summed over the team's
-/// instances; DRAM Q stays analytic (the trace backend has no cache model in flops mode).
-fn use_traced_counts(m: &mut crate::counters::Measurement, tallies: &[Tally]) {
-    use crate::report::Source;
-    use crate::report::schema::level;
-    let mut sum = Tally::default();
-    for t in tallies {
-        sum.add_scaled(t, 1);
-    }
-    let by_class: BTreeMap<String, f64> = sum
-        .flops
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| **v > 0)
-        .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v as f64))
-        .collect();
-    m.flops.total = sum.flops_total() as f64;
-    m.flops.effective = (sum.effective_unknown == 0).then_some(sum.effective as f64);
-    m.flops.by_class = by_class;
-    m.bytes.insert(level::CORE.to_string(), (sum.core_load + sum.core_store) as f64);
-    m.extra.insert("core_load_bytes".into(), sum.core_load.into());
-    m.extra.insert("core_store_bytes".into(), sum.core_store.into());
-    m.extra.insert("traced_instructions".into(), sum.instructions.into());
-    if let Some(p) = m.provenance.as_mut() {
-        p.flops = Some(Source::Trace);
-        p.bytes.insert(level::CORE.to_string(), Source::Trace);
-        p.notes.push(
-            "W and core Q traced (one run() per thread's instance; core Q includes the call path's few bytes around run(), under 1 KiB per instance, see `roofline validate`); dram analytic; T native"
-                .into(),
-        );
-    }
 }
 
 fn print_table(points: &[Point], kernel: &dyn Kernel) {

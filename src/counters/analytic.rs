@@ -139,6 +139,7 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
         notes: vec![
             "dram = compulsory traffic of a cold working set (write-allocate included); caches serve it when the working set fits".into(),
         ],
+        untrusted: Vec::new(),
     };
     Measurement {
         flops: Flops {

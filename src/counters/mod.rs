@@ -6,12 +6,15 @@
 //! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf_stat`).
 
 pub mod analytic;
+pub mod backend;
 pub mod cachesim;
 pub mod events;
 pub mod perf;
 pub mod perf_stat;
+pub mod simulated;
 pub mod team;
 pub mod trace;
+pub mod trust;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +29,9 @@ pub enum BackendKind {
     Perf,
     Trace,
     Analytic,
+    /// The simulated PMU (`simulated.rs`): the perf path with counts from a trace of the same
+    /// run and injected faults, for tests. Never chosen by `auto`.
+    Simulated,
 }
 
 /// W, Q and T of one measured thing, with the provenance of each: what every backend
@@ -47,6 +53,7 @@ impl Measurement {
             bytes: BTreeMap::new(),
             seconds: None,
             notes: vec![],
+            untrusted: Vec::new(),
         });
         let mut p = Point::new(name, prov, self.flops, self.bytes, self.threads.max(1), self.seconds_samples);
         p.extra = self.extra;

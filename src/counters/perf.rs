@@ -913,9 +913,9 @@ pub fn open_error(spec: &CounterSpec, e: &io::Error) -> Error {
             ),
             "lower it with `sudo sysctl kernel.perf_event_paranoid=1` (0 for uncore), or grant CAP_PERFMON (`sudo setcap cap_perfmon+ep $(which roofline)`)",
         ),
-        Some(Errno::ENOENT) | Some(Errno::EINVAL) | Some(Errno::EOPNOTSUPP) => Error::unavailable(
+        Some(errno @ (Errno::ENOENT | Errno::EINVAL | Errno::EOPNOTSUPP)) => Error::unavailable(
             format!(
-                "the kernel rejected event {} (pmu {}, type {}, config {:#x}, config1 {:#x}): {e}",
+                "the kernel rejected event {} (pmu {}, type {}, config {:#x}, config1 {:#x}): {errno:?}, {e}",
                 spec.name, spec.pmu, spec.type_, spec.config, spec.config1
             ),
             "this CPU or kernel does not support it: check `--platform` matches the CPU, or mark the event optional in the platform file",
@@ -1086,6 +1086,58 @@ impl CounterSet {
                 scaled: scale(r.value, r.time_enabled, r.time_running),
             })
             .collect())
+    }
+}
+
+/// What a measurement reads its counters through: the perf_event groups ([`CounterSet`]), or
+/// the simulated PMU (`counters::simulated`), which stands in for them in tests. Readings are
+/// raw (value, time enabled, time running) per spec; scaling and the event formulas
+/// ([`scale`], [`to_measurement`]) are the callers', the same for both.
+pub trait CounterSource {
+    fn specs(&self) -> &[CounterSpec];
+    /// Start counting (`only_system_wide`: the groups exec does not start).
+    fn enable(&mut self, only_system_wide: bool) -> Result<()>;
+    fn disable(&mut self) -> Result<()>;
+    /// Raw readings per spec into `out` (resized to the specs).
+    fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()>;
+    /// Whether reads go through rdpmc (no system call).
+    fn user_reads_mapped(&self) -> bool {
+        false
+    }
+    /// Final scaled counts.
+    fn scaled(&mut self) -> Result<Vec<EventCount>> {
+        let mut raw = Vec::new();
+        self.read_raw_into(&mut raw)?;
+        Ok(self
+            .specs()
+            .iter()
+            .zip(raw)
+            .map(|(s, r)| EventCount {
+                name: s.name.clone(),
+                scaled: scale(r.value, r.time_enabled, r.time_running),
+            })
+            .collect())
+    }
+}
+
+impl CounterSource for CounterSet {
+    fn specs(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+    fn enable(&mut self, only_system_wide: bool) -> Result<()> {
+        CounterSet::enable(self, only_system_wide)
+    }
+    fn disable(&mut self) -> Result<()> {
+        CounterSet::disable(self)
+    }
+    fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()> {
+        CounterSet::read_raw_into(self, out)
+    }
+    fn user_reads_mapped(&self) -> bool {
+        CounterSet::user_reads_mapped(self)
+    }
+    fn scaled(&mut self) -> Result<Vec<EventCount>> {
+        CounterSet::scaled(self)
     }
 }
 
@@ -1260,6 +1312,7 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
             bytes: levels,
             seconds: Some(Source::Native),
             notes,
+            untrusted: Vec::new(),
         }),
         seconds_samples,
         threads: 1,

@@ -578,6 +578,7 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         bytes: d.bytes.keys().map(|k| (k.clone(), Source::PerfStat)).collect(),
         seconds: Some(Source::PerfStat),
         notes,
+        untrusted: Vec::new(),
     };
     let mut point = Point::new(
         opts.name.clone(),

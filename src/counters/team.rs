@@ -198,12 +198,13 @@ pub fn run_kernel(
     let team = PerfTeam::new(specs, counters)?;
     let m = analytic::run_hooked(spec, on_sample, Some(&team))?;
     let counts = team.per_call()?;
-    let counted = perf::to_measurement(&team.specs, &counts, Vec::new());
+    let mut counted = perf::to_measurement(&team.specs, &counts, Vec::new());
+    crate::counters::trust::mark(&mut counted, &team.specs, &counts, Source::Perf);
     Ok(merge(m, counted, notes))
 }
 
 /// The analytic measurement `m` with what perf counted put in its place.
-fn merge(mut m: Measurement, counted: Measurement, notes: Vec<String>) -> Measurement {
+pub(crate) fn merge(mut m: Measurement, counted: Measurement, notes: Vec<String>) -> Measurement {
     let cprov = counted.provenance.unwrap_or_default();
     let prov = m.provenance.get_or_insert_with(Default::default);
     if cprov.flops == Some(Source::Perf) {
@@ -222,6 +223,7 @@ fn merge(mut m: Measurement, counted: Measurement, notes: Vec<String>) -> Measur
     }
     prov.notes
         .extend(cprov.notes.into_iter().filter(|n| !n.starts_with("bytes.core is not counted")));
+    prov.untrusted.extend(cprov.untrusted);
     prov.notes.extend(notes);
     prov.notes
         .push("perf counts are per timed call: the team threads' counts around exactly the timed calls, divided by the calls".into());
@@ -314,6 +316,7 @@ mod tests {
             bytes: [("l2".to_string(), Source::Perf)].into(),
             seconds: Some(Source::Native),
             notes: vec!["bytes.core is not counted by hardware".into()],
+            untrusted: Vec::new(),
         });
         let out = merge(m, counted, vec!["platform note".into()]);
         assert_eq!(out.flops.total, 123.0);

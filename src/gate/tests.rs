@@ -45,6 +45,7 @@ fn point(name: &str, flops: f64, dram: f64, samples: Vec<f64>) -> Point {
         bytes: BTreeMap::new(),
         seconds: Some(Source::Native),
         notes: vec![],
+        untrusted: Vec::new(),
     };
     Point::new(
         name,

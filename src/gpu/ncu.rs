@@ -747,6 +747,7 @@ impl KernelSummary {
                 "T is gpu__time_duration summed over launches (profiled runs; ncu serializes launches)".into(),
                 "bytes.l1 counts requested L1 bytes; writes that stay in L2 never reach DRAM".into(),
             ],
+            untrusted: Vec::new(),
         };
         let seconds = self.seconds().map(|s| vec![s]).unwrap_or_default();
         let mut p = Point::new(self.name.clone(), prov, flops, bytes, 1, seconds);

@@ -225,6 +225,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
         bytes: [("dram".to_string(), Source::Analytic)].into_iter().collect(),
         seconds: Some(Source::Native),
         notes: vec!["T: CUDA events around each launch; Q: compulsory DRAM bytes".into()],
+        untrusted: Vec::new(),
     };
     let secs: Vec<f64> = samples.iter().map(|ms| ms * 1e-3).collect();
     let mut p = Point::new(

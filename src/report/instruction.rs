@@ -439,6 +439,7 @@ mod tests {
             bytes: Default::default(),
             seconds: None,
             notes: vec![],
+            untrusted: Vec::new(),
         }
     }
 

@@ -83,6 +83,7 @@ mod tests {
                     bytes: Default::default(),
                     seconds: None,
                     notes: vec![],
+                    untrusted: Vec::new(),
                 },
                 Flops {
                     total: 1e6,

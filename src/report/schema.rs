@@ -22,6 +22,8 @@ pub enum Source {
     Ncu,
     /// Measured by our own clock around a native run (wall time of the kernel).
     Native,
+    /// The simulated PMU (`counters::simulated`): a test instrument, never hardware.
+    Simulated,
 }
 
 impl Source {
@@ -33,6 +35,7 @@ impl Source {
             Source::PerfStat => "perf-stat",
             Source::Ncu => "ncu",
             Source::Native => "native",
+            Source::Simulated => "simulated",
         }
     }
 }
@@ -49,6 +52,10 @@ pub struct Provenance {
     /// Free-form caveats ("uncore counts are system-wide", "prefetchers not modelled").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Quantities (`flops.<class>`, `bytes.<level>`) that come from a counter event which
+    /// failed `roofline validate --backend perf` on this machine (the notes say how).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -397,6 +404,7 @@ mod tests {
             bytes: BTreeMap::new(),
             seconds: Some(Source::Native),
             notes: vec![],
+            untrusted: Vec::new(),
         };
         let p = Point::new(
             "triad",

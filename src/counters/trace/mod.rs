@@ -427,6 +427,7 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             bytes: prov_bytes,
             seconds: None,
             notes,
+            untrusted: Vec::new(),
         }),
         seconds_samples: Vec::new(),
         // Threads that ran counted work (a process whose main thread only waits counts its workers).

@@ -1,0 +1,336 @@
+//! Validation of a backend against the kernel suite's analytic counts (issue 6): the paper's
+//! validation table, shared by `roofline validate` and the profile's trace check.
+//!
+//! With the trace backend each kernel instance is prepared in this process, then run once in
+//! a forked child under the tracer, between two marker functions whose breakpoints bound the
+//! count (see `counters::trace::trace_forked`): only the kernel call is counted. The call path
+//! itself (closure, virtual call, the instance's fields) loads a few bytes the analytic counts
+//! leave out, the same at every size: each variant is traced at n and n/2, the difference must
+//! equal the analytic difference exactly, and the constant part must stay under 1 KiB.
+
+pub mod perf;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use crate::counters::cachesim::CacheHierarchy;
+use crate::counters::trace::{self, TraceMode};
+use crate::error::{Error, Result};
+use crate::kernels::{Counts, Variant, api};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ValidateBackend {
+    Trace,
+    Analytic,
+}
+
+/// One row of the validation table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub kernel: String,
+    pub variant: String,
+    pub n: usize,
+    pub flops_analytic: BTreeMap<String, u64>,
+    pub flops_measured: BTreeMap<String, u64>,
+    pub core_analytic: u64,
+    pub core_measured: u64,
+    pub dram_analytic: u64,
+    /// None: this backend does not measure DRAM traffic here (trace: only `--trace memory`
+    /// measures it, for the streaming kernels, through the cache simulator).
+    pub dram_measured: Option<u64>,
+    /// Trace: bytes of the call path around the kernel (trace(n) - analytic(n)), shown to be
+    /// size-independent by a second trace at n/2.
+    pub core_harness_bytes: Option<i64>,
+    /// `--trace memory`: whether memory mode (addresses per block from the registers at its
+    /// entry, loops replayed) gave the same bytes per level as single-stepping every
+    /// instruction, on a small instance of the kernel (None: not checked).
+    pub memory_matches_stepping: Option<bool>,
+    pub ok: bool,
+    pub detail: Option<String>,
+}
+
+pub fn rel_err(a: u64, m: u64) -> f64 {
+    if a == 0 {
+        if m == 0 { 0.0 } else { f64::INFINITY }
+    } else {
+        (m as f64 - a as f64).abs() / a as f64
+    }
+}
+
+fn flops_map(c: &Counts) -> BTreeMap<String, u64> {
+    c.flops
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| (k.key().to_string(), *v))
+        .collect()
+}
+
+/// The simulated hierarchy `--trace memory` uses without `--cache`: small, so the streaming
+/// kernels at 4× its last level stay quick to single-step (128 KiB) while the harness's few
+/// lines (stack, the instance's fields: under 1 KiB) stay far below the 2 % tolerance.
+pub const DEFAULT_VALIDATE_CACHE: &str = "L1=4KiB:4,L2=32KiB:8";
+
+/// Tolerance of the DRAM Q check (relative to the compulsory traffic).
+pub const DRAM_TOLERANCE: f64 = 0.02;
+
+/// The traced counts of one `run()`, and the simulated DRAM bytes when `sim` is given (memory mode).
+fn run_traced(
+    inst: &mut Box<dyn api::Instance>,
+    mode: TraceMode,
+    sim: Option<&CacheHierarchy>,
+) -> Result<(trace::tally::Tally, Option<f64>)> {
+    let mut work = || inst.run();
+    match sim {
+        Some(h) if mode == TraceMode::Memory => {
+            let mut h = h.clone();
+            let r = trace::trace_forked_with_sink(&mut work, mode, false, Some(&mut h))?;
+            let dram = r.levels.iter().find(|(k, _)| k == "dram").map(|(_, v)| *v);
+            Ok((r.total, dram))
+        }
+        _ => Ok((trace::trace_forked(&mut work, mode, false)?.total, None)),
+    }
+}
+
+/// The streaming kernels of the suite (single-pass streams, non-temporal ones included): the
+/// kernels whose DRAM Q at 4× the last level is their compulsory traffic.
+pub fn is_streaming(name: &str) -> bool {
+    crate::kernels::stream::kernels().iter().any(|k| k.name() == name)
+}
+
+/// Bytes the harness itself may load or store around a kernel run (the closure, the virtual
+/// call, the instance's fields): the same at every size, reported, and bounded by this.
+const HARNESS_BYTES_MAX: u64 = 1024;
+
+pub fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64, mode: TraceMode) -> Result<Row> {
+    validate_one_with(k, v, n, backend, seed, mode, None)
+}
+
+/// [`validate_one`] with a simulated hierarchy for `--trace memory`: DRAM Q is then measured
+/// (for every kernel) and, for the streaming kernels, checked against the compulsory traffic
+/// within [`DRAM_TOLERANCE`].
+pub fn validate_one_with(
+    k: &dyn api::Kernel,
+    v: Variant,
+    n: usize,
+    backend: ValidateBackend,
+    seed: u64,
+    mode: TraceMode,
+    sim: Option<&CacheHierarchy>,
+) -> Result<Row> {
+    let mut inst = k
+        .instance(n, v, seed)
+        .map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
+    let analytic = inst.counts();
+    let mut harness_out = None;
+    let mut core_ok = None;
+    let mut stepped_ok = None;
+    let mut stepped_detail = None;
+    let mut dram_measured = None;
+    let (flops_measured, core_measured, detail) = match backend {
+        ValidateBackend::Analytic => {
+            // The kernel-level formula against the instance's own: two derivations of one count.
+            let c = k.counts(n, v);
+            (flops_map(&c), c.core_bytes(), None)
+        }
+        ValidateBackend::Trace => {
+            let (t, dram) = run_traced(&mut inst, mode, sim)?;
+            let t = &t;
+            if mode == TraceMode::Memory
+                && let Some(h) = sim
+            {
+                // The fast memory mode against single-stepping, on a small instance (the same
+                // process layout: both trace a fork of this one).
+                // Small enough to single-step quickly (at most ~150 k instructions, measured by a
+                // flops-mode trace of the candidate size).
+                let mut ns = (n / 16).max(1);
+                while ns > 1
+                    && let Ok(mut c) = k.instance(ns, v, seed ^ 0x51)
+                    && run_traced(&mut c, TraceMode::Flops, None)?.0.instructions > 150_000
+                {
+                    ns /= 4;
+                }
+                if let Ok(mut small) = k.instance(ns, v, seed ^ 0x51) {
+                    let mut levels = Vec::new();
+                    for m in [TraceMode::Memory, TraceMode::Reference] {
+                        let mut hc = h.clone();
+                        let mut work = || small.run();
+                        levels.push(trace::trace_forked_with_sink(&mut work, m, false, Some(&mut hc))?.levels);
+                    }
+                    let same = levels[0] == levels[1];
+                    stepped_ok = Some(same);
+                    if !same {
+                        stepped_detail = Some(format!("memory mode at n={ns}: {:?}, single-stepped: {:?}", levels[0], levels[1]));
+                    }
+                }
+            }
+            dram_measured = dram.map(|d| d.round() as u64);
+            // A second, smaller size: the difference of the two traces is the kernel's own
+            // traffic, which must equal the difference of the analytic counts exactly.
+            let n2 = (n / 2).max(1);
+            let second = match k.instance(n2, v, seed ^ 0x9e37) {
+                Ok(mut i2) => Some((i2.counts(), run_traced(&mut i2, mode, None)?.0)),
+                Err(_) => None,
+            };
+            let by: BTreeMap<String, u64> = t
+                .flops
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 0)
+                .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v))
+                .collect();
+            let detail = (t.unclassified > 0).then(|| format!("{} unclassified instructions", t.unclassified));
+            let core = t.core_load + t.core_store;
+            let mut detail = detail;
+            if let Some((c2, t2)) = second {
+                let dm = core as i128 - (t2.core_load + t2.core_store) as i128;
+                let da = analytic.core_bytes() as i128 - c2.core_bytes() as i128;
+                let harness = core as i128 - analytic.core_bytes() as i128;
+                harness_out = Some(harness as i64);
+                let good = dm == da && harness >= 0 && harness as u64 <= HARNESS_BYTES_MAX;
+                core_ok = Some(good);
+                if !good {
+                    detail = Some(format!(
+                        "core bytes: trace(n)-trace(n/2) = {dm}, analytic difference {da}, harness bytes {harness}"
+                    ));
+                }
+            }
+            (by, core, detail)
+        }
+    };
+    let flops_analytic = flops_map(&analytic);
+    let mut detail = detail;
+    // DRAM Q: checked for the streaming kernels (their compulsory traffic is what a cold,
+    // too-small hierarchy must move); the others' figure is shown, not judged.
+    let dram_ok = match dram_measured {
+        Some(d) if is_streaming(k.name()) => {
+            let e = rel_err(analytic.dram_bytes, d);
+            let good = e <= DRAM_TOLERANCE;
+            if !good {
+                let msg = format!(
+                    "DRAM bytes: simulated {d}, compulsory {} ({:+.2} %, tolerance {:.0} %)",
+                    analytic.dram_bytes,
+                    100.0 * (d as f64 - analytic.dram_bytes as f64) / analytic.dram_bytes.max(1) as f64,
+                    100.0 * DRAM_TOLERANCE
+                );
+                detail = Some(match detail {
+                    Some(x) => format!("{x}; {msg}"),
+                    None => msg,
+                });
+            }
+            good
+        }
+        _ => true,
+    };
+    if let Some(m) = stepped_detail {
+        detail = Some(match detail {
+            Some(x) => format!("{x}; {m}"),
+            None => m,
+        });
+    }
+    let ok = flops_analytic == flops_measured
+        && core_ok.unwrap_or(analytic.core_bytes() == core_measured)
+        && dram_ok
+        && stepped_ok.unwrap_or(true);
+    Ok(Row {
+        kernel: k.name().to_string(),
+        variant: v.name().to_string(),
+        n,
+        flops_analytic,
+        flops_measured,
+        core_analytic: analytic.core_bytes(),
+        core_measured,
+        dram_analytic: analytic.dram_bytes,
+        dram_measured,
+        core_harness_bytes: harness_out,
+        memory_matches_stepping: stepped_ok,
+        ok,
+        detail,
+    })
+}
+
+/// Every runnable variant of the selected suite kernels (`kernels` empty: all) against the
+/// analytic counts: the rows, and the variants this CPU cannot run (with the reason). With
+/// `sim` (trace memory mode) the streaming kernels run at 4x its last level.
+pub fn validate_suite(
+    kernels: &[String],
+    working_set: u64,
+    backend: ValidateBackend,
+    seed: u64,
+    mode: TraceMode,
+    sim: Option<&CacheHierarchy>,
+) -> Result<(Vec<Row>, Vec<crate::report::schema::NotRun>)> {
+    let suite = api::all();
+    for name in kernels {
+        if !suite.iter().any(|k| k.name() == name) {
+            return Err(Error::input(format!("no kernel named {name}"), "see `roofline kernels`"));
+        }
+    }
+    let llc = sim.and_then(|h| h.levels().last().map(|l| l.size_bytes)).unwrap_or(0);
+    let mut rows = Vec::new();
+    let mut not_run = Vec::new();
+    for k in suite.iter().filter(|k| kernels.is_empty() || kernels.iter().any(|n| n == k.name())) {
+        let n = match sim {
+            Some(_) if is_streaming(k.name()) => k.size_for_bytes(4 * llc),
+            _ => k.size_for_bytes(working_set),
+        };
+        for &v in k.variants() {
+            if !v.supported() {
+                not_run.push(crate::report::schema::NotRun {
+                    name: format!("{}/{}", k.name(), v.name()),
+                    reason: format!("this CPU lacks the {} instructions", v.name()),
+                });
+                continue;
+            }
+            rows.push(validate_one_with(k.as_ref(), v, n, backend, seed, mode, sim)?);
+        }
+    }
+    Ok((rows, not_run))
+}
+
+/// The validation rows as a `roofline.report/1`: W as measured by the backend, core Q as
+/// measured less the constant harness bytes (zero time: for exact-count gates, not plots).
+pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Report {
+    use crate::report::{Bytes, Flops, Point, Provenance, Report, Source};
+    let src = match backend {
+        ValidateBackend::Trace => Source::Trace,
+        ValidateBackend::Analytic => Source::Analytic,
+    };
+    let machine = crate::machine::detect_static(&Default::default())
+        .ok()
+        .and_then(|m| serde_json::to_value(m).ok())
+        .unwrap_or_default();
+    let mut r = Report::new(machine, crate::report::environment::collect(&std::env::args().collect::<Vec<_>>()));
+    for row in rows {
+        let by_class: BTreeMap<String, f64> = row.flops_measured.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
+        let total = by_class.values().fold(0.0, |a, b| a + b);
+        let core = row.core_measured as i64 - row.core_harness_bytes.unwrap_or(0);
+        let mut bytes = Bytes::new();
+        bytes.insert("core".into(), core.max(0) as f64);
+        let prov = Provenance {
+            flops: Some(src),
+            bytes: [("core".to_string(), src)].into_iter().collect(),
+            seconds: None,
+            notes: vec![format!(
+                "roofline validate at n = {}; core Q less the {} harness bytes",
+                row.n,
+                row.core_harness_bytes.unwrap_or(0)
+            )],
+            untrusted: Vec::new(),
+        };
+        let mut p = Point::new(
+            format!("{}/{}", row.kernel, row.variant),
+            prov,
+            Flops {
+                total,
+                effective: None,
+                by_class,
+            },
+            bytes,
+            1,
+            vec![],
+        );
+        p.extra.insert("n".into(), (row.n as u64).into());
+        r.points.push(p);
+    }
+    r
+}

@@ -1,0 +1,656 @@
+//! `roofline validate --backend perf` (issue 18): the counters of this machine against kernels
+//! of known W and Q, the key step of Ofenbeck et al. Counters lie in known ways (LIKWID's Zen 5
+//! FLOPS_DP group 50 % off, Sandy Bridge counting executed not retired operations, cloud VMs
+//! whose uncore reads zero), so each event class gets a verdict before anyone trusts it:
+//!
+//! - W: the suite's FP kernels in every ISA variant this CPU runs, double and single, at a
+//!   cache-resident size, measured through the same path as `roofline run --backend perf`
+//!   (counters on the team thread around exactly the timed calls, per call);
+//! - Q_dram: the streaming kernels at 4x the last-level cache, whose DRAM traffic is their
+//!   compulsory traffic, with the system-wide uncore counts' idle background (the same events,
+//!   no kernel, for as long) subtracted.
+//!
+//! Per event class the measured figure against the analytic one: **exact**, **within
+//! tolerance**, **off by X %**, or **not counted** (the event failed to open, was never on a
+//! counter, or no event counts the class). The verdicts are kept in a trust table beside the
+//! machine's cached ceilings ([`crate::counters::trust`]); afterwards every measurement that
+//! uses an event which failed here says so.
+//!
+//! The simulated PMU (`--backend simulated`) runs the same validation on machines without a
+//! PMU, with the faults a test injects.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::counters::backend::{KernelCounting, SimulatedKernel};
+use crate::counters::cachesim::CacheHierarchy;
+use crate::counters::perf::{self, CounterSet, CounterSpec, Scope, Target};
+use crate::counters::simulated::{self, SimulatedPmu, class_covers};
+use crate::counters::trust::{TrustEntry, TrustTable};
+use crate::counters::{Measurement, analytic::KernelRun};
+use crate::error::{Error, Result};
+use crate::kernels::runner::Repeat;
+use crate::kernels::{Kernel, Variant, api};
+use crate::report::Source;
+
+/// The counters validated: this machine's PMU, or the simulated one.
+pub enum Counters {
+    Perf,
+    Simulated {
+        pmu: Box<SimulatedPmu>,
+        /// The simulated hierarchy the traces feed (its last level sets the DRAM kernels' size).
+        hierarchy: Box<CacheHierarchy>,
+    },
+}
+
+impl Counters {
+    pub fn source(&self) -> Source {
+        match self {
+            Counters::Perf => Source::Perf,
+            Counters::Simulated { .. } => Source::Simulated,
+        }
+    }
+}
+
+/// What to validate.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// W kernels (empty: [`DEFAULT_W_KERNELS`]).
+    pub kernels: Vec<String>,
+    /// DRAM kernels, streamed at 4x the LLC (empty: [`DEFAULT_DRAM_KERNELS`]).
+    pub dram_kernels: Vec<String>,
+    /// Working set of the W kernels (cache-resident).
+    pub working_set: u64,
+    /// `--platform NAME|FILE`.
+    pub platform: Option<String>,
+    /// Timed seconds per kernel variant (the counters' window).
+    pub min_time: f64,
+}
+
+/// Kernels of known W, double and single precision (FMA where the ISA has it).
+pub const DEFAULT_W_KERNELS: &[&str] = &["triad", "dot", "triad_f32", "dot_f32"];
+/// Streaming kernels of known DRAM Q.
+pub const DEFAULT_DRAM_KERNELS: &[&str] = &["triad", "load"];
+/// W may differ this much (relative) and still be "within tolerance" (multiplex scaling,
+/// per-call averaging of the counts).
+pub const FLOPS_TOLERANCE: f64 = 0.01;
+/// DRAM Q tolerance (hardware prefetchers, page walks, the background's noise).
+pub const DRAM_TOLERANCE: f64 = 0.10;
+
+/// A verdict on one event class.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "verdict", content = "relative_error")]
+pub enum Verdict {
+    Exact,
+    WithinTolerance(f64),
+    /// Off by this relative error (signed: -0.5 is half the true count).
+    Off(f64),
+    NotCounted,
+}
+
+impl Verdict {
+    /// Whether numbers from events of this verdict can be trusted.
+    pub fn passed(self) -> bool {
+        matches!(self, Verdict::Exact | Verdict::WithinTolerance(_))
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Verdict::Exact => "exact".into(),
+            Verdict::WithinTolerance(e) => format!("within tolerance ({:+.2} %)", 100.0 * e),
+            Verdict::Off(e) => format!("off by {:+.1} %", 100.0 * e),
+            Verdict::NotCounted => "not counted".into(),
+        }
+    }
+
+    /// Worse of two (not counted, then the largest error).
+    fn worse(self, o: Verdict) -> Verdict {
+        let rank = |v: Verdict| match v {
+            Verdict::Exact => (0, 0.0),
+            Verdict::WithinTolerance(e) => (1, e.abs()),
+            Verdict::Off(e) => (2, e.abs()),
+            Verdict::NotCounted => (3, 0.0),
+        };
+        if rank(o) > rank(self) { o } else { self }
+    }
+}
+
+/// The verdict of a measured figure against the analytic one.
+pub fn judge(analytic: f64, measured: Option<f64>, tolerance: f64) -> Verdict {
+    let Some(m) = measured else { return Verdict::NotCounted };
+    let diff = m - analytic;
+    if diff.abs() <= (1e-6 * analytic.abs()).max(0.5) {
+        return Verdict::Exact;
+    }
+    let rel = if analytic == 0.0 {
+        f64::INFINITY.copysign(diff)
+    } else {
+        diff / analytic
+    };
+    if rel.abs() <= tolerance {
+        Verdict::WithinTolerance(rel)
+    } else {
+        Verdict::Off(rel)
+    }
+}
+
+/// One measurement of one kernel variant for one event class.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub kernel: String,
+    pub variant: String,
+    pub n: usize,
+    pub analytic: f64,
+    pub measured: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// One event class (`flops.packed256_double`, `bytes.dram`): its events, its samples, and
+/// the worst verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassRow {
+    pub class: String,
+    pub events: Vec<String>,
+    pub samples: Vec<Sample>,
+    pub verdict: Verdict,
+    /// Why, where the verdict needs a reason (the errno of an event that failed to open, a
+    /// zero reading, multiplexing, the idle background).
+    pub detail: Vec<String>,
+}
+
+/// The whole validation.
+#[derive(Debug, Clone, Serialize)]
+pub struct PerfValidation {
+    pub source: Source,
+    pub platform: String,
+    pub rows: Vec<ClassRow>,
+    /// Events that failed to open, with the cause.
+    pub failed_to_open: BTreeMap<String, String>,
+    /// Bytes per second the uncore DRAM events counted with nothing running (subtracted).
+    pub idle_dram_bytes_per_second: Option<f64>,
+    pub notes: Vec<String>,
+}
+
+impl PerfValidation {
+    pub fn all_passed(&self) -> bool {
+        self.rows.iter().all(|r| r.verdict.passed())
+    }
+
+    /// The trust table these verdicts give (one entry per event).
+    pub fn trust_table(&self, fingerprint: &str) -> TrustTable {
+        let mut events = BTreeMap::new();
+        for r in &self.rows {
+            for e in &r.events {
+                let prev = events.get(e).map(|t: &TrustEntry| t.verdict).unwrap_or(Verdict::Exact);
+                events.insert(
+                    e.clone(),
+                    TrustEntry {
+                        class: r.class.clone(),
+                        verdict: prev.worse(r.verdict),
+                        detail: r.detail.first().cloned(),
+                    },
+                );
+            }
+        }
+        TrustTable::new(fingerprint, &self.platform, self.source, events)
+    }
+}
+
+/// The cause `validate --backend perf` gives on a machine without a usable core PMU.
+fn no_pmu(e: &Error) -> Error {
+    let first = e.to_string().lines().next().unwrap_or_default().to_string();
+    Error::unavailable(
+        format!(
+            "validate --backend perf needs hardware counters: {first}; `roofline doctor` says what this machine can measure, and `roofline validate --backend trace` validates the trace backend instead"
+        ),
+        "on a VM, enable the hypervisor's vPMU; `--backend simulated` runs this validation on the simulated PMU (a test instrument)",
+    )
+}
+
+/// The platform's events this validation counts (optional ones included: single precision),
+/// each opened alone first so one failing event cannot hide the others.
+/// The events that opened, the counters per core, the notes, and the events that failed to
+/// open with their cause.
+type Selected = (Vec<CounterSpec>, u32, Vec<String>, BTreeMap<String, String>);
+
+fn select(counters: &Counters, platform: Option<&str>) -> Result<Selected> {
+    match counters {
+        Counters::Perf => {
+            let pmus = Path::new(perf::SYSFS_PMUS);
+            perf::core_pmu(pmus).map_err(|e| no_pmu(&e))?;
+            perf::check_paranoid(perf::paranoid(), false).map_err(|e| no_pmu(&e))?;
+            let plat = crate::counters::backend::platform(platform)?;
+            let uncore = perf::check_paranoid(perf::paranoid(), true).is_ok();
+            let (specs, mut notes) = perf::counters_for_platform(&plat, pmus, true, uncore, perf::nmi_watchdog_on())?;
+            if !uncore {
+                notes.push("perf_event_paranoid forbids system-wide events: DRAM Q not validated (0 or CAP_PERFMON needed)".into());
+            }
+            let mut ok = Vec::new();
+            let mut failed = BTreeMap::new();
+            for s in specs {
+                let plan = vec![vec![0]];
+                match CounterSet::open(vec![s.clone()], &plan, Target::ThisThread) {
+                    Ok(_) => ok.push(s),
+                    Err(e) => {
+                        failed.insert(s.name.clone(), e.to_string().lines().next().unwrap_or_default().to_string());
+                    }
+                }
+            }
+            Ok((ok, perf::core_counters(&plat), notes, failed))
+        }
+        Counters::Simulated { pmu, .. } => {
+            let (specs, n, notes) = pmu.counters(true, true)?;
+            let (ok, failed) = pmu.open_each(&specs);
+            let failed = failed
+                .into_iter()
+                .map(|(n, e)| (n, e.to_string().lines().next().unwrap_or_default().to_string()))
+                .collect();
+            Ok((ok, n, notes, failed))
+        }
+    }
+}
+
+/// Analytic W of one call by event class: the classes each event class covers.
+fn analytic_by_event_class(k: &dyn Kernel, n: usize, v: Variant, event_class: &str) -> f64 {
+    k.counts(n, v)
+        .flops
+        .iter()
+        .filter(|(c, _)| class_covers(event_class, c.key()))
+        .map(|(_, f)| *f as f64)
+        .sum()
+}
+
+fn find_kernels(names: &[String], default: &[&str]) -> Result<Vec<Box<dyn Kernel>>> {
+    let names: Vec<String> = if names.is_empty() {
+        default.iter().map(|s| s.to_string()).collect()
+    } else {
+        names.to_vec()
+    };
+    names
+        .iter()
+        .map(|n| api::find(n).ok_or_else(|| Error::input(format!("no kernel named {n}"), "see `roofline kernels`")))
+        .collect()
+}
+
+/// Measure `k` at `n`, `v` on one thread with the validated counters.
+fn measure(
+    counters: &Counters,
+    selection: &(Vec<CounterSpec>, u32, Vec<String>),
+    k: &dyn Kernel,
+    n: usize,
+    v: Variant,
+    min_time: f64,
+) -> Result<Measurement> {
+    let spec = KernelRun {
+        kernel: k,
+        n,
+        variant: v,
+        threads: 1,
+        repeat: Repeat {
+            min_total: Duration::from_secs_f64(min_time),
+            min_samples: 3,
+            max_samples: 1000,
+            warmup: 1,
+        },
+        verify: false,
+    };
+    let mut counting = match counters {
+        Counters::Perf => KernelCounting::Perf(selection.clone()),
+        Counters::Simulated { pmu, hierarchy } => KernelCounting::Simulated(Box::new(SimulatedKernel {
+            pmu: pmu.as_ref().clone(),
+            selection: selection.clone(),
+            hierarchy: hierarchy.as_ref().clone(),
+            truths: Vec::new(),
+        })),
+    };
+    counting.prepare(k, n, v, 1)?;
+    // No cache model: only what the counters counted is judged.
+    counting.measure(&spec, &[], &|_, _| {})
+}
+
+/// W of `k` by event class, the FP events counted group by group (as LIKWID validates one
+/// group at a time): each group fits the counters, so no verdict is the multiplexer's.
+fn measure_w(
+    counters: &Counters,
+    selection: &(Vec<CounterSpec>, u32, Vec<String>),
+    k: &dyn Kernel,
+    n: usize,
+    v: Variant,
+    min_time: f64,
+) -> Result<Measurement> {
+    let (specs, n_counters, notes) = selection;
+    let fp: Vec<CounterSpec> = specs.iter().filter(|s| s.quantity == "flops").cloned().collect();
+    if fp.is_empty() {
+        return measure(counters, selection, k, n, v, min_time);
+    }
+    let mut out: Option<Measurement> = None;
+    for group in perf::plan_groups(&fp, *n_counters) {
+        let group_specs: Vec<CounterSpec> = group.iter().map(|&i| fp[i].clone()).collect();
+        let m = measure(counters, &(group_specs, *n_counters, notes.clone()), k, n, v, min_time)?;
+        match out.as_mut() {
+            None => out = Some(m),
+            Some(acc) => {
+                for (c, f) in &m.flops.by_class {
+                    acc.flops.by_class.insert(c.clone(), *f);
+                }
+                acc.flops.total = acc.flops.by_class.values().sum();
+                for key in ["multiplex_running_ratio", "counts"] {
+                    if let Some(serde_json::Value::Object(more)) = m.extra.get(key) {
+                        let entry = acc.extra.entry(key.to_string()).or_insert_with(|| serde_json::json!({}));
+                        if let Some(obj) = entry.as_object_mut() {
+                            obj.extend(more.clone());
+                        }
+                    }
+                }
+                if let Some(serde_json::Value::Array(more)) = m.extra.get("not_counted") {
+                    let entry = acc.extra.entry("not_counted".to_string()).or_insert_with(|| serde_json::json!([]));
+                    if let Some(arr) = entry.as_array_mut() {
+                        arr.extend(more.clone());
+                    }
+                }
+            }
+        }
+    }
+    out.ok_or_else(|| Error::unavailable("no FP event group to count", "report this"))
+}
+
+/// The DRAM bytes per second the uncore events count with nothing running (`None`: no
+/// uncore DRAM event), counted for `seconds` through the validated counters.
+fn idle_dram_rate(counters: &Counters, specs: &[CounterSpec], seconds: f64) -> Result<Option<f64>> {
+    let dram: Vec<CounterSpec> = specs
+        .iter()
+        .filter(|s| matches!(s.scope, Scope::Uncore { .. }) && s.quantity.starts_with("bytes.dram"))
+        .cloned()
+        .collect();
+    if dram.is_empty() {
+        return Ok(None);
+    }
+    let d = Duration::from_secs_f64(seconds);
+    let counts = match counters {
+        Counters::Perf => perf::idle_baseline(&dram, d)?,
+        Counters::Simulated { pmu, .. } => {
+            let plan: Vec<Vec<usize>> = (0..dram.len()).map(|i| vec![i]).collect();
+            pmu.open(dram.clone(), &plan)?.counts_of(&simulated::Truth {
+                seconds,
+                ..Default::default()
+            })?
+        }
+    };
+    let m = perf::to_measurement(&dram, &counts, vec![seconds]);
+    Ok(m.bytes.get("dram").map(|b| b / seconds))
+}
+
+/// Run the validation.
+pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
+    let (specs, n_counters, mut notes, failed_to_open) = select(counters, opts.platform.as_deref())?;
+    let platform = match counters {
+        Counters::Perf => crate::counters::backend::platform(opts.platform.as_deref())?.key,
+        Counters::Simulated { pmu, .. } => pmu.platform.key.clone(),
+    };
+    let w_kernels = find_kernels(&opts.kernels, DEFAULT_W_KERNELS)?;
+    let dram_kernels = find_kernels(&opts.dram_kernels, DEFAULT_DRAM_KERNELS)?;
+    let selection = (specs.clone(), n_counters, notes.clone());
+    let all_specs: Vec<CounterSpec> = {
+        // Every event of the platform, opened or not, for the class rows.
+        let mut v = specs.clone();
+        if let Counters::Simulated { pmu, .. } = counters {
+            v = pmu.counters(true, true)?.0;
+        }
+        v
+    };
+    let mut rows: BTreeMap<String, ClassRow> = BTreeMap::new();
+    let row = |rows: &mut BTreeMap<String, ClassRow>, class: &str| {
+        rows.entry(class.to_string()).or_insert_with(|| ClassRow {
+            class: class.to_string(),
+            events: Vec::new(),
+            samples: Vec::new(),
+            verdict: Verdict::Exact,
+            detail: Vec::new(),
+        });
+    };
+    // Classes and their events, failed ones included.
+    for s in all_specs.iter().chain(specs.iter()) {
+        let class = match s.quantity.as_str() {
+            "flops" => format!("flops.{}", s.class.as_deref().unwrap_or("any_precision")),
+            q if q.starts_with("bytes.dram") => "bytes.dram".to_string(),
+            _ => continue,
+        };
+        row(&mut rows, &class);
+        let r = rows.get_mut(&class).expect("inserted");
+        if !r.events.contains(&s.name) {
+            r.events.push(s.name.clone());
+        }
+    }
+    for (name, why) in &failed_to_open {
+        if let Some(r) = rows.values_mut().find(|r| r.events.contains(name)) {
+            r.detail.push(format!("{name} failed to open: {why}"));
+        }
+    }
+    // W: every runnable variant, at a cache-resident size.
+    for k in &w_kernels {
+        let n = k.size_for_bytes(opts.working_set);
+        for &v in k.variants().iter().filter(|v| v.supported()) {
+            eprintln!("roofline validate: {} {} n={n} (W)", k.name(), v);
+            let m = measure_w(counters, &selection, k.as_ref(), n, v, opts.min_time)?;
+            for r in rows.values_mut().filter(|r| r.class.starts_with("flops.")) {
+                let class = &r.class["flops.".len()..];
+                let analytic = analytic_by_event_class(k.as_ref(), n, v, class);
+                if analytic == 0.0 && !m.flops.by_class.get(class).is_some_and(|x| *x > 0.5) {
+                    continue; // this kernel variant says nothing about this class
+                }
+                let counted = r.events.iter().any(|e| specs.iter().any(|s| &s.name == e))
+                    && !m
+                        .extra
+                        .get("not_counted")
+                        .and_then(|v| v.as_array())
+                        .is_some_and(|nc| r.events.iter().all(|e| nc.iter().any(|x| x.as_str() == Some(e))));
+                let measured = if counted {
+                    Some(m.flops.by_class.get(class).copied().unwrap_or(0.0))
+                } else {
+                    None
+                };
+                let verdict = judge(analytic, measured, FLOPS_TOLERANCE);
+                r.samples.push(Sample {
+                    kernel: k.name().into(),
+                    variant: v.name().into(),
+                    n,
+                    analytic,
+                    measured,
+                    verdict,
+                });
+            }
+            note_multiplexing(&mut rows, &m);
+        }
+    }
+    // Analytic flops no event class covers at all: not counted.
+    let covered: Vec<String> = rows.keys().filter_map(|c| c.strip_prefix("flops.").map(String::from)).collect();
+    for k in &w_kernels {
+        let n = k.size_for_bytes(opts.working_set);
+        for &v in k.variants().iter().filter(|v| v.supported()) {
+            for (c, f) in k.counts(n, v).flops.iter().filter(|(_, f)| **f > 0) {
+                if !covered.iter().any(|e| class_covers(e, c.key())) {
+                    let class = format!("flops.{}", c.key());
+                    row(&mut rows, &class);
+                    let r = rows.get_mut(&class).expect("inserted");
+                    if r.detail.is_empty() {
+                        r.detail.push(format!("no event of platform {platform} counts {}", c.key()));
+                    }
+                    r.samples.push(Sample {
+                        kernel: k.name().into(),
+                        variant: v.name().into(),
+                        n,
+                        analytic: *f as f64,
+                        measured: None,
+                        verdict: Verdict::NotCounted,
+                    });
+                }
+            }
+        }
+    }
+    // DRAM Q: streaming kernels past the last level, the idle background subtracted.
+    let mut idle_rate = None;
+    if rows.contains_key("bytes.dram") {
+        let llc = match counters {
+            Counters::Perf => crate::ceilings::host::Host::detect().llc_total_bytes(),
+            Counters::Simulated { hierarchy, .. } => hierarchy.levels().last().map(|l| l.size_bytes).unwrap_or(0),
+        };
+        idle_rate = idle_dram_rate(counters, &specs, 0.2)?;
+        for k in &dram_kernels {
+            let Some(v) = k.variants().iter().rev().copied().find(|v| v.supported()) else {
+                continue;
+            };
+            let n = k.size_for_bytes(4 * llc.max(1 << 16));
+            eprintln!("roofline validate: {} {} n={n} (DRAM Q at 4x the last level)", k.name(), v);
+            let m = measure(counters, &selection, k.as_ref(), n, v, opts.min_time)?;
+            let analytic = k.counts(n, v).dram_bytes as f64;
+            let r = rows.get_mut("bytes.dram").expect("present");
+            let counted = m
+                .provenance
+                .as_ref()
+                .and_then(|p| p.bytes.get("dram"))
+                .is_some_and(|s| *s != Source::Analytic);
+            let measured = if counted {
+                let raw = m.bytes.get("dram").copied().unwrap_or(0.0);
+                let secs = m.seconds_samples.iter().copied().fold(f64::NAN, f64::min);
+                let background = idle_rate.unwrap_or(0.0) * if secs.is_finite() { secs } else { 0.0 };
+                Some((raw - background).max(0.0))
+            } else {
+                None
+            };
+            if measured == Some(0.0) && analytic > 0.0 && !r.detail.iter().any(|d| d.contains("reads zero")) {
+                r.detail.push(
+                    "the uncore DRAM events read zero: an uncore PMU the hypervisor does not pass through, or a wrong NPS/channel mapping"
+                        .into(),
+                );
+            }
+            let verdict = judge(analytic, measured, DRAM_TOLERANCE);
+            r.samples.push(Sample {
+                kernel: k.name().into(),
+                variant: v.name().into(),
+                n,
+                analytic,
+                measured,
+                verdict,
+            });
+        }
+        if let Some(rate) = idle_rate {
+            rows.get_mut("bytes.dram").expect("present").detail.push(format!(
+                "idle background {:.3} MB/s subtracted (system-wide events, nothing running)",
+                rate / 1e6
+            ));
+        }
+    }
+    for r in rows.values_mut() {
+        r.verdict = r.samples.iter().fold(Verdict::Exact, |v, s| v.worse(s.verdict));
+        if r.samples.is_empty() {
+            // An event class no kernel exercised (e.g. 512-bit on an AVX2 machine) says
+            // nothing: not judged, kept out of the table.
+            r.verdict = if r.detail.iter().any(|d| d.contains("failed to open")) {
+                Verdict::NotCounted
+            } else {
+                Verdict::Exact
+            };
+        }
+    }
+    let rows: Vec<ClassRow> = rows
+        .into_values()
+        .filter(|r| !r.samples.is_empty() || r.verdict == Verdict::NotCounted)
+        .collect();
+    if let Counters::Simulated { pmu, .. } = counters {
+        notes.retain(|n| *n != pmu.note());
+        notes.insert(0, pmu.note());
+    }
+    Ok(PerfValidation {
+        source: counters.source(),
+        platform,
+        rows,
+        failed_to_open,
+        idle_dram_bytes_per_second: idle_rate,
+        notes,
+    })
+}
+
+/// Multiplexed events (scaled counts) are said in their class's detail, once.
+fn note_multiplexing(rows: &mut BTreeMap<String, ClassRow>, m: &Measurement) {
+    let Some(mux) = m.extra.get("multiplex_running_ratio").and_then(|v| v.as_object()) else {
+        return;
+    };
+    for (event, ratio) in mux {
+        let Some(r) = rows.values_mut().find(|r| r.events.contains(event)) else {
+            continue;
+        };
+        if r.detail.iter().any(|d| d.starts_with(&format!("{event} multiplexed"))) {
+            continue;
+        }
+        let ratio = ratio.as_f64().unwrap_or(1.0);
+        r.detail.push(format!(
+            "{event} multiplexed: on a counter {:.1} % of the time, counts scaled x{:.2}",
+            100.0 * ratio,
+            1.0 / ratio.max(1e-9)
+        ));
+    }
+}
+
+/// The table `roofline validate --backend perf` prints.
+pub fn table(v: &PerfValidation) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "counters: {} (platform {}){}",
+        v.source.name(),
+        v.platform,
+        if v.source == Source::Simulated {
+            " — SIMULATED PMU, a test instrument"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        s,
+        "{:<28} {:<28} {:>16} {:>16}  verdict",
+        "event class", "worst sample", "analytic", "measured"
+    );
+    for r in &v.rows {
+        let worst = r.samples.iter().fold(None::<&Sample>, |w, x| match w {
+            Some(w) if w.verdict.worse(x.verdict) == w.verdict => Some(w),
+            _ => Some(x),
+        });
+        let (what, a, m) = match worst {
+            Some(x) => (
+                format!("{}/{}", x.kernel, x.variant),
+                format!("{:.0}", x.analytic),
+                x.measured.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(s, "{:<28} {:<28} {:>16} {:>16}  {}", r.class, what, a, m, r.verdict.describe());
+        let _ = writeln!(s, "    events: {}", r.events.join(", "));
+        for d in &r.detail {
+            let _ = writeln!(s, "    {d}");
+        }
+    }
+    for n in &v.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_error() {
+        assert_eq!(judge(1000.0, Some(1000.2), 0.01), Verdict::Exact);
+        assert!(matches!(judge(1000.0, Some(1005.0), 0.01), Verdict::WithinTolerance(e) if (e - 0.005).abs() < 1e-12));
+        assert!(matches!(judge(1000.0, Some(500.0), 0.01), Verdict::Off(e) if (e + 0.5).abs() < 1e-12));
+        assert_eq!(judge(1000.0, None, 0.01), Verdict::NotCounted);
+        assert_eq!(judge(1000.0, Some(0.0), 0.1).describe(), "off by -100.0 %");
+        assert_eq!(Verdict::Exact.worse(Verdict::NotCounted), Verdict::NotCounted);
+        assert_eq!(Verdict::Off(0.2).worse(Verdict::Off(-0.5)), Verdict::Off(-0.5));
+        assert!(Verdict::WithinTolerance(0.001).passed() && !Verdict::Off(0.02).passed());
+    }
+}
