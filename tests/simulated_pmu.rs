@@ -171,9 +171,10 @@ fn multiplexed_groups_are_scaled_and_said_and_small_errors_are_within_tolerance(
     assert_eq!(code, 0, "within tolerance passes: {doc:#}");
     let v = &row(&doc, "flops.packed128_double")["verdict"];
     assert_eq!(v["verdict"], "within_tolerance", "{v}");
-    // +0.4 % injected, plus the rounding of multiplexed raw counts (the worst sample).
+    // +0.4 % injected, plus the rounding of multiplexed raw counts (up to ±1/(0.3·count) of
+    // the worst sample, a third of a per cent for a thousand events): not exact, within 1 %.
     let e = v["relative_error"].as_f64().unwrap();
-    assert!((0.001..=0.01).contains(&e), "{v}");
+    assert!(e != 0.0 && e.abs() <= 0.01, "{v}");
     let d = details(row(&doc, "flops.scalar_double"));
     assert!(d.contains("multiplexed") && d.contains("scaled"), "{d}");
     let notes = doc["validation"]["notes"].to_string();
