@@ -203,6 +203,16 @@ impl Space {
         }
         bp.installed = true;
         self.dirty.push(addr);
+        self.write_now_if_shared();
+    }
+
+    /// With several threads in the space, breakpoint writes are not deferred: other threads
+    /// run while this one's stop is handled. (Deferred writes there coincided with a crashed
+    /// and a miscounted OpenBLAS run under 2 threads in CI, cause not yet understood.)
+    fn write_now_if_shared(&mut self) {
+        if self.threads > 1 {
+            self.flush();
+        }
     }
 
     fn uninstall(&mut self, addr: u64) {
@@ -211,6 +221,7 @@ impl Space {
         {
             bp.installed = false;
             self.dirty.push(addr);
+            self.write_now_if_shared();
         }
     }
 
