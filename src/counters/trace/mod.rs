@@ -375,6 +375,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "threads": r.stats.threads,
             "displaced": r.stats.displaced,
             "racy_passes": r.stats.racy_passes,
+            "stepped_into_breakpoints": r.stats.stepped_into_bps,
+            "inside_counted_blocks": r.stats.inside_counted,
             "joined": r.stats.joined,
             "emulated_blocks": r.stats.emulated_blocks,
             "fed_by_steps": r.stats.fed_by_steps,

@@ -763,6 +763,9 @@ enum RunAs {
 #[derive(Debug, Clone)]
 struct Native {
     head: u64,
+    /// The loop's block as it was when the loop started: another thread may split it (a jump
+    /// into its middle found meanwhile) while this one runs it whole.
+    block: Rc<Block>,
     exit: u64,
     ind: Induction,
     entry: u64,
@@ -788,6 +791,10 @@ struct Thread {
     /// After a run-ahead path: the general registers the emulator computed for its exit
     /// (`Emu::gprs` order, None where unknown), checked at the next trap.
     expect_regs: Option<Box<[Option<u64>; 16]>>,
+    /// The block this thread was let run natively after counting it whole at its entry
+    /// (start, end), while its space has several threads: a breakpoint another thread's stop
+    /// placed inside it meanwhile is passed, not counted again.
+    counted: Option<(u64, u64)>,
 }
 
 impl Thread {
@@ -804,6 +811,7 @@ impl Thread {
             index: 0,
             expect: None,
             expect_regs: None,
+            counted: None,
         }
     }
 }
@@ -842,6 +850,11 @@ pub struct DriverStats {
     /// Breakpoints passed the one-thread way (removed while stepping) although other threads
     /// ran: each is a window in which another thread could pass there uncounted. Noted.
     pub racy_passes: u64,
+    /// Steps that ran one of our `int3`s armed meanwhile by another thread's stop (redone).
+    pub stepped_into_bps: u64,
+    /// Traps inside a block a thread had counted whole, at a breakpoint another thread's stop
+    /// armed meanwhile (passed, not counted again).
+    pub inside_counted: u64,
     pub racy_at: Vec<u64>,
     /// Threads stopped to start counting where they stood (entry point, region begin).
     pub joined: u64,
@@ -1443,16 +1456,41 @@ impl<'s> Tracer<'s> {
         };
         if sig == Signal::SIGTRAP {
             let step = th.step;
+            let si = th.space;
+            if matches!(
+                step,
+                StepKind::Through { .. } | StepKind::Feed { .. } | StepKind::Single | StepKind::Over { .. }
+            ) && let Some(at) = self.stepped_into_bp(pid, si, &regs)
+            {
+                // Nothing ran: step again from `at`, through the breakpoint's displaced copy.
+                // (Its instruction was already counted or fed when the step was asked for.)
+                self.stats.stepped_into_bps += 1;
+                if self.debug {
+                    eprintln!("stepped into a breakpoint armed meanwhile at {at:#x} ({step:?})");
+                }
+                if let Some(t) = self.threads.get_mut(&pid) {
+                    t.step = StepKind::None;
+                }
+                regs.rip = at;
+                let _ = ptrace::setregs(pid, regs);
+                let then = match step {
+                    StepKind::Through { start, end } => Some(Then::Through { start, end }),
+                    StepKind::Feed { start, end } => Some(Then::Feed { start, end }),
+                    StepKind::Single => Some(Then::Arrive),
+                    _ => None,
+                };
+                self.pass_bp(pid, si, at, regs, then);
+                return;
+            }
             if step != StepKind::None {
                 self.resolve_rep(pid, &regs);
                 self.do_reinstall(pid);
                 self.on_step(pid, step, regs);
                 return;
             }
-            let si = th.space;
             let at = regs.rip.wrapping_sub(1);
             // The exit trap of a counted loop's displaced copy.
-            if let Some(nat) = th.native.clone()
+            if let Some(nat) = self.threads.get(&pid).and_then(|t| t.native.clone())
                 && nat.exit == at
                 && self.spaces[si].xol.loop_of_exit(at) == Some(nat.head)
             {
@@ -1460,15 +1498,37 @@ impl<'s> Tracer<'s> {
                     t.native = None;
                 }
                 self.finish_loop(pid, si, &nat, &regs);
-                let resume = self.spaces[si].blocks.get(&nat.head).map(|b| b.end).unwrap_or(nat.head);
+                let resume = nat.block.end;
                 regs.rip = resume;
                 let _ = ptrace::setregs(pid, regs);
                 self.arrive(pid, resume, regs);
                 return;
             }
+            let counted = self.threads.get_mut(&pid).and_then(|t| t.counted.take());
             let sp = &self.spaces[si];
             // Ours: installed now, or removed (counting ended) after this thread hit it.
             if sp.bps.get(&at).is_some_and(|b| b.installed || (b.has_orig && b.orig != INT3)) {
+                if let Some((start, end)) = counted
+                    && start < at
+                    && at < end
+                    && sp.active()
+                {
+                    // Inside the block counted whole at its entry: a breakpoint another
+                    // thread's stop armed meanwhile (a jump into this block's middle). The
+                    // rest of the block is counted already.
+                    self.stats.inside_counted += 1;
+                    if let Some(t) = self.threads.get_mut(&pid) {
+                        t.counted = Some((start, end));
+                    }
+                    regs.rip = at;
+                    let _ = ptrace::setregs(pid, regs);
+                    if sp.bps.get(&at).is_some_and(|b| b.installed) {
+                        self.pass_bp(pid, si, at, regs, None);
+                    } else {
+                        self.cont(pid, None);
+                    }
+                    return;
+                }
                 if let Some(th) = self.threads.get_mut(&pid) {
                     let exp = th.expect.take();
                     let exp_regs = th.expect_regs.take();
@@ -1498,15 +1558,43 @@ impl<'s> Tracer<'s> {
         self.deliver(pid, sig, regs);
     }
 
+    /// `ROOFLINE_TRACE_DEBUG`: where a fault the program is about to receive happened, and in
+    /// what state the tracer had left the thread.
+    fn debug_fault(&self, pid: Pid, sig: Signal, regs: &libc::user_regs_struct) {
+        let Some(th) = self.threads.get(&pid) else { return };
+        let sp = &self.spaces[th.space];
+        let addr = ptrace::getsiginfo(pid).map(|i| unsafe { i.si_addr() } as u64).unwrap_or(0);
+        let mut code = [0u8; 16];
+        let n = sp.mem.read(regs.rip, &mut code);
+        eprintln!(
+            "fault {sig:?} tid {pid} rip {:#x} addr {addr:#x} rsp {:#x} step {:?} native {:?} threads {} in_area {} stub {:x?} bp {:?} code {:02x?}",
+            regs.rip,
+            regs.rsp,
+            th.step,
+            th.native.as_ref().map(|n| (n.head, n.exit)),
+            sp.threads,
+            sp.xol.in_areas(regs.rip),
+            sp.xol.stub_at(regs.rip),
+            sp.bps.get(&regs.rip),
+            &code[..n]
+        );
+        eprintln!("  regs {regs:x?}");
+    }
+
     /// Pass a signal on. With a handler, the step lands on its first instruction, which
     /// becomes a block start; without one, the step executed one instruction.
     fn deliver(&mut self, pid: Pid, sig: Signal, regs: libc::user_regs_struct) {
         if let Some(t) = self.threads.get_mut(&pid) {
             t.expect = None;
             t.expect_regs = None;
+            t.counted = None;
         }
         let Some(th) = self.threads.get(&pid) else { return };
         let si = th.space;
+        if self.debug && matches!(sig, Signal::SIGSEGV | Signal::SIGBUS | Signal::SIGILL | Signal::SIGTRAP) {
+            self.debug_fault(pid, sig, &regs);
+        }
+        let Some(th) = self.threads.get(&pid) else { return };
         if th.step != StepKind::None {
             self.step(pid, Some(sig));
             return;
@@ -1774,8 +1862,7 @@ impl<'s> Tracer<'s> {
             StepKind::Through { start, end } => {
                 if pc > start && pc < end {
                     self.count_one(pid, si, pc, &regs);
-                    self.set_step(pid, StepKind::Through { start, end });
-                    self.step(pid, None);
+                    self.step_on(pid, si, pc, regs, Then::Through { start, end });
                 } else {
                     self.arrive(pid, pc, regs);
                 }
@@ -1783,8 +1870,7 @@ impl<'s> Tracer<'s> {
             StepKind::Feed { start, end } => {
                 if pc > start && pc < end {
                     self.step_one(pid, si, pc, &regs, false);
-                    self.set_step(pid, StepKind::Feed { start, end });
-                    self.step(pid, None);
+                    self.step_on(pid, si, pc, regs, Then::Feed { start, end });
                 } else {
                     self.arrive(pid, pc, regs);
                 }
@@ -1814,6 +1900,32 @@ impl<'s> Tracer<'s> {
                 }
             }
         }
+    }
+
+    /// Single-step `pid` at `pc` (its instruction already accounted for), on as `then` says.
+    /// A block stepped through may hold a breakpoint installed after the block was entered
+    /// (another thread found a jump into its middle): that one is passed, never executed.
+    fn step_on(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, then: Then) {
+        if self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed) {
+            self.pass_bp(pid, si, pc, regs, Some(then));
+        } else {
+            self.set_step(pid, then.step_kind());
+            self.step(pid, None);
+        }
+    }
+
+    /// A step stopped one byte past one of our armed breakpoints and the kernel reports an
+    /// `int3` (`SI_KERNEL`), not a completed step (`TRAP_TRACE`): the thread ran our `int3`
+    /// instead of the instruction under it. That happens when, after the thread was told to
+    /// step there, the stop of another thread of the space armed the breakpoint (one tracer,
+    /// threads that run while it works). Returns the address the thread is really at.
+    fn stepped_into_bp(&self, pid: Pid, si: usize, regs: &libc::user_regs_struct) -> Option<u64> {
+        let at = regs.rip.wrapping_sub(1);
+        if !self.spaces[si].bps.get(&at).is_some_and(|b| b.armed) {
+            return None;
+        }
+        let info = ptrace::getsiginfo(pid).ok()?;
+        (info.si_code == libc::SI_KERNEL).then_some(at)
     }
 
     /// Let `pid`, at `pc` where one of our breakpoints is installed (its instruction already
@@ -2157,6 +2269,7 @@ impl<'s> Tracer<'s> {
             if let Some(t) = self.threads.get_mut(&pid) {
                 t.native = Some(Native {
                     head: pc,
+                    block: block.clone(),
                     exit: block.end,
                     ind,
                     entry,
@@ -2185,6 +2298,7 @@ impl<'s> Tracer<'s> {
             if let Some(t) = self.threads.get_mut(&pid) {
                 t.native = Some(Native {
                     head: pc,
+                    block: block.clone(),
                     exit: lc.exit_trap,
                     ind,
                     entry,
@@ -2301,11 +2415,17 @@ impl<'s> Tracer<'s> {
         let installed = sp.bps.get(&pc).is_some_and(|b| b.installed);
         if sp.threads > 1 {
             // Other threads must keep trapping here: the breakpoint stays.
-            if installed {
-                self.pass_bp(pid, si, pc, regs, None);
-            } else {
-                self.cont(pid, None);
+            // Not installed (reached by a step): put it in first and pass it too. Let run
+            // from an address without one, the thread could meet one that another thread's
+            // stop arms before this thread has run, and count the block twice.
+            if !installed {
+                sp.mark_block_start(pc);
+                sp.install(pc);
             }
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.counted = Some((block.start, block.end));
+            }
+            self.pass_bp(pid, si, pc, regs, None);
         } else if !targets.contains(&pc) && !sticky {
             // Leave our own breakpoint out until a predecessor puts it back.
             sp.uninstall(pc);
@@ -2570,7 +2690,7 @@ impl<'s> Tracer<'s> {
     fn finish_loop(&mut self, pid: Pid, si: usize, nat: &Native, regs: &libc::user_regs_struct) {
         let sp = &mut self.spaces[si];
         sp.install(nat.head);
-        let Some(block) = sp.blocks.get(&nat.head).cloned() else { return };
+        let block = nat.block.clone();
         let now = reg_value(regs, nat.ind.reg).unwrap_or(nat.entry);
         let (diff, stride) = if nat.ind.stride > 0 {
             (now.wrapping_sub(nat.entry), nat.ind.stride as u64)
