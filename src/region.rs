@@ -35,10 +35,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 pub use crate::counters::BackendKind as Backend;
-use crate::counters::Measurement;
 use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::perf::{self, CounterSet, CounterSource, CounterSpec, EventCount, RawCount, SYSFS_PMUS, Target};
 use crate::counters::simulated::{self, SimulatedCounterSet, SimulatedPmu};
+use crate::counters::{Measurement, region_times};
 use crate::error::{Error, Result};
 use crate::report::{Environment, Provenance, Report, Source};
 
@@ -207,6 +207,9 @@ impl Session {
                     Session::new(Backend::Perf)
                 } else if traced() {
                     Ok(Session::time_only(Mode::Traced))
+                } else if region_times::under_measure() {
+                    // A native run of `roofline measure`: time only, written back at drop.
+                    Ok(Session::time_only(Mode::TimeOnly))
                 } else {
                     // The perf error explains the missing PMU and names the way out.
                     let e = perf::core_pmu(pmus).unwrap_err();
@@ -541,6 +544,32 @@ impl Session {
         );
         r.points = self.regions().into_iter().map(|t| t.measurement.into_point(t.name)).collect();
         r
+    }
+}
+
+/// Under `roofline measure`, a session hands its regions' wall times to it when dropped
+/// (`counters::region_times`): the native runs give each traced region its T.
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !region_times::under_measure() {
+            return;
+        }
+        let times = self
+            .names
+            .iter()
+            .zip(&self.totals)
+            .filter_map(|(n, a)| {
+                let a = a.as_ref()?;
+                Some(region_times::RegionTime {
+                    name: n.to_str().ok()?.to_string(),
+                    calls: a.calls,
+                    seconds: a.seconds_sum,
+                })
+            })
+            .collect();
+        // Nobody to tell at drop: a time that could not be written is missing in the report,
+        // which says so.
+        let _ = region_times::write_session(times);
     }
 }
 

@@ -413,8 +413,13 @@ fn kernels_traced_agree_with_cachegrind_and_callgrind() {
         // over its buffer, the same lines; callgrind marks an LL line dirty when a store misses
         // D1, we when L1 writes it back, which changes nothing at the end: 3 %, or 64 lines for
         // a kernel that writes almost nothing (dot: only the call's stack).
-        assert!(rel(d1, cg_d1) <= 0.025, "{line}");
-        assert!(rel(ll, cg_ll) <= 0.025, "{line}");
+        // (1) grows on a loaded machine: one CI run had cachegrind's D1 difference for
+        // triad/avx2 n=10922 at 3 952 lines, 144 below the 4 096 the kernel must miss at least
+        // (three arrays of n doubles, cold): the harness ran differently in the two runs. So
+        // 2.5 % or 160 lines, whichever is larger.
+        let close = |a: u64, b: u64| rel(a, b) <= 0.025 || a.abs_diff(b) <= 160;
+        assert!(close(d1, cg_d1), "{line}");
+        assert!(close(ll, cg_ll), "{line}");
         assert!(wb.abs_diff(clg_wb) <= 64 || rel(wb, clg_wb) <= 0.03, "{line}");
         if kernel != "stencil2d" {
             assert!(cg_ll > 3 * LL.0 / 64, "{line}: the kernel should stream 4x LL through LL");

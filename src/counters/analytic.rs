@@ -152,6 +152,7 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
         seconds_samples: Vec::new(),
         threads: threads as u32,
         extra: BTreeMap::new(),
+        regions: Vec::new(),
     }
 }
 

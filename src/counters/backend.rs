@@ -23,7 +23,7 @@ use crate::counters::analytic::{self, KernelRun};
 use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, Scope};
 use crate::counters::team::EventSet;
 use crate::counters::trace::{self, TraceMode, tally::Tally};
-use crate::counters::{BackendKind, Measurement, events, simulated};
+use crate::counters::{BackendKind, Measurement, RegionMeasurement, events, region_times, simulated};
 use crate::error::{Error, Result};
 use crate::machine::Cache;
 use crate::report::{Environment, Report};
@@ -183,11 +183,17 @@ fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<CommandOutcom
     if !opts.trace_timing {
         return Ok(CommandOutcome::Measured(Box::new(m)));
     }
-    let samples = match native_runs(argv, opts.repeat, "after the trace")? {
-        Ok(samples) => samples,
+    let collector = if m.regions.is_empty() {
+        None
+    } else {
+        Some(region_times::Collector::new()?)
+    };
+    let (samples, runs) = match native_runs_with_regions(argv, opts.repeat, "after the trace", collector.as_ref())? {
+        Ok(x) => x,
         Err(status) => return Ok(CommandOutcome::Failed { status }),
     };
     m.seconds_samples = samples;
+    regions_timed(&mut m.regions, &runs);
     m.extra.insert("repeats".into(), serde_json::json!(opts.repeat));
     if let Some(p) = m.provenance.as_mut() {
         p.seconds = Some(crate::report::Source::Native);
@@ -202,10 +208,32 @@ fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<CommandOutcom
 /// `repeat` native runs of `argv`, timed: the samples, or the status to pass on when one
 /// failed (said on stderr).
 pub(crate) fn native_runs(argv: &[String], repeat: u32, after: &str) -> Result<std::result::Result<Vec<f64>, i32>> {
+    Ok(native_runs_with_regions(argv, repeat, after, None)?.map(|(samples, _)| samples))
+}
+
+/// Region times of one native run, per name.
+type RunRegions = BTreeMap<String, region_times::RegionTime>;
+
+/// The runs' times and region times, or the status to pass on.
+type TimedRuns = std::result::Result<(Vec<f64>, Vec<RunRegions>), i32>;
+
+/// [`native_runs`], each run also handing its region times back through `collector`.
+fn native_runs_with_regions(
+    argv: &[String],
+    repeat: u32,
+    after: &str,
+    collector: Option<&region_times::Collector>,
+) -> Result<TimedRuns> {
     let mut samples = Vec::with_capacity(repeat as usize);
+    let mut regions = Vec::new();
     for rep in 0..repeat {
-        match native_run(argv)? {
-            Ok(secs) => samples.push(secs),
+        match native_run(argv, collector.map(|c| c.env()))? {
+            Ok(secs) => {
+                samples.push(secs);
+                if let Some(c) = collector {
+                    regions.push(c.take_run().0);
+                }
+            }
             Err((code, what)) => {
                 eprintln!(
                     "roofline: {} {what} in its native run {} of {} ({after}); no report written",
@@ -217,15 +245,50 @@ pub(crate) fn native_runs(argv: &[String], repeat: u32, after: &str) -> Result<s
             }
         }
     }
-    Ok(Ok(samples))
+    Ok(Ok((samples, regions)))
+}
+
+/// Each traced region's T: its wall time in every native run that reported it (its
+/// calls there should be the traced run's; a mismatch is said).
+fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegions]) {
+    for r in regions {
+        let times: Vec<&region_times::RegionTime> = runs.iter().filter_map(|run| run.get(&r.name)).collect();
+        let m = &mut r.measurement;
+        let notes = &mut m.provenance.get_or_insert_with(Default::default).notes;
+        if times.len() < runs.len() || runs.is_empty() {
+            notes.push(format!(
+                "no wall time for region '{}' from {} of {} native run(s): its session was not dropped there (process::exit?), or the region ran only under the tracer",
+                r.name,
+                runs.len() - times.len(),
+                runs.len()
+            ));
+        }
+        if times.is_empty() {
+            continue;
+        }
+        if let Some(t) = times.iter().find(|t| t.calls != r.calls) {
+            notes.push(format!(
+                "region '{}' began {} time(s) in a native run but {} in the traced one: its W and T may describe different work",
+                r.name, t.calls, r.calls
+            ));
+        }
+        m.seconds_samples = times.iter().map(|t| t.seconds).collect();
+        if let Some(p) = m.provenance.as_mut() {
+            p.seconds = Some(crate::report::Source::Native);
+        }
+        m.extra.insert("repeats".into(), serde_json::json!(times.len()));
+    }
 }
 
 /// One native run of `argv` (no shell, stdio inherited), timed from spawn to exit:
 /// `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what happened)))` when it failed.
-fn native_run(argv: &[String]) -> Result<std::result::Result<f64, (i32, String)>> {
+fn native_run(argv: &[String], env: Option<(&str, &Path)>) -> Result<std::result::Result<f64, (i32, String)>> {
     let program = trace::sys::resolve_command(&argv[0])?;
     let mut cmd = std::process::Command::new(&program);
     cmd.args(&argv[1..]);
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
     let t0 = std::time::Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
         Error::input(
@@ -429,11 +492,21 @@ pub fn command_report(argv: &[String], measurement: Measurement) -> Report {
     let mut env = environment();
     env.measured_ghz = measurement.extra.get("effective_ghz").and_then(|g| g.as_f64());
     let mut report = Report::new(machine_summary(), env);
+    let mut measurement = measurement;
+    let measurement_regions = std::mem::take(&mut measurement.regions);
     let mut point = measurement.into_point(name);
     if point.provenance.flops.is_none() {
         point.gflops = None; // W was not counted: no rate either.
     }
     report.points.push(point);
+    // One point per region of the region API's markers, after the whole run's.
+    for r in measurement_regions {
+        let mut p = r.measurement.into_point(r.name);
+        if p.provenance.flops.is_none() {
+            p.gflops = None;
+        }
+        report.points.push(p);
+    }
     report
 }
 

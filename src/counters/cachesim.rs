@@ -875,6 +875,9 @@ impl crate::counters::trace::AccessSink for CacheHierarchy {
     fn bytes_per_level(&self) -> Vec<(String, f64)> {
         CacheHierarchy::bytes_per_level(self)
     }
+    fn bytes_so_far(&self) -> Vec<(String, f64)> {
+        self.traffic().bytes.into_iter().map(|(k, v)| (k, v as f64)).collect()
+    }
     fn note(&self) -> Option<String> {
         Some(CacheHierarchy::note(self))
     }

@@ -11,6 +11,7 @@ pub mod cachesim;
 pub mod events;
 pub mod perf;
 pub mod perf_stat;
+pub mod region_times;
 pub mod simulated;
 pub mod team;
 pub mod trace;
@@ -44,6 +45,18 @@ pub struct Measurement {
     pub seconds_samples: Vec<f64>,
     pub threads: u32,
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// The command's regions (the region API's markers), when the backend tells them apart:
+    /// each becomes a point of its own beside the whole run's.
+    pub regions: Vec<RegionMeasurement>,
+}
+
+/// One named region of a measured command: how often it began, and its W, Q and T (T: the
+/// region's wall time per run, summed over its calls).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionMeasurement {
+    pub name: String,
+    pub calls: u64,
+    pub measurement: Measurement,
 }
 
 impl Measurement {

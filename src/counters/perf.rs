@@ -1317,6 +1317,7 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
         seconds_samples,
         threads: 1,
         extra,
+        regions: Vec::new(),
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod classify;
 mod emu;
 mod interleave;
+pub mod regions;
 pub mod symbols;
 pub mod sys;
 pub mod tally;
@@ -21,7 +22,7 @@ pub mod xol;
 
 use std::collections::BTreeMap;
 
-use crate::counters::Measurement;
+use crate::counters::{Measurement, RegionMeasurement};
 use crate::error::{Error, Result};
 use crate::report::schema::level;
 use crate::report::{Flops, Provenance, Source};
@@ -73,6 +74,11 @@ pub trait AccessSink {
     }
     /// Bytes per memory level (`l2`, `l3`, `dram`) once the trace is over.
     fn bytes_per_level(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+    /// Bytes per memory level moved so far (no write-back of what is still dirty): the
+    /// difference of two is a region's traffic.
+    fn bytes_so_far(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
     /// A caveat for the report's provenance notes.
@@ -139,6 +145,8 @@ pub struct TraceResult {
     pub stats: DriverStats,
     pub levels: Vec<(String, f64)>,
     pub notes: Vec<String>,
+    /// Per region name of the region API's markers (`regions.rs`), in first-begin order.
+    pub regions: Vec<regions::TracedRegion>,
 }
 
 fn ending_to_result(argv0: &str, e: Ending) -> Result<()> {
@@ -159,7 +167,9 @@ fn ending_to_result(argv0: &str, e: Ending) -> Result<()> {
     }
 }
 
-fn collect(t: &Tracer<'_>) -> TraceResult {
+fn collect(t: &mut Tracer<'_>) -> TraceResult {
+    let now = t.snapshot();
+    let regions = std::mem::take(&mut t.regions).finish(&now);
     let mut per_function: Vec<(String, Tally)> = t.per_function.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     per_function.sort_by(|a, b| {
         b.1.flops_total()
@@ -172,6 +182,7 @@ fn collect(t: &Tracer<'_>) -> TraceResult {
         stats: t.stats.clone(),
         levels: Vec::new(),
         notes: Vec::new(),
+        regions,
     }
 }
 
@@ -187,9 +198,9 @@ pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceRe
             Some(b) => Some(b.as_mut()),
             None => None,
         };
-        let (t, end) = Tracer::run_command(argv, opts.mode, opts.by_function, s)?;
+        let (mut t, end) = Tracer::run_command(argv, opts.mode, opts.by_function, s)?;
         ending_to_result(&argv[0], end)?;
-        collect(&t)
+        collect(&mut t)
     };
     let mut r = r;
     if let Some(s) = &sink {
@@ -263,9 +274,9 @@ pub fn trace_forked_with_sink(
                     Some(b) => Some(&mut **b),
                     None => None,
                 };
-                let (t, ending) = Tracer::run_forked(child, begin, end, mode, by_function, s)?;
+                let (mut t, ending) = Tracer::run_forked(child, begin, end, mode, by_function, s)?;
                 ending_to_result("the kernel child", ending)?;
-                collect(&t)
+                collect(&mut t)
             };
             let mut r = r;
             if let Some(s) = &sink {
@@ -277,9 +288,8 @@ pub fn trace_forked_with_sink(
     }
 }
 
-/// W and Q of a trace as a [`Measurement`].
-pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
-    let t = &r.total;
+/// W by class and Q per level of a tally (and the simulator's levels), all from the trace.
+fn work_and_traffic(t: &Tally, levels: &[(String, f64)]) -> (Flops, BTreeMap<String, f64>, BTreeMap<String, Source>) {
     let mut by_class = BTreeMap::new();
     for (i, v) in t.flops.iter().enumerate() {
         if *v > 0 {
@@ -297,10 +307,59 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     let mut prov_bytes = BTreeMap::new();
     prov_bytes.insert(level::CORE.to_string(), Source::Trace);
     prov_bytes.insert(level::STACK.to_string(), Source::Trace);
-    for (k, v) in &r.levels {
+    for (k, v) in levels {
         bytes.insert(k.clone(), *v);
         prov_bytes.insert(k.clone(), Source::Trace);
     }
+    (flops, bytes, prov_bytes)
+}
+
+/// One region's W and Q (T comes from native runs, see `counters::backend`).
+fn region_measurement(reg: &regions::TracedRegion, memory: bool) -> RegionMeasurement {
+    let (flops, bytes, prov_bytes) = work_and_traffic(&reg.tally, &reg.levels);
+    let mut notes = vec![format!(
+        "region '{}': what every thread ran while it was open ({} call(s); nested regions included)",
+        reg.name, reg.calls
+    )];
+    if memory {
+        notes.push(
+            "per-level bytes moved while the region was open; dirty lines it left are written back (and counted) when evicted, as a hardware counter counts them"
+                .into(),
+        );
+    }
+    if reg.open_at_exit {
+        notes.push(format!("region '{}' was still open when the program ended: closed there", reg.name));
+    }
+    let mut extra = BTreeMap::new();
+    extra.insert("calls".to_string(), serde_json::json!(reg.calls));
+    extra.insert("instructions".to_string(), serde_json::json!(reg.tally.instructions));
+    extra.insert("region".to_string(), serde_json::json!(reg.name));
+    RegionMeasurement {
+        name: reg.name.clone(),
+        calls: reg.calls,
+        measurement: Measurement {
+            flops,
+            bytes,
+            provenance: Some(Provenance {
+                flops: Some(Source::Trace),
+                bytes: prov_bytes,
+                seconds: None,
+                notes,
+                untrusted: Vec::new(),
+            }),
+            seconds_samples: Vec::new(),
+            threads: reg.threads.max(1) as u32,
+            extra,
+            regions: Vec::new(),
+        },
+    }
+}
+
+/// W and Q of a trace as a [`Measurement`].
+pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
+    let t = &r.total;
+    let (flops, bytes, prov_bytes) = work_and_traffic(t, &r.levels);
+    let memory = !r.levels.is_empty();
     let mut notes = r.notes.clone();
     if t.unclassified > 0 {
         notes.push(format!(
@@ -435,6 +494,7 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
         // Threads that ran counted work (a process whose main thread only waits counts its workers).
         threads: r.stats.per_thread.iter().filter(|t| t.instructions > 0).count().max(1) as u32,
         extra,
+        regions: r.regions.iter().map(|g| region_measurement(g, memory)).collect(),
     }
 }
 

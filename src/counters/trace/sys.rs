@@ -159,6 +159,18 @@ impl Memory {
         done
     }
 
+    /// A NUL-terminated string of at most 255 bytes at `addr` (a region name), lossily
+    /// decoded; `[unreadable name]` where nothing can be read.
+    pub fn read_cstr(&self, addr: u64) -> String {
+        let mut b = [0u8; 256];
+        let n = self.read(addr, &mut b[..255]);
+        if n == 0 {
+            return "[unreadable name]".to_string();
+        }
+        let end = b[..n].iter().position(|c| *c == 0).unwrap_or(n);
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    }
+
     pub fn read_u64(&self, addr: u64) -> Option<u64> {
         let mut b = [0u8; 8];
         (self.read(addr, &mut b) == 8).then(|| u64::from_le_bytes(b))

@@ -42,6 +42,27 @@ impl Tally {
         self.mask_unknown_mem += o.mask_unknown_mem * n;
     }
 
+    /// What was added since `earlier` (a copy of this tally taken before).
+    pub fn since(&self, earlier: &Tally) -> Tally {
+        let mut flops = [0u64; 12];
+        for (d, (a, b)) in flops.iter_mut().zip(self.flops.iter().zip(earlier.flops.iter())) {
+            *d = a.saturating_sub(*b);
+        }
+        Tally {
+            instructions: self.instructions.saturating_sub(earlier.instructions),
+            flops,
+            effective: self.effective.saturating_sub(earlier.effective),
+            effective_unknown: self.effective_unknown.saturating_sub(earlier.effective_unknown),
+            core_load: self.core_load.saturating_sub(earlier.core_load),
+            core_store: self.core_store.saturating_sub(earlier.core_store),
+            stack: self.stack.saturating_sub(earlier.stack),
+            nt_store: self.nt_store.saturating_sub(earlier.nt_store),
+            prefetch: self.prefetch.saturating_sub(earlier.prefetch),
+            unclassified: self.unclassified.saturating_sub(earlier.unclassified),
+            mask_unknown_mem: self.mask_unknown_mem.saturating_sub(earlier.mask_unknown_mem),
+        }
+    }
+
     /// Add one execution of `insn`. `mask`: the value of its opmask register where it has one
     /// (None = unknown). String instructions are added separately (per iteration).
     pub fn add_insn(&mut self, insn: &Insn, mask: Option<u64>) {

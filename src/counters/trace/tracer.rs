@@ -29,6 +29,7 @@ use std::rc::Rc;
 use super::classify::{Flow, Insn, MaskWrite, classify};
 use super::emu::Emu;
 use super::interleave::{Access, Interleave};
+use super::regions::{Regions, Snapshot};
 use super::symbols::ProcessSymbols;
 use super::sys::{self, Memory, XsaveLayout};
 use super::tally::Tally;
@@ -129,6 +130,9 @@ struct Space {
     /// Every instruction is single-stepped (memory and reference modes), not just blocks.
     stepping: bool,
     markers_known: bool,
+    /// The markers are the region API's (`roofline_region_begin(name)`): their first
+    /// argument names the region (the forked child's markers have none).
+    named_markers: bool,
     /// Scratch areas for displaced execution (threads pass breakpoints without removing them).
     xol: Xol,
     /// Breakpoints whose wanted state changed since the last `flush`.
@@ -153,6 +157,7 @@ impl Space {
             depth: 0,
             stepping: false,
             markers_known: false,
+            named_markers: false,
             xol: Xol::default(),
             dirty: Vec::new(),
         }
@@ -170,6 +175,7 @@ impl Space {
         s.region_mode = self.region_mode;
         s.depth = self.depth;
         s.markers_known = self.markers_known;
+        s.named_markers = self.named_markers;
         s.xol = self.xol.clone();
         // The child's memory holds what was armed at the fork; what changed since is written
         // into it at its first resume.
@@ -914,6 +920,8 @@ pub struct Tracer<'s> {
     fault_no_join: bool,
     /// `ROOFLINE_TRACE_DEBUG`: the driver says on stderr where it steps over and mispredicts.
     debug: bool,
+    /// Per region name: what was counted while it was open (`regions.rs`).
+    pub regions: Regions,
 }
 
 fn opts() -> Options {
@@ -951,6 +959,7 @@ impl<'s> Tracer<'s> {
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
+            regions: Regions::default(),
         }
     }
 
@@ -1785,6 +1794,17 @@ impl<'s> Tracer<'s> {
     }
 
     /// Feed every access still waiting for its turn (a thread ended, or the trace).
+    /// The counters now, for a region's window: the accesses threads have queued are fed to
+    /// the cache simulator first (they ran before this instant).
+    pub fn snapshot(&mut self) -> Snapshot {
+        self.finish_feeding();
+        Snapshot {
+            total: self.total.clone(),
+            levels: self.sink.as_deref().map(|s| s.bytes_so_far()).unwrap_or_default(),
+            threads: self.stats.per_thread.iter().map(|t| (t.tid, t.instructions)).collect(),
+        }
+    }
+
     fn finish_feeding(&mut self) {
         if let Some(sink) = self.sink.as_deref_mut() {
             self.interleave.finish(sink);
@@ -2111,6 +2131,7 @@ impl<'s> Tracer<'s> {
                 let end = sp.syms.lookup("roofline_region_end");
                 if let (Some(b), Some(e)) = (begin, end) {
                     sp.region_mode = true;
+                    sp.named_markers = true;
                     sp.bps.entry(b).or_default().begin = true;
                     sp.bps.entry(e).or_default().end = true;
                     sp.install(b);
@@ -2122,10 +2143,20 @@ impl<'s> Tracer<'s> {
             }
         }
         if bp.begin {
+            if self.spaces[si].named_markers {
+                let name = self.spaces[si].mem.read_cstr(regs.rdi);
+                let now = self.regions.opens(&name).then(|| self.snapshot());
+                self.regions.begin(&name, now);
+            }
             let sp = &mut self.spaces[si];
             sp.depth += 1;
         }
         if bp.end {
+            if self.spaces[si].named_markers {
+                let name = self.spaces[si].mem.read_cstr(regs.rdi);
+                let now = self.regions.closes(&name).then(|| self.snapshot());
+                self.regions.end(&name, now.as_ref());
+            }
             let sp = &mut self.spaces[si];
             sp.depth = (sp.depth - 1).max(0);
             if !sp.active() && !sp.stepping {

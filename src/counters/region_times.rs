@@ -1,0 +1,167 @@
+//! Region wall times from the native runs of a measured command.
+//!
+//! `roofline measure --backend trace` counts each region's W and Q in one traced run, where
+//! time means nothing (the tracer slows the program by orders of magnitude). T comes from the
+//! native runs after it: `measure` sets [`ENV`] to a fresh directory for each run, and every
+//! [`crate::region::Session`] of the program writes its regions' calls and summed wall times
+//! there when it is dropped (one small JSON file per session, written atomically). `measure`
+//! then reads them back per run.
+//!
+//! A session is per thread. When several threads mark the same region name in one run (each
+//! its share, as the C marker API allows), the region's time in that run is the longest
+//! thread's: their windows overlap, and the region lasts as long as its slowest share.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The directory a session writes its region times into, when set.
+pub const ENV: &str = "ROOFLINE_REGION_TIMES";
+
+/// One region of one session: how often it ran and its summed wall time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RegionTime {
+    pub name: String,
+    pub calls: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SessionTimes {
+    thread: i32,
+    regions: Vec<RegionTime>,
+}
+
+/// Whether the program runs under `roofline measure` (sessions then keep time and never
+/// fail for want of counters).
+pub fn under_measure() -> bool {
+    std::env::var_os(ENV).is_some_and(|d| !d.is_empty())
+}
+
+/// Write a session's region times into the directory [`ENV`] names (nothing when unset or
+/// when there is nothing to say). Errors are the caller's to ignore: a session being
+/// dropped has no one to report to.
+pub fn write_session(regions: Vec<RegionTime>) -> Result<()> {
+    let Some(dir) = std::env::var_os(ENV).filter(|d| !d.is_empty()) else {
+        return Ok(());
+    };
+    if regions.is_empty() {
+        return Ok(());
+    }
+    let thread = nix::unistd::gettid().as_raw();
+    let doc = SessionTimes { thread, regions };
+    let data = serde_json::to_vec(&doc).map_err(|e| Error::io("region times", std::io::Error::other(e)))?;
+    // Unique per session: a thread may drop several sessions.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = Path::new(&dir).join(format!("session-{}-{thread}-{seq}.json", std::process::id()));
+    crate::util::write_atomic(&path, &data)
+}
+
+/// The directory one native run writes into, read back and emptied after the run.
+pub struct Collector {
+    dir: PathBuf,
+}
+
+impl Collector {
+    /// A fresh directory under the system's temporary directory.
+    pub fn new() -> Result<Collector> {
+        let base = std::env::temp_dir();
+        for attempt in 0..100u32 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let dir = base.join(format!("roofline-regions-{}-{nanos}-{attempt}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(Collector { dir }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
+            }
+        }
+        Err(Error::io(
+            "creating a region-times directory",
+            std::io::Error::other("no free name"),
+        ))
+    }
+
+    /// The environment variable a run gets: (name, value).
+    pub fn env(&self) -> (&'static str, &Path) {
+        (ENV, &self.dir)
+    }
+
+    /// The region times the sessions of the last run wrote, per name (calls summed over
+    /// sessions; seconds the longest session's), and the directory emptied for the next run.
+    /// Files that do not parse are skipped and counted.
+    pub fn take_run(&self) -> (BTreeMap<String, RegionTime>, usize) {
+        let mut out: BTreeMap<String, RegionTime> = BTreeMap::new();
+        let mut bad = 0;
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return (out, 0);
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let parsed = std::fs::read(&path)
+                .ok()
+                .and_then(|d| serde_json::from_slice::<SessionTimes>(&d).ok());
+            let _ = std::fs::remove_file(&path);
+            let Some(doc) = parsed else {
+                // A temporary file of a write cut short, or not ours.
+                bad += 1;
+                continue;
+            };
+            for r in doc.regions {
+                match out.get_mut(&r.name) {
+                    Some(t) => {
+                        t.calls += r.calls;
+                        t.seconds = t.seconds.max(r.seconds);
+                    }
+                    None => {
+                        out.insert(r.name.clone(), r);
+                    }
+                }
+            }
+        }
+        (out, bad)
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_of_one_run_merge_calls_and_take_the_longest_thread() {
+        let c = Collector::new().unwrap();
+        let write = |thread: i32, regions: Vec<RegionTime>| {
+            let data = serde_json::to_vec(&SessionTimes { thread, regions }).unwrap();
+            std::fs::write(c.dir.join(format!("session-1-{thread}-0.json")), data).unwrap();
+        };
+        let rt = |name: &str, calls, seconds| RegionTime {
+            name: name.into(),
+            calls,
+            seconds,
+        };
+        write(11, vec![rt("dot", 3, 0.25), rt("daxpy", 2, 0.5)]);
+        write(12, vec![rt("dot", 5, 0.75)]);
+        std::fs::write(c.dir.join("garbage.json"), b"{not json").unwrap();
+        let (run, bad) = c.take_run();
+        assert_eq!(bad, 1);
+        assert_eq!(run["dot"], rt("dot", 8, 0.75));
+        assert_eq!(run["daxpy"], rt("daxpy", 2, 0.5));
+        // Emptied for the next run.
+        assert!(c.take_run().0.is_empty());
+        let dir = c.dir.clone();
+        drop(c);
+        assert!(!dir.exists());
+    }
+}

@@ -1,0 +1,204 @@
+//! Regions under `roofline measure --backend trace` (issue 25 item 2): one point per region
+//! name beside the whole run's, W and Q of everything every thread ran while the region was
+//! open, T from the native runs. Sizes are random per run (printed); expected counts are
+//! worked out from the programs' loops, never copied from an output.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn roofline() -> Command {
+    Command::cargo_bin("roofline").unwrap()
+}
+
+/// A number in [lo, hi), different per run and per `salt` (printed).
+fn random(lo: u64, hi: u64, salt: u64) -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let mut x = t ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    let v = lo + x % (hi - lo);
+    eprintln!("random {v} in [{lo}, {hi}) (salt {salt})");
+    v
+}
+
+/// `roofline measure --backend trace ARGS -o m.json -- CMD`: the report.
+fn measure(dir: &Path, args: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> Value {
+    let out = dir.join("m.json");
+    let a = roofline()
+        .envs(env.iter().copied())
+        .args(["measure", "--backend", "trace"])
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .args(cmd)
+        .timeout(std::time::Duration::from_secs(300))
+        .assert();
+    let o = a.get_output();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn point<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no point {name} in {doc:#}"))
+}
+
+fn w(p: &Value) -> u64 {
+    p["flops"]["total"].as_f64().unwrap() as u64
+}
+
+fn bytes(p: &Value, level: &str) -> f64 {
+    p["bytes"][level].as_f64().unwrap_or_else(|| panic!("no {level} bytes in {p:#}"))
+}
+
+/// The example built beside this test (`cargo test` builds examples).
+fn example(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join("examples").join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} not built (cargo test builds examples)", p.display());
+        None
+    }
+}
+
+#[test]
+fn rayon_example_gives_each_region_its_exact_work_from_every_pool_thread() {
+    let Some(exe) = example("rayon_regions") else { return };
+    let n = random(20_000, 90_000, 1);
+    let calls = random(2, 5, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let doc = measure(
+        dir.path(),
+        &["--repeat", "2"],
+        &[exe.to_str().unwrap(), &n.to_string(), &calls.to_string()],
+        &[("RAYON_NUM_THREADS", "2")],
+    );
+    assert_eq!(doc["points"].as_array().unwrap().len(), 3, "{doc:#}");
+    let (daxpy, dot) = (point(&doc, "daxpy"), point(&doc, "dot"));
+    // A multiply and an add per element and call, whichever thread ran them.
+    assert_eq!(w(daxpy), 2 * n * calls, "{daxpy:#}");
+    assert_eq!(w(dot), 2 * n * calls, "{dot:#}");
+    // The whole run counts what ran inside a region: both, nothing else.
+    let whole = point(&doc, "rayon_regions");
+    assert_eq!(w(whole), w(daxpy) + w(dot));
+    for p in [daxpy, dot] {
+        assert_eq!(p["extra"]["calls"].as_u64(), Some(calls));
+        // Every element of x and y is read (y written too) in every call.
+        assert!(bytes(p, "core") >= (16 * n * calls) as f64, "{p:#}");
+        // T from the two native runs: one sample each, and within the whole run's time.
+        let samples = p["seconds_samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{p:#}");
+        assert!(samples.iter().all(|s| s.as_f64().unwrap() > 0.0));
+        assert!(p["seconds"].as_f64().unwrap() < whole["seconds"].as_f64().unwrap());
+        assert_eq!(p["provenance"]["seconds"], "native");
+        assert!(p["threads"].as_u64().unwrap() >= 1);
+    }
+}
+
+/// Markers as the library defines them: only code between them is counted.
+const MARKERS: &str = r#"
+__attribute__((noinline, used)) void roofline_region_begin(const char *name) { __asm__ volatile("" ::"r"(name)); }
+__attribute__((noinline, used)) void roofline_region_end(const char *name) { __asm__ volatile("" ::"r"(name)); }
+"#;
+
+/// Nested regions, a region every OpenMP thread marks itself, one left open at exit, in
+/// memory mode: W per region exact, Q per level ordered by nesting.
+const NESTED: &str = r#"
+#include <stdlib.h>
+#include <omp.h>
+__attribute__((noinline)) void triad(long n, double *a, const double *b, const double *c) {
+    #pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
+}
+int main(int argc, char **argv) {
+    long n = atol(argv[1]), reps = atol(argv[2]);
+    double *a = malloc(n * 8), *b = malloc(n * 8), *c = malloc(n * 8);
+    for (long i = 0; i < n; i++) { a[i] = 0; b[i] = i * 0.5; c[i] = 1.0 / (i + 1); }
+    roofline_region_begin("outer");
+    for (long r = 0; r < reps; r++) {
+        roofline_region_begin("inner");
+        triad(n, a, b, c);
+        roofline_region_end("inner");
+        volatile double s = 0;
+        for (long i = 0; i < n; i += 64) s = s + a[i];   /* outer only: n/64 adds */
+    }
+    roofline_region_end("outer");
+    #pragma omp parallel
+    {
+        roofline_region_begin("share");
+        #pragma omp for schedule(static)
+        for (long i = 0; i < n; i++) b[i] = b[i] * 0.5;
+        roofline_region_end("share");
+    }
+    roofline_region_begin("left-open");
+    volatile double t = 0;
+    for (long i = 0; i < n; i += 8) t = t + c[i];
+    return 0;
+}
+"#;
+
+#[test]
+fn nested_shared_and_unclosed_regions_in_memory_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("nested.c");
+    std::fs::write(&src, format!("{MARKERS}\n{NESTED}")).unwrap();
+    let exe = dir.path().join("nested");
+    let ok = std::process::Command::new("cc")
+        .args(["-O2", "-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipping: cc -fopenmp failed");
+        return;
+    }
+    let n = random(6_000, 12_000, 3) & !63;
+    let reps = random(2, 4, 4);
+    let doc = measure(
+        dir.path(),
+        &["--trace", "memory", "--cache", "L1=4KiB:4,L2=16KiB:4,L3=64KiB:8", "--repeat", "1"],
+        &[exe.to_str().unwrap(), &n.to_string(), &reps.to_string()],
+        &[("OMP_NUM_THREADS", "2")],
+    );
+    let (outer, inner, share, open) = (
+        point(&doc, "outer"),
+        point(&doc, "inner"),
+        point(&doc, "share"),
+        point(&doc, "left-open"),
+    );
+    // triad: a multiply and an add per element; the strided sum: one add per 64 elements.
+    assert_eq!(w(inner), 2 * n * reps, "{inner:#}");
+    assert_eq!(w(outer), 2 * n * reps + (n / 64) * reps, "{outer:#}");
+    // Marked by each thread of the team: one window, each element once.
+    assert_eq!(w(share), n, "{share:#}");
+    assert_eq!(w(open), n / 8, "{open:#}");
+    assert!(open["provenance"]["notes"].to_string().contains("still open"), "{open:#}");
+    assert_eq!(inner["extra"]["calls"].as_u64(), Some(reps));
+    assert!(share["extra"]["calls"].as_u64().unwrap() >= 1);
+    // The whole run: what ran inside any region (inner is inside outer).
+    let whole = &doc["points"][0];
+    assert_eq!(w(whole), w(outer) + w(share) + w(open));
+    // Nesting is inclusive at every level: the 24·n bytes per triad call pass through.
+    for level in ["l2", "l3", "dram"] {
+        assert!(
+            bytes(inner, level) <= bytes(outer, level),
+            "{level}: inner {inner:#} outer {outer:#}"
+        );
+    }
+    // Three arrays of n doubles per call, 64 KiB of L3: every call streams from DRAM.
+    assert!(bytes(inner, "dram") >= (16 * n * reps) as f64, "{inner:#}");
+    assert!(bytes(inner, "core") >= (24 * n * reps) as f64);
+}
