@@ -72,6 +72,16 @@ pub fn marker_calls() -> (u64, u64) {
     MARKS.with(|m| m.get())
 }
 
+/// Whose work a session's counters count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// Every thread of the process while a region is open (the default): what a rayon or
+    /// OpenMP author means by "this loop". Counters are read with `read()`.
+    Process,
+    /// Only the thread that created the session (rdpmc where allowed: the lowest cost).
+    ThisThread,
+}
+
 /// What a session counts with, once `Auto` is resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -169,6 +179,8 @@ struct Open {
 /// `analytic` (the rdpmc target, < 100 ns per region, leaves little room).
 pub struct Session {
     mode: Mode,
+    /// Whose work the counters count.
+    counting: Counting,
     counters: Option<Counters>,
     /// The simulated PMU and the cache hierarchy its traces feed (`Mode::Simulated`).
     simulated: Option<Box<(SimulatedPmu, CacheHierarchy)>>,
@@ -225,7 +237,7 @@ impl Session {
         }
     }
 
-    /// A session counting exactly `specs` on this thread (e.g. [`software_events`]).
+    /// A session counting exactly `specs` in the whole process (e.g. [`software_events`]).
     pub fn with_events(specs: Vec<CounterSpec>) -> Result<Session> {
         Session::with_events_and_notes(specs, Vec::new())
     }
@@ -233,11 +245,37 @@ impl Session {
     /// [`with_events`](Self::with_events), with notes every region's provenance carries
     /// (what the events cannot count, e.g. from [`perf::counters_for_platform`]).
     pub fn with_events_and_notes(specs: Vec<CounterSpec>, notes: Vec<String>) -> Result<Session> {
+        Session::counting(specs, notes, Counting::Process)
+    }
+
+    /// A perf session (`Backend::Perf`'s events) that counts only the calling thread: the
+    /// lowest cost (rdpmc reads where the kernel allows them), for single-threaded code or
+    /// one session per thread (as the C marker API keeps them).
+    pub fn this_thread() -> Result<Session> {
+        let (specs, notes) = platform_counters(Path::new(SYSFS_PMUS))?;
+        Session::counting(specs, notes, Counting::ThisThread)
+    }
+
+    /// [`Session::software`], counting only the calling thread.
+    pub fn software_this_thread() -> Result<Session> {
+        Session::counting(software_events(), Vec::new(), Counting::ThisThread)
+    }
+
+    /// A session counting `specs` as `counting` says.
+    pub fn counting(specs: Vec<CounterSpec>, mut notes: Vec<String>, counting: Counting) -> Result<Session> {
         let counters = perf::identify_platform().map(|p| perf::core_counters(&p)).unwrap_or(4);
         let plan = perf::plan_groups(&specs, counters);
-        let mut set = CounterSet::open(specs, &plan, Target::ThisThread)?;
+        let target = match counting {
+            Counting::Process => Target::Process,
+            Counting::ThisThread => Target::ThisThread,
+        };
+        let mut set = CounterSet::open(specs, &plan, target)?;
         set.enable(false)?;
+        if counting == Counting::Process {
+            notes.push("every thread of the process is counted while a region is open (threads that exist at the session's start and those started later)".into());
+        }
         Ok(Session {
+            counting,
             mode: Mode::Counters,
             counters: Some(Counters::Perf(set)),
             simulated: None,
@@ -279,6 +317,7 @@ impl Session {
 
     fn time_only(mode: Mode) -> Session {
         Session {
+            counting: Counting::Process,
             mode,
             counters: None,
             simulated: None,
@@ -528,6 +567,11 @@ impl Session {
         if let Some(sim) = &self.simulated {
             simulated::mark_simulated(&mut m, &sim.0);
         }
+        if self.counting == Counting::Process && self.mode == Mode::Counters {
+            // The threads there are when the measurement is taken (a region's end): the
+            // counters cannot tell which of them ran in it.
+            m.threads = std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(1).max(1) as u32;
+        }
         m.extra.insert("calls".into(), serde_json::json!(calls));
         m
     }
@@ -676,8 +720,9 @@ fn name_from_c(name: *const c_char) -> Option<String> {
 
 fn open_session(b: CBackend) -> Result<Session> {
     match b {
-        CBackend::Perf => Session::new(Backend::Perf),
-        CBackend::Software => Session::software(),
+        // One session per thread, totals merged per name: each counts its own thread.
+        CBackend::Perf => Session::this_thread(),
+        CBackend::Software => Session::software_this_thread(),
         CBackend::Traced => Session::new(Backend::Trace),
         CBackend::TimeOnly => Session::new(Backend::Analytic),
     }

@@ -218,12 +218,7 @@ type RunRegions = BTreeMap<String, region_times::RegionTime>;
 type TimedRuns = std::result::Result<(Vec<f64>, Vec<RunRegions>), i32>;
 
 /// [`native_runs`], each run also handing its region times back through `collector`.
-fn native_runs_with_regions(
-    argv: &[String],
-    repeat: u32,
-    after: &str,
-    collector: Option<&region_times::Collector>,
-) -> Result<TimedRuns> {
+fn native_runs_with_regions(argv: &[String], repeat: u32, after: &str, collector: Option<&region_times::Collector>) -> Result<TimedRuns> {
     let mut samples = Vec::with_capacity(repeat as usize);
     let mut regions = Vec::new();
     for rep in 0..repeat {

@@ -864,6 +864,24 @@ pub enum Target {
     InheritOnExec,
     /// Only the calling thread (region mode: no inherit, so rdpmc can read it).
     ThisThread,
+    /// The whole process from now on (region mode, the default): the calling thread with
+    /// `inherit` (threads it creates later are counted, and `read()` includes live ones,
+    /// Linux ≥ 4.13 for groups), and every other thread that exists now, each with a group
+    /// of its own (also inherited: a pool started before the session is covered, and what
+    /// its threads start). Read with `read()` only: inherited counters cannot be mapped.
+    Process,
+}
+
+/// The other threads of this process now (from `/proc/self/task`), without the caller.
+pub fn other_threads() -> Vec<i32> {
+    let me = nix::unistd::gettid().as_raw();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|t| *t != me)
+        .collect()
 }
 
 /// A group member: a plain fd, or an fd whose control page is mapped for rdpmc.
@@ -959,7 +977,12 @@ impl CounterSet {
                 Scope::Uncore { cpus } => cpus.iter().map(|&c| Some(c)).collect(),
                 _ => vec![None],
             };
-            for cpu in cpus {
+            // Per-task groups: this thread, and with `Process` every other thread too.
+            let mut tasks: Vec<(Option<usize>, Option<i32>)> = cpus.iter().map(|c| (*c, None)).collect();
+            if target == Target::Process && cpus == [None] {
+                tasks.extend(other_threads().into_iter().map(|t| (None, Some(t))));
+            }
+            for (cpu, tid) in tasks {
                 let mut counters: Vec<Counter> = Vec::with_capacity(members.len());
                 for &i in members {
                     let spec = &specs[i];
@@ -969,13 +992,29 @@ impl CounterSet {
                             b.any_pid().one_cpu(c);
                         }
                         None => {
-                            b.observe_self().any_cpu();
-                            if target == Target::InheritOnExec {
-                                b.inherit(true).enable_on_exec(true);
+                            match tid {
+                                Some(t) => b.observe_pid(t),
+                                None => b.observe_self(),
+                            };
+                            b.any_cpu();
+                            match target {
+                                Target::InheritOnExec => {
+                                    b.inherit(true).enable_on_exec(true);
+                                }
+                                Target::Process => {
+                                    b.inherit(true);
+                                }
+                                Target::ThisThread => {}
                             }
                         }
                     }
                     let c = match counters.first_mut() {
+                        // A thread of the pool that exited since the task list was read: nothing
+                        // of it is left to count.
+                        None if tid.is_some() => match b.build() {
+                            Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => break,
+                            r => r,
+                        },
                         None => b.build(),
                         // Members are created enabled: they count whenever their leader
                         // does, so enabling (or exec-enabling) the leader starts the group.
@@ -983,6 +1022,9 @@ impl CounterSet {
                     }
                     .map_err(|e| OpenError::Open(open_error(spec, &e)))?;
                     counters.push(c);
+                }
+                if counters.is_empty() {
+                    continue; // the thread is gone
                 }
                 let members: Vec<Member> = counters
                     .into_iter()
