@@ -691,7 +691,15 @@ impl Env<'_, '_> {
         };
         if let Err(e) = self.inputs.probe.open(&CounterSpec::cycles()) {
             let (cause, fix) = self.refusal(&e, false);
-            let fix = fix.or_else(|| Some(self.vpmu_fix()));
+            let fix = fix.or_else(|| {
+                Some(match self.inputs.hypervisor {
+                    Some(_) => self.vpmu_fix(),
+                    // The PMU is registered: not a missing vPMU, a driver that does not know this CPU.
+                    None => format!(
+                        "the kernel registered PMU {core} but refuses the generic cycles event: check `dmesg | grep -i perf` (a PMU driver older than this CPU, or a VM the CPUID does not reveal); meanwhile `--backend trace` measures W exactly and Q through the cache simulator"
+                    ),
+                })
+            });
             return cap(
                 "perf.core",
                 Verdict::Unavailable,
