@@ -1466,6 +1466,44 @@ mod tests {
         assert!(d.events.is_empty());
     }
 
+    /// The simulated machine of every platform table resolves every event as a machine with
+    /// that PMU would (aliases included), and an uncore whose DRAM events read 0 is unavailable.
+    #[test]
+    fn every_platform_simulated_opens_its_events_and_a_zero_uncore_is_unavailable() {
+        use crate::counters::simulated::Faults;
+        for platform in Platform::embedded() {
+            let root = tempfile::tempdir().unwrap();
+            let pmu = SimulatedPmu::new(platform.clone(), Faults::default());
+            let probe = SimulatedProbe { pmu: pmu.clone() };
+            let d = diagnose(&Inputs::simulated(&pmu, true, root.path(), &probe).unwrap());
+            let key = &platform.key;
+            assert_eq!(d.events.len(), platform.events.len(), "{key}");
+            let not_opened: Vec<&EventTrial> = d.events.iter().filter(|t| t.outcome != Outcome::Opened).collect();
+            assert!(not_opened.is_empty(), "{key}: {not_opened:?}");
+            assert!(d.simulated_pmu.as_deref().unwrap().contains(key.as_str()), "{key}");
+            for c in d.capabilities.iter().filter(|c| c.name.starts_with("perf.uncore.")) {
+                assert_eq!(c.verdict, Verdict::Available, "{key}: {c:?}");
+            }
+            let has_dram = platform
+                .events
+                .iter()
+                .any(|e| !crate::counters::events::is_core_pmu(&e.pmu) && e.quantity.starts_with("bytes.dram"));
+            if has_dram {
+                let root = tempfile::tempdir().unwrap();
+                let pmu = SimulatedPmu::new(platform.clone(), Faults::parse("dram=zero").unwrap());
+                let probe = SimulatedProbe { pmu: pmu.clone() };
+                let d = diagnose(&Inputs::simulated(&pmu, true, root.path(), &probe).unwrap());
+                let zero: Vec<&Capability> = d
+                    .capabilities
+                    .iter()
+                    .filter(|c| c.name.starts_with("perf.uncore.") && c.cause.contains("read 0"))
+                    .collect();
+                assert!(!zero.is_empty(), "{key}: {:?}", d.capabilities);
+                assert!(zero.iter().all(|c| c.verdict == Verdict::Unavailable), "{key}: {zero:?}");
+            }
+        }
+    }
+
     #[test]
     fn pmu_families_drop_the_instance_number() {
         assert_eq!(family_of("uncore_imc_3"), "uncore_imc");
