@@ -11,7 +11,10 @@
  * Each thread counts its own counters (opened on its first start); totals are merged per
  * region name over calls and threads. The backend comes from ROOFLINE_BACKEND:
  *   auto (default: perf with a hardware PMU, else trace when traced, else time only),
- *   perf, software (task-clock, page-faults, context-switches), trace, analytic (time only).
+ *   perf, software (task-clock, page-faults, context-switches), trace, analytic (time only),
+ *   simulated (the simulated PMU, a test instrument never chosen by auto: the platform table
+ *   of ROOFLINE_PLATFORM, else CPUID's, faults from ROOFLINE_SIMULATED_PMU; it counts regions
+ *   given as functions, roofline_marker_region, only: start/stop return -1 there).
  * roofline_marker_close() prints every region on stderr and, when ROOFLINE_OUTPUT names a
  * file, writes a roofline.report/1 JSON document there.
  *
@@ -42,6 +45,12 @@ int roofline_marker_start(const char *name);
 int roofline_marker_stop(const char *name);
 int roofline_marker_reset(const char *name);
 int roofline_marker_close(void);
+
+/* A region given as a function: fn(arg) runs as region `name` (start, the call, stop), on
+ * every backend. The only form the simulated PMU counts: there fn(arg) is first traced once
+ * in a forked child (so fn must not allocate, lock or depend on other threads), then run
+ * here for the time. */
+int roofline_marker_region(const char *name, void (*fn)(void *), void *arg);
 
 /* Number of counted events, and the name of event `index` (copied into buf of len bytes,
  * NUL-terminated, truncated; returns the full length or -1). */

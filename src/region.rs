@@ -28,7 +28,7 @@
 //! their totals per region name.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::{CStr, CString, c_char, c_double, c_int};
+use std::ffi::{CStr, CString, c_char, c_double, c_int, c_void};
 use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
@@ -357,18 +357,25 @@ impl Session {
 
     /// Run `f` as the region `name`: W, Q and T of this call (also added to the totals).
     pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+        let call = self.region_call(name, f)?;
+        Ok(self.measurement(std::slice::from_ref(&call.seconds), &call.raw, 1))
+    }
+
+    /// [`region`](Self::region) without building the call's measurement (the C ABI merges
+    /// raw calls over threads).
+    fn region_call<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Call> {
         if self.mode == Mode::Simulated {
             return self.simulated_region(name, f);
         }
         self.begin(name)?;
         std::hint::black_box(f());
-        self.end(name)
+        self.end_call(name)
     }
 
     /// A region of a simulated session: `f` traced once in a forked child (the fork has its
     /// own copy of everything `f` captures, and its call consumes that copy), then run here
     /// between begin and end, where the simulated counters count the traced truth.
-    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Call> {
         let Some(sim) = self.simulated.as_ref() else {
             return Err(Error::unavailable("a simulated session without its PMU", "report this"));
         };
@@ -396,9 +403,9 @@ impl Session {
             set.count(&truth);
         }
         self.simulating = true;
-        let m = self.end(name);
+        let call = self.end_call(name);
         self.simulating = false;
-        m
+        call
     }
 
     /// Start the region `name` (regions nest; the same name may not be open twice).
@@ -406,7 +413,7 @@ impl Session {
         if self.mode == Mode::Simulated && !self.simulating {
             return Err(Error::input(
                 format!("region '{name}': the simulated PMU counts regions given as closures only"),
-                "use Session::region(name, || work()) (its closure is traced once for the simulated counts)",
+                "use Session::region(name, || work()), from C roofline_marker_region(name, fn, arg) (the work is traced once for the simulated counts)",
             ));
         }
         let idx = self.intern(name)?;
@@ -684,6 +691,9 @@ enum CBackend {
     Software,
     Traced,
     TimeOnly,
+    /// The simulated PMU (a test instrument): regions given as functions only
+    /// (`roofline_marker_region`).
+    Simulated,
 }
 
 #[derive(Default, Clone)]
@@ -725,6 +735,10 @@ fn open_session(b: CBackend) -> Result<Session> {
         CBackend::Software => Session::software_this_thread(),
         CBackend::Traced => Session::new(Backend::Trace),
         CBackend::TimeOnly => Session::new(Backend::Analytic),
+        // The C ABI's --platform: the simulated PMU's table (else CPUID's).
+        CBackend::Simulated => Session::simulated(SimulatedPmu::from_env(
+            std::env::var("ROOFLINE_PLATFORM").ok().filter(|p| !p.is_empty()).as_deref(),
+        )?),
     }
 }
 
@@ -735,7 +749,7 @@ fn warn_once(g: &mut Global, msg: &str) {
     }
 }
 
-/// `ROOFLINE_BACKEND`: auto (default), perf, software, trace, analytic.
+/// `ROOFLINE_BACKEND`: auto (default), perf, software, trace, analytic, simulated (never auto).
 fn backend_from_env() -> std::result::Result<CBackend, String> {
     let v = std::env::var("ROOFLINE_BACKEND").unwrap_or_else(|_| "auto".into());
     Ok(match v.as_str() {
@@ -743,6 +757,7 @@ fn backend_from_env() -> std::result::Result<CBackend, String> {
         "software" => CBackend::Software,
         "trace" => CBackend::Traced,
         "analytic" => CBackend::TimeOnly,
+        "simulated" => CBackend::Simulated,
         "auto" | "" => {
             if perf::core_pmu(Path::new(SYSFS_PMUS)).is_ok() {
                 CBackend::Perf
@@ -754,7 +769,7 @@ fn backend_from_env() -> std::result::Result<CBackend, String> {
         }
         other => {
             return Err(format!(
-                "ROOFLINE_BACKEND={other} is not one of auto, perf, software, trace, analytic"
+                "ROOFLINE_BACKEND={other} is not one of auto, perf, software, trace, analytic, simulated"
             ));
         }
     })
@@ -874,6 +889,33 @@ pub extern "C" fn roofline_marker_stop(name: *const c_char) -> c_int {
         Ok((call.seconds, counts))
     });
     let Some((seconds, counts)) = done else { return -1 };
+    merge_call(name, seconds, counts)
+}
+
+/// Run `work(arg)` as the region `name` on this thread: start, the call, stop. The one form
+/// the simulated PMU (`ROOFLINE_BACKEND=simulated`) counts: the call is traced once in a
+/// forked child, then run here (so `work` must not allocate or lock). 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn roofline_marker_region(name: *const c_char, work: Option<extern "C" fn(*mut c_void)>, arg: *mut c_void) -> c_int {
+    let (Some(name), Some(work)) = (name_from_c(name), work) else {
+        return -1;
+    };
+    let done = with_thread_session(|s| {
+        // The C caller vouches for `work` taking `arg` (roofline.h's contract).
+        let call = s.region_call(&name, || work(arg))?;
+        let counts: Vec<f64> = s
+            .scaled(&call.raw)
+            .iter()
+            .map(|c| c.scaled.map(|x| x.value).unwrap_or(0.0))
+            .collect();
+        Ok((call.seconds, counts))
+    });
+    let Some((seconds, counts)) = done else { return -1 };
+    merge_call(name, seconds, counts)
+}
+
+/// Add one call of region `name` on this thread to the process totals. 0 or -1.
+fn merge_call(name: String, seconds: f64, counts: Vec<f64>) -> c_int {
     let tid = thread_id();
     let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
     let Some(g) = g.as_mut() else { return -1 };
@@ -1002,6 +1044,9 @@ pub extern "C" fn roofline_marker_close() -> c_int {
         for (e, v) in g.events.iter().zip(&m.counts) {
             line += &format!(", {e} {v:.0}");
             counts.insert(e.clone(), serde_json::json!(v));
+        }
+        if g.backend == CBackend::Simulated {
+            line += " (SIMULATED PMU, a test instrument)";
         }
         eprintln!("{line}");
         let mut meas = Measurement {

@@ -208,3 +208,85 @@ fn likwid_marker_header_counts_with_likwid_perfmon_and_is_empty_without() {
         assert!(!report.exists(), "{lang}: no marker ran, so no report");
     }
 }
+
+/// Issue 18: the C ABI on the simulated PMU (`ROOFLINE_BACKEND=simulated`): a region given as
+/// a function counts its exact work through the simulated counters, injected faults change
+/// the counts or refuse the session with their errno, start/stop are refused there, and the
+/// output names the simulated PMU.
+#[test]
+fn c_regions_count_on_the_simulated_pmu_with_its_faults() {
+    if std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").is_ok_and(|s| s.trim() == "3") {
+        eprintln!("skipped: ptrace not permitted");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("simulated");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = lib_dir();
+    // -O1 without -march: scalar SSE2, one mulsd and one addsd per element, no contraction.
+    let st = Command::new("cc")
+        .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/simulated.c"))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lroofline")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .status()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(st.success());
+    let n = 1_000 + (std::process::id() % 7_000) as u64;
+    let run = |faults: &str| {
+        let report = dir.path().join(format!("sim{}.json", faults.len()));
+        let out = Command::new(&exe)
+            .arg(n.to_string())
+            .env_remove("LD_LIBRARY_PATH")
+            .env("ROOFLINE_BACKEND", "simulated")
+            .env("ROOFLINE_PLATFORM", "zen3")
+            .env("ROOFLINE_SIMULATED_PMU", faults)
+            .env("ROOFLINE_OUTPUT", &report)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), stdout, stderr, report)
+    };
+    let flops = |stdout: &str| -> f64 {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("event fp_ret_sse_avx_ops.all "))
+            .unwrap_or_else(|| panic!("no flops event in {stdout}"))
+            .parse()
+            .unwrap()
+    };
+
+    let (code, stdout, stderr, report) = run("");
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("axpy count=1 "), "{stdout}");
+    assert_eq!(flops(&stdout), 2.0 * n as f64, "2 flops per element of {n}:\n{stdout}");
+    assert!(
+        stderr.contains("roofline region axpy: 1 calls") && stderr.contains("SIMULATED PMU"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("roofline_marker_region"),
+        "start/stop refused with the way out: {stderr}"
+    );
+    let r = Report::from_json(&std::fs::read_to_string(&report).unwrap(), "simulated").unwrap();
+    assert!(
+        r.points[0].provenance.notes.iter().any(|n| n.starts_with("SIMULATED PMU")),
+        "{:?}",
+        r.points[0].provenance.notes
+    );
+
+    // An event off by a factor comes out off by that factor.
+    let (code, stdout, stderr, _) = run("flops*0.5");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!((flops(&stdout) - n as f64).abs() <= 1.0, "half of 2·{n}:\n{stdout}");
+
+    // An event the kernel refuses: init fails with the errno named (simulated.c exits 6).
+    let (code, _, stderr, _) = run("flops=einval");
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(stderr.contains("EINVAL") && stderr.contains("fp_ret_sse_avx_ops.all"), "{stderr}");
+}

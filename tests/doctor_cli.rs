@@ -122,3 +122,135 @@ fn bad_input_exits_2_with_a_hint() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(v["schema"], "roofline.doctor/1");
 }
+
+/// A pseudo-random index below `n`, different per run (printed), so each run injects its
+/// fault somewhere else.
+fn pick(n: usize) -> usize {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let i = (t.subsec_nanos() as usize / 7 + std::process::id() as usize) % n;
+    eprintln!("picked {i} of {n}");
+    i
+}
+
+/// `doctor --simulated-pmu --json` with `faults` injected.
+fn simulated(platform: &str, faults: &str) -> Value {
+    let out = roofline()
+        .env("ROOFLINE_SIMULATED_PMU", faults)
+        .args(["doctor", "--json", "--simulated-pmu", "--platform", platform])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{faults}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("doctor --json prints one JSON document")
+}
+
+fn cause(v: &Value, name: &str) -> String {
+    capability(v, name)["cause"].as_str().unwrap().to_string()
+}
+
+/// Issue 18: doctor through the simulated PMU, each injected fault coming out as its verdict
+/// with the errno named and the fix; the simulated PMU said in every verdict it answers, and
+/// never what `auto` uses.
+#[test]
+fn simulated_pmu_faults_come_out_as_doctor_verdicts() {
+    let (platform, memory) = [("skx", "uncore_imc"), ("zen4", "amd_umc"), ("zen3", "amd_df")][pick(3)];
+    let uncore = format!("perf.uncore.{memory}");
+    let live_auto = doctor_json(&[])["auto_backend"].clone();
+
+    // No fault: a machine whose PMU has everything, said to be simulated.
+    let v = simulated(platform, "");
+    assert!(v["simulated_pmu"].as_str().unwrap().starts_with("SIMULATED PMU"), "{v}");
+    for name in ["perf.core", uncore.as_str(), "perf.rdpmc", "perf.nmi_watchdog"] {
+        assert_eq!(verdict(&v, name), "available", "{}", capability(&v, name));
+        assert!(cause(&v, name).starts_with("simulated PMU: "), "{}", capability(&v, name));
+    }
+    assert!(
+        !cause(&v, "perf.software").contains("simulated"),
+        "software events are this machine's"
+    );
+    assert_eq!(v["auto_backend"], live_auto, "auto never picks the simulated PMU");
+    let events = v["events"].as_array().unwrap();
+    assert!(events.iter().all(|e| e["outcome"] == "opened"), "{events:?}");
+    // The DRAM events counted the streamed bytes (half read, half written, 64-byte lines).
+    let dram: Vec<&Value> = events.iter().filter(|e| e.get("traffic_count").is_some()).collect();
+    assert!(!dram.is_empty(), "{events:?}");
+    assert!(dram.iter().all(|e| e["traffic_count"].as_u64().unwrap() > 0), "{dram:?}");
+    // Without the flag, no trace of it.
+    assert!(doctor_json(&["--platform", platform]).get("simulated_pmu").is_none());
+
+    // A core event refused with ENOENT or EINVAL: named with its errno, core limited.
+    let core: Vec<&str> = events
+        .iter()
+        .filter(|e| e["pmu"] == "cpu")
+        .map(|e| e["event"].as_str().unwrap())
+        // An event named `cycles` is also the event every core verdict opens first (below).
+        .filter(|e| !e.eq_ignore_ascii_case("cycles"))
+        .collect();
+    let victim = core[pick(core.len())];
+    let errno = ["enoent", "einval"][pick(2)];
+    let v = simulated(platform, &format!("{victim}={errno}"));
+    let c = capability(&v, "perf.core");
+    assert_eq!(c["verdict"], "limited", "{c}");
+    let named = format!("{victim} ({})", errno.to_uppercase());
+    assert!(c["cause"].as_str().unwrap().contains(&named), "{named}: {c}");
+    assert!(c["fix"].as_str().unwrap().contains("--platform"), "{c}");
+    let t = v["events"].as_array().unwrap().iter().find(|e| e["event"] == victim).unwrap();
+    assert_eq!(
+        (t["outcome"].as_str(), t["errno"].as_str()),
+        (Some("failed"), Some(errno.to_uppercase().as_str()))
+    );
+
+    // The cycles event refused: no core counting at all, the errno named.
+    let v = simulated(platform, "cycles=einval");
+    let c = capability(&v, "perf.core");
+    assert_eq!(c["verdict"], "unavailable", "{c}");
+    assert!(
+        c["cause"].as_str().unwrap().contains("cycles: the kernel refused it (EINVAL"),
+        "{c}"
+    );
+    assert!(c["fix"].as_str().unwrap().contains("registered PMU cpu"), "{c}");
+
+    // The uncore PMU refusing its events: unavailable, the errno named.
+    let v = simulated(platform, "uncore=enoent");
+    let u = capability(&v, &uncore);
+    assert_eq!(u["verdict"], "unavailable", "{u}");
+    assert!(u["cause"].as_str().unwrap().contains("(ENOENT)"), "{u}");
+    assert_eq!(verdict(&v, "perf.core"), "available");
+
+    // An uncore PMU that opens and reads zero (a cloud VM's): unavailable, and said why.
+    let v = simulated(platform, "dram=zero");
+    let u = capability(&v, &uncore);
+    assert_eq!(u["verdict"], "unavailable", "{u}");
+    assert!(u["cause"].as_str().unwrap().contains("read 0 while"), "{u}");
+    assert!(u["fix"].as_str().unwrap().contains("bare metal"), "{u}");
+    assert!(
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e.get("traffic_count").is_some())
+            .all(|e| e["traffic_count"] == 0)
+    );
+
+    // The NMI watchdog holding a counter: limited, with the sysctl that frees it.
+    let v = simulated(platform, "watchdog");
+    let w = capability(&v, "perf.nmi_watchdog");
+    assert_eq!(w["verdict"], "limited", "{w}");
+    assert!(w["fix"].as_str().unwrap().contains("kernel.nmi_watchdog=0"), "{w}");
+
+    // The table says it first; a bad fault spec is bad input.
+    let out = roofline()
+        .env("ROOFLINE_SIMULATED_PMU", "watchdog")
+        .args(["doctor", "--simulated-pmu", "--platform", platform])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("SIMULATED PMU"));
+    let out = roofline()
+        .env("ROOFLINE_SIMULATED_PMU", "dram=sometimes")
+        .args(["doctor", "--simulated-pmu", "--platform", platform])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ROOFLINE_SIMULATED_PMU") && err.contains("hint"), "{err}");
+}

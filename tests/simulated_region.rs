@@ -92,6 +92,21 @@ fn regions_and_criterion_work_count_on_the_simulated_pmu() {
         Ok(w) => {
             assert_eq!(w.source, Source::Simulated);
             assert_eq!(w.flop_count(), n as u64, "{w:?}");
+            // Faults reach the criterion measurement too (through the environment, as for
+            // every command; this binary runs this one test, so no other reads it meanwhile).
+            // SAFETY (of set_var): no other thread of this test binary reads the environment now.
+            unsafe { std::env::set_var("ROOFLINE_SIMULATED_PMU", "flops*0.5") };
+            let half = roofline::criterion_support::BenchWork::from_backend(Backend::Simulated, &mut work);
+            unsafe { std::env::set_var("ROOFLINE_SIMULATED_PMU", "flops=einval") };
+            let refused = roofline::criterion_support::BenchWork::from_backend(Backend::Simulated, &mut work);
+            unsafe { std::env::remove_var("ROOFLINE_SIMULATED_PMU") };
+            let half = half.unwrap().flop_count() as f64;
+            assert!(
+                (half - n as f64 / 2.0).abs() <= 2.0 + n as f64 * 0.01,
+                "{half} for {n} flops at half"
+            );
+            let e = refused.unwrap_err().to_string();
+            assert!(e.contains("EINVAL"), "{e}");
         }
         Err(e) if e.to_string().contains("unknown microarchitecture") => eprintln!("criterion part skipped: {e}"),
         Err(e) => panic!("{e}"),

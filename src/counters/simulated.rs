@@ -404,6 +404,80 @@ impl SimulatedPmu {
         Ok((specs, counters, notes))
     }
 
+    /// The errno an open of `spec` fails with (an injected `SEL=enoent|einval`), if any.
+    pub fn open_errno(&self, spec: &CounterSpec) -> Option<i32> {
+        self.faults.open_error(spec)
+    }
+
+    /// Whether a `watchdog` fault is injected (the NMI watchdog holds a counter).
+    pub fn watchdog_holds_a_counter(&self) -> bool {
+        self.faults.watchdog()
+    }
+
+    /// The raw count `spec` (opened alone) reads over a run that moves `bytes` bytes between
+    /// the caches and DRAM, half read and half written, in `seconds`: what `roofline doctor`
+    /// reads to tell a working uncore PMU from one that reads zero. The faults apply.
+    pub fn count_dram_traffic(&self, spec: &CounterSpec, bytes: f64, seconds: f64) -> Result<u64> {
+        let mut set = self.open(vec![spec.clone()], &[vec![0]])?;
+        let mut truth = Truth {
+            seconds,
+            dram_read: Some(bytes / 2.0),
+            dram_write: Some(bytes / 2.0),
+            ..Truth::default()
+        };
+        truth.bytes.insert("dram".into(), bytes);
+        let counts = set.counts_of(&truth)?;
+        Ok(counts.first().and_then(|c| c.scaled).map(|s| s.raw).unwrap_or(0))
+    }
+
+    /// Lay this PMU out under `pmus` as the kernel lists PMUs in
+    /// `/sys/bus/event_source/devices`: the core PMU (`cpu`, or `cpu_core` where the table
+    /// names it; user-space rdpmc allowed), `software`, and one instance (`<pmu>_0`, on CPU 0)
+    /// of each uncore PMU the table names, with the sysfs aliases of the events it opens by
+    /// perf name. The types are the simulated PMU's own (no real PMU has them), so
+    /// [`perf::resolve_platform_events`] resolves the events as on a machine with this PMU.
+    pub fn write_sysfs(&self, pmus: &std::path::Path) -> std::io::Result<()> {
+        use std::fs;
+        let core = if self.platform.events.iter().any(|e| e.pmu == "cpu_core") {
+            "cpu_core"
+        } else {
+            "cpu"
+        };
+        let write = |rel: &str, text: String| -> std::io::Result<()> {
+            let p = pmus.join(rel);
+            if let Some(dir) = p.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            fs::write(p, text)
+        };
+        write(&format!("{core}/type"), format!("{SIMULATED_CORE_TYPE}\n"))?;
+        write(&format!("{core}/rdpmc"), "1\n".into())?;
+        write("software/type", "1\n".into())?;
+        for e in &self.platform.events {
+            let instance = if crate::counters::events::is_core_pmu(&e.pmu) {
+                if e.pmu != core {
+                    continue;
+                }
+                core.to_string()
+            } else {
+                let inst = format!("{}_0", e.pmu);
+                write(&format!("{inst}/type"), format!("{SIMULATED_UNCORE_TYPE}\n"))?;
+                write(&format!("{inst}/cpumask"), "0\n".into())?;
+                inst
+            };
+            // Core events perf knows generically (cycles, instructions) open without an alias.
+            if let Some((_, alias)) = e.perf_name.as_deref().and_then(perf::split_perf_name)
+                && !(instance == core && perf::generic_hw_event(alias).is_some())
+            {
+                write(
+                    &format!("{instance}/events/{alias}"),
+                    format!("config={:#x},config1={:#x}\n", perf::raw_config(e), e.config1),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     /// Open `specs` grouped by `plan`, as [`perf::CounterSet::open`] does: an injected open
     /// fault fails here with the errno's own message.
     pub fn open(&self, specs: Vec<CounterSpec>, plan: &[Vec<usize>]) -> Result<SimulatedCounterSet> {

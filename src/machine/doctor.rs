@@ -11,6 +11,11 @@
 //! `/` (sysfs PMUs, `/proc/sys/kernel`, `/proc/self/status`, `/proc/driver/nvidia`) and a
 //! [`Probe`] that opens events and starts a traced child, so tests feed fake trees and fake
 //! errnos and check the verdicts.
+//!
+//! `--simulated-pmu` diagnoses the simulated PMU (a test instrument, never chosen by `auto`)
+//! instead of the hardware one: its PMUs laid out in a sysfs tree of their own, its injected
+//! faults (`ROOFLINE_SIMULATED_PMU`) as the kernel's answers, this machine's kernel settings,
+//! software events and ptrace as they are. Every capability it answers says "simulated PMU".
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,6 +24,7 @@ use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::perf::{self, CounterSpec, Scope};
+use crate::counters::simulated::SimulatedPmu;
 use crate::machine::{EventSpec, Platform};
 
 pub const DOCTOR_SCHEMA: &str = "roofline.doctor/1";
@@ -34,6 +40,10 @@ const CAP_PERFMON: u32 = 38;
 /// Prefixes of the PMUs that count memory traffic: Intel's integrated memory controller,
 /// AMD's unified memory controller (Zen 4 on) and data fabric (Zen 1–3, and Zen 4's DF).
 const MEMORY_PMUS: [&str; 3] = ["uncore_imc", "amd_umc", "amd_df"];
+/// Bytes written and read back while a DRAM event counts: larger than the last-level cache
+/// of the machines the platform tables describe, so a working memory PMU cannot read zero.
+pub const TRAFFIC_BYTES: usize = 128 << 20;
+const PERF_TYPE_SOFTWARE: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,6 +103,10 @@ pub struct EventTrial {
     pub errno: Option<String>,
     /// The errno's text, or why the event was not tried.
     pub message: Option<String>,
+    /// DRAM events that opened: the raw count read while [`TRAFFIC_BYTES`] were written and
+    /// read back (0: the PMU opens but does not count). Absent for other events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_count: Option<u64>,
 }
 
 /// `roofline.doctor/1`.
@@ -109,6 +123,10 @@ pub struct Diagnosis {
     pub events: Vec<EventTrial>,
     /// What `measure --backend auto` uses here: `perf`, `trace`, or `none`.
     pub auto_backend: String,
+    /// `doctor --simulated-pmu`: the simulated PMU's note (platform, injected faults); the
+    /// `perf.*` verdicts other than `perf.software` are the simulated PMU's. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated_pmu: Option<String>,
 }
 
 impl Diagnosis {
@@ -123,6 +141,37 @@ pub trait Probe {
     fn open(&self, spec: &CounterSpec) -> Result<(), Errno>;
     /// Start a child under ptrace as the trace backend does; `Err`: why it was refused.
     fn trace(&self) -> Result<(), String>;
+    /// The raw count of the (uncore) DRAM event `spec` while `bytes` bytes of fresh memory
+    /// are written and read back.
+    fn count_dram_traffic(&self, spec: &CounterSpec, bytes: usize) -> Result<u64, Errno>;
+}
+
+fn errno_of(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32))
+}
+
+/// `spec` as the live probe opens it: uncore events system-wide on their first CPU, others
+/// on this task.
+fn live_builder(spec: &CounterSpec) -> perf_event::Builder<'static> {
+    let mut b = spec.builder();
+    match &spec.scope {
+        Scope::Uncore { cpus } => {
+            b.any_pid().one_cpu(cpus.first().copied().unwrap_or(0));
+        }
+        _ => {
+            b.observe_self().any_cpu();
+        }
+    }
+    b
+}
+
+/// Write `bytes` of fresh memory and read it back (the kernel zeroes the pages first): DRAM
+/// traffic on any machine whose last-level cache is smaller.
+fn stream_memory(bytes: usize) -> u64 {
+    let mut buf = vec![0u8; bytes];
+    buf.fill(0x5a);
+    let sum = std::hint::black_box(&buf).iter().step_by(64).map(|&b| u64::from(b)).sum();
+    std::hint::black_box(sum)
 }
 
 /// The live machine: perf-event2 opens the events, the trace backend's own spawn traces.
@@ -130,22 +179,45 @@ pub struct LiveProbe;
 
 impl Probe for LiveProbe {
     fn open(&self, spec: &CounterSpec) -> Result<(), Errno> {
-        let mut b = spec.builder();
-        match &spec.scope {
-            Scope::Uncore { cpus } => {
-                b.any_pid().one_cpu(cpus.first().copied().unwrap_or(0));
-            }
-            _ => {
-                b.observe_self().any_cpu();
-            }
-        }
-        b.build()
-            .map(drop)
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32)))
+        live_builder(spec).build().map(drop).map_err(|e| errno_of(&e))
     }
 
     fn trace(&self) -> Result<(), String> {
         live_trace_probe()
+    }
+
+    fn count_dram_traffic(&self, spec: &CounterSpec, bytes: usize) -> Result<u64, Errno> {
+        let mut counter = live_builder(spec).build().map_err(|e| errno_of(&e))?;
+        counter.enable().map_err(|e| errno_of(&e))?;
+        stream_memory(bytes);
+        counter.disable().map_err(|e| errno_of(&e))?;
+        counter.read().map_err(|e| errno_of(&e))
+    }
+}
+
+/// The simulated PMU as the kernel would answer for it (`doctor --simulated-pmu`): its
+/// events open unless a fault refuses them with its errno, its DRAM events count the
+/// streamed bytes through its faults; software events and ptrace are this machine's.
+pub struct SimulatedProbe {
+    pub pmu: SimulatedPmu,
+}
+
+impl Probe for SimulatedProbe {
+    fn open(&self, spec: &CounterSpec) -> Result<(), Errno> {
+        if spec.type_ == PERF_TYPE_SOFTWARE {
+            return LiveProbe.open(spec);
+        }
+        self.pmu.open_errno(spec).map_or(Ok(()), |e| Err(Errno::from_raw(e)))
+    }
+
+    fn trace(&self) -> Result<(), String> {
+        live_trace_probe()
+    }
+
+    fn count_dram_traffic(&self, spec: &CounterSpec, bytes: usize) -> Result<u64, Errno> {
+        self.open(spec)?;
+        // The simulated machine moves the bytes in no time of its own: a nominal 10 ms.
+        self.pmu.count_dram_traffic(spec, bytes as f64, 0.01).map_err(|_| Errno::EIO)
     }
 }
 
@@ -190,6 +262,16 @@ pub struct Inputs<'a> {
     pub platform_from_option: bool,
     pub hypervisor: Option<String>,
     pub probe: &'a dyn Probe,
+    /// The simulated PMU stands in for the hardware one (`doctor --simulated-pmu`).
+    pub simulated: Option<SimulatedMachine>,
+}
+
+/// What a diagnosis of the simulated PMU keeps of the real machine and says.
+pub struct SimulatedMachine {
+    /// The simulated PMU's note (platform, faults), shown first.
+    pub note: String,
+    /// Whether the real machine has a core PMU: `auto` never picks the simulated one.
+    pub real_core_pmu: bool,
 }
 
 impl<'a> Inputs<'a> {
@@ -207,7 +289,51 @@ impl<'a> Inputs<'a> {
             platform_from_option: from_option,
             hypervisor: facts.hypervisor,
             probe,
+            simulated: None,
         }
+    }
+
+    /// The simulated PMU `pmu` in a machine laid out under `root` (an empty directory the
+    /// caller removes afterwards): its PMUs in sysfs ([`SimulatedPmu::write_sysfs`]), the NMI
+    /// watchdog on when a `watchdog` fault is injected, and this machine's perf and ptrace
+    /// settings (`perf_event_paranoid`, Yama, `/proc/self/status`, container marks) copied.
+    pub fn simulated(pmu: &SimulatedPmu, platform_from_option: bool, root: &Path, probe: &'a dyn Probe) -> std::io::Result<Inputs<'a>> {
+        pmu.write_sysfs(&root.join(PMUS))?;
+        let copy = |rel: &str, text: &str| -> std::io::Result<()> {
+            let to = root.join(rel);
+            std::fs::create_dir_all(to.parent().unwrap_or(root))?;
+            std::fs::write(to, text)
+        };
+        for rel in [
+            "proc/sys/kernel/perf_event_paranoid",
+            "proc/sys/kernel/yama/ptrace_scope",
+            "proc/self/status",
+            ".dockerenv",
+            "run/.containerenv",
+        ] {
+            // procfs files report size 0: read them, not copy them.
+            if let Ok(text) = std::fs::read_to_string(Path::new("/").join(rel)) {
+                copy(rel, &text)?;
+            }
+        }
+        copy(
+            "proc/sys/kernel/nmi_watchdog",
+            if pmu.watchdog_holds_a_counter() { "1\n" } else { "0\n" },
+        )?;
+        Ok(Inputs {
+            root: root.to_path_buf(),
+            path: std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).collect())
+                .unwrap_or_default(),
+            platform: Some(pmu.platform.clone()),
+            platform_from_option,
+            hypervisor: None,
+            probe,
+            simulated: Some(SimulatedMachine {
+                note: pmu.note(),
+                real_core_pmu: perf::core_pmu(&Path::new("/").join(PMUS)).is_ok(),
+            }),
+        })
     }
 
     fn pmus(&self) -> PathBuf {
@@ -265,8 +391,18 @@ pub fn diagnose(inputs: &Inputs) -> Diagnosis {
     caps.push(env.watchdog());
     caps.push(env.trace());
     caps.push(env.gpu());
+    if inputs.simulated.is_some() {
+        for c in caps.iter_mut().filter(|c| c.name.starts_with("perf.") && c.name != "perf.software") {
+            c.cause = format!("simulated PMU: {}", c.cause);
+        }
+    }
     let usable = |n: &str| caps.iter().any(|c| c.name == n && c.verdict != Verdict::Unavailable);
-    let auto_backend = if usable("perf.core") {
+    // `auto` never picks the simulated PMU: it sees the real machine's.
+    let perf_usable = match &inputs.simulated {
+        Some(sim) => sim.real_core_pmu,
+        None => usable("perf.core"),
+    };
+    let auto_backend = if perf_usable {
         "perf"
     } else if usable("trace") {
         "trace"
@@ -284,6 +420,7 @@ pub fn diagnose(inputs: &Inputs) -> Diagnosis {
         capabilities: caps,
         events,
         auto_backend: auto_backend.into(),
+        simulated_pmu: inputs.simulated.as_ref().map(|s| s.note.clone()),
     }
 }
 
@@ -320,6 +457,10 @@ fn try_platform_events(platform: &Platform, pmus: &Path, have_core: bool, probe:
         match specs.first() {
             Some(spec) => {
                 let result = probe.open(spec);
+                let counts_dram = matches!(spec.scope, Scope::Uncore { .. }) && spec.quantity.starts_with("bytes.dram");
+                let traffic_count = (result.is_ok() && counts_dram)
+                    .then(|| probe.count_dram_traffic(spec, TRAFFIC_BYTES).ok())
+                    .flatten();
                 out.push(EventTrial {
                     event: e.name.clone(),
                     pmu: spec.pmu.clone(),
@@ -330,6 +471,7 @@ fn try_platform_events(platform: &Platform, pmus: &Path, have_core: bool, probe:
                     outcome: if result.is_ok() { Outcome::Opened } else { Outcome::Failed },
                     errno: result.err().map(|e| format!("{e:?}")),
                     message: result.err().map(|e| e.desc().to_string()),
+                    traffic_count,
                 });
             }
             None => out.push(EventTrial {
@@ -342,6 +484,7 @@ fn try_platform_events(platform: &Platform, pmus: &Path, have_core: bool, probe:
                 outcome: Outcome::NotTried,
                 errno: None,
                 message: Some(why_not.unwrap_or_else(|| "not resolved for this machine".into())),
+                traffic_count: None,
             }),
         }
     }
@@ -548,7 +691,15 @@ impl Env<'_, '_> {
         };
         if let Err(e) = self.inputs.probe.open(&CounterSpec::cycles()) {
             let (cause, fix) = self.refusal(&e, false);
-            let fix = fix.or_else(|| Some(self.vpmu_fix()));
+            let fix = fix.or_else(|| {
+                Some(match self.inputs.hypervisor {
+                    Some(_) => self.vpmu_fix(),
+                    // The PMU is registered: not a missing vPMU, a driver that does not know this CPU.
+                    None => format!(
+                        "the kernel registered PMU {core} but refuses the generic cycles event: check `dmesg | grep -i perf` (a PMU driver older than this CPU, or a VM the CPUID does not reveal); meanwhile `--backend trace` measures W exactly and Q through the cache simulator"
+                    ),
+                })
+            });
             return cap(
                 "perf.core",
                 Verdict::Unavailable,
@@ -683,6 +834,25 @@ impl Env<'_, '_> {
                     };
                 }
                 let failed: Vec<&&EventTrial> = trials.iter().filter(|t| t.outcome != Outcome::Opened).collect();
+                let read: Vec<&&EventTrial> = trials.iter().filter(|t| t.traffic_count.is_some()).collect();
+                if failed.is_empty() && !read.is_empty() && read.iter().all(|t| t.traffic_count == Some(0)) {
+                    // Opens, counts nothing: the cloud VM's uncore that reads zero.
+                    return cap(
+                        &name,
+                        Verdict::Unavailable,
+                        format!(
+                            "{} instance(s); all {} events of platform {table} open, but its DRAM events ({}) read 0 while {} MiB were written and read back",
+                            instances.len(),
+                            trials.len(),
+                            read.iter().map(|t| t.event.as_str()).collect::<Vec<_>>().join(", "),
+                            TRAFFIC_BYTES >> 20
+                        ),
+                        Some(format!(
+                            "a PMU exposed without counting (uncore PMUs are not virtualised: run on bare metal), or events this CPU does not count (check `--platform`); {}",
+                            "`--backend trace` gives DRAM Q through the cache simulator"
+                        )),
+                    );
+                }
                 if failed.is_empty() {
                     return cap(
                         &name,
@@ -896,6 +1066,9 @@ fn family_of(pmu: &str) -> &str {
 pub fn render(d: &Diagnosis) -> String {
     use std::fmt::Write;
     let mut s = String::new();
+    if let Some(note) = &d.simulated_pmu {
+        let _ = writeln!(s, "{note}");
+    }
     let _ = writeln!(
         s,
         "platform: {}{}",
@@ -921,7 +1094,10 @@ pub fn render(d: &Diagnosis) -> String {
         let pw = d.events.iter().map(|t| t.pmu.len()).max().unwrap_or(4);
         for t in &d.events {
             let result = match t.outcome {
-                Outcome::Opened => "opened".to_string(),
+                Outcome::Opened => match t.traffic_count {
+                    Some(n) => format!("opened; counted {n} over {} MiB of traffic", TRAFFIC_BYTES >> 20),
+                    None => "opened".to_string(),
+                },
                 Outcome::Failed => format!(
                     "{} ({})",
                     t.errno.as_deref().unwrap_or("failed"),
@@ -955,6 +1131,11 @@ mod tests {
         }
         fn trace(&self) -> Result<(), String> {
             self.trace.clone()
+        }
+        /// A memory PMU that counts: one event per 64-byte line, split read/write.
+        fn count_dram_traffic(&self, spec: &CounterSpec, bytes: usize) -> Result<u64, Errno> {
+            self.open(spec)?;
+            Ok((bytes / 128) as u64)
         }
     }
 
@@ -1014,6 +1195,7 @@ mod tests {
             platform_from_option: false,
             hypervisor: None,
             probe,
+            simulated: None,
         })
     }
 
@@ -1155,6 +1337,7 @@ mod tests {
             platform_from_option: true,
             hypervisor: Some("KVMKVMKVM".into()),
             probe: &probe,
+            simulated: None,
         });
         assert_eq!(verdict(&d, "perf.software"), Verdict::Available);
         let c = d.get("perf.core").unwrap();
@@ -1258,6 +1441,7 @@ mod tests {
             platform_from_option: false,
             hypervisor: None,
             probe: &probe,
+            simulated: None,
         };
         let g = diagnose(&inputs(vec![])).get("gpu").unwrap().clone();
         assert_eq!(g.verdict, Verdict::Limited);
@@ -1280,6 +1464,44 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Limited);
         assert!(c.fix.as_deref().unwrap().contains("--platform"));
         assert!(d.events.is_empty());
+    }
+
+    /// The simulated machine of every platform table resolves every event as a machine with
+    /// that PMU would (aliases included), and an uncore whose DRAM events read 0 is unavailable.
+    #[test]
+    fn every_platform_simulated_opens_its_events_and_a_zero_uncore_is_unavailable() {
+        use crate::counters::simulated::Faults;
+        for platform in Platform::embedded() {
+            let root = tempfile::tempdir().unwrap();
+            let pmu = SimulatedPmu::new(platform.clone(), Faults::default());
+            let probe = SimulatedProbe { pmu: pmu.clone() };
+            let d = diagnose(&Inputs::simulated(&pmu, true, root.path(), &probe).unwrap());
+            let key = &platform.key;
+            assert_eq!(d.events.len(), platform.events.len(), "{key}");
+            let not_opened: Vec<&EventTrial> = d.events.iter().filter(|t| t.outcome != Outcome::Opened).collect();
+            assert!(not_opened.is_empty(), "{key}: {not_opened:?}");
+            assert!(d.simulated_pmu.as_deref().unwrap().contains(key.as_str()), "{key}");
+            for c in d.capabilities.iter().filter(|c| c.name.starts_with("perf.uncore.")) {
+                assert_eq!(c.verdict, Verdict::Available, "{key}: {c:?}");
+            }
+            let has_dram = platform
+                .events
+                .iter()
+                .any(|e| !crate::counters::events::is_core_pmu(&e.pmu) && e.quantity.starts_with("bytes.dram"));
+            if has_dram {
+                let root = tempfile::tempdir().unwrap();
+                let pmu = SimulatedPmu::new(platform.clone(), Faults::parse("dram=zero").unwrap());
+                let probe = SimulatedProbe { pmu: pmu.clone() };
+                let d = diagnose(&Inputs::simulated(&pmu, true, root.path(), &probe).unwrap());
+                let zero: Vec<&Capability> = d
+                    .capabilities
+                    .iter()
+                    .filter(|c| c.name.starts_with("perf.uncore.") && c.cause.contains("read 0"))
+                    .collect();
+                assert!(!zero.is_empty(), "{key}: {:?}", d.capabilities);
+                assert!(zero.iter().all(|c| c.verdict == Verdict::Unavailable), "{key}: {zero:?}");
+            }
+        }
     }
 
     #[test]
