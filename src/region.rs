@@ -6,12 +6,17 @@
 //! let mut s = Session::new(Backend::Auto)?;
 //! let (a, b) = (vec![1.0f64; 1 << 20], vec![2.0f64; 1 << 20]);
 //! let mut c = vec![0.0f64; 1 << 20];
-//! let m = s.region("triad", || {
+//! let ((), m) = s.measure("triad", || {
 //!     for i in 0..c.len() {
 //!         c[i] = a[i] + 3.0 * b[i];
 //!     }
 //! })?;
 //! println!("{} flop in {:?} s", m.flops.total, m.seconds_samples);
+//! // `region` returns the closure's value; the call still counts in the totals.
+//! let sum: f64 = s.region("sum", || c.iter().sum())?;
+//! println!("sum {sum}");
+//! assert_eq!(s.totals("sum").map(|t| t.calls), Some(1));
+//! s.report().write(std::path::Path::new("regions.html"))?;
 //! # Ok::<(), roofline::Error>(())
 //! ```
 //!
@@ -36,8 +41,10 @@ use std::time::Instant;
 
 pub use crate::counters::BackendKind as Backend;
 use crate::counters::Measurement;
+#[cfg(feature = "trace")]
 use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::perf::{self, CounterSet, CounterSource, CounterSpec, EventCount, RawCount, SYSFS_PMUS, Target};
+#[cfg(feature = "trace")]
 use crate::counters::simulated::{self, SimulatedCounterSet, SimulatedPmu};
 use crate::error::{Error, Result};
 use crate::report::{Environment, Provenance, Report, Source};
@@ -90,6 +97,7 @@ pub enum Mode {
 /// [`CounterSource`].
 enum Counters {
     Perf(CounterSet),
+    #[cfg(feature = "trace")]
     Simulated(Box<SimulatedCounterSet>),
 }
 
@@ -97,12 +105,14 @@ impl Counters {
     fn source(&self) -> &dyn CounterSource {
         match self {
             Counters::Perf(c) => c,
+            #[cfg(feature = "trace")]
             Counters::Simulated(c) => c.as_ref(),
         }
     }
     fn source_mut(&mut self) -> &mut dyn CounterSource {
         match self {
             Counters::Perf(c) => c,
+            #[cfg(feature = "trace")]
             Counters::Simulated(c) => c.as_mut(),
         }
     }
@@ -171,6 +181,7 @@ pub struct Session {
     mode: Mode,
     counters: Option<Counters>,
     /// The simulated PMU and the cache hierarchy its traces feed (`Mode::Simulated`).
+    #[cfg(feature = "trace")]
     simulated: Option<Box<(SimulatedPmu, CacheHierarchy)>>,
     /// Inside [`Session::region`] of a simulated session (begin/end alone cannot be traced).
     simulating: bool,
@@ -218,7 +229,13 @@ impl Session {
             }
             Backend::Trace => Ok(Session::time_only(Mode::Traced)),
             Backend::Analytic => Ok(Session::time_only(Mode::TimeOnly)),
+            #[cfg(feature = "trace")]
             Backend::Simulated => Session::simulated(SimulatedPmu::from_env(None)?),
+            #[cfg(not(feature = "trace"))]
+            Backend::Simulated => Err(Error::unavailable(
+                "the simulated PMU traces its regions: this build of roofline leaves the `trace` feature out",
+                "enable it (`roofline = { features = [\"trace\"] }`, on by default), or use Backend::Analytic",
+            )),
         }
     }
 
@@ -237,6 +254,7 @@ impl Session {
         Ok(Session {
             mode: Mode::Counters,
             counters: Some(Counters::Perf(set)),
+            #[cfg(feature = "trace")]
             simulated: None,
             simulating: false,
             open: Vec::new(),
@@ -255,6 +273,7 @@ impl Session {
     /// machine's caches simulated) and its exact counts become the simulated counters' counts
     /// while it then runs here. The closure must not allocate (see
     /// [`crate::counters::trace::trace_forked`]). Every region says "simulated".
+    #[cfg(feature = "trace")]
     pub fn simulated(pmu: SimulatedPmu) -> Result<Session> {
         let (specs, counters, notes) = pmu.counters(false, true)?;
         let plan = perf::plan_groups(&specs, counters);
@@ -278,6 +297,7 @@ impl Session {
         Session {
             mode,
             counters: None,
+            #[cfg(feature = "trace")]
             simulated: None,
             simulating: false,
             open: Vec::new(),
@@ -313,20 +333,39 @@ impl Session {
         self.counters.as_ref().is_some_and(|c| c.source().user_reads_mapped())
     }
 
-    /// Run `f` as the region `name`: W, Q and T of this call (also added to the totals).
-    pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+    /// Run `f` as the region `name` and return what it returns (as `tracing`'s `in_scope`
+    /// does): `let d = s.region("dot", || dot(&x, &y))?;`. The call is added to the region's
+    /// totals ([`totals`](Self::totals), [`report`](Self::report)); its own W, Q and T are
+    /// what [`measure`](Self::measure) returns.
+    pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<R> {
+        #[cfg(feature = "trace")]
+        if self.mode == Mode::Simulated {
+            return self.simulated_region(name, f).map(|(r, _)| r);
+        }
+        self.begin(name)?;
+        let r = f();
+        self.stop(name)?;
+        Ok(r)
+    }
+
+    /// [`region`](Self::region), also returning this call's W, Q and T (also added to the
+    /// totals): `let (d, m) = s.measure("dot", || dot(&x, &y))?;`.
+    pub fn measure<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<(R, Measurement)> {
+        #[cfg(feature = "trace")]
         if self.mode == Mode::Simulated {
             return self.simulated_region(name, f);
         }
         self.begin(name)?;
-        std::hint::black_box(f());
-        self.end(name)
+        let r = f();
+        let m = self.end(name)?;
+        Ok((r, m))
     }
 
     /// A region of a simulated session: `f` traced once in a forked child (the fork has its
     /// own copy of everything `f` captures, and its call consumes that copy), then run here
     /// between begin and end, where the simulated counters count the traced truth.
-    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
+    #[cfg(feature = "trace")]
+    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<(R, Measurement)> {
         let Some(sim) = self.simulated.as_ref() else {
             return Err(Error::unavailable("a simulated session without its PMU", "report this"));
         };
@@ -348,7 +387,7 @@ impl Session {
         self.simulating = false;
         begun?;
         let t0 = Instant::now();
-        std::hint::black_box(f());
+        let r = f();
         truth.seconds = t0.elapsed().as_secs_f64();
         if let Some(Counters::Simulated(set)) = self.counters.as_mut() {
             set.count(&truth);
@@ -356,7 +395,7 @@ impl Session {
         self.simulating = true;
         let m = self.end(name);
         self.simulating = false;
-        m
+        Ok((r, m?))
     }
 
     /// Start the region `name` (regions nest; the same name may not be open twice).
@@ -495,7 +534,7 @@ impl Session {
             Some(c) => {
                 let counts = self.scaled(raw);
                 let mut m = perf::to_measurement(c.source().specs(), &counts, seconds.to_vec());
-                let source = if self.simulated.is_some() {
+                let source = if self.mode == Mode::Simulated {
                     Source::Simulated
                 } else {
                     Source::Perf
@@ -522,6 +561,7 @@ impl Session {
         if let Some(p) = m.provenance.as_mut() {
             p.notes.extend(self.notes.iter().cloned());
         }
+        #[cfg(feature = "trace")]
         if let Some(sim) = &self.simulated {
             simulated::mark_simulated(&mut m, &sim.0);
         }
@@ -969,8 +1009,8 @@ mod tests {
     fn analytic_session_times_and_accumulates() {
         let mut s = Session::new(Backend::Analytic).unwrap();
         for _ in 0..3 {
-            let m = s
-                .region("spin", || std::thread::sleep(std::time::Duration::from_millis(2)))
+            let ((), m) = s
+                .measure("spin", || std::thread::sleep(std::time::Duration::from_millis(2)))
                 .unwrap();
             assert!(m.seconds_samples[0] >= 0.002);
         }
@@ -979,6 +1019,36 @@ mod tests {
         assert!(t.seconds >= 0.006);
         assert_eq!(t.measurement.seconds_samples.len(), 3);
         assert!(s.totals("other").is_none());
+    }
+
+    #[test]
+    fn region_returns_the_closure_value_and_measure_the_call() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() as u64)
+            .unwrap_or(7);
+        let xs: Vec<u64> = (0..1000u64).map(|i| (i * 2654435761 + seed) % 1009).collect();
+        let want: u64 = xs.iter().sum();
+        let mut s = Session::new(Backend::Analytic).unwrap();
+        // A non-Copy value, moved out of the closure.
+        let got: Vec<u64> = s.region("collect", || xs.iter().map(|x| x + 1).collect()).unwrap();
+        assert_eq!(got.iter().sum::<u64>(), want + 1000);
+        let (sum, m) = s
+            .measure("sum", || {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                xs.iter().sum::<u64>()
+            })
+            .unwrap();
+        assert_eq!(sum, want);
+        assert!(m.seconds_samples[0] >= 0.001, "{:?}", m.seconds_samples);
+        assert_eq!(m.extra["calls"], serde_json::json!(1));
+        // Both count in the totals; a failed region gives no value and no call.
+        assert_eq!(s.totals("collect").map(|t| t.calls), Some(1));
+        assert_eq!(s.region("sum", || 3).unwrap(), 3);
+        assert_eq!(s.totals("sum").map(|t| t.calls), Some(2));
+        assert!(s.region("bad\0name", || 1).is_err());
+        assert!(s.totals("bad\0name").is_none());
+        assert_eq!(s.report().points.len(), 2);
     }
 
     #[test]
@@ -1016,7 +1086,7 @@ mod tests {
         let note = "Q_dram unavailable: Zen / Zen+ has no usable DRAM counter event".to_string();
         let mut s = Session::with_events_and_notes(software_events(), vec![note.clone()]).unwrap();
         assert_eq!(s.notes(), std::slice::from_ref(&note));
-        let m = s.region("r", || ()).unwrap();
+        let ((), m) = s.measure("r", || ()).unwrap();
         assert!(m.provenance.unwrap().notes.contains(&note));
         let t = s.totals("r").unwrap();
         assert!(t.measurement.provenance.unwrap().notes.contains(&note));
@@ -1024,7 +1094,7 @@ mod tests {
         assert!(r.points[0].provenance.notes.contains(&note));
         // Without notes, none appear.
         let mut plain = Session::software().unwrap();
-        let m = plain.region("r", || ()).unwrap();
+        let ((), m) = plain.measure("r", || ()).unwrap();
         assert!(!m.provenance.unwrap().notes.iter().any(|n| n.contains("Q_dram")));
     }
 }

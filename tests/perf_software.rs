@@ -123,14 +123,14 @@ fn session_counts_software_events_per_region_and_per_thread() {
     let mut s = Session::software().unwrap();
     assert_eq!(s.events(), vec!["task-clock", "page-faults", "context-switches"]);
     let n = 280;
-    let m = s.region("touch", || touch_pages(n)).unwrap();
+    let ((), m) = s.measure("touch", || touch_pages(n)).unwrap();
     let faults = m.extra["counts"]["page-faults"].as_f64().unwrap();
     assert!(faults >= n as f64, "region page-faults {faults} < {n}");
     assert!(m.seconds_samples[0] > 0.0);
 
     // Another thread's faults during the region are not this thread's.
-    let m2 = s
-        .region("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
+    let ((), m2) = s
+        .measure("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
         .unwrap();
     let f2 = m2.extra["counts"]["page-faults"].as_f64().unwrap();
     assert!(f2 < (2 * n) as f64, "page-faults {f2} include the other thread's {}", 4 * n);
