@@ -9,7 +9,7 @@
 
 //!
 //! Cargo features (all on by default; docs/region-api.md, "A light dependency"): `cli` (the
-//! binaries' [`cli`]), `trace` (the ptrace backend, the simulated PMU, `validate`,
+//! binaries' `cli` module), `trace` (the ptrace backend, the simulated PMU, `validate`,
 //! `criterion_support`), `plot` (SVG, PNG and HTML views), `gpu` (CUDA device query and
 //! ceilings). Without them the library is the region API, the perf and time-only backends,
 //! the machine model and the report schema.

@@ -343,7 +343,8 @@ impl Session {
             return self.simulated_region(name, f).map(|(r, _)| r);
         }
         self.begin(name)?;
-        let r = f();
+        // Opaque to the optimiser: work whose value the caller drops still runs in the region.
+        let r = std::hint::black_box(f());
         self.stop(name)?;
         Ok(r)
     }
@@ -356,7 +357,7 @@ impl Session {
             return self.simulated_region(name, f);
         }
         self.begin(name)?;
-        let r = f();
+        let r = std::hint::black_box(f());
         let m = self.end(name)?;
         Ok((r, m))
     }
@@ -387,7 +388,7 @@ impl Session {
         self.simulating = false;
         begun?;
         let t0 = Instant::now();
-        let r = f();
+        let r = std::hint::black_box(f());
         truth.seconds = t0.elapsed().as_secs_f64();
         if let Some(Counters::Simulated(set)) = self.counters.as_mut() {
             set.count(&truth);

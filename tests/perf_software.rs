@@ -123,13 +123,15 @@ fn session_counts_software_events_per_region_and_per_thread() {
     let mut s = Session::software().unwrap();
     assert_eq!(s.events(), vec!["task-clock", "page-faults", "context-switches"]);
     let n = 280;
-    let ((), m) = s.measure("touch", || touch_pages(n)).unwrap();
+    let (sum, m) = s.measure("touch", || touch_pages(n)).unwrap();
+    // The closure's value comes back through the region.
+    assert_eq!(sum, (0..n as u64).map(|i| i % 251 + 1).sum::<u64>());
     let faults = m.extra["counts"]["page-faults"].as_f64().unwrap();
     assert!(faults >= n as f64, "region page-faults {faults} < {n}");
     assert!(m.seconds_samples[0] > 0.0);
 
     // Another thread's faults during the region are not this thread's.
-    let ((), m2) = s
+    let (_, m2) = s
         .measure("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
         .unwrap();
     let f2 = m2.extra["counts"]["page-faults"].as_f64().unwrap();
