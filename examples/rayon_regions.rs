@@ -40,8 +40,7 @@ fn main() -> Result<(), roofline::Error> {
     let mut check = 0.0;
     for _ in 0..calls {
         session.region("daxpy", || daxpy(0.5, &x, &mut y))?;
-        let mut partials = Vec::new();
-        session.region("dot", || partials = dot_partials(&x, &y))?;
+        let partials = session.region("dot", || dot_partials(&x, &y))?;
         check += partials.iter().sum::<f64>();
     }
     println!("n {n} calls {calls} checksum {check:.6e}");

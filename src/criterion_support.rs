@@ -94,7 +94,7 @@ impl BenchWork {
             BackendKind::Simulated => Source::Simulated,
         };
         let mut session = crate::region::Session::new(backend)?;
-        let m = session.region("bench", work)?;
+        let ((), m) = session.measure("bench", work)?;
         Ok(BenchWork {
             flops: m.flops,
             bytes: m.bytes,

@@ -7,9 +7,18 @@
 //! - [`ceilings`]: empirical roofs; [`model`]: AI per level, attainable performance, bounds;
 //! - [`report`]: the one `roofline.report/1` schema and its views; [`gate`]: CI checks.
 
+//!
+//! Cargo features (all on by default; docs/region-api.md, "A light dependency"): `cli` (the
+//! binaries' `cli` module), `trace` (the ptrace backend, the simulated PMU, `validate`,
+//! `criterion_support`), `plot` (SVG, PNG and HTML views), `gpu` (CUDA device query and
+//! ceilings). Without them the library is the region API, the perf and time-only backends,
+//! the machine model and the report schema.
+
 pub mod ceilings;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod counters;
+#[cfg(feature = "trace")]
 pub mod criterion_support;
 pub mod error;
 pub mod gate;
@@ -19,6 +28,7 @@ pub mod model;
 pub mod region;
 pub mod report;
 pub mod util;
+#[cfg(feature = "trace")]
 pub mod validate;
 
 pub use error::{Error, Result};

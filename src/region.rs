@@ -6,12 +6,17 @@
 //! let mut s = Session::new(Backend::Auto)?;
 //! let (a, b) = (vec![1.0f64; 1 << 20], vec![2.0f64; 1 << 20]);
 //! let mut c = vec![0.0f64; 1 << 20];
-//! let m = s.region("triad", || {
+//! let ((), m) = s.measure("triad", || {
 //!     for i in 0..c.len() {
 //!         c[i] = a[i] + 3.0 * b[i];
 //!     }
 //! })?;
 //! println!("{} flop in {:?} s", m.flops.total, m.seconds_samples);
+//! // `region` returns the closure's value; the call still counts in the totals.
+//! let sum: f64 = s.region("sum", || c.iter().sum())?;
+//! println!("sum {sum}");
+//! assert_eq!(s.totals("sum").map(|t| t.calls), Some(1));
+//! s.report().write(std::path::Path::new("regions.html"))?;
 //! # Ok::<(), roofline::Error>(())
 //! ```
 //!
@@ -35,8 +40,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 pub use crate::counters::BackendKind as Backend;
+#[cfg(feature = "trace")]
 use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::perf::{self, CounterSet, CounterSource, CounterSpec, EventCount, RawCount, SYSFS_PMUS, Target};
+#[cfg(feature = "trace")]
 use crate::counters::simulated::{self, SimulatedCounterSet, SimulatedPmu};
 use crate::counters::{Measurement, region_times};
 use crate::error::{Error, Result};
@@ -100,6 +107,7 @@ pub enum Mode {
 /// [`CounterSource`].
 enum Counters {
     Perf(CounterSet),
+    #[cfg(feature = "trace")]
     Simulated(Box<SimulatedCounterSet>),
 }
 
@@ -107,12 +115,14 @@ impl Counters {
     fn source(&self) -> &dyn CounterSource {
         match self {
             Counters::Perf(c) => c,
+            #[cfg(feature = "trace")]
             Counters::Simulated(c) => c.as_ref(),
         }
     }
     fn source_mut(&mut self) -> &mut dyn CounterSource {
         match self {
             Counters::Perf(c) => c,
+            #[cfg(feature = "trace")]
             Counters::Simulated(c) => c.as_mut(),
         }
     }
@@ -183,6 +193,7 @@ pub struct Session {
     counting: Counting,
     counters: Option<Counters>,
     /// The simulated PMU and the cache hierarchy its traces feed (`Mode::Simulated`).
+    #[cfg(feature = "trace")]
     simulated: Option<Box<(SimulatedPmu, CacheHierarchy)>>,
     /// Inside [`Session::region`] of a simulated session (begin/end alone cannot be traced).
     simulating: bool,
@@ -233,7 +244,13 @@ impl Session {
             }
             Backend::Trace => Ok(Session::time_only(Mode::Traced)),
             Backend::Analytic => Ok(Session::time_only(Mode::TimeOnly)),
+            #[cfg(feature = "trace")]
             Backend::Simulated => Session::simulated(SimulatedPmu::from_env(None)?),
+            #[cfg(not(feature = "trace"))]
+            Backend::Simulated => Err(Error::unavailable(
+                "the simulated PMU traces its regions: this build of roofline leaves the `trace` feature out",
+                "enable it (`roofline = { features = [\"trace\"] }`, on by default), or use Backend::Analytic",
+            )),
         }
     }
 
@@ -262,7 +279,7 @@ impl Session {
     }
 
     /// A session counting `specs` as `counting` says.
-    pub fn counting(specs: Vec<CounterSpec>, mut notes: Vec<String>, counting: Counting) -> Result<Session> {
+    pub fn counting(specs: Vec<CounterSpec>, notes: Vec<String>, counting: Counting) -> Result<Session> {
         let counters = perf::identify_platform().map(|p| perf::core_counters(&p)).unwrap_or(4);
         let plan = perf::plan_groups(&specs, counters);
         let target = match counting {
@@ -271,13 +288,11 @@ impl Session {
         };
         let mut set = CounterSet::open(specs, &plan, target)?;
         set.enable(false)?;
-        if counting == Counting::Process {
-            notes.push("every thread of the process is counted while a region is open (threads that exist at the session's start and those started later)".into());
-        }
         Ok(Session {
             counting,
             mode: Mode::Counters,
             counters: Some(Counters::Perf(set)),
+            #[cfg(feature = "trace")]
             simulated: None,
             simulating: false,
             open: Vec::new(),
@@ -296,6 +311,7 @@ impl Session {
     /// machine's caches simulated) and its exact counts become the simulated counters' counts
     /// while it then runs here. The closure must not allocate (see
     /// [`crate::counters::trace::trace_forked`]). Every region says "simulated".
+    #[cfg(feature = "trace")]
     pub fn simulated(pmu: SimulatedPmu) -> Result<Session> {
         let (specs, counters, notes) = pmu.counters(false, true)?;
         let plan = perf::plan_groups(&specs, counters);
@@ -320,6 +336,7 @@ impl Session {
             counting: Counting::Process,
             mode,
             counters: None,
+            #[cfg(feature = "trace")]
             simulated: None,
             simulating: false,
             open: Vec::new(),
@@ -355,27 +372,42 @@ impl Session {
         self.counters.as_ref().is_some_and(|c| c.source().user_reads_mapped())
     }
 
-    /// Run `f` as the region `name`: W, Q and T of this call (also added to the totals).
-    pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Measurement> {
-        let call = self.region_call(name, f)?;
-        Ok(self.measurement(std::slice::from_ref(&call.seconds), &call.raw, 1))
+    /// Run `f` as the region `name` and return what it returns (as `tracing`'s `in_scope`
+    /// does): `let d = s.region("dot", || dot(&x, &y))?;`. The call is added to the region's
+    /// totals ([`totals`](Self::totals), [`report`](Self::report)); its own W, Q and T are
+    /// what [`measure`](Self::measure) returns.
+    pub fn region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<R> {
+        let (r, call) = self.region_call(name, f)?;
+        self.spare.push(call.raw);
+        Ok(r)
     }
 
-    /// [`region`](Self::region) without building the call's measurement (the C ABI merges
-    /// raw calls over threads).
-    fn region_call<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Call> {
+    /// [`region`](Self::region), also returning this call's W, Q and T (also added to the
+    /// totals): `let (d, m) = s.measure("dot", || dot(&x, &y))?;`.
+    pub fn measure<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<(R, Measurement)> {
+        let (r, call) = self.region_call(name, f)?;
+        Ok((r, self.measurement(std::slice::from_ref(&call.seconds), &call.raw, 1)))
+    }
+
+    /// One region call: `f`'s value and the raw call, without building its measurement (the
+    /// C ABI merges raw calls over threads).
+    fn region_call<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<(R, Call)> {
+        #[cfg(feature = "trace")]
         if self.mode == Mode::Simulated {
             return self.simulated_region(name, f);
         }
         self.begin(name)?;
-        std::hint::black_box(f());
-        self.end_call(name)
+        // Opaque to the optimiser: work whose value the caller drops still runs in the region.
+        let r = std::hint::black_box(f());
+        let call = self.end_call(name)?;
+        Ok((r, call))
     }
 
     /// A region of a simulated session: `f` traced once in a forked child (the fork has its
     /// own copy of everything `f` captures, and its call consumes that copy), then run here
     /// between begin and end, where the simulated counters count the traced truth.
-    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<Call> {
+    #[cfg(feature = "trace")]
+    fn simulated_region<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<(R, Call)> {
         let Some(sim) = self.simulated.as_ref() else {
             return Err(Error::unavailable("a simulated session without its PMU", "report this"));
         };
@@ -397,7 +429,7 @@ impl Session {
         self.simulating = false;
         begun?;
         let t0 = Instant::now();
-        std::hint::black_box(f());
+        let r = std::hint::black_box(f());
         truth.seconds = t0.elapsed().as_secs_f64();
         if let Some(Counters::Simulated(set)) = self.counters.as_mut() {
             set.count(&truth);
@@ -405,7 +437,7 @@ impl Session {
         self.simulating = true;
         let call = self.end_call(name);
         self.simulating = false;
-        call
+        Ok((r, call?))
     }
 
     /// Start the region `name` (regions nest; the same name may not be open twice).
@@ -544,7 +576,7 @@ impl Session {
             Some(c) => {
                 let counts = self.scaled(raw);
                 let mut m = perf::to_measurement(c.source().specs(), &counts, seconds.to_vec());
-                let source = if self.simulated.is_some() {
+                let source = if self.mode == Mode::Simulated {
                     Source::Simulated
                 } else {
                     Source::Perf
@@ -571,6 +603,7 @@ impl Session {
         if let Some(p) = m.provenance.as_mut() {
             p.notes.extend(self.notes.iter().cloned());
         }
+        #[cfg(feature = "trace")]
         if let Some(sim) = &self.simulated {
             simulated::mark_simulated(&mut m, &sim.0);
         }
@@ -578,6 +611,12 @@ impl Session {
             // The threads there are when the measurement is taken (a region's end): the
             // counters cannot tell which of them ran in it.
             m.threads = std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(1).max(1) as u32;
+            if let Some(p) = m.provenance.as_mut() {
+                p.notes.push(format!(
+                    "every thread of the process counted while the region was open ({} at the end)",
+                    m.threads
+                ));
+            }
         }
         m.extra.insert("calls".into(), serde_json::json!(calls));
         m
@@ -736,9 +775,15 @@ fn open_session(b: CBackend) -> Result<Session> {
         CBackend::Traced => Session::new(Backend::Trace),
         CBackend::TimeOnly => Session::new(Backend::Analytic),
         // The C ABI's --platform: the simulated PMU's table (else CPUID's).
+        #[cfg(feature = "trace")]
         CBackend::Simulated => Session::simulated(SimulatedPmu::from_env(
             std::env::var("ROOFLINE_PLATFORM").ok().filter(|p| !p.is_empty()).as_deref(),
         )?),
+        #[cfg(not(feature = "trace"))]
+        CBackend::Simulated => Err(Error::unavailable(
+            "the simulated PMU traces its regions: this build has no `trace` feature",
+            "build roofline with its default features",
+        )),
     }
 }
 
@@ -902,7 +947,7 @@ pub extern "C" fn roofline_marker_region(name: *const c_char, work: Option<exter
     };
     let done = with_thread_session(|s| {
         // The C caller vouches for `work` taking `arg` (roofline.h's contract).
-        let call = s.region_call(&name, || work(arg))?;
+        let (_, call) = s.region_call(&name, || work(arg))?;
         let counts: Vec<f64> = s
             .scaled(&call.raw)
             .iter()
@@ -1088,8 +1133,8 @@ mod tests {
     fn analytic_session_times_and_accumulates() {
         let mut s = Session::new(Backend::Analytic).unwrap();
         for _ in 0..3 {
-            let m = s
-                .region("spin", || std::thread::sleep(std::time::Duration::from_millis(2)))
+            let ((), m) = s
+                .measure("spin", || std::thread::sleep(std::time::Duration::from_millis(2)))
                 .unwrap();
             assert!(m.seconds_samples[0] >= 0.002);
         }
@@ -1098,6 +1143,36 @@ mod tests {
         assert!(t.seconds >= 0.006);
         assert_eq!(t.measurement.seconds_samples.len(), 3);
         assert!(s.totals("other").is_none());
+    }
+
+    #[test]
+    fn region_returns_the_closure_value_and_measure_the_call() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() as u64)
+            .unwrap_or(7);
+        let xs: Vec<u64> = (0..1000u64).map(|i| (i * 2654435761 + seed) % 1009).collect();
+        let want: u64 = xs.iter().sum();
+        let mut s = Session::new(Backend::Analytic).unwrap();
+        // A non-Copy value, moved out of the closure.
+        let got: Vec<u64> = s.region("collect", || xs.iter().map(|x| x + 1).collect()).unwrap();
+        assert_eq!(got.iter().sum::<u64>(), want + 1000);
+        let (sum, m) = s
+            .measure("sum", || {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                xs.iter().sum::<u64>()
+            })
+            .unwrap();
+        assert_eq!(sum, want);
+        assert!(m.seconds_samples[0] >= 0.001, "{:?}", m.seconds_samples);
+        assert_eq!(m.extra["calls"], serde_json::json!(1));
+        // Both count in the totals; a failed region gives no value and no call.
+        assert_eq!(s.totals("collect").map(|t| t.calls), Some(1));
+        assert_eq!(s.region("sum", || 3).unwrap(), 3);
+        assert_eq!(s.totals("sum").map(|t| t.calls), Some(2));
+        assert!(s.region("bad\0name", || 1).is_err());
+        assert!(s.totals("bad\0name").is_none());
+        assert_eq!(s.report().points.len(), 2);
     }
 
     #[test]
@@ -1135,7 +1210,7 @@ mod tests {
         let note = "Q_dram unavailable: Zen / Zen+ has no usable DRAM counter event".to_string();
         let mut s = Session::with_events_and_notes(software_events(), vec![note.clone()]).unwrap();
         assert_eq!(s.notes(), std::slice::from_ref(&note));
-        let m = s.region("r", || ()).unwrap();
+        let ((), m) = s.measure("r", || ()).unwrap();
         assert!(m.provenance.unwrap().notes.contains(&note));
         let t = s.totals("r").unwrap();
         assert!(t.measurement.provenance.unwrap().notes.contains(&note));
@@ -1143,7 +1218,7 @@ mod tests {
         assert!(r.points[0].provenance.notes.contains(&note));
         // Without notes, none appear.
         let mut plain = Session::software().unwrap();
-        let m = plain.region("r", || ()).unwrap();
+        let ((), m) = plain.measure("r", || ()).unwrap();
         assert!(!m.provenance.unwrap().notes.iter().any(|n| n.contains("Q_dram")));
     }
 }

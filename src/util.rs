@@ -186,6 +186,49 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// A progress bar on stderr (indicatif) with the `cli` feature; without it (a library that
+/// only marks regions) nothing is shown and indicatif is not linked.
+pub struct Progress {
+    #[cfg(feature = "cli")]
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    /// `len` steps drawn with `template` (indicatif's syntax) when `show`, else hidden.
+    #[cfg_attr(not(feature = "cli"), allow(unused_variables))]
+    pub fn new(show: bool, len: u64, template: &str) -> Progress {
+        #[cfg(feature = "cli")]
+        {
+            let bar = if show {
+                indicatif::ProgressBar::new(len)
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            bar.set_style(indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+            Progress { bar }
+        }
+        #[cfg(not(feature = "cli"))]
+        Progress {}
+    }
+
+    #[cfg_attr(not(feature = "cli"), allow(unused_variables))]
+    pub fn set_message(&self, msg: impl Into<std::borrow::Cow<'static, str>>) {
+        #[cfg(feature = "cli")]
+        self.bar.set_message(msg);
+    }
+
+    #[cfg_attr(not(feature = "cli"), allow(unused_variables))]
+    pub fn inc(&self, n: u64) {
+        #[cfg(feature = "cli")]
+        self.bar.inc(n);
+    }
+
+    pub fn finish_and_clear(&self) {
+        #[cfg(feature = "cli")]
+        self.bar.finish_and_clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,17 +123,26 @@ fn session_counts_software_events_per_region_and_per_thread() {
     let mut s = Session::software().unwrap();
     assert_eq!(s.events(), vec!["task-clock", "page-faults", "context-switches"]);
     let n = 280;
-    let m = s.region("touch", || touch_pages(n)).unwrap();
+    let (sum, m) = s.measure("touch", || touch_pages(n)).unwrap();
+    // The closure's value comes back through the region.
+    assert_eq!(sum, (0..n as u64).map(|i| i % 251 + 1).sum::<u64>());
     let faults = m.extra["counts"]["page-faults"].as_f64().unwrap();
     assert!(faults >= n as f64, "region page-faults {faults} < {n}");
     assert!(m.seconds_samples[0] > 0.0);
 
-    // Another thread's faults during the region are not this thread's.
-    let m2 = s
-        .region("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
+    // A thread started inside the region is the region's (whole-process counting)...
+    let (_, m2) = s
+        .measure("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
         .unwrap();
     let f2 = m2.extra["counts"]["page-faults"].as_f64().unwrap();
-    assert!(f2 < (2 * n) as f64, "page-faults {f2} include the other thread's {}", 4 * n);
+    assert!(f2 >= (4 * n) as f64, "page-faults {f2} miss the other thread's {}", 4 * n);
+    // ... but not a per-thread session's.
+    let mut own = Session::software_this_thread().unwrap();
+    let (_, m3) = own
+        .measure("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
+        .unwrap();
+    let f3 = m3.extra["counts"]["page-faults"].as_f64().unwrap();
+    assert!(f3 < (2 * n) as f64, "page-faults {f3} include the other thread's {}", 4 * n);
 
     s.region("touch", || touch_pages(n)).unwrap();
     let t = s.totals("touch").unwrap();

@@ -41,8 +41,8 @@ fn regions_and_criterion_work_count_on_the_simulated_pmu() {
     let x: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 * 1e-3).collect();
     let mut y: Vec<f64> = (0..n).map(|i| 2.0 - i as f64 * 1e-4).collect();
     let mut s = zen3_session("");
-    let m = s
-        .region("axpy", || {
+    let ((), m) = s
+        .measure("axpy", || {
             for i in 0..n {
                 let xi = std::hint::black_box(x[i]);
                 y[i] += std::hint::black_box(xi * 3.0);
@@ -67,8 +67,8 @@ fn regions_and_criterion_work_count_on_the_simulated_pmu() {
     assert_eq!(t.measurement.flops.by_class["any_precision"], 2.0 * n as f64 + 1.0);
     // Injected faults reach regions too: an event off by a factor, a group multiplexed.
     let mut f = zen3_session("flops*0.5,mux=0.5");
-    let m = f
-        .region("axpy", || {
+    let ((), m) = f
+        .measure("axpy", || {
             for i in 0..n {
                 let xi = std::hint::black_box(x[i]);
                 y[i] += std::hint::black_box(xi * 3.0);

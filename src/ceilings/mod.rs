@@ -246,15 +246,7 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
         vec![]
     };
     let total = specs.len() * opts.threads.len() + bw_count + sweep_sizes.len();
-    let bar = if opts.progress {
-        indicatif::ProgressBar::new(total as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("ceilings {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = crate::util::Progress::new(opts.progress, total as u64, "ceilings {bar:30} {pos}/{len} {msg}");
     let mut compute_out = Vec::new();
     for &t in &opts.threads {
         for s in &specs {

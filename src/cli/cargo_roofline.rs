@@ -143,8 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let measured = report::read_report(&json_path)?;
     let view = View::new(vec![(name.clone(), measured)], None, PlotKind::All);
-    let exporter = report::exporter_for(&ext).expect("checked extension");
-    out.write(&exporter.export(&view)?)?;
+    report::write_view(&view, &out.path)?;
     eprintln!("cargo-roofline: wrote {} (JSON: {})", out.path.display(), json_path.display());
     Ok(0)
 }

@@ -111,12 +111,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let json = serde_json::json!({"schema": "roofline.compare/1", "rows": doc});
     if let Some((file, ext)) = out {
-        let data = if ext == "json" {
-            serde_json::to_vec_pretty(&json)?
+        if ext == "json" {
+            file.write(&serde_json::to_vec_pretty(&json)?)?;
         } else {
-            report::exporter_for(&ext).expect("checked extension").export(&view)?
-        };
-        file.write(&data)?;
+            report::write_view(&view, &file.path)?;
+        }
         eprintln!("roofline: wrote {}", file.path.display());
     }
     if args.output.json {

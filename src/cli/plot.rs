@@ -36,8 +36,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let reports = load_reports(&args.reports)?;
     let ceilings = args.ceilings.as_deref().map(|p| report::read_ceilings(p, None)).transpose()?;
     let view = View::new(reports, ceilings.as_ref(), args.kind);
-    let exporter = report::exporter_for(&ext).expect("checked extension");
-    let data = exporter.export(&view)?;
     if ext != "html" {
         // Points a view cannot place and labels that found no free spot, on stderr.
         let (_, panels) = report::plot::svg_with_layout(&view)?;
@@ -50,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         }
     }
-    out.write(&data)?;
+    report::write_view(&view, &out.path)?;
     if args.output.json {
         println!("{}", report::json::document(&view).to_json());
         print_skipped(&view);

@@ -80,9 +80,8 @@ fn show(args: ShowArgs) -> anyhow::Result<i32> {
     let reports = load_reports(std::slice::from_ref(&args.report))?;
     let ceilings = args.ceilings.as_deref().map(|p| report::read_ceilings(p, None)).transpose()?;
     let view = View::new(reports, ceilings.as_ref(), PlotKind::All);
-    if let Some((file, ext)) = out {
-        let data = report::exporter_for(&ext).expect("checked extension").export(&view)?;
-        file.write(&data)?;
+    if let Some((file, _)) = out {
+        report::write_view(&view, &file.path)?;
         eprintln!("roofline: wrote {}", file.path.display());
     }
     if args.output.json {

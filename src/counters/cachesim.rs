@@ -857,6 +857,7 @@ impl CacheHierarchy {
 mod tests;
 
 /// The trace backend feeds effective addresses straight into the simulator (`--trace memory`).
+#[cfg(feature = "trace")]
 impl crate::counters::trace::AccessSink for CacheHierarchy {
     fn access(&mut self, addr: u64, size: u32, kind: crate::counters::trace::AccessKind) {
         crate::counters::trace::AccessSink::access_by(self, 0, addr, size, kind);

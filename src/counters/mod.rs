@@ -6,14 +6,17 @@
 //! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf_stat`).
 
 pub mod analytic;
+#[cfg(feature = "trace")]
 pub mod backend;
 pub mod cachesim;
 pub mod events;
 pub mod perf;
 pub mod perf_stat;
 pub mod region_times;
+#[cfg(feature = "trace")]
 pub mod simulated;
 pub mod team;
+#[cfg(feature = "trace")]
 pub mod trace;
 pub mod trust;
 
@@ -23,7 +26,8 @@ use std::collections::BTreeMap;
 use crate::report::{Bytes, Flops, Point, Provenance};
 
 /// Which backend to use; `Auto` picks perf when a usable core PMU exists, else trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     Auto,

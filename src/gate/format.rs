@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::{GateOutcome, Method, Row, Verdict};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     Text,
     Json,

@@ -5,9 +5,17 @@
 //! The driver is loaded at run time (cudarc's dynamic loading): the same binary runs, and
 //! its CPU commands work, where no NVIDIA driver is installed; GPU commands then exit 2.
 
+//!
+//! `ncu` and `csv` read files and need no driver: they are always built. The rest uses
+//! cudarc, behind the `gpu` feature.
+
+#[cfg(feature = "gpu")]
 pub mod ceilings;
 pub mod csv;
+#[cfg(feature = "gpu")]
 pub mod device;
+#[cfg(feature = "gpu")]
 pub mod kernels;
 pub mod ncu;
+#[cfg(feature = "gpu")]
 pub mod run;

@@ -821,6 +821,8 @@ pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Captur
             "install Nsight Compute or add its folder (e.g. /usr/local/cuda/bin) to PATH",
         ));
     }
+    // Without the `gpu` feature ncu itself reports a missing driver.
+    #[cfg(feature = "gpu")]
     if !super::device::driver_present() {
         return Err(super::device::no_driver());
     }

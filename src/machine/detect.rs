@@ -367,15 +367,8 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         let iters = k.calibrate(secs)?;
         clock::chain_ghz(k, lat, iters, REPS)
     };
-    let bar = if opts.progress {
-        indicatif::ProgressBar::new(4)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let bar = crate::util::Progress::new(opts.progress, 4, "{spinner} {msg} [{bar:20}] {pos}/{len}");
     bar.set_message("measuring clocks");
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:20}] {pos}/{len}") {
-        bar.set_style(style);
-    }
     // Integer chains, interleaved, on the first allowed CPU.
     let results = clock::on_cpus(&first, || {
         let mut best = [0.0f64; 2];

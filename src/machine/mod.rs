@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod cpuid;
 pub mod detect;
+#[cfg(feature = "cli")]
 pub mod doctor;
 pub mod dump;
 pub mod identify;

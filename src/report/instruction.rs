@@ -12,9 +12,11 @@
 
 use std::fmt::Write;
 
+#[cfg(feature = "plot")]
 use plotters::prelude::*;
 use serde_json::Value;
 
+#[cfg(feature = "plot")]
 use super::plot::{FONT_FAMILY, FONT_SIZE, register_font, report_color};
 use super::schema::Point;
 use super::table::{si, sig3};
@@ -293,6 +295,7 @@ pub fn layout(points: &[Point]) -> Result<Chart> {
     })
 }
 
+#[cfg(feature = "plot")]
 fn level_color(key: &str) -> RGBColor {
     match key {
         "global_l1" => RGBColor(31, 119, 180),
@@ -303,11 +306,13 @@ fn level_color(key: &str) -> RGBColor {
     }
 }
 
+#[cfg(feature = "plot")]
 fn derr<E: std::fmt::Debug>(e: E) -> Error {
     Error::input(format!("drawing the instruction roofline failed: {e:?}"), "report this as a bug")
 }
 
-/// The instruction roofline as an SVG document.
+/// The instruction roofline as an SVG document (the `plot` feature).
+#[cfg(feature = "plot")]
 pub fn svg(points: &[Point]) -> Result<String> {
     let chart = layout(points)?;
     register_font();

@@ -3,14 +3,17 @@
 //! `html`. A [`View`] is what every exporter reads: the reports, their roofs and the model's
 //! analysis of every point, computed once.
 
+#[cfg(feature = "plot")]
 pub mod bundle;
 pub mod csv;
 pub mod environment;
+#[cfg(feature = "plot")]
 pub mod html;
 pub mod instruction;
 pub mod json;
 pub mod labels;
 pub mod merge;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod schema;
 pub mod table;
@@ -23,7 +26,8 @@ use crate::error::{Error, Result};
 use crate::model::{self, Analysis, RoofSet};
 
 /// Which roofline view(s) a plot draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum PlotKind {
     /// Cache-aware: core-side AI against every level's roof.
     Carm,
@@ -123,16 +127,70 @@ pub trait Exporter {
     fn export(&self, view: &View) -> Result<Vec<u8>>;
 }
 
-/// The exporter for a file extension (`svg`, `png`, `html`, `csv`, `json`, `txt`).
-pub fn exporter_for(ext: &str) -> Option<Box<dyn Exporter>> {
+/// The extensions [`write_view`] and [`Report::write`] know (`htm` too, as `html`).
+pub const WRITE_EXTENSIONS: &[&str] = &["json", "csv", "txt", "svg", "png", "html"];
+
+/// The exporter for a file extension (`svg`, `png`, `html`, `csv`, `json`, `txt`, lower
+/// case); an unknown one is an error naming the known ones.
+pub fn exporter_for(ext: &str) -> Result<Box<dyn Exporter>> {
     match ext {
-        "svg" => Some(Box::new(plot::SvgExporter)),
-        "png" => Some(Box::new(plot::PngExporter)),
-        "html" | "htm" => Some(Box::new(html::HtmlExporter)),
-        "csv" => Some(Box::new(csv::CsvExporter)),
-        "json" => Some(Box::new(json::JsonExporter)),
-        "txt" => Some(Box::new(table::TableExporter)),
-        _ => None,
+        #[cfg(feature = "plot")]
+        "svg" => Ok(Box::new(plot::SvgExporter)),
+        #[cfg(feature = "plot")]
+        "png" => Ok(Box::new(plot::PngExporter)),
+        #[cfg(feature = "plot")]
+        "html" | "htm" => Ok(Box::new(html::HtmlExporter)),
+        #[cfg(not(feature = "plot"))]
+        "svg" | "png" | "html" | "htm" => Err(Error::unavailable(
+            format!(".{ext} reports are drawn by the `plot` feature, which this build of roofline leaves out"),
+            "enable it (`roofline = { features = [\"plot\"] }`, on by default), or write .json, .csv or .txt",
+        )),
+        "csv" => Ok(Box::new(csv::CsvExporter)),
+        "json" => Ok(Box::new(json::JsonExporter)),
+        "txt" => Ok(Box::new(table::TableExporter)),
+        _ => Err(Error::input(
+            format!("unknown report extension '.{ext}'"),
+            format!(
+                "name the file with one of {}",
+                WRITE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(", ")
+            ),
+        )),
+    }
+}
+
+/// The lower-case extension of `path` ("" when it has none).
+fn extension(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Write `view` to `path` in the format its extension names, atomically (nothing
+/// half-written on failure): what every `-o FILE` of the CLI does.
+pub fn write_view(view: &View, path: &Path) -> Result<()> {
+    let exporter = exporter_for(&extension(path)).map_err(|e| with_path(e, path))?;
+    let data = exporter.export(view)?;
+    crate::util::write_atomic(path, &data)
+}
+
+fn with_path(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Input { cause, hint } => Error::input(format!("{}: {cause}", path.display()), hint),
+        Error::Unavailable { cause, hint } => Error::unavailable(format!("{}: {cause}", path.display()), hint),
+        e => e,
+    }
+}
+
+impl Report {
+    /// Write this report to `path`, the format chosen by its extension as the CLI's `-o`
+    /// does (`.json`, `.csv`, `.txt`, `.svg`, `.png`, `.html`), atomically. The report is
+    /// analysed against its own roofs (theoretical ones where it has none), as
+    /// `roofline report show` does.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("report").to_string();
+        let view = View::new(vec![(name, self.clone())], None, PlotKind::All);
+        write_view(&view, path)
     }
 }
 

@@ -18,7 +18,8 @@ use crate::counters::trace::{self, TraceMode};
 use crate::error::{Error, Result};
 use crate::kernels::{Counts, Variant, api};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ValidateBackend {
     Trace,
     Analytic,

@@ -79,43 +79,7 @@ pub const FLOPS_TOLERANCE: f64 = 0.01;
 /// DRAM Q tolerance (hardware prefetchers, page walks, the background's noise).
 pub const DRAM_TOLERANCE: f64 = 0.10;
 
-/// A verdict on one event class.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case", tag = "verdict", content = "relative_error")]
-pub enum Verdict {
-    Exact,
-    WithinTolerance(f64),
-    /// Off by this relative error (signed: -0.5 is half the true count).
-    Off(f64),
-    NotCounted,
-}
-
-impl Verdict {
-    /// Whether numbers from events of this verdict can be trusted.
-    pub fn passed(self) -> bool {
-        matches!(self, Verdict::Exact | Verdict::WithinTolerance(_))
-    }
-
-    pub fn describe(self) -> String {
-        match self {
-            Verdict::Exact => "exact".into(),
-            Verdict::WithinTolerance(e) => format!("within tolerance ({:+.2} %)", 100.0 * e),
-            Verdict::Off(e) => format!("off by {:+.1} %", 100.0 * e),
-            Verdict::NotCounted => "not counted".into(),
-        }
-    }
-
-    /// Worse of two (not counted, then the largest error).
-    fn worse(self, o: Verdict) -> Verdict {
-        let rank = |v: Verdict| match v {
-            Verdict::Exact => (0, 0.0),
-            Verdict::WithinTolerance(e) => (1, e.abs()),
-            Verdict::Off(e) => (2, e.abs()),
-            Verdict::NotCounted => (3, 0.0),
-        };
-        if rank(o) > rank(self) { o } else { self }
-    }
-}
+pub use crate::counters::trust::Verdict;
 
 /// The verdict of a measured figure against the analytic one.
 pub fn judge(analytic: f64, measured: Option<f64>, tolerance: f64) -> Verdict {

@@ -508,6 +508,7 @@ fn the_note_names_each_levels_policy() {
 }
 
 #[test]
+#[cfg(feature = "trace")]
 fn the_tracer_thread_id_selects_private_levels() {
     use crate::counters::trace::{AccessKind as T, AccessSink};
     // Two threads each read their own 24 KiB twice. As two cores (`access_by`) each 32 KiB

@@ -1,0 +1,85 @@
+//! A program that only marks regions depends on `roofline` with `default-features = false`
+//! (tests/fixtures/light-dependent): its dependency tree holds none of the heavy crates the
+//! CLI, GPU, plotting and trace features bring. `cargo tree` only resolves (no build), with
+//! the workspace's Cargo.lock so the versions are the ones already fetched.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Crates a regions-only dependent must not pull in.
+const HEAVY: &[&str] = &[
+    "cudarc",
+    "plotters",
+    "plotters-backend",
+    "ab_glyph",
+    "iced-x86",
+    "clap",
+    "indicatif",
+];
+
+/// A copy of the fixture in `dir` whose dependency points at this checkout.
+fn fixture_copy(dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("tests/fixtures/light-dependent");
+    let manifest = std::fs::read_to_string(fixture.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("path = \"../../..\""),
+        "the fixture names roofline by relative path"
+    );
+    let manifest = manifest.replace("path = \"../../..\"", &format!("path = {:?}", root.display().to_string()));
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::copy(fixture.join("src/main.rs"), dir.join("src/main.rs")).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    dir.join("Cargo.toml")
+}
+
+/// The crate names of the fixture's tree (normal and build edges), with `features` enabled.
+fn tree(manifest: &Path, features: &[&str]) -> Vec<String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args(["tree", "--offline", "--prefix", "none", "-e", "normal,build", "--manifest-path"])
+        .arg(manifest);
+    if !features.is_empty() {
+        c.arg("--features").arg(features.join(","));
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cargo tree failed (the workspace's dependencies must be fetched, e.g. by `cargo build`):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = fixture_copy(dir.path());
+    let light = tree(&manifest, &[]);
+    // What it needs is there: the library, the perf path, the schema.
+    for needed in ["light-dependent", "roofline", "perf-event2", "serde_json"] {
+        assert!(light.iter().any(|n| n == needed), "{needed} missing from {light:?}");
+    }
+    let heavy: Vec<&&str> = HEAVY.iter().filter(|h| light.iter().any(|n| n == **h)).collect();
+    assert!(heavy.is_empty(), "default-features = false pulls in {heavy:?}: {light:?}");
+
+    // Each feature brings its crates back, so the check above can see them.
+    for (feature, brings) in [
+        ("roofline/plot", &["plotters", "plotters-backend", "ab_glyph"][..]),
+        ("roofline/trace", &["iced-x86"][..]),
+        ("roofline/gpu", &["cudarc"][..]),
+        ("roofline/cli", HEAVY),
+    ] {
+        let with = tree(&manifest, &[feature]);
+        for b in brings {
+            assert!(with.iter().any(|n| n == b), "{feature} does not bring {b}: {with:?}");
+        }
+    }
+}
