@@ -20,17 +20,19 @@
 //! # Ok::<(), roofline::Error>(())
 //! ```
 //!
-//! - **perf**: per-thread counter groups (no inherit), opened when the session is created
-//!   and left running; a region reads them at begin and end (rdpmc where the kernel allows
-//!   user-space reads, else one `read()` per group) and keeps the difference.
+//! - **perf**: counter groups opened when the session is created and left running; a region
+//!   reads them at begin and end and keeps the difference. By default they count the whole
+//!   process ([`Counting::Process`]: inherited groups on this thread, groups on every thread
+//!   that already exists; `read()`); [`Session::this_thread`] counts this thread only (no
+//!   inherit, rdpmc where the kernel allows user-space reads).
 //! - **trace**: the process runs under `roofline measure --backend trace`; the tracer
 //!   breakpoints the exported [`roofline_region_begin`] / [`roofline_region_end`] markers
 //!   and attributes what it counts in between. In-process the session only keeps time.
 //! - **analytic**: wall time only; W and Q come from the kernel's own formulas elsewhere.
 //!
-//! A session counts the thread that created it (it is neither `Send` nor `Sync`): each
-//! thread makes its own. The C ABI (`include/roofline.h`) keeps one per thread and merges
-//! their totals per region name.
+//! A session belongs to the thread that created it (it is neither `Send` nor `Sync`). The C
+//! ABI (`include/roofline.h`) keeps a per-thread session per thread and merges their totals
+//! per region name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, CString, c_char, c_double, c_int, c_void};
