@@ -47,9 +47,14 @@ pub struct Args {
     /// feeds every address to the cache simulator for Q per level.
     #[arg(long, value_enum, default_value = "flops")]
     pub trace: crate::counters::trace::TraceMode,
-    /// Trace backend: attribute W and Q to functions (ELF symbols).
+    /// Trace backend: attribute W and Q to functions: the innermost frame of the program's
+    /// own code through DWARF (inlined closures included), else the ELF symbol.
     #[arg(long = "by-function")]
     pub by_function: bool,
+    /// Trace backend: attribute W and Q to source lines (`file:line`, needs line tables;
+    /// JSON `extra.by_line`). Implies the per-function attribution.
+    #[arg(long = "by-line")]
+    pub by_line: bool,
     /// Trace memory mode (needs `--trace memory`): the simulated hierarchy, e.g.
     /// `L1=48KiB:12,L2=2MiB:16,L3=8MiB:16:inclusive` (default: this machine's caches).
     #[arg(long, value_name = "SPEC")]
@@ -75,7 +80,7 @@ impl Args {
             uncore: !self.no_uncore,
             platform: self.platform.platform.clone(),
             trace: self.trace,
-            by_function: self.by_function,
+            by_function: self.by_function || self.by_line,
             cache: self.cache.clone(),
             trace_timing: true,
         }
@@ -97,12 +102,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(f) = json_stdout.as_mut() {
         writeln!(f, "{json}").context("writing the JSON document")?;
     } else {
-        print_table(&report);
+        print_table(
+            &report,
+            Show {
+                functions: args.by_function,
+                lines: args.by_line,
+            },
+        );
     }
     Ok(0)
 }
 
-fn print_table(r: &Report) {
+fn print_table(r: &Report, show: Show) {
     let mut s = String::new();
     for p in &r.points {
         s += &format!("{}: T {:.6} s (median of {})\n", p.name, p.seconds, p.seconds_samples.len());
@@ -130,8 +141,15 @@ fn print_table(r: &Report) {
                 s += &format!("  {k:<24} {}\n", v.as_f64().map(|x| format!("{x:.0}")).unwrap_or_default());
             }
         }
-        if let Some(rows) = p.extra.get("by_function").and_then(|r| r.as_array()) {
-            s += &by_function_table(rows, p.flops.total);
+        if let Some(rows) = p.extra.get("by_function").and_then(|r| r.as_array())
+            && show.functions
+        {
+            s += &work_table(rows, p.flops.total, Attribution::Function);
+        }
+        if let Some(rows) = p.extra.get("by_line").and_then(|r| r.as_array())
+            && show.lines
+        {
+            s += &work_table(rows, p.flops.total, Attribution::Line);
         }
         if let Some(g) = p.extra.get("effective_ghz").and_then(|g| g.as_f64()) {
             s += &format!("  effective clock {g:.3} GHz (cycles / task-clock)\n");
@@ -146,9 +164,31 @@ fn print_table(r: &Report) {
 /// Rows of the per-function table printed at most; the rest are summed in one line.
 const BY_FUNCTION_ROWS: usize = 25;
 
-/// `--by-function` as text: function, instructions, flops, core bytes and the function's share
-/// of all flops, most flops first (then most instructions). Counts are exact integers.
-fn by_function_table(rows: &[serde_json::Value], total_flops: f64) -> String {
+/// Which attribution tables the text output shows.
+#[derive(Debug, Clone, Copy, Default)]
+struct Show {
+    functions: bool,
+    lines: bool,
+}
+
+/// What the rows of a work table are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Attribution {
+    Function,
+    Line,
+}
+
+/// `--by-function` / `--by-line` as text: function (or `file:line  function`), instructions,
+/// flops, core bytes and the row's share of all flops, most flops first (then most
+/// instructions). Counts are exact integers.
+fn work_table(rows: &[serde_json::Value], total_flops: f64, what: Attribution) -> String {
+    let label = |r: &serde_json::Value| -> String {
+        let f = r.get("function").and_then(|f| f.as_str()).unwrap_or("?");
+        match what {
+            Attribution::Function => f.to_string(),
+            Attribution::Line => format!("{}  {f}", r.get("line").and_then(|l| l.as_str()).unwrap_or("?")),
+        }
+    };
     fn num(r: &serde_json::Value, k: &str) -> u64 {
         r.get(k).and_then(|v| v.as_u64()).unwrap_or(0)
     }
@@ -168,16 +208,20 @@ fn by_function_table(rows: &[serde_json::Value], total_flops: f64) -> String {
     let width = rows
         .iter()
         .take(BY_FUNCTION_ROWS)
-        .map(|r| r.get("function").and_then(|f| f.as_str()).unwrap_or("?").chars().count())
+        .map(|r| label(r).chars().count())
         .max()
         .unwrap_or(8)
-        .clamp(8, 60);
+        .clamp(8, 90);
+    let (title, head) = match what {
+        Attribution::Function => ("by function", "function"),
+        Attribution::Line => ("by source line", "line  function"),
+    };
     let mut s = format!(
-        "  by function (most flops first)\n    {:<width$} {:>14} {:>14} {:>14} {:>7}\n",
-        "function", "instructions", "flops", "core bytes", "share"
+        "  {title} (most flops first)\n    {head:<width$} {:>14} {:>14} {:>14} {:>7}\n",
+        "instructions", "flops", "core bytes", "share"
     );
     for r in rows.iter().take(BY_FUNCTION_ROWS) {
-        let name = r.get("function").and_then(|f| f.as_str()).unwrap_or("?");
+        let name = label(r);
         let f = num(r, "flops");
         s += &format!(
             "    {name:<width$} {:>14} {:>14} {:>14} {:>7}\n",
@@ -214,7 +258,7 @@ mod tests {
             serde_json::json!({"function": "small (a.out)", "instructions": 50, "flops": 25, "core_bytes": 8}),
             serde_json::json!({"function": "big (a.out)", "instructions": 100, "flops": 75, "core_bytes": 16}),
         ];
-        let t = by_function_table(&rows, 100.0);
+        let t = work_table(&rows, 100.0, Attribution::Function);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 5, "{t}");
         let cols = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
@@ -222,6 +266,21 @@ mod tests {
         assert_eq!(cols(lines[3]), ["small", "(a.out)", "50", "25", "8", "25.0%"]);
         assert_eq!(cols(lines[4]), ["init", "(a.out)", "900", "0", "4000", "0.0%"]);
         // No flops at all: no share.
-        assert!(by_function_table(&rows[..1], 0.0).lines().nth(2).unwrap().ends_with(" -"));
+        assert!(
+            work_table(&rows[..1], 0.0, Attribution::Function)
+                .lines()
+                .nth(2)
+                .unwrap()
+                .ends_with(" -")
+        );
+        // Lines: the row names the line, then the function.
+        let lines = vec![
+            serde_json::json!({"line": "src/a.rs:3", "function": "f (a)", "instructions": 4, "flops": 2, "core_bytes": 0}),
+            serde_json::json!({"line": "src/a.rs:9", "function": "g (a)", "instructions": 4, "flops": 6, "core_bytes": 8}),
+        ];
+        let t = work_table(&lines, 8.0, Attribution::Line);
+        let rows: Vec<&str> = t.lines().collect();
+        assert!(rows[0].contains("by source line"), "{t}");
+        assert_eq!(cols(rows[2]), ["src/a.rs:9", "g", "(a)", "4", "6", "8", "75.0%"]);
     }
 }

@@ -14,6 +14,7 @@ pub mod classify;
 mod emu;
 mod interleave;
 pub mod regions;
+pub mod sources;
 pub mod symbols;
 pub mod sys;
 pub mod tally;
@@ -141,12 +142,25 @@ impl std::fmt::Debug for TraceOptions {
 #[derive(Debug, Clone, Default)]
 pub struct TraceResult {
     pub total: Tally,
+    /// `--by-function`: work per function (the innermost frame of the program's own code,
+    /// `sources.rs`), most flops first.
     pub per_function: Vec<(String, Tally)>,
+    /// `--by-function`: work per source line, most flops first (only where DWARF gives lines).
+    pub per_line: Vec<SourceLine>,
     pub stats: DriverStats,
     pub levels: Vec<(String, f64)>,
     pub notes: Vec<String>,
     /// Per region name of the region API's markers (`regions.rs`), in first-begin order.
     pub regions: Vec<regions::TracedRegion>,
+}
+
+/// Work counted at one source line of one function.
+#[derive(Debug, Clone)]
+pub struct SourceLine {
+    /// `file:line`.
+    pub line: String,
+    pub function: String,
+    pub tally: Tally,
 }
 
 fn ending_to_result(argv0: &str, e: Ending) -> Result<()> {
@@ -170,18 +184,45 @@ fn ending_to_result(argv0: &str, e: Ending) -> Result<()> {
 fn collect(t: &mut Tracer<'_>) -> TraceResult {
     let now = t.snapshot();
     let regions = std::mem::take(&mut t.regions).finish(&now);
-    let mut per_function: Vec<(String, Tally)> = t.per_function.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    per_function.sort_by(|a, b| {
-        b.1.flops_total()
-            .cmp(&a.1.flops_total())
-            .then(b.1.instructions.cmp(&a.1.instructions))
-    });
+    // Sites are interned per run, but two spaces (a fork, an exec) may resolve the same
+    // place: sum by content.
+    let mut by_function: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut by_line: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    for (site, tally) in t.per_site.values() {
+        by_function.entry(site.function.to_string()).or_default().add_scaled(tally, 1);
+        if let Some(line) = &site.line {
+            by_line
+                .entry((line.to_string(), site.function.to_string()))
+                .or_default()
+                .add_scaled(tally, 1);
+        }
+    }
+    let most_work_first = |a: &Tally, b: &Tally| b.flops_total().cmp(&a.flops_total()).then(b.instructions.cmp(&a.instructions));
+    let mut per_function: Vec<(String, Tally)> = by_function.into_iter().collect();
+    per_function.sort_by(|a, b| most_work_first(&a.1, &b.1));
+    let mut per_line: Vec<SourceLine> = by_line
+        .into_iter()
+        .map(|((line, function), tally)| SourceLine { line, function, tally })
+        .collect();
+    per_line.sort_by(|a, b| most_work_first(&a.tally, &b.tally));
+    let mut notes = Vec::new();
+    if let Some(src) = &t.sources {
+        let src = src.borrow();
+        let bare: Vec<&str> = src.without_lines().collect();
+        if !bare.is_empty() {
+            notes.push(format!(
+                "by function: no debug info in {}; work there is attributed to symbols, without source lines (build with line tables, e.g. `debug = \"line-tables-only\"`, or install the library's debug symbols)",
+                bare.join(", ")
+            ));
+        }
+    }
     TraceResult {
         total: t.total.clone(),
         per_function,
+        per_line,
         stats: t.stats.clone(),
         levels: Vec::new(),
-        notes: Vec::new(),
+        notes,
         regions,
     }
 }
@@ -479,6 +520,20 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             })
             .collect();
         put("by_function", rows.into());
+        let lines: Vec<serde_json::Value> = r
+            .per_line
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "line": l.line,
+                    "function": l.function,
+                    "instructions": l.tally.instructions,
+                    "flops": l.tally.flops_total(),
+                    "core_bytes": l.tally.core_load + l.tally.core_store,
+                })
+            })
+            .collect();
+        put("by_line", lines.into());
     }
     Measurement {
         flops,

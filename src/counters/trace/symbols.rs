@@ -196,15 +196,35 @@ pub struct Location {
     pub function_start: Option<u64>,
 }
 
+/// An address as a place in a mapped file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Place {
+    pub path: String,
+    pub module: String,
+    pub vaddr: u64,
+    pub symbol: Option<String>,
+}
+
+/// A Rust legacy-mangled symbol: `_ZN…17h<16 hex>E`, then nothing or a `.suffix`.
+fn legacy_rust(sym: &str) -> bool {
+    let Some(e) = sym.rfind('E') else { return false };
+    let (base, suffix) = (&sym[..e], &sym[e + 1..]);
+    let hashed = base.len() >= 19 && {
+        let h = &base[base.len() - 19..];
+        h.starts_with("17h") && h[3..].bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    hashed && (suffix.is_empty() || suffix.starts_with('.'))
+}
+
 /// A symbol as its author wrote it: Rust's legacy and v0 manglings through `rustc-demangle`
 /// (without the trailing hash), C++'s Itanium mangling through `cpp_demangle`, anything else
 /// (C, assembly) as it is.
 pub fn demangle(sym: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(sym) {
-        // A C++ name with parameters is not a Rust path: legacy Rust symbols end in `E` (after
-        // their hash; a `.llvm.N` suffix may follow), so anything else after it means C++.
-        let base = sym.split('.').next().unwrap_or(sym);
-        let legacy_cpp = sym.starts_with("_ZN") && !base.ends_with('E');
+        // A C++ name with parameters is not a Rust path: legacy Rust symbols end in their hash
+        // `17h` + 16 hex digits + `E` (a `.llvm.N` suffix may follow; `..` stands for `::`
+        // inside them, so the suffix is what follows the last `E`).
+        let legacy_cpp = sym.starts_with("_ZN") && !legacy_rust(sym);
         if !legacy_cpp {
             return format!("{d:#}");
         }
@@ -258,6 +278,23 @@ impl ProcessSymbols {
         })
     }
 
+    /// Where `addr` lies in its file: the file's path and name, the address in the file's
+    /// virtual address space (what DWARF speaks of) and the symbol around it (mangled).
+    pub fn place(&mut self, addr: u64) -> Option<Place> {
+        if !self.maps.iter().any(|m| addr >= m.start && addr < m.end) {
+            self.refresh();
+        }
+        let m = self.maps.iter().find(|m| addr >= m.start && addr < m.end)?.clone();
+        let elf = self.elf(&m.path)?;
+        let vaddr = elf.to_vaddr(addr, m.start, m.offset)?;
+        Some(Place {
+            module: m.path.rsplit('/').next().unwrap_or(&m.path).to_string(),
+            symbol: elf.function_at(vaddr).map(|s| s.name.clone()),
+            path: m.path,
+            vaddr,
+        })
+    }
+
     /// Run-time address of an exported function anywhere in the process (first match).
     pub fn lookup(&mut self, name: &str) -> Option<u64> {
         self.refresh();
@@ -294,6 +331,13 @@ mod demangle_tests {
         assert_eq!(
             demangle("_ZN10rayon_core4join12join_context28_$u7b$$u7b$closure$u7d$$u7d$17hac22aa1c06b3deeeE.llvm.8215011472715315059"),
             "rayon_core::join::join_context::{{closure}}"
+        );
+        // `..` (for `::`) inside a legacy path is not a suffix.
+        assert_eq!(
+            demangle(
+                "_ZN89_$LT$core..ops..range..Range$LT$T$GT$$u20$as$u20$core..iter..range..RangeIteratorImpl$GT$9spec_next17h1b9715087815cc19E.llvm.42"
+            ),
+            "<core::ops::range::Range<T> as core::iter::range::RangeIteratorImpl>::spec_next"
         );
         // C++: a function with parameters, a template.
         assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");

@@ -23,6 +23,7 @@ use nix::sys::ptrace::{self, Event, Options};
 use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
@@ -30,6 +31,7 @@ use super::classify::{Flow, Insn, MaskWrite, classify};
 use super::emu::Emu;
 use super::interleave::{Access, Interleave};
 use super::regions::{Regions, Snapshot};
+use super::sources::{Site, Sources};
 use super::symbols::ProcessSymbols;
 use super::sys::{self, Memory, XsaveLayout};
 use super::tally::Tally;
@@ -110,7 +112,12 @@ struct Block {
     /// Memory mode: the loop's address registers as functions of the iteration (see `affine_strides`).
     affine: Option<Vec<Stride>>,
     rep: bool,
-    func: Rc<str>,
+    /// Where the block starts in the source (its function without `--by-function`).
+    site: Rc<Site>,
+    /// `--by-function`: the block's static tally split by source site (instructions of one
+    /// site in a row grouped), and each instruction's index into it. Empty otherwise.
+    sites: Vec<(Rc<Site>, Tally)>,
+    insn_site: Vec<u16>,
 }
 
 struct Space {
@@ -137,6 +144,10 @@ struct Space {
     xol: Xol,
     /// Breakpoints whose wanted state changed since the last `flush`.
     dirty: Vec<u64>,
+    /// `--by-function`: DWARF readers (shared by every space of the run) and each
+    /// instruction address's source site.
+    sources: Option<Rc<RefCell<Sources>>>,
+    site_cache: HashMap<u64, Rc<Site>>,
 }
 
 impl Space {
@@ -160,6 +171,8 @@ impl Space {
             named_markers: false,
             xol: Xol::default(),
             dirty: Vec::new(),
+            sources: None,
+            site_cache: HashMap::new(),
         }
     }
 
@@ -180,6 +193,8 @@ impl Space {
         // The child's memory holds what was armed at the fork; what changed since is written
         // into it at its first resume.
         s.dirty = self.dirty.clone();
+        s.sources = self.sources.clone();
+        s.site_cache = self.site_cache.clone();
         s
     }
 
@@ -328,6 +343,39 @@ impl Space {
         (name, frame)
     }
 
+    /// The source site of the instruction at `addr`: the innermost frame of the program's own
+    /// code through DWARF under `--by-function` (`sources.rs`), else the function's symbol.
+    fn site_of(&mut self, addr: u64) -> Rc<Site> {
+        if let Some(s) = self.site_cache.get(&addr) {
+            return s.clone();
+        }
+        let site = match self.sources.clone() {
+            Some(src) => {
+                let place = self.syms.place(addr);
+                let mut src = src.borrow_mut();
+                match place {
+                    Some(p) => {
+                        let symbol = p.symbol.as_deref().map(super::symbols::demangle);
+                        let site = src.site(&p.path, &p.module, p.vaddr, symbol.as_deref());
+                        src.intern(site)
+                    }
+                    None => src.intern(Site {
+                        function: self.function_of(addr).0,
+                        line: None,
+                    }),
+                }
+            }
+            None => Rc::new(Site {
+                function: self.function_of(addr).0,
+                line: None,
+            }),
+        };
+        if self.sources.is_some() {
+            self.site_cache.insert(addr, site.clone());
+        }
+        site
+    }
+
     fn insn_at(&mut self, addr: u64, factory: &mut InstructionInfoFactory) -> Rc<Insn> {
         if let Some(i) = self.insns.get(&addr) {
             return i.clone();
@@ -364,7 +412,16 @@ impl Space {
                 break;
             }
         }
-        let block = Rc::new(build_block(pc, insns, self.function_of(pc).0, factory));
+        let sites: Vec<Rc<Site>> = if self.sources.is_some() {
+            insns.iter().map(|i| self.site_of(i.addr)).collect()
+        } else {
+            Vec::new()
+        };
+        let site = match sites.first() {
+            Some(s) => s.clone(),
+            None => self.site_of(pc),
+        };
+        let block = Rc::new(build_block(pc, insns, site, sites, factory));
         self.blocks.insert(pc, block.clone());
         block
     }
@@ -413,7 +470,33 @@ fn writes_of(insn: &Insn, factory: &mut InstructionInfoFactory) -> Vec<Register>
         .collect()
 }
 
-fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut InstructionInfoFactory) -> Block {
+/// The static tally of each instruction not counted per execution (masked ones are, through
+/// `dynamic_tally`), grouped by source site: `(sites, the site index of each instruction)`.
+fn split_by_site(insns: &[Rc<Insn>], sites: Vec<Rc<Site>>) -> (Vec<(Rc<Site>, Tally)>, Vec<u16>) {
+    let mut groups: Vec<(Rc<Site>, Tally)> = Vec::new();
+    let mut index = Vec::with_capacity(insns.len());
+    for (insn, site) in insns.iter().zip(sites) {
+        if !groups.last().is_some_and(|(s, _)| Rc::ptr_eq(s, &site)) {
+            groups.push((site, Tally::default()));
+        }
+        index.push((groups.len() - 1) as u16);
+        let t = &mut groups.last_mut().expect("pushed above").1;
+        if insn.mask.is_none() {
+            t.add_insn(insn, None);
+            if insn.string.is_some_and(|s| !s.rep) {
+                t.add_string(insn, 1);
+            }
+        }
+    }
+    (groups, index)
+}
+
+fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<Site>>, factory: &mut InstructionInfoFactory) -> Block {
+    let (sites, insn_site) = if sites.len() == insns.len() {
+        split_by_site(&insns, sites)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let end = insns.last().map(|i| i.next()).unwrap_or(start + 1);
     let last = insns.last().cloned();
     let mut stat = Tally::default();
@@ -581,7 +664,9 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, func: Rc<str>, factory: &mut In
         induction,
         affine,
         rep,
-        func,
+        site,
+        sites,
+        insn_site,
     }
 }
 
@@ -785,7 +870,7 @@ struct Thread {
     started: bool,
     step: StepKind,
     reinstall: Vec<u64>,
-    pending_rep: Option<(Rc<Insn>, u64, Rc<str>)>,
+    pending_rep: Option<(Rc<Insn>, u64, Rc<Site>)>,
     native: Option<Native>,
     /// A SIGSTOP was sent to bring it into the current counting state.
     stop_requested: bool,
@@ -904,7 +989,10 @@ pub struct Tracer<'s> {
     factory: InstructionInfoFactory,
     xsave: XsaveLayout,
     pub total: Tally,
-    pub per_function: HashMap<Rc<str>, Tally>,
+    /// `--by-function`: work per source site, keyed by the interned site's address.
+    pub per_site: HashMap<*const Site, (Rc<Site>, Tally)>,
+    /// `--by-function`: the DWARF readers of the run (modules without lines are noted).
+    pub sources: Option<Rc<RefCell<Sources>>>,
     pub stats: DriverStats,
     ending: Option<Ending>,
     /// Dense thread ids for the access sink (private cache levels per thread), and the ids
@@ -918,6 +1006,8 @@ pub struct Tracer<'s> {
     /// Test instrument (`ROOFLINE_TRACE_FAULT=no-join`): threads are not stopped to join
     /// counting, so the tests can see the gap check report what that loses.
     fault_no_join: bool,
+    /// The site given to work when nothing is attributed (no `--by-function`).
+    no_site: Rc<Site>,
     /// `ROOFLINE_TRACE_DEBUG`: the driver says on stderr where it steps over and mispredicts.
     debug: bool,
     /// Per region name: what was counted while it was open (`regions.rs`).
@@ -950,7 +1040,8 @@ impl<'s> Tracer<'s> {
             factory: InstructionInfoFactory::new(),
             xsave: XsaveLayout::of_this_cpu(),
             total: Tally::default(),
-            per_function: HashMap::new(),
+            per_site: HashMap::new(),
+            sources: by_function.then(|| Rc::new(RefCell::new(Sources::new()))),
             stats: DriverStats::default(),
             ending: None,
             sink_ids: HashMap::new(),
@@ -958,6 +1049,10 @@ impl<'s> Tracer<'s> {
             interleave: Interleave::default(),
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
+            no_site: Rc::new(Site {
+                function: Rc::from(""),
+                line: None,
+            }),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
             regions: Regions::default(),
         }
@@ -1018,6 +1113,7 @@ impl<'s> Tracer<'s> {
         ptrace::setoptions(child, opts()).map_err(|e| io("ptrace(SETOPTIONS)", e))?;
         let mut t = Tracer::new(child, mode, by_function, sink);
         let mut sp = Space::new(child);
+        sp.sources = t.sources.clone();
         sp.entered = true;
         sp.region_mode = true;
         sp.markers_known = true;
@@ -1042,6 +1138,7 @@ impl<'s> Tracer<'s> {
     /// A fresh address space after exec: breakpoint at AT_ENTRY, nothing counted before it.
     fn exec_space(&mut self, pid: Pid) {
         let mut sp = Space::new(pid);
+        sp.sources = self.sources.clone();
         if let Some(entry) = sys::auxv_entry(pid) {
             sp.bps.entry(entry).or_default().entry = true;
             sp.install(entry);
@@ -1649,10 +1746,45 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    fn add(&mut self, pid: Pid, t: &Tally, n: u64, func: &Rc<str>) {
+    /// Work `t` done `n` times by `pid`, at one source site.
+    fn add(&mut self, pid: Pid, t: &Tally, n: u64, site: &Rc<Site>) {
         if n == 0 {
             return;
         }
+        self.add_totals(pid, t, n);
+        if self.by_function {
+            self.attribute(site, t, n);
+        }
+    }
+
+    /// A block run `n` times (`masks`: its masked instructions' opmasks, or none where it has
+    /// none or they are not known): totals, and per source site under `--by-function`.
+    fn add_block(&mut self, pid: Pid, block: &Block, masks: &[Option<u64>], n: u64) {
+        if n == 0 {
+            return;
+        }
+        let once = dynamic_tally(block, masks);
+        self.add_totals(pid, &block.stat, n);
+        self.add_totals(pid, &once, n);
+        if self.by_function {
+            if block.sites.is_empty() {
+                self.attribute(&block.site, &block.stat, n);
+                self.attribute(&block.site, &once, n);
+                return;
+            }
+            for (site, t) in &block.sites {
+                self.attribute(site, t, n);
+            }
+            for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
+                let mut t = Tally::default();
+                t.add_insn(&block.insns[*idx], *m);
+                let site = &block.sites[usize::from(block.insn_site[*idx])].0;
+                self.attribute(site, &t, n);
+            }
+        }
+    }
+
+    fn add_totals(&mut self, pid: Pid, t: &Tally, n: u64) {
         self.total.add_scaled(t, n);
         if let Some(th) = self.threads.get(&pid)
             && let Some(s) = self.stats.per_thread.get_mut(th.index)
@@ -1661,9 +1793,14 @@ impl<'s> Tracer<'s> {
             s.flops += t.flops_total() * n;
             s.core_bytes += (t.core_load + t.core_store) * n;
         }
-        if self.by_function {
-            self.per_function.entry(func.clone()).or_default().add_scaled(t, n);
-        }
+    }
+
+    fn attribute(&mut self, site: &Rc<Site>, t: &Tally, n: u64) {
+        self.per_site
+            .entry(Rc::as_ptr(site))
+            .or_insert_with(|| (site.clone(), Tally::default()))
+            .1
+            .add_scaled(t, n);
     }
 
     fn xstate(&self, pid: Pid) -> Option<Vec<u8>> {
@@ -1679,9 +1816,9 @@ impl<'s> Tracer<'s> {
     fn step_one(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct, count: bool) {
         let insn = self.spaces[si].insn_at(pc, &mut self.factory);
         let func = if self.by_function {
-            self.spaces[si].function_of(pc).0
+            self.spaces[si].site_of(pc)
         } else {
-            Rc::from("")
+            self.no_site.clone()
         };
         let need_x = insn.mask.is_some() || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
         let xs = if need_x { self.xstate(pid) } else { None };
@@ -2369,7 +2506,7 @@ impl<'s> Tracer<'s> {
                 sp.uninstall(start.start);
             }
             for (b, n) in times.values() {
-                self.add(pid, &b.stat, *n, &b.func);
+                self.add_block(pid, b, &[], *n);
             }
             self.stats.run_ahead_blocks += ra.members.len() as u64;
             let first = ra.first;
@@ -2404,10 +2541,8 @@ impl<'s> Tracer<'s> {
                 t.expect_regs = None;
             }
         }
-        let once = dynamic_tally(&block, &masks);
-        let func = block.func.clone();
-        self.add(pid, &block.stat, 1, &func);
-        self.add(pid, &once, 1, &func);
+        self.add_block(pid, &block, &masks, 1);
+        let func = block.site.clone();
         if let Some(acc) = path_accesses {
             let tid = self.sink_id(pid);
             self.feed(tid, &acc);
@@ -2464,7 +2599,7 @@ impl<'s> Tracer<'s> {
         } else {
             self.stats.step_overs += 1;
             if self.debug {
-                eprintln!("step-over at {pc:#x} ({}) targets {targets:x?}", block.func);
+                eprintln!("step-over at {pc:#x} ({}) targets {targets:x?}", block.site.function);
             }
             self.pass_bp(pid, si, pc, regs, None);
         }
@@ -2733,10 +2868,7 @@ impl<'s> Tracer<'s> {
             self.stats.loop_count_errors += 1;
         }
         let trips = diff / stride;
-        let once = dynamic_tally(&block, &nat.masks);
-        let func = block.func.clone();
-        self.add(pid, &block.stat, trips, &func);
-        self.add(pid, &once, trips, &func);
+        self.add_block(pid, &block, &nat.masks, trips);
         if let Some(entry) = &nat.regs
             && let Some(strides) = &block.affine
             && self.sink.is_some()
@@ -2949,7 +3081,44 @@ mod tests {
             let i = d.decode();
             v.push(Rc::new(classify(&i, &mut f, false)));
         }
-        build_block(0x1000, v, Rc::from("f"), &mut f)
+        build_block(0x1000, v, site("f", None), Vec::new(), &mut f)
+    }
+
+    fn site(function: &str, line: Option<&str>) -> Rc<Site> {
+        Rc::new(Site {
+            function: Rc::from(function),
+            line: line.map(Rc::from),
+        })
+    }
+
+    /// `--by-function`: a block's tally split by source site adds up to the block's, and
+    /// instructions of one site in a row are one group.
+    #[test]
+    fn sites_split_a_block_exactly() {
+        // vaddpd ymm0,ymm0,[rdi+rax*8]; vmulpd ymm1,ymm1,[rsi+rax*8]; add rax,4; cmp rax,rsi; jb
+        let bytes = [
+            0xc5, 0xfd, 0x58, 0x04, 0xc7, 0xc5, 0xf5, 0x59, 0x0c, 0xc6, 0x48, 0x83, 0xc0, 0x04, 0x48, 0x39, 0xf0, 0x72, 0xec,
+        ];
+        let mut d = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let mut f = InstructionInfoFactory::new();
+        let mut v = Vec::new();
+        while d.can_decode() {
+            v.push(Rc::new(classify(&d.decode(), &mut f, false)));
+        }
+        let (a, b) = (site("closure", Some("src/main.rs:37")), site("helper", Some("mod.rs:470")));
+        let per_insn = vec![a.clone(), b.clone(), b.clone(), a.clone(), a.clone()];
+        let block = build_block(0x1000, v, a.clone(), per_insn, &mut f);
+        assert_eq!(block.sites.len(), 3, "a, b b, a a");
+        assert_eq!(block.insn_site, [0, 1, 1, 2, 2]);
+        let mut sum = Tally::default();
+        for (_, t) in &block.sites {
+            sum.add_scaled(t, 1);
+        }
+        assert_eq!(sum.instructions, block.stat.instructions);
+        assert_eq!(sum.flops_total(), block.stat.flops_total());
+        assert_eq!(sum.core_load + sum.core_store, block.stat.core_load + block.stat.core_store);
+        assert_eq!((block.sites[0].1.flops_total(), block.sites[1].1.flops_total()), (4, 4));
+        assert!(Rc::ptr_eq(&block.sites[1].0, &b));
     }
 
     #[test]
