@@ -643,6 +643,20 @@ impl Session {
 /// (`counters::region_times`): the native runs give each traced region its T.
 impl Drop for Session {
     fn drop(&mut self) {
+        // Regions still open end here, innermost first, as if `end` had been called: a
+        // tracer outside the process sees balanced markers (otherwise it would count
+        // everything the program does after the drop into them), and their calls count.
+        // Nobody can be returned an error at drop, so it is said on stderr.
+        while let Some(o) = self.open.last() {
+            let name = self.names[o.idx].to_string_lossy().into_owned();
+            eprintln!("roofline: region '{name}' was still open when its session was dropped: ended there");
+            if self.end_call(&name).is_err() {
+                // Reading the counters failed: close the marker anyway, count nothing.
+                if let Some(o) = self.open.pop() {
+                    roofline_region_end(self.names[o.idx].as_ptr());
+                }
+            }
+        }
         if !region_times::under_measure() {
             return;
         }
@@ -1187,6 +1201,19 @@ mod tests {
         s.end("x").unwrap();
         s.end("y").unwrap();
         assert!(s.begin("a\0b").is_err());
+    }
+
+    #[test]
+    fn a_session_dropped_with_regions_open_ends_them() {
+        let (b0, e0) = marker_calls();
+        {
+            let mut s = Session::new(Backend::Analytic).unwrap();
+            s.begin("outer").unwrap();
+            s.begin("inner").unwrap();
+            s.region("done", || ()).unwrap();
+        }
+        let (b1, e1) = marker_calls();
+        assert_eq!((b1 - b0, e1 - e0), (3, 3), "every begin has its end");
     }
 
     #[test]

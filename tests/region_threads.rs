@@ -8,6 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// The tests here measure CPU time against wall time: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Task-clock (ns) of region `name` and its wall time (s).
 fn task_clock(s: &Session, name: &str) -> (f64, f64) {
     let t = s.totals(name).unwrap();
@@ -43,6 +46,7 @@ fn spin_for(d: Duration) {
 
 #[test]
 fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if software_events().is_empty() {
         eprintln!("skipping: no software perf events here");
         return;
@@ -82,4 +86,64 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
         cpu_ns >= 1.6 * wall * 1e9 * 0.9,
         "task-clock {cpu_ns} ns in {wall} s with a thread started inside"
     );
+}
+
+/// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+fn thread_cpu() -> Duration {
+    let mut ts = nix::libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into `ts`, which lives across the call.
+    let rc = unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0);
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Threads that exit inside a region: one that existed before the session (its own counter
+/// group, from /proc/self/task) and one started inside (inherit). Each burns a known amount of
+/// its own CPU time, measured by itself, then exits before the region ends: the region's
+/// task-clock holds both amounts (a counter of an exited thread keeps its count).
+#[test]
+fn threads_that_exit_inside_a_region_are_counted() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if software_events().is_empty() {
+        eprintln!("skipping: no software perf events here");
+        return;
+    }
+    fn burner(go: Arc<AtomicBool>, ms: u64) -> std::thread::JoinHandle<Duration> {
+        std::thread::spawn(move || {
+            while !go.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let t0 = thread_cpu();
+            let mut x = 0u64;
+            while thread_cpu() - t0 < Duration::from_millis(ms) {
+                for _ in 0..1000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            }
+            thread_cpu() - t0
+        })
+    }
+    let ms = 100 + (Instant::now().elapsed().subsec_nanos() as u64 + std::process::id() as u64) % 100;
+    eprintln!("each thread burns {ms} ms of its own CPU time");
+    let go = Arc::new(AtomicBool::new(false));
+    let before = burner(go.clone(), ms);
+    std::thread::sleep(Duration::from_millis(10));
+    let mut s = Session::software().unwrap();
+    s.begin("exits").unwrap();
+    let inside = burner(go.clone(), ms);
+    go.store(true, Ordering::Release);
+    let burnt = before.join().unwrap() + inside.join().unwrap();
+    let m = s.end("exits").unwrap();
+    let (cpu_ns, wall) = task_clock(&s, "exits");
+    assert!(
+        cpu_ns >= burnt.as_nanos() as f64,
+        "task-clock {cpu_ns} ns < the threads' own {burnt:?}"
+    );
+    // Not more than every vCPU for the whole window could give (a sanity bound).
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    assert!(
+        cpu_ns <= (cpus * wall * 1e9) * 1.05 + 5e6,
+        "task-clock {cpu_ns} ns in {wall} s on {cpus} CPUs"
+    );
+    assert!(m.threads >= 1);
 }
