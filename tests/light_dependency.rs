@@ -15,6 +15,8 @@ const HEAVY: &[&str] = &[
     "iced-x86",
     "clap",
     "indicatif",
+    "addr2line",
+    "gimli",
 ];
 
 /// A copy of the fixture in `dir` whose dependency points at this checkout.
