@@ -89,6 +89,23 @@ fn builds_measures_and_writes_the_report() {
     assert_eq!(w, total_w(&measured));
     assert_eq!(w, 2.0 * n as f64, "one multiply and one add per element");
 
+    // The trace backend attributes the work: every flop on the loop's line of main.rs, in
+    // the kept JSON and in the page.
+    let loop_line = MAIN_RS.lines().position(|l| l.contains("d += x[i] * y[i];")).unwrap() + 1;
+    let want = format!("src/main.rs:{loop_line}");
+    let rows = kept["points"][0]["extra"]["by_line"].as_array().expect("by_line under trace");
+    let at: f64 = rows
+        .iter()
+        .filter(|r| r["line"].as_str().unwrap().ends_with(&want))
+        .map(|r| r["flops"].as_f64().unwrap())
+        .sum();
+    assert_eq!(at, w, "{want} in {rows:#?}");
+    assert!(
+        html.contains("Where the work is") && html.contains(&want),
+        "no attribution table in the page"
+    );
+    assert!(html.contains("dotfx::main"), "the function is named, demangled");
+
     // Built with line tables: the executable carries DWARF line info.
     let elf = std::fs::read(&exe).unwrap();
     assert!(elf.windows(11).any(|w| w == b".debug_line"), "no .debug_line section");

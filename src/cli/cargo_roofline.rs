@@ -1,5 +1,5 @@
 //! `cargo roofline --bin NAME | --example NAME | --bench NAME [-o FILE] [--backend B] [-- ARGS]`:
-//! build a target of the current crate in release with line tables, run `roofline measure` on
+//! build a target of the current crate in release with line tables and function names, run `roofline measure` on
 //! it, and write the report (HTML by default), as cargo-flamegraph does for flame graphs.
 //!
 //! The target is checked against `cargo metadata` before anything builds; the executable is
@@ -23,7 +23,7 @@ use crate::util::OutputFile;
     name = "cargo-roofline",
     bin_name = "cargo roofline",
     version,
-    about = "Build a target in release (with line tables), measure it with roofline, write the report."
+    about = "Build a target in release (with line tables and function names), measure it with roofline, write the report."
 )]
 pub struct Args {
     /// The binary target to measure (the package's only binary when no target is named).
@@ -117,12 +117,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         dir.join(format!("{name}.json"))
     };
-    let backend = args
-        .backend
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default();
-    let mut measure_argv: Vec<OsString> = ["roofline", "measure", "--backend", &backend, "-o"].map(OsString::from).into();
+    // `auto` resolved here (said once on stderr), so the trace backend's attribution can be
+    // asked for below.
+    let chosen = crate::counters::backend::choose_backend(
+        args.backend,
+        crate::counters::team::EventSet::Platform,
+        Path::new(crate::counters::perf::SYSFS_PMUS),
+    );
+    let backend = chosen.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+    let mut measure_argv: Vec<OsString> = ["roofline", "measure", "--backend", &backend].map(OsString::from).into();
+    // Where the trace backend runs (chosen, or `auto` without a PMU), the report says which
+    // function and line of the program did the work: the build has line tables for it.
+    if chosen == BackendKind::Trace {
+        measure_argv.push("--by-line".into());
+    }
+    measure_argv.push("-o".into());
     measure_argv.push(json_path.clone().into());
     measure_argv.push("--".into());
     measure_argv.push(exe.into_os_string());
@@ -244,9 +253,15 @@ fn build(cargo: &OsString, args: &Args, kind: Kind, name: &str) -> anyhow::Resul
         c.args(["--features", f]);
     }
     // Benches build with the bench profile, which inherits release's but may set its own.
-    c.env("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only")
-        .env("CARGO_PROFILE_BENCH_DEBUG", "line-tables-only");
-    eprintln!("cargo-roofline: cargo build --release --{} {name} (line tables)", kind.name());
+    // `limited` (debug = 1) rather than `line-tables-only`: the same line tables and inlined
+    // frames, plus the functions' full paths, so an inlined closure reads
+    // `app::daxpy::{{closure}}` and not a bare `{closure#0}` (trace/sources.rs).
+    c.env("CARGO_PROFILE_RELEASE_DEBUG", "limited")
+        .env("CARGO_PROFILE_BENCH_DEBUG", "limited");
+    eprintln!(
+        "cargo-roofline: cargo build --release --{} {name} (debug info: lines and function names)",
+        kind.name()
+    );
     let mut child = c
         .stdout(Stdio::piped())
         .spawn()

@@ -352,6 +352,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         );
     }
     o.push_str("</table></div>");
+    attribution_tables(&mut o, view);
     let skipped = view.skipped();
     if !skipped.is_empty() {
         o.push_str("<h2>Skipped points</h2><ul>");
@@ -368,6 +369,72 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     );
     o.push_str("</main></body></html>\n");
     Ok(o)
+}
+
+/// Rows per attribution table in the page (the JSON has them all).
+const ATTRIBUTION_ROWS: usize = 15;
+
+/// "Where the work is": the trace backend's per-function and per-line attribution
+/// (`extra.by_function`, `extra.by_line`) of each point that carries it, most flops first.
+fn attribution_tables(o: &mut String, view: &View) {
+    let num = |r: &serde_json::Value, k: &str| r.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let mut head = false;
+    for (r, p, _) in view.points() {
+        for (key, what) in [("by_function", "function"), ("by_line", "source line")] {
+            let Some(rows) = p.extra.get(key).and_then(|v| v.as_array()) else {
+                continue;
+            };
+            if rows.is_empty() {
+                continue;
+            }
+            if !head {
+                o.push_str("<h2>Where the work is</h2>");
+                head = true;
+            }
+            let mut rows: Vec<&serde_json::Value> = rows.iter().collect();
+            rows.sort_by(|a, b| {
+                num(b, "flops")
+                    .cmp(&num(a, "flops"))
+                    .then(num(b, "instructions").cmp(&num(a, "instructions")))
+            });
+            let total: u64 = rows.iter().map(|r| num(r, "flops")).sum();
+            let _ = write!(
+                o,
+                "<h3>{} by {what}</h3><div class=\"scroll\"><table><tr>{}<th>function</th><th>instructions</th><th>W (flop)</th><th>core bytes</th><th>share of W</th></tr>",
+                esc(&view.point_label(r, p)),
+                if key == "by_line" { "<th>line</th>" } else { "" }
+            );
+            for row in rows.iter().take(ATTRIBUTION_ROWS) {
+                let text = |k: &str| esc(row.get(k).and_then(|v| v.as_str()).unwrap_or("?"));
+                let f = num(row, "flops");
+                o.push_str("<tr>");
+                if key == "by_line" {
+                    let _ = write!(o, "<td><code>{}</code></td>", text("line"));
+                }
+                let _ = write!(
+                    o,
+                    "<td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    text("function"),
+                    num(row, "instructions"),
+                    f,
+                    num(row, "core_bytes"),
+                    if total > 0 {
+                        format!("{:.1}%", 100.0 * f as f64 / total as f64)
+                    } else {
+                        "-".into()
+                    }
+                );
+            }
+            if rows.len() > ATTRIBUTION_ROWS {
+                let _ = write!(
+                    o,
+                    "<tr><td colspan=\"6\" class=\"muted\">{} more rows in the JSON report</td></tr>",
+                    rows.len() - ATTRIBUTION_ROWS
+                );
+            }
+            o.push_str("</table></div>");
+        }
+    }
 }
 
 impl Exporter for HtmlExporter {

@@ -157,7 +157,14 @@ impl Sources {
         }
         match pick(&frames) {
             Some(f) => {
-                let name = f.function.as_deref().or(symbol).unwrap_or("[unknown]");
+                // The outermost frame is the function the symbol names: its symbol has the
+                // full path even where DWARF has only a bare name (`line-tables-only` builds
+                // keep no linkage names: `main`, `{closure#0}`).
+                let outermost = frames.last().is_some_and(|l| std::ptr::eq(l, f));
+                let name = match (outermost, symbol) {
+                    (true, Some(s)) => s,
+                    _ => f.function.as_deref().or(symbol).unwrap_or("[unknown]"),
+                };
                 let line = match (&f.file, f.line) {
                     (Some(file), Some(l)) => Some(Rc::from(format!("{}:{l}", shorten(file, self.cwd.as_deref())))),
                     (Some(file), None) => Some(Rc::from(shorten(file, self.cwd.as_deref()))),
