@@ -1,5 +1,6 @@
 //! The trace backend's parsers on arbitrary bytes: the ELF64 symbol reader, /proc/PID/maps
-//! lines, and instruction classification of whatever decodes. None may panic.
+//! lines, symbol demangling (Rust, C++, the C++ path fallback), and instruction
+//! classification of whatever decodes. None may panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = info.to_vaddr(0x2000, 0x1000, 0x40);
         let _ = info.find("main");
     }
-    let _ = symbols::parse_maps(&String::from_utf8_lossy(data));
+    let text = String::from_utf8_lossy(data);
+    let _ = symbols::parse_maps(&text);
+    let _ = symbols::demangle(&text);
+    let _ = symbols::demangle(&format!("_ZN{text}"));
     let mut d = iced_x86::Decoder::with_ip(64, data, 0x40_0000, iced_x86::DecoderOptions::NONE);
     let mut f = iced_x86::InstructionInfoFactory::new();
     for _ in 0..64 {

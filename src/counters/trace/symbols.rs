@@ -229,13 +229,65 @@ pub fn demangle(sym: &str) -> String {
             return format!("{d:#}");
         }
     }
-    if sym.starts_with("_Z")
-        && let Ok(s) = cpp_demangle::Symbol::new(sym)
-        && let Ok(d) = s.demangle()
-    {
-        return d;
+    if sym.starts_with("_Z") {
+        if let Ok(s) = cpp_demangle::Symbol::new(sym)
+            && let Ok(d) = s.demangle()
+        {
+            return d;
+        }
+        // Manglings cpp_demangle cannot parse (some SFINAE expressions of libstdc++):
+        // the name's path, its template arguments elided.
+        if let Some(path) = cpp_path(sym) {
+            return path;
+        }
     }
     sym.to_string()
+}
+
+/// The qualified name at the head of an Itanium mangling (`_Z` [`N`] (`St` | <length><id>
+/// | `I`…)*), template arguments shown as `<…>` and the rest (parameters) left out:
+/// `_ZSt9__fill_a1IPddE…` → `std::__fill_a1<…>`. `None` where it does not start so.
+fn cpp_path(sym: &str) -> Option<String> {
+    let b = sym.strip_prefix("_Z")?.as_bytes();
+    let (mut i, nested) = match b.first() {
+        Some(b'N') => (1, true),
+        _ => (0, false),
+    };
+    // cv- and ref-qualifiers of a nested member function.
+    while nested && matches!(b.get(i), Some(b'K' | b'V' | b'r' | b'R' | b'O')) {
+        i += 1;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    loop {
+        match b.get(i) {
+            Some(b'S') if b.get(i + 1) == Some(&b't') => {
+                parts.push("std".into());
+                i += 2;
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let mut len = 0usize;
+                while let Some(d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+                    len = len.checked_mul(10)?.checked_add(usize::from(d - b'0'))?;
+                    i += 1;
+                }
+                let id = std::str::from_utf8(b.get(i..i.checked_add(len)?)?).ok()?;
+                parts.push(id.to_string());
+                i += len;
+                if !nested {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    if parts.is_empty() || parts == ["std"] {
+        return None;
+    }
+    let mut name = parts.join("::");
+    if b.get(i) == Some(&b'I') {
+        name.push_str("<…>");
+    }
+    Some(name)
 }
 
 impl ProcessSymbols {
@@ -345,6 +397,15 @@ mod demangle_tests {
             demangle("_Z5triadIdEvPT_PKS0_S3_S0_m").split('(').next(),
             Some("void triad<double>")
         );
+        // Manglings cpp_demangle rejects: the path, template arguments elided.
+        assert_eq!(
+            demangle("_ZSt9__fill_a1IPddEN9__gnu_cxx11__enable_ifIXsrSt11__is_scalarIT0_E7__valueEvE6__typeET_S8_RKS4_"),
+            "std::__fill_a1<…>"
+        );
+        assert_eq!(super::cpp_path("_ZN3foo3barIiE3bazEv").as_deref(), Some("foo::bar<…>"));
+        assert_eq!(super::cpp_path("_ZNK3foo3getEv").as_deref(), Some("foo::get"));
+        assert_eq!(super::cpp_path("_Z99x"), None, "a length past the end");
+        assert_eq!(super::cpp_path("_ZSt"), None);
         // C and assembly names are left alone.
         assert_eq!(demangle("daxpy_scalar"), "daxpy_scalar");
         assert_eq!(demangle("_start"), "_start");
