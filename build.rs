@@ -32,14 +32,21 @@ fn main() {
     {
         println!("cargo:rustc-env=ROOFLINE_GIT_SHA={}", String::from_utf8_lossy(&o.stdout).trim());
     }
-    // HEAD names the branch; the branch's ref (or packed-refs) moves with each commit.
-    println!("cargo:rerun-if-changed=.git/HEAD");
+    // HEAD names the branch; the branch's ref (or packed-refs) moves with each commit. Only
+    // files that exist are named: cargo treats a missing one as always changed, which would
+    // rebuild this crate (and every crate depending on it) on every build.
+    let rerun_if_exists = |p: &str| {
+        if Path::new(p).exists() {
+            println!("cargo:rerun-if-changed={p}");
+        }
+    };
+    rerun_if_exists(".git/HEAD");
     if let Ok(head) = fs::read_to_string(".git/HEAD")
         && let Some(r) = head.strip_prefix("ref: ")
     {
-        println!("cargo:rerun-if-changed=.git/{}", r.trim());
+        rerun_if_exists(&format!(".git/{}", r.trim()));
     }
-    println!("cargo:rerun-if-changed=.git/packed-refs");
+    rerun_if_exists(".git/packed-refs");
     // The compiler of the suite's own kernels, for the report's environment.
     if let Ok(o) = std::process::Command::new(env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
         .arg("--version")
