@@ -1056,6 +1056,109 @@ fn bits_op(m: Mnemonic) -> Option<Bits> {
     })
 }
 
+/// Legacy SSE and VEX floating-point arithmetic, shuffles and inserts into a vector register:
+/// they write their first operand (a register) and nothing else, neither flags nor memory nor
+/// another register.
+fn writes_only_op0(i: &Instruction) -> bool {
+    use Mnemonic as M;
+    i.op_count() >= 2
+        && i.op0_kind() == OpKind::Register
+        && is_vec(i.op0_register())
+        && matches!(
+            i.mnemonic(),
+            M::Vfmadd132pd
+                | M::Vfmadd213pd
+                | M::Vfmadd231pd
+                | M::Vfmadd132ps
+                | M::Vfmadd213ps
+                | M::Vfmadd231ps
+                | M::Vfmadd132sd
+                | M::Vfmadd213sd
+                | M::Vfmadd231sd
+                | M::Vfmadd132ss
+                | M::Vfmadd213ss
+                | M::Vfmadd231ss
+                | M::Vfnmadd132pd
+                | M::Vfnmadd213pd
+                | M::Vfnmadd231pd
+                | M::Vfnmadd132ps
+                | M::Vfnmadd213ps
+                | M::Vfnmadd231ps
+                | M::Vfnmadd231sd
+                | M::Vfnmadd231ss
+                | M::Vfmsub231pd
+                | M::Vfmsub231ps
+                | M::Vfmaddpd
+                | M::Vfmaddps
+                | M::Vfnmaddpd
+                | M::Vfnmaddps
+                | M::Vaddpd
+                | M::Vaddps
+                | M::Vaddsd
+                | M::Vaddss
+                | M::Vsubpd
+                | M::Vsubps
+                | M::Vsubsd
+                | M::Vsubss
+                | M::Vmulpd
+                | M::Vmulps
+                | M::Vmulsd
+                | M::Vmulss
+                | M::Vdivpd
+                | M::Vdivsd
+                | M::Vbroadcastsd
+                | M::Vbroadcastss
+                | M::Vmovddup
+                | M::Vinsertf128
+                | M::Vinsertps
+                | M::Vunpcklpd
+                | M::Vunpcklps
+                | M::Vunpckhpd
+                | M::Vunpckhps
+                | M::Vshufpd
+                | M::Vshufps
+                | M::Vpermilpd
+                | M::Vpermilps
+                | M::Vperm2f128
+                | M::Vpermpd
+                | M::Vmovlhps
+                | M::Vmovhlps
+                | M::Vmovhpd
+                | M::Vmovlpd
+                | M::Vblendpd
+                | M::Vblendps
+                | M::Addpd
+                | M::Addps
+                | M::Addsd
+                | M::Addss
+                | M::Subpd
+                | M::Subps
+                | M::Subsd
+                | M::Subss
+                | M::Mulpd
+                | M::Mulps
+                | M::Mulsd
+                | M::Mulss
+                | M::Divpd
+                | M::Divsd
+                | M::Divss
+                | M::Sqrtsd
+                | M::Unpcklpd
+                | M::Unpckhpd
+                | M::Unpcklps
+                | M::Shufpd
+                | M::Shufps
+                | M::Movhpd
+                | M::Movlpd
+                | M::Movhps
+                | M::Movlps
+                | M::Cvtsi2sd
+                | M::Cvtsi2ss
+                | M::Cvtss2sd
+                | M::Cvtsd2ss
+        )
+}
+
 /// One element of `e` bytes at element index `k`, zero-extended.
 fn elem(v: &[u8; 64], k: usize, e: usize) -> u64 {
     let mut b = [0u8; 8];
@@ -1308,7 +1411,16 @@ impl Emu {
             }
         };
         if !self.vector_op(i, vex) {
-            self.generic(i, factory);
+            if writes_only_op0(i) {
+                // (What `generic` would conclude, without asking iced-x86 for the
+                // instruction's register and memory use: BLAS kernels are mostly these.)
+                self.last_generic = Some((i.ip(), i.mnemonic()));
+                let n = i.op0_register().number();
+                self.vregs[n].known = 0;
+                self.vregs[n].fresh = 0;
+            } else {
+                self.generic(i, factory);
+            }
         }
         true
     }
@@ -2237,6 +2349,47 @@ mod tests {
             Some(Some(std::cmp::Ordering::Less))
         );
         assert_eq!(e3.fp_compare(1, 2, 8, false), None);
+    }
+
+    #[test]
+    fn writes_only_op0_agrees_with_iced() {
+        use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
+        let m = || MemoryOperand::with_base(R::RDI);
+        let cases = [
+            I::with3(C::VEX_Vfmadd231pd_ymm_ymm_ymmm256, R::YMM0, R::YMM1, R::YMM2).unwrap(),
+            I::with3(C::VEX_Vfmadd231sd_xmm_xmm_xmmm64, R::XMM3, R::XMM1, m()).unwrap(),
+            I::with2(C::VEX_Vbroadcastsd_ymm_m64, R::YMM4, m()).unwrap(),
+            I::with2(C::Mulsd_xmm_xmmm64, R::XMM0, R::XMM1).unwrap(),
+            I::with4(C::VEX_Vinsertf128_ymm_ymm_xmmm128_imm8, R::YMM0, R::YMM1, R::XMM2, 1).unwrap(),
+            I::with3(C::VEX_Vmovhpd_xmm_xmm_m64, R::XMM0, R::XMM1, m()).unwrap(),
+            I::with2(C::Cvtsi2sd_xmm_rm64, R::XMM5, R::RAX).unwrap(),
+            I::with4(C::VEX_Vperm2f128_ymm_ymm_ymmm256_imm8, R::YMM0, R::YMM1, R::YMM2, 0x21).unwrap(),
+            I::with3(C::Shufps_xmm_xmmm128_imm8, R::XMM1, R::XMM2, 0x1b).unwrap(),
+            I::with3(C::VEX_Vaddpd_ymm_ymm_ymmm256, R::YMM7, R::YMM7, m()).unwrap(),
+        ];
+        let mut f = InstructionInfoFactory::new();
+        for i in &cases {
+            assert!(writes_only_op0(i), "{i}");
+            let info = f.info(i);
+            let w = |a: OpAccess| {
+                matches!(
+                    a,
+                    OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
+                )
+            };
+            let regs: Vec<Register> = info
+                .used_registers()
+                .iter()
+                .filter(|u| w(u.access()))
+                .map(|u| u.register())
+                .collect();
+            assert!(
+                regs.iter().all(|r| r.number() == i.op0_register().number() && is_vec(*r)),
+                "{i}: {regs:?}"
+            );
+            assert!(!info.used_memory().iter().any(|u| w(u.access())), "{i}");
+            assert_eq!(i.rflags_modified(), 0, "{i}");
+        }
     }
 
     #[test]
