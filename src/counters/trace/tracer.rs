@@ -2612,7 +2612,12 @@ impl<'s> Tracer<'s> {
             let mut on_path: HashSet<u64> = HashSet::new();
             let mut cut = false;
             let mut new_marks = false;
+            // (Marking is idempotent: a loop's blocks are marked once per round.)
+            let mut marked: HashSet<u64> = HashSet::new();
             let mut mark = |sp: &mut Space, a: u64| {
+                if !marked.insert(a) {
+                    return;
+                }
                 let was = sp.bps.get(&a).is_some_and(|b| b.block);
                 sp.mark_block_start(a);
                 new_marks |= !was;
