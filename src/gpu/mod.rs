@@ -16,6 +16,7 @@ pub mod csv;
 pub mod device;
 #[cfg(feature = "gpu")]
 pub mod kernels;
+pub mod kernel_name;
 pub mod ncu;
 #[cfg(feature = "gpu")]
 pub mod run;

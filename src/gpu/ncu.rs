@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::csv;
+use super::{csv, kernel_name};
 use crate::error::{Error, Result};
 use crate::report::{Bytes, Flops, Point, Provenance, Source};
 
@@ -152,7 +152,8 @@ pub fn fp16_may_be_register_moves(by_class: &BTreeMap<String, f64>) -> bool {
 pub struct Launch {
     pub id: u64,
     pub process: String,
-    /// The kernel name as ncu prints it (demangled, with parameters for C++ kernels).
+    /// The kernel name as ncu prints it: the kernel's identity (mangled with
+    /// `--print-kernel-base mangled`, else the whole demangled signature).
     pub kernel: String,
     pub block: String,
     pub grid: String,
@@ -161,18 +162,6 @@ pub struct Launch {
     pub metrics: BTreeMap<String, f64>,
 }
 
-impl Launch {
-    /// Kernel name without its parameter list: `triad(double *, …)` → `triad`.
-    pub fn short_name(&self) -> String {
-        short_name(&self.kernel)
-    }
-}
-
-pub fn short_name(kernel: &str) -> String {
-    let base = kernel.split('(').next().unwrap_or(kernel).trim();
-    // `void ns::k<int>` → keep the template, drop a leading return type.
-    base.rsplit(' ').next().unwrap_or(base).to_string()
-}
 
 /// A parsed capture: every launch, the rule results of ncu's sections (when `--section` was
 /// used), and the lines that were not CSV (program output, ncu).
@@ -401,8 +390,12 @@ pub fn unit_scale(unit: &str) -> f64 {
 /// All launches of one kernel, aggregated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSummary {
+    /// Display name (`native::vectorized_elementwise_kernel<…MulFunctor<double>…>`).
     pub name: String,
+    /// The identity: the name exactly as ncu printed it.
     pub full_name: String,
+    /// `full_name` demangled (the same text where ncu printed it demangled).
+    pub demangled: String,
     pub launches: usize,
     /// Counters (`*.sum`, durations) summed over launches; rates and percentages averaged.
     pub metrics: BTreeMap<String, f64>,
@@ -415,21 +408,24 @@ fn is_summed(metric: &str) -> bool {
 }
 
 impl Capture {
-    /// Kernels in order of first launch, each aggregated over its launches.
+    /// Kernels in order of first launch, each aggregated over its launches. Launches are
+    /// grouped by the kernel's whole name (its identity, [`kernel_name`]); each kernel's
+    /// display name is unique among them.
     pub fn kernels(&self) -> Vec<KernelSummary> {
         let mut order: Vec<String> = Vec::new();
         let mut groups: BTreeMap<String, Vec<&Launch>> = BTreeMap::new();
         for l in &self.launches {
-            let n = l.short_name();
-            if !groups.contains_key(&n) {
-                order.push(n.clone());
+            if !groups.contains_key(&l.kernel) {
+                order.push(l.kernel.clone());
             }
-            groups.entry(n).or_default().push(l);
+            groups.entry(l.kernel.clone()).or_default().push(l);
         }
+        let names = kernel_name::display_names(&order);
         order
             .into_iter()
-            .map(|name| {
-                let ls = &groups[&name];
+            .zip(names)
+            .map(|(identity, name)| {
+                let ls = &groups[&identity];
                 let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
                 let mut counts: BTreeMap<String, usize> = BTreeMap::new();
                 for l in ls {
@@ -445,8 +441,9 @@ impl Capture {
                 }
                 let launch_seconds = ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect();
                 KernelSummary {
-                    name: name.clone(),
-                    full_name: ls[0].kernel.clone(),
+                    demangled: kernel_name::demangle(&identity),
+                    name,
+                    full_name: identity,
                     launches: ls.len(),
                     metrics,
                     launch_seconds,
@@ -455,11 +452,11 @@ impl Capture {
             .collect()
     }
 
-    /// Kernels whose short or full name matches `filter` (a substring or `regex:`-free text).
+    /// Kernels whose display, full or demangled name contains `filter` (plain text).
     pub fn select(&self, filter: Option<&str>) -> Vec<KernelSummary> {
         self.kernels()
             .into_iter()
-            .filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f)))
+            .filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f) || k.demangled.contains(f)))
             .collect()
     }
 }
@@ -754,6 +751,9 @@ impl KernelSummary {
         p.threads = 0; // not a CPU thread count
         p.extra.insert("launches".into(), (self.launches as u64).into());
         p.extra.insert("kernel".into(), self.full_name.clone().into());
+        if self.demangled != self.full_name {
+            p.extra.insert("kernel_demangled".into(), self.demangled.clone().into());
+        }
         p.extra.insert("launch_seconds".into(), serde_json::json!(self.launch_seconds));
         if let Some(ghz) = self.m("sm__cycles_elapsed.avg.per_second") {
             p.extra.insert("sm_clock_ghz".into(), (ghz / 1e9).into());
