@@ -151,13 +151,15 @@ fn parse_node(s: &str) -> Node {
         }
     }
     // Builtin multi-word types (`unsigned int`, `long long`) stay whole.
-    let builtin = |w: &str| {
-        ["unsigned", "signed", "long", "short", "int", "char", "double", "float"].contains(&w)
-    };
+    let builtin = |w: &str| ["unsigned", "signed", "long", "short", "int", "char", "double", "float"].contains(&w);
     let name = if merged.len() > 1 && merged.iter().all(|w| builtin(w.trim_end_matches(['*', '&']))) {
         merged.join(" ")
     } else {
-        merged.into_iter().filter(|w| !QUALIFIERS.contains(&w.as_str())).next_back().unwrap_or_default()
+        merged
+            .into_iter()
+            .filter(|w| !QUALIFIERS.contains(&w.as_str()))
+            .next_back()
+            .unwrap_or_default()
     };
     let mut name = name.as_str();
     while let Some(stripped) = name.strip_suffix(['*', '&']) {
@@ -178,7 +180,9 @@ fn parse_component(p: &str) -> Component {
     }
     if let Some(inner) = p.strip_prefix('{').or_else(|| p.strip_prefix('[')) {
         if let Some(rest) = inner.strip_prefix("lambda") {
-            let params = rest.find('(').and_then(|o| close_of(rest, o).map(|c| rest[o + 1..c - 1].to_string()));
+            let params = rest
+                .find('(')
+                .and_then(|o| close_of(rest, o).map(|c| rest[o + 1..c - 1].to_string()));
             return Component::Lambda {
                 params: params.unwrap_or_default(),
             };
@@ -186,7 +190,11 @@ fn parse_component(p: &str) -> Component {
     }
     if let Some(op) = p.strip_prefix("operator") {
         let op = op.trim_start();
-        let sym = if op.starts_with("()") { "()".to_string() } else { op.split('(').next().unwrap_or("").trim().to_string() };
+        let sym = if op.starts_with("()") {
+            "()".to_string()
+        } else {
+            op.split('(').next().unwrap_or("").trim().to_string()
+        };
         return Component::Operator(sym);
     }
     let cut = p.find(['<', '(']).unwrap_or(p.len());
@@ -375,8 +383,10 @@ pub fn display_names(identities: &[String]) -> Vec<String> {
         }
     }
     for members in groups.values().filter(|m| m.len() > 1) {
-        let cands: Vec<BTreeSet<String>> =
-            members.iter().map(|&i| parsed[i].as_ref().map(|k| k.candidates()).unwrap_or_default()).collect();
+        let cands: Vec<BTreeSet<String>> = members
+            .iter()
+            .map(|&i| parsed[i].as_ref().map(|k| k.candidates()).unwrap_or_default())
+            .collect();
         for (mi, &i) in members.iter().enumerate() {
             let Some(k) = &parsed[i] else { continue };
             let unique = cands[mi]
@@ -394,8 +404,7 @@ pub fn display_names(identities: &[String]) -> Vec<String> {
                 };
             } else {
                 // No single argument tells it apart: show arguments level by level.
-                let others: Vec<&KernelName> =
-                    members.iter().filter(|&&j| j != i).filter_map(|&j| parsed[j].as_ref()).collect();
+                let others: Vec<&KernelName> = members.iter().filter(|&&j| j != i).filter_map(|&j| parsed[j].as_ref()).collect();
                 if let Some(d) = (1..=6).find(|&d| others.iter().all(|o| o.with_depth(d) != k.with_depth(d))) {
                     out[i] = k.with_depth(d);
                 }
@@ -452,7 +461,10 @@ mod tests {
         assert_eq!(d[2], "native::vectorized_elementwise_kernel<…array<char*, 3>…>");
         assert_eq!(d[4], "native::vectorized_elementwise_kernel<…Half…>");
         assert_eq!(d[0], "native::vectorized_elementwise_kernel<…AUnaryFunctor<float, …>…>");
-        assert_eq!(d[3], "native::vectorized_elementwise_kernel<…float16_copy_kernel_cuda::lambda(float)…>");
+        assert_eq!(
+            d[3],
+            "native::vectorized_elementwise_kernel<…float16_copy_kernel_cuda::lambda(float)…>"
+        );
         assert_eq!(d.iter().collect::<BTreeSet<_>>().len(), 5);
     }
 
@@ -474,10 +486,19 @@ mod tests {
         let k = kernel_name(normal_f).unwrap();
         assert_eq!(k.base(), "native::distribution_elementwise_grid_stride_kernel<…>");
         let d = names(&[normal_f, uniform_f, normal_d]);
-        assert_eq!(d[0], "native::distribution_elementwise_grid_stride_kernel<…normal_and_transform<float, …>…>");
-        assert_eq!(d[1], "native::distribution_elementwise_grid_stride_kernel<…uniform_and_transform<…>…>");
+        assert_eq!(
+            d[0],
+            "native::distribution_elementwise_grid_stride_kernel<…normal_and_transform<float, …>…>"
+        );
+        assert_eq!(
+            d[1],
+            "native::distribution_elementwise_grid_stride_kernel<…uniform_and_transform<…>…>"
+        );
         assert_eq!(d[2], "native::distribution_elementwise_grid_stride_kernel<…double…>");
-        assert_eq!(d[1], "native::distribution_elementwise_grid_stride_kernel<…uniform_and_transform<…>…>");
+        assert_eq!(
+            d[1],
+            "native::distribution_elementwise_grid_stride_kernel<…uniform_and_transform<…>…>"
+        );
     }
 
     #[test]
@@ -510,20 +531,28 @@ mod tests {
         assert_eq!(f[1], "flash_fwd_kernel<…half_t…>");
         let nsys = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, std::array<char *, (unsigned long)3>>(int, T2, T3)";
         let Some(Node::Name { parts, .. }) = parse(nsys) else { panic!() };
-        let Component::Named { args: Some(a), .. } = parts.last().unwrap() else { panic!() };
+        let Component::Named { args: Some(a), .. } = parts.last().unwrap() else {
+            panic!()
+        };
         assert_eq!(a[0], Node::Literal("4".into()));
         assert_eq!(render(&a[2], 3), "array<char*, 3>");
     }
 
     #[test]
     fn function_names_across_manglings() {
-        assert_eq!(function_name("triad(double *, const double *, const double *, double, unsigned long)"), "triad");
+        assert_eq!(
+            function_name("triad(double *, const double *, const double *, double, unsigned long)"),
+            "triad"
+        );
         assert_eq!(function_name(VEC_MUL_D), "vectorized_elementwise_kernel");
         assert_eq!(
             function_name("_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_15CUDAFunctor_addIdEESt5arrayIPcLm3EEEEviT0_T1_"),
             "vectorized_elementwise_kernel"
         );
-        assert_eq!(function_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
+        assert_eq!(
+            function_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"),
+            "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+        );
     }
 
     #[test]
@@ -545,7 +574,11 @@ mod tests {
         assert_eq!(d[0], "k<A, B>");
         assert_eq!(d[1], "k<…C…>");
         // The same identity twice keeps one name; identical displays of distinct identities are numbered.
-        let d = names(&["void a::(anonymous namespace)::k<int>(int)", "void a::k<int>(int)", "void a::k<int>(int)"]);
+        let d = names(&[
+            "void a::(anonymous namespace)::k<int>(int)",
+            "void a::k<int>(int)",
+            "void a::k<int>(int)",
+        ]);
         assert_eq!(d[0], "a::k<…>");
         assert_eq!(d[1], "a::k<…> #2");
         assert_eq!(d[2], d[1]);

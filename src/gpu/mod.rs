@@ -14,9 +14,9 @@ pub mod ceilings;
 pub mod csv;
 #[cfg(feature = "gpu")]
 pub mod device;
+pub mod kernel_name;
 #[cfg(feature = "gpu")]
 pub mod kernels;
-pub mod kernel_name;
 pub mod ncu;
 #[cfg(feature = "gpu")]
 pub mod run;
