@@ -118,12 +118,13 @@ pub fn parse(text: &str) -> Option<Node> {
 fn parse_node(s: &str) -> Node {
     let s = s.trim();
     // A literal: a number, `true`/`false`, or a cast `(T)v` (nsys's `(int)4`).
-    if s.starts_with('(') && !s.starts_with("(anonymous namespace)") {
-        if let Some(end) = close_of(s, 0) {
-            let v = s[end..].trim();
-            if !v.is_empty() && !v.starts_with("::") {
-                return Node::Literal(v.trim_end_matches(['u', 'l', 'U', 'L']).to_string());
-            }
+    if s.starts_with('(')
+        && !s.starts_with("(anonymous namespace)")
+        && let Some(end) = close_of(s, 0)
+    {
+        let v = s[end..].trim();
+        if !v.is_empty() && !v.starts_with("::") {
+            return Node::Literal(v.trim_end_matches(['u', 'l', 'U', 'L']).to_string());
         }
     }
     let first = s.chars().next().unwrap_or(' ');
@@ -155,11 +156,7 @@ fn parse_node(s: &str) -> Node {
     let name = if merged.len() > 1 && merged.iter().all(|w| builtin(w.trim_end_matches(['*', '&']))) {
         merged.join(" ")
     } else {
-        merged
-            .into_iter()
-            .filter(|w| !QUALIFIERS.contains(&w.as_str()))
-            .next_back()
-            .unwrap_or_default()
+        merged.into_iter().rfind(|w| !QUALIFIERS.contains(&w.as_str())).unwrap_or_default()
     };
     let mut name = name.as_str();
     while let Some(stripped) = name.strip_suffix(['*', '&']) {
@@ -178,15 +175,17 @@ fn parse_component(p: &str) -> Component {
     if p.starts_with("(anonymous namespace)") || p.starts_with("_GLOBAL__N") {
         return Component::Anonymous;
     }
-    if let Some(inner) = p.strip_prefix('{').or_else(|| p.strip_prefix('[')) {
-        if let Some(rest) = inner.strip_prefix("lambda") {
-            let params = rest
-                .find('(')
-                .and_then(|o| close_of(rest, o).map(|c| rest[o + 1..c - 1].to_string()));
-            return Component::Lambda {
-                params: params.unwrap_or_default(),
-            };
-        }
+    if let Some(rest) = p
+        .strip_prefix('{')
+        .or_else(|| p.strip_prefix('['))
+        .and_then(|i| i.strip_prefix("lambda"))
+    {
+        let params = rest
+            .find('(')
+            .and_then(|o| close_of(rest, o).map(|c| rest[o + 1..c - 1].to_string()));
+        return Component::Lambda {
+            params: params.unwrap_or_default(),
+        };
     }
     if let Some(op) = p.strip_prefix("operator") {
         let op = op.trim_start();
