@@ -233,3 +233,33 @@ fn a_point_above_its_roof_is_flagged_in_terminal_json_and_html() {
         &w[..300.min(w.len())]
     );
 }
+
+#[test]
+fn a_gpu_reports_plot_leaves_out_the_empty_cache_aware_panel() {
+    // GPU points count bytes per level (L1, L2, DRAM), none core-side: the cache-aware panel
+    // would be empty. It is left out with one line; the classic and hierarchical panels stay.
+    let cache = tempfile::tempdir().unwrap();
+    let (r, _) = import("torch_app_mangled.csv", &[], cache.path());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    std::fs::write(&json, serde_json::to_vec(&r).unwrap()).unwrap();
+    let svg = dir.path().join("t.svg");
+    let o = roofline()
+        .args(["plot", json.to_str().unwrap(), "-o", svg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let left: Vec<&str> = err.lines().filter(|l| l.contains("left out")).collect();
+    assert_eq!(
+        left,
+        ["roofline: Cache-aware roofline (core-side AI) left out: no point can be placed in it (no core bytes)"]
+    );
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.contains("width=\"1520\""), "two panels of 760 px");
+    assert!(s.contains("Hierarchical roofline") && s.contains("Classic roofline") && !s.contains("Cache-aware roofline"));
+    // The hierarchical panel draws the GPU's L1, L2 and HBM roofs.
+    for roof in ["L1", "L2", "DRAM"] {
+        assert!(s.contains(&format!("{roof} ")), "{roof} roof missing");
+    }
+}

@@ -270,7 +270,16 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     }
     // Plots
     o.push_str("<h2>Rooflines</h2><div class=\"plots\">");
-    for kind in PlotKind::All.panels() {
+    let all = View {
+        reports: view.reports.clone(),
+        roofs: view.roofs.clone(),
+        kind: PlotKind::All,
+    };
+    let (kinds, left_out) = super::plot::drawn_panels(&all);
+    for line in &left_out {
+        let _ = write!(o, "<p class=\"muted\">{}</p>", esc(line));
+    }
+    for kind in kinds {
         let single = View {
             reports: view.reports.clone(),
             roofs: view.roofs.clone(),
@@ -288,6 +297,16 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             let _ = write!(o, "<figcaption class=\"muted\">Notes: {}</figcaption>", esc(&notes.join("; ")));
         }
         o.push_str("</figure>");
+    }
+    // GPU points captured with the instruction metrics: their instruction roofline beside.
+    let with_ir: Vec<Point> = view
+        .points()
+        .filter(|(_, p, _)| super::instruction::block(p).is_some())
+        .map(|(_, p, _)| p.clone())
+        .collect();
+    if !with_ir.is_empty() {
+        let svg = super::instruction::svg(&with_ir)?;
+        let _ = write!(o, "<figure>{}</figure>", inline_svg(&svg));
     }
     o.push_str("</div>");
     // Advice cards
