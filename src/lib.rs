@@ -23,6 +23,7 @@ pub mod criterion_support;
 pub mod error;
 pub mod gate;
 pub mod gpu;
+pub mod gpu_model;
 pub mod machine;
 pub mod model;
 pub mod region;

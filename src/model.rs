@@ -548,16 +548,45 @@ impl RoofSet {
     }
 }
 
-/// The precision of a point's flops: from its flop classes (`…_double` / `…_single`), else double.
+/// The precision of a point's flops: from its flop classes (`…_double` / `…_single`), else
+/// double. GPU points (ncu's classes) may also be `half` (FP16 FMA work dominates) or
+/// `tensor_<type>` (tensor-core ops dominate; the type with most ops in
+/// `extra.tensor_ops_by_type`: `tensor_bf16`, `tensor_fp64`, …), matching the GPU roofs'
+/// keys (`gpu_model::roofs_from_machine`).
 pub fn point_precision(p: &Point) -> &'static str {
-    let mut double = 0.0;
-    let mut single = 0.0;
+    let (mut double, mut single, mut half, mut tensor) = (0.0, 0.0, 0.0, 0.0);
     for (k, v) in &p.flops.by_class {
-        if k.contains("single") || k.contains("float") {
+        if k == "tensor" {
+            tensor += v;
+        } else if k.starts_with("half") {
+            half += v;
+        } else if k.contains("single") || k.contains("float") {
             single += v;
         } else if k.contains("double") {
             double += v;
         }
+    }
+    let scalar_max = f64::max(double, single);
+    if tensor > 0.0 && tensor > scalar_max.max(half) {
+        let by_type = p.extra.get("tensor_ops_by_type").and_then(|v| v.as_object());
+        let top = by_type.and_then(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k, v.as_f64()?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(k, _)| k.split('_').next().unwrap_or(k).to_string())
+        });
+        return match top.as_deref() {
+            Some("bf16") => "tensor_bf16",
+            Some("fp16") => "tensor_fp16",
+            Some("tf32") => "tensor_tf32",
+            Some("fp64") => "tensor_fp64",
+            Some("fp8") => "tensor_fp8",
+            Some("int8") => "tensor_int8",
+            _ => "tensor",
+        };
+    }
+    if half > 0.0 && half > scalar_max {
+        return "half";
     }
     if single > double { "single" } else { "double" }
 }
@@ -839,13 +868,41 @@ pub fn fixed_cost_fit(sizes: &[f64], seconds: &[f64]) -> Option<(f64, f64)> {
     (a.is_finite() && b.is_finite()).then_some((a.max(0.0), b))
 }
 
+/// A point above its roof (achieved GFLOP/s over what the primary model allows): a roof set too
+/// low (an empirical ceiling under what a library reaches, a peak at the wrong clock) or a
+/// count that is wrong. The warning names both numbers; None when the point is at or under.
+pub fn above_roof(p: &Point, a: &Analysis) -> Option<String> {
+    let f = a.roof_fraction.filter(|f| f.is_finite() && *f > 1.0)?;
+    let prim = a.primary.and_then(|m| a.attainable.iter().find(|x| x.model == m))?;
+    let achieved = p.gflops?;
+    let roof = match &prim.limiter {
+        Limiter::Compute { isa, .. } => format!("the {} {} compute roof", point_precision(p), isa_label(isa)),
+        Limiter::Memory { level } => format!("the {} bandwidth roof at its AI", level_label(level)),
+    };
+    Some(format!(
+        "above its roof: {} reaches {:.4} GFLOP/s, {:.1}% of {roof} ({:.4} GFLOP/s, {} model): the roof is too low (a ceiling under what this code reaches, a peak at another clock) or a count is wrong",
+        p.name,
+        achieved,
+        f * 100.0,
+        prim.gflops,
+        prim.model.name()
+    ))
+}
+
 /// Fill each point's `bound` and `roof_fraction` and record the model's figures in
-/// `extra.model` (attainable per model, primary model, advice, skip reason).
+/// `extra.model` (attainable per model, primary model, advice, skip reason). A point above its
+/// roof gets the [`above_roof`] warning in its provenance notes and `extra.model.above_roof`.
 pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
     let mut out = Vec::with_capacity(report.points.len());
     for p in &mut report.points {
         p.derive();
         let a = analyse(p, roofs);
+        let above = above_roof(p, &a);
+        if let Some(w) = &above {
+            // Re-annotating (a report read back) keeps one copy.
+            p.provenance.notes.retain(|n| !n.starts_with("above its roof:"));
+            p.provenance.notes.push(w.clone());
+        }
         p.bound = (a.skipped.is_none()).then(|| a.bound.clone());
         p.roof_fraction = a.roof_fraction;
         let attainable: serde_json::Map<String, serde_json::Value> = a
@@ -860,6 +917,7 @@ pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
                 "roof_fraction_model": a.primary.map(|m| m.key()),
                 "advice": a.advice,
                 "skipped": a.skipped,
+                "above_roof": above,
             }),
         );
         out.push(a);

@@ -35,9 +35,9 @@ fn kernel_of(p: &Point) -> String {
         .unwrap_or_else(|| p.name.split('@').next().unwrap_or(&p.name).to_string())
 }
 
-/// ncu kernel names carry parameters; CPU names carry the working set after `@`.
+/// ncu kernel names carry parameters (or are mangled); CPU names carry the working set after `@`.
 fn report_kernel_name(k: &str) -> String {
-    crate::gpu::ncu::short_name(k)
+    crate::gpu::kernel_name::function_name(k)
 }
 
 /// Rows of (kernel, cpu point, gpu point) for kernels present in both reports.

@@ -59,6 +59,10 @@ pub enum GpuCommand {
         /// Only kernels whose name contains this text.
         #[arg(short = 'k', long = "kernel")]
         kernel: Option<String>,
+        /// The GPU the capture ran on (`H200`, `H100 PCIe`, `A100`, …; platforms/gpu/nvidia.toml),
+        /// for its roofs when the capture lacks ncu's peak metrics and device attributes.
+        #[arg(long, value_name = "NAME")]
+        gpu: Option<String>,
     },
     /// Run a GPU kernel of the suite (analytic W/Q, CUDA-event timing).
     Run {
@@ -139,7 +143,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 eprintln!("roofline: gpu ceilings: {s}")
             })?;
             let table = ceilings_table(&c);
-            emit_json(&out, &serde_json::to_value(&c)?, &table, file)?;
+            let doc = serde_json::to_value(&c)?;
+            // Cached per GPU name: later `gpu run|measure|import` reports on this GPU carry them.
+            if let Some(path) = crate::gpu_model::ceilings_cache_path(&c.machine.name) {
+                let written = path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| crate::util::write_atomic(&path, doc.to_string().as_bytes()).map_err(|e| e.to_string()));
+                match written {
+                    Ok(()) => eprintln!("roofline: gpu ceilings: cached in {}", path.display()),
+                    Err(e) => eprintln!("roofline: warning: cannot cache the GPU ceilings in {}: {e}", path.display()),
+                }
+            }
+            emit_json(&out, &doc, &table, file)?;
             Ok(0)
         }
         GpuCommand::Run {
@@ -151,19 +168,32 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         } => {
             let k = gpurun::find(&kernel)?;
             let file = out.check(&["json"])?.map(|f| f.0);
-            let (m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord)?;
+            let (mut m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord)?;
+            let (roofs, said) = crate::gpu_model::report_roofs(&m);
+            m.provenance.extend(said);
             let mut r = Report::new(serde_json::to_value(&m)?, environment());
+            r.ceilings = roofs;
             r.points.push(p);
+            analyse(&mut r);
             emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), file)?;
             Ok(0)
         }
-        GpuCommand::Import { out, file, kernel } => {
+        GpuCommand::Import { out, file, kernel, gpu } => {
             let ofile = out.check(&["json", "svg"])?;
             let origin = file.display().to_string();
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass an ncu --csv capture"))?;
             let cap = ncu::parse(&text, &origin)?;
-            let r = capture_report(&cap, kernel.as_deref(), &origin)?;
+            if let Some(g) = &gpu
+                && crate::gpu_model::table::find(g).is_none()
+            {
+                return Err(Error::input(
+                    format!("--gpu {g}: not a GPU of platforms/gpu/nvidia.toml"),
+                    format!("known: {}", crate::gpu_model::table::keys().join(", ")),
+                )
+                .into());
+            }
+            let r = capture_report(&cap, kernel.as_deref(), &origin, gpu.as_deref())?;
             emit_report(&out, &r, ofile)?;
             Ok(0)
         }
@@ -176,7 +206,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 )
                 .into());
             }
-            let mut metrics: Vec<&str> = Vec::new();
+            let mut metrics: Vec<&str> = ncu::ROOF_METRICS.to_vec();
             if set != "instruction" {
                 metrics.extend(ncu::HIERARCHICAL_METRICS);
             }
@@ -186,14 +216,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             metrics.sort_unstable();
             metrics.dedup();
             let cap = ncu::run(&metrics.join(","), kernel.as_deref(), &cmd)?;
-            let mut r = capture_report(&cap, None, &cmd.join(" "))?;
-            // The driver is here: record the machine with its peaks (GPU 0), so `compare` and
-            // plots have this GPU's roofs.
-            if let Ok(m) = device::open(0).and_then(|ctx| device::query(&ctx, None)) {
-                let mut v = serde_json::to_value(&m)?;
-                v["source"] = "ncu capture; peaks of GPU 0 from the driver".into();
-                r.machine = v;
-            }
+            // The capture holds this GPU's peaks and attributes (ROOF_METRICS); the driver's
+            // name stands in where ncu gave none.
+            let name = cap.device().name.or_else(|| device::open(0).ok().and_then(|c| c.name().ok()));
+            let r = capture_report(&cap, None, &cmd.join(" "), name.as_deref())?;
             emit_report(&out, &r, ofile)?;
             Ok(0)
         }
@@ -215,13 +241,32 @@ fn emit_report(out: &OutputArgs, r: &Report, file: Option<(crate::util::OutputFi
     }
 }
 
-fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str) -> crate::Result<Report> {
+/// A capture's report with the GPU's roofs: the machine block from the capture (peaks at the
+/// captured clock; `gpu_name` for the datasheet table), its theoretical roofs, or the cached
+/// `gpu ceilings` of that GPU. Missing roofs are said on stderr.
+fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str, gpu_name: Option<&str>) -> crate::Result<Report> {
     let pts = ncu::points(cap, filter, origin)?;
-    let first = &cap.launches[0];
-    let machine = serde_json::json!({"kind": "gpu", "device": first.device, "compute_capability": first.cc, "source": "ncu capture"});
+    let mut m = crate::gpu_model::machine_for_capture(&cap.device(), gpu_name);
+    let (roofs, said) = crate::gpu_model::report_roofs(&m);
+    m.provenance.extend(said);
+    for w in &m.warnings {
+        eprintln!("roofline: {origin}: {w}");
+    }
+    let mut machine = serde_json::to_value(&m).map_err(|e| Error::input(format!("machine block: {e}"), "report a bug"))?;
+    machine["source"] = "ncu capture".into();
     let mut r = Report::new(machine, environment());
+    r.ceilings = roofs;
     r.points = pts;
+    analyse(&mut r);
     Ok(r)
+}
+
+/// Bound, roof fraction and the above-roof check of every point against the report's roofs.
+fn analyse(r: &mut Report) {
+    let roofs = crate::model::RoofSet::for_report(r, None);
+    if !roofs.is_empty() {
+        crate::model::annotate(r, &roofs);
+    }
 }
 
 fn opt(v: Option<f64>, scale: f64, prec: usize) -> String {
@@ -357,6 +402,12 @@ pub fn points_table(points: &[Point]) -> String {
             opt(p.ai.get("dram").copied(), 1.0, 2),
             notes.join("; ")
         );
+    }
+    // Points above their roof (model::annotate's note), each with both numbers.
+    for p in points {
+        for n in p.provenance.notes.iter().filter(|n| n.starts_with("above its roof:")) {
+            s += &format!("warning: {n}\n");
+        }
     }
     s
 }

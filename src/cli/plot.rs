@@ -38,6 +38,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let view = View::new(reports, ceilings.as_ref(), args.kind);
     if ext != "html" {
         // Points a view cannot place and labels that found no free spot, on stderr.
+        for line in report::plot::drawn_panels(&view).1 {
+            eprintln!("roofline: {line}");
+        }
         let (_, panels) = report::plot::svg_with_layout(&view)?;
         for p in &panels {
             for n in &p.not_shown {

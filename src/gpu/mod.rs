@@ -14,6 +14,7 @@ pub mod ceilings;
 pub mod csv;
 #[cfg(feature = "gpu")]
 pub mod device;
+pub mod kernel_name;
 #[cfg(feature = "gpu")]
 pub mod kernels;
 pub mod ncu;

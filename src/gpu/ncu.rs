@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::csv;
+use super::{csv, kernel_name};
 use crate::error::{Error, Result};
 use crate::report::{Bytes, Flops, Point, Provenance, Source};
 
@@ -77,6 +77,29 @@ pub const INSTRUCTION_METRICS: &[&str] = &[
     "dram__cycles_elapsed.avg.per_second",
 ];
 
+/// The GPU's roofs and identity, recorded by `gpu measure` so its report carries them: ncu's
+/// per-cycle peaks (FP64/FP32 FMA, tensor by type — sparse rates for bf16/fp16/tf32/fp8 —,
+/// DRAM/L2/L1 bytes), the DRAM clock, and the device attributes (name, SMs, clocks, bus).
+pub const ROOF_METRICS: &[&str] = &[
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum.peak_sustained",
+    "sm__ops_path_tensor_src_fp16.sum.peak_sustained",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum.peak_sustained",
+    "sm__ops_path_tensor_src_fp64.sum.peak_sustained",
+    "sm__ops_path_tensor_src_fp8.sum.peak_sustained",
+    "dram__bytes.sum.peak_sustained",
+    "lts__t_bytes.sum.peak_sustained",
+    "l1tex__t_bytes.sum.peak_sustained",
+    "dram__cycles_elapsed.avg.per_second",
+    "sm__cycles_elapsed.avg.per_second",
+    "device__attribute_display_name",
+    "device__attribute_multiprocessor_count",
+    "device__attribute_max_gpu_frequency_khz",
+    "device__attribute_max_mem_frequency_khz",
+    "device__attribute_global_memory_bus_width",
+];
+
 /// The instruction roofline's memory levels: (key, what counts as one transaction, the
 /// `*.peak_sustained` metric of its ceiling, the unit's clock metric).
 pub const INSTRUCTION_LEVELS: [(&str, &str, &str, &str); 4] = [
@@ -106,29 +129,7 @@ pub const INSTRUCTION_LEVELS: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
-/// Global-memory walls in sectors per warp-level global instruction: 1 (every thread the
-/// same address), 4 (unit-stride 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced).
-pub const GLOBAL_WALLS: [f64; 4] = [1.0, 4.0, 8.0, 32.0];
-/// Shared-memory walls in wavefronts per shared instruction: 1 (no bank conflict), 32 (every
-/// thread of the warp in one bank).
-pub const SHARED_WALLS: [f64; 2] = [1.0, 32.0];
-
-/// Where `x` (transactions per instruction) sits among `walls` (ascending): on a wall when
-/// within 3 % of it, else between two walls, below the first or above the last.
-pub fn wall_position(x: f64, walls: &[f64]) -> serde_json::Value {
-    if let Some(w) = walls.iter().find(|w| (x - **w).abs() <= 0.03 * **w) {
-        return serde_json::json!({"on_wall": w, "text": format!("on the {w} wall")});
-    }
-    let below = walls.iter().rev().find(|w| **w < x).copied();
-    let above = walls.iter().find(|w| **w > x).copied();
-    let text = match (below, above) {
-        (Some(b), Some(a)) => format!("between the {b} and {a} walls"),
-        (None, Some(a)) => format!("below the {a} wall"),
-        (Some(b), None) => format!("beyond the {b} wall"),
-        (None, None) => "no walls".to_string(),
-    };
-    serde_json::json!({"between": [below, above], "text": text})
-}
+pub use crate::gpu_model::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
 
 /// The two prefixes ncu gives the SASS instruction counters (device-wide sums either way).
 pub const SASS_PREFIXES: [&str; 2] = ["sm__sass", "smsp__sass"];
@@ -152,26 +153,16 @@ pub fn fp16_may_be_register_moves(by_class: &BTreeMap<String, f64>) -> bool {
 pub struct Launch {
     pub id: u64,
     pub process: String,
-    /// The kernel name as ncu prints it (demangled, with parameters for C++ kernels).
+    /// The kernel name as ncu prints it: the kernel's identity (mangled with
+    /// `--print-kernel-base mangled`, else the whole demangled signature).
     pub kernel: String,
     pub block: String,
     pub grid: String,
     pub device: String,
     pub cc: String,
     pub metrics: BTreeMap<String, f64>,
-}
-
-impl Launch {
-    /// Kernel name without its parameter list: `triad(double *, …)` → `triad`.
-    pub fn short_name(&self) -> String {
-        short_name(&self.kernel)
-    }
-}
-
-pub fn short_name(kernel: &str) -> String {
-    let base = kernel.split('(').next().unwrap_or(kernel).trim();
-    // `void ns::k<int>` → keep the template, drop a leading return type.
-    base.rsplit(' ').next().unwrap_or(base).to_string()
+    /// Metrics whose value is text (`device__attribute_display_name`).
+    pub text: BTreeMap<String, String>,
 }
 
 /// A parsed capture: every launch, the rule results of ncu's sections (when `--section` was
@@ -285,6 +276,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
             device: get(r, c_dev),
             cc: get(r, c_cc),
             metrics: BTreeMap::new(),
+            text: BTreeMap::new(),
         });
         index.insert(key, launches.len() - 1);
         Ok(launches.len() - 1)
@@ -308,8 +300,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
                     });
                 }
                 let name = get(r, Some(c_name));
-                if let Some(v) = parse_value(&get(r, Some(c_value)), &get(r, Some(c_unit))) {
+                let value = get(r, Some(c_value));
+                if let Some(v) = parse_value(&value, &get(r, Some(c_unit))) {
                     launches[i].metrics.insert(name, v);
+                } else if name.starts_with("device__attribute") && !value.trim().is_empty() {
+                    launches[i].text.insert(name, value.trim().to_string());
                 }
             }
         }
@@ -329,6 +324,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
                 for c in first_metric..header.len() {
                     if let Some(v) = parse_value(&r.fields[c], &units[c]) {
                         launches[i].metrics.insert(header[c].clone(), v);
+                    } else if header[c].starts_with("device__attribute") && !r.fields[c].trim().is_empty() {
+                        launches[i].text.insert(header[c].clone(), r.fields[c].trim().to_string());
                     }
                 }
             }
@@ -401,8 +398,12 @@ pub fn unit_scale(unit: &str) -> f64 {
 /// All launches of one kernel, aggregated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSummary {
+    /// Display name (`native::vectorized_elementwise_kernel<…MulFunctor<double>…>`).
     pub name: String,
+    /// The identity: the name exactly as ncu printed it.
     pub full_name: String,
+    /// `full_name` demangled (the same text where ncu printed it demangled).
+    pub demangled: String,
     pub launches: usize,
     /// Counters (`*.sum`, durations) summed over launches; rates and percentages averaged.
     pub metrics: BTreeMap<String, f64>,
@@ -411,25 +412,67 @@ pub struct KernelSummary {
 }
 
 fn is_summed(metric: &str) -> bool {
-    metric.ends_with(".sum") && !metric.contains("peak_sustained")
+    metric.ends_with(".sum") && !metric.contains("peak_sustained") && !metric.starts_with("device__attribute")
 }
 
 impl Capture {
-    /// Kernels in order of first launch, each aggregated over its launches.
+    /// What the capture says about its GPU: the device attributes and `*.peak_sustained`
+    /// metrics where captured (first launch that has each), the CC column, and the median SM
+    /// clock over the launches.
+    pub fn device(&self) -> crate::gpu_model::CaptureDevice {
+        let first = |k: &str| self.launches.iter().find_map(|l| l.metrics.get(k).copied());
+        let mut clocks: Vec<f64> = self
+            .launches
+            .iter()
+            .filter_map(|l| l.metrics.get("sm__cycles_elapsed.avg.per_second").copied())
+            .filter(|v| *v > 0.0)
+            .collect();
+        clocks.sort_by(f64::total_cmp);
+        let mut peaks = BTreeMap::new();
+        for l in &self.launches {
+            for (k, v) in &l.metrics {
+                if k.contains("peak_sustained") || k.ends_with("cycles_elapsed.avg.per_second") {
+                    peaks.entry(k.clone()).or_insert(*v);
+                }
+            }
+        }
+        let cc = self.launches.iter().find_map(|l| {
+            let (a, b) = l.cc.trim().split_once('.')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        });
+        crate::gpu_model::CaptureDevice {
+            name: self
+                .launches
+                .iter()
+                .find_map(|l| l.text.get("device__attribute_display_name").cloned()),
+            cc,
+            sms: first("device__attribute_multiprocessor_count").map(|v| v as u32),
+            max_sm_ghz: first("device__attribute_max_gpu_frequency_khz").map(|k| k / 1e6),
+            max_mem_ghz: first("device__attribute_max_mem_frequency_khz").map(|k| k / 1e6),
+            bus_bits: first("device__attribute_global_memory_bus_width").map(|v| v as u32),
+            sm_ghz: clocks.get(clocks.len() / 2).map(|h| h / 1e9),
+            peaks,
+        }
+    }
+
+    /// Kernels in order of first launch, each aggregated over its launches. Launches are
+    /// grouped by the kernel's whole name (its identity, [`kernel_name`]); each kernel's
+    /// display name is unique among them.
     pub fn kernels(&self) -> Vec<KernelSummary> {
         let mut order: Vec<String> = Vec::new();
         let mut groups: BTreeMap<String, Vec<&Launch>> = BTreeMap::new();
         for l in &self.launches {
-            let n = l.short_name();
-            if !groups.contains_key(&n) {
-                order.push(n.clone());
+            if !groups.contains_key(&l.kernel) {
+                order.push(l.kernel.clone());
             }
-            groups.entry(n).or_default().push(l);
+            groups.entry(l.kernel.clone()).or_default().push(l);
         }
+        let names = kernel_name::display_names(&order);
         order
             .into_iter()
-            .map(|name| {
-                let ls = &groups[&name];
+            .zip(names)
+            .map(|(identity, name)| {
+                let ls = &groups[&identity];
                 let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
                 let mut counts: BTreeMap<String, usize> = BTreeMap::new();
                 for l in ls {
@@ -445,8 +488,9 @@ impl Capture {
                 }
                 let launch_seconds = ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect();
                 KernelSummary {
-                    name: name.clone(),
-                    full_name: ls[0].kernel.clone(),
+                    demangled: kernel_name::demangle(&identity),
+                    name,
+                    full_name: identity,
                     launches: ls.len(),
                     metrics,
                     launch_seconds,
@@ -455,11 +499,11 @@ impl Capture {
             .collect()
     }
 
-    /// Kernels whose short or full name matches `filter` (a substring or `regex:`-free text).
+    /// Kernels whose display, full or demangled name contains `filter` (plain text).
     pub fn select(&self, filter: Option<&str>) -> Vec<KernelSummary> {
         self.kernels()
             .into_iter()
-            .filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f)))
+            .filter(|k| filter.is_none_or(|f| k.name.contains(f) || k.full_name.contains(f) || k.demangled.contains(f)))
             .collect()
     }
 }
@@ -754,6 +798,9 @@ impl KernelSummary {
         p.threads = 0; // not a CPU thread count
         p.extra.insert("launches".into(), (self.launches as u64).into());
         p.extra.insert("kernel".into(), self.full_name.clone().into());
+        if self.demangled != self.full_name {
+            p.extra.insert("kernel_demangled".into(), self.demangled.clone().into());
+        }
         p.extra.insert("launch_seconds".into(), serde_json::json!(self.launch_seconds));
         if let Some(ghz) = self.m("sm__cycles_elapsed.avg.per_second") {
             p.extra.insert("sm_clock_ghz".into(), (ghz / 1e9).into());
@@ -883,18 +930,6 @@ mod tests {
         );
         let both = sm + &row(0, "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "inst", "1");
         assert_eq!(parse(&both, "both").unwrap().kernels()[0].sass("dfma"), Some(3072.0));
-    }
-
-    #[test]
-    fn positions_against_the_walls() {
-        // 8.0 and 7.8 (within 3 %) sit on the 8 wall; 6 between 4 and 8; 0.5 below 1; 40 beyond 32.
-        assert_eq!(wall_position(8.0, &GLOBAL_WALLS)["on_wall"], 8.0);
-        assert_eq!(wall_position(7.8, &GLOBAL_WALLS)["on_wall"], 8.0);
-        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["between"], serde_json::json!([4.0, 8.0]));
-        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["text"], "between the 4 and 8 walls");
-        assert_eq!(wall_position(0.5, &GLOBAL_WALLS)["text"], "below the 1 wall");
-        assert_eq!(wall_position(40.0, &SHARED_WALLS)["text"], "beyond the 32 wall");
-        assert_eq!(wall_position(2.0, &SHARED_WALLS)["between"], serde_json::json!([1.0, 32.0]));
     }
 
     #[test]

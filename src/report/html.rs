@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::{Exporter, PlotKind, View};
 use crate::error::Result;
 use crate::model::{ModelKind, level_label};
-use crate::report::schema::Environment;
+use crate::report::schema::{Environment, Point};
 use crate::report::table::{bound_text, seconds, si, sig3};
 
 pub struct HtmlExporter;
@@ -62,10 +62,23 @@ fn strip_attr(tag: &str, name: &str) -> String {
     }
 }
 
+/// A GPU kernel's whole name (demangled where ncu gave it mangled) as the hover text of its
+/// shortened display name.
+fn full_name_title(p: &Point) -> String {
+    p.extra
+        .get("kernel_demangled")
+        .or_else(|| p.extra.get("kernel"))
+        .and_then(|k| k.as_str())
+        .filter(|k| *k != p.name)
+        .map(|k| format!(" title=\"{}\"", esc(k)))
+        .unwrap_or_default()
+}
+
 const CSS: &str = "
 *{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:0;padding:12px;color:#222;background:#fafafa;line-height:1.4}
 main{max-width:1100px;margin:0 auto}
+.warn{color:#8a1c00;background:#fff1e6;border-left:3px solid #d9480f;padding:4px 8px}
 h1{font-size:1.4em;margin:.2em 0 .4em}
 h2{font-size:1.15em;margin:1.2em 0 .4em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:10px}
@@ -257,7 +270,16 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     }
     // Plots
     o.push_str("<h2>Rooflines</h2><div class=\"plots\">");
-    for kind in PlotKind::All.panels() {
+    let all = View {
+        reports: view.reports.clone(),
+        roofs: view.roofs.clone(),
+        kind: PlotKind::All,
+    };
+    let (kinds, left_out) = super::plot::drawn_panels(&all);
+    for line in &left_out {
+        let _ = write!(o, "<p class=\"muted\">{}</p>", esc(line));
+    }
+    for kind in kinds {
         let single = View {
             reports: view.reports.clone(),
             roofs: view.roofs.clone(),
@@ -276,6 +298,16 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         }
         o.push_str("</figure>");
     }
+    // GPU points captured with the instruction metrics: their instruction roofline beside.
+    let with_ir: Vec<Point> = view
+        .points()
+        .filter(|(_, p, _)| super::instruction::block(p).is_some())
+        .map(|(_, p, _)| p.clone())
+        .collect();
+    if !with_ir.is_empty() {
+        let svg = super::instruction::svg(&with_ir)?;
+        let _ = write!(o, "<figure>{}</figure>", inline_svg(&svg));
+    }
     o.push_str("</div>");
     // Advice cards
     o.push_str("<h2>Bounds and advice</h2><div class=\"grid\">");
@@ -283,9 +315,14 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         if a.skipped.is_some() {
             continue;
         }
+        // A point above its roof: a warning naming both numbers (model::above_roof).
+        let above = crate::model::above_roof(p, a)
+            .map(|w| format!("<p class=\"warn\" role=\"alert\">Warning: {}</p>", esc(&w)))
+            .unwrap_or_default();
         let _ = write!(
             o,
-            "<div class=\"card\"><h3>{}</h3><p><span class=\"bound {}\">{}</span>{}</p><p>{}</p></div>",
+            "<div class=\"card\"><h3{}>{}</h3><p><span class=\"bound {}\">{}</span>{}</p>{above}<p>{}</p></div>",
+            full_name_title(p),
             esc(&view.point_label(r, p)),
             bound_class(&a.bound),
             esc(&bound_text(&a.bound)),

@@ -266,8 +266,8 @@ pub fn layout(points: &[Point]) -> Result<Chart> {
     }
     // Walls: vertical at 1/(transactions per instruction), up to the level's ceiling there.
     for (kind, walls, key) in [
-        ("global_wall", &crate::gpu::ncu::GLOBAL_WALLS[..], "global_l1"),
-        ("shared_wall", &crate::gpu::ncu::SHARED_WALLS[..], "shared"),
+        ("global_wall", &crate::gpu_model::GLOBAL_WALLS[..], "global_l1"),
+        ("shared_wall", &crate::gpu_model::SHARED_WALLS[..], "shared"),
     ] {
         for w in walls {
             let x = 1.0 / w;

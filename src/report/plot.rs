@@ -706,12 +706,51 @@ const PANEL_H: u32 = 680;
 const PANEL_W_ALL: u32 = 760;
 const TITLE_H: i32 = 26;
 
-/// Pixel size of a plot of this kind.
+/// Pixel size of a plot of this kind (all its panels drawn).
 pub fn plot_size(kind: PlotKind) -> (u32, u32) {
     match kind {
         PlotKind::All => (PANEL_W_ALL * 3, PANEL_H),
         _ => (PANEL_W_SINGLE, PANEL_H),
     }
+}
+
+/// Pixel size of a view's plot: one wide panel, or the panels [`drawn_panels`] keeps side by side.
+pub fn view_size(view: &View) -> (u32, u32) {
+    match drawn_panels(view).0.len() {
+        1 if view.kind != PlotKind::All => (PANEL_W_SINGLE, PANEL_H),
+        n => (PANEL_W_ALL * n.max(1) as u32, PANEL_H),
+    }
+}
+
+/// The panels a view draws, and one line for each panel left out: of several panels, one where
+/// no point can be placed (GPU points have per-level bytes but no core-side bytes, so the
+/// cache-aware panel would be empty) is left out, never drawn empty. A single panel asked for
+/// is always drawn (its points' reasons are listed as not shown).
+pub fn drawn_panels(view: &View) -> (Vec<PlotKind>, Vec<String>) {
+    let all = view.kind.panels();
+    if all.len() < 2 {
+        return (all, Vec::new());
+    }
+    let (mut keep, mut left_out) = (Vec::new(), Vec::new());
+    for k in &all {
+        let placed = view.points().any(|(_, _, a)| positions(a, *k).is_ok_and(|v| !v.is_empty()));
+        if placed {
+            keep.push(*k);
+        } else {
+            // The reason of a placeable point (one with W, T and bytes) when there is one.
+            let why = view
+                .points()
+                .filter(|(_, _, a)| a.skipped.is_none())
+                .chain(view.points())
+                .find_map(|(_, _, a)| positions(a, *k).err())
+                .unwrap_or_else(|| "no points".into());
+            left_out.push(format!("{} left out: no point can be placed in it ({why})", title(*k)));
+        }
+    }
+    if keep.is_empty() {
+        return (all, Vec::new());
+    }
+    (keep, left_out)
 }
 
 fn legend_height(view: &View, kind: PlotKind, width: u32) -> i32 {
@@ -934,7 +973,7 @@ fn draw_layout<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, panel: &Panel)
 
 fn draw_all<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &View) -> DrawResult<Vec<Panel>> {
     root.fill(&WHITE).map_err(err)?;
-    let panels = view.kind.panels();
+    let panels = drawn_panels(view).0;
     let areas = root.split_evenly((1, panels.len()));
     let mut out = Vec::new();
     for (area, kind) in areas.iter().zip(panels) {
@@ -946,7 +985,7 @@ fn draw_all<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &View) -> D
 
 /// The plot as an SVG document, with the panels' layouts.
 pub fn svg_with_layout(view: &View) -> Result<(String, Vec<Panel>)> {
-    svg_sized(view, plot_size(view.kind))
+    svg_sized(view, view_size(view))
 }
 
 /// Compact size of one panel for pages (HTML): readable when shown at its own width.
@@ -1154,7 +1193,7 @@ mod png_text {
 /// The plot as PNG bytes (rendered with the bundled font).
 pub fn png(view: &View) -> Result<Vec<u8>> {
     register_font();
-    let (w, h) = plot_size(view.kind);
+    let (w, h) = view_size(view);
     // plotters encodes PNG only to a file; render into a private temp file, read it back.
     let dir = std::env::temp_dir();
     let tmp = dir.join(format!("roofline-plot-{}-{:?}.png", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
