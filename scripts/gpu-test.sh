@@ -31,6 +31,20 @@ step "gpu run dgemm" "$B/roofline" gpu run dgemm --size 1024 --repeat 3 -o "$W/d
 step "gpu measure (ncu) of gpu run" "$B/roofline" gpu measure -k triad -o "$W/measure.json" -- "$B/roofline" gpu run triad --size 4194304 --repeat 2
 # 2 warm-up + 2 timed launches of 2n flops each: 4 * 2 * 4194304.
 step "measured W = 4 launches x 2n" json_has "$W/measure.json" '"total": 33554432'
+roofs_check() { # a GPU report carries the GPU's roofs: HBM and L2 bandwidth, FP64 FMA, and says whence
+  python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r.get("ceilings") or {}
+bw, fl = c.get("bandwidth_gbs", {}), c.get("compute_gflops", {})
+print("roofs:", {k: round(v) for k, v in bw.items()}, {k: round(v) for k, v in fl.items()})
+print("provenance:", r.get("machine", {}).get("provenance"))
+ok = bw.get("dram", 0) > 1000 and fl.get("double.gpu.fma", 0) > 10000 and bool(r.get("machine", {}).get("provenance"))
+sys.exit(0 if ok else 1)
+PY
+}
+step "gpu run report carries roofs" roofs_check "$W/triad.json"
+step "gpu measure report carries roofs" roofs_check "$W/measure.json"
 # Instruction roofline (Ding & Williams) of our triad under ncu: ceilings from the capture's
 # *.peak_sustained metrics; triad's DRAM sectors bind (~1.7 warp instructions per sector
 # against a 4-per-SM-and-cycle warp ceiling), its 8-byte accesses sit on the 8-sector wall.
