@@ -5,25 +5,13 @@
 
 use assert_cmd::Command;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
+use support::{example, random};
 
 fn roofline() -> Command {
     Command::cargo_bin("roofline").unwrap()
-}
-
-/// A number in [lo, hi), different per run and per `salt` (printed).
-fn random(lo: u64, hi: u64, salt: u64) -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let mut x = t ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    let v = lo + x % (hi - lo);
-    eprintln!("random {v} in [{lo}, {hi}) (salt {salt})");
-    v
 }
 
 /// `roofline measure --backend trace ARGS -o m.json -- CMD`: the report.
@@ -59,18 +47,6 @@ fn w(p: &Value) -> u64 {
 
 fn bytes(p: &Value, level: &str) -> f64 {
     p["bytes"][level].as_f64().unwrap_or_else(|| panic!("no {level} bytes in {p:#}"))
-}
-
-/// The example built beside this test (`cargo test` builds examples).
-fn example(name: &str) -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("examples").join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not built (cargo test builds examples)", p.display());
-        None
-    }
 }
 
 #[test]

@@ -6,21 +6,10 @@
 
 use assert_cmd::Command;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+mod support;
 
-fn random(lo: u64, hi: u64, salt: u64) -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let mut x = t ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    let v = lo + x % (hi - lo);
-    eprintln!("random {v} in [{lo}, {hi}) (salt {salt})");
-    v
-}
+use std::path::{Path, PathBuf};
+use support::{example, random};
 
 /// `roofline measure --backend trace --by-line --json -- CMD`: the report and the text output
 /// of a second, text-mode run is not needed: JSON carries both tables.
@@ -38,17 +27,6 @@ fn measure(dir: &Path, cmd: &[&str], env: &[(&str, &str)]) -> Value {
     let o = a.get_output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
-}
-
-fn example(name: &str) -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("examples").join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not built (cargo test builds examples)", p.display());
-        None
-    }
 }
 
 /// The 1-based number of the only line of `file` containing `text`.
