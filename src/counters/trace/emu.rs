@@ -9,13 +9,22 @@
 //! jump whose outcome depends on something unknown ends the path, so the driver only ever
 //! skips traps whose outcome is certain (the tracee is single-threaded in block mode, and
 //! nothing else runs between the trap and the path's execution).
+//!
+//! The vector registers (xmm/ymm, and zmm where the CPU has them) are modelled too, for the
+//! instructions that decide branches in string and memory functions and in compiled
+//! comparisons (vector loads and stores, byte/word/dword/qword compares, min/max, add/sub, the
+//! bitwise operations, `pmovmskb`/`movmskp*`, `ptest`, `(u)comis*`, `cvtts*2si`): their
+//! values are seeded from the thread's XSAVE image, read only when a path first needs a value
+//! it did not compute itself ([`VectorSeed`]). AVX-512 (EVEX) forms and opmask registers are
+//! not modelled: what they write is unknown.
 
-use iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use iced_x86::{ConditionCode, EncodingKind, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
-use super::sys::Memory;
+use super::sys::{Memory, XsaveLayout};
 
 /// Arithmetic flags, each possibly unknown.
 #[derive(Debug, Clone, Copy, Default)]
@@ -134,9 +143,79 @@ impl std::hash::Hasher for WordHasher {
     }
 }
 
+/// Where the vector registers' values at the trap come from: the thread's XSAVE image, read
+/// at most once per trap (`PTRACE_GETREGSET` costs a system call and a copy of a few KiB, so
+/// only paths that read a vector value they did not compute pay for it). Shared by every
+/// emulation of one trap.
+pub struct VectorSeed {
+    layout: XsaveLayout,
+    load: Box<dyn Fn() -> Option<Vec<u8>>>,
+    image: RefCell<Option<Option<Rc<[u8]>>>>,
+}
+
+impl VectorSeed {
+    pub fn new(layout: XsaveLayout, load: Box<dyn Fn() -> Option<Vec<u8>>>) -> Rc<VectorSeed> {
+        Rc::new(VectorSeed {
+            layout,
+            load,
+            image: RefCell::new(None),
+        })
+    }
+
+    fn image(&self) -> Option<Rc<[u8]>> {
+        self.image.borrow_mut().get_or_insert_with(|| (self.load)().map(Rc::from)).clone()
+    }
+
+    /// Whether the image was read (the trap's emulation needed a vector value).
+    pub fn was_read(&self) -> bool {
+        self.image.borrow().is_some()
+    }
+
+    /// Bytes of each vector register the CPU has (16 with SSE only, 32 with AVX, 64 with AVX-512).
+    fn vlmax(&self) -> usize {
+        if self.layout.zmm_hi != 0 {
+            64
+        } else if self.layout.ymm_hi != 0 {
+            32
+        } else {
+            16
+        }
+    }
+}
+
+/// One vector register along a path: `known` bytes have a value; `fresh` bytes still hold
+/// what the thread had at the trap (not yet read from the XSAVE image).
+#[derive(Debug, Clone, Copy)]
+struct VReg {
+    val: [u8; 64],
+    known: u64,
+    fresh: u64,
+}
+
+const VREG_AT_TRAP: VReg = VReg {
+    val: [0; 64],
+    known: 0,
+    fresh: u64::MAX,
+};
+
+/// The low `bytes` bits set.
+fn low_bits(bytes: usize) -> u64 {
+    if bytes >= 64 { u64::MAX } else { (1u64 << bytes) - 1 }
+}
+
+fn is_vec(r: Register) -> bool {
+    r.is_xmm() || r.is_ymm() || r.is_zmm()
+}
+
 /// The emulated state of one thread along a path.
 pub struct Emu {
     regs: [Option<u64>; 16],
+    /// xmm/ymm/zmm 0–31 (each as 64 bytes).
+    vregs: [VReg; 32],
+    /// MXCSR (rounding, DAZ, exception masks): None when unknown.
+    mxcsr: Option<u32>,
+    mxcsr_fresh: bool,
+    vseed: Option<Rc<VectorSeed>>,
     flags: Flags,
     fs: u64,
     gs: u64,
@@ -173,7 +252,18 @@ impl Emu {
             poisoned: false,
             last_generic: None,
             mem,
+            vregs: [VREG_AT_TRAP; 32],
+            mxcsr: None,
+            mxcsr_fresh: true,
+            vseed: None,
         }
+    }
+
+    /// Vector registers and MXCSR at the trap come from `seed` when a path needs them
+    /// (without one they are unknown).
+    pub fn with_vectors(mut self, seed: Rc<VectorSeed>) -> Emu {
+        self.vseed = Some(seed);
+        self
     }
 
     /// Value of a general register now (None: unknown), zero-extended from its width.
@@ -511,12 +601,16 @@ impl Emu {
         ) {
             // The kernel or the CPU decides: nothing is known afterwards.
             self.regs = [None; 16];
+            self.forget_vectors();
             self.unknown_flags();
             self.poisoned = true;
             return;
         }
         if i.has_rep_prefix() || i.has_repne_prefix() || i.has_lock_prefix() {
             return self.generic(i, factory);
+        }
+        if self.vector_step(i, factory) {
+            return;
         }
         match (m, b0) {
             (M::Mov, Some(n)) if i.op_count() == 2 => {
@@ -764,6 +858,37 @@ impl Emu {
                 let v = self.pop();
                 self.set(i.op0_register(), v);
             }
+            (M::Cbw | M::Cwde | M::Cdqe, _) => {
+                // ax/eax/rax = sign extension of al/ax/eax.
+                let (from, to) = match m {
+                    M::Cbw => (1, Register::AX),
+                    M::Cwde => (2, Register::EAX),
+                    _ => (4, Register::RAX),
+                };
+                let v = self.regs[0].map(|a| sext(a & mask(from), from) & mask(to.size() as u32));
+                self.set(to, v);
+            }
+            (M::Cwd | M::Cdq | M::Cqo, _) => {
+                // dx/edx/rdx = the sign of ax/eax/rax, repeated.
+                let (n, to) = match m {
+                    M::Cwd => (2, Register::DX),
+                    M::Cdq => (4, Register::EDX),
+                    _ => (8, Register::RDX),
+                };
+                let v = self.regs[0].map(|a| if sign(a, n) { mask(n) } else { 0 });
+                self.set(to, v);
+            }
+            (M::Bt, Some(n)) if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
+                // (Register bit base only: a memory base with a register offset addresses a
+                // bit string beyond the operand.)
+                let a = self.get(i.op0_register());
+                let k = self.operand(i, 1, n);
+                // CF = the bit (offset modulo the operand width); ZF unchanged; OF SF PF undefined.
+                self.flags.cf = a.zip(k).map(|(a, k)| (a >> (k % (8 * u64::from(n)))) & 1 == 1);
+                self.flags.of = None;
+                self.flags.sf = None;
+                self.flags.pf = None;
+            }
             (M::Leave, _) => {
                 self.regs[4] = self.regs[5];
                 let v = self.pop();
@@ -827,9 +952,30 @@ impl Emu {
         for (a, n) in stores {
             self.write_mem(a, n, None);
         }
+        if matches!(
+            i.mnemonic(),
+            Mnemonic::Ldmxcsr
+                | Mnemonic::Vldmxcsr
+                | Mnemonic::Fxrstor
+                | Mnemonic::Fxrstor64
+                | Mnemonic::Xrstor
+                | Mnemonic::Xrstor64
+                | Mnemonic::Xrstors
+                | Mnemonic::Xrstors64
+        ) {
+            // (Restores write registers iced-x86 does not list one by one.)
+            self.forget_vectors();
+        }
         for r in writes {
             if let Some(k) = gpr_index(r) {
                 self.regs[k] = None;
+            }
+            if is_vec(r) {
+                self.vregs[r.number()] = VReg {
+                    known: 0,
+                    fresh: 0,
+                    ..self.vregs[r.number()]
+                };
             }
             if matches!(r, Register::FS | Register::GS) {
                 self.poisoned = true;
@@ -838,6 +984,799 @@ impl Emu {
         if i.is_string_instruction() {
             self.poisoned = true;
         }
+    }
+}
+
+/// What a lane operation computes per element.
+#[derive(Debug, Clone, Copy)]
+enum Lane {
+    Eq,
+    GtSigned,
+    MinU,
+    MaxU,
+    MinS,
+    MaxS,
+    Add,
+    Sub,
+}
+
+/// Which bitwise operation (`andn` is `!a & b`).
+#[derive(Debug, Clone, Copy)]
+enum Bits {
+    And,
+    AndN,
+    Or,
+    Xor,
+}
+
+fn lane_op(m: Mnemonic) -> Option<(Lane, usize)> {
+    use Lane::*;
+    use Mnemonic as M;
+    Some(match m {
+        M::Pcmpeqb | M::Vpcmpeqb => (Eq, 1),
+        M::Pcmpeqw | M::Vpcmpeqw => (Eq, 2),
+        M::Pcmpeqd | M::Vpcmpeqd => (Eq, 4),
+        M::Pcmpeqq | M::Vpcmpeqq => (Eq, 8),
+        M::Pcmpgtb | M::Vpcmpgtb => (GtSigned, 1),
+        M::Pcmpgtw | M::Vpcmpgtw => (GtSigned, 2),
+        M::Pcmpgtd | M::Vpcmpgtd => (GtSigned, 4),
+        M::Pcmpgtq | M::Vpcmpgtq => (GtSigned, 8),
+        M::Pminub | M::Vpminub => (MinU, 1),
+        M::Pminuw | M::Vpminuw => (MinU, 2),
+        M::Pminud | M::Vpminud => (MinU, 4),
+        M::Pmaxub | M::Vpmaxub => (MaxU, 1),
+        M::Pmaxuw | M::Vpmaxuw => (MaxU, 2),
+        M::Pmaxud | M::Vpmaxud => (MaxU, 4),
+        M::Pminsb | M::Vpminsb => (MinS, 1),
+        M::Pminsw | M::Vpminsw => (MinS, 2),
+        M::Pminsd | M::Vpminsd => (MinS, 4),
+        M::Pmaxsb | M::Vpmaxsb => (MaxS, 1),
+        M::Pmaxsw | M::Vpmaxsw => (MaxS, 2),
+        M::Pmaxsd | M::Vpmaxsd => (MaxS, 4),
+        M::Paddb | M::Vpaddb => (Add, 1),
+        M::Paddw | M::Vpaddw => (Add, 2),
+        M::Paddd | M::Vpaddd => (Add, 4),
+        M::Paddq | M::Vpaddq => (Add, 8),
+        M::Psubb | M::Vpsubb => (Sub, 1),
+        M::Psubw | M::Vpsubw => (Sub, 2),
+        M::Psubd | M::Vpsubd => (Sub, 4),
+        M::Psubq | M::Vpsubq => (Sub, 8),
+        _ => return None,
+    })
+}
+
+fn bits_op(m: Mnemonic) -> Option<Bits> {
+    use Mnemonic as M;
+    Some(match m {
+        M::Pand | M::Vpand | M::Andps | M::Vandps | M::Andpd | M::Vandpd => Bits::And,
+        M::Pandn | M::Vpandn | M::Andnps | M::Vandnps | M::Andnpd | M::Vandnpd => Bits::AndN,
+        M::Por | M::Vpor | M::Orps | M::Vorps | M::Orpd | M::Vorpd => Bits::Or,
+        M::Pxor | M::Vpxor | M::Xorps | M::Vxorps | M::Xorpd | M::Vxorpd => Bits::Xor,
+        _ => return None,
+    })
+}
+
+/// Legacy SSE and VEX floating-point arithmetic, shuffles and inserts into a vector register:
+/// they write their first operand (a register) and nothing else, neither flags nor memory nor
+/// another register.
+fn writes_only_op0(i: &Instruction) -> bool {
+    use Mnemonic as M;
+    i.op_count() >= 2
+        && i.op0_kind() == OpKind::Register
+        && is_vec(i.op0_register())
+        && matches!(
+            i.mnemonic(),
+            M::Vfmadd132pd
+                | M::Vfmadd213pd
+                | M::Vfmadd231pd
+                | M::Vfmadd132ps
+                | M::Vfmadd213ps
+                | M::Vfmadd231ps
+                | M::Vfmadd132sd
+                | M::Vfmadd213sd
+                | M::Vfmadd231sd
+                | M::Vfmadd132ss
+                | M::Vfmadd213ss
+                | M::Vfmadd231ss
+                | M::Vfnmadd132pd
+                | M::Vfnmadd213pd
+                | M::Vfnmadd231pd
+                | M::Vfnmadd132ps
+                | M::Vfnmadd213ps
+                | M::Vfnmadd231ps
+                | M::Vfnmadd231sd
+                | M::Vfnmadd231ss
+                | M::Vfmsub231pd
+                | M::Vfmsub231ps
+                | M::Vfmaddpd
+                | M::Vfmaddps
+                | M::Vfnmaddpd
+                | M::Vfnmaddps
+                | M::Vaddpd
+                | M::Vaddps
+                | M::Vaddsd
+                | M::Vaddss
+                | M::Vsubpd
+                | M::Vsubps
+                | M::Vsubsd
+                | M::Vsubss
+                | M::Vmulpd
+                | M::Vmulps
+                | M::Vmulsd
+                | M::Vmulss
+                | M::Vdivpd
+                | M::Vdivsd
+                | M::Vbroadcastsd
+                | M::Vbroadcastss
+                | M::Vmovddup
+                | M::Vinsertf128
+                | M::Vinsertps
+                | M::Vunpcklpd
+                | M::Vunpcklps
+                | M::Vunpckhpd
+                | M::Vunpckhps
+                | M::Vshufpd
+                | M::Vshufps
+                | M::Vpermilpd
+                | M::Vpermilps
+                | M::Vperm2f128
+                | M::Vpermpd
+                | M::Vmovlhps
+                | M::Vmovhlps
+                | M::Vmovhpd
+                | M::Vmovlpd
+                | M::Vblendpd
+                | M::Vblendps
+                | M::Addpd
+                | M::Addps
+                | M::Addsd
+                | M::Addss
+                | M::Subpd
+                | M::Subps
+                | M::Subsd
+                | M::Subss
+                | M::Mulpd
+                | M::Mulps
+                | M::Mulsd
+                | M::Mulss
+                | M::Divpd
+                | M::Divsd
+                | M::Divss
+                | M::Sqrtsd
+                | M::Unpcklpd
+                | M::Unpckhpd
+                | M::Unpcklps
+                | M::Shufpd
+                | M::Shufps
+                | M::Movhpd
+                | M::Movlpd
+                | M::Movhps
+                | M::Movlps
+                | M::Cvtsi2sd
+                | M::Cvtsi2ss
+                | M::Cvtss2sd
+                | M::Cvtsd2ss
+        )
+}
+
+/// One element of `e` bytes at element index `k`, zero-extended.
+fn elem(v: &[u8; 64], k: usize, e: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b[..e].copy_from_slice(&v[k * e..k * e + e]);
+    u64::from_le_bytes(b)
+}
+
+fn put_elem(v: &mut [u8; 64], k: usize, e: usize, x: u64) {
+    v[k * e..k * e + e].copy_from_slice(&x.to_le_bytes()[..e]);
+}
+
+fn lanes(op: Lane, e: usize, w: usize, a: &[u8; 64], b: &[u8; 64]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    let bytes = e as u32;
+    for k in 0..w / e {
+        let (x, y) = (elem(a, k, e), elem(b, k, e));
+        let (sx, sy) = (sext(x, bytes) as i64, sext(y, bytes) as i64);
+        let r = match op {
+            Lane::Eq => {
+                if x == y {
+                    u64::MAX
+                } else {
+                    0
+                }
+            }
+            Lane::GtSigned => {
+                if sx > sy {
+                    u64::MAX
+                } else {
+                    0
+                }
+            }
+            Lane::MinU => x.min(y),
+            Lane::MaxU => x.max(y),
+            Lane::MinS => sx.min(sy) as u64,
+            Lane::MaxS => sx.max(sy) as u64,
+            Lane::Add => x.wrapping_add(y),
+            Lane::Sub => x.wrapping_sub(y),
+        };
+        put_elem(&mut out, k, e, r);
+    }
+    out
+}
+
+/// The class of an IEEE value of `n` bytes (4 or 8) that decides MXCSR's part in an operation.
+struct FpClass {
+    value: f64,
+    nan: bool,
+    snan: bool,
+    denormal: bool,
+}
+
+fn fp_class(bits: u64, n: u32) -> FpClass {
+    if n == 4 {
+        let x = f32::from_bits(bits as u32);
+        let (exp, frac) = ((bits >> 23) & 0xff, bits & 0x7f_ffff);
+        FpClass {
+            value: f64::from(x),
+            nan: x.is_nan(),
+            snan: x.is_nan() && frac >> 22 == 0,
+            denormal: exp == 0 && frac != 0,
+        }
+    } else {
+        let x = f64::from_bits(bits);
+        let (exp, frac) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+        FpClass {
+            value: x,
+            nan: x.is_nan(),
+            snan: x.is_nan() && frac >> 51 == 0,
+            denormal: exp == 0 && frac != 0,
+        }
+    }
+}
+
+/// Vector register `n` from an XSAVE image: a component whose XSTATE_BV bit is clear is in
+/// its initial state (zeros) whatever its bytes in the image hold (kernels before 5.14 copy
+/// the area as XSAVEOPT left it).
+fn vector_in_image(layout: &XsaveLayout, xs: &[u8], n: usize) -> [u8; 64] {
+    let mut v = layout.vector(xs, n);
+    let bv = xs
+        .get(512..520)
+        .map_or(0, |b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+    let init = |bit: u32| bv >> bit & 1 == 0;
+    if n < 16 {
+        if init(1) {
+            v[..16].fill(0);
+        }
+        if init(2) {
+            v[16..32].fill(0);
+        }
+        if init(6) {
+            v[32..].fill(0);
+        }
+    } else if init(7) {
+        v.fill(0);
+    }
+    v
+}
+
+/// MXCSR bits the modelled FP instructions depend on.
+const MXCSR_DAZ: u32 = 1 << 6;
+const MXCSR_IM: u32 = 1 << 7;
+const MXCSR_DM: u32 = 1 << 8;
+const MXCSR_PM: u32 = 1 << 12;
+
+impl Emu {
+    /// Every vector register and MXCSR unknown (after a system call, an XRSTOR, …).
+    fn forget_vectors(&mut self) {
+        for r in &mut self.vregs {
+            r.known = 0;
+            r.fresh = 0;
+        }
+        self.mxcsr = None;
+        self.mxcsr_fresh = false;
+    }
+
+    /// Fill every byte still `fresh` from the thread's XSAVE image (unknown without one).
+    fn load_vectors(&mut self) {
+        let img = self.vseed.as_ref().and_then(|s| s.image().map(|x| (x, s.layout, s.vlmax())));
+        for (n, r) in self.vregs.iter_mut().enumerate() {
+            if r.fresh == 0 {
+                continue;
+            }
+            match &img {
+                Some((xs, layout, vl)) if n < 16 || layout.hi16_zmm != 0 => {
+                    let v = vector_in_image(layout, xs, n);
+                    for (b, x) in v.iter().enumerate() {
+                        if r.fresh >> b & 1 == 1 {
+                            r.val[b] = *x;
+                            if b < *vl {
+                                r.known |= 1 << b;
+                            } else {
+                                r.known &= !(1 << b);
+                            }
+                        }
+                    }
+                }
+                _ => r.known &= !r.fresh,
+            }
+            r.fresh = 0;
+        }
+        if self.mxcsr_fresh {
+            self.mxcsr = img.and_then(|(xs, _, _)| xs.get(24..28).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+            self.mxcsr_fresh = false;
+        }
+    }
+
+    fn mxcsr_now(&mut self) -> Option<u32> {
+        if self.mxcsr_fresh {
+            self.load_vectors();
+        }
+        self.mxcsr
+    }
+
+    /// The low `len` bytes of vector register `r` when all are known.
+    fn vread(&mut self, r: Register, len: usize) -> Option<[u8; 64]> {
+        let n = r.number();
+        let m = low_bits(len);
+        if self.vregs[n].fresh & m != 0 {
+            self.load_vectors();
+        }
+        let v = &self.vregs[n];
+        (v.known & m == m).then_some(v.val)
+    }
+
+    /// Write the low `len` bytes of vector register `n` (None: unknown); with `zero_upper`
+    /// (VEX encodings) every byte above is zeroed, else (legacy SSE) kept.
+    fn vwrite(&mut self, n: usize, data: Option<[u8; 64]>, len: usize, zero_upper: bool) {
+        let m = low_bits(len);
+        let r = &mut self.vregs[n];
+        match data {
+            Some(d) => {
+                r.val[..len].copy_from_slice(&d[..len]);
+                r.known |= m;
+            }
+            None => r.known &= !m,
+        }
+        r.fresh &= !m;
+        if zero_upper {
+            r.val[len..].fill(0);
+            r.known |= !m;
+            r.fresh = 0;
+        }
+    }
+
+    /// `len` bytes of memory as the path sees them (None if any is unknown).
+    fn read_bytes(&mut self, a: u64, len: usize) -> Option<[u8; 64]> {
+        let mut out = [0u8; 64];
+        let mut k = 0;
+        while k < len {
+            let c = (len - k).min(8);
+            let v = self.read_mem(a.wrapping_add(k as u64), c as u32)?;
+            out[k..k + c].copy_from_slice(&v.to_le_bytes()[..c]);
+            k += c;
+        }
+        Some(out)
+    }
+
+    /// Store `len` bytes (None: their values unknown; an unknown address poisons memory).
+    fn write_bytes(&mut self, a: Option<u64>, data: Option<[u8; 64]>, len: usize) {
+        match (a, data) {
+            (Some(a), Some(d)) => {
+                let mut k = 0;
+                while k < len {
+                    let c = (len - k).min(8);
+                    let mut b = [0u8; 8];
+                    b[..c].copy_from_slice(&d[k..k + c]);
+                    self.write_mem(Some(a.wrapping_add(k as u64)), c as u32, Some(u64::from_le_bytes(b)));
+                    k += c;
+                }
+            }
+            _ => self.write_mem(a, len as u32, None),
+        }
+    }
+
+    /// The memory operand's address, None when the instruction would fault on it for
+    /// alignment (`align` bytes; such a load is unknown, such a store poisons memory).
+    fn vector_ea(&self, i: &Instruction, align: usize) -> Option<u64> {
+        let a = self.ea(i)?;
+        (a % align as u64 == 0).then_some(a)
+    }
+
+    /// Operand `o` as `len` bytes: a vector register's low bytes or memory.
+    fn vsrc(&mut self, i: &Instruction, o: u32, len: usize, align: usize) -> Option<[u8; 64]> {
+        match i.op_kind(o) {
+            OpKind::Register if is_vec(i.op_register(o)) => self.vread(i.op_register(o), len),
+            OpKind::Memory => {
+                let a = self.vector_ea(i, align)?;
+                self.read_bytes(a, len)
+            }
+            _ => None,
+        }
+    }
+
+    /// An instruction that names a vector register (or `vzeroupper`/`vzeroall`): modelled, or
+    /// made unknown by `generic`. False when it names none (the integer code handles it).
+    fn vector_step(&mut self, i: &Instruction, factory: &mut InstructionInfoFactory) -> bool {
+        let m = i.mnemonic();
+        let names_vector = (0..i.op_count()).any(|o| i.op_kind(o) == OpKind::Register && is_vec(i.op_register(o)));
+        if !names_vector && !matches!(m, Mnemonic::Vzeroupper | Mnemonic::Vzeroall) {
+            return false;
+        }
+        let vex = match i.encoding() {
+            EncodingKind::Legacy => false,
+            EncodingKind::VEX => true,
+            // AVX-512 (masks, broadcasts, embedded rounding), XOP, …: not modelled.
+            _ => {
+                self.generic(i, factory);
+                return true;
+            }
+        };
+        if !self.vector_op(i, vex) {
+            if writes_only_op0(i) {
+                // (What `generic` would conclude, without asking iced-x86 for the
+                // instruction's register and memory use: BLAS kernels are mostly these.)
+                self.last_generic = Some((i.ip(), i.mnemonic()));
+                let n = i.op0_register().number();
+                self.vregs[n].known = 0;
+                self.vregs[n].fresh = 0;
+            } else {
+                self.generic(i, factory);
+            }
+        }
+        true
+    }
+
+    /// Alignment a legacy SSE memory operand of `len` bytes needs (VEX forms need none but
+    /// the aligned moves').
+    fn align_of(i: &Instruction, vex: bool, len: usize) -> usize {
+        use Mnemonic as M;
+        let aligned_move = matches!(
+            i.mnemonic(),
+            M::Movdqa
+                | M::Movaps
+                | M::Movapd
+                | M::Movntdq
+                | M::Movntdqa
+                | M::Movntps
+                | M::Movntpd
+                | M::Vmovdqa
+                | M::Vmovaps
+                | M::Vmovapd
+                | M::Vmovntdq
+                | M::Vmovntdqa
+                | M::Vmovntps
+                | M::Vmovntpd
+        );
+        let unaligned = matches!(i.mnemonic(), M::Movdqu | M::Movups | M::Movupd | M::Lddqu);
+        if aligned_move || (!vex && !unaligned && len == 16) {
+            len
+        } else {
+            1
+        }
+    }
+
+    /// Model a legacy SSE or VEX instruction; false when this form is not modelled (before
+    /// any effect that `generic` would not also undo).
+    fn vector_op(&mut self, i: &Instruction, vex: bool) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register());
+        let mem_len = i.memory_size().size();
+        match m {
+            M::Vzeroupper | M::Vzeroall => {
+                for r in &mut self.vregs[..16] {
+                    let keep = if m == M::Vzeroupper { 16 } else { 0 };
+                    r.val[keep..].fill(0);
+                    r.known |= !low_bits(keep);
+                    r.fresh &= low_bits(keep);
+                }
+            }
+            M::Movdqa
+            | M::Movdqu
+            | M::Movaps
+            | M::Movups
+            | M::Movapd
+            | M::Movupd
+            | M::Lddqu
+            | M::Movntdqa
+            | M::Movntdq
+            | M::Movntps
+            | M::Movntpd
+            | M::Vmovdqa
+            | M::Vmovdqu
+            | M::Vmovaps
+            | M::Vmovups
+            | M::Vmovapd
+            | M::Vmovupd
+            | M::Vlddqu
+            | M::Vmovntdqa
+            | M::Vmovntdq
+            | M::Vmovntps
+            | M::Vmovntpd
+                if i.op_count() == 2 =>
+            {
+                match (reg0, i.op1_kind()) {
+                    (Some(d), k1) if is_vec(d) && (k1 == OpKind::Register || mem_len == d.size()) => {
+                        let w = d.size();
+                        let v = self.vsrc(i, 1, w, Self::align_of(i, vex, w));
+                        self.vwrite(d.number(), v, w, vex);
+                    }
+                    (None, OpKind::Register) if k0 == OpKind::Memory && is_vec(i.op1_register()) && mem_len == i.op1_register().size() => {
+                        let s = i.op1_register();
+                        let w = s.size();
+                        let v = self.vread(s, w);
+                        let a = self.vector_ea(i, Self::align_of(i, vex, w));
+                        self.write_bytes(a, v, w);
+                    }
+                    _ => return false,
+                }
+            }
+            M::Movd | M::Movq | M::Vmovd | M::Vmovq if i.op_count() == 2 => {
+                let n = if matches!(m, M::Movd | M::Vmovd) { 4 } else { 8 };
+                match (reg0, i.op1_kind()) {
+                    (Some(d), k1) if is_vec(d) => {
+                        let v = match k1 {
+                            OpKind::Register if is_vec(i.op1_register()) => self.vread(i.op1_register(), n).map(|b| elem(&b, 0, n)),
+                            OpKind::Register if i.op1_register().is_gpr() && i.op1_register().size() == n => self.get(i.op1_register()),
+                            OpKind::Memory if mem_len == n => self.ea(i).and_then(|a| self.read_mem(a, n as u32)),
+                            _ => return false,
+                        };
+                        let data = v.map(|v| {
+                            let mut b = [0u8; 64];
+                            put_elem(&mut b, 0, 8, v);
+                            b
+                        });
+                        self.vwrite(d.number(), data, 16, vex);
+                    }
+                    (_, OpKind::Register) if is_vec(i.op1_register()) => {
+                        let v = self.vread(i.op1_register(), n).map(|b| elem(&b, 0, n));
+                        match (reg0, k0) {
+                            (Some(d), _) if d.is_gpr() && d.size() == n => self.set(d, v),
+                            (None, OpKind::Memory) if mem_len == n => {
+                                let a = self.ea(i);
+                                self.write_mem(a, n as u32, v);
+                            }
+                            _ => return false,
+                        }
+                    }
+                    _ => return false,
+                }
+            }
+            M::Movss | M::Movsd | M::Vmovss | M::Vmovsd if !i.is_string_instruction() => {
+                let n = if matches!(m, M::Movss | M::Vmovss) { 4 } else { 8 };
+                match (reg0, i.op_count()) {
+                    (Some(d), 2) if is_vec(d) && i.op1_kind() == OpKind::Memory => {
+                        // A load zeroes the rest of the low 128 bits.
+                        let v = self.vsrc(i, 1, n, 1).map(|b| {
+                            let mut z = [0u8; 64];
+                            z[..n].copy_from_slice(&b[..n]);
+                            z
+                        });
+                        self.vwrite(d.number(), v, 16, vex);
+                    }
+                    (Some(d), 2) if is_vec(d) && !vex => {
+                        // Register to register (legacy): only the low element moves.
+                        let v = self.vsrc(i, 1, n, 1);
+                        self.vwrite(d.number(), v, n, false);
+                    }
+                    (Some(d), 3) if is_vec(d) => {
+                        let hi = self.vsrc(i, 1, 16, 1);
+                        let lo = self.vsrc(i, 2, n, 1);
+                        let v = hi.zip(lo).map(|(mut h, l)| {
+                            h[..n].copy_from_slice(&l[..n]);
+                            h
+                        });
+                        self.vwrite(d.number(), v, 16, true);
+                    }
+                    (None, 2) if k0 == OpKind::Memory && mem_len == n => {
+                        let v = self.vsrc(i, 1, n, 1);
+                        let a = self.ea(i);
+                        self.write_bytes(a, v, n);
+                    }
+                    _ => return false,
+                }
+            }
+            M::Vpbroadcastb | M::Vpbroadcastw | M::Vpbroadcastd | M::Vpbroadcastq if i.op_count() == 2 => {
+                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+                let e = match m {
+                    M::Vpbroadcastb => 1,
+                    M::Vpbroadcastw => 2,
+                    M::Vpbroadcastd => 4,
+                    _ => 8,
+                };
+                if i.op1_kind() == OpKind::Memory && mem_len != e {
+                    return false;
+                }
+                let w = d.size();
+                let v = self.vsrc(i, 1, e, 1).map(|s| {
+                    let mut out = [0u8; 64];
+                    for k in 0..w / e {
+                        out[k * e..k * e + e].copy_from_slice(&s[..e]);
+                    }
+                    out
+                });
+                self.vwrite(d.number(), v, w, true);
+            }
+            _ if bits_op(m).is_some() || lane_op(m).is_some() => {
+                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+                let (a_op, b_op) = if vex { (1, 2) } else { (0, 1) };
+                if i.op_count() != b_op + 1 || (i.op_kind(b_op) == OpKind::Memory && mem_len != d.size()) {
+                    return false;
+                }
+                let w = d.size();
+                // The same register twice: `pxor x, x` is zero and `pcmpeqb x, x` all ones
+                // whatever x holds.
+                let same = i.op_kind(a_op) == OpKind::Register
+                    && i.op_kind(b_op) == OpKind::Register
+                    && i.op_register(a_op) == i.op_register(b_op);
+                let v = match (bits_op(m), lane_op(m)) {
+                    (Some(Bits::Xor | Bits::AndN), _) if same => Some([0u8; 64]),
+                    (_, Some((Lane::Eq, _))) if same => Some([0xff; 64]),
+                    (_, Some((Lane::GtSigned | Lane::Sub, _))) if same => Some([0u8; 64]),
+                    (op, lane) => {
+                        let a = self.vsrc(i, a_op, w, 1);
+                        let b = self.vsrc(i, b_op, w, Self::align_of(i, vex, w));
+                        a.zip(b).map(|(a, b)| match (op, lane) {
+                            (Some(op), _) => {
+                                let mut out = [0u8; 64];
+                                for k in 0..w {
+                                    out[k] = match op {
+                                        Bits::And => a[k] & b[k],
+                                        Bits::AndN => !a[k] & b[k],
+                                        Bits::Or => a[k] | b[k],
+                                        Bits::Xor => a[k] ^ b[k],
+                                    };
+                                }
+                                out
+                            }
+                            (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
+                            (None, None) => unreachable!("one of bits_op and lane_op matched"),
+                        })
+                    }
+                };
+                self.vwrite(d.number(), v, w, vex);
+            }
+            M::Pmovmskb | M::Vpmovmskb | M::Movmskps | M::Vmovmskps | M::Movmskpd | M::Vmovmskpd if i.op_count() == 2 => {
+                let Some(d) = reg0.filter(|d| d.is_gpr32() || d.is_gpr64()) else {
+                    return false;
+                };
+                if !(i.op1_kind() == OpKind::Register && is_vec(i.op1_register())) {
+                    return false;
+                }
+                let s = i.op1_register();
+                let e = match m {
+                    M::Pmovmskb | M::Vpmovmskb => 1,
+                    M::Movmskps | M::Vmovmskps => 4,
+                    _ => 8,
+                };
+                let w = s.size();
+                let v = self
+                    .vread(s, w)
+                    .map(|b| (0..w / e).fold(0u64, |acc, k| acc | (u64::from(b[k * e + e - 1] >> 7) << k)));
+                self.set(d, v);
+            }
+            M::Ptest | M::Vptest if i.op_count() == 2 && reg0.is_some_and(is_vec) => {
+                let w = i.op0_register().size();
+                if i.op1_kind() == OpKind::Memory && mem_len != w {
+                    return false;
+                }
+                let a = self.vsrc(i, 0, w, 1);
+                let b = self.vsrc(i, 1, w, Self::align_of(i, vex, w));
+                self.flags = match a.zip(b) {
+                    Some((a, b)) => Flags {
+                        zf: Some((0..w).all(|k| a[k] & b[k] == 0)),
+                        cf: Some((0..w).all(|k| !a[k] & b[k] == 0)),
+                        of: Some(false),
+                        sf: Some(false),
+                        pf: Some(false),
+                    },
+                    None => Flags::default(),
+                };
+            }
+            M::Ucomisd | M::Comisd | M::Ucomiss | M::Comiss | M::Vucomisd | M::Vcomisd | M::Vucomiss | M::Vcomiss
+                if i.op_count() == 2 && reg0.is_some_and(is_vec) =>
+            {
+                let n = if matches!(m, M::Ucomiss | M::Comiss | M::Vucomiss | M::Vcomiss) {
+                    4
+                } else {
+                    8
+                };
+                if i.op1_kind() == OpKind::Memory && mem_len != n {
+                    return false;
+                }
+                let signaling = matches!(m, M::Comisd | M::Comiss | M::Vcomisd | M::Vcomiss);
+                let a = self.vsrc(i, 0, n, 1).map(|b| elem(&b, 0, n));
+                let b = self.vsrc(i, 1, n, 1).map(|b| elem(&b, 0, n));
+                let order = match (a, b) {
+                    (Some(a), Some(b)) => self.fp_compare(a, b, n as u32, signaling),
+                    _ => None,
+                };
+                // Unordered: ZF PF CF = 111; greater 000; less 001; equal 100; OF SF AF = 0.
+                self.flags = match order {
+                    Some(o) => {
+                        let (zf, pf, cf) = match o {
+                            None => (true, true, true),
+                            Some(std::cmp::Ordering::Greater) => (false, false, false),
+                            Some(std::cmp::Ordering::Less) => (false, false, true),
+                            Some(std::cmp::Ordering::Equal) => (true, false, false),
+                        };
+                        Flags {
+                            zf: Some(zf),
+                            pf: Some(pf),
+                            cf: Some(cf),
+                            of: Some(false),
+                            sf: Some(false),
+                        }
+                    }
+                    None => Flags::default(),
+                };
+            }
+            M::Cvttsd2si | M::Cvttss2si | M::Vcvttsd2si | M::Vcvttss2si if i.op_count() == 2 => {
+                let Some(d) = reg0.filter(|d| d.is_gpr32() || d.is_gpr64()) else {
+                    return false;
+                };
+                let n = if matches!(m, M::Cvttss2si | M::Vcvttss2si) { 4 } else { 8 };
+                if i.op1_kind() == OpKind::Memory && mem_len != n {
+                    return false;
+                }
+                let x = self.vsrc(i, 1, n, 1).map(|b| elem(&b, 0, n));
+                let v = x.and_then(|x| self.truncate(x, n as u32, d.size() as u32));
+                self.set(d, v);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// `(u)comis*`: the order of two scalars (Some(None): unordered), None where MXCSR would
+    /// decide and is unknown, or where the CPU would raise an unmasked exception instead.
+    fn fp_compare(&mut self, a: u64, b: u64, n: u32, signaling: bool) -> Option<Option<std::cmp::Ordering>> {
+        let (x, y) = (fp_class(a, n), fp_class(b, n));
+        let invalid = (x.nan || y.nan) && (signaling || x.snan || y.snan);
+        let denormal = x.denormal || y.denormal;
+        if invalid || denormal {
+            let csr = self.mxcsr_now()?;
+            if invalid && csr & MXCSR_IM == 0 {
+                return None;
+            }
+            // With DAZ a denormal operand is zero (which compares equal to any zero, as the
+            // denormal's sign does not matter); without it, #D must be masked.
+            if denormal && csr & MXCSR_DAZ == 0 && csr & MXCSR_DM == 0 {
+                return None;
+            }
+            if denormal && csr & MXCSR_DAZ != 0 {
+                let z = |c: &FpClass| if c.denormal { 0.0 } else { c.value };
+                return Some(z(&x).partial_cmp(&z(&y)));
+            }
+        }
+        Some(x.value.partial_cmp(&y.value))
+    }
+
+    /// `cvtts*2si`: the truncated integer of `dst` bytes (the "integer indefinite" 1 << 31 or
+    /// 1 << 63 for NaN and out of range), None where MXCSR would decide and is unknown or the
+    /// CPU would raise an unmasked exception.
+    fn truncate(&mut self, bits: u64, n: u32, dst: u32) -> Option<u64> {
+        let c = fp_class(bits, n);
+        let limit = 2f64.powi(8 * dst as i32 - 1);
+        let indefinite = 1u64 << (8 * dst - 1);
+        let x = if c.denormal {
+            let csr = self.mxcsr_now()?;
+            if csr & MXCSR_DAZ != 0 { 0.0 } else { c.value }
+        } else {
+            c.value
+        };
+        if c.nan || !(x.trunc() >= -limit && x.trunc() < limit) {
+            let csr = self.mxcsr_now()?;
+            return (csr & MXCSR_IM != 0).then_some(indefinite);
+        }
+        let t = x.trunc();
+        if t != x {
+            let csr = self.mxcsr_now()?;
+            if csr & MXCSR_PM == 0 {
+                return None;
+            }
+        }
+        Some((t as i64 as u64) & mask(dst))
     }
 }
 
@@ -986,6 +1925,25 @@ mod tests {
                 &[(0, a), (2, k)],
             );
             assert_eq!(r[1], Some(if k < 64 { a & ((1u64 << k) - 1) } else { a }));
+            // Sign extensions of the accumulator, and bt.
+            let (_, r) = emu_asm(&[I::with(C::Cdqe)], &[(0, a)]);
+            assert_eq!(r[0], Some(a as i32 as i64 as u64));
+            let (_, r) = emu_asm(&[I::with(C::Cwde)], &[(0, a)]);
+            assert_eq!(r[0], Some(u64::from(a as i16 as i32 as u32)));
+            let (_, r) = emu_asm(&[I::with(C::Cqo)], &[(0, a), (2, b)]);
+            assert_eq!(r[2], Some(((a as i64) >> 63) as u64));
+            let (_, r) = emu_asm(&[I::with(C::Cdq)], &[(0, a), (2, b)]);
+            assert_eq!(r[2], Some(u64::from(((a as i32) >> 31) as u32)));
+            let (t, _) = emu_asm(
+                &[I::with2(C::Bt_rm64_r64, R::RAX, R::RSI).unwrap(), jcc(C::Jb_rel32_64)],
+                &[(0, a), (6, b)],
+            );
+            assert_eq!(t, Some(a >> (b % 64) & 1 == 1));
+            let (t, _) = emu_asm(
+                &[I::with2(C::Bt_rm32_imm8, R::EAX, (b % 256) as u32).unwrap(), jcc(C::Jae_rel32_64)],
+                &[(0, a)],
+            );
+            assert_eq!(t, Some((a as u32) >> (b % 256 % 32) & 1 == 0));
             let (_, r) = emu_asm(&[I::with2(C::Shr_rm64_CL, R::RAX, R::CL).unwrap()], &[(0, a), (1, b)]);
             assert_eq!(r[0], Some(a >> (b % 64)));
             let (_, r) = emu_asm(
@@ -993,6 +1951,478 @@ mod tests {
                 &[(0, a), (2, b)],
             );
             assert_eq!(r[1], Some(u64::from(((a as i32) >> (b % 32)) as u32)));
+        }
+    }
+
+    /// Registers around one vector instruction: ymm0–ymm3, rax (rdi points at `mem`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    #[repr(C, align(32))]
+    struct VecState {
+        y: [[u8; 32]; 4],
+        /// 32-byte aligned (for the aligned moves).
+        mem: [u8; 64],
+        rax: u64,
+    }
+
+    /// Run `insn` natively with ymm0–3, rax and [rdi] from `s`; flags (ZF CF PF SF OF) come back.
+    macro_rules! native {
+        ($insn:literal, $s:expr) => {{
+            let mut s: VecState = $s;
+            let mut rax = s.rax;
+            let fl: u64;
+            let y = s.y.as_mut_ptr();
+            let mem = s.mem.as_mut_ptr();
+            // SAFETY: the asm reads and writes only the 128 bytes of `s.y` and the 64 of
+            // `s.mem` (through rdi), clobbers the registers it names, and balances its push/pop.
+            unsafe {
+                std::arch::asm!(
+                    "vmovdqu ymm0, [{y}]",
+                    "vmovdqu ymm1, [{y} + 32]",
+                    "vmovdqu ymm2, [{y} + 64]",
+                    "vmovdqu ymm3, [{y} + 96]",
+                    $insn,
+                    "pushfq",
+                    "pop {fl}",
+                    "vmovdqu [{y}], ymm0",
+                    "vmovdqu [{y} + 32], ymm1",
+                    "vmovdqu [{y} + 64], ymm2",
+                    "vmovdqu [{y} + 96], ymm3",
+                    y = in(reg) y,
+                    fl = out(reg) fl,
+                    inout("rax") rax,
+                    in("rdi") mem,
+                    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+                );
+            }
+            s.rax = rax;
+            (s, fl)
+        }};
+    }
+
+    fn mxcsr_now() -> u32 {
+        let mut m = 0u32;
+        // SAFETY: stmxcsr writes the 4 bytes of `m`.
+        unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut m, options(nostack)) };
+        m
+    }
+
+    /// The same instruction through the emulator, from the same state; the result where known
+    /// (`None` for a register or memory byte it does not know) and its flags.
+    fn emulated(i: iced_x86::Instruction, s: &VecState) -> (Option<VecState>, Flags) {
+        let mut enc = iced_x86::Encoder::new(64);
+        enc.encode(&i, 0x1000).unwrap();
+        let bytes = enc.take_buffer();
+        let mut d = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let insn = d.decode();
+        let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let mut e = Emu::new(&regs, mem);
+        // rdi points at a copy of the memory the native run used (the emulator reads this process).
+        let buf = Box::new(*s);
+        e.regs[0] = Some(s.rax);
+        e.regs[7] = Some(buf.mem.as_ptr() as u64);
+        for (n, y) in s.y.iter().enumerate() {
+            e.vregs[n].val[..32].copy_from_slice(y);
+            e.vregs[n].known = low_bits(32);
+            e.vregs[n].fresh = 0;
+        }
+        e.mxcsr = Some(mxcsr_now());
+        e.mxcsr_fresh = false;
+        e.step(&insn, &mut InstructionInfoFactory::new());
+        let mut out = *s;
+        out.rax = match e.regs[0] {
+            Some(v) => v,
+            None => return (None, e.flags),
+        };
+        for n in 0..4 {
+            match e.vread(Register::YMM0 + n as u32, 32) {
+                Some(v) => out.y[n].copy_from_slice(&v[..32]),
+                None => return (None, e.flags),
+            }
+        }
+        match e.read_bytes(buf.mem.as_ptr() as u64, 64) {
+            Some(m) => out.mem = m,
+            None => return (None, e.flags),
+        }
+        std::hint::black_box(&buf);
+        (Some(out), e.flags)
+    }
+
+    /// Random lanes with many equal bytes and words between registers (so compares see both).
+    fn vec_state(seed: &mut u64) -> VecState {
+        let mut s = VecState {
+            y: [[0; 32]; 4],
+            rax: xorshift(seed),
+            mem: [0; 64],
+        };
+        for b in s.mem.iter_mut() {
+            *b = xorshift(seed) as u8;
+        }
+        for n in 0..4 {
+            for k in 0..32 {
+                let r = xorshift(seed);
+                s.y[n][k] = match r % 5 {
+                    0 if n > 0 => s.y[0][k],
+                    1 => s.mem[k],
+                    2 => 0,
+                    _ => (r >> 8) as u8,
+                };
+            }
+        }
+        // Scalars worth comparing and converting in the low lanes of xmm0/xmm1 and the memory.
+        let pool = |r: u64| -> u64 {
+            match r % 10 {
+                0 => f64::NAN.to_bits(),
+                1 => 0x7ff0_0000_0000_0001,       // signalling NaN
+                2 => (r >> 20) & ((1 << 52) - 1), // denormal (or zero)
+                3 => (-0.0f64).to_bits(),
+                4 => ((r >> 8) as i32 as f64).to_bits(),
+                5 => (((r >> 8) % 1000) as f64 / 8.0 - 60.0).to_bits(),
+                6 => (((r >> 8) as i64 as f64) * 3.0).to_bits(),
+                7 => f64::INFINITY.to_bits(),
+                _ => r,
+            }
+        };
+        let (a, b) = (pool(xorshift(seed)), pool(xorshift(seed)));
+        let b = if xorshift(seed).is_multiple_of(4) { a } else { b };
+        s.y[0][..8].copy_from_slice(&a.to_le_bytes());
+        s.y[1][..8].copy_from_slice(&b.to_le_bytes());
+        s.mem[..8].copy_from_slice(&b.to_le_bytes());
+        // The same for singles.
+        let f = |r: u64| -> u32 {
+            match r % 6 {
+                0 => f32::NAN.to_bits(),
+                1 => (r >> 40) as u32 & 0x7f_ffff,
+                2 => ((r >> 8) as i16 as f32 / 4.0).to_bits(),
+                3 => 0x7f80_0001,
+                _ => r as u32,
+            }
+        };
+        let (x, z) = (f(xorshift(seed)), f(xorshift(seed)));
+        let z = if xorshift(seed).is_multiple_of(4) { x } else { z };
+        s.y[2][..4].copy_from_slice(&x.to_le_bytes());
+        s.y[3][..4].copy_from_slice(&z.to_le_bytes());
+        s
+    }
+
+    #[test]
+    fn vector_ops_match_the_cpu() {
+        use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("sse4.2")) {
+            eprintln!("skipped: needs AVX2 and SSE4.2");
+            return;
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+        let m = || MemoryOperand::with_base(R::RDI);
+        let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
+        let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
+        let (x0, x1, x2, x3) = (R::XMM0, R::XMM1, R::XMM2, R::XMM3);
+        let (y0, y1, y2) = (R::YMM0, R::YMM1, R::YMM2);
+        // Each case: the instruction for the emulator and the native run of the same text.
+        type Native = fn(VecState) -> (VecState, u64);
+        let cases: Vec<(I, Native)> = vec![
+            (r2(C::Pcmpeqb_xmm_xmmm128, x0, x1), |s| native!("pcmpeqb xmm0, xmm1", s)),
+            (r2(C::Pcmpeqw_xmm_xmmm128, x0, x1), |s| native!("pcmpeqw xmm0, xmm1", s)),
+            (r2(C::Pcmpeqd_xmm_xmmm128, x0, x1), |s| native!("pcmpeqd xmm0, xmm1", s)),
+            (r2(C::Pcmpeqq_xmm_xmmm128, x0, x1), |s| native!("pcmpeqq xmm0, xmm1", s)),
+            (r2(C::Pcmpgtb_xmm_xmmm128, x0, x1), |s| native!("pcmpgtb xmm0, xmm1", s)),
+            (r2(C::Pcmpgtw_xmm_xmmm128, x0, x1), |s| native!("pcmpgtw xmm0, xmm1", s)),
+            (r2(C::Pcmpgtd_xmm_xmmm128, x0, x1), |s| native!("pcmpgtd xmm0, xmm1", s)),
+            (r2(C::Pcmpgtq_xmm_xmmm128, x0, x1), |s| native!("pcmpgtq xmm0, xmm1", s)),
+            (r2(C::Pminub_xmm_xmmm128, x0, x1), |s| native!("pminub xmm0, xmm1", s)),
+            (r2(C::Pmaxub_xmm_xmmm128, x0, x1), |s| native!("pmaxub xmm0, xmm1", s)),
+            (r2(C::Pminuw_xmm_xmmm128, x0, x1), |s| native!("pminuw xmm0, xmm1", s)),
+            (r2(C::Pmaxud_xmm_xmmm128, x0, x1), |s| native!("pmaxud xmm0, xmm1", s)),
+            (r2(C::Pminsb_xmm_xmmm128, x0, x1), |s| native!("pminsb xmm0, xmm1", s)),
+            (r2(C::Pminsw_xmm_xmmm128, x0, x1), |s| native!("pminsw xmm0, xmm1", s)),
+            (r2(C::Pmaxsd_xmm_xmmm128, x0, x1), |s| native!("pmaxsd xmm0, xmm1", s)),
+            (r2(C::Paddb_xmm_xmmm128, x0, x1), |s| native!("paddb xmm0, xmm1", s)),
+            (r2(C::Paddq_xmm_xmmm128, x0, x1), |s| native!("paddq xmm0, xmm1", s)),
+            (r2(C::Psubw_xmm_xmmm128, x0, x1), |s| native!("psubw xmm0, xmm1", s)),
+            (r2(C::Psubd_xmm_xmmm128, x0, x1), |s| native!("psubd xmm0, xmm1", s)),
+            (r2(C::Pand_xmm_xmmm128, x0, x1), |s| native!("pand xmm0, xmm1", s)),
+            (r2(C::Pandn_xmm_xmmm128, x0, x1), |s| native!("pandn xmm0, xmm1", s)),
+            (r2(C::Por_xmm_xmmm128, x0, x1), |s| native!("por xmm0, xmm1", s)),
+            (r2(C::Pxor_xmm_xmmm128, x0, x1), |s| native!("pxor xmm0, xmm1", s)),
+            (r2(C::Andnpd_xmm_xmmm128, x0, x1), |s| native!("andnpd xmm0, xmm1", s)),
+            (r2(C::Xorps_xmm_xmmm128, x2, x2), |s| native!("xorps xmm2, xmm2", s)),
+            (r2(C::Pcmpeqb_xmm_xmmm128, x3, x3), |s| native!("pcmpeqb xmm3, xmm3", s)),
+            (I::with2(C::Pcmpeqb_xmm_xmmm128, x0, m()).unwrap(), |s| {
+                native!("pcmpeqb xmm0, [rdi]", s)
+            }),
+            (I::with2(C::Pminub_xmm_xmmm128, x0, m()).unwrap(), |s| {
+                native!("pminub xmm0, [rdi]", s)
+            }),
+            (r2(C::Pmovmskb_r32_xmm, R::EAX, x1), |s| native!("pmovmskb eax, xmm1", s)),
+            (r2(C::Movmskps_r32_xmm, R::EAX, x1), |s| native!("movmskps eax, xmm1", s)),
+            (r2(C::Movmskpd_r32_xmm, R::EAX, x1), |s| native!("movmskpd eax, xmm1", s)),
+            (r2(C::Ptest_xmm_xmmm128, x0, x1), |s| native!("ptest xmm0, xmm1", s)),
+            (r2(C::Ptest_xmm_xmmm128, x2, x3), |s| native!("ptest xmm2, xmm3", s)),
+            (r2(C::Ucomisd_xmm_xmmm64, x0, x1), |s| native!("ucomisd xmm0, xmm1", s)),
+            (r2(C::Comisd_xmm_xmmm64, x0, x1), |s| native!("comisd xmm0, xmm1", s)),
+            (I::with2(C::Ucomisd_xmm_xmmm64, x0, m()).unwrap(), |s| {
+                native!("ucomisd xmm0, [rdi]", s)
+            }),
+            (r2(C::Ucomiss_xmm_xmmm32, x2, x3), |s| native!("ucomiss xmm2, xmm3", s)),
+            (r2(C::Comiss_xmm_xmmm32, x2, x3), |s| native!("comiss xmm2, xmm3", s)),
+            (r2(C::Cvttsd2si_r64_xmmm64, R::RAX, x1), |s| native!("cvttsd2si rax, xmm1", s)),
+            (r2(C::Cvttsd2si_r32_xmmm64, R::EAX, x0), |s| native!("cvttsd2si eax, xmm0", s)),
+            (r2(C::Cvttss2si_r32_xmmm32, R::EAX, x2), |s| native!("cvttss2si eax, xmm2", s)),
+            (r2(C::Cvttss2si_r64_xmmm32, R::RAX, x3), |s| native!("cvttss2si rax, xmm3", s)),
+            (r2(C::Movd_xmm_rm32, x0, R::EAX), |s| native!("movd xmm0, eax", s)),
+            (r2(C::Movq_xmm_rm64, x0, R::RAX), |s| native!("movq xmm0, rax", s)),
+            (r2(C::Movd_rm32_xmm, R::EAX, x1), |s| native!("movd eax, xmm1", s)),
+            (r2(C::Movq_rm64_xmm, R::RAX, x1), |s| native!("movq rax, xmm1", s)),
+            (r2(C::Movq_xmm_xmmm64, x0, x1), |s| native!("movq xmm0, xmm1", s)),
+            (I::with2(C::Movq_xmm_xmmm64, x0, m()).unwrap(), |s| native!("movq xmm0, [rdi]", s)),
+            (r2(C::Movss_xmm_xmmm32, x0, x1), |s| native!("movss xmm0, xmm1", s)),
+            (r2(C::Movsd_xmm_xmmm64, x0, x1), |s| native!("movsd xmm0, xmm1", s)),
+            (I::with2(C::Movsd_xmm_xmmm64, x0, m()).unwrap(), |s| native!("movsd xmm0, [rdi]", s)),
+            (I::with2(C::Movss_xmm_xmmm32, x0, m()).unwrap(), |s| native!("movss xmm0, [rdi]", s)),
+            (I::with2(C::Movdqu_xmm_xmmm128, x0, m()).unwrap(), |s| {
+                native!("movdqu xmm0, [rdi]", s)
+            }),
+            (I::with2(C::Movdqa_xmm_xmmm128, x0, m()).unwrap(), |s| {
+                native!("movdqa xmm0, [rdi]", s)
+            }),
+            (r2(C::Movups_xmm_xmmm128, x0, x1), |s| native!("movups xmm0, xmm1", s)),
+            (I::with2(C::Movdqu_xmmm128_xmm, m(), x1).unwrap(), |s| {
+                native!("movdqu [rdi], xmm1", s)
+            }),
+            (I::with2(C::Movq_xmmm64_xmm, m(), x1).unwrap(), |s| native!("movq [rdi], xmm1", s)),
+            (I::with2(C::Movd_rm32_xmm, m(), x1).unwrap(), |s| native!("movd [rdi], xmm1", s)),
+            (I::with2(C::Movsd_xmmm64_xmm, m(), x1).unwrap(), |s| native!("movsd [rdi], xmm1", s)),
+            (I::with2(C::Movss_xmmm32_xmm, m(), x1).unwrap(), |s| native!("movss [rdi], xmm1", s)),
+            (r3(C::VEX_Vpcmpeqb_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpcmpeqb ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpcmpeqb_xmm_xmm_xmmm128, x0, x1, x2), |s| {
+                native!("vpcmpeqb xmm0, xmm1, xmm2", s)
+            }),
+            (I::with3(C::VEX_Vpcmpeqb_ymm_ymm_ymmm256, y0, y1, m()).unwrap(), |s| {
+                native!("vpcmpeqb ymm0, ymm1, [rdi]", s)
+            }),
+            (r3(C::VEX_Vpcmpgtd_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpcmpgtd ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpminub_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpminub ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpmaxsw_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpmaxsw ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpsubb_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpsubb ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpandn_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpandn ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpor_ymm_ymm_ymmm256, y0, y1, y2), |s| native!("vpor ymm0, ymm1, ymm2", s)),
+            (r3(C::VEX_Vandps_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vandps ymm0, ymm1, ymm2", s)
+            }),
+            (r3(C::VEX_Vpxor_xmm_xmm_xmmm128, x2, x2, x2), |s| {
+                native!("vpxor xmm2, xmm2, xmm2", s)
+            }),
+            (r3(C::VEX_Vpxor_ymm_ymm_ymmm256, y0, y1, y2), |s| {
+                native!("vpxor ymm0, ymm1, ymm2", s)
+            }),
+            (r2(C::VEX_Vpmovmskb_r32_ymm, R::EAX, y1), |s| native!("vpmovmskb eax, ymm1", s)),
+            (r2(C::VEX_Vmovmskps_r32_ymm, R::EAX, y1), |s| native!("vmovmskps eax, ymm1", s)),
+            (r2(C::VEX_Vptest_ymm_ymmm256, y0, y1), |s| native!("vptest ymm0, ymm1", s)),
+            (I::with2(C::VEX_Vmovdqu_ymm_ymmm256, y0, m()).unwrap(), |s| {
+                native!("vmovdqu ymm0, [rdi]", s)
+            }),
+            (I::with2(C::VEX_Vmovdqu_ymmm256_ymm, m(), y1).unwrap(), |s| {
+                native!("vmovdqu [rdi], ymm1", s)
+            }),
+            (I::with2(C::VEX_Vmovdqu_xmmm128_xmm, m(), x1).unwrap(), |s| {
+                native!("vmovdqu [rdi], xmm1", s)
+            }),
+            (r2(C::VEX_Vmovd_xmm_rm32, x0, R::EAX), |s| native!("vmovd xmm0, eax", s)),
+            (r2(C::VEX_Vmovq_xmm_rm64, x0, R::RAX), |s| native!("vmovq xmm0, rax", s)),
+            (r3(C::VEX_Vmovsd_xmm_xmm_xmm, x0, x1, x2), |s| native!("vmovsd xmm0, xmm1, xmm2", s)),
+            (I::with2(C::VEX_Vmovsd_xmm_m64, x0, m()).unwrap(), |s| {
+                native!("vmovsd xmm0, [rdi]", s)
+            }),
+            (r2(C::VEX_Vpbroadcastb_ymm_xmmm8, y0, x1), |s| native!("vpbroadcastb ymm0, xmm1", s)),
+            (I::with2(C::VEX_Vpbroadcastd_ymm_xmmm32, y0, m()).unwrap(), |s| {
+                native!("vpbroadcastd ymm0, [rdi]", s)
+            }),
+            (I::with(C::VEX_Vzeroupper), |s| native!("vzeroupper", s)),
+            (r2(C::VEX_Vucomisd_xmm_xmmm64, x0, x1), |s| native!("vucomisd xmm0, xmm1", s)),
+            (r2(C::VEX_Vcvttsd2si_r64_xmmm64, R::RAX, x1), |s| native!("vcvttsd2si rax, xmm1", s)),
+        ];
+        for (i, run) in &cases {
+            for _ in 0..64 {
+                let mut s = vec_state(&mut seed);
+                let (want, fl) = run(s);
+                let (got, flags) = emulated(*i, &s);
+                // The emulator must know every result from known inputs, and agree.
+                let got = got.unwrap_or_else(|| panic!("{i}: result unknown from {s:x?}"));
+                assert_eq!(got, want, "{i} from {s:x?}");
+                // The flags of those that set them: all five known and the CPU's.
+                if i.rflags_modified() != 0 {
+                    for (f, bit) in [(flags.cf, 0), (flags.pf, 2), (flags.zf, 6), (flags.sf, 7), (flags.of, 11)] {
+                        assert_eq!(f, Some(fl >> bit & 1 == 1), "{i} flag bit {bit} from {s:x?}");
+                    }
+                }
+                s.rax = 0;
+            }
+        }
+    }
+
+    #[test]
+    fn vectors_seeded_lazily_and_forgotten_exactly() {
+        use iced_x86::{Code as C, Instruction as I, Register as R};
+        let layout = XsaveLayout::of_this_cpu();
+        let mut seed = 0x1234_5678_9abc_def1u64 ^ u64::from(std::process::id());
+        // An XSAVE image with random xmm/ymm contents.
+        let mut img = vec![0u8; layout.size];
+        for b in img.iter_mut() {
+            *b = xorshift(&mut seed) as u8;
+        }
+        img[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+        // XSTATE_BV: x87, SSE, AVX and the AVX-512 components in use.
+        img[512..520].copy_from_slice(&0xe7u64.to_le_bytes());
+        let reads = Rc::new(std::cell::Cell::new(0));
+        let r = reads.clone();
+        let image = img.clone();
+        let vs = VectorSeed::new(
+            layout,
+            Box::new(move || {
+                r.set(r.get() + 1);
+                Some(image.clone())
+            }),
+        );
+        let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let mut e = Emu::new(&regs, mem.clone()).with_vectors(vs.clone());
+        let mut f = InstructionInfoFactory::new();
+        // A path that zeroes xmm15 and compares it with itself reads nothing from the image.
+        e.step(
+            &I::with3(C::VEX_Vpxor_xmm_xmm_xmmm128, R::XMM15, R::XMM15, R::XMM15).unwrap(),
+            &mut f,
+        );
+        e.step(&I::with2(C::VEX_Vpmovmskb_r32_ymm, R::EAX, R::YMM15).unwrap(), &mut f);
+        assert_eq!((e.regs[0], reads.get(), vs.was_read()), (Some(0), 0, false));
+        // Reading xmm3 loads the image once, for every register.
+        e.step(&I::with2(C::Pmovmskb_r32_xmm, R::ECX, R::XMM3).unwrap(), &mut f);
+        e.step(&I::with2(C::Movq_rm64_xmm, R::RDX, R::XMM7).unwrap(), &mut f);
+        let v = layout.vector(&img, 3);
+        let want = (0..16).fold(0u64, |a, k| a | (u64::from(v[k] >> 7) << k));
+        let x7 = u64::from_le_bytes(layout.vector(&img, 7)[..8].try_into().unwrap());
+        assert_eq!((e.regs[1], e.regs[2], reads.get()), (Some(want), Some(x7), 1));
+        // A second emulation of the same trap shares the image.
+        let mut e2 = Emu::new(&regs, mem.clone()).with_vectors(vs.clone());
+        e2.step(&I::with2(C::Movq_rm64_xmm, R::RDX, R::XMM7).unwrap(), &mut f);
+        assert_eq!((e2.regs[2], reads.get()), (Some(x7), 1));
+        // An instruction not modelled makes its destination unknown (pcmpistrm: xmm0,
+        // implicitly), and so does anything after a system call.
+        e.step(&I::with3(C::Pcmpistrm_xmm_xmmm128_imm8, R::XMM1, R::XMM2, 0x08).unwrap(), &mut f);
+        e.step(&I::with2(C::Movq_rm64_xmm, R::RAX, R::XMM0).unwrap(), &mut f);
+        assert_eq!(e.regs[0], None);
+        e.step(&I::with2(C::Movq_rm64_xmm, R::RAX, R::XMM1).unwrap(), &mut f);
+        assert!(e.regs[0].is_some());
+        e.step(&I::with(C::Syscall), &mut f);
+        e.step(&I::with2(C::Movq_rm64_xmm, R::RAX, R::XMM1).unwrap(), &mut f);
+        assert_eq!(e.regs[0], None);
+        // With the AVX component in its initial state (XSTATE_BV bit 2 clear), the upper
+        // halves are zero whatever the image's bytes.
+        let mut init = img.clone();
+        init[512..520].copy_from_slice(&0x3u64.to_le_bytes());
+        let vs_init = VectorSeed::new(layout, Box::new(move || Some(init.clone())));
+        let mut e4 = Emu::new(&regs, mem.clone()).with_vectors(vs_init);
+        e4.step(&I::with2(C::VEX_Vpmovmskb_r32_ymm, R::ECX, R::YMM3).unwrap(), &mut f);
+        if layout.ymm_hi != 0 {
+            assert_eq!(e4.regs[1], Some(want));
+        }
+        // Without a seed, a vector value from before the path is unknown.
+        let mut e3 = Emu::new(&regs, mem);
+        e3.step(&I::with2(C::Movq_rm64_xmm, R::RAX, R::XMM1).unwrap(), &mut f);
+        assert_eq!(e3.regs[0], None);
+        // ucomisd on normal values needs no MXCSR; on a denormal it reads it (here: image's).
+        assert_eq!(
+            e3.fp_compare(1.0f64.to_bits(), 2.0f64.to_bits(), 8, false),
+            Some(Some(std::cmp::Ordering::Less))
+        );
+        assert_eq!(e3.fp_compare(1, 2, 8, false), None);
+    }
+
+    #[test]
+    fn writes_only_op0_agrees_with_iced() {
+        use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
+        let m = || MemoryOperand::with_base(R::RDI);
+        let cases = [
+            I::with3(C::VEX_Vfmadd231pd_ymm_ymm_ymmm256, R::YMM0, R::YMM1, R::YMM2).unwrap(),
+            I::with3(C::VEX_Vfmadd231sd_xmm_xmm_xmmm64, R::XMM3, R::XMM1, m()).unwrap(),
+            I::with2(C::VEX_Vbroadcastsd_ymm_m64, R::YMM4, m()).unwrap(),
+            I::with2(C::Mulsd_xmm_xmmm64, R::XMM0, R::XMM1).unwrap(),
+            I::with4(C::VEX_Vinsertf128_ymm_ymm_xmmm128_imm8, R::YMM0, R::YMM1, R::XMM2, 1).unwrap(),
+            I::with3(C::VEX_Vmovhpd_xmm_xmm_m64, R::XMM0, R::XMM1, m()).unwrap(),
+            I::with2(C::Cvtsi2sd_xmm_rm64, R::XMM5, R::RAX).unwrap(),
+            I::with4(C::VEX_Vperm2f128_ymm_ymm_ymmm256_imm8, R::YMM0, R::YMM1, R::YMM2, 0x21).unwrap(),
+            I::with3(C::Shufps_xmm_xmmm128_imm8, R::XMM1, R::XMM2, 0x1b).unwrap(),
+            I::with3(C::VEX_Vaddpd_ymm_ymm_ymmm256, R::YMM7, R::YMM7, m()).unwrap(),
+        ];
+        let mut f = InstructionInfoFactory::new();
+        for i in &cases {
+            assert!(writes_only_op0(i), "{i}");
+            let info = f.info(i);
+            let w = |a: OpAccess| {
+                matches!(
+                    a,
+                    OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
+                )
+            };
+            let regs: Vec<Register> = info
+                .used_registers()
+                .iter()
+                .filter(|u| w(u.access()))
+                .map(|u| u.register())
+                .collect();
+            assert!(
+                regs.iter().all(|r| r.number() == i.op0_register().number() && is_vec(*r)),
+                "{i}: {regs:?}"
+            );
+            assert!(!info.used_memory().iter().any(|u| w(u.access())), "{i}");
+            assert_eq!(i.rflags_modified(), 0, "{i}");
+        }
+    }
+
+    #[test]
+    fn vector_stores_feed_later_integer_loads() {
+        use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
+        let mut seed = 0x5151_7c7c_a0a0_3b3bu64 ^ u64::from(std::process::id());
+        for _ in 0..50 {
+            let mut s = vec_state(&mut seed);
+            s.rax = 0;
+            let off = (xorshift(&mut seed) % 24) as i64;
+            let buf = Box::new([0u8; 64]);
+            let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+            // SAFETY: user_regs_struct is plain integers.
+            let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+            let mut e = Emu::new(&regs, mem);
+            e.regs[7] = Some(buf.as_ptr() as u64);
+            e.vregs[1].val[..32].copy_from_slice(&s.y[1]);
+            e.vregs[1].known = low_bits(32);
+            e.vregs[1].fresh = 0;
+            let mut f = InstructionInfoFactory::new();
+            // vmovdqu [rdi+off], ymm1; mov rax, [rdi+off+k]
+            e.step(
+                &I::with2(C::VEX_Vmovdqu_ymmm256_ymm, MemoryOperand::with_base_displ(R::RDI, off), R::YMM1).unwrap(),
+                &mut f,
+            );
+            let k = (xorshift(&mut seed) % 25) as i64;
+            e.step(
+                &I::with2(C::Mov_r64_rm64, R::RAX, MemoryOperand::with_base_displ(R::RDI, off + k)).unwrap(),
+                &mut f,
+            );
+            let want = u64::from_le_bytes(s.y[1][k as usize..k as usize + 8].try_into().unwrap());
+            assert_eq!(e.regs[0], Some(want));
+            std::hint::black_box(&buf);
         }
     }
 

@@ -469,6 +469,7 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "step_overs": r.stats.step_overs,
             "step_throughs": r.stats.step_throughs,
             "run_ahead_blocks": r.stats.run_ahead_blocks,
+            "xstate_reads": r.stats.xstate_reads,
             "mispredicts": r.stats.mispredicts,
             "exit_state_mismatches": r.stats.exit_state_mismatches,
             "processes": r.stats.processes,

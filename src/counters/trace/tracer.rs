@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 use super::classify::{Flow, Insn, MaskWrite, classify};
-use super::emu::Emu;
+use super::emu::{Emu, VectorSeed};
 use super::interleave::{Access, Interleave};
 use super::regions::{Regions, Snapshot};
 use super::sources::{Site, Sources};
@@ -148,6 +148,10 @@ struct Space {
     /// instruction address's source site.
     sources: Option<Rc<RefCell<Sources>>>,
     site_cache: HashMap<u64, Rc<Site>>,
+    /// Trap addresses whose last full run-ahead was mostly thrown away (a long loop that
+    /// ends inside itself: its path is cut back to before its repeated blocks), with how
+    /// many more traps there emulate only to the first repeated block, and the back-off level.
+    short_paths: HashMap<u64, (u32, u32)>,
 }
 
 impl Space {
@@ -173,6 +177,7 @@ impl Space {
             dirty: Vec::new(),
             sources: None,
             site_cache: HashMap::new(),
+            short_paths: HashMap::new(),
         }
     }
 
@@ -927,6 +932,8 @@ pub struct DriverStats {
     pub step_overs: u64,
     /// Blocks stepped through (dynamic masks, unresolved exits): their executions.
     pub step_throughs: u64,
+    /// Run-ahead emulations that read the thread's vector registers (XSAVE state).
+    pub xstate_reads: u64,
     /// Blocks counted ahead of execution by the run-ahead emulator (no trap of their own).
     pub run_ahead_blocks: u64,
     /// Traps that were not among the exits a run-ahead path predicted, or whose registers
@@ -1951,11 +1958,18 @@ impl<'s> Tracer<'s> {
     /// Memory mode without stepping: the effective addresses of a block, in program order,
     /// from the registers at its entry through the emulator (`emu.rs`, exact or unknown).
     /// None when one cannot be computed (the caller steps through the block instead).
-    fn block_accesses(&mut self, si: usize, block: &Block, masks: &[Option<u64>], regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
+    fn block_accesses(
+        &mut self,
+        pid: Pid,
+        si: usize,
+        block: &Block,
+        masks: &[Option<u64>],
+        regs: &libc::user_regs_struct,
+    ) -> Option<Vec<Access>> {
         if block.rep {
             return rep_accesses(block, regs);
         }
-        let mut emu = Emu::new(regs, self.spaces[si].mem.clone());
+        let mut emu = Emu::new(regs, self.spaces[si].mem.clone()).with_vectors(self.vector_seed(pid));
         let mut out = Vec::new();
         let mut masked = block.masked.iter().zip(masks.iter());
         let mut next_masked = masked.next();
@@ -2491,7 +2505,7 @@ impl<'s> Tracer<'s> {
             && (!memory || (feed && block.masked.is_empty()))
             && !sticky
             && self.spaces[si].threads <= 1
-            && let Some(ra) = self.run_ahead(si, pc, &regs, feed)
+            && let Some(ra) = self.run_ahead(pid, si, pc, &regs, feed)
         {
             let sp = &mut self.spaces[si];
             for &t in &ra.keep {
@@ -2548,7 +2562,7 @@ impl<'s> Tracer<'s> {
             self.feed(tid, &acc);
             self.stats.emulated_blocks += 1;
         } else if feed {
-            match self.block_accesses(si, &block, &masks, &regs) {
+            match self.block_accesses(pid, si, &block, &masks, &regs) {
                 Some(acc) => {
                     let tid = self.sink_id(pid);
                     self.feed(tid, &acc);
@@ -2672,18 +2686,52 @@ impl<'s> Tracer<'s> {
     /// first occurrence. Successors the path does not take are installed too (a safety net:
     /// the emulator decided they are not taken), and the registers the emulator expects at the
     /// exit are checked when the thread traps there (`Thread::expect_regs`).
-    fn run_ahead(&mut self, si: usize, pc: u64, regs: &libc::user_regs_struct, want_accesses: bool) -> Option<RunAhead> {
+    /// The vector registers of stopped thread `pid`, read from its XSAVE state only if an
+    /// emulation asks for them.
+    fn vector_seed(&self, pid: Pid) -> Rc<VectorSeed> {
+        let layout = self.xsave;
+        VectorSeed::new(layout, Box::new(move || sys::get_xstate(pid, layout.size)))
+    }
+
+    fn run_ahead(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct, want_accesses: bool) -> Option<RunAhead> {
+        // (One XSAVE read at most for every round's emulation.)
+        let seed = self.vector_seed(pid);
+        let ra = self.run_ahead_from(&seed, si, pc, regs, want_accesses);
+        if seed.was_read() {
+            self.stats.xstate_reads += 1;
+        }
+        ra
+    }
+
+    fn run_ahead_from(
+        &mut self,
+        seed: &Rc<VectorSeed>,
+        si: usize,
+        pc: u64,
+        regs: &libc::user_regs_struct,
+        want_accesses: bool,
+    ) -> Option<RunAhead> {
         // A path is emulated in one go; long loops come back for more at their next trap.
         const MAX_PATH_INSNS: u64 = 1 << 20;
         // Registers at the start of the last few path blocks (to know the state at an earlier exit).
         const SNAPSHOTS: usize = 8;
         // Iterations of a counted loop emulated before it is left to run natively instead.
         const NATIVE_AFTER: u64 = 64;
+        // A full emulation that commits less than 1/4 of what it emulated (plus this) is wasted.
+        const WASTE_SLACK: u64 = 4096;
         let mut limit = usize::MAX;
+        let short = match self.spaces[si].short_paths.get_mut(&pc) {
+            Some((left, _)) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        };
+        let mut emulated = 0u64;
         for _round in 0..8 {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
-            let mut emu = Emu::new(regs, sp.mem.clone());
+            let mut emu = Emu::new(regs, sp.mem.clone()).with_vectors(seed.clone());
             let first = sp.block_at(pc, f);
             let mut seq: Vec<Rc<Block>> = vec![first];
             // The next address after each path block, where known.
@@ -2696,9 +2744,15 @@ impl<'s> Tracer<'s> {
             let mut insns = 0u64;
             // Consecutive executions of the last block (a single-block loop's iterations).
             let mut repeats = 1u64;
+            let mut on_path: HashSet<u64> = HashSet::new();
             let mut cut = false;
             let mut new_marks = false;
+            // (Marking is idempotent: a loop's blocks are marked once per round.)
+            let mut marked: HashSet<u64> = HashSet::new();
             let mut mark = |sp: &mut Space, a: u64| {
+                if !marked.insert(a) {
+                    return;
+                }
                 let was = sp.bps.get(&a).is_some_and(|b| b.block);
                 sp.mark_block_start(a);
                 new_marks |= !was;
@@ -2768,6 +2822,11 @@ impl<'s> Tracer<'s> {
                 if nb.rep || nb.needs_step || !nb.masked.is_empty() {
                     break;
                 }
+                // (After wasted emulations from here: stop where a loop of several blocks
+                // comes round, where the path would be cut back to anyway.)
+                if short && !on_path.insert(nb.start) && !Rc::ptr_eq(&nb, &b) {
+                    break;
+                }
                 // A counted loop is emulated while short; one that can run natively (every
                 // counted loop in flops mode, affine ones in memory mode) and goes on past
                 // `NATIVE_AFTER` iterations is cut out of the path, to run natively from its trap.
@@ -2786,6 +2845,7 @@ impl<'s> Tracer<'s> {
                 }
                 seq.push(nb);
             }
+            emulated += insns;
             if new_marks || cut {
                 continue;
             }
@@ -2835,6 +2895,17 @@ impl<'s> Tracer<'s> {
                     if Some(s) != following && s != pc && !members.contains(&s) && !keep.contains(&s) {
                         keep.push(s);
                     }
+                }
+            }
+            if !short {
+                let committed: u64 = seq.iter().map(|b| b.insns.len() as u64).sum();
+                let sp = &mut self.spaces[si];
+                if emulated > 4 * committed + WASTE_SLACK {
+                    let e = sp.short_paths.entry(pc).or_insert((0, 0));
+                    e.1 = (e.1 + 1).min(10);
+                    e.0 = 4 << e.1;
+                } else {
+                    sp.short_paths.remove(&pc);
                 }
             }
             let first = seq.remove(0);
