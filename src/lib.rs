@@ -14,6 +14,7 @@
 //! ceilings). Without them the library is the region API, the perf and time-only backends,
 //! the machine model and the report schema.
 
+#[cfg(feature = "analysis")]
 pub mod ceilings;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -21,7 +22,9 @@ pub mod counters;
 #[cfg(feature = "trace")]
 pub mod criterion_support;
 pub mod error;
+#[cfg(feature = "analysis")]
 pub mod gate;
+#[cfg(feature = "analysis")]
 pub mod gpu;
 pub mod gpu_model;
 pub mod machine;

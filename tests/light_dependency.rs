@@ -17,6 +17,7 @@ const HEAVY: &[&str] = &[
     "indicatif",
     "addr2line",
     "gimli",
+    "cpp_demangle",
 ];
 
 /// A copy of the fixture in `dir` whose dependency points at this checkout.
@@ -60,6 +61,45 @@ fn tree(manifest: &Path, features: &[&str]) -> Vec<String> {
     names
 }
 
+/// The features `roofline-kernels` is built with in the fixture's tree.
+fn kernel_features(manifest: &Path, features: &[&str]) -> Vec<String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args([
+        "tree",
+        "--offline",
+        "--prefix",
+        "none",
+        "-e",
+        "normal",
+        "--format",
+        "{p} [{f}]",
+        "-i",
+        "roofline-kernels",
+        "--manifest-path",
+    ])
+    .arg(manifest);
+    if !features.is_empty() {
+        c.arg("--features").arg(features.join(","));
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("roofline-kernels"))
+        .expect("roofline-kernels in the tree");
+    let inside = &line[line.find('[').unwrap() + 1..line.rfind(']').unwrap()];
+    let mut f: Vec<String> = inside
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    f.sort();
+    f
+}
+
 #[test]
 fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,12 +111,16 @@ fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
     }
     let heavy: Vec<&&str> = HEAVY.iter().filter(|h| light.iter().any(|n| n == **h)).collect();
     assert!(heavy.is_empty(), "default-features = false pulls in {heavy:?}: {light:?}");
+    // The kernel crate comes for its vocabulary (FlopClass, Counts) only, not the suite.
+    assert_eq!(kernel_features(&manifest, &[]), Vec::<String>::new());
+    assert_eq!(kernel_features(&manifest, &["roofline/analysis"]), vec!["suite".to_string()]);
 
     // Each feature brings its crates back, so the check above can see them.
     for (feature, brings) in [
         ("roofline/plot", &["plotters", "plotters-backend", "ab_glyph"][..]),
         ("roofline/trace", &["iced-x86"][..]),
         ("roofline/gpu", &["cudarc"][..]),
+        ("roofline/analysis", &["cpp_demangle"][..]),
         ("roofline/cli", HEAVY),
     ] {
         let with = tree(&manifest, &[feature]);

@@ -39,15 +39,7 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_ok()
 }
 
-/// CPUs this process may run on, in order (the pinning targets).
-pub fn allowed_cpus() -> Vec<usize> {
-    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
-        Ok(set) => (0..nix::sched::CpuSet::count())
-            .filter(|&c| set.is_set(c).unwrap_or(false))
-            .collect(),
-        Err(_) => (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect(),
-    }
-}
+pub use crate::cpus::allowed_cpus;
 
 /// A sample lasts at least this long: short calls are timed in batches.
 pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;

@@ -8,7 +8,8 @@
 
 pub mod bandwidth;
 pub mod compute;
-pub mod host;
+/// The host description moved to the machine model (light builds need it); its old path.
+pub use crate::machine::host;
 pub mod measure;
 pub mod plateau;
 pub mod sweep;
@@ -118,11 +119,7 @@ impl Ceilings {
 
 /// `$XDG_CACHE_HOME/roofline/ceilings.json`, else `~/.cache/roofline/ceilings.json`.
 pub fn cache_path() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
-    };
-    Some(base.join("roofline").join("ceilings.json"))
+    Some(crate::util::cache_dir()?.join("ceilings.json"))
 }
 
 /// Why a cache file cannot be used.

@@ -5,16 +5,20 @@
 //! - `analytic`: the kernel suite's own formulas;
 //! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf_stat`).
 
+#[cfg(feature = "analysis")]
 pub mod analytic;
 #[cfg(feature = "trace")]
 pub mod backend;
+#[cfg(feature = "analysis")]
 pub mod cachesim;
 pub mod events;
 pub mod perf;
+#[cfg(feature = "analysis")]
 pub mod perf_stat;
 pub mod region_times;
 #[cfg(feature = "trace")]
 pub mod simulated;
+#[cfg(feature = "analysis")]
 pub mod team;
 #[cfg(feature = "trace")]
 pub mod trace;

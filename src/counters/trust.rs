@@ -130,7 +130,7 @@ impl TrustTable {
 
 /// Where the table of `source` lives: beside `ceilings.json`.
 pub fn path_for(source: Source) -> Option<PathBuf> {
-    let dir = crate::ceilings::cache_path()?.parent()?.to_path_buf();
+    let dir = crate::util::cache_dir()?;
     Some(dir.join(if source == Source::Simulated {
         "trust-simulated.json"
     } else {
@@ -141,7 +141,7 @@ pub fn path_for(source: Source) -> Option<PathBuf> {
 /// This machine's fingerprint (the ceilings cache's).
 pub fn this_machine() -> String {
     static FP: OnceLock<String> = OnceLock::new();
-    FP.get_or_init(|| crate::ceilings::host::Host::detect().fingerprint).clone()
+    FP.get_or_init(|| crate::machine::host::Host::detect().fingerprint).clone()
 }
 
 /// The quantity of a measurement an event feeds (`flops.<class>`, `bytes.<level>`).

@@ -460,7 +460,7 @@ pub fn ceilings_cache_path(device_name: &str) -> Option<std::path::PathBuf> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
         .collect();
-    Some(crate::ceilings::cache_path()?.with_file_name(format!("gpu-ceilings-{}.json", slug.trim_matches('-'))))
+    Some(crate::util::cache_dir()?.join(format!("gpu-ceilings-{}.json", slug.trim_matches('-'))))
 }
 
 /// The roofs a GPU report carries: the empirical ceilings cached for this GPU (when `gpu

@@ -12,6 +12,7 @@ pub mod detect;
 #[cfg(feature = "cli")]
 pub mod doctor;
 pub mod dump;
+pub mod host;
 pub mod identify;
 pub mod peaks;
 pub mod platform;

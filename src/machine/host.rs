@@ -169,7 +169,7 @@ pub fn count_cpu_list(s: &str) -> Option<u32> {
 }
 
 fn sysfs_caches() -> Option<Vec<CacheLevel>> {
-    let cpu = roofline_kernels::runner::allowed_cpus().first().copied().unwrap_or(0);
+    let cpu = roofline_kernels::cpus::allowed_cpus().first().copied().unwrap_or(0);
     let base = format!("/sys/devices/system/cpu/cpu{cpu}/cache");
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&base).ok()?.flatten() {
