@@ -198,6 +198,26 @@ const VREG_AT_TRAP: VReg = VReg {
     fresh: u64::MAX,
 };
 
+/// One opmask register (k0–k7) along a path: `fresh` while it still holds what the thread
+/// had at the trap (not yet read from the XSAVE image).
+#[derive(Debug, Clone, Copy)]
+struct KReg {
+    val: u64,
+    known: bool,
+    fresh: bool,
+}
+
+const KREG_AT_TRAP: KReg = KReg {
+    val: 0,
+    known: false,
+    fresh: true,
+};
+
+/// The index of opmask register `r` (k0–k7).
+fn k_index(r: Register) -> usize {
+    (r as usize - Register::K0 as usize) & 7
+}
+
 /// The low `bytes` bits set.
 fn low_bits(bytes: usize) -> u64 {
     if bytes >= 64 { u64::MAX } else { (1u64 << bytes) - 1 }
@@ -212,6 +232,8 @@ pub struct Emu {
     regs: [Option<u64>; 16],
     /// xmm/ymm/zmm 0–31 (each as 64 bytes).
     vregs: [VReg; 32],
+    /// k0–k7 (AVX-512 opmasks).
+    kregs: [KReg; 8],
     /// MXCSR (rounding, DAZ, exception masks): None when unknown.
     mxcsr: Option<u32>,
     mxcsr_fresh: bool,
@@ -253,6 +275,7 @@ impl Emu {
             last_generic: None,
             mem,
             vregs: [VREG_AT_TRAP; 32],
+            kregs: [KREG_AT_TRAP; 8],
             mxcsr: None,
             mxcsr_fresh: true,
             vseed: None,
@@ -748,6 +771,69 @@ impl Emu {
                 };
                 self.set(i.op0_register(), r);
             }
+            // One-operand multiply and divide on rdx:rax (edx:eax): compilers use them for
+            // division by constants (`mul` high half) and `%`. 8- and 16-bit forms (AH, DX:AX)
+            // go to `generic`.
+            (M::Mul | M::Imul, Some(n @ (4 | 8))) if i.op_count() == 1 => {
+                let (a, b) = (self.get(if n == 8 { Register::RAX } else { Register::EAX }), self.operand(i, 0, n));
+                let bits = 8 * n;
+                let (lo, hi, overflow) = match (a, b) {
+                    (Some(a), Some(b)) if m == M::Mul => {
+                        let full = u128::from(a & mask(n)) * u128::from(b & mask(n));
+                        let hi = ((full >> bits) as u64) & mask(n);
+                        ((full as u64) & mask(n), hi, hi != 0)
+                    }
+                    (Some(a), Some(b)) => {
+                        let full = i128::from(sext(a, n) as i64) * i128::from(sext(b, n) as i64);
+                        let lo = (full as u64) & mask(n);
+                        ((lo), ((full >> bits) as u64) & mask(n), full != i128::from(sext(lo, n) as i64))
+                    }
+                    _ => {
+                        self.set(if n == 8 { Register::RAX } else { Register::EAX }, None);
+                        self.set(if n == 8 { Register::RDX } else { Register::EDX }, None);
+                        self.unknown_flags();
+                        return;
+                    }
+                };
+                // CF = OF = the high half is significant; SF, ZF, PF undefined.
+                self.flags = Flags {
+                    cf: Some(overflow),
+                    of: Some(overflow),
+                    ..Flags::default()
+                };
+                self.set(if n == 8 { Register::RAX } else { Register::EAX }, Some(lo));
+                self.set(if n == 8 { Register::RDX } else { Register::EDX }, Some(hi));
+            }
+            (M::Div | M::Idiv, Some(n @ (4 | 8))) if i.op_count() == 1 => {
+                let (rax, rdx) = if n == 8 {
+                    (Register::RAX, Register::RDX)
+                } else {
+                    (Register::EAX, Register::EDX)
+                };
+                let (lo, hi, d) = (self.get(rax), self.get(rdx), self.operand(i, 0, n));
+                let bits = 8 * n;
+                // (None also where the CPU raises #DE: a zero divisor or a quotient too wide.)
+                let qr = match (lo, hi, d) {
+                    (Some(lo), Some(hi), Some(d)) if m == M::Div => {
+                        let num = (u128::from(hi & mask(n)) << bits) | u128::from(lo & mask(n));
+                        let d = u128::from(d & mask(n));
+                        (d != 0 && num / d <= u128::from(mask(n))).then(|| ((num / d) as u64, (num % d) as u64))
+                    }
+                    (Some(lo), Some(hi), Some(d)) => {
+                        let num = (((u128::from(hi & mask(n)) << bits) | u128::from(lo & mask(n))) << (128 - 2 * bits)) as i128
+                            >> (128 - 2 * bits);
+                        let d = i128::from(sext(d, n) as i64);
+                        let q = if d == 0 { None } else { num.checked_div(d) };
+                        let lim = 1i128 << (bits - 1);
+                        q.filter(|q| *q >= -lim && *q < lim)
+                            .map(|q| ((q as u64) & mask(n), ((num - q * d) as u64) & mask(n)))
+                    }
+                    _ => None,
+                };
+                self.unknown_flags();
+                self.set(rax, qr.map(|x| x.0));
+                self.set(rdx, qr.map(|x| x.1));
+            }
             (M::Adc | M::Sbb, Some(n)) if i.op_count() == 2 => {
                 let a = self.operand(i, 0, n);
                 let b = self.operand(i, 1, n);
@@ -977,6 +1063,13 @@ impl Emu {
                     ..self.vregs[r.number()]
                 };
             }
+            if r.is_k() {
+                self.kregs[k_index(r)] = KReg {
+                    known: false,
+                    fresh: false,
+                    ..self.kregs[k_index(r)]
+                };
+            }
             if matches!(r, Register::FS | Register::GS) {
                 self.poisoned = true;
             }
@@ -1042,6 +1135,18 @@ fn lane_op(m: Mnemonic) -> Option<(Lane, usize)> {
         M::Psubd | M::Vpsubd => (Sub, 4),
         M::Psubq | M::Vpsubq => (Sub, 8),
         _ => return None,
+    })
+}
+
+/// The EVEX bitwise operations (element size matters only under a mask, not modelled).
+fn evex_bits_op(m: Mnemonic) -> Option<Bits> {
+    use Mnemonic as M;
+    Some(match m {
+        M::Vpandd | M::Vpandq => Bits::And,
+        M::Vpandnd | M::Vpandnq => Bits::AndN,
+        M::Vpord | M::Vporq => Bits::Or,
+        M::Vpxord | M::Vpxorq => Bits::Xor,
+        _ => return bits_op(m),
     })
 }
 
@@ -1258,6 +1363,14 @@ fn vector_in_image(layout: &XsaveLayout, xs: &[u8], n: usize) -> [u8; 64] {
     v
 }
 
+/// Opmask register k`n` from an XSAVE image (zero while the component is in its initial
+/// state, XSTATE_BV bit 5 clear; None without AVX-512).
+fn opmask_in_image(layout: &XsaveLayout, xs: &[u8], n: usize) -> Option<u64> {
+    let v = layout.opmask(xs, n as u8)?;
+    let bv = xs.get(512..520).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    Some(if bv >> 5 & 1 == 0 { 0 } else { v })
+}
+
 /// MXCSR bits the modelled FP instructions depend on.
 const MXCSR_DAZ: u32 = 1 << 6;
 const MXCSR_IM: u32 = 1 << 7;
@@ -1270,6 +1383,10 @@ impl Emu {
         for r in &mut self.vregs {
             r.known = 0;
             r.fresh = 0;
+        }
+        for k in &mut self.kregs {
+            k.known = false;
+            k.fresh = false;
         }
         self.mxcsr = None;
         self.mxcsr_fresh = false;
@@ -1299,6 +1416,15 @@ impl Emu {
                 _ => r.known &= !r.fresh,
             }
             r.fresh = 0;
+        }
+        for (n, k) in self.kregs.iter_mut().enumerate() {
+            if !k.fresh {
+                continue;
+            }
+            let v = img.as_ref().and_then(|(xs, layout, _)| opmask_in_image(layout, xs, n));
+            k.val = v.unwrap_or(0);
+            k.known = v.is_some();
+            k.fresh = false;
         }
         if self.mxcsr_fresh {
             self.mxcsr = img.and_then(|(xs, _, _)| xs.get(24..28).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
@@ -1398,13 +1524,27 @@ impl Emu {
     fn vector_step(&mut self, i: &Instruction, factory: &mut InstructionInfoFactory) -> bool {
         let m = i.mnemonic();
         let names_vector = (0..i.op_count()).any(|o| i.op_kind(o) == OpKind::Register && is_vec(i.op_register(o)));
-        if !names_vector && !matches!(m, Mnemonic::Vzeroupper | Mnemonic::Vzeroall) {
+        let names_k = (0..i.op_count()).any(|o| i.op_kind(o) == OpKind::Register && i.op_register(o).is_k());
+        if !names_vector && !names_k && !matches!(m, Mnemonic::Vzeroupper | Mnemonic::Vzeroall) {
             return false;
         }
         let vex = match i.encoding() {
+            // The opmask instructions (kmov, kortest, kand, …) are VEX-encoded.
+            EncodingKind::VEX if names_k && !names_vector => {
+                if !self.k_op(i) {
+                    self.generic(i, factory);
+                }
+                return true;
+            }
             EncodingKind::Legacy => false,
             EncodingKind::VEX => true,
-            // AVX-512 (masks, broadcasts, embedded rounding), XOP, …: not modelled.
+            EncodingKind::EVEX => {
+                if !self.evex_op(i) {
+                    self.generic(i, factory);
+                }
+                return true;
+            }
+            // XOP, …: not modelled.
             _ => {
                 self.generic(i, factory);
                 return true;
@@ -1423,6 +1563,419 @@ impl Emu {
             }
         }
         true
+    }
+
+    /// Opmask register k`n` when known.
+    fn kread(&mut self, n: usize) -> Option<u64> {
+        if self.kregs[n].fresh {
+            self.load_vectors();
+        }
+        let k = self.kregs[n];
+        k.known.then_some(k.val)
+    }
+
+    fn kwrite(&mut self, n: usize, v: Option<u64>) {
+        self.kregs[n] = KReg {
+            val: v.unwrap_or(0),
+            known: v.is_some(),
+            fresh: false,
+        };
+    }
+
+    /// The opmask instructions (VEX-encoded, k registers only or with a general register or
+    /// memory); false when this form is not modelled (nothing changed yet).
+    fn k_op(&mut self, i: &Instruction) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        // The operation width in bits, from the mnemonic's last letter.
+        let bits = match m {
+            M::Kmovb
+            | M::Kortestb
+            | M::Ktestb
+            | M::Kandb
+            | M::Kandnb
+            | M::Korb
+            | M::Kxorb
+            | M::Kxnorb
+            | M::Knotb
+            | M::Kshiftlb
+            | M::Kshiftrb
+            | M::Kaddb => 8,
+            M::Kmovw
+            | M::Kortestw
+            | M::Ktestw
+            | M::Kandw
+            | M::Kandnw
+            | M::Korw
+            | M::Kxorw
+            | M::Kxnorw
+            | M::Knotw
+            | M::Kshiftlw
+            | M::Kshiftrw
+            | M::Kaddw
+            | M::Kunpckbw => 16,
+            M::Kmovd
+            | M::Kortestd
+            | M::Ktestd
+            | M::Kandd
+            | M::Kandnd
+            | M::Kord
+            | M::Kxord
+            | M::Kxnord
+            | M::Knotd
+            | M::Kshiftld
+            | M::Kshiftrd
+            | M::Kaddd
+            | M::Kunpckwd => 32,
+            M::Kmovq
+            | M::Kortestq
+            | M::Ktestq
+            | M::Kandq
+            | M::Kandnq
+            | M::Korq
+            | M::Kxorq
+            | M::Kxnorq
+            | M::Knotq
+            | M::Kshiftlq
+            | M::Kshiftrq
+            | M::Kaddq
+            | M::Kunpckdq => 64,
+            _ => return false,
+        };
+        let wm = mask(bits / 8);
+        let kreg = |o: u32| (i.op_kind(o) == OpKind::Register && i.op_register(o).is_k()).then(|| k_index(i.op_register(o)));
+        match m {
+            M::Kmovb | M::Kmovw | M::Kmovd | M::Kmovq if i.op_count() == 2 => match (kreg(0), i.op0_kind(), i.op1_kind()) {
+                (Some(d), _, OpKind::Register) if i.op1_register().is_k() => {
+                    let v = self.kread(k_index(i.op1_register())).map(|v| v & wm);
+                    self.kwrite(d, v);
+                }
+                (Some(d), _, OpKind::Register) if i.op1_register().is_gpr() => {
+                    let v = self.get(i.op1_register()).map(|v| v & wm);
+                    self.kwrite(d, v);
+                }
+                (Some(d), _, OpKind::Memory) => {
+                    let v = self.ea(i).and_then(|a| self.read_mem(a, bits / 8));
+                    self.kwrite(d, v);
+                }
+                (None, OpKind::Register, OpKind::Register) if i.op0_register().is_gpr() && i.op1_register().is_k() => {
+                    // (To a 32-bit register: zero-extended like any 32-bit write.)
+                    let v = self.kread(k_index(i.op1_register())).map(|v| v & wm);
+                    self.set(i.op0_register(), v);
+                }
+                (None, OpKind::Memory, OpKind::Register) if i.op1_register().is_k() => {
+                    let v = self.kread(k_index(i.op1_register())).map(|v| v & wm);
+                    let a = self.ea(i);
+                    self.write_mem(a, bits / 8, v);
+                }
+                _ => return false,
+            },
+            M::Kortestb | M::Kortestw | M::Kortestd | M::Kortestq | M::Ktestb | M::Ktestw | M::Ktestd | M::Ktestq => {
+                let (Some(a), Some(b)) = (kreg(0), kreg(1)) else { return false };
+                let (x, y) = (self.kread(a), self.kread(b));
+                let ortest = matches!(m, M::Kortestb | M::Kortestw | M::Kortestd | M::Kortestq);
+                // kortest: ZF when (a|b) is all zeros, CF when all ones; ktest: ZF when a&b is
+                // zero, CF when !a&b is. OF SF AF PF cleared.
+                let (zf, cf) = match (x, y) {
+                    (Some(x), Some(y)) if ortest => (Some((x | y) & wm == 0), Some((x | y) & wm == wm)),
+                    (Some(x), Some(y)) => (Some(x & y & wm == 0), Some(!x & y & wm == 0)),
+                    _ => (None, None),
+                };
+                self.flags = Flags {
+                    zf,
+                    cf,
+                    of: Some(false),
+                    sf: Some(false),
+                    pf: Some(false),
+                };
+            }
+            M::Knotb | M::Knotw | M::Knotd | M::Knotq => {
+                let (Some(d), Some(a)) = (kreg(0), kreg(1)) else { return false };
+                let v = self.kread(a).map(|v| !v & wm);
+                self.kwrite(d, v);
+            }
+            M::Kshiftlb | M::Kshiftlw | M::Kshiftld | M::Kshiftlq | M::Kshiftrb | M::Kshiftrw | M::Kshiftrd | M::Kshiftrq => {
+                let (Some(d), Some(a)) = (kreg(0), kreg(1)) else { return false };
+                let n = u32::from(i.immediate8());
+                let left = matches!(m, M::Kshiftlb | M::Kshiftlw | M::Kshiftld | M::Kshiftlq);
+                let v = self.kread(a).map(|v| match (n >= bits, left) {
+                    (true, _) => 0,
+                    (false, true) => (v << n) & wm,
+                    (false, false) => (v & wm) >> n,
+                });
+                self.kwrite(d, v);
+            }
+            _ => {
+                let (Some(d), Some(a), Some(b)) = (kreg(0), kreg(1), kreg(2)) else {
+                    return false;
+                };
+                let v = self.kread(a).zip(self.kread(b)).map(|(x, y)| match m {
+                    M::Kandb | M::Kandw | M::Kandd | M::Kandq => x & y,
+                    M::Kandnb | M::Kandnw | M::Kandnd | M::Kandnq => !x & y,
+                    M::Korb | M::Korw | M::Kord | M::Korq => x | y,
+                    M::Kxorb | M::Kxorw | M::Kxord | M::Kxorq => x ^ y,
+                    M::Kxnorb | M::Kxnorw | M::Kxnord | M::Kxnorq => !(x ^ y),
+                    M::Kaddb | M::Kaddw | M::Kaddd | M::Kaddq => x.wrapping_add(y),
+                    // kunpck: the low halves of both sources, the first one's above.
+                    _ => {
+                        let h = bits / 2;
+                        ((x & mask(h / 8)) << h) | (y & mask(h / 8))
+                    }
+                } & wm);
+                self.kwrite(d, v);
+            }
+        }
+        true
+    }
+
+    /// EVEX-encoded (AVX-512) forms: moves, bitwise and lane operations, compares into an
+    /// opmask, broadcasts; an opmask on a move or compare is applied (merging or zeroing).
+    /// False when not modelled (before any effect), e.g. broadcasts, embedded rounding, other
+    /// masked operations, 512-bit forms where the XSAVE area has no zmm upper halves.
+    fn evex_op(&mut self, i: &Instruction) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        if i.is_broadcast() || i.rounding_control() != iced_x86::RoundingControl::None || i.suppress_all_exceptions() {
+            return false;
+        }
+        let mem_len = i.memory_size().size();
+        let op_mask = i.op_mask();
+        let masked = op_mask != Register::None;
+        let kmask = |e: &mut Emu| if masked { e.kread(k_index(op_mask)) } else { Some(u64::MAX) };
+        // Compares into an opmask: one bit per element, zero above, and-ed with the mask.
+        let cmp: Option<(usize, fn(u64, u64, u32) -> bool)> = match m {
+            M::Vpcmpeqb | M::Vpcmpeqw | M::Vpcmpeqd | M::Vpcmpeqq => Some((0, |x, y, _| x == y)),
+            M::Vpcmpgtb | M::Vpcmpgtw | M::Vpcmpgtd | M::Vpcmpgtq => Some((0, |x, y, n| (sext(x, n) as i64) > (sext(y, n) as i64))),
+            M::Vptestmb | M::Vptestmw | M::Vptestmd | M::Vptestmq => Some((0, |x, y, _| x & y != 0)),
+            M::Vptestnmb | M::Vptestnmw | M::Vptestnmd | M::Vptestnmq => Some((0, |x, y, _| x & y == 0)),
+            M::Vpcmpb | M::Vpcmpw | M::Vpcmpd | M::Vpcmpq => Some((1, |_, _, _| false)),
+            M::Vpcmpub | M::Vpcmpuw | M::Vpcmpud | M::Vpcmpuq => Some((2, |_, _, _| false)),
+            _ => None,
+        };
+        if let Some((kind, f)) = cmp {
+            if !(i.op0_kind() == OpKind::Register && i.op0_register().is_k()) || i.op_count() < 3 {
+                return false;
+            }
+            let e = match m {
+                M::Vpcmpeqb | M::Vpcmpgtb | M::Vptestmb | M::Vptestnmb | M::Vpcmpb | M::Vpcmpub => 1,
+                M::Vpcmpeqw | M::Vpcmpgtw | M::Vptestmw | M::Vptestnmw | M::Vpcmpw | M::Vpcmpuw => 2,
+                M::Vpcmpeqd | M::Vpcmpgtd | M::Vptestmd | M::Vptestnmd | M::Vpcmpd | M::Vpcmpud => 4,
+                _ => 8,
+            };
+            let w = i.op1_register().size();
+            if !is_vec(i.op1_register()) || (i.op2_kind() == OpKind::Memory && mem_len != w) {
+                return false;
+            }
+            let a = self.vsrc(i, 1, w, 1);
+            let b = self.vsrc(i, 2, w, 1);
+            let k = kmask(self);
+            let imm = if kind == 0 { 0 } else { i.immediate8() & 7 };
+            let v = a.zip(b).zip(k).map(|((a, b), k)| {
+                let mut bits = 0u64;
+                for j in 0..w / e {
+                    let (x, y) = (elem(&a, j, e), elem(&b, j, e));
+                    let t = match kind {
+                        0 => f(x, y, e as u32),
+                        _ => {
+                            let (lt, eq) = if kind == 1 {
+                                ((sext(x, e as u32) as i64) < (sext(y, e as u32) as i64), x == y)
+                            } else {
+                                (x < y, x == y)
+                            };
+                            match imm {
+                                0 => eq,
+                                1 => lt,
+                                2 => lt || eq,
+                                3 => false,
+                                4 => !eq,
+                                5 => !lt,
+                                6 => !(lt || eq),
+                                _ => true,
+                            }
+                        }
+                    };
+                    bits |= u64::from(t) << j;
+                }
+                bits & k
+            });
+            self.kwrite(k_index(i.op0_register()), v);
+            return true;
+        }
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register()).filter(|r| is_vec(*r));
+        // The element size masking works in.
+        let elem_of = |m: M| match m {
+            M::Vmovdqu8 => 1,
+            M::Vmovdqu16 => 2,
+            M::Vmovdqu32 | M::Vmovdqa32 | M::Vmovups | M::Vmovaps => 4,
+            _ => 8,
+        };
+        match m {
+            M::Vmovdqu8
+            | M::Vmovdqu16
+            | M::Vmovdqu32
+            | M::Vmovdqu64
+            | M::Vmovdqa32
+            | M::Vmovdqa64
+            | M::Vmovups
+            | M::Vmovaps
+            | M::Vmovupd
+            | M::Vmovapd
+                if i.op_count() == 2 =>
+            {
+                let aligned = matches!(m, M::Vmovdqa32 | M::Vmovdqa64 | M::Vmovaps | M::Vmovapd);
+                match (reg0, i.op1_kind()) {
+                    (Some(d), k1) if k1 == OpKind::Register || mem_len == d.size() => {
+                        let w = d.size();
+                        if k1 == OpKind::Register && !is_vec(i.op1_register()) {
+                            return false;
+                        }
+                        let src = if masked && k1 == OpKind::Memory {
+                            // Masked-off elements are not read (and cannot fault): read the
+                            // active ones only, the others count as zero.
+                            let e = elem_of(m);
+                            let a = self.vector_ea(i, if aligned { w } else { 1 });
+                            match (a, kmask(self)) {
+                                (Some(a), Some(k)) => {
+                                    let mut out = Some([0u8; 64]);
+                                    for j in 0..w / e {
+                                        if k >> j & 1 == 1 {
+                                            let x = self.read_mem(a.wrapping_add((j * e) as u64), e as u32);
+                                            out = out.zip(x).map(|(mut o, x)| {
+                                                put_elem(&mut o, j, e, x);
+                                                o
+                                            });
+                                        }
+                                    }
+                                    out
+                                }
+                                _ => None,
+                            }
+                        } else {
+                            self.vsrc(i, 1, w, if aligned { w } else { 1 })
+                        };
+                        let v = if masked { self.apply_mask(i, d, src, elem_of(m), w) } else { src };
+                        self.vwrite(d.number(), v, w, true);
+                    }
+                    (None, OpKind::Register)
+                        if k0 == OpKind::Memory && is_vec(i.op1_register()) && mem_len == i.op1_register().size() && !masked =>
+                    {
+                        let s = i.op1_register();
+                        let w = s.size();
+                        let v = self.vread(s, w);
+                        let a = self.vector_ea(i, if aligned { w } else { 1 });
+                        self.write_bytes(a, v, w);
+                    }
+                    _ => return false,
+                }
+            }
+            M::Vpbroadcastb | M::Vpbroadcastw | M::Vpbroadcastd | M::Vpbroadcastq if i.op_count() == 2 && !masked => {
+                let Some(d) = reg0 else { return false };
+                let e = match m {
+                    M::Vpbroadcastb => 1,
+                    M::Vpbroadcastw => 2,
+                    M::Vpbroadcastd => 4,
+                    _ => 8,
+                };
+                let src = match i.op1_kind() {
+                    OpKind::Register if i.op1_register().is_gpr() => self.get(i.op1_register()).map(|x| {
+                        let mut b = [0u8; 64];
+                        put_elem(&mut b, 0, 8, x);
+                        b
+                    }),
+                    OpKind::Memory if mem_len == e => self.vsrc(i, 1, e, 1),
+                    OpKind::Register if is_vec(i.op1_register()) => self.vsrc(i, 1, e, 1),
+                    _ => return false,
+                };
+                let w = d.size();
+                let v = src.map(|s| {
+                    let mut out = [0u8; 64];
+                    for k in 0..w / e {
+                        out[k * e..k * e + e].copy_from_slice(&s[..e]);
+                    }
+                    out
+                });
+                self.vwrite(d.number(), v, w, true);
+            }
+            M::Vpternlogd | M::Vpternlogq if i.op_count() == 4 && !masked => {
+                let Some(d) = reg0 else { return false };
+                let w = d.size();
+                if i.op2_kind() == OpKind::Memory && mem_len != w {
+                    return false;
+                }
+                let imm = i.immediate8();
+                let (a, b, c) = (self.vread(d, w), self.vsrc(i, 1, w, 1), self.vsrc(i, 2, w, 1));
+                // Bit j of the result is bit (a<<2 | b<<1 | c) of the immediate, a the destination.
+                let v = a.zip(b).zip(c).map(|((a, b), c)| {
+                    let mut out = [0u8; 64];
+                    for k in 0..w {
+                        let mut r = 0u8;
+                        for idx in 0..8u8 {
+                            if imm >> idx & 1 == 1 {
+                                let pa = if idx & 4 != 0 { a[k] } else { !a[k] };
+                                let pb = if idx & 2 != 0 { b[k] } else { !b[k] };
+                                let pc = if idx & 1 != 0 { c[k] } else { !c[k] };
+                                r |= pa & pb & pc;
+                            }
+                        }
+                        out[k] = r;
+                    }
+                    out
+                });
+                self.vwrite(d.number(), v, w, true);
+            }
+            _ if !masked && (evex_bits_op(m).is_some() || lane_op(m).is_some()) => {
+                let Some(d) = reg0 else { return false };
+                if i.op_count() != 3 || (i.op2_kind() == OpKind::Memory && mem_len != d.size()) {
+                    return false;
+                }
+                let w = d.size();
+                let same = i.op1_kind() == OpKind::Register && i.op2_kind() == OpKind::Register && i.op1_register() == i.op2_register();
+                let v = match (evex_bits_op(m), lane_op(m)) {
+                    (Some(Bits::Xor | Bits::AndN), _) if same => Some([0u8; 64]),
+                    (_, Some((Lane::Sub, _))) if same => Some([0u8; 64]),
+                    (op, lane) => {
+                        let a = self.vsrc(i, 1, w, 1);
+                        let b = self.vsrc(i, 2, w, 1);
+                        a.zip(b).map(|(a, b)| match (op, lane) {
+                            (Some(op), _) => {
+                                let mut out = [0u8; 64];
+                                for k in 0..w {
+                                    out[k] = match op {
+                                        Bits::And => a[k] & b[k],
+                                        Bits::AndN => !a[k] & b[k],
+                                        Bits::Or => a[k] | b[k],
+                                        Bits::Xor => a[k] ^ b[k],
+                                    };
+                                }
+                                out
+                            }
+                            (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
+                            (None, None) => [0u8; 64],
+                        })
+                    }
+                };
+                self.vwrite(d.number(), v, w, true);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// `src` under the instruction's opmask, elements of `e` bytes: masked-off ones zero
+    /// (`{z}`) or kept from the destination (merging). None when the mask or a kept byte is
+    /// unknown.
+    fn apply_mask(&mut self, i: &Instruction, d: Register, src: Option<[u8; 64]>, e: usize, w: usize) -> Option<[u8; 64]> {
+        let k = self.kread(k_index(i.op_mask()))?;
+        let old = if i.zeroing_masking() { Some([0u8; 64]) } else { self.vread(d, w) }?;
+        let src = src?;
+        let mut out = old;
+        for j in 0..w / e {
+            if k >> j & 1 == 1 {
+                out[j * e..j * e + e].copy_from_slice(&src[j * e..j * e + e]);
+            }
+        }
+        Some(out)
     }
 
     /// Alignment a legacy SSE memory operand of `len` bytes needs (VEX forms need none but
@@ -1850,6 +2403,79 @@ mod tests {
         *s ^= *s >> 7;
         *s ^= *s << 17;
         *s
+    }
+
+    /// One-operand mul/imul/div/idiv (64- and 32-bit) against the CPU on random operands, and
+    /// unknown where the CPU would raise #DE.
+    #[test]
+    fn multiply_and_divide_match_the_cpu() {
+        use iced_x86::{Code as C, Instruction as I, Register as R};
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+        let jc = || I::with_branch(C::Jb_rel32_64, 0x1000).unwrap();
+        for round in 0..400 {
+            let (a, b) = (xorshift(&mut seed), xorshift(&mut seed));
+            let b = if round % 4 == 0 { b % 1000 + 1 } else { b | 1 };
+            // mul / imul rsi: rdx:rax, CF = OF = high half significant.
+            let (hi, lo, cf): (u64, u64, u64);
+            // SAFETY: register-only arithmetic; pushf/pop balanced.
+            unsafe {
+                std::arch::asm!("mul rsi", "pushfq", "pop {f}", f = out(reg) cf, inout("rax") a => lo, out("rdx") hi, in("rsi") b, options(nomem));
+            }
+            let (t, r) = emu_asm(&[I::with1(C::Mul_rm64, R::RSI).unwrap(), jc()], &[(0, a), (6, b)]);
+            assert_eq!((r[0], r[2], t), (Some(lo), Some(hi), Some(cf & 1 == 1)), "mul {a:#x} {b:#x}");
+            let (ihi, ilo, icf): (u64, u64, u64);
+            // SAFETY: as above.
+            unsafe {
+                std::arch::asm!("imul rsi", "pushfq", "pop {f}", f = out(reg) icf, inout("rax") a => ilo, out("rdx") ihi, in("rsi") b, options(nomem));
+            }
+            let (t, r) = emu_asm(&[I::with1(C::Imul_rm64, R::RSI).unwrap(), jc()], &[(0, a), (6, b)]);
+            assert_eq!((r[0], r[2], t), (Some(ilo), Some(ihi), Some(icf & 1 == 1)), "imul {a:#x} {b:#x}");
+            let (h32, l32): (u64, u64);
+            // SAFETY: as above.
+            unsafe {
+                std::arch::asm!("mul esi", inout("rax") a => l32, out("rdx") h32, in("rsi") b, options(nomem));
+            }
+            let (_, r) = emu_asm(&[I::with1(C::Mul_rm32, R::ESI).unwrap()], &[(0, a), (6, b)]);
+            assert_eq!((r[0], r[2]), (Some(l32), Some(h32)), "mul32 {a:#x} {b:#x}");
+            // div rsi with rdx < rsi (no #DE): quotient rax, remainder rdx.
+            let d = b;
+            let h = xorshift(&mut seed) % d;
+            let (q, rem): (u64, u64);
+            // SAFETY: rdx < rsi, so the quotient fits; register-only.
+            unsafe {
+                std::arch::asm!("div rsi", inout("rax") a => q, inout("rdx") h => rem, in("rsi") d, options(nomem));
+            }
+            let (_, r) = emu_asm(&[I::with1(C::Div_rm64, R::RSI).unwrap()], &[(0, a), (2, h), (6, d)]);
+            assert_eq!((r[0], r[2]), (Some(q), Some(rem)), "div {h:#x}:{a:#x} / {d:#x}");
+            // idiv after cqo (rdx the sign of rax): never #DE for d != 0, -1.
+            let sd = if round % 2 == 0 { d } else { d.wrapping_neg() };
+            let sh = ((a as i64) >> 63) as u64;
+            let (iq, irem): (u64, u64);
+            // SAFETY: rdx:rax is rax sign-extended and the divisor is neither 0 nor -1.
+            unsafe {
+                std::arch::asm!("idiv rsi", inout("rax") a => iq, inout("rdx") sh => irem, in("rsi") sd, options(nomem));
+            }
+            let (_, r) = emu_asm(&[I::with1(C::Idiv_rm64, R::RSI).unwrap()], &[(0, a), (2, sh), (6, sd)]);
+            assert_eq!((r[0], r[2]), (Some(iq), Some(irem)), "idiv {a:#x} / {sd:#x}");
+            let (iq32, irem32): (u64, u64);
+            let sh32 = u64::from(((a as i32) >> 31) as u32);
+            // SAFETY: as above, 32-bit.
+            unsafe {
+                std::arch::asm!("idiv esi", inout("rax") a => iq32, inout("rdx") sh32 => irem32, in("rsi") sd, options(nomem));
+            }
+            let sd32 = sd as u32;
+            if sd32 != 0 && sd32 != u32::MAX {
+                let (_, r) = emu_asm(&[I::with1(C::Idiv_rm32, R::ESI).unwrap()], &[(0, a), (2, sh32), (6, sd)]);
+                assert_eq!((r[0], r[2]), (Some(iq32), Some(irem32)), "idiv32 {a:#x} / {sd:#x}");
+            }
+            // Where the CPU faults (#DE), the emulator knows nothing.
+            let (_, r) = emu_asm(&[I::with1(C::Div_rm64, R::RSI).unwrap()], &[(0, a), (2, h), (6, 0)]);
+            assert_eq!((r[0], r[2]), (None, None), "div by zero");
+            let (_, r) = emu_asm(&[I::with1(C::Div_rm64, R::RSI).unwrap()], &[(0, a), (2, d), (6, d)]);
+            assert_eq!((r[0], r[2]), (None, None), "div quotient too wide");
+            let (_, r) = emu_asm(&[I::with1(C::Idiv_rm64, R::RSI).unwrap()], &[(0, 0), (2, 1 << 62), (6, 3)]);
+            assert_eq!((r[0], r[2]), (None, None), "idiv quotient too wide");
+        }
     }
 
     #[test]
@@ -2349,6 +2975,419 @@ mod tests {
             Some(Some(std::cmp::Ordering::Less))
         );
         assert_eq!(e3.fp_compare(1, 2, 8, false), None);
+    }
+
+    /// ymm16–ymm19, k1–k3, rax and [rdi] around one AVX-512 instruction.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    #[repr(C, align(64))]
+    struct EvexState {
+        y: [[u8; 32]; 4],
+        mem: [u8; 64],
+        k: [u64; 3],
+        rax: u64,
+    }
+
+    /// Run `insn` natively from `s` (ymm16–19, k1–k3, rax, rdi → mem); flags come back.
+    macro_rules! native_evex {
+        ($insn:literal, $s:expr) => {{
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+            unsafe fn run(s: &mut EvexState) -> u64 {
+                let fl: u64;
+                let y = s.y.as_mut_ptr();
+                let k = s.k.as_mut_ptr();
+                let mem = s.mem.as_mut_ptr();
+                let mut rax = s.rax;
+                // SAFETY: reads and writes only `s` (its vectors, masks and memory, through
+                // rdi), clobbers the registers it names, balances its push/pop.
+                unsafe {
+                    std::arch::asm!(
+                        "vmovdqu64 ymm16, [{y}]",
+                        "vmovdqu64 ymm17, [{y} + 32]",
+                        "vmovdqu64 ymm18, [{y} + 64]",
+                        "vmovdqu64 ymm19, [{y} + 96]",
+                        "kmovq k1, [{k}]",
+                        "kmovq k2, [{k} + 8]",
+                        "kmovq k3, [{k} + 16]",
+                        $insn,
+                        "pushfq",
+                        "pop {fl}",
+                        "vmovdqu64 [{y}], ymm16",
+                        "vmovdqu64 [{y} + 32], ymm17",
+                        "vmovdqu64 [{y} + 64], ymm18",
+                        "vmovdqu64 [{y} + 96], ymm19",
+                        "kmovq [{k}], k1",
+                        "kmovq [{k} + 8], k2",
+                        "kmovq [{k} + 16], k3",
+                        y = in(reg) y,
+                        k = in(reg) k,
+                        fl = out(reg) fl,
+                        inout("rax") rax,
+                        in("rdi") mem,
+                        out("ymm16") _, out("ymm17") _, out("ymm18") _, out("ymm19") _,
+                        out("k1") _, out("k2") _, out("k3") _,
+                    );
+                }
+                s.rax = rax;
+                fl
+            }
+            let mut s: EvexState = $s;
+            // SAFETY: the caller checked AVX-512 F/BW/VL/DQ.
+            let fl = unsafe { run(&mut s) };
+            (s, fl)
+        }};
+    }
+
+    /// The same instruction through the emulator from the same state.
+    fn emulated_evex(i: iced_x86::Instruction, s: &EvexState) -> (Option<EvexState>, Flags) {
+        let mut enc = iced_x86::Encoder::new(64);
+        enc.encode(&i, 0x1000).unwrap();
+        let bytes = enc.take_buffer();
+        let mut d = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let insn = d.decode();
+        assert_eq!(insn.code(), i.code(), "{i} round trip");
+        let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let mut e = Emu::new(&regs, mem);
+        let buf = Box::new(*s);
+        e.regs[0] = Some(s.rax);
+        e.regs[7] = Some(buf.mem.as_ptr() as u64);
+        for (n, y) in s.y.iter().enumerate() {
+            e.vregs[16 + n].val[..32].copy_from_slice(y);
+            e.vregs[16 + n].known = low_bits(32);
+            e.vregs[16 + n].fresh = 0;
+        }
+        for (n, k) in s.k.iter().enumerate() {
+            e.kwrite(n + 1, Some(*k));
+        }
+        e.step(&insn, &mut InstructionInfoFactory::new());
+        let mut out = *s;
+        let Some(rax) = e.regs[0] else { return (None, e.flags) };
+        out.rax = rax;
+        for n in 0..4 {
+            match e.vread(Register::YMM16 + n as u32, 32) {
+                Some(v) => out.y[n].copy_from_slice(&v[..32]),
+                None => return (None, e.flags),
+            }
+        }
+        for n in 0..3 {
+            match e.kread(n + 1) {
+                Some(v) => out.k[n] = v,
+                None => return (None, e.flags),
+            }
+        }
+        match e.read_bytes(buf.mem.as_ptr() as u64, 64) {
+            Some(m) => out.mem = m,
+            None => return (None, e.flags),
+        }
+        std::hint::black_box(&buf);
+        (Some(out), e.flags)
+    }
+
+    fn evex_state(seed: &mut u64) -> EvexState {
+        let mut s = EvexState {
+            y: [[0; 32]; 4],
+            mem: [0; 64],
+            k: [0; 3],
+            rax: xorshift(seed),
+        };
+        for b in s.mem.iter_mut() {
+            *b = xorshift(seed) as u8;
+        }
+        for n in 0..4 {
+            for j in 0..32 {
+                let r = xorshift(seed);
+                s.y[n][j] = match r % 5 {
+                    0 if n > 0 => s.y[0][j],
+                    1 => s.mem[j],
+                    2 => 0,
+                    _ => (r >> 8) as u8,
+                };
+            }
+        }
+        for k in s.k.iter_mut() {
+            let r = xorshift(seed);
+            *k = match r % 6 {
+                0 => 0,
+                1 => u64::MAX,
+                2 => u64::from(u32::MAX),
+                3 => r >> 32,
+                _ => xorshift(seed),
+            };
+        }
+        s
+    }
+
+    #[test]
+    fn avx512_mask_and_evex_ops_match_the_cpu() {
+        use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
+        if !["avx512f", "avx512bw", "avx512vl", "avx512dq"].iter().all(|f| match *f {
+            "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx512bw" => is_x86_feature_detected!("avx512bw"),
+            "avx512vl" => is_x86_feature_detected!("avx512vl"),
+            _ => is_x86_feature_detected!("avx512dq"),
+        }) {
+            eprintln!("skipped: needs AVX-512 F/BW/VL/DQ");
+            return;
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
+        let m = || MemoryOperand::with_base(R::RDI);
+        let (y16, y17, y18) = (R::YMM16, R::YMM17, R::YMM18);
+        let (k1, k2, k3) = (R::K1, R::K2, R::K3);
+        let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
+        let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
+        let masked = |mut i: I, k: R, z: bool| {
+            i.set_op_mask(k);
+            i.set_zeroing_masking(z);
+            i
+        };
+        let cmpi = |c: C, imm: u32| I::with4(c, k1, y16, y17, imm).unwrap();
+        type Native = fn(EvexState) -> (EvexState, u64);
+        let cases: Vec<(I, Native)> = vec![
+            (r3(C::EVEX_Vpcmpeqb_kr_k1_ymm_ymmm256, k1, y16, y17), |s| {
+                native_evex!("vpcmpeqb k1, ymm16, ymm17", s)
+            }),
+            (masked(r3(C::EVEX_Vpcmpeqb_kr_k1_ymm_ymmm256, k1, y16, y17), k2, false), |s| {
+                native_evex!("vpcmpeqb k1{{k2}}, ymm16, ymm17", s)
+            }),
+            (I::with3(C::EVEX_Vpcmpeqb_kr_k1_ymm_ymmm256, k1, y16, m()).unwrap(), |s| {
+                native_evex!("vpcmpeqb k1, ymm16, [rdi]", s)
+            }),
+            (r3(C::EVEX_Vpcmpeqd_kr_k1_ymm_ymmm256b32, k1, y16, y17), |s| {
+                native_evex!("vpcmpeqd k1, ymm16, ymm17", s)
+            }),
+            (r3(C::EVEX_Vpcmpgtb_kr_k1_ymm_ymmm256, k1, y16, y17), |s| {
+                native_evex!("vpcmpgtb k1, ymm16, ymm17", s)
+            }),
+            (r3(C::EVEX_Vpcmpeqb_kr_k1_xmm_xmmm128, k1, R::XMM16, R::XMM17), |s| {
+                native_evex!("vpcmpeqb k1, xmm16, xmm17", s)
+            }),
+            (r3(C::EVEX_Vptestmb_kr_k1_ymm_ymmm256, k1, y16, y17), |s| {
+                native_evex!("vptestmb k1, ymm16, ymm17", s)
+            }),
+            (r3(C::EVEX_Vptestnmb_kr_k1_ymm_ymmm256, k1, y16, y17), |s| {
+                native_evex!("vptestnmb k1, ymm16, ymm17", s)
+            }),
+            (r3(C::EVEX_Vptestnmd_kr_k1_ymm_ymmm256b32, k1, y16, y17), |s| {
+                native_evex!("vptestnmd k1, ymm16, ymm17", s)
+            }),
+            (r3(C::EVEX_Vptestmd_kr_k1_ymm_ymmm256b32, k1, y16, y17), |s| {
+                native_evex!("vptestmd k1, ymm16, ymm17", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpub_kr_k1_ymm_ymmm256_imm8, 1), |s| {
+                native_evex!("vpcmpub k1, ymm16, ymm17, 1", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpub_kr_k1_ymm_ymmm256_imm8, 4), |s| {
+                native_evex!("vpcmpub k1, ymm16, ymm17, 4", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpub_kr_k1_ymm_ymmm256_imm8, 6), |s| {
+                native_evex!("vpcmpub k1, ymm16, ymm17, 6", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpb_kr_k1_ymm_ymmm256_imm8, 1), |s| {
+                native_evex!("vpcmpb k1, ymm16, ymm17, 1", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpb_kr_k1_ymm_ymmm256_imm8, 2), |s| {
+                native_evex!("vpcmpb k1, ymm16, ymm17, 2", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpb_kr_k1_ymm_ymmm256_imm8, 5), |s| {
+                native_evex!("vpcmpb k1, ymm16, ymm17, 5", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpud_kr_k1_ymm_ymmm256b32_imm8, 4), |s| {
+                native_evex!("vpcmpud k1, ymm16, ymm17, 4", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpuw_kr_k1_ymm_ymmm256_imm8, 2), |s| {
+                native_evex!("vpcmpuw k1, ymm16, ymm17, 2", s)
+            }),
+            (cmpi(C::EVEX_Vpcmpq_kr_k1_ymm_ymmm256b64_imm8, 6), |s| {
+                native_evex!("vpcmpq k1, ymm16, ymm17, 6", s)
+            }),
+            (r2(C::VEX_Kmovd_r32_kr, R::EAX, k1), |s| native_evex!("kmovd eax, k1", s)),
+            (r2(C::VEX_Kmovq_r64_kr, R::RAX, k1), |s| native_evex!("kmovq rax, k1", s)),
+            (r2(C::VEX_Kmovb_r32_kr, R::EAX, k1), |s| native_evex!("kmovb eax, k1", s)),
+            (r2(C::VEX_Kmovw_kr_r32, k1, R::EAX), |s| native_evex!("kmovw k1, eax", s)),
+            (r2(C::VEX_Kmovd_kr_r32, k1, R::EAX), |s| native_evex!("kmovd k1, eax", s)),
+            (r2(C::VEX_Kmovq_kr_r64, k1, R::RAX), |s| native_evex!("kmovq k1, rax", s)),
+            (r2(C::VEX_Kmovq_kr_km64, k1, k2), |s| native_evex!("kmovq k1, k2", s)),
+            (r2(C::VEX_Kmovb_kr_km8, k1, k2), |s| native_evex!("kmovb k1, k2", s)),
+            (I::with2(C::VEX_Kmovd_kr_km32, k1, m()).unwrap(), |s| {
+                native_evex!("kmovd k1, [rdi]", s)
+            }),
+            (I::with2(C::VEX_Kmovq_m64_kr, m(), k2).unwrap(), |s| {
+                native_evex!("kmovq [rdi], k2", s)
+            }),
+            (r2(C::VEX_Kortestd_kr_kr, k1, k2), |s| native_evex!("kortestd k1, k2", s)),
+            (r2(C::VEX_Kortestq_kr_kr, k1, k2), |s| native_evex!("kortestq k1, k2", s)),
+            (r2(C::VEX_Kortestb_kr_kr, k1, k2), |s| native_evex!("kortestb k1, k2", s)),
+            (r2(C::VEX_Kortestw_kr_kr, k3, k3), |s| native_evex!("kortestw k3, k3", s)),
+            (r2(C::VEX_Ktestd_kr_kr, k1, k2), |s| native_evex!("ktestd k1, k2", s)),
+            (r2(C::VEX_Ktestq_kr_kr, k1, k2), |s| native_evex!("ktestq k1, k2", s)),
+            (r3(C::VEX_Kord_kr_kr_kr, k1, k2, k3), |s| native_evex!("kord k1, k2, k3", s)),
+            (r3(C::VEX_Kandnq_kr_kr_kr, k1, k2, k3), |s| native_evex!("kandnq k1, k2, k3", s)),
+            (r3(C::VEX_Kxnorq_kr_kr_kr, k1, k2, k3), |s| native_evex!("kxnorq k1, k2, k3", s)),
+            (r3(C::VEX_Kxorw_kr_kr_kr, k1, k2, k3), |s| native_evex!("kxorw k1, k2, k3", s)),
+            (r3(C::VEX_Kaddd_kr_kr_kr, k1, k2, k3), |s| native_evex!("kaddd k1, k2, k3", s)),
+            (r3(C::VEX_Kunpckbw_kr_kr_kr, k1, k2, k3), |s| native_evex!("kunpckbw k1, k2, k3", s)),
+            (r3(C::VEX_Kunpckdq_kr_kr_kr, k1, k2, k3), |s| native_evex!("kunpckdq k1, k2, k3", s)),
+            (r2(C::VEX_Knotd_kr_kr, k1, k2), |s| native_evex!("knotd k1, k2", s)),
+            (I::with3(C::VEX_Kshiftlq_kr_kr_imm8, k1, k2, 13u32).unwrap(), |s| {
+                native_evex!("kshiftlq k1, k2, 13", s)
+            }),
+            (I::with3(C::VEX_Kshiftrd_kr_kr_imm8, k1, k2, 7u32).unwrap(), |s| {
+                native_evex!("kshiftrd k1, k2, 7", s)
+            }),
+            (I::with3(C::VEX_Kshiftrw_kr_kr_imm8, k1, k2, 40u32).unwrap(), |s| {
+                native_evex!("kshiftrw k1, k2, 40", s)
+            }),
+            (I::with2(C::EVEX_Vmovdqu64_ymm_k1z_ymmm256, y16, m()).unwrap(), |s| {
+                native_evex!("vmovdqu64 ymm16, [rdi]", s)
+            }),
+            (I::with2(C::EVEX_Vmovdqa64_ymm_k1z_ymmm256, y16, m()).unwrap(), |s| {
+                native_evex!("vmovdqa64 ymm16, [rdi]", s)
+            }),
+            (
+                masked(I::with2(C::EVEX_Vmovdqu8_ymm_k1z_ymmm256, y16, m()).unwrap(), k1, true),
+                |s| native_evex!("vmovdqu8 ymm16{{k1}}{{z}}, [rdi]", s),
+            ),
+            (masked(r2(C::EVEX_Vmovdqu8_ymm_k1z_ymmm256, y16, y17), k2, false), |s| {
+                native_evex!("vmovdqu8 ymm16{{k2}}, ymm17", s)
+            }),
+            (masked(r2(C::EVEX_Vmovdqu32_ymm_k1z_ymmm256, y16, y17), k2, true), |s| {
+                native_evex!("vmovdqu32 ymm16{{k2}}{{z}}, ymm17", s)
+            }),
+            (I::with2(C::EVEX_Vmovdqu64_ymmm256_k1z_ymm, m(), y17).unwrap(), |s| {
+                native_evex!("vmovdqu64 [rdi], ymm17", s)
+            }),
+            (I::with2(C::EVEX_Vmovdqu64_xmmm128_k1z_xmm, m(), R::XMM18).unwrap(), |s| {
+                native_evex!("vmovdqu64 [rdi], xmm18", s)
+            }),
+            (r3(C::EVEX_Vpxorq_ymm_k1z_ymm_ymmm256b64, y16, y17, y18), |s| {
+                native_evex!("vpxorq ymm16, ymm17, ymm18", s)
+            }),
+            (r3(C::EVEX_Vpxord_xmm_k1z_xmm_xmmm128b32, R::XMM16, R::XMM16, R::XMM16), |s| {
+                native_evex!("vpxord xmm16, xmm16, xmm16", s)
+            }),
+            (r3(C::EVEX_Vpord_ymm_k1z_ymm_ymmm256b32, y16, y17, y18), |s| {
+                native_evex!("vpord ymm16, ymm17, ymm18", s)
+            }),
+            (r3(C::EVEX_Vpandnq_ymm_k1z_ymm_ymmm256b64, y16, y17, y18), |s| {
+                native_evex!("vpandnq ymm16, ymm17, ymm18", s)
+            }),
+            (r3(C::EVEX_Vpminub_ymm_k1z_ymm_ymmm256, y16, y17, y18), |s| {
+                native_evex!("vpminub ymm16, ymm17, ymm18", s)
+            }),
+            (r3(C::EVEX_Vpminud_ymm_k1z_ymm_ymmm256b32, y16, y17, y18), |s| {
+                native_evex!("vpminud ymm16, ymm17, ymm18", s)
+            }),
+            (r3(C::EVEX_Vpsubb_ymm_k1z_ymm_ymmm256, y16, y17, y18), |s| {
+                native_evex!("vpsubb ymm16, ymm17, ymm18", s)
+            }),
+            (I::with3(C::EVEX_Vpminub_ymm_k1z_ymm_ymmm256, y16, y17, m()).unwrap(), |s| {
+                native_evex!("vpminub ymm16, ymm17, [rdi]", s)
+            }),
+            (
+                I::with4(C::EVEX_Vpternlogd_ymm_k1z_ymm_ymmm256b32_imm8, y16, y17, y18, 0x96u32).unwrap(),
+                |s| native_evex!("vpternlogd ymm16, ymm17, ymm18, 0x96", s),
+            ),
+            (
+                I::with4(C::EVEX_Vpternlogd_ymm_k1z_ymm_ymmm256b32_imm8, y16, y17, y18, 0xdeu32).unwrap(),
+                |s| native_evex!("vpternlogd ymm16, ymm17, ymm18, 0xde", s),
+            ),
+            (
+                I::with4(C::EVEX_Vpternlogq_ymm_k1z_ymm_ymmm256b64_imm8, y16, y17, y18, 0x81u32).unwrap(),
+                |s| native_evex!("vpternlogq ymm16, ymm17, ymm18, 0x81", s),
+            ),
+            (r2(C::EVEX_Vpbroadcastb_ymm_k1z_r32, y16, R::EAX), |s| {
+                native_evex!("vpbroadcastb ymm16, eax", s)
+            }),
+            (r2(C::EVEX_Vpbroadcastd_ymm_k1z_r32, y16, R::EAX), |s| {
+                native_evex!("vpbroadcastd ymm16, eax", s)
+            }),
+            (r2(C::EVEX_Vpbroadcastq_ymm_k1z_r64, y16, R::RAX), |s| {
+                native_evex!("vpbroadcastq ymm16, rax", s)
+            }),
+        ];
+        for (i, run) in &cases {
+            for _ in 0..64 {
+                let s = evex_state(&mut seed);
+                let (want, fl) = run(s);
+                let (got, flags) = emulated_evex(*i, &s);
+                let got = got.unwrap_or_else(|| panic!("{i}: result unknown from {s:x?}"));
+                assert_eq!(got, want, "{i} from {s:x?}");
+                if i.rflags_modified() != 0 {
+                    for (f, bit) in [(flags.cf, 0), (flags.pf, 2), (flags.zf, 6), (flags.sf, 7), (flags.of, 11)] {
+                        assert_eq!(f, Some(fl >> bit & 1 == 1), "{i} flag bit {bit} from {s:x?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Without AVX-512 hardware: opmasks come from the XSAVE image (zero in their initial
+    /// state), a compare into k1 feeds kortest, and an unmodelled write makes k unknown.
+    #[test]
+    fn opmasks_seeded_from_the_image_and_forgotten() {
+        use iced_x86::{Code as C, Instruction as I, Register as R};
+        let mut layout = XsaveLayout::of_this_cpu();
+        if layout.opmask == 0 {
+            // (A layout as an AVX-512 CPU has it, for the decoding and seeding logic.)
+            layout = XsaveLayout {
+                size: 2696,
+                ymm_hi: 576,
+                opmask: 1088,
+                zmm_hi: 1152,
+                hi16_zmm: 1664,
+            };
+        }
+        let mut seed = 0x51a7_e0f1_c3b2_a190u64 ^ u64::from(std::process::id());
+        let mut img = vec![0u8; layout.size];
+        for b in img.iter_mut() {
+            *b = xorshift(&mut seed) as u8;
+        }
+        img[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+        img[512..520].copy_from_slice(&0xe7u64.to_le_bytes());
+        let k5 = u64::from_le_bytes(img[layout.opmask + 40..layout.opmask + 48].try_into().unwrap());
+        let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let mut f = InstructionInfoFactory::new();
+        let image = img.clone();
+        let vs = VectorSeed::new(layout, Box::new(move || Some(image.clone())));
+        let mut e = Emu::new(&regs, mem.clone()).with_vectors(vs);
+        e.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RCX, R::K5).unwrap(), &mut f);
+        assert_eq!(e.regs[1], Some(k5));
+        e.step(&I::with2(C::VEX_Kortestq_kr_kr, R::K5, R::K5).unwrap(), &mut f);
+        assert_eq!(e.flags.zf, Some(k5 == 0));
+        // XSTATE_BV bit 5 clear: every opmask is zero whatever the image's bytes.
+        let mut init = img.clone();
+        init[512..520].copy_from_slice(&0xc7u64.to_le_bytes());
+        let vs0 = VectorSeed::new(layout, Box::new(move || Some(init.clone())));
+        let mut e0 = Emu::new(&regs, mem.clone()).with_vectors(vs0);
+        e0.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RCX, R::K5).unwrap(), &mut f);
+        assert_eq!(e0.regs[1], Some(0));
+        // An unmodelled masked EVEX op writing k (vfpclasspd) leaves k unknown; so does a syscall.
+        e.step(
+            &I::with3(C::EVEX_Vfpclasspd_kr_k1_ymmm256b64_imm8, R::K5, R::YMM1, 0x22u32).unwrap(),
+            &mut f,
+        );
+        e.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RCX, R::K5).unwrap(), &mut f);
+        assert_eq!(e.regs[1], None);
+        e.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RDX, R::K4).unwrap(), &mut f);
+        assert!(e.regs[2].is_some());
+        e.step(&I::with(C::Syscall), &mut f);
+        e.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RDX, R::K4).unwrap(), &mut f);
+        assert_eq!(e.regs[2], None);
+        // Without a seed, an opmask from before the path is unknown; one the path wrote is known.
+        let mut e3 = Emu::new(&regs, mem);
+        e3.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RCX, R::K1).unwrap(), &mut f);
+        assert_eq!(e3.regs[1], None);
+        let v = xorshift(&mut seed);
+        e3.regs[0] = Some(v);
+        e3.step(&I::with2(C::VEX_Kmovd_kr_r32, R::K1, R::EAX).unwrap(), &mut f);
+        e3.step(&I::with2(C::VEX_Knotd_kr_kr, R::K2, R::K1).unwrap(), &mut f);
+        e3.step(&I::with2(C::VEX_Kmovq_r64_kr, R::RCX, R::K2).unwrap(), &mut f);
+        assert_eq!(e3.regs[1], Some(u64::from(!(v as u32))));
+        e3.step(&I::with2(C::VEX_Kortestd_kr_kr, R::K1, R::K2).unwrap(), &mut f);
+        assert_eq!((e3.flags.zf, e3.flags.cf), (Some(false), Some(true)));
     }
 
     #[test]
