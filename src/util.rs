@@ -229,6 +229,17 @@ impl Progress {
     }
 }
 
+/// This tool's cache directory: `$XDG_CACHE_HOME/roofline`, else `~/.cache/roofline` (the
+/// ceilings, the counters' trust table, GPU ceilings).
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
+    };
+    Some(base.join("roofline"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,15 +296,4 @@ mod tests {
         // no temp files left behind
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
-}
-
-/// This tool's cache directory: `$XDG_CACHE_HOME/roofline`, else `~/.cache/roofline` (the
-/// ceilings, the counters' trust table, GPU ceilings).
-pub fn cache_dir() -> Option<std::path::PathBuf> {
-    use std::path::PathBuf;
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
-    };
-    Some(base.join("roofline"))
 }
