@@ -213,6 +213,9 @@ const KREG_AT_TRAP: KReg = KReg {
     fresh: true,
 };
 
+/// A compare of two elements (values zero-extended, their width in bytes) into one mask bit.
+type ElemPredicate = fn(u64, u64, u32) -> bool;
+
 /// The index of opmask register `r` (k0–k7).
 fn k_index(r: Register) -> usize {
     (r as usize - Register::K0 as usize) & 7
@@ -1743,7 +1746,7 @@ impl Emu {
         let masked = op_mask != Register::None;
         let kmask = |e: &mut Emu| if masked { e.kread(k_index(op_mask)) } else { Some(u64::MAX) };
         // Compares into an opmask: one bit per element, zero above, and-ed with the mask.
-        let cmp: Option<(usize, fn(u64, u64, u32) -> bool)> = match m {
+        let cmp: Option<(usize, ElemPredicate)> = match m {
             M::Vpcmpeqb | M::Vpcmpeqw | M::Vpcmpeqd | M::Vpcmpeqq => Some((0, |x, y, _| x == y)),
             M::Vpcmpgtb | M::Vpcmpgtw | M::Vpcmpgtd | M::Vpcmpgtq => Some((0, |x, y, n| (sext(x, n) as i64) > (sext(y, n) as i64))),
             M::Vptestmb | M::Vptestmw | M::Vptestmd | M::Vptestmq => Some((0, |x, y, _| x & y != 0)),
