@@ -66,7 +66,10 @@ fn c_program_ranges_become_region_points() {
     assert_eq!(w("app:solver"), 2.0 * 1024f64.powi(3));
     // The kernels under `run`, each once with its launch count.
     let ks = pts[0].extra["kernels"].as_array().unwrap();
-    let launches: BTreeMap<&str, u64> = ks.iter().map(|k| (k["name"].as_str().unwrap(), k["launches"].as_u64().unwrap())).collect();
+    let launches: BTreeMap<&str, u64> = ks
+        .iter()
+        .map(|k| (k["name"].as_str().unwrap(), k["launches"].as_u64().unwrap()))
+        .collect();
     assert_eq!(launches, BTreeMap::from([("triad", 10), ("cos_pass", 2)]));
     let share: f64 = ks.iter().map(|k| k["time_share"].as_f64().unwrap()).sum();
     assert!((share - 1.0).abs() < 1e-9);
@@ -130,7 +133,10 @@ fn regions_regimes_and_fusion_in_the_imported_report() {
     let hbm = cos["hbm_gbs"].as_f64().unwrap();
     assert!((cos["fused_seconds"].as_f64().unwrap() - y / (hbm * 1e9)).abs() < 1e-15);
     let summary = cos["summary"].as_str().unwrap();
-    assert!(summary.starts_with("2 kernels move ") && summary.contains("at the HBM roof"), "{summary}");
+    assert!(
+        summary.starts_with("2 kernels (launches 2–3) move ") && summary.contains("at the HBM roof"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -142,25 +148,40 @@ fn torch_normalization_chain_is_one_fusion_candidate() {
     let norm: Vec<&serde_json::Value> = chains.iter().filter(|c| c["region"] == "normalize").collect();
     assert_eq!(norm.len(), 1, "{chains:?}");
     assert_eq!(norm[0]["kernels"].as_array().unwrap().len(), 5);
-    let ids: Vec<u64> = norm[0]["launch_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let ids: Vec<u64> = norm[0]["launch_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
     assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
     for c in chains {
-        assert!(c["kernels"].as_array().unwrap().iter().all(|k| !k.as_str().unwrap().starts_with("nvjet")));
+        assert!(
+            c["kernels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|k| !k.as_str().unwrap().starts_with("nvjet"))
+        );
         assert!(c["fused_bytes"].as_f64().unwrap() <= c["dram_bytes"].as_f64().unwrap());
     }
     // Every kernel and region point has a regime; the cuBLAS GEMM is compute-bound.
     for p in r["points"].as_array().unwrap() {
         assert!(p["extra"]["regime"].is_string(), "{}", p["name"]);
     }
-    let gemm = r["points"].as_array().unwrap().iter().find(|p| p["name"].as_str().unwrap().starts_with("nvjet")).unwrap();
+    let gemm = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str().unwrap().starts_with("nvjet"))
+        .unwrap();
     assert_eq!(gemm["extra"]["regime"], "compute");
 }
 
 #[test]
 fn cublaslt_tensor_ceilings_bound_the_same_sessions_cublas_rates() {
     // `gpu ceilings` and `gemms.py 8192 20 time` (torch → cuBLAS) in one device session.
-    let c: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("gpu_ceilings_h100_cublaslt.json")).unwrap()).unwrap();
+    let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture("gpu_ceilings_h100_cublaslt.json")).unwrap()).unwrap();
     let native = std::fs::read_to_string(fixture("torch_gemm_native_session2.txt")).unwrap();
     let mut checked = 0;
     for line in native.lines().filter(|l| l.starts_with("gemm ")) {
@@ -176,13 +197,21 @@ fn cublaslt_tensor_ceilings_bound_the_same_sessions_cublas_rates() {
         else {
             continue; // fp32 (no tensor cores)
         };
-        assert!(ceiling >= tflops * 1e3, "{ty}: ceiling {ceiling} GFLOP/s under cuBLAS {tflops} TFLOP/s");
+        assert!(
+            ceiling >= tflops * 1e3,
+            "{ty}: ceiling {ceiling} GFLOP/s under cuBLAS {tflops} TFLOP/s"
+        );
         checked += 1;
     }
     assert_eq!(checked, 4, "bf16, fp16, tf32, fp64");
     // The roofs a report takes from it: the better of WMMA and cuBLASLt per type.
     let roofs = roofline::gpu_model::roofs_from_gpu_ceilings(&c).unwrap();
-    let wmma = c["compute"].as_array().unwrap().iter().find(|x| x["kernel"] == "bf16_mma_peak").unwrap()["gflops"]
+    let wmma = c["compute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kernel"] == "bf16_mma_peak")
+        .unwrap()["gflops"]
         .as_f64()
         .unwrap();
     assert!(roofs.compute_gflops["tensor_bf16.gpu.fma"] > wmma);
@@ -200,9 +229,37 @@ fn compare_says_when_the_gpu_side_is_not_near_cublas() {
         r["points"][0]["name"] = "dgemm".into();
         let path = dir.path().join(name);
         std::fs::write(&path, r.to_string()).unwrap();
-        let o = Command::cargo_bin("roofline").unwrap().args(["compare", &cpu]).arg(&path).output().unwrap();
+        let o = Command::cargo_bin("roofline")
+            .unwrap()
+            .args(["compare", &cpu])
+            .arg(&path)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let out = String::from_utf8_lossy(&o.stdout);
-        assert_eq!(out.contains("note: GPU dgemm") && out.contains("of cuBLASLt"), caveat, "{name}: {out}");
+        assert_eq!(
+            out.contains("note: GPU dgemm") && out.contains("of cuBLASLt"),
+            caveat,
+            "{name}: {out}"
+        );
     }
+}
+
+#[test]
+fn html_lists_region_kernels_and_fusion_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    std::fs::write(&json, import_json("torch_nvtx_nested.csv").to_string()).unwrap();
+    let html = dir.path().join("t.html");
+    let o = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["plot", json.to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("Kernels in this region"), "no region kernel list");
+    assert!(h.contains("GPU regime: <b>compute-bound</b>"));
+    // The five-kernel normalization chain of each layer, in each of the two steps.
+    assert_eq!(h.matches("[step/layer1/norm] 5 kernels (launches").count(), 2);
 }

@@ -79,8 +79,8 @@ pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
             )
         });
     }
-    let compute_bound = matches!(p.bound, Some(crate::report::Bound::Compute { .. }))
-        || p.extra.get("regime").and_then(|v| v.as_str()) == Some("compute");
+    let compute_bound =
+        matches!(p.bound, Some(crate::report::Bound::Compute { .. })) || p.extra.get("regime").and_then(|v| v.as_str()) == Some("compute");
     let f = p.roof_fraction.filter(|f| f.is_finite())?;
     (compute_bound && f < NEAR_ROOF).then(|| {
         format!(

@@ -389,7 +389,11 @@ pub fn fusion_table(chains: &[crate::report::schema::FusionChain]) -> String {
     for c in chains {
         s += &format!(
             "  {}{}\n    {}\n",
-            if c.region.is_empty() { String::new() } else { format!("[{}] ", c.region) },
+            if c.region.is_empty() {
+                String::new()
+            } else {
+                format!("[{}] ", c.region)
+            },
             c.summary,
             c.kernels.join(" -> ")
         );
@@ -462,7 +466,7 @@ fn rows_table(what: &str, points: &[&Point]) -> String {
             notes.push(format!("{r}-bound"));
         }
         if let Some(l) = p.extra.get("library_gflops").and_then(|v| v.as_f64())
-            && p.extra.get("library").is_some()
+            && p.extra.contains_key("library")
             && let Some(g) = p.gflops
         {
             notes.push(format!("{:.2}x of cuBLAS", g / l));

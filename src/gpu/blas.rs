@@ -248,11 +248,7 @@ impl<'a> Blas<'a> {
         let handle = lt::create_handle().map_err(blas_err("create"))?;
         // NVIDIA's recommendation for Hopper: 32 MiB of workspace.
         let workspace = suite.stream.alloc_zeros::<u8>(32 << 20).map_err(cuda_err("alloc"))?;
-        Ok(Blas {
-            suite,
-            handle,
-            workspace,
-        })
+        Ok(Blas { suite, handle, workspace })
     }
 
     /// The fastest of every (size, layout, algorithm) for `ty`: `reps` timed launches each
@@ -283,7 +279,7 @@ impl<'a> Blas<'a> {
                     };
                     let ms = crate::report::schema::median(&samples).unwrap_or(0.0);
                     let fastest = samples.iter().copied().fold(f64::INFINITY, f64::min);
-                    if ms <= 0.0 || !(fastest > 0.0) {
+                    if ms <= 0.0 || fastest.is_nan() || fastest <= 0.0 {
                         continue;
                     }
                     // A ceiling is what the GPU was seen to reach: the fastest launch (the

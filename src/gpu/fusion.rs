@@ -68,11 +68,13 @@ pub fn chains(capture: &Capture, points: &[Point], hbm_gbs: Option<f64>) -> Vec<
             let y = r(first) + w(last);
             let y_hi = y + c.windows(2).map(|p| (r(p[1]) - w(p[0])).max(0.0)).sum::<f64>();
             let fused_seconds = hbm_gbs.filter(|h| *h > 0.0).map(|h| y / (h * 1e9));
-            let l0 = &capture.launches[first];
-            let region = l0.nvtx.join(super::regions::PATH_SEP);
+            let l_first = &capture.launches[first];
+            let region = l_first.nvtx.join(super::regions::PATH_SEP);
             let summary = format!(
-                "{} kernels move {:.3} GB in {:.3} ms; fused ≈ {:.3} GB{}{}",
+                "{} kernels (launches {}–{}) move {:.3} GB in {:.3} ms; fused ≈ {:.3} GB{}{}",
                 c.len(),
+                l_first.id,
+                capture.launches[last].id,
                 x / 1e9,
                 t * 1e3,
                 y / 1e9,
@@ -89,7 +91,11 @@ pub fn chains(capture: &Capture, points: &[Point], hbm_gbs: Option<f64>) -> Vec<
                 region,
                 kernels: c
                     .iter()
-                    .map(|&i| kind.get(capture.launches[i].kernel.as_str()).map(|k| k.0.to_string()).unwrap_or_default())
+                    .map(|&i| {
+                        kind.get(capture.launches[i].kernel.as_str())
+                            .map(|k| k.0.to_string())
+                            .unwrap_or_default()
+                    })
                     .collect(),
                 launch_ids: c.iter().map(|&i| capture.launches[i].id).collect(),
                 dram_bytes: x,

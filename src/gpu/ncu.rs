@@ -372,7 +372,7 @@ pub fn nvtx_stack(cell: &str) -> Vec<String> {
         }
         // The name has k+1 fields; the message either repeats it (2k+8 fields after the
         // domain... i.e. f.len() = 2(k+1) + 5) or is a single field (f.len() = k+1 + 6).
-        let name_fields = if (f.len() - 5) % 2 == 0 && f[..(f.len() - 5) / 2] == f[f.len() - (f.len() - 5) / 2..] {
+        let name_fields = if (f.len() - 5).is_multiple_of(2) && f[..(f.len() - 5) / 2] == f[f.len() - (f.len() - 5) / 2..] {
             (f.len() - 5) / 2
         } else {
             f.len() - 6
@@ -381,7 +381,11 @@ pub fn nvtx_stack(cell: &str) -> Vec<String> {
         if name.is_empty() {
             continue;
         }
-        out.push(if domain == "<default domain>" { name } else { format!("{domain}:{name}") });
+        out.push(if domain == "<default domain>" {
+            name
+        } else {
+            format!("{domain}:{name}")
+        });
     }
     out
 }
@@ -924,7 +928,8 @@ pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Captur
         return Err(super::device::no_driver());
     }
     let mut c = std::process::Command::new("ncu");
-    c.args(["--csv", "--clock-control", "none", "--metrics", metrics]);
+    // --nvtx: each launch's NVTX push/pop ranges, for region points (`regions`).
+    c.args(["--csv", "--nvtx", "--clock-control", "none", "--metrics", metrics]);
     if let Some(k) = kernel {
         c.args(["-k", &format!("regex:{k}")]);
     }
@@ -985,7 +990,8 @@ mod tests {
     #[test]
     fn nvtx_stacks_from_ncu_cells() {
         // Cells as ncu 2025.3 writes them (tests/fixtures/ncu/nvtx_app.csv, torch_app_mangled.csv).
-        let nested = "731  \"<default domain>:run:none:none:none:none:none:none\"  \"<default domain>:triad:none:none:none:none:none:none\" ";
+        let nested =
+            "731  \"<default domain>:run:none:none:none:none:none:none\"  \"<default domain>:triad:none:none:none:none:none:none\" ";
         assert_eq!(nvtx_stack(nested), ["run", "triad"]);
         assert_eq!(nvtx_stack("731  \"app:solver:none:none:none:none:ASCII:solver\" "), ["app:solver"]);
         let cub = "716  \"<default domain>:sort:none:none:none:none:none:none\"  \"CCCL:cub::DeviceRadixSort:none:none:none:none:REGISTERED:cub::DeviceRadixSort\" ";

@@ -140,7 +140,9 @@ mod tests {
             cc: "9.0".into(),
             stream: "7".into(),
             nvtx: nvtx.iter().map(|s| s.to_string()).collect(),
-            metrics: [("gpu__time_duration.sum".to_string(), 1e-6 * (id + 1) as f64)].into_iter().collect(),
+            metrics: [("gpu__time_duration.sum".to_string(), 1e-6 * (id + 1) as f64)]
+                .into_iter()
+                .collect(),
             text: BTreeMap::new(),
         }
     }

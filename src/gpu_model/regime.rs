@@ -66,7 +66,10 @@ pub fn classify(p: &Point, roofs: Option<&Roofs>, launch_floor_s: f64) -> Option
     let ridge = compute / hbm;
     let ai = p.flops.total / dram;
     Some(if ai >= ridge {
-        (Regime::Compute, format!("AI {ai:.1} flop/B at or above the {prec} ridge {ridge:.1}"))
+        (
+            Regime::Compute,
+            format!("AI {ai:.1} flop/B at or above the {prec} ridge {ridge:.1}"),
+        )
     } else {
         (Regime::Bandwidth, format!("AI {ai:.2} flop/B below the {prec} ridge {ridge:.1}"))
     })

@@ -371,7 +371,11 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             let _ = write!(
                 o,
                 "<li>{}{}<br><span class=\"muted\">{}</span></li>",
-                if c.region.is_empty() { String::new() } else { format!("[{}] ", esc(&c.region)) },
+                if c.region.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{}] ", esc(&c.region))
+                },
                 esc(&c.summary),
                 esc(&c.kernels.join(" → "))
             );
