@@ -11,9 +11,14 @@ exe=$(cargo test --release --no-run --test gpu_device --message-format=json 2>/d
   | grep -o '"executable":"[^"]*gpu_device[^"]*"' | tail -1 | cut -d'"' -f4)
 [ -x "$exe" ] || { echo "gpu-build: no gpu_device test executable found" >&2; exit 1; }
 mkdir -p .gpu-bin
-cp target/release/roofline .gpu-bin/roofline
+cp "${CARGO_TARGET_DIR:-target}/release/roofline" .gpu-bin/roofline
 cp "$exe" .gpu-bin/gpu_device
 cp scripts/gpu-test.sh .gpu-bin/gpu-test.sh
+# What gpu-test.sh needs beside the binaries: cuBLASLt's location, the NVTX programs
+# (nvtx_app.cu is built there with nvcc against kernels.cu), torch's GEMM set, a CPU report
+# for `compare`.
+cp scripts/cuda-libs.sh scripts/nvtx/nvtx_app.cu kernels/gpu/kernels.cu scripts/torch/nvtx_nested.py scripts/torch/gemms.py .gpu-bin/
+cp tests/fixtures/reports/several.json .gpu-bin/cpu_reference.json
 chmod +x .gpu-bin/roofline .gpu-bin/gpu_device .gpu-bin/gpu-test.sh
 # Release builds carry debug info (~50 MB each): strip the copies so .gpu-bin/ travels light.
 if command -v strip > /dev/null; then strip .gpu-bin/roofline .gpu-bin/gpu_device; fi

@@ -55,6 +55,42 @@ pub fn pairs<'a>(cpu: &'a [Point], gpu: &'a [Point]) -> Vec<(String, &'a Point, 
     out
 }
 
+/// A point is near its library's best at this fraction of the library's rate or more.
+pub const NEAR_LIBRARY: f64 = 0.8;
+/// Without a library figure, a compute-bound point below this fraction of its roof is said
+/// not to be near what a tuned code reaches.
+pub const NEAR_ROOF: f64 = 0.5;
+
+/// Why one side of a speedup is not near its library's best, if it is not: against the
+/// library's rate on the same problem where the point carries it (`extra.library_gflops`:
+/// `gpu run dgemm_tiled`), else against its own compute roof when the point is
+/// compute-bound. None when it is near, or when nothing tells.
+pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
+    let g = p.gflops.filter(|g| g.is_finite() && *g > 0.0)?;
+    if let Some(lib) = p.extra.get("library_gflops").and_then(|v| v.as_f64()).filter(|l| *l > 0.0) {
+        let what = p.extra.get("library").and_then(|v| v.as_str()).unwrap_or("the library");
+        return (g < NEAR_LIBRARY * lib).then(|| {
+            format!(
+                "{side} {}: {:.1} GFLOP/s is {:.2}x of {what} ({:.1} GFLOP/s) on the same problem: the speedup compares unequal efforts",
+                p.name,
+                g,
+                g / lib,
+                lib
+            )
+        });
+    }
+    let compute_bound =
+        matches!(p.bound, Some(crate::report::Bound::Compute { .. })) || p.extra.get("regime").and_then(|v| v.as_str()) == Some("compute");
+    let f = p.roof_fraction.filter(|f| f.is_finite())?;
+    (compute_bound && f < NEAR_ROOF).then(|| {
+        format!(
+            "{side} {}: compute-bound at {:.0}% of its roof, with no library figure beside it: probably not near its library's best; the speedup may compare unequal efforts",
+            p.name,
+            f * 100.0
+        )
+    })
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.output.check(&["svg", "png", "html", "json"])?;
     let cpu = report::read_report(&args.cpu)?;
@@ -103,10 +139,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             times(speedup),
             times(per_work)
         );
+        let caveats: Vec<String> = [("CPU", *c), ("GPU", *g)]
+            .iter()
+            .filter_map(|(side, p)| not_near_best(side, p))
+            .collect();
+        for w in &caveats {
+            table += &format!("  note: {w}\n");
+        }
         doc.push(
             serde_json::json!({"kernel": k, "cpu": c.name, "gpu": g.name, "cpu_seconds": c.seconds, "gpu_seconds": g.seconds,
             "cpu_gflops": c.gflops, "gpu_gflops": g.gflops, "cpu_roof_fraction": frac(c), "gpu_roof_fraction": frac(g),
-            "speedup_time": speedup, "speedup_rate": per_work}),
+            "speedup_time": speedup, "speedup_rate": per_work, "caveats": caveats}),
         );
     }
     let json = serde_json::json!({"schema": "roofline.compare/1", "rows": doc});

@@ -175,6 +175,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             r.ceilings = roofs;
             r.points.push(p);
             analyse(&mut r);
+            let (floor, floor_said) = crate::gpu_model::launch_floor(&m.name);
+            crate::gpu_model::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
+            if let Some(p) = r.points.first_mut() {
+                p.provenance.notes.push(floor_said);
+            }
             emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), file)?;
             Ok(0)
         }
@@ -229,7 +234,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// A capture's report: the per-kernel table with each point's instruction roofline on stdout
 /// (or the JSON with `--json`), and `-o` as JSON or, for `.svg`, the instruction-roofline chart.
 fn emit_report(out: &OutputArgs, r: &Report, file: Option<(crate::util::OutputFile, String)>) -> anyhow::Result<()> {
-    let table = points_table(&r.points) + &crate::report::instruction::text_section(&r.points);
+    let table = points_table(&r.points) + &fusion_table(&r.fusion) + &crate::report::instruction::text_section(&r.points);
     match file {
         Some((f, ext)) if ext == "svg" => {
             let svg = crate::report::instruction::svg(&r.points)?;
@@ -245,7 +250,13 @@ fn emit_report(out: &OutputArgs, r: &Report, file: Option<(crate::util::OutputFi
 /// captured clock; `gpu_name` for the datasheet table), its theoretical roofs, or the cached
 /// `gpu ceilings` of that GPU. Missing roofs are said on stderr.
 fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str, gpu_name: Option<&str>) -> crate::Result<Report> {
-    let pts = ncu::points(cap, filter, origin)?;
+    let mut pts = ncu::points(cap, filter, origin)?;
+    let kernel_points = pts.len();
+    // NVTX region points (`ncu --nvtx`) after the kernels; not with -k, which selects kernels.
+    if filter.is_none() {
+        let display = cap.kernels().into_iter().map(|k| (k.full_name, k.name)).collect();
+        pts.extend(crate::gpu::regions::region_points(cap, &display));
+    }
     let mut m = crate::gpu_model::machine_for_capture(&cap.device(), gpu_name);
     let (roofs, said) = crate::gpu_model::report_roofs(&m);
     m.provenance.extend(said);
@@ -258,6 +269,15 @@ fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str, gpu_na
     r.ceilings = roofs;
     r.points = pts;
     analyse(&mut r);
+    let (floor, floor_said) = crate::gpu_model::launch_floor(&m.name);
+    crate::gpu_model::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
+    for p in &mut r.points {
+        if p.extra.contains_key("regime") {
+            p.provenance.notes.push(floor_said.clone());
+        }
+    }
+    let hbm = r.ceilings.as_ref().and_then(|c| c.bandwidth_gbs.get("dram").copied());
+    r.fusion = crate::gpu::fusion::chains(cap, &r.points[..kernel_points], hbm);
     Ok(r)
 }
 
@@ -317,13 +337,20 @@ fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
     s += "  compute        kernel           GFLOP/s    peak@clock   %\n";
     for x in &c.compute {
         s += &format!(
-            "  {:<14} {:<14} {:>10.0} {:>12} {:>6}\n",
+            "  {:<14} {:<14} {:>10.0} {:>12} {:>6}  {}\n",
             x.precision,
             x.kernel,
             x.gflops,
             opt(x.peak_at_clock_gflops, 1.0, 0),
-            opt(x.pct_of_peak_at_clock, 1.0, 1)
+            opt(x.pct_of_peak_at_clock, 1.0, 1),
+            x.detail.as_deref().unwrap_or("")
         );
+    }
+    if let Some(f) = c.launch_floor_s {
+        s += &format!("  launch floor   empty_kernel   {:.2} us per launch (CUDA events)\n", f * 1e6);
+    }
+    for n in &c.notes {
+        s += &format!("  note: {n}\n");
     }
     s += "  bandwidth      kernel        working set      GB/s\n";
     for b in &c.bandwidth {
@@ -351,10 +378,65 @@ fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
     s
 }
 
-/// The per-kernel table: W by precision, Q per level, T, rates, diagnostics.
+/// Fusion candidates, one line each ("N kernels move X GB in T ms; fused ≈ Y GB, ≈ t ms at
+/// the HBM roof"), with the region and the kernels.
+pub fn fusion_table(chains: &[crate::report::schema::FusionChain]) -> String {
+    let mut s = String::new();
+    if chains.is_empty() {
+        return s;
+    }
+    s += "\nfusion candidates (consecutive memory-bound kernels, same stream and NVTX range):\n";
+    for c in chains {
+        s += &format!(
+            "  {}{}\n    {}\n",
+            if c.region.is_empty() {
+                String::new()
+            } else {
+                format!("[{}] ", c.region)
+            },
+            c.summary,
+            c.kernels.join(" -> ")
+        );
+    }
+    s
+}
+
+/// The per-kernel table: W by precision, Q per level, T, rates, diagnostics; NVTX region
+/// points below the kernels, each with its kernels listed.
 pub fn points_table(points: &[Point]) -> String {
-    let mut s = String::from(
-        "kernel              launches   GFLOP  (fp64/fp32/fp16/tensor)         DRAM GB    L2 GB    L1 GB       T ms   GFLOP/s  DRAM GB/s  AI_dram  notes\n",
+    let (regions, kernels): (Vec<&Point>, Vec<&Point>) = points.iter().partition(|p| crate::gpu::regions::is_region(p));
+    let mut s = rows_table("kernel", &kernels);
+    if !regions.is_empty() {
+        s += "\nNVTX regions (each holds its sub-ranges' kernels; T is GPU time, not wall time):\n";
+        s += &rows_table("region", &regions);
+        for p in &regions {
+            s += &format!(
+                "  {} ({} instance(s)):\n",
+                p.name,
+                p.extra.get("instances").and_then(|v| v.as_u64()).unwrap_or(0)
+            );
+            for k in p.extra.get("kernels").and_then(|v| v.as_array()).into_iter().flatten() {
+                s += &format!(
+                    "      {:>5.1}%  {:>3} x  {}\n",
+                    k.get("time_share").and_then(|v| v.as_f64()).unwrap_or(0.0) * 100.0,
+                    k.get("launches").and_then(|v| v.as_u64()).unwrap_or(0),
+                    k.get("name").and_then(|v| v.as_str()).unwrap_or("")
+                );
+            }
+        }
+    }
+    // Points above their roof (model::annotate's note), each with both numbers.
+    for p in points {
+        for n in p.provenance.notes.iter().filter(|n| n.starts_with("above its roof:")) {
+            s += &format!("warning: {n}\n");
+        }
+    }
+    s
+}
+
+fn rows_table(what: &str, points: &[&Point]) -> String {
+    let mut s = format!(
+        "{what:<20}launches   GFLOP  (fp64/fp32/fp16/tensor)         DRAM GB    L2 GB    L1 GB       T ms   GFLOP/s  DRAM GB/s  AI_dram  notes\n",
     );
     for p in points {
         let c = |k: &str| p.flops.by_class.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
@@ -380,6 +462,15 @@ pub fn points_table(points: &[Point]) -> String {
         if ncu::fp16_may_be_register_moves(&p.flops.by_class) {
             notes.push("FP16 count may be HFMA2 register moves".into());
         }
+        if let Some(r) = p.extra.get("regime").and_then(|v| v.as_str()) {
+            notes.push(format!("{r}-bound"));
+        }
+        if let Some(l) = p.extra.get("library_gflops").and_then(|v| v.as_f64())
+            && p.extra.contains_key("library")
+            && let Some(g) = p.gflops
+        {
+            notes.push(format!("{:.2}x of cuBLAS", g / l));
+        }
         s += &format!(
             "{:<20}{:>8} {:>7.3}  ({}/{}/{}/{}) {:>10} {:>8} {:>8} {:>10.3} {:>9} {:>10} {:>8}  {}\n",
             p.name,
@@ -402,12 +493,6 @@ pub fn points_table(points: &[Point]) -> String {
             opt(p.ai.get("dram").copied(), 1.0, 2),
             notes.join("; ")
         );
-    }
-    // Points above their roof (model::annotate's note), each with both numbers.
-    for p in points {
-        for n in p.provenance.notes.iter().filter(|n| n.starts_with("above its roof:")) {
-            s += &format!("warning: {n}\n");
-        }
     }
     s
 }

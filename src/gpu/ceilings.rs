@@ -1,6 +1,6 @@
 //! GPU ceilings measured with our own kernels (NVRTC-compiled `kernels/gpu/kernels.cu`):
 //! HBM/L2/shared bandwidth (load, copy, triad; a working-set sweep) and FP64/FP32/FP16 FMA
-//! and bf16 tensor peaks. CUDA-event timing, warm-up, median of many launches, and the SM
+//! and bf16 tensor (WMMA) peaks; beside them the tensor ceilings of cuBLASLt GEMMs (`blas`). CUDA-event timing, warm-up, median of many launches, and the SM
 //! clock measured during the run (clock64 against %globaltimer), so each peak is also given
 //! as a percentage of the theoretical peak at that clock.
 //!
@@ -23,10 +23,15 @@ pub struct ComputeCeiling {
     pub precision: String,
     pub kernel: String,
     pub gflops: f64,
-    /// Theoretical peak at the SM clock measured during the run.
+    /// Theoretical peak at the SM clock measured during the run (at most the driver's
+    /// maximum SM clock).
     pub peak_at_clock_gflops: Option<f64>,
     pub pct_of_peak_at_clock: Option<f64>,
     pub samples_ms: Vec<f64>,
+    /// What ran, where the kernel name does not say it all (the cuBLASLt GEMM's type, size,
+    /// layout and algorithm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +69,14 @@ pub struct GpuCeilings {
     pub compute: Vec<ComputeCeiling>,
     pub bandwidth: Vec<BandwidthCeiling>,
     pub sweep: Vec<SweepPoint>,
+    /// The launch floor: seconds per launch of an empty kernel launched back to back (CUDA
+    /// events around 200 launches, median of the batches).
+    /// Kernels whose time per launch is near it are overhead-bound (`gpu_model::regime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_floor_s: Option<f64>,
+    /// What could not be measured, and why (no cuBLASLt, a GEMM type cuBLASLt refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Options: `quick` uses fewer repetitions and a shorter sweep.
@@ -102,6 +115,25 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     let reps = if opts.quick { 5 } else { 20 };
     progress("SM clock");
     let clock0 = measure_sm_clock(&suite, machine.sms)?;
+    progress("launch floor (empty kernel)");
+    let launch_floor_s = {
+        let f = suite.function("empty_kernel")?;
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // Back-to-back launches between one pair of events, per launch: the spacing a stream
+        // of launches cannot go under (one launch between events would add the events' cost).
+        let per_batch = 200;
+        super::kernels::timed_launches(&suite, &f, cfg, &[KArg::U64(0)], per_batch)?;
+        let mut v = Vec::new();
+        for _ in 0..if opts.quick { 5 } else { 21 } {
+            v.push(super::kernels::timed_launches(&suite, &f, cfg, &[KArg::U64(0)], per_batch)? / per_batch as f64);
+        }
+        let ms = crate::report::schema::median(&v).unwrap_or(0.0);
+        (ms > 0.0).then_some(ms * 1e-3)
+    };
 
     // Compute peaks: 8 SM-resident blocks of 1024 threads per SM.
     let threads = machine.sms as usize * 8 * 1024;
@@ -155,14 +187,100 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         2.0 * 4096.0 * 4.0 * iters as f64 * warps as f64 / (ms * 1e-3) / 1e9,
         s,
     ));
+    // The clock of the FMA kernels: measured before and right after them, not after the
+    // GEMMs below (which run power-limited, clocks lowered, and would pull the average under
+    // the clock the FMA kernels ran at: FFMA read 102.6 % of a peak "at 1.880 GHz").
     let clock1 = measure_sm_clock(&suite, machine.sms)?;
+    // Tensor ceilings from cuBLASLt GEMMs at sizes that fill the GPU (a roof below what
+    // cuBLAS reaches is no roof): bf16, fp16, tf32, fp8 where the architecture has it, FP64
+    // DMMA; each the fastest (size, layout, algorithm) found. Where cuBLASLt cannot be
+    // loaded the WMMA figure stays alone, said in `notes`.
+    let cc_pair = {
+        let v: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
+        (v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(0))
+    };
+    let mut notes = Vec::new();
+    let mut gemm_rates = Vec::new();
+    match super::blas::Blas::new(&suite) {
+        Ok(blas) => {
+            let has_fp8 = crate::gpu_model::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp8.is_some());
+            let has_dmma = crate::gpu_model::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp64 > 0.0);
+            let sizes: &[usize] = if opts.quick { &[8192] } else { &[8192, 16384] };
+            // A roof bounds every rate a kernel can reach, a short burst on a cool GPU
+            // included: GEMMs run power-limited, their rate falls as the GPU heats (the same
+            // bf16 GEMM: 805 TFLOP/s in one session, 758 in another; fp8 1354 and 685).
+            // So each type is measured after a second of idle, in two passes (the second in
+            // reverse order), and its ceiling is the fastest launch seen. FP64 first: DMMA
+            // draws the most power.
+            let mut types: Vec<super::blas::GemmType> = [
+                super::blas::GemmType::Fp64,
+                super::blas::GemmType::Bf16,
+                super::blas::GemmType::Fp16,
+                super::blas::GemmType::Tf32,
+                super::blas::GemmType::Fp8,
+            ]
+            .into_iter()
+            .filter(|ty| (has_dmma || *ty != super::blas::GemmType::Fp64) && (has_fp8 || *ty != super::blas::GemmType::Fp8))
+            .collect();
+            if !opts.quick {
+                let back: Vec<_> = types.iter().rev().copied().collect();
+                types.extend(back);
+            }
+            let mut best: Vec<super::blas::GemmRate> = Vec::new();
+            for ty in types {
+                if notes.iter().any(|n: &String| n.starts_with(&format!("cuBLASLt {}:", ty.key()))) {
+                    continue;
+                }
+                progress(&format!("cuBLASLt {} GEMM", ty.key()));
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                // FP64 at 16384 takes ~0.16 s a launch: 8192 is enough to fill the GPU.
+                let sz: &[usize] = if ty == super::blas::GemmType::Fp64 { &sizes[..1] } else { sizes };
+                match blas.best(ty, sz, if opts.quick { 5 } else { 20 }) {
+                    Ok(g) => match best.iter_mut().find(|b| b.ty == ty) {
+                        Some(b) if g.gflops > b.gflops => *b = g,
+                        Some(_) => {}
+                        None => best.push(g),
+                    },
+                    Err(e) => notes.push(format!("cuBLASLt {}: {e}", ty.key())),
+                }
+            }
+            for g in best {
+                compute.push((
+                    match g.ty {
+                        super::blas::GemmType::Bf16 => "tensor_bf16",
+                        super::blas::GemmType::Fp16 => "tensor_fp16",
+                        super::blas::GemmType::Tf32 => "tensor_tf32",
+                        super::blas::GemmType::Fp8 => "tensor_fp8",
+                        super::blas::GemmType::Fp64 => "tensor_fp64",
+                    },
+                    "cublaslt_gemm",
+                    g.gflops,
+                    g.samples_ms.clone(),
+                ));
+                gemm_rates.push(g);
+            }
+        }
+        Err(e) => notes.push(format!("no cuBLASLt tensor ceilings: {e}")),
+    }
     let clock = if clock0 > 0.0 && clock1 > 0.0 {
         Some(0.5 * (clock0 + clock1))
     } else {
         None
     };
+    // No SM runs above the driver's maximum clock: a measured clock above it is the
+    // clock64-against-%globaltimer comparison overstating (2.033 GHz on an H100 whose
+    // maximum is 1.980), and the peaks are taken at the maximum.
+    let peak_clock = match (clock, machine.sm_clock_max_ghz) {
+        (Some(c), Some(max)) if c > max => {
+            notes.push(format!(
+                "SM clock measured {c:.3} GHz, above the driver's maximum {max:.3} GHz: peaks at {max:.3} GHz"
+            ));
+            Some(max)
+        }
+        (c, _) => c,
+    };
     let cc: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
-    let at_clock = device::theoretical_peaks((cc[0], cc.get(1).copied().unwrap_or(0)), machine.sms, clock, None, None);
+    let at_clock = device::theoretical_peaks((cc[0], cc.get(1).copied().unwrap_or(0)), machine.sms, peak_clock, None, None);
     let compute: Vec<ComputeCeiling> = compute
         .into_iter()
         .map(|(prec, kernel, gflops, samples_ms)| {
@@ -170,11 +288,15 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
                 "fp64" => at_clock.fp64_gflops,
                 "fp32" => at_clock.fp32_gflops,
                 "fp16" => at_clock.fp16_gflops,
-                _ => at_clock.tensor_gflops.get("bf16").copied(),
+                t => at_clock.tensor_gflops.get(t.trim_start_matches("tensor_")).copied(),
             };
+            let gemm = (kernel == "cublaslt_gemm")
+                .then(|| gemm_rates.iter().find(|g| format!("tensor_{}", g.ty.key()) == prec))
+                .flatten();
             ComputeCeiling {
                 precision: prec.into(),
                 kernel: kernel.into(),
+                detail: gemm.map(|g| g.describe()),
                 gflops,
                 peak_at_clock_gflops: peak,
                 pct_of_peak_at_clock: peak.map(|p| 100.0 * gflops / p),
@@ -381,6 +503,8 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         compute,
         bandwidth,
         sweep,
+        launch_floor_s,
+        notes,
     })
 }
 

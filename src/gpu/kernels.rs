@@ -101,6 +101,12 @@ impl Suite {
 
 /// One kernel launch with `args`; timed with CUDA events. Returns milliseconds.
 pub fn timed_launch(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: &[KArg]) -> Result<f64> {
+    timed_launches(suite, f, cfg, args, 1)
+}
+
+/// `count` back-to-back launches with `args` between one pair of CUDA events; milliseconds
+/// for all of them.
+pub fn timed_launches(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: &[KArg], count: usize) -> Result<f64> {
     let start = suite
         .ctx
         .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -110,17 +116,19 @@ pub fn timed_launch(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: &[
         .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
         .map_err(cuda_err("event"))?;
     start.record(&suite.stream).map_err(cuda_err("event record"))?;
-    let mut b = suite.stream.launch_builder(f);
-    for a in args {
-        match a {
-            KArg::Ptr(p) | KArg::U64(p) => b.arg(p),
-            KArg::F64(x) => b.arg(x),
-            KArg::F32(x) => b.arg(x),
-            KArg::I32(x) => b.arg(x),
-            KArg::I64(x) => b.arg(x),
-        };
+    for _ in 0..count.max(1) {
+        let mut b = suite.stream.launch_builder(f);
+        for a in args {
+            match a {
+                KArg::Ptr(p) | KArg::U64(p) => b.arg(p),
+                KArg::F64(x) => b.arg(x),
+                KArg::F32(x) => b.arg(x),
+                KArg::I32(x) => b.arg(x),
+                KArg::I64(x) => b.arg(x),
+            };
+        }
+        launch(&mut b, cfg)?;
     }
-    launch(&mut b, cfg)?;
     end.record(&suite.stream).map_err(cuda_err("event record"))?;
     end.synchronize().map_err(cuda_err("kernel"))?;
     Ok(start.elapsed_ms(&end).map_err(cuda_err("event timing"))? as f64)

@@ -1,5 +1,5 @@
 //! NVIDIA GPUs: device query and theoretical peaks (`device`), our kernels compiled at run
-//! time (`kernels`), empirical ceilings (`ceilings`), suite runs (`run`) and Nsight Compute
+//! time (`kernels`), cuBLASLt GEMMs (`blas`), empirical ceilings (`ceilings`), suite runs (`run`) and Nsight Compute
 //! captures (`ncu`, parsed with the small `csv` reader).
 //!
 //! The driver is loaded at run time (cudarc's dynamic loading): the same binary runs, and
@@ -10,13 +10,17 @@
 //! cudarc, behind the `gpu` feature.
 
 #[cfg(feature = "gpu")]
+pub mod blas;
+#[cfg(feature = "gpu")]
 pub mod ceilings;
 pub mod csv;
 #[cfg(feature = "gpu")]
 pub mod device;
+pub mod fusion;
 pub mod kernel_name;
 #[cfg(feature = "gpu")]
 pub mod kernels;
 pub mod ncu;
+pub mod regions;
 #[cfg(feature = "gpu")]
 pub mod run;

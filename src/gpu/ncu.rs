@@ -160,6 +160,11 @@ pub struct Launch {
     pub grid: String,
     pub device: String,
     pub cc: String,
+    /// ncu's stream id (`Stream` column; empty where absent).
+    pub stream: String,
+    /// The NVTX push/pop ranges open on the launching thread (`ncu --nvtx`), outermost
+    /// first: `range` for the default domain, `domain:range` for others ([`nvtx_stack`]).
+    pub nvtx: Vec<String>,
     pub metrics: BTreeMap<String, f64>,
     /// Metrics whose value is text (`device__attribute_display_name`).
     pub text: BTreeMap<String, String>,
@@ -250,6 +255,9 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
     let c_grid = col("Grid Size");
     let c_dev = col("Device");
     let c_cc = col("CC");
+    let c_stream = col("Stream");
+    // `ncu --nvtx`: "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg".
+    let c_nvtx = header.iter().position(|h| h.starts_with("thread Domain:Push/Pop_Range"));
     let details = (col("Metric Name"), col("Metric Unit"), col("Metric Value"));
     let (c_section, c_rule, c_rule_desc) = (col("Section Name"), col("Rule Name"), col("Rule Description"));
     let mut rules: Vec<RuleResult> = Vec::new();
@@ -275,6 +283,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
             grid: get(r, c_grid),
             device: get(r, c_dev),
             cc: get(r, c_cc),
+            stream: get(r, c_stream),
+            nvtx: nvtx_stack(&get(r, c_nvtx)),
             metrics: BTreeMap::new(),
             text: BTreeMap::new(),
         });
@@ -339,6 +349,45 @@ pub fn parse(text: &str, origin: &str) -> Result<Capture> {
         rules,
         other_lines,
     })
+}
+
+/// The push/pop NVTX stack of one launch from ncu's `--nvtx` CSV cell: the thread id, then
+/// one quoted `domain:range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg` per open range,
+/// outermost first (`731  "<default domain>:run:none:…:none"  "<default domain>:triad:…"`;
+/// `app:solver:none:none:none:none:ASCII:solver` for `nvtxDomainRangePushEx` in domain
+/// `app`; CUB's `CCCL:cub::DeviceRadixSort:…:REGISTERED:cub::DeviceRadixSort`). Range names
+/// may hold `:`; the domain is taken up to the first `:`, the last six fields are the
+/// payload, colour and message (the message repeating the name, or `none`). Returns `range`
+/// for the default domain, `domain:range` otherwise; empty when no range was open.
+pub fn nvtx_stack(cell: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, part) in cell.split('"').enumerate() {
+        if i % 2 == 0 || part.is_empty() {
+            continue; // outside quotes: the thread id and spaces
+        }
+        let Some((domain, rest)) = part.split_once(':') else { continue };
+        let f: Vec<&str> = rest.split(':').collect();
+        if f.len() < 7 {
+            continue;
+        }
+        // The name has k+1 fields; the message either repeats it (2k+8 fields after the
+        // domain... i.e. f.len() = 2(k+1) + 5) or is a single field (f.len() = k+1 + 6).
+        let name_fields = if (f.len() - 5).is_multiple_of(2) && f[..(f.len() - 5) / 2] == f[f.len() - (f.len() - 5) / 2..] {
+            (f.len() - 5) / 2
+        } else {
+            f.len() - 6
+        };
+        let name = f[..name_fields].join(":");
+        if name.is_empty() {
+            continue;
+        }
+        out.push(if domain == "<default domain>" {
+            name
+        } else {
+            format!("{domain}:{name}")
+        });
+    }
+    out
 }
 
 /// A metric value in ncu's formatting (thousand separators, `n/a`) scaled to base units.
@@ -415,6 +464,25 @@ fn is_summed(metric: &str) -> bool {
     metric.ends_with(".sum") && !metric.contains("peak_sustained") && !metric.starts_with("device__attribute")
 }
 
+/// Metrics of several launches as one: counters (`*.sum`, durations) summed, rates and
+/// percentages averaged over the launches that have them.
+pub fn aggregate(launches: &[&Launch]) -> BTreeMap<String, f64> {
+    let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for l in launches {
+        for (k, v) in &l.metrics {
+            *metrics.entry(k.clone()).or_insert(0.0) += v;
+            *counts.entry(k.clone()).or_insert(0) += 1;
+        }
+    }
+    for (k, v) in metrics.iter_mut() {
+        if !is_summed(k) {
+            *v /= counts[k] as f64;
+        }
+    }
+    metrics
+}
+
 impl Capture {
     /// What the capture says about its GPU: the device attributes and `*.peak_sustained`
     /// metrics where captured (first launch that has each), the CC column, and the median SM
@@ -473,27 +541,13 @@ impl Capture {
             .zip(names)
             .map(|(identity, name)| {
                 let ls = &groups[&identity];
-                let mut metrics: BTreeMap<String, f64> = BTreeMap::new();
-                let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-                for l in ls {
-                    for (k, v) in &l.metrics {
-                        *metrics.entry(k.clone()).or_insert(0.0) += v;
-                        *counts.entry(k.clone()).or_insert(0) += 1;
-                    }
-                }
-                for (k, v) in metrics.iter_mut() {
-                    if !is_summed(k) {
-                        *v /= counts[k] as f64;
-                    }
-                }
-                let launch_seconds = ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect();
                 KernelSummary {
                     demangled: kernel_name::demangle(&identity),
                     name,
                     full_name: identity,
                     launches: ls.len(),
-                    metrics,
-                    launch_seconds,
+                    metrics: aggregate(ls),
+                    launch_seconds: ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect(),
                 }
             })
             .collect()
@@ -874,7 +928,8 @@ pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Captur
         return Err(super::device::no_driver());
     }
     let mut c = std::process::Command::new("ncu");
-    c.args(["--csv", "--clock-control", "none", "--metrics", metrics]);
+    // --nvtx: each launch's NVTX push/pop ranges, for region points (`regions`).
+    c.args(["--csv", "--nvtx", "--clock-control", "none", "--metrics", metrics]);
     if let Some(k) = kernel {
         c.args(["-k", &format!("regex:{k}")]);
     }
@@ -930,6 +985,20 @@ mod tests {
         );
         let both = sm + &row(0, "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "inst", "1");
         assert_eq!(parse(&both, "both").unwrap().kernels()[0].sass("dfma"), Some(3072.0));
+    }
+
+    #[test]
+    fn nvtx_stacks_from_ncu_cells() {
+        // Cells as ncu 2025.3 writes them (tests/fixtures/ncu/nvtx_app.csv, torch_app_mangled.csv).
+        let nested =
+            "731  \"<default domain>:run:none:none:none:none:none:none\"  \"<default domain>:triad:none:none:none:none:none:none\" ";
+        assert_eq!(nvtx_stack(nested), ["run", "triad"]);
+        assert_eq!(nvtx_stack("731  \"app:solver:none:none:none:none:ASCII:solver\" "), ["app:solver"]);
+        let cub = "716  \"<default domain>:sort:none:none:none:none:none:none\"  \"CCCL:cub::DeviceRadixSort:none:none:none:none:REGISTERED:cub::DeviceRadixSort\" ";
+        assert_eq!(nvtx_stack(cub), ["sort", "CCCL:cub::DeviceRadixSort"]);
+        // A name with a colon and no message; no range open.
+        assert_eq!(nvtx_stack("1 \"<default domain>:a:b:none:none:none:none:none:none\""), ["a:b"]);
+        assert!(nvtx_stack("").is_empty() && nvtx_stack("716 ").is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod regime;
 pub mod table;
 
 pub const GPU_MACHINE_SCHEMA: &str = "roofline.gpu-machine/1";
@@ -507,6 +508,37 @@ pub fn report_roofs(machine: &GpuMachine) -> (Option<crate::report::schema::Roof
             Some("roofs: theoretical peaks (no `gpu ceilings` cache for this GPU)".into()),
         ),
         (None, None) => (None, None),
+    }
+}
+
+/// The launch floor for GPU `name` (seconds per launch of an empty kernel) and where it came
+/// from: `gpu ceilings`' figure cached for that GPU, else [`regime::DEFAULT_LAUNCH_FLOOR_S`].
+pub fn launch_floor(name: &str) -> (f64, String) {
+    let cached = ceilings_cache_path(name).and_then(|p| {
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+        (doc.pointer("/machine/name").and_then(|n| n.as_str()) == Some(name)).then_some(())?;
+        doc.get("launch_floor_s").and_then(|v| v.as_f64()).filter(|f| *f > 0.0)
+    });
+    match cached {
+        Some(f) => (f, format!("launch floor {:.2} us: `gpu ceilings` on this GPU", f * 1e6)),
+        None => (
+            regime::DEFAULT_LAUNCH_FLOOR_S,
+            format!(
+                "launch floor {:.1} us assumed (an empty kernel under ncu on an H100; run `gpu ceilings` on this GPU to measure it)",
+                regime::DEFAULT_LAUNCH_FLOOR_S * 1e6
+            ),
+        ),
+    }
+}
+
+/// Set `extra.regime` ("compute", "bandwidth", "overhead") and `extra.regime_reason` of every
+/// point that can be classed, against `roofs` and the launch floor.
+pub fn set_regimes(points: &mut [crate::report::Point], roofs: Option<&crate::report::Roofs>, launch_floor_s: f64) {
+    for p in points {
+        if let Some((r, why)) = regime::classify(p, roofs, launch_floor_s) {
+            p.extra.insert("regime".into(), r.key().into());
+            p.extra.insert("regime_reason".into(), why.into());
+        }
     }
 }
 

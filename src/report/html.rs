@@ -319,9 +319,37 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         let above = crate::model::above_roof(p, a)
             .map(|w| format!("<p class=\"warn\" role=\"alert\">Warning: {}</p>", esc(&w)))
             .unwrap_or_default();
+        // GPU points: the compute/bandwidth/overhead regime; NVTX regions: their kernels.
+        let regime = p
+            .extra
+            .get("regime")
+            .and_then(|v| v.as_str())
+            .map(|r| {
+                let why = p.extra.get("regime_reason").and_then(|v| v.as_str()).unwrap_or("");
+                format!("<p>GPU regime: <b>{}-bound</b> ({})</p>", esc(r), esc(why))
+            })
+            .unwrap_or_default();
+        let kernels = p
+            .extra
+            .get("kernels")
+            .and_then(|v| v.as_array())
+            .map(|ks| {
+                let mut l = String::from("<p>Kernels in this region:</p><ul>");
+                for k in ks {
+                    let _ = write!(
+                        l,
+                        "<li>{} — {} launch(es), {:.1}% of the region's GPU time</li>",
+                        esc(k.get("name").and_then(|v| v.as_str()).unwrap_or("")),
+                        k.get("launches").and_then(|v| v.as_u64()).unwrap_or(0),
+                        k.get("time_share").and_then(|v| v.as_f64()).unwrap_or(0.0) * 100.0
+                    );
+                }
+                l + "</ul>"
+            })
+            .unwrap_or_default();
         let _ = write!(
             o,
-            "<div class=\"card\"><h3{}>{}</h3><p><span class=\"bound {}\">{}</span>{}</p>{above}<p>{}</p></div>",
+            "<div class=\"card\"><h3{}>{}</h3><p><span class=\"bound {}\">{}</span>{}</p>{above}{regime}<p>{}</p>{kernels}</div>",
             full_name_title(p),
             esc(&view.point_label(r, p)),
             bound_class(&a.bound),
@@ -335,6 +363,25 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         );
     }
     o.push_str("</div>");
+    // GPU fusion candidates (gpu::fusion): one line per chain with its kernels.
+    let chains: Vec<&crate::report::schema::FusionChain> = view.reports.iter().flat_map(|r| r.report.fusion.iter()).collect();
+    if !chains.is_empty() {
+        o.push_str("<h2>Fusion candidates</h2><p class=\"muted\">Consecutive memory-bound kernels on one stream inside the same NVTX ranges; the fused bytes are a lower bound (the first kernel's reads, the last one's writes).</p><ul>");
+        for c in chains {
+            let _ = write!(
+                o,
+                "<li>{}{}<br><span class=\"muted\">{}</span></li>",
+                if c.region.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{}] ", esc(&c.region))
+                },
+                esc(&c.summary),
+                esc(&c.kernels.join(" → "))
+            );
+        }
+        o.push_str("</ul>");
+    }
     // Point table
     o.push_str("<h2>Points</h2><div class=\"scroll\"><table><tr><th>point</th><th>threads</th><th>T (median)</th><th>spread</th><th>W (flop)</th><th>GFLOP/s</th>");
     let levels: Vec<String> = super::csv::levels(view).into_iter().filter(|l| l != "stack").collect();

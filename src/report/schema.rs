@@ -295,6 +295,36 @@ pub struct Report {
     /// this CPU lacks): a gate reports them as not run instead of vanished.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRun>,
+    /// GPU captures: chains of consecutive memory-bound kernels and what fusing each would
+    /// save (`gpu::fusion`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fusion: Vec<FusionChain>,
+}
+
+/// A chain of consecutive memory- or overhead-bound GPU kernels (same process and stream,
+/// same NVTX ranges, no tensor work) and the estimate of one fused kernel: "N kernels move
+/// X GB in T ms; fused ≈ Y GB, ≈ t ms at the HBM roof". `fused_bytes` is a lower bound
+/// (the first kernel's DRAM reads and the last one's DRAM writes), `fused_bytes_high` adds
+/// every later kernel's reads beyond what its predecessor wrote (other inputs, or the same
+/// input read again): the fused kernel's traffic lies between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionChain {
+    /// The NVTX ranges the chain ran in (`step/layer1/norm`), empty outside any.
+    pub region: String,
+    /// Display names of the kernels, in launch order (one per launch).
+    pub kernels: Vec<String>,
+    /// ncu launch IDs, in order.
+    pub launch_ids: Vec<u64>,
+    pub dram_bytes: f64,
+    pub seconds: f64,
+    pub fused_bytes: f64,
+    pub fused_bytes_high: f64,
+    /// `fused_bytes` at the HBM roof.
+    pub fused_seconds: Option<f64>,
+    /// The HBM roof used, GB/s.
+    pub hbm_gbs: Option<f64>,
+    /// The one-line summary.
+    pub summary: String,
 }
 
 /// A point that was not measured, and why.
@@ -314,6 +344,7 @@ impl Report {
             points: Vec::new(),
             sources: Vec::new(),
             not_run: Vec::new(),
+            fusion: Vec::new(),
         }
     }
 
