@@ -151,12 +151,7 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
         }
     }
     if any_flops {
-        let total = by_class.values().sum();
-        d.flops = Some(Flops {
-            total,
-            effective: None,
-            by_class,
-        });
+        d.flops = Some(Flops::of_classes(by_class));
     } else {
         d.notes
             .push("no FP event was counted: W unavailable (use --backend trace or analytic)".into());

@@ -1271,8 +1271,12 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
             "flops" => {
                 have_flops = true;
                 let class = s.class.clone().unwrap_or_else(|| "unknown".into());
+                if crate::kernels::FlopClass::key_is_integer(&class) {
+                    *flops.int_ops.get_or_insert(0.0) += v;
+                } else {
+                    flops.total += v;
+                }
                 *flops.by_class.entry(class).or_insert(0.0) += v;
-                flops.total += v;
             }
             "bytes.l1_fill" => *l1_fill.get_or_insert(0.0) += v,
             q if q.starts_with("bytes.") => {
