@@ -52,8 +52,11 @@ fn pick(seed: &mut u64, lo: u64, hi: u64) -> u64 {
     lo + *seed % (hi - lo)
 }
 
-/// The program's own account of its work: `EXPECT class n` lines and `KEY n` lines.
-fn expectations(exe: &Path, arg: &str) -> Option<(BTreeMap<String, f64>, BTreeMap<String, f64>, Vec<String>)> {
+/// A program's own account of its work: per class (`EXPECT class n`), totals (`EXPECT_KEY n`),
+/// and the families it ran (`RAN family`).
+type Account = (BTreeMap<String, f64>, BTreeMap<String, f64>, Vec<String>);
+
+fn expectations(exe: &Path, arg: &str) -> Option<Account> {
     let out = std::process::Command::new(exe).arg(arg).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     if out.status.code() == Some(3) {

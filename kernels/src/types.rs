@@ -60,10 +60,12 @@ pub enum FlopClass {
     TileFp16,
     /// AMX `tdpb[su]d`: M × N × K × 2 with K the bytes of a row of the A tile.
     TileInt8,
+    /// bf16 work, width unknown (AMD Zen 4/5 bfloat16 umasks of event 0x03).
+    Bf16AnyWidth,
 }
 
 impl FlopClass {
-    pub const ALL: [FlopClass; 31] = [
+    pub const ALL: [FlopClass; 32] = [
         FlopClass::ScalarDouble,
         FlopClass::Packed128Double,
         FlopClass::Packed256Double,
@@ -95,6 +97,7 @@ impl FlopClass {
         FlopClass::TileBf16,
         FlopClass::TileFp16,
         FlopClass::TileInt8,
+        FlopClass::Bf16AnyWidth,
     ];
 
     /// The key used in `flops.by_class` of `roofline.report/1`.
@@ -131,6 +134,7 @@ impl FlopClass {
             FlopClass::TileBf16 => "tile_bf16",
             FlopClass::TileFp16 => "tile_fp16",
             FlopClass::TileInt8 => "tile_int8",
+            FlopClass::Bf16AnyWidth => "bf16_any_width",
         }
     }
 
@@ -162,7 +166,7 @@ impl FlopClass {
             ScalarDouble | Packed128Double | Packed256Double | Packed512Double | DoubleAnyWidth => "double",
             ScalarSingle | Packed128Single | Packed256Single | Packed512Single | SingleAnyWidth => "single",
             ScalarHalf | Packed128Half | Packed256Half | Packed512Half | HalfAnyWidth | TileFp16 => "half",
-            Packed128Bf16 | Packed256Bf16 | Packed512Bf16 | TileBf16 => "bf16",
+            Packed128Bf16 | Packed256Bf16 | Packed512Bf16 | TileBf16 | Bf16AnyWidth => "bf16",
             Packed128Int8 | Packed256Int8 | Packed512Int8 | TileInt8 => "int8",
             Packed128Int16 | Packed256Int16 | Packed512Int16 => "int16",
             ScalarAnyPrecision | PackedAnyPrecision | AnyPrecision | Tensor => return None,

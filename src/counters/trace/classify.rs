@@ -801,7 +801,8 @@ mod tests {
                 xorshift(&mut s),
             );
             // (code, mnemonic, width, class, registers, EVEX)
-            let cases: [(C, &str, u32, FlopClass, [R; 3], bool); 7] = [
+            type Case = (C, &'static str, u32, FlopClass, [R; 3], bool);
+            let cases: [Case; 7] = [
                 (
                     C::EVEX_Vdpbf16ps_zmm_k1z_zmm_zmmm512b32,
                     "vdpbf16ps",
