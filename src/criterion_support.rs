@@ -49,11 +49,7 @@ impl BenchWork {
             bytes.insert(level::DRAM.into(), c.dram_bytes as f64);
         }
         BenchWork {
-            flops: Flops {
-                total: c.flops_total() as f64,
-                effective: None,
-                by_class: c.flops.iter().map(|(k, v)| (k.key().to_string(), *v as f64)).collect(),
-            },
+            flops: Flops::of_classes(c.flops.iter().map(|(k, v)| (k.key().to_string(), *v as f64)).collect()),
             bytes,
             source: Source::Analytic,
         }

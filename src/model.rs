@@ -963,6 +963,7 @@ mod tests {
                 total: flops,
                 effective: None,
                 by_class,
+                ..Default::default()
             },
             b,
             1,

@@ -4,11 +4,15 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// One class of floating-point work, with hardware-counter semantics: an instruction of
-/// class `Packed256Double` counts 4 flops (8 if it is an FMA), whatever its mask says.
+/// One class of work, with hardware-counter semantics: an instruction of class
+/// `Packed256Double` counts 4 flops (8 if it is an FMA), whatever its mask says.
 ///
 /// The split follows Intel's FP_ARITH_INST_RETIRED umasks; the `*Any*` classes exist for
-/// counters that cannot split width or precision (AMD Zen 2–4 event 0x03).
+/// counters that cannot split width or precision (AMD Zen 2–4 event 0x03). The bf16 and
+/// integer (int8, int16) classes and the AMX tile classes are the mixed-precision work of
+/// `docs/mixed-precision.md`: a multiply and its accumulation are two operations. Integer
+/// classes ([`FlopClass::is_integer`]) are operations, not flops: they are kept out of
+/// flop totals (`Counts::flops_total`, `flops.total`) and summed apart (`int_ops`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlopClass {
@@ -36,12 +40,32 @@ pub enum FlopClass {
     PackedAnyPrecision,
     /// Neither width nor precision known (AMD Zen 2–4: all FP ops retired).
     AnyPrecision,
-    /// Tensor-core / matrix-engine work (GPU, AMX).
+    /// Tensor-core work (GPU; ncu's tensor pipe ops).
     Tensor,
+    /// AVX-512 BF16 `vdpbf16ps`: two bf16 products and their accumulation per 32-bit lane.
+    Packed128Bf16,
+    Packed256Bf16,
+    Packed512Bf16,
+    /// VNNI byte dot products (`vpdpbusd`…): four int8 products and their sums per 32-bit lane.
+    Packed128Int8,
+    Packed256Int8,
+    Packed512Int8,
+    /// VNNI word dot products (`vpdpwssd`…): two int16 products and their sums per 32-bit lane.
+    Packed128Int16,
+    Packed256Int16,
+    Packed512Int16,
+    /// AMX `tdpbf16ps`: M × N × K × 2 with K the bf16 elements of a row of the A tile.
+    TileBf16,
+    /// AMX `tdpfp16ps` (and the AMX-COMPLEX fp16 forms).
+    TileFp16,
+    /// AMX `tdpb[su]d`: M × N × K × 2 with K the bytes of a row of the A tile.
+    TileInt8,
+    /// bf16 work, width unknown (AMD Zen 4/5 bfloat16 umasks of event 0x03).
+    Bf16AnyWidth,
 }
 
 impl FlopClass {
-    pub const ALL: [FlopClass; 19] = [
+    pub const ALL: [FlopClass; 32] = [
         FlopClass::ScalarDouble,
         FlopClass::Packed128Double,
         FlopClass::Packed256Double,
@@ -61,6 +85,19 @@ impl FlopClass {
         FlopClass::PackedAnyPrecision,
         FlopClass::AnyPrecision,
         FlopClass::Tensor,
+        FlopClass::Packed128Bf16,
+        FlopClass::Packed256Bf16,
+        FlopClass::Packed512Bf16,
+        FlopClass::Packed128Int8,
+        FlopClass::Packed256Int8,
+        FlopClass::Packed512Int8,
+        FlopClass::Packed128Int16,
+        FlopClass::Packed256Int16,
+        FlopClass::Packed512Int16,
+        FlopClass::TileBf16,
+        FlopClass::TileFp16,
+        FlopClass::TileInt8,
+        FlopClass::Bf16AnyWidth,
     ];
 
     /// The key used in `flops.by_class` of `roofline.report/1`.
@@ -85,14 +122,63 @@ impl FlopClass {
             FlopClass::PackedAnyPrecision => "packed_any_precision",
             FlopClass::AnyPrecision => "any_precision",
             FlopClass::Tensor => "tensor",
+            FlopClass::Packed128Bf16 => "packed128_bf16",
+            FlopClass::Packed256Bf16 => "packed256_bf16",
+            FlopClass::Packed512Bf16 => "packed512_bf16",
+            FlopClass::Packed128Int8 => "packed128_int8",
+            FlopClass::Packed256Int8 => "packed256_int8",
+            FlopClass::Packed512Int8 => "packed512_int8",
+            FlopClass::Packed128Int16 => "packed128_int16",
+            FlopClass::Packed256Int16 => "packed256_int16",
+            FlopClass::Packed512Int16 => "packed512_int16",
+            FlopClass::TileBf16 => "tile_bf16",
+            FlopClass::TileFp16 => "tile_fp16",
+            FlopClass::TileInt8 => "tile_int8",
+            FlopClass::Bf16AnyWidth => "bf16_any_width",
         }
+    }
+
+    /// Integer operations (VNNI, AMX int8): not flops, never in a flop total.
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            FlopClass::Packed128Int8
+                | FlopClass::Packed256Int8
+                | FlopClass::Packed512Int8
+                | FlopClass::Packed128Int16
+                | FlopClass::Packed256Int16
+                | FlopClass::Packed512Int16
+                | FlopClass::TileInt8
+        )
+    }
+
+    /// Whether a `flops.by_class` key names integer work (see [`FlopClass::is_integer`]); keys
+    /// this version does not know are taken as floating point.
+    pub fn key_is_integer(key: &str) -> bool {
+        FlopClass::from_key(key).is_some_and(FlopClass::is_integer)
+    }
+
+    /// The number format the work of this class is done in (`double`, `single`, `half`,
+    /// `bf16`, `int8`, `int16`), where one is known: the family of roofs it is read against.
+    pub fn format(self) -> Option<&'static str> {
+        use FlopClass::*;
+        Some(match self {
+            ScalarDouble | Packed128Double | Packed256Double | Packed512Double | DoubleAnyWidth => "double",
+            ScalarSingle | Packed128Single | Packed256Single | Packed512Single | SingleAnyWidth => "single",
+            ScalarHalf | Packed128Half | Packed256Half | Packed512Half | HalfAnyWidth | TileFp16 => "half",
+            Packed128Bf16 | Packed256Bf16 | Packed512Bf16 | TileBf16 | Bf16AnyWidth => "bf16",
+            Packed128Int8 | Packed256Int8 | Packed512Int8 | TileInt8 => "int8",
+            Packed128Int16 | Packed256Int16 | Packed512Int16 => "int16",
+            ScalarAnyPrecision | PackedAnyPrecision | AnyPrecision | Tensor => return None,
+        })
     }
 
     pub fn from_key(key: &str) -> Option<FlopClass> {
         FlopClass::ALL.into_iter().find(|c| c.key() == key)
     }
 
-    /// Lanes of one instruction of this class (flops per non-FMA instruction), where known.
+    /// Lanes of one instruction of this class (flops per non-FMA instruction), where known: for
+    /// the bf16 and integer classes, the elements of the narrow type in one register.
     pub fn lanes(self) -> Option<u32> {
         Some(match self {
             FlopClass::ScalarDouble | FlopClass::ScalarSingle | FlopClass::ScalarHalf => 1,
@@ -105,6 +191,12 @@ impl FlopClass {
             FlopClass::Packed128Half => 8,
             FlopClass::Packed256Half => 16,
             FlopClass::Packed512Half => 32,
+            FlopClass::Packed128Bf16 | FlopClass::Packed128Int16 => 8,
+            FlopClass::Packed256Bf16 | FlopClass::Packed256Int16 => 16,
+            FlopClass::Packed512Bf16 | FlopClass::Packed512Int16 => 32,
+            FlopClass::Packed128Int8 => 16,
+            FlopClass::Packed256Int8 => 32,
+            FlopClass::Packed512Int8 => 64,
             _ => return None,
         })
     }
@@ -216,7 +308,8 @@ impl fmt::Display for Variant {
 
 /// Analytic work and traffic of one kernel invocation.
 ///
-/// `flops` uses hardware-counter semantics (full vector width, FMA = 2 per lane).
+/// `flops` uses hardware-counter semantics (full vector width, FMA = 2 per lane); its integer
+/// classes are operations, summed by [`Counts::int_ops_total`], not by `flops_total`.
 /// `core_load_bytes`/`core_store_bytes` are what the kernel's explicit load/store operands
 /// move (stack traffic excluded). `dram_bytes` is the compulsory DRAM traffic for a cold
 /// working set far larger than the LLC, write-allocate included for ordinary stores.
@@ -229,8 +322,13 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Floating-point work: every class but the integer ones.
     pub fn flops_total(&self) -> u64 {
-        self.flops.values().sum()
+        self.flops.iter().filter(|(c, _)| !c.is_integer()).map(|(_, v)| v).sum()
+    }
+    /// Integer operations (int8/int16 dot products, AMX int8).
+    pub fn int_ops_total(&self) -> u64 {
+        self.flops.iter().filter(|(c, _)| c.is_integer()).map(|(_, v)| v).sum()
     }
     pub fn core_bytes(&self) -> u64 {
         self.core_load_bytes + self.core_store_bytes
@@ -269,5 +367,28 @@ mod tests {
         assert_eq!(FlopClass::of(Precision::F32, 128, false), FlopClass::Packed128Single);
         assert_eq!(FlopClass::of(Precision::F64, 64, true), FlopClass::ScalarDouble);
         assert_eq!(FlopClass::Packed256Single.lanes(), Some(8));
+        assert_eq!(FlopClass::Packed512Int8.lanes(), Some(64));
+        assert_eq!(FlopClass::Packed256Bf16.lanes(), Some(16));
+    }
+
+    #[test]
+    fn integer_classes_stay_out_of_flop_totals() {
+        let integer: Vec<FlopClass> = FlopClass::ALL.into_iter().filter(|c| c.is_integer()).collect();
+        assert_eq!(integer.len(), 7);
+        for c in &integer {
+            assert!(matches!(c.format(), Some("int8" | "int16")), "{c}");
+            assert!(FlopClass::key_is_integer(c.key()));
+        }
+        assert!(!FlopClass::key_is_integer("packed512_bf16"));
+        assert!(!FlopClass::key_is_integer("some_future_class"));
+        let mut c = Counts::default();
+        c.add_flops(FlopClass::Packed512Int8, 128);
+        c.add_flops(FlopClass::TileInt8, 1 << 15);
+        c.add_flops(FlopClass::Packed512Bf16, 64);
+        c.add_flops(FlopClass::TileBf16, 1 << 14);
+        c.add_flops(FlopClass::ScalarDouble, 3);
+        assert_eq!(c.flops_total(), 64 + (1 << 14) + 3);
+        assert_eq!(c.int_ops_total(), 128 + (1 << 15));
+        assert_eq!(c.scaled(3).int_ops_total(), 3 * (128 + (1 << 15)));
     }
 }

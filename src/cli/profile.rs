@@ -335,6 +335,7 @@ mod tests {
                         total: flops,
                         effective: None,
                         by_class: [("packed256_double".to_string(), flops)].into_iter().collect(),
+                        ..Default::default()
                     },
                     b,
                     threads,

@@ -124,7 +124,8 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
 /// W and Q of `counts` as a measurement (no samples yet), analytic provenance.
 pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> Measurement {
     let by_class: BTreeMap<String, f64> = counts.flops.iter().map(|(c, f)| (c.key().to_string(), *f as f64)).collect();
-    let total = counts.flops_total() as f64;
+    let mut flops = Flops::of_classes(by_class);
+    flops.effective = Some(effective.map(|e| e as f64).unwrap_or(flops.total));
     let mut bytes = BTreeMap::new();
     bytes.insert(level::CORE.to_string(), counts.core_bytes() as f64);
     bytes.insert(level::DRAM.to_string(), counts.dram_bytes as f64);
@@ -142,11 +143,7 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
         untrusted: Vec::new(),
     };
     Measurement {
-        flops: Flops {
-            total,
-            effective: Some(effective.map(|e| e as f64).unwrap_or(total)),
-            by_class,
-        },
+        flops,
         bytes,
         provenance: Some(prov),
         seconds_samples: Vec::new(),

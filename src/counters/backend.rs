@@ -732,9 +732,11 @@ fn use_traced_counts(m: &mut Measurement, tallies: &[Tally]) {
         .filter(|(_, v)| **v > 0)
         .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v as f64))
         .collect();
-    m.flops.total = sum.flops_total() as f64;
+    m.flops = crate::report::Flops::of_classes(by_class);
     m.flops.effective = (sum.effective_unknown == 0).then_some(sum.effective as f64);
-    m.flops.by_class = by_class;
+    if m.flops.int_ops.is_some() {
+        m.flops.int_ops_effective = (sum.effective_unknown == 0).then_some(sum.effective_int as f64);
+    }
     m.bytes.insert(level::CORE.to_string(), (sum.core_load + sum.core_store) as f64);
     m.extra.insert("core_load_bytes".into(), sum.core_load.into());
     m.extra.insert("core_store_bytes".into(), sum.core_store.into());

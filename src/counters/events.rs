@@ -88,6 +88,47 @@ pub fn is_core_pmu(pmu: &str) -> bool {
     matches!(pmu, "cpu" | "cpu_core" | "cpu_atom")
 }
 
+/// Mixed-precision work that none of the counted flop classes covers on a CPU whose CPUID
+/// flags `has`: AMX tile work (no event counts it: `AMX_OPS_RETIRED` is not in the SPR, EMR or
+/// GNR tables, `EXE.AMX_BUSY` counts cycles), VNNI integer dot products (no FP event counts
+/// them), bf16 and fp16 work where no counted class covers that format. One
+/// `(family, note)` each, for the report's notes and `extra.not_countable`: W then lacks that
+/// work, which is never reported as zero (`docs/mixed-precision.md`).
+pub fn not_countable(has: &dyn Fn(&str) -> bool, counted_classes: &[&str]) -> Vec<(&'static str, String)> {
+    let covered = |traced: &str| counted_classes.iter().any(|c| crate::counters::simulated::class_covers(c, traced));
+    let mut out = Vec::new();
+    let mut say = |family: &'static str, what: &str| {
+        out.push((
+            family,
+            format!("{what}: not countable by perf on this CPU (no event counts it), not in W: use --backend trace to count it"),
+        ))
+    };
+    if has("amx_tile") {
+        say("amx", "AMX tile work (tile_bf16, tile_fp16, tile_int8)");
+    }
+    if has("avx512vnni") || has("avx_vnni") || has("avx_vnni_int8") {
+        say("vnni", "VNNI integer dot products (packed*_int8, packed*_int16)");
+    }
+    if has("avx512_bf16") && !covered("packed512_bf16") {
+        say("bf16", "AVX-512 BF16 dot products (packed*_bf16)");
+    }
+    if has("avx512_fp16") && !covered("packed512_half") {
+        say("fp16", "AVX-512 FP16 arithmetic (*_half)");
+    }
+    out
+}
+
+/// Move the amounts of events whose work another counted event's class holds too
+/// (`EventSpec::part_of`: `(that class, amount)`) out of that class, so the work is counted
+/// once, in the finer class. Nothing moves where that class was not counted.
+pub fn move_parts(by_class: &mut BTreeMap<String, f64>, parts: &[(String, f64)]) {
+    for (parent, v) in parts {
+        if let Some(p) = by_class.get_mut(parent) {
+            *p = (*p - v).max(0.0);
+        }
+    }
+}
+
 /// W and Q from event values. `platform`, when known, adds what it lacks to the notes
 /// (e.g. Zen 1 has no DRAM event).
 pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
@@ -95,6 +136,7 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
     let mut by_class: BTreeMap<String, f64> = BTreeMap::new();
     let mut caveats: BTreeSet<String> = BTreeSet::new();
     let mut any_flops = false;
+    let mut parts: Vec<(String, f64)> = Vec::new();
     for v in values {
         let s = &v.spec;
         // `weighted`: flops or bytes; `count`: the raw (scaled) count where perf gave one.
@@ -112,6 +154,9 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
                 any_flops = true;
                 let class = s.class.clone().unwrap_or_else(|| "any_precision".into());
                 *by_class.entry(class).or_insert(0.0) += weighted;
+                if let Some(parent) = &s.part_of {
+                    parts.push((parent.clone(), weighted));
+                }
                 if s.unreliable {
                     d.flops_approximate = true;
                     if let Some(c) = &s.caveat {
@@ -151,12 +196,8 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
         }
     }
     if any_flops {
-        let total = by_class.values().sum();
-        d.flops = Some(Flops {
-            total,
-            effective: None,
-            by_class,
-        });
+        move_parts(&mut by_class, &parts);
+        d.flops = Some(Flops::of_classes(by_class));
     } else {
         d.notes
             .push("no FP event was counted: W unavailable (use --backend trace or analytic)".into());
@@ -496,6 +537,7 @@ mod tests {
             perf_name: None,
             aliases: vec![],
             unchecked: None,
+            part_of: None,
         }
     }
 
@@ -540,6 +582,70 @@ mod tests {
                 r.0
             );
         }
+    }
+
+    #[test]
+    fn a_finer_event_is_moved_out_of_the_class_that_also_counts_it() {
+        let mut rng = Rng(seed());
+        for _ in 0..50 {
+            let bf16 = (rng.next() % 10_000) as f64;
+            let all = bf16 + (rng.next() % 1_000_000) as f64;
+            let mut part = spec("bfloat_mac", "flops", Some("bf16_any_width"), 1.0);
+            part.part_of = Some("any_precision".into());
+            let vals = vec![
+                EventValue {
+                    spec: spec("all", "flops", Some("any_precision"), 1.0),
+                    amount: Amount::Count(all),
+                    running_fraction: Some(1.0),
+                },
+                EventValue {
+                    spec: part.clone(),
+                    amount: Amount::Count(bf16),
+                    running_fraction: Some(1.0),
+                },
+            ];
+            let f = derive(&vals, None).flops.unwrap();
+            // Counted once: the total is what `.all` counted, bf16 split out of it.
+            assert_eq!(
+                (f.total, f.by_class["any_precision"], f.by_class["bf16_any_width"]),
+                (all, all - bf16, bf16)
+            );
+            // Without the covering event nothing is moved.
+            let alone = derive(&vals[1..], None).flops.unwrap();
+            assert_eq!((alone.total, alone.by_class.get("any_precision")), (bf16, None));
+        }
+    }
+
+    #[test]
+    fn work_no_counted_event_covers_is_named_not_zeroed() {
+        let spr_flags = [
+            "amx_tile",
+            "amx_bf16",
+            "amx_int8",
+            "avx512vnni",
+            "avx_vnni",
+            "avx512_bf16",
+            "avx512_fp16",
+        ];
+        let spr_classes = [
+            "scalar_double",
+            "packed512_double",
+            "packed512_single",
+            "scalar_half",
+            "packed512_half",
+        ];
+        let has = |f: &str| spr_flags.contains(&f);
+        let families: Vec<&str> = not_countable(&has, &spr_classes).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(families, ["amx", "vnni", "bf16"]);
+        assert!(not_countable(&has, &spr_classes)[0].1.contains("not countable by perf on this CPU"));
+        // Without the optional FP16 events, fp16 is not covered either.
+        assert!(not_countable(&has, &["packed512_double"]).iter().any(|(f, _)| *f == "fp16"));
+        // Zen 4: event 0x03 (any_precision) covers bf16 and fp32/fp64, not VNNI.
+        let zen4 = |f: &str| ["avx512vnni", "avx512_bf16"].contains(&f);
+        let families: Vec<&str> = not_countable(&zen4, &["any_precision"]).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(families, ["vnni"]);
+        // A CPU without these units: nothing to say.
+        assert!(not_countable(&|_| false, &["any_precision"]).is_empty());
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub struct CounterSpec {
     pub weight: f64,
     pub unreliable: bool,
     pub caveat: Option<String>,
+    /// See `EventSpec::part_of`.
+    pub part_of: Option<String>,
 }
 
 impl CounterSpec {
@@ -104,6 +106,7 @@ impl CounterSpec {
             weight: if quantity == "seconds.task" { 1e-9 } else { 1.0 },
             unreliable: false,
             caveat: None,
+            part_of: None,
         })
     }
 
@@ -124,6 +127,7 @@ impl CounterSpec {
             weight: 1.0,
             unreliable: false,
             caveat: None,
+            part_of: None,
         })
     }
 
@@ -143,6 +147,7 @@ impl CounterSpec {
             weight: 1.0,
             unreliable: false,
             caveat: None,
+            part_of: None,
         }
     }
 
@@ -450,6 +455,7 @@ pub fn resolve_platform_events(
             weight: e.weight,
             unreliable: e.unreliable,
             caveat: e.caveat.clone(),
+            part_of: e.part_of.clone(),
         };
         // An event perf knows by name is opened as perf opens it: a generic hardware event
         // (the kernel picks this core's encoding and counter, e.g. Intel's fixed counters),
@@ -514,6 +520,7 @@ pub fn resolve_platform_events(
                     weight: 1.0,
                     unreliable: false,
                     caveat: None,
+                    part_of: None,
                 });
                 notes.push(
                     "hybrid CPU: core events count on the P-cores (cpu_core) only; E-core cycles are counted to tell whether W is partial".into(),
@@ -1253,6 +1260,7 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
     let mut not_counted = Vec::new();
     let mut l1_fill = None;
     let mut have_flops = false;
+    let mut parts: Vec<(String, f64)> = Vec::new();
     let mut levels: BTreeMap<String, Source> = BTreeMap::new();
     let mut counts_json = serde_json::Map::new();
     let mut notes =
@@ -1271,8 +1279,15 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
             "flops" => {
                 have_flops = true;
                 let class = s.class.clone().unwrap_or_else(|| "unknown".into());
+                if crate::kernels::FlopClass::key_is_integer(&class) {
+                    *flops.int_ops.get_or_insert(0.0) += v;
+                } else {
+                    flops.total += v;
+                }
+                if let Some(parent) = &s.part_of {
+                    parts.push((parent.clone(), v));
+                }
                 *flops.by_class.entry(class).or_insert(0.0) += v;
-                flops.total += v;
             }
             "bytes.l1_fill" => *l1_fill.get_or_insert(0.0) += v,
             q if q.starts_with("bytes.") => {
@@ -1290,6 +1305,27 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
         {
             notes.push(format!("{}: {cv}", s.name));
         }
+    }
+    if have_flops {
+        let classes: Vec<&str> = specs
+            .iter()
+            .filter(|s| s.quantity == "flops")
+            .filter_map(|s| s.class.as_deref())
+            .collect();
+        let facts = crate::machine::cpuid::CpuidFacts::read(&crate::machine::cpuid::LiveCpuid);
+        let missing = crate::counters::events::not_countable(&|f| facts.has(f), &classes);
+        if !missing.is_empty() {
+            extra.insert(
+                "not_countable".into(),
+                serde_json::json!(missing.iter().map(|(f, _)| *f).collect::<Vec<_>>()),
+            );
+            notes.extend(missing.into_iter().map(|(_, n)| n));
+        }
+    }
+    if !parts.is_empty() {
+        let mut by_class = std::mem::take(&mut flops.by_class);
+        crate::counters::events::move_parts(&mut by_class, &parts);
+        flops = Flops::of_classes(by_class);
     }
     // L1 fills are the lines L2 delivers to L1: Q at the L2 level when nothing better counts it.
     if let Some(f) = l1_fill {
@@ -1520,6 +1556,7 @@ mod tests {
             perf_name: None,
             aliases: Vec::new(),
             unchecked: None,
+            part_of: None,
         }
     }
 

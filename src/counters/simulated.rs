@@ -217,13 +217,16 @@ impl Faults {
 /// Whether an event of flop class `event_class` counts the traced class `traced` (a
 /// platform's merged classes, e.g. Zen's `any_precision`, cover several traced ones).
 pub fn class_covers(event_class: &str, traced: &str) -> bool {
+    let integer = crate::kernels::FlopClass::key_is_integer(traced);
     match event_class {
-        "any_precision" => true,
+        // The FP-op events count no integer dot product and no AMX tile work.
+        "any_precision" => !integer && !traced.starts_with("tile_"),
+        "bf16_any_width" => traced.ends_with("_bf16"),
         "double_any_width" => traced.ends_with("_double"),
         "single_any_width" => traced.ends_with("_single"),
         "half_any_width" => traced.ends_with("_half"),
         "scalar_any_precision" => traced.starts_with("scalar_"),
-        "packed_any_precision" => traced.starts_with("packed"),
+        "packed_any_precision" => traced.starts_with("packed") && !integer,
         c => c == traced,
     }
 }
@@ -366,6 +369,7 @@ impl SimulatedPmu {
                 weight: e.weight,
                 unreliable: e.unreliable,
                 caveat: e.caveat.clone(),
+                part_of: e.part_of.clone(),
             };
             if simulable(&spec) {
                 specs.push(spec);

@@ -54,6 +54,7 @@ fn point(name: &str, flops: f64, dram: f64, samples: Vec<f64>) -> Point {
             total: flops,
             effective: None,
             by_class,
+            ..Default::default()
         },
         bytes,
         1,

@@ -835,6 +835,7 @@ impl KernelSummary {
             total,
             effective: None,
             by_class: by_prec.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..Default::default()
         };
         let bytes = self.bytes();
         let prov = Provenance {

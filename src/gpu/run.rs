@@ -255,6 +255,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
             total: w,
             effective: None,
             by_class,
+            ..Default::default()
         },
         bytes,
         1,

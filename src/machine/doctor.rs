@@ -510,6 +510,7 @@ fn without_core_pmu(e: &EventSpec, pmus: &Path) -> (Vec<CounterSpec>, Option<Str
         weight: e.weight,
         unreliable: e.unreliable,
         caveat: e.caveat.clone(),
+        part_of: e.part_of.clone(),
     };
     if e.pmu == "cpu" || e.pmu == "cpu_core" {
         let s = match alias.and_then(perf::generic_hw_event) {

@@ -127,6 +127,11 @@ pub struct EventSpec {
     /// every other event is cross-checked by tests/platforms_perfmon.rs.
     #[serde(default)]
     pub unchecked: Option<String>,
+    /// For `flops`: the class of another event of the table that counts this event's work
+    /// too (Zen 4's `fp_ret_sse_avx_ops.all` includes its bfloat16 MACs): when both are
+    /// counted, this event's amount is moved out of that class into its own, not added twice.
+    #[serde(default)]
+    pub part_of: Option<String>,
 }
 
 /// 1-based line of byte offset `off` in `text`.

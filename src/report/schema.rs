@@ -64,9 +64,40 @@ pub struct Flops {
     pub total: f64,
     /// Mask-aware count (AVX-512 lanes masked off excluded), when known.
     pub effective: Option<f64>,
-    /// Open-ended: keys from `FlopClass::key` (`scalar_double`, `packed512_double`, …).
+    /// Open-ended: keys from `FlopClass::key` (`scalar_double`, `packed512_double`, …),
+    /// integer classes (`packed512_int8`, `tile_int8`, …) included: those are in `int_ops`,
+    /// not in `total`.
     #[serde(default)]
     pub by_class: BTreeMap<String, f64>,
+    /// Integer operations (VNNI int8/int16 dot products, AMX int8; a multiply and its
+    /// accumulation are two), hardware semantics like `total`; absent when there are none.
+    /// Not flops: never in `total`, `gflops` or a GFLOP/s roof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_ops: Option<f64>,
+    /// Mask-aware `int_ops`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_ops_effective: Option<f64>,
+}
+
+impl Flops {
+    /// W of a split by class: `total` sums the floating-point classes, `int_ops` the integer
+    /// ones (`FlopClass::key_is_integer`; absent when there are none).
+    pub fn of_classes(by_class: BTreeMap<String, f64>) -> Flops {
+        let (mut total, mut int_ops) = (0.0, None::<f64>);
+        for (k, v) in &by_class {
+            if crate::kernels::FlopClass::key_is_integer(k) {
+                *int_ops.get_or_insert(0.0) += v;
+            } else {
+                total += v;
+            }
+        }
+        Flops {
+            total,
+            by_class,
+            int_ops,
+            ..Default::default()
+        }
+    }
 }
 
 /// Bytes keyed by the level that serves them: `core`, `l2`, `l3`, `dram` on CPUs;
@@ -380,7 +411,14 @@ impl Report {
             if !(p.seconds.is_finite() && p.seconds >= 0.0) || p.seconds_samples.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
                 return Err(bad("time"));
             }
-            if !(p.flops.total.is_finite() && p.flops.total >= 0.0) || p.flops.by_class.values().any(|v| !(v.is_finite() && *v >= 0.0)) {
+            let finite = |v: f64| v.is_finite() && v >= 0.0;
+            if !finite(p.flops.total)
+                || p.flops.by_class.values().any(|v| !finite(*v))
+                || [p.flops.int_ops, p.flops.int_ops_effective]
+                    .into_iter()
+                    .flatten()
+                    .any(|v| !finite(v))
+            {
                 return Err(bad("flop count"));
             }
             if p.bytes.values().any(|v| !(v.is_finite() && *v >= 0.0)) {
@@ -444,6 +482,7 @@ mod tests {
                 total: 8.0e9,
                 effective: None,
                 by_class,
+                ..Default::default()
             },
             bytes,
             1,
@@ -452,6 +491,30 @@ mod tests {
         let mut r = Report::new(serde_json::json!({"vendor": "test"}), Environment::default());
         r.points.push(p);
         r
+    }
+
+    #[test]
+    fn integer_operations_are_kept_out_of_the_flop_total() {
+        let by_class: BTreeMap<String, f64> = [
+            ("packed512_bf16".to_string(), 64.0),
+            ("tile_bf16".to_string(), 16384.0),
+            ("packed512_int8".to_string(), 128.0),
+            ("tile_int8".to_string(), 32768.0),
+            ("packed256_int16".to_string(), 32.0),
+            ("scalar_double".to_string(), 3.0),
+        ]
+        .into();
+        let f = Flops::of_classes(by_class.clone());
+        assert_eq!((f.total, f.int_ops), (64.0 + 16384.0 + 3.0, Some(128.0 + 32768.0 + 32.0)));
+        assert_eq!(f.by_class, by_class);
+        let plain = Flops::of_classes([("packed256_double".to_string(), 8.0)].into());
+        assert_eq!(plain.int_ops, None);
+        // Absent in JSON when there are none; read back when there are.
+        assert!(!serde_json::to_string(&plain).unwrap().contains("int_ops"));
+        let back: Flops = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
+        let old: Flops = serde_json::from_str(r#"{"total": 2.0, "effective": null, "by_class": {}}"#).unwrap();
+        assert_eq!((old.int_ops, old.int_ops_effective), (None, None));
     }
 
     #[test]

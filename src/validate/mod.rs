@@ -303,7 +303,6 @@ pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Rep
     let mut r = Report::new(machine, crate::report::environment::collect(&std::env::args().collect::<Vec<_>>()));
     for row in rows {
         let by_class: BTreeMap<String, f64> = row.flops_measured.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
-        let total = by_class.values().fold(0.0, |a, b| a + b);
         let core = row.core_measured as i64 - row.core_harness_bytes.unwrap_or(0);
         let mut bytes = Bytes::new();
         bytes.insert("core".into(), core.max(0) as f64);
@@ -321,11 +320,7 @@ pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Rep
         let mut p = Point::new(
             format!("{}/{}", row.kernel, row.variant),
             prov,
-            Flops {
-                total,
-                effective: None,
-                by_class,
-            },
+            Flops::of_classes(by_class),
             bytes,
             1,
             vec![],

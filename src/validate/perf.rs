@@ -299,7 +299,9 @@ fn measure_w(
                 for (c, f) in &m.flops.by_class {
                     acc.flops.by_class.insert(c.clone(), *f);
                 }
-                acc.flops.total = acc.flops.by_class.values().sum();
+                let (effective, int_effective) = (acc.flops.effective, acc.flops.int_ops_effective);
+                acc.flops = crate::report::Flops::of_classes(std::mem::take(&mut acc.flops.by_class));
+                (acc.flops.effective, acc.flops.int_ops_effective) = (effective, int_effective);
                 for key in ["multiplex_running_ratio", "counts"] {
                     if let Some(serde_json::Value::Object(more)) = m.extra.get(key) {
                         let entry = acc.extra.entry(key.to_string()).or_insert_with(|| serde_json::json!({}));

@@ -2364,6 +2364,42 @@ mod tests {
     }
 
     #[test]
+    fn mixed_precision_and_amx_instructions_are_not_mis_emulated() {
+        let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let run = |bytes: &[u8]| {
+            let mut e = Emu::new(&regs, mem.clone());
+            for k in 0..16 {
+                e.regs[k] = Some(0x1000 * (k as u64 + 1));
+            }
+            let mut f = InstructionInfoFactory::new();
+            let mut d = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);
+            while d.can_decode() {
+                e.step(&d.decode(), &mut f);
+            }
+            e
+        };
+        let known = |e: &Emu| e.regs.iter().enumerate().all(|(k, r)| *r == Some(0x1000 * (k as u64 + 1)));
+        // Register-only vector and tile work writes no general register and no memory.
+        for bytes in [
+            &[0x62, 0xf2, 0x76, 0x49, 0x52, 0xc2][..], // vdpbf16ps zmm0{k1}, zmm1, zmm2
+            &[0xc4, 0xe2, 0x75, 0x50, 0xc2],           // {vex} vpdpbusd ymm0, ymm1, ymm2
+            &[0x62, 0xf2, 0x76, 0x08, 0x52, 0x00],     // vdpbf16ps xmm0, xmm1, [rax] (a load)
+            &[0xc4, 0xe2, 0x6a, 0x5c, 0xc1],           // tdpbf16ps tmm0, tmm1, tmm2
+            &[0xc4, 0xe2, 0x7b, 0x4b, 0x0c, 0x16],     // tileloadd tmm1, [rsi+rdx]
+            &[0xc4, 0xe2, 0x78, 0x49, 0xc0],           // tilerelease
+        ] {
+            let e = run(bytes);
+            assert!(known(&e) && !e.poisoned, "{bytes:x?}");
+        }
+        // A tile store writes rows × colsb bytes, strided, of a shape the emulator does not
+        // know: nothing read from memory after it may be trusted.
+        let e = run(&[0xc4, 0xe2, 0x7a, 0x4b, 0x04, 0x0f]); // tilestored [rdi+rcx], tmm0
+        assert!(e.poisoned && known(&e));
+    }
+
+    #[test]
     fn compare_and_branch() {
         // cmp rax, rsi; jb
         let (t, _) = emu_run(&[0x48, 0x39, 0xf0, 0x72, 0x00], &[(0, 3), (6, 5)]);

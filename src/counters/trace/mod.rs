@@ -337,11 +337,11 @@ fn work_and_traffic(t: &Tally, levels: &[(String, f64)]) -> (Flops, BTreeMap<Str
             by_class.insert(tally::class_key(i).to_string(), *v as f64);
         }
     }
-    let flops = Flops {
-        total: t.flops_total() as f64,
-        effective: (t.effective_unknown == 0).then_some(t.effective as f64),
-        by_class,
-    };
+    let mut flops = Flops::of_classes(by_class);
+    flops.effective = (t.effective_unknown == 0).then_some(t.effective as f64);
+    if flops.int_ops.is_some() {
+        flops.int_ops_effective = (t.effective_unknown == 0).then_some(t.effective_int as f64);
+    }
     let mut bytes = BTreeMap::new();
     bytes.insert(level::CORE.to_string(), (t.core_load + t.core_store) as f64);
     bytes.insert(level::STACK.to_string(), t.stack as f64);
@@ -411,6 +411,12 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     if t.effective_unknown > 0 {
         notes.push("flops.effective unknown: some opmask values could not be read".into());
     }
+    if t.tile_unknown > 0 {
+        notes.push(format!(
+            "{} AMX tile instructions ran while the tile configuration could not be read (see extra.tile_unknown): their work and bytes are not counted",
+            t.tile_unknown
+        ));
+    }
     if r.stats.mispredicts > 0 {
         notes.push(format!(
             "{} traps were not where the run-ahead predicted: counts may be inexact (please report)",
@@ -459,6 +465,9 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     put("nt_store_bytes", t.nt_store.into());
     put("prefetch_bytes", t.prefetch.into());
     put("unclassified", t.unclassified.into());
+    if t.tile_unknown > 0 {
+        put("tile_unknown", t.tile_unknown.into());
+    }
     put(
         "trace",
         serde_json::json!({

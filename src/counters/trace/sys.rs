@@ -24,6 +24,8 @@ pub struct XsaveLayout {
     pub opmask: usize,
     pub zmm_hi: usize,
     pub hi16_zmm: usize,
+    /// Offset of the AMX tile configuration (component 17, XTILECFG, 64 bytes); 0 without AMX.
+    pub tilecfg: usize,
 }
 
 impl XsaveLayout {
@@ -49,7 +51,18 @@ impl XsaveLayout {
             opmask: leaf(5).1 as usize,
             zmm_hi: leaf(6).1 as usize,
             hi16_zmm: leaf(7).1 as usize,
+            tilecfg: leaf(17).1 as usize,
         }
+    }
+
+    /// The AMX tile configuration in force, from an XSAVE image (None when the CPU has no
+    /// AMX or the image is short). A thread that never configured tiles (or released them)
+    /// has the component in its initial state, all zeros: palette 0.
+    pub fn tile_config(&self, xs: &[u8]) -> Option<super::classify::TileConfig> {
+        if self.tilecfg == 0 {
+            return None;
+        }
+        super::classify::TileConfig::parse(xs.get(self.tilecfg..self.tilecfg + 64)?)
     }
 
     /// Value of opmask register k`k` from an XSAVE image (None when the CPU has no AVX-512).
@@ -464,6 +477,28 @@ pub fn inject_syscall(pid: Pid, at: u64, nr: u64, args: [u64; 6]) -> (Option<u64
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_configuration_is_read_at_the_xtilecfg_offset() {
+        let layout = XsaveLayout {
+            size: 12288,
+            ymm_hi: 576,
+            opmask: 1088,
+            zmm_hi: 1152,
+            hi16_zmm: 1664,
+            tilecfg: 2752,
+        };
+        let mut xs = vec![0u8; 12288];
+        assert_eq!(layout.tile_config(&xs).map(|c| c.palette), Some(0), "initial state: no palette");
+        xs[2752] = 1;
+        xs[2752 + 16] = 64;
+        xs[2752 + 48] = 16;
+        let c = layout.tile_config(&xs).unwrap();
+        assert_eq!((c.palette, c.shape(0)), (1, (16, 64)));
+        assert!(layout.tile_config(&xs[..2800]).is_none(), "a short image");
+        assert!(XsaveLayout { tilecfg: 0, ..layout }.tile_config(&xs).is_none(), "no AMX");
+    }
     use super::resolve_command;
     use std::os::unix::fs::PermissionsExt;
 

@@ -1,16 +1,23 @@
 //! Running totals of traced work and traffic (whole program, and per function).
 
-use super::classify::{CLASSES, Insn};
+use super::classify::{CLASSES, Insn, N_CLASSES, TileConfig, TileOp};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally {
     pub instructions: u64,
-    /// Flops per class index of [`CLASSES`] (hardware semantics: full width).
-    pub flops: [u64; 12],
+    /// Operations per class index of [`CLASSES`] (hardware semantics: full width); the
+    /// integer classes are operations, not flops.
+    pub flops: [u64; N_CLASSES],
     /// Mask-aware flops (lanes switched off by opmasks left out).
     pub effective: u64,
-    /// Masked FP instructions whose mask was unknown: `effective` is then not reported.
+    /// Mask-aware integer operations.
+    pub effective_int: u64,
+    /// Masked FP or dot-product instructions whose mask was unknown: `effective` and
+    /// `effective_int` are then not reported.
     pub effective_unknown: u64,
+    /// AMX instructions run while the tile configuration could not be read: their work and
+    /// traffic are not in the tally.
+    pub tile_unknown: u64,
     pub core_load: u64,
     pub core_store: u64,
     pub stack: u64,
@@ -22,8 +29,19 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Floating-point work (the integer classes left out).
     pub fn flops_total(&self) -> u64 {
-        self.flops.iter().sum()
+        self.flops
+            .iter()
+            .zip(CLASSES)
+            .filter(|(_, c)| !c.is_integer())
+            .map(|(v, _)| v)
+            .sum()
+    }
+
+    /// Integer operations (VNNI, AMX int8).
+    pub fn int_ops_total(&self) -> u64 {
+        self.flops.iter().zip(CLASSES).filter(|(_, c)| c.is_integer()).map(|(v, _)| v).sum()
     }
 
     pub fn add_scaled(&mut self, o: &Tally, n: u64) {
@@ -32,7 +50,9 @@ impl Tally {
             *a += b * n;
         }
         self.effective += o.effective * n;
+        self.effective_int += o.effective_int * n;
         self.effective_unknown += o.effective_unknown * n;
+        self.tile_unknown += o.tile_unknown * n;
         self.core_load += o.core_load * n;
         self.core_store += o.core_store * n;
         self.stack += o.stack * n;
@@ -44,7 +64,7 @@ impl Tally {
 
     /// What was added since `earlier` (a copy of this tally taken before).
     pub fn since(&self, earlier: &Tally) -> Tally {
-        let mut flops = [0u64; 12];
+        let mut flops = [0u64; N_CLASSES];
         for (d, (a, b)) in flops.iter_mut().zip(self.flops.iter().zip(earlier.flops.iter())) {
             *d = a.saturating_sub(*b);
         }
@@ -52,7 +72,9 @@ impl Tally {
             instructions: self.instructions.saturating_sub(earlier.instructions),
             flops,
             effective: self.effective.saturating_sub(earlier.effective),
+            effective_int: self.effective_int.saturating_sub(earlier.effective_int),
             effective_unknown: self.effective_unknown.saturating_sub(earlier.effective_unknown),
+            tile_unknown: self.tile_unknown.saturating_sub(earlier.tile_unknown),
             core_load: self.core_load.saturating_sub(earlier.core_load),
             core_store: self.core_store.saturating_sub(earlier.core_store),
             stack: self.stack.saturating_sub(earlier.stack),
@@ -75,10 +97,18 @@ impl Tally {
         }
         if let Some(f) = insn.flop {
             self.flops[f.class] += f.flops();
-            match (insn.mask, mask) {
-                (None, _) => self.effective += f.flops(),
-                (Some(_), Some(m)) => self.effective += u64::from(active(m, f.lanes)) * u64::from(f.per_lane),
-                (Some(_), None) => self.effective_unknown += 1,
+            let effective = match (insn.mask, mask) {
+                (None, _) => f.flops(),
+                (Some(_), Some(m)) => u64::from(active(m, f.lanes)) * u64::from(f.per_lane),
+                (Some(_), None) => {
+                    self.effective_unknown += 1;
+                    0
+                }
+            };
+            if f.integer() {
+                self.effective_int += effective;
+            } else {
+                self.effective += effective;
             }
         }
         for m in &insn.mem {
@@ -106,6 +136,39 @@ impl Tally {
                     }
                 }
             }
+        }
+    }
+
+    /// The work and traffic of one execution of an AMX instruction under the tile
+    /// configuration `cfg` (None: it could not be read; counted in `tile_unknown`). The
+    /// instruction itself is counted by [`Tally::add_insn`].
+    pub fn add_tile(&mut self, insn: &Insn, cfg: Option<&TileConfig>) {
+        let Some(op) = insn.tile.filter(|t| t.shaped()) else { return };
+        let Some(cfg) = cfg else {
+            self.tile_unknown += 1;
+            return;
+        };
+        match op {
+            TileOp::Dot { class, dst, a, per_k } => {
+                let ops = cfg.dot_ops(dst, a, per_k);
+                self.flops[class] += ops;
+                if CLASSES[class].is_integer() {
+                    self.effective_int += ops;
+                } else {
+                    self.effective += ops;
+                }
+            }
+            TileOp::Load { tile, stack } | TileOp::Store { tile, stack } => {
+                let bytes = cfg.moved_bytes(tile);
+                if stack {
+                    self.stack += bytes;
+                } else if matches!(op, TileOp::Load { .. }) {
+                    self.core_load += bytes;
+                } else {
+                    self.core_store += bytes;
+                }
+            }
+            TileOp::Configure | TileOp::Other => {}
         }
     }
 

@@ -27,7 +27,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
-use super::classify::{Flow, Insn, MaskWrite, classify};
+use super::classify::{Flow, Insn, MaskWrite, TileConfig, TileOp, classify};
 use super::emu::{Emu, VectorSeed};
 use super::interleave::{Access, Interleave};
 use super::regions::{Regions, Snapshot};
@@ -511,6 +511,11 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
     let mut kwritten = [false; 8];
     let mut rep = false;
     for (idx, insn) in insns.iter().enumerate() {
+        // AMX work depends on the tile shapes in force: stepped, the configuration read at
+        // each tile instruction (`step_one`).
+        if insn.tile.is_some_and(|t| t.shaped()) {
+            needs_step = true;
+        }
         if let Some(k) = insn.mask {
             let src = kstate[k as usize];
             if src == MaskSrc::Dynamic {
@@ -1827,12 +1832,19 @@ impl<'s> Tracer<'s> {
         } else {
             self.no_site.clone()
         };
-        let need_x = insn.mask.is_some() || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
+        let shaped = insn.tile.is_some_and(|t| t.shaped());
+        let need_x = insn.mask.is_some() || shaped || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
         let xs = if need_x { self.xstate(pid) } else { None };
         let mask = insn.mask.and_then(|k| xs.as_ref().and_then(|x| self.xsave.opmask(x, k)));
+        let tiles = if shaped {
+            xs.as_ref().and_then(|x| self.xsave.tile_config(x))
+        } else {
+            None
+        };
         if count {
             let mut t = Tally::default();
             t.add_insn(&insn, mask);
+            t.add_tile(&insn, tiles.as_ref());
             if let Some(s) = insn.string {
                 if s.rep {
                     if let Some(th) = self.threads.get_mut(&pid) {
@@ -1869,6 +1881,9 @@ impl<'s> Tracer<'s> {
             };
             let mut out = Vec::new();
             accesses_of(&insn, &mut reg, mask, true, &mut out);
+            if let Some(cfg) = &tiles {
+                tile_accesses(&insn, cfg, &mut reg, &mut out);
+            }
             self.feed(tid, &out);
         }
     }
@@ -3048,6 +3063,40 @@ fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Acce
 /// vector register's element `elem` of `esize` bytes), per active element where a mask
 /// applies. With `lenient`, an address that cannot be computed is left out (single-stepping
 /// always has the registers); otherwise it makes the answer false.
+/// The rows a tile load or store moves: one access of `colsb` bytes per row from `start_row`
+/// on, row r at base + displacement + r × stride (the index register times the scale).
+fn tile_accesses(insn: &Insn, cfg: &TileConfig, reg: &mut dyn FnMut(Register, usize, usize) -> Option<u64>, out: &mut Vec<Access>) {
+    let (tile, kind) = match insn.tile {
+        Some(TileOp::Load { tile, .. }) => (tile, AccessKind::Load),
+        Some(TileOp::Store { tile, .. }) => (tile, AccessKind::Store),
+        _ => return,
+    };
+    let i = &insn.instr;
+    let base = iced_x86::UsedMemory::new(
+        i.memory_segment(),
+        i.memory_base(),
+        Register::None,
+        1,
+        i.memory_displacement64(),
+        iced_x86::MemorySize::UInt8,
+        OpAccess::Read,
+    )
+    .virtual_address(0, &mut *reg);
+    let stride = match i.memory_index() {
+        Register::None => Some(0),
+        r => reg(r, 0, 0).map(|v| v.wrapping_mul(u64::from(i.memory_index_scale()))),
+    };
+    let (Some(base), Some(stride)) = (base, stride) else { return };
+    let (rows, colsb) = cfg.shape(tile);
+    for r in u64::from(cfg.start_row)..rows {
+        out.push(Access {
+            addr: base.wrapping_add(r.wrapping_mul(stride)),
+            size: colsb as u32,
+            kind,
+        });
+    }
+}
+
 fn accesses_of(
     insn: &Insn,
     reg: &mut dyn FnMut(Register, usize, usize) -> Option<u64>,
@@ -3235,5 +3284,26 @@ mod tests {
         let t = dynamic_tally(&b, &[Some(0b1011)]);
         assert_eq!((t.flops_total(), t.effective), (8, 3));
         assert_eq!(crate::counters::trace::tally::active(0xff, 8), 8);
+    }
+
+    #[test]
+    fn amx_blocks_are_stepped_vnni_loops_are_not() {
+        // 1000: tileloadd tmm1, [rsi+rdx]; tdpbf16ps tmm0, tmm1, tmm2; add rsi, 64; cmp rsi, rdi; jb 1000
+        let b = block_of(&[
+            0xc4, 0xe2, 0x7b, 0x4b, 0x0c, 0x16, 0xc4, 0xe2, 0x6a, 0x5c, 0xc1, 0x48, 0x83, 0xc6, 0x40, 0x48, 0x39, 0xfe, 0x72, 0xec,
+        ]);
+        assert!(b.needs_step, "tile shapes are read at each tile instruction");
+        assert!(b.induction.is_none());
+        assert_eq!(b.stat.flops_total(), 0);
+        // 1000: vpdpbusd zmm0, zmm1, zmm2; add rax, 4; cmp rax, rsi; jb 1000: a counted loop.
+        let b = block_of(&[
+            0x62, 0xf2, 0x75, 0x48, 0x50, 0xc2, 0x48, 0x83, 0xc0, 0x04, 0x48, 0x39, 0xf0, 0x72, 0xf1,
+        ]);
+        assert!(!b.needs_step && b.induction.is_some());
+        assert_eq!((b.stat.int_ops_total(), b.stat.flops_total()), (128, 0));
+        // ldtilecfg alone changes shapes but does no shaped work: not stepped.
+        let b = block_of(&[0xc4, 0xe2, 0x78, 0x49, 0x00, 0xc3]);
+        assert!(!b.needs_step);
+        assert_eq!(b.stat.core_load, 64);
     }
 }
