@@ -95,7 +95,7 @@ pub fn is_core_pmu(pmu: &str) -> bool {
 /// `(family, note)` each, for the report's notes and `extra.not_countable`: W then lacks that
 /// work, which is never reported as zero (`docs/mixed-precision.md`).
 pub fn not_countable(has: &dyn Fn(&str) -> bool, counted_classes: &[&str]) -> Vec<(&'static str, String)> {
-    let covered = |traced: &str| counted_classes.iter().any(|c| crate::counters::simulated::class_covers(c, traced));
+    let covered = |traced: &str| counted_classes.iter().any(|c| class_covers(c, traced));
     let mut out = Vec::new();
     let mut say = |family: &'static str, what: &str| {
         out.push((
@@ -508,6 +508,23 @@ impl PerfStatPlan {
             }
         }
         s
+    }
+}
+
+/// Whether an event of flop class `event_class` counts the traced class `traced` (a
+/// platform's merged classes, e.g. Zen's `any_precision`, cover several traced ones).
+pub fn class_covers(event_class: &str, traced: &str) -> bool {
+    let integer = crate::kernels::FlopClass::key_is_integer(traced);
+    match event_class {
+        // The FP-op events count no integer dot product and no AMX tile work.
+        "any_precision" => !integer && !traced.starts_with("tile_"),
+        "bf16_any_width" => traced.ends_with("_bf16"),
+        "double_any_width" => traced.ends_with("_double"),
+        "single_any_width" => traced.ends_with("_single"),
+        "half_any_width" => traced.ends_with("_half"),
+        "scalar_any_precision" => traced.starts_with("scalar_"),
+        "packed_any_precision" => traced.starts_with("packed") && !integer,
+        c => c == traced,
     }
 }
 

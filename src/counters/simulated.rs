@@ -214,22 +214,7 @@ impl Faults {
     }
 }
 
-/// Whether an event of flop class `event_class` counts the traced class `traced` (a
-/// platform's merged classes, e.g. Zen's `any_precision`, cover several traced ones).
-pub fn class_covers(event_class: &str, traced: &str) -> bool {
-    let integer = crate::kernels::FlopClass::key_is_integer(traced);
-    match event_class {
-        // The FP-op events count no integer dot product and no AMX tile work.
-        "any_precision" => !integer && !traced.starts_with("tile_"),
-        "bf16_any_width" => traced.ends_with("_bf16"),
-        "double_any_width" => traced.ends_with("_double"),
-        "single_any_width" => traced.ends_with("_single"),
-        "half_any_width" => traced.ends_with("_half"),
-        "scalar_any_precision" => traced.starts_with("scalar_"),
-        "packed_any_precision" => traced.starts_with("packed") && !integer,
-        c => c == traced,
-    }
-}
+pub use crate::counters::events::class_covers;
 
 /// The exact quantities of a run the simulated counters count: W by traced class, bytes per
 /// level from the cache simulator, instructions, and the run's seconds (time enabled).

@@ -88,6 +88,7 @@ mod tests {
                 total: flops,
                 effective: None,
                 by_class: [("double_any_width".to_string(), flops)].into_iter().collect(),
+                ..Default::default()
             },
             [("dram".to_string(), dram)].into_iter().collect(),
             0,

@@ -3375,6 +3375,7 @@ mod tests {
                 opmask: 1088,
                 zmm_hi: 1152,
                 hi16_zmm: 1664,
+                tilecfg: 0,
             };
         }
         let mut seed = 0x51a7_e0f1_c3b2_a190u64 ^ u64::from(std::process::id());
