@@ -394,3 +394,74 @@ fn loops_run_ahead_equal_single_stepping_in_both_modes() {
     }
     assert_eq!(flops["extra"]["trace"]["mispredicts"], 0);
 }
+
+/// A loop of several blocks (an `if` inside) longer than one run-ahead path, then glibc's
+/// vector string functions over the buffer it filled (`strings.c`). The path limit is made
+/// small (`ROOFLINE_TRACE_PATH_INSNS`) so the single-stepped reference stays quick: at 4096 the
+/// loop (about 14 instructions × 64·n iterations) fits in the 16× longer limit a path inside a
+/// loop gets, so it costs a few stops instead of one per iteration; at 256 it does not, and is
+/// cut back to single iterations. Both must give single-stepping's W, core Q and bytes at every
+/// simulated level. (Every run gets the variable, with values of one length: the environment's
+/// size moves the stack, and the stack's addresses decide the simulated levels.)
+#[test]
+fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "strings.c", "strings", &[]) else {
+        return;
+    };
+    if !std::process::Command::new("setarch")
+        .args(["-R", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipping: setarch -R unavailable");
+        return;
+    }
+    let mut s = seed();
+    let n = pick(&mut s, 30, 50);
+    let run = |mode: &str, limit: &str| {
+        let out = dir.path().join(format!("strings-{mode}-{limit}.json"));
+        let mut c = Command::new("setarch");
+        c.arg("-R").arg(assert_cmd::cargo::cargo_bin("roofline"));
+        c.args(["measure", "--backend", "trace", "--trace", mode]);
+        if mode != "flops" {
+            c.args(["--cache", "L1=4KiB:4,L2=16KiB:4,L3=64KiB:8"]);
+        }
+        c.arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(n.to_string())
+            .env("ROOFLINE_TRACE_PATH_INSNS", limit)
+            .timeout(std::time::Duration::from_secs(180))
+            .assert()
+            .success();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        doc["points"][0].clone()
+    };
+    let reference = run("reference", "4096");
+    assert!(reference["flops"]["total"].as_f64().unwrap() > 0.0);
+    let mut stops = Vec::new();
+    for limit in ["4096", "0256"] {
+        let memory = run("memory", limit);
+        let flops = run("flops", limit);
+        for m in [&memory, &flops] {
+            assert_eq!(m["flops"], reference["flops"], "limit {limit}");
+            assert_eq!(m["bytes"]["core"], reference["bytes"]["core"], "limit {limit}");
+            assert_eq!(m["bytes"]["stack"], reference["bytes"]["stack"], "limit {limit}");
+            assert_eq!(m["extra"]["trace"]["mispredicts"], 0, "limit {limit}: {}", m["extra"]["trace"]);
+        }
+        for l in ["l2", "l3", "dram"] {
+            assert!(reference["bytes"][l].as_f64().unwrap_or(0.0) > 0.0, "{l}: {}", reference["bytes"]);
+            assert_eq!(memory["bytes"][l], reference["bytes"][l], "limit {limit}, level {l}");
+        }
+        stops.push(flops["extra"]["trace"]["stops"].as_u64().unwrap());
+    }
+    let iterations = 64 * n;
+    assert!(
+        stops[0] * 4 < iterations,
+        "a loop within the longer limit should cost a few stops, not one per iteration: {} stops for {iterations} iterations",
+        stops[0]
+    );
+    assert!(stops[1] > stops[0], "the short limit cuts the loop back: {stops:?}");
+}

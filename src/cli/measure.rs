@@ -43,8 +43,9 @@ pub struct Args {
     /// The command and its arguments (run directly, never through a shell).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
-    /// Trace backend: `flops` counts W and core Q by block (fast); `memory` single-steps and
-    /// feeds every address to the cache simulator for Q per level.
+    /// Trace backend: `flops` counts W and core Q by block (fast); `memory` also feeds every
+    /// address, in program order, to the cache simulator for Q per level (computed per block
+    /// and per loop; single-stepped only where an address cannot be computed).
     #[arg(long, value_enum, default_value = "flops")]
     pub trace: crate::counters::trace::TraceMode,
     /// Trace backend: attribute W and Q to functions: the innermost frame of the program's

@@ -125,9 +125,67 @@ struct Word {
     known: u8,
 }
 
+/// The path's view of memory, by 4 KiB page of words: a lookup in the page used last is one
+/// compare (a hash lookup per word dominated paths through string functions).
+#[derive(Default)]
+struct Overlay {
+    index: HashMap<u64, usize, BuildHasherDefault<WordHasher>>,
+    pages: Vec<Box<[Word; PAGE_WORDS]>>,
+    /// (page number + 1, its index in `pages`) of the page used last; 0: none.
+    last: std::cell::Cell<(u64, usize)>,
+    /// Words handed out by `entry` (each caller makes some of its bytes present).
+    used: usize,
+}
+
+const PAGE_WORDS: usize = 512;
+
+impl Overlay {
+    fn page(&self, page: u64) -> Option<usize> {
+        let (p, i) = self.last.get();
+        if p == page.wrapping_add(1) {
+            return Some(i);
+        }
+        let i = *self.index.get(&page)?;
+        self.last.set((page.wrapping_add(1), i));
+        Some(i)
+    }
+
+    /// The word at index `w` (`address >> 3`), if its page was touched (absent bytes are not
+    /// `present`).
+    fn get(&self, w: u64) -> Option<&Word> {
+        let i = self.page(w / PAGE_WORDS as u64)?;
+        Some(&self.pages[i][(w % PAGE_WORDS as u64) as usize])
+    }
+
+    /// The word at index `w` to make (some of) its bytes present.
+    fn entry(&mut self, w: u64) -> &mut Word {
+        let page = w / PAGE_WORDS as u64;
+        let i = match self.page(page) {
+            Some(i) => i,
+            None => {
+                self.pages.push(Box::new([Word::default(); PAGE_WORDS]));
+                let i = self.pages.len() - 1;
+                self.index.insert(page, i);
+                self.last.set((page.wrapping_add(1), i));
+                i
+            }
+        };
+        let word = &mut self.pages[i][(w % PAGE_WORDS as u64) as usize];
+        if word.present == 0 {
+            self.used += 1;
+        }
+        word
+    }
+
+    /// Words with some byte present.
+    fn words(&self) -> usize {
+        self.used
+    }
+}
+
 /// A multiplicative hash of a word index (the default SipHash dominated long paths).
 #[derive(Default)]
-struct WordHasher(u64);
+pub(super) struct WordHasher(u64);
 
 impl std::hash::Hasher for WordHasher {
     fn finish(&self) -> u64 {
@@ -245,7 +303,7 @@ pub struct Emu {
     fs: u64,
     gs: u64,
     /// Memory the path stored or read from the tracee, by 8-byte word (`address >> 3`).
-    overlay: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
+    overlay: Overlay,
     /// A store went to an unknown address: no memory value is known any more.
     poisoned: bool,
     /// The last instruction not modelled (its results became unknown): what a path that ends
@@ -273,7 +331,7 @@ impl Emu {
             },
             fs: regs.fs_base,
             gs: regs.gs_base,
-            overlay: HashMap::with_capacity_and_hasher(256, Default::default()),
+            overlay: Overlay::default(),
             poisoned: false,
             last_generic: None,
             mem,
@@ -335,24 +393,20 @@ impl Emu {
     /// One byte of memory as the path sees it: stored by the path (None: value unknown), or
     /// the tracee's, read 256 bytes at a time (one syscall for the stack slots and array
     /// elements a path reads near each other). None when unreadable or unknown.
-    fn byte(&mut self, a: u64) -> Option<u8> {
-        let bit = 1u8 << (a & 7);
-        if let Some(w) = self.overlay.get(&(a >> 3))
-            && w.present & bit != 0
-        {
-            return (w.known & bit != 0).then(|| (w.val >> (8 * (a & 7))) as u8);
-        }
+    /// Read the tracee's memory around `a` into the overlay where the path has not stored
+    /// itself; false when the byte at `a` cannot be read.
+    fn fill_lines(&mut self, a: u64) -> bool {
         // Four lines at once: the stack slots a path reads (saved registers, return addresses,
         // spilled locals) usually span several.
         let line = a & !255;
         let mut buf = [0u8; 256];
         let n = self.mem.read(line, &mut buf);
         if n <= (a - line) as usize {
-            return None;
+            return false;
         }
         // Fill what the path has not stored itself.
         for (k, chunk) in buf[..n].chunks(8).enumerate() {
-            let w = self.overlay.entry((line >> 3) + k as u64).or_default();
+            let w = self.overlay.entry((line >> 3) + k as u64);
             for (j, x) in chunk.iter().enumerate() {
                 let b = 1u8 << j;
                 if w.present & b == 0 {
@@ -362,31 +416,58 @@ impl Emu {
                 }
             }
         }
-        self.byte(a)
+        true
+    }
+
+    /// `bytes` (1–8) at `addr` from the overlay alone: Ok(None) when present but not all known,
+    /// Err(a) when the byte at `a` is not in the overlay yet. A value spans at most two words
+    /// (string functions read unaligned).
+    fn overlay_value(&self, addr: u64, bytes: u32) -> Result<Option<u64>, u64> {
+        let off = (addr & 7) as u32;
+        let lo_n = bytes.min(8 - off);
+        let lo_bits = (((1u16 << lo_n) - 1) << off) as u8;
+        let lo = match self.overlay.get(addr >> 3) {
+            Some(w) if w.present & lo_bits == lo_bits => *w,
+            Some(w) => return Err((addr & !7) + u64::from((!w.present & lo_bits).trailing_zeros())),
+            None => return Err(addr),
+        };
+        if lo.known & lo_bits != lo_bits {
+            return Ok(None);
+        }
+        let mut v = lo.val >> (8 * off);
+        if lo_n < bytes {
+            let hi_n = bytes - lo_n;
+            let hi_bits = ((1u16 << hi_n) - 1) as u8;
+            let next = (addr | 7).wrapping_add(1);
+            let hi = match self.overlay.get(next >> 3) {
+                Some(w) if w.present & hi_bits == hi_bits => *w,
+                Some(w) => return Err(next + u64::from((!w.present & hi_bits).trailing_zeros())),
+                None => return Err(next),
+            };
+            if hi.known & hi_bits != hi_bits {
+                return Ok(None);
+            }
+            v |= hi.val << (8 * lo_n);
+        }
+        Ok(Some(v & mask(bytes)))
     }
 
     fn read_mem(&mut self, addr: u64, bytes: u32) -> Option<u64> {
         if self.poisoned || bytes == 0 || bytes > 8 {
             return None;
         }
-        // The common case: an aligned-enough value inside one word already known.
-        let off = addr & 7;
-        if off + u64::from(bytes) <= 8
-            && let Some(w) = self.overlay.get(&(addr >> 3))
-        {
-            let bits = (((1u16 << bytes) - 1) << off) as u8;
-            if w.present & bits == bits {
-                if w.known & bits != bits {
-                    return None;
+        // (Each round fills the lines of one missing byte: two at most for two words.)
+        for _ in 0..3 {
+            match self.overlay_value(addr, bytes) {
+                Ok(v) => return v,
+                Err(missing) => {
+                    if !self.fill_lines(missing) {
+                        return None;
+                    }
                 }
-                return Some((w.val >> (8 * off)) & mask(bytes));
             }
         }
-        let mut v = 0u64;
-        for k in 0..u64::from(bytes) {
-            v |= u64::from(self.byte(addr.wrapping_add(k))?) << (8 * k);
-        }
-        Some(v)
+        None
     }
 
     fn write_mem(&mut self, addr: Option<u64>, bytes: u32, v: Option<u64>) {
@@ -398,14 +479,14 @@ impl Emu {
             self.poisoned = true;
             return;
         };
-        if bytes == 0 || bytes > 64 || self.overlay.len() > MAX_OVERLAY_WORDS {
+        if bytes == 0 || bytes > 64 || self.overlay.words() > MAX_OVERLAY_WORDS {
             self.poisoned = true;
             return;
         }
         for k in 0..u64::from(bytes) {
             let at = a.wrapping_add(k);
             let bit = 1u8 << (at & 7);
-            let w = self.overlay.entry(at >> 3).or_default();
+            let w = self.overlay.entry(at >> 3);
             w.present |= bit;
             match v.filter(|_| k < 8) {
                 Some(v) => {
@@ -1280,6 +1361,24 @@ fn put_elem(v: &mut [u8; 64], k: usize, e: usize, x: u64) {
 
 fn lanes(op: Lane, e: usize, w: usize, a: &[u8; 64], b: &[u8; 64]) -> [u8; 64] {
     let mut out = [0u8; 64];
+    if e == 1 {
+        // Bytes, what string functions compare, without the general element path.
+        for k in 0..w {
+            let (x, y) = (a[k], b[k]);
+            let (sx, sy) = (x as i8, y as i8);
+            out[k] = match op {
+                Lane::Eq => 0u8.wrapping_sub(u8::from(x == y)),
+                Lane::GtSigned => 0u8.wrapping_sub(u8::from(sx > sy)),
+                Lane::MinU => x.min(y),
+                Lane::MaxU => x.max(y),
+                Lane::MinS => sx.min(sy) as u8,
+                Lane::MaxS => sx.max(sy) as u8,
+                Lane::Add => x.wrapping_add(y),
+                Lane::Sub => x.wrapping_sub(y),
+            };
+        }
+        return out;
+    }
     let bytes = e as u32;
     for k in 0..w / e {
         let (x, y) = (elem(a, k, e), elem(b, k, e));

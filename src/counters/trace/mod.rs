@@ -7,8 +7,10 @@
 //! - [`symbols`]: ELF symbols and /proc/PID/maps for per-function attribution;
 //! - [`tally`]: the running totals; [`sys`]: raw ptrace/XSAVE/procfs helpers.
 //!
-//! `--trace memory` single-steps and hands every effective address to an [`AccessSink`]
-//! (the cache simulator implements it). See docs/trace.md.
+//! `--trace memory` also hands every effective address, in program order, to an
+//! [`AccessSink`] (the cache simulator implements it): computed from the registers at each
+//! block's entry or by the run-ahead emulator, replayed for affine loops, single-stepped only
+//! where an address cannot be computed. See docs/trace.md.
 
 pub mod classify;
 mod emu;

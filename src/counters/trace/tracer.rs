@@ -777,6 +777,9 @@ fn unsafe_zero_regs() -> libc::user_regs_struct {
 }
 
 /// A run-ahead path (see `Tracer::run_ahead`).
+/// A set of addresses hashed by a multiply (SipHash showed in long paths' profiles).
+type FastSet = HashSet<u64, std::hash::BuildHasherDefault<super::emu::WordHasher>>;
+
 struct RunAhead {
     /// The trapped block as it is now.
     first: Rc<Block>,
@@ -1022,6 +1025,10 @@ pub struct Tracer<'s> {
     no_site: Rc<Site>,
     /// `ROOFLINE_TRACE_DEBUG`: the driver says on stderr where it steps over and mispredicts.
     debug: bool,
+    /// Instructions a run-ahead path emulates before it ends, 16× that inside a loop of several
+    /// blocks (`ROOFLINE_TRACE_PATH_INSNS` makes it small, so tests reach both limits with
+    /// programs quick to single-step).
+    path_insns: u64,
     /// Per region name: what was counted while it was open (`regions.rs`).
     pub regions: Regions,
 }
@@ -1066,6 +1073,11 @@ impl<'s> Tracer<'s> {
                 line: None,
             }),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
+            path_insns: std::env::var("ROOFLINE_TRACE_PATH_INSNS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n| n >= 16)
+                .unwrap_or(1 << 20),
             regions: Regions::default(),
         }
     }
@@ -2726,8 +2738,16 @@ impl<'s> Tracer<'s> {
         regs: &libc::user_regs_struct,
         want_accesses: bool,
     ) -> Option<RunAhead> {
-        // A path is emulated in one go; long loops come back for more at their next trap.
-        const MAX_PATH_INSNS: u64 = 1 << 20;
+        // A path is emulated in one go (2²⁰ instructions by default); long loops come back for
+        // more at their next trap.
+        let max_path_insns = self.path_insns;
+        // A path inside a loop of several blocks can be committed past the loop's first
+        // iteration only if it leaves the loop (an exit inside the loop is one of its own
+        // members, so the path would be cut back to before it): there it goes on to 16× that
+        // (2²⁴: about 1 s of emulation, 50 MB of path) before it gives up...
+        let max_loop_path_insns = max_path_insns << 4;
+        // ...or, in memory mode, to this many accesses (16 bytes each).
+        const MAX_LOOP_PATH_ACCESSES: usize = 1 << 22;
         // Registers at the start of the last few path blocks (to know the state at an earlier exit).
         const SNAPSHOTS: usize = 8;
         // Iterations of a counted loop emulated before it is left to run natively instead.
@@ -2759,11 +2779,11 @@ impl<'s> Tracer<'s> {
             let mut insns = 0u64;
             // Consecutive executions of the last block (a single-block loop's iterations).
             let mut repeats = 1u64;
-            let mut on_path: HashSet<u64> = HashSet::new();
+            let mut on_path: FastSet = FastSet::default();
             let mut cut = false;
             let mut new_marks = false;
             // (Marking is idempotent: a loop's blocks are marked once per round.)
-            let mut marked: HashSet<u64> = HashSet::new();
+            let mut marked: FastSet = FastSet::default();
             let mut mark = |sp: &mut Space, a: u64| {
                 if !marked.insert(a) {
                     return;
@@ -2830,8 +2850,14 @@ impl<'s> Tracer<'s> {
                 nexts.push(next);
                 exit_regs = Some(emu.gprs());
                 let Some(n) = next else { break };
-                if seq.len() >= limit || insns >= MAX_PATH_INSNS || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                if seq.len() >= limit || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
                     break;
+                }
+                if insns >= max_path_insns {
+                    let in_loop = n == pc || on_path.contains(&n);
+                    if !in_loop || insns >= max_loop_path_insns || accesses.len() >= MAX_LOOP_PATH_ACCESSES {
+                        break;
+                    }
                 }
                 let nb = sp.block_at(n, f);
                 if nb.rep || nb.needs_step || !nb.masked.is_empty() {
@@ -2839,7 +2865,8 @@ impl<'s> Tracer<'s> {
                 }
                 // (After wasted emulations from here: stop where a loop of several blocks
                 // comes round, where the path would be cut back to anyway.)
-                if short && !on_path.insert(nb.start) && !Rc::ptr_eq(&nb, &b) {
+                let repeated = !on_path.insert(nb.start);
+                if short && repeated && !Rc::ptr_eq(&nb, &b) {
                     break;
                 }
                 // A counted loop is emulated while short; one that can run natively (every
