@@ -111,6 +111,7 @@ fn clean(m: &Value, what: &str) {
     let t = &m["extra"]["trace"];
     assert_eq!(t["gaps"].as_array().map(|g| g.len()), Some(0), "{what}: gaps {t}");
     assert_eq!(t["racy_passes"].as_u64(), Some(0), "{what}: racy passes {t}");
+    assert_eq!(t["mispredicts"].as_u64(), Some(0), "{what}: run-ahead mispredicts {t}");
     let notes = m["provenance"]["notes"].as_array().cloned().unwrap_or_default();
     assert!(
         !notes.iter().any(|n| n.as_str().unwrap_or("").contains("NOT COUNTED")),
@@ -248,11 +249,15 @@ fn openblas_dgemm_with_threads_counts_all_of_it_every_run() {
     }
     for n in [64u64, 96, 128, 200] {
         let mut seen = Vec::new();
+        let mut held = 0;
         for _ in 0..runs {
             let m = trace(dir.path(), "flops", &[exe.to_str().unwrap(), &n.to_string()], &env);
             clean(&m, &format!("dgemm n={n}"));
             seen.push(w(&m));
+            held += m["extra"]["trace"]["held_paths"].as_u64().unwrap();
         }
+        // The kernels ran ahead with the other threads held (docs/trace.md), not block by block.
+        assert!(held > 0, "n={n}: no run-ahead path with the other threads held");
         let lo = 2 * n * n * n;
         for &x in &seen {
             assert!(

@@ -493,6 +493,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "emulated_blocks": r.stats.emulated_blocks,
             "fed_by_steps": r.stats.fed_by_steps,
             "replayed_loops": r.stats.replayed_loops,
+            "held_paths": r.stats.held_paths,
+            "hold_timeouts": r.stats.hold_timeouts,
             "gaps": r.stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
         }),
     );

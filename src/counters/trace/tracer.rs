@@ -58,6 +58,9 @@ struct Bp {
     entry: bool,
     begin: bool,
     end: bool,
+    /// Lies inside another instruction that may run (a branch over a `lock` prefix): never
+    /// installed, its predecessor is stepped through instead (`Space::block_at`).
+    inside: bool,
 }
 
 impl Bp {
@@ -152,6 +155,10 @@ struct Space {
     /// ends inside itself: its path is cut back to before its repeated blocks), with how
     /// many more traps there emulate only to the first repeated block, and the back-off level.
     short_paths: HashMap<u64, (u32, u32)>,
+    /// Trap addresses whose last run-ahead with the other threads held committed almost
+    /// nothing: traps left there without holding, and the back-off level. (A hold costs a
+    /// stop of every other thread; held at every trap of a tight loop, they would starve.)
+    hold_skip: HashMap<u64, (u32, u32)>,
 }
 
 impl Space {
@@ -178,6 +185,7 @@ impl Space {
             sources: None,
             site_cache: HashMap::new(),
             short_paths: HashMap::new(),
+            hold_skip: HashMap::new(),
         }
     }
 
@@ -210,7 +218,7 @@ impl Space {
     fn install(&mut self, addr: u64) {
         let mem = &self.mem;
         let bp = self.bps.entry(addr).or_default();
-        if bp.installed {
+        if bp.installed || bp.inside {
             return;
         }
         // The original byte is read once (code is not rewritten under us: decoded instructions
@@ -426,7 +434,22 @@ impl Space {
             Some(s) => s.clone(),
             None => self.site_of(pc),
         };
-        let block = Rc::new(build_block(pc, insns, site, sites, factory));
+        let mut block = build_block(pc, insns, site, sites, factory);
+        // A branch into the middle of the instruction after it: glibc's `je 1f; lock; 1:
+        // cmpxchg …`, which skips the lock prefix while the process has one thread. A
+        // breakpoint at the target would sit inside the locked instruction and break it
+        // (SIGILL), so the target never gets one: the block is stepped through, and the thread
+        // arrives at either start by a step.
+        if let Some(l) = block.insns.last()
+            && let Flow::CondJump(t) = l.flow
+            && t > block.end
+            && t < block.end + 15
+            && self.insn_at(block.end, factory).next() > t
+        {
+            block.needs_step = true;
+            self.bps.entry(t).or_default().inside = true;
+        }
+        let block = Rc::new(block);
         self.blocks.insert(pc, block.clone());
         block
     }
@@ -777,6 +800,19 @@ fn unsafe_zero_regs() -> libc::user_regs_struct {
 }
 
 /// A run-ahead path (see `Tracer::run_ahead`).
+/// The other threads of a space held stopped while one runs a run-ahead path
+/// (`Tracer::hold_others`, docs/trace.md "Run-ahead with several threads").
+struct Hold {
+    space: usize,
+    holder: Pid,
+    /// Stopped by the tracer's SIGSTOP, to be let go as that stop would have been.
+    held: Vec<Pid>,
+    /// Wait statuses of the space's other threads that arrived meanwhile, handled after.
+    events: Vec<WaitStatus>,
+    /// Breakpoints taken out for the path (its members, the trapped block): back in at release.
+    reinstall: Vec<u64>,
+}
+
 /// A set of addresses hashed by a multiply (SipHash showed in long paths' profiles).
 type FastSet = HashSet<u64, std::hash::BuildHasherDefault<super::emu::WordHasher>>;
 
@@ -975,6 +1011,10 @@ pub struct DriverStats {
     pub fed_by_steps: u64,
     /// Memory mode: natively run loops whose addresses were replayed from their entry registers.
     pub replayed_loops: u64,
+    /// Run-ahead paths taken with the space's other threads held stopped (`Tracer::hold_others`).
+    pub held_paths: u64,
+    /// Holds given up because another thread did not stop in time (run-ahead skipped there).
+    pub hold_timeouts: u64,
 }
 
 /// What one traced thread did: counted work, and how the tracer let it run.
@@ -1025,6 +1065,12 @@ pub struct Tracer<'s> {
     no_site: Rc<Site>,
     /// `ROOFLINE_TRACE_DEBUG`: the driver says on stderr where it steps over and mispredicts.
     debug: bool,
+    /// A run-ahead path in a space of several threads: the others held stopped until the
+    /// path's thread stops again.
+    hold: Option<Hold>,
+    /// Traps left before holding is tried again after a thread did not stop in time.
+    hold_cooldown: u32,
+    releasing: bool,
     /// Instructions a run-ahead path emulates before it ends, 16× that inside a loop of several
     /// blocks (`ROOFLINE_TRACE_PATH_INSNS` makes it small, so tests reach both limits with
     /// programs quick to single-step).
@@ -1073,6 +1119,9 @@ impl<'s> Tracer<'s> {
                 line: None,
             }),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
+            hold: None,
+            hold_cooldown: 0,
+            releasing: false,
             path_insns: std::env::var("ROOFLINE_TRACE_PATH_INSNS")
                 .ok()
                 .and_then(|v| v.parse().ok())
@@ -1217,6 +1266,27 @@ impl<'s> Tracer<'s> {
                 }
             };
             self.stats.stops += 1;
+            if let Some(h) = &mut self.hold
+                && let Some(pid) = st.pid()
+            {
+                if pid == h.holder {
+                    // The path's thread traps (at its exit) or ends. Stopping after a
+                    // step-over of the trapped block, or for a signal (its handler runs, then
+                    // the path goes on with its breakpoints still out), the hold goes on.
+                    let stepping = self.threads.get(&pid).is_some_and(|t| t.step != StepKind::None);
+                    let ends = match st {
+                        WaitStatus::Stopped(_, Signal::SIGTRAP) => !stepping,
+                        WaitStatus::Stopped(..) => false,
+                        _ => true,
+                    };
+                    if ends {
+                        self.release_hold();
+                    }
+                } else if self.threads.get(&pid).is_some_and(|t| t.space == h.space) {
+                    h.events.push(st);
+                    continue;
+                }
+            }
             match st {
                 WaitStatus::Exited(pid, code) => {
                     self.gone(pid);
@@ -1497,6 +1567,123 @@ impl<'s> Tracer<'s> {
             return;
         };
         self.arrive(pid, regs.rip, regs);
+    }
+
+    /// Several threads share space `si`'s text, so a run-ahead path, which takes its members'
+    /// breakpoints out, may run only while no other thread runs: stop them all (SIGSTOP, as
+    /// `bring_in_others` does) and keep them stopped until `holder` stops again
+    /// (`release_hold`). Their wait statuses that arrive meanwhile wait too. False, with
+    /// nothing held, when one has not stopped within 20 ms (a `vfork` parent waits for its
+    /// child in a state no signal interrupts): holding is then not tried for the next 1000
+    /// traps.
+    fn hold_others(&mut self, si: usize, holder: Pid) -> bool {
+        if self.hold.is_some() || self.releasing || self.spaces[si].stepping || !self.spaces[si].active() || self.fault_no_join {
+            return false;
+        }
+        if self.hold_cooldown > 0 {
+            self.hold_cooldown -= 1;
+            return false;
+        }
+        // A SIGSTOP on its way to the holder would stop it before its path.
+        if self.threads.get(&holder).is_none_or(|t| t.stop_requested) {
+            return false;
+        }
+        let leader = self.spaces[si].leader;
+        // Threads whose status is waiting to be handled are stopped already.
+        let pending: HashSet<Pid> = self.deferred.iter().filter_map(|st| st.pid()).collect();
+        let mut waiting: Vec<Pid> = Vec::new();
+        for (p, t) in self.threads.iter_mut() {
+            if t.space != si || *p == holder || !t.started || pending.contains(p) {
+                continue;
+            }
+            if !t.stop_requested {
+                t.stop_requested = sys::tgkill(leader, *p, Signal::SIGSTOP);
+            }
+            waiting.push(*p);
+        }
+        let mut hold = Hold {
+            space: si,
+            holder,
+            held: Vec::new(),
+            events: Vec::new(),
+            reinstall: Vec::new(),
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(20);
+        let mut rounds = 0u32;
+        while !waiting.is_empty() {
+            let mut k = 0;
+            while k < waiting.len() {
+                let p = waiting[k];
+                match waitpid(p, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => k += 1,
+                    Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) => {
+                        hold.held.push(p);
+                        waiting.swap_remove(k);
+                    }
+                    // Stopped for something else (its SIGSTOP still comes, and is swallowed
+                    // then), or gone: handled after the hold.
+                    Ok(st) => {
+                        hold.events.push(st);
+                        waiting.swap_remove(k);
+                    }
+                    Err(_) => {
+                        waiting.swap_remove(k);
+                    }
+                }
+            }
+            if waiting.is_empty() {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                self.stats.hold_timeouts += 1;
+                self.hold_cooldown = 1000;
+                self.hold = Some(hold);
+                self.release_hold();
+                return false;
+            }
+            rounds += 1;
+            if rounds < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        self.hold = Some(hold);
+        true
+    }
+
+    /// Whether a trap at `pc` may hold the other threads (`Space::hold_skip`).
+    fn hold_worth_trying(&mut self, si: usize, pc: u64) -> bool {
+        match self.spaces[si].hold_skip.get_mut(&pc) {
+            Some((left, _)) if *left > 0 => {
+                *left -= 1;
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// The hold ends (its thread stopped again, or its run-ahead came to nothing): breakpoints
+    /// taken out go back in, statuses that waited are handled next, and the held threads go
+    /// on as their SIGSTOP says (`on_requested_stop`).
+    fn release_hold(&mut self) {
+        let Some(h) = self.hold.take() else { return };
+        // (A held thread let go may start counting and trap: no new hold while the others
+        // are still stopped.)
+        self.releasing = true;
+        let sp = &mut self.spaces[h.space];
+        for a in h.reinstall {
+            sp.install(a);
+        }
+        for st in h.events.into_iter().rev() {
+            self.deferred.push_front(st);
+        }
+        for p in h.held {
+            if self.threads.contains_key(&p) {
+                self.on_requested_stop(p);
+            }
+        }
+        self.releasing = false;
     }
 
     /// A SIGSTOP the tracer sent (`bring_in_others`) arrived.
@@ -2528,12 +2715,27 @@ impl<'s> Tracer<'s> {
         // memory mode the emulator also gives every address on the path.
         let feed = memory && self.sink.is_some();
         let mut path_accesses: Option<Vec<Access>> = None;
-        if !block.rep
-            && (!memory || (feed && block.masked.is_empty()))
-            && !sticky
-            && self.spaces[si].threads <= 1
-            && let Some(ra) = self.run_ahead(pid, si, pc, &regs, feed)
-        {
+        let eligible = !block.rep && (!memory || (feed && block.masked.is_empty())) && !sticky;
+        let alone = eligible && (self.spaces[si].threads <= 1 || (self.hold_worth_trying(si, pc) && self.hold_others(si, pid)));
+        let ra = if alone { self.run_ahead(pid, si, pc, &regs, feed) } else { None };
+        if self.hold.is_some() {
+            // Worth the stops of the other threads only where a path runs far.
+            let members = ra.as_ref().map_or(0, |r| r.members.len());
+            let skip = &mut self.spaces[si].hold_skip;
+            if members < 4 {
+                let e = skip.entry(pc).or_insert((0, 0));
+                e.1 = (e.1 + 1).min(8);
+                e.0 = 8 << e.1;
+            } else {
+                skip.remove(&pc);
+            }
+            if ra.is_some() {
+                self.stats.held_paths += 1;
+            } else {
+                self.release_hold();
+            }
+        }
+        if let Some(ra) = ra {
             let sp = &mut self.spaces[si];
             for &t in &ra.keep {
                 sp.install(t);
@@ -2545,6 +2747,9 @@ impl<'s> Tracer<'s> {
             }
             for (start, _) in times.values() {
                 sp.uninstall(start.start);
+                if let Some(h) = self.hold.as_mut() {
+                    h.reinstall.push(start.start);
+                }
             }
             for (b, n) in times.values() {
                 self.add_block(pid, b, &[], *n);
@@ -2620,7 +2825,16 @@ impl<'s> Tracer<'s> {
         }
         let sp = &mut self.spaces[si];
         let installed = sp.bps.get(&pc).is_some_and(|b| b.installed);
-        if sp.threads > 1 {
+        if let Some(h) = self.hold.as_mut()
+            && !targets.contains(&pc)
+            && !sticky
+        {
+            // The other threads are held: as alone, the breakpoint is left out (back in when
+            // the hold ends).
+            sp.uninstall(pc);
+            h.reinstall.push(pc);
+            self.cont(pid, None);
+        } else if sp.threads > 1 {
             // Other threads must keep trapping here: the breakpoint stays.
             // Not installed (reached by a step): put it in first and pass it too. Let run
             // from an address without one, the thread could meet one that another thread's
@@ -2755,6 +2969,9 @@ impl<'s> Tracer<'s> {
         // A full emulation that commits less than 1/4 of what it emulated (plus this) is wasted.
         const WASTE_SLACK: u64 = 4096;
         let mut limit = usize::MAX;
+        // The longer limit once per trap address until a full emulation from it is committed
+        // (an endless loop, or one waiting for another thread, would waste it at every trap).
+        let may_extend = !self.spaces[si].short_paths.contains_key(&pc);
         let short = match self.spaces[si].short_paths.get_mut(&pc) {
             Some((left, _)) if *left > 0 => {
                 *left -= 1;
@@ -2763,6 +2980,7 @@ impl<'s> Tracer<'s> {
             _ => false,
         };
         let mut emulated = 0u64;
+        let held = self.hold.is_some();
         for _round in 0..8 {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
@@ -2799,7 +3017,9 @@ impl<'s> Tracer<'s> {
                 }
                 snapshots.push_back(emu.gprs());
                 let Some((last, body)) = b.insns.split_last() else { break };
-                let mut known = true;
+                // With the other threads held, a system call could wait for one of them
+                // forever: the path ends before it.
+                let mut known = !(held && last.flow == Flow::Stop);
                 for insn in body {
                     if want_accesses && !emulated_accesses(&emu, insn, regs, &mut accesses) {
                         known = false;
@@ -2855,7 +3075,9 @@ impl<'s> Tracer<'s> {
                 }
                 if insns >= max_path_insns {
                     let in_loop = n == pc || on_path.contains(&n);
-                    if !in_loop || insns >= max_loop_path_insns || accesses.len() >= MAX_LOOP_PATH_ACCESSES {
+                    // (A block that jumps to itself unconditionally never leaves.)
+                    let endless = n == b.start && matches!(last.flow, Flow::Jump(_));
+                    if !may_extend || !in_loop || endless || insns >= max_loop_path_insns || accesses.len() >= MAX_LOOP_PATH_ACCESSES {
                         break;
                     }
                 }
@@ -2866,7 +3088,8 @@ impl<'s> Tracer<'s> {
                 // (After wasted emulations from here: stop where a loop of several blocks
                 // comes round, where the path would be cut back to anyway.)
                 let repeated = !on_path.insert(nb.start);
-                if short && repeated && !Rc::ptr_eq(&nb, &b) {
+                // (A counted single-block loop goes on to be cut out for native execution.)
+                if short && repeated && !(Rc::ptr_eq(&nb, &b) && nb.induction.is_some()) {
                     break;
                 }
                 // A counted loop is emulated while short; one that can run natively (every
