@@ -1,5 +1,5 @@
 //! Start+stop overhead of one region per thread (`Session::begin` + `Session::stop` around
-//! nothing). Targets (issue 5): ≤ 1 µs with read(), < 100 ns with rdpmc.
+//! nothing). Targets: ≤ 1 µs with read(), < 100 ns with rdpmc.
 //!
 //! - `analytic`: the floor, clock reads and bookkeeping only;
 //! - `software`: the read() path, 1 group of 3 software events (2 read()s per region);

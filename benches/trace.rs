@@ -1,4 +1,4 @@
-//! Speed of the trace backend (issue 6 targets):
+//! Speed of the trace backend:
 //! - `kernel_loop`: a suite-style SIMD loop traced in flops mode: ≥ 1 M instructions/s;
 //! - `binary/{flops,memory,single_step}`: an ordinary dynamically linked program (`sort` of 8
 //!   lines) traced in flops mode (block breakpoints), in memory mode (addresses per block from
@@ -6,7 +6,7 @@
 //!   flops mode must be ≥ 5× faster than single-stepping, memory mode ≥ 2 M instructions/s.
 //!
 //! - `threads/*`: the same work traced in flops mode in a multi-threaded program and in a
-//!   single-threaded one (issue: every thread at block speed): OpenBLAS dgemm n=96 with 1 and
+//!   single-threaded one (every thread at block speed): OpenBLAS dgemm n=96 with 1 and
 //!   2 threads, an OpenMP triad with 1 and 2 threads, a daxpy run by main or by one worker while
 //!   main waits. Target: the threaded form at most 10× the single-threaded one, W identical.
 //!   The fixtures are compiled with `cc` (skipped without it, or without OpenBLAS/OpenMP).

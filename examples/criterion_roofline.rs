@@ -2,22 +2,24 @@
 //! write a `roofline.report/1` that `roofline gate` can compare against a baseline.
 //!
 //! ```text
-//! ROOFLINE_PEAK_GFLOPS=150 ROOFLINE_ROOF_GBS=l1=300 \
-//!   cargo run --release --example criterion_roofline -- --bench --sample-size 20
+//! cargo run --release --example criterion_roofline -- --bench --sample-size 20
 //! roofline gate --baseline bench-baseline.json --current target/criterion-roofline.json
 //! ```
-//! `ROOFLINE_ROOF_GBS` keys are levels: `l1` is read against the core-side bytes every
-//! benchmark has; `l2`, `l3`, `dram` only against benchmarks whose work counts bytes at that
-//! level (analytic DRAM bytes, or a memory-mode trace).
+//! The report goes beside criterion's files: in `$CARGO_TARGET_DIR` when set, else `target/`.
+//!
+//! The roof is this machine's ([`Roof::from_machine`]): the ceilings `roofline ceilings`
+//! caches, measured once in quick mode when there is no cache yet. To use other roofs, set
+//! `ROOFLINE_PEAK_GFLOPS=150 ROOFLINE_ROOF_GBS=l1=300,dram=20`: `l1` is read against the
+//! core-side bytes every benchmark has; `l2`, `l3`, `dram` only against benchmarks whose work
+//! counts bytes at that level (analytic DRAM bytes, or a memory-mode trace).
 //!
 //! `triad`'s W and Q are analytic (two flops and 24 bytes per element); `dot`'s are counted by
 //! tracing one call (the compiler picks its instructions), cached per fingerprint in
 //! `target/roofline-work/` so later runs do not trace again.
 
 use criterion::{Criterion, Throughput};
-use roofline::criterion_support::{BenchWork, Roof, WorkCache, report_from_criterion, summary_line};
+use roofline::criterion_support::{BenchWork, Roof, WorkCache, report_from_criterion, summary_line, this_machine};
 use roofline::kernels::{Counts, FlopClass};
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::PathBuf;
 
@@ -31,24 +33,17 @@ fn dot(x: &[f64], y: &[f64]) -> f64 {
     x.iter().zip(y).map(|(a, b)| a * b).sum()
 }
 
-fn roof_from_env() -> Option<Roof> {
-    let peak: f64 = std::env::var("ROOFLINE_PEAK_GFLOPS").ok()?.parse().ok()?;
-    let mut bandwidth_gbs = BTreeMap::new();
-    for part in std::env::var("ROOFLINE_ROOF_GBS")
-        .unwrap_or_default()
-        .split(',')
-        .filter(|p| !p.is_empty())
-    {
-        let (lvl, gbs) = part.split_once('=')?;
-        bandwidth_gbs.insert(lvl.trim().to_string(), gbs.trim().parse().ok()?);
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("criterion_roofline: {e}");
+        std::process::exit(e.exit_code());
     }
-    Some(Roof {
-        peak_gflops: peak,
-        bandwidth_gbs,
-    })
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn run() -> roofline::Result<()> {
+    // This machine's roofs, before anything runs: the ceilings `roofline ceilings` cached,
+    // measured once when there are none (ROOFLINE_PEAK_GFLOPS / ROOFLINE_ROOF_GBS override).
+    let roof = Roof::from_machine()?;
     let n = 1usize << 14; // 384 KiB: an L2-resident triad
     let (mut a, b, c) = (vec![0.0f64; n], vec![1.5f64; n], vec![2.5f64; n]);
 
@@ -77,17 +72,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     group.finish();
     crit.final_summary();
 
+    // Where criterion wrote its samples: $CRITERION_HOME, else $CARGO_TARGET_DIR/criterion,
+    // else target/criterion (criterion's own rule).
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
     let criterion_dir = std::env::var_os("CRITERION_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/criterion"));
-    let roof = roof_from_env();
+        .unwrap_or_else(|| target_dir.join("criterion"));
     let benches = [("example/triad", work), ("example/dot", dot_work)];
-    let report = report_from_criterion(&criterion_dir, &benches, roof.as_ref(), serde_json::json!({}))?;
+    let report = report_from_criterion(&criterion_dir, &benches, Some(&roof), this_machine()?)?;
     for p in &report.points {
         println!("{}", summary_line(p));
     }
-    let out = PathBuf::from("target/criterion-roofline.json");
-    std::fs::create_dir_all("target")?;
+    let out = target_dir.join("criterion-roofline.json");
+    std::fs::create_dir_all(&target_dir).map_err(|e| roofline::Error::io(format!("creating {}", target_dir.display()), e))?;
     roofline::util::write_atomic(&out, report.to_json().as_bytes())?;
     println!("wrote {}", out.display());
     Ok(())

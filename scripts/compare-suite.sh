@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kernel suite per call against likwid-bench at the same working set (issue 3's L1/L2
+# The kernel suite per call against likwid-bench at the same working set (the suite's L1/L2
 # target: ≥ 0.80 of likwid's figure), and the suite's DRAM-sized streams against the DRAM
 # ceiling of `roofline ceilings` (target ≥ 0.90). One thread, pinned to the same CPU, each
 # figure the median of RUNS (default 5) interleaved runs of ours and the peer's.

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs on a GPU host (the device tool), beside its files in one folder (.gpu-bin/NAME/):
-# issue 19 items 3-6. Real ncu captures with NVTX ranges for tests/fixtures/ncu/ — a CUDA
+# real ncu captures with NVTX ranges for tests/fixtures/ncu/ — a CUDA
 # program with nested nvtxRangePush ranges and a domain of its own (nvtx_app.cu, built here
 # with nvcc against kernels.cu) and eager PyTorch with nested torch.cuda.nvtx ranges
 # (nvtx_nested.py) — plus `roofline gpu ceilings` (cuBLASLt tensor ceilings, FFMA, launch
-# floor), the same session's cuBLAS rates through torch (gemms.py) and `gpu run dgemm` /
+# floor), the same run's cuBLAS rates through torch (gemms.py) and `gpu run dgemm` /
 # `dgemm_tiled`. Everything lands in $OUT/nvtx/. Never changes clocks.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH:$(ls -d /opt/nvidia/nsight-compute/*/ 2>/dev/null | tail -1)
@@ -31,7 +31,7 @@ $NCU --metrics "$ALL" python3 "$B/nvtx_nested.py" > "$C/torch_nvtx_nested.csv" 2
 grep -o '"[0-9]*  *"[^,]*' "$C/torch_nvtx_nested.csv" | sort | uniq -c | head -30
 echo "== gpu ceilings ($(date +%T))"
 "$B/roofline" gpu ceilings -o "$C/gpu_ceilings.json" 2>&1 | tee "$C/gpu_ceilings.txt"
-echo "== torch cuBLAS, same session ($(date +%T))"
+echo "== torch cuBLAS, same run ($(date +%T))"
 python3 "$B/gemms.py" 8192 20 time 2>&1 | tee "$C/torch_gemm_native.txt"
 echo "== gpu run dgemm / dgemm_tiled ($(date +%T))"
 "$B/roofline" gpu run dgemm --size 8192 --repeat 5 -o "$C/gpu_run_dgemm_cublas.json" 2>&1 | tee "$C/gpu_run_dgemm.txt"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU host (the device tool) from the repository root or beside scripts/torch/:
-# real Nsight Compute captures of PyTorch workloads for tests/fixtures/ncu/ (issue 19):
+# real Nsight Compute captures of PyTorch workloads for tests/fixtures/ncu/:
 # scripts/torch/app.py (eager ATen kernels, cuBLAS, flash attention, CUB, NVTX ranges),
 # scripts/torch/gemms.py (cuBLAS GEMM set through torch.matmul) and scripts/torch/compiled.py
 # (Inductor's Triton kernels). Kernel names both mangled and demangled

@@ -79,11 +79,11 @@ sys.exit(0 if ok else 1)
 PY
 }
 step "ceilings: L2/shared load+copy+triad, FP16/FP64 %, rotation" ceilings_check
-# Issue 19 item 3: each tensor ceiling ≥ the best cuBLAS rate of its type measured through
-# torch in this session (gemms.py 8192: bf16, fp16, tf32, fp64), FP32 FFMA ≥ 95 % of its peak
+# Each tensor ceiling ≥ the best cuBLAS rate of its type measured through
+# torch in this run (gemms.py 8192: bf16, fp16, tf32, fp64), FP32 FFMA ≥ 95 % of its peak
 # at the measured clock, fp8 measured, the launch floor measured.
 if python3 -c 'import torch' 2>/dev/null; then
-  step "torch cuBLAS GEMMs (same session)" bash -c "python3 '$B/gemms.py' 8192 20 time | tee '$W/torch_gemm.txt'"
+  step "torch cuBLAS GEMMs (same run)" bash -c "python3 '$B/gemms.py' 8192 20 time | tee '$W/torch_gemm.txt'"
 else
   echo "== no torch here: the cuBLAS comparison reads the ceilings' own rates only"; : > "$W/torch_gemm.txt"
 fi

@@ -159,18 +159,38 @@ impl WorkCache {
 
 /// The roof a benchmark is measured against: the attainable performance is
 /// min(peak, AI_level × bandwidth_level) over the levels with a bandwidth and an AI.
+///
+/// [`Roof::from_machine`] gives this machine's roofs with no configuration: the ceilings that
+/// `roofline ceilings` caches, measured (quickly, once) when no cache fits this machine.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Roof {
-    /// Compute roof for the benchmark's ISA and precision, GFLOP/s.
+    /// Compute roof for the benchmark's ISA and precision, GFLOP/s (from the machine: its
+    /// double-precision peak).
     pub peak_gflops: f64,
+    /// Compute roofs per precision (`double`, `single`), GFLOP/s: a point is read against
+    /// its own precision's roof where one is given, else against `peak_gflops`.
+    pub peak_gflops_by_precision: BTreeMap<String, f64>,
     /// Bandwidth roofs, GB/s, keyed by level (`l1`/`core`, `l2`, `l3`, `dram`).
     pub bandwidth_gbs: BTreeMap<String, f64>,
+    /// The measured roofs this roof came from, written into the report so that `roofline
+    /// plot` draws the same roofs (None for a roof given by hand).
+    pub ceilings: Option<crate::report::Roofs>,
 }
+
+/// Environment variables that replace the machine's roofs: a peak in GFLOP/s, and
+/// `level=GB/s` pairs separated by commas (`l1=300,dram=20`).
+pub const PEAK_ENV: &str = "ROOFLINE_PEAK_GFLOPS";
+pub const BANDWIDTH_ENV: &str = "ROOFLINE_ROOF_GBS";
 
 impl Roof {
     /// Attainable GFLOP/s of a point, and the level (or `compute`) that bounds it.
     pub fn attainable(&self, p: &Point) -> (f64, String) {
-        let mut best = (self.peak_gflops, "compute".to_string());
+        let peak = self
+            .peak_gflops_by_precision
+            .get(crate::model::point_precision(p))
+            .copied()
+            .unwrap_or(self.peak_gflops);
+        let mut best = (peak, "compute".to_string());
         for (lvl, bw) in &self.bandwidth_gbs {
             let key = if lvl == level::L1 { level::CORE } else { lvl.as_str() };
             if let Some(ai) = p.ai.get(key) {
@@ -182,6 +202,118 @@ impl Roof {
         }
         best
     }
+
+    /// This machine's roofs for a single-threaded benchmark, with no configuration:
+    /// [`PEAK_ENV`] (and [`BANDWIDTH_ENV`]) when set, else the one-thread ceilings cached by
+    /// `roofline ceilings` (`~/.cache/roofline/ceilings.json`), measured in quick mode (about
+    /// ten seconds, said on stderr) when no cache fits this machine, and cached for next time.
+    pub fn from_machine() -> Result<Roof> {
+        if let Some(r) = Roof::from_env()? {
+            return Ok(r);
+        }
+        let opts = crate::ceilings::Options {
+            quick: true,
+            threads: vec![1],
+            sweep: false,
+            progress: false,
+        };
+        let host = crate::ceilings::Host::detect();
+        let path = crate::ceilings::cache_path();
+        let cached = match &path {
+            Some(p) => matches!(crate::ceilings::read_cache(p, &host, &opts).0, crate::ceilings::CacheState::Usable),
+            None => false,
+        };
+        if !cached {
+            eprintln!(
+                "roofline: no ceilings of this machine cached{}: measuring them once (quick, about 10 s; `roofline ceilings` does the same)",
+                path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default()
+            );
+        }
+        let c = crate::ceilings::load_or_measure_with(&opts, false)?;
+        Ok(Roof::from_ceilings(&c, 1))
+    }
+
+    /// The roofs of measured ceilings at `threads`: per precision the best compute figure of
+    /// any ISA (the double one as `peak_gflops`), the core-side L1 bandwidth for core bytes,
+    /// and for bytes counted at L2, L3 or DRAM the traffic each level serves.
+    pub fn from_ceilings(c: &crate::ceilings::Ceilings, threads: u32) -> Roof {
+        let roofs = c.roofs(threads);
+        let mut by_precision: BTreeMap<String, f64> = BTreeMap::new();
+        for (key, g) in &roofs.compute_gflops {
+            let precision = key.split('.').next().unwrap_or(key).to_string();
+            let e = by_precision.entry(precision).or_insert(0.0);
+            *e = e.max(*g);
+        }
+        let peak = by_precision
+            .get("double")
+            .copied()
+            .unwrap_or_else(|| by_precision.values().copied().fold(0.0, f64::max));
+        let mut bandwidth_gbs = BTreeMap::new();
+        for (lvl, gbs) in &roofs.bandwidth_gbs {
+            let traffic = roofs.bandwidth_traffic_gbs.get(lvl).copied().unwrap_or(*gbs);
+            bandwidth_gbs.insert(lvl.clone(), if lvl == level::L1 { *gbs } else { traffic });
+        }
+        Roof {
+            peak_gflops: peak,
+            peak_gflops_by_precision: by_precision,
+            bandwidth_gbs,
+            ceilings: Some(roofs),
+        }
+    }
+
+    /// The roof given by [`PEAK_ENV`] and [`BANDWIDTH_ENV`]; None when the peak is not set.
+    /// A value that does not parse is an input error naming the variable.
+    pub fn from_env() -> Result<Option<Roof>> {
+        let text = |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+        Roof::from_env_values(text(PEAK_ENV).as_deref(), text(BANDWIDTH_ENV).as_deref())
+    }
+
+    /// [`from_env`](Self::from_env) on the variables' values.
+    fn from_env_values(peak: Option<&str>, bandwidth: Option<&str>) -> Result<Option<Roof>> {
+        let Some(peak_text) = peak else {
+            return Ok(None);
+        };
+        let peak_gflops: f64 = peak_text
+            .trim()
+            .parse()
+            .ok()
+            .filter(|g: &f64| g.is_finite() && *g > 0.0)
+            .ok_or_else(|| {
+                Error::input(
+                    format!("{PEAK_ENV}={peak_text}: not a positive number"),
+                    format!("e.g. {PEAK_ENV}=150 (GFLOP/s), or unset it to use this machine's measured roofs"),
+                )
+            })?;
+        let mut bandwidth_gbs = BTreeMap::new();
+        let spec = bandwidth.unwrap_or_default();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let parsed = part
+                .split_once('=')
+                .and_then(|(lvl, gbs)| Some((lvl.trim().to_ascii_lowercase(), gbs.trim().parse::<f64>().ok()?)))
+                .filter(|(lvl, gbs)| {
+                    [level::L1, level::L2, level::L3, level::DRAM].contains(&lvl.as_str()) && gbs.is_finite() && *gbs > 0.0
+                });
+            let Some((lvl, gbs)) = parsed else {
+                return Err(Error::input(
+                    format!("{BANDWIDTH_ENV}={spec}: `{part}` is not level=GB/s"),
+                    format!("levels l1, l2, l3, dram, e.g. {BANDWIDTH_ENV}=l1=300,dram=20"),
+                ));
+            };
+            bandwidth_gbs.insert(lvl, gbs);
+        }
+        Ok(Some(Roof {
+            peak_gflops,
+            bandwidth_gbs,
+            ..Roof::default()
+        }))
+    }
+}
+
+/// This machine's model (`roofline.machine/1`: CPU, caches, measured clocks, theoretical
+/// peaks) for [`report_from_criterion`], so the report names the machine it was measured on.
+pub fn this_machine() -> Result<serde_json::Value> {
+    let m = crate::machine::detect(&crate::machine::DetectOptions::default())?;
+    serde_json::to_value(&m).map_err(|e| Error::input(format!("machine model does not serialize: {e}"), "report this as a bug"))
 }
 
 #[derive(Deserialize)]
@@ -232,6 +364,9 @@ pub fn report_from_criterion(
             ..Environment::default()
         },
     );
+    if let Some(r) = roof {
+        report.ceilings = r.ceilings.clone();
+    }
     for (id, work) in benches {
         let samples = criterion_samples(criterion_dir, id)?;
         let prov = Provenance {
@@ -330,6 +465,7 @@ mod tests {
         let roof = Roof {
             peak_gflops: 100.0,
             bandwidth_gbs: BTreeMap::from([("dram".to_string(), 40.0), ("l1".to_string(), 1000.0)]),
+            ..Roof::default()
         };
         let r = report_from_criterion(dir.path(), &[("g/triad", work.clone())], Some(&roof), serde_json::json!({})).unwrap();
         let p = &r.points[0];
@@ -344,6 +480,111 @@ mod tests {
         assert_eq!(p.provenance.flops, Some(Source::Analytic));
         // the report is a valid roofline.report/1 document
         Report::from_json(&r.to_json(), "r.json").unwrap();
+    }
+
+    #[test]
+    fn env_roof_replaces_the_machines_and_bad_values_are_input_errors() {
+        assert_eq!(Roof::from_env_values(None, Some("l1=300")).unwrap(), None);
+        let peak = 10.0 + (std::process::id() % 500) as f64;
+        let r = Roof::from_env_values(Some(&format!(" {peak} ")), Some("l1=300, DRAM=20.5"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.peak_gflops, peak);
+        assert_eq!(
+            r.bandwidth_gbs,
+            BTreeMap::from([("dram".to_string(), 20.5), ("l1".to_string(), 300.0)])
+        );
+        assert_eq!(r.ceilings, None);
+        for (peak, bw, names) in [
+            ("fast", "", PEAK_ENV),
+            ("-3", "", PEAK_ENV),
+            ("100", "l1:300", BANDWIDTH_ENV),
+            ("100", "l9=300", BANDWIDTH_ENV),
+            ("100", "dram=NaN", BANDWIDTH_ENV),
+        ] {
+            let e = Roof::from_env_values(Some(peak), Some(bw)).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().contains(names), "{e}");
+        }
+    }
+
+    fn compute(precision: &str, isa: &str, mode: &str, threads: u32, gflops: f64) -> crate::ceilings::ComputeCeiling {
+        crate::ceilings::ComputeCeiling {
+            precision: precision.into(),
+            isa: isa.into(),
+            fma: mode.contains("fma"),
+            mode: mode.into(),
+            threads,
+            gflops,
+            gflops_best: gflops,
+            spread: 0.01,
+            samples: 5,
+            ghz: None,
+            flop_per_cycle: None,
+            theoretical_gflops: None,
+            percent_of_theoretical: None,
+        }
+    }
+
+    fn bandwidth(level: &str, kernel: &str, threads: u32, gbs: f64, with_wa: f64) -> crate::ceilings::BandwidthCeiling {
+        crate::ceilings::BandwidthCeiling {
+            level: level.into(),
+            kernel: kernel.into(),
+            isa: "avx2".into(),
+            threads,
+            working_set_bytes: 1 << 20,
+            working_set_per_thread_bytes: 1 << 20,
+            gbs,
+            bytes_convention: "core".into(),
+            gbs_write_allocate: with_wa,
+            gbs_best: gbs,
+            spread: 0.01,
+            samples: 5,
+        }
+    }
+
+    #[test]
+    fn machine_roof_takes_each_precisions_best_and_level_traffic_below_l1() {
+        let x = 1.0 + (std::process::id() % 89) as f64 / 100.0; // a random scale
+        let c = crate::ceilings::Ceilings {
+            schema: crate::ceilings::CEILINGS_SCHEMA.into(),
+            tool_version: "t".into(),
+            measured_at_unix: 0,
+            quick: true,
+            threads: vec![1, 2],
+            machine: crate::ceilings::Host::detect(),
+            compute: vec![
+                compute("double", "avx2", "fma", 1, 50.0 * x),
+                compute("double", "sse", "fma", 1, 25.0 * x),
+                compute("double", "avx2", "fma", 2, 100.0 * x),
+                compute("single", "avx2", "fma", 1, 101.0 * x),
+                compute("single", "avx2", "mul+add", 1, 51.0 * x),
+            ],
+            bandwidth: vec![
+                bandwidth("L1", "load", 1, 200.0 * x, 200.0 * x),
+                bandwidth("L1", "store_nt", 1, 900.0 * x, 900.0 * x),
+                bandwidth("DRAM", "triad", 1, 15.0 * x, 20.0 * x),
+                bandwidth("DRAM", "load", 1, 18.0 * x, 18.0 * x),
+                bandwidth("DRAM", "load", 2, 30.0 * x, 30.0 * x),
+            ],
+            sweep: None,
+            notes: vec![],
+            warnings: vec![],
+        };
+        let r = Roof::from_ceilings(&c, 1);
+        assert_eq!(r.peak_gflops, 50.0 * x);
+        assert_eq!(r.peak_gflops_by_precision["single"], 101.0 * x);
+        // L1: core-side, non-temporal stores aside; DRAM: the traffic the level serves.
+        assert_eq!(r.bandwidth_gbs["l1"], 200.0 * x);
+        assert_eq!(r.bandwidth_gbs["dram"], 20.0 * x);
+        assert!(r.ceilings.as_ref().is_some_and(|c| c.threads == Some(1)));
+        // A single-precision point is read against the single-precision peak.
+        let mut single = Counts::default();
+        single.add_flops(FlopClass::Packed256Single, 1 << 30);
+        single.core_load_bytes = 64;
+        let w = BenchWork::from_counts(&single);
+        let p = Point::new("s", Provenance::default(), w.flops, w.bytes, 1, vec![1.0]);
+        assert_eq!(r.attainable(&p), (101.0 * x, "compute".to_string()));
     }
 
     #[test]

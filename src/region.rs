@@ -1,4 +1,4 @@
-//! The region API shared by every backend (issue 5): mark a region of a program and get
+//! The region API shared by every backend: mark a region of a program and get
 //! its W, Q and T, accumulated per name over calls like LIKWID's marker API.
 //!
 //! ```no_run
@@ -188,7 +188,7 @@ struct Open {
 /// region names, ended in LIFO order): names are interned once, found by a short scan,
 /// totals kept by name index, counter readings written into reused buffers. Its cost
 /// beside the counter reads themselves is what `cargo bench --bench region` calls
-/// `analytic` (the issue's rdpmc target, < 100 ns per region, leaves little room).
+/// `analytic` (the rdpmc target, < 100 ns per region, leaves little room).
 pub struct Session {
     mode: Mode,
     /// Whose work the counters count.

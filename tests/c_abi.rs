@@ -209,7 +209,7 @@ fn likwid_marker_header_counts_with_likwid_perfmon_and_is_empty_without() {
     }
 }
 
-/// Issue 18: the C ABI on the simulated PMU (`ROOFLINE_BACKEND=simulated`): a region given as
+/// The C ABI on the simulated PMU (`ROOFLINE_BACKEND=simulated`): a region given as
 /// a function counts its exact work through the simulated counters, injected faults change
 /// the counts or refuse the session with their errno, start/stop are refused there, and the
 /// output names the simulated PMU.

@@ -147,7 +147,7 @@ fn cause(v: &Value, name: &str) -> String {
     capability(v, name)["cause"].as_str().unwrap().to_string()
 }
 
-/// Issue 18: doctor through the simulated PMU, each injected fault coming out as its verdict
+/// Doctor through the simulated PMU, each injected fault coming out as its verdict
 /// with the errno named and the fix; the simulated PMU said in every verdict it answers, and
 /// never what `auto` uses.
 #[test]

@@ -131,7 +131,7 @@ fn fp64_dfma_peak_w() {
 #[test]
 fn fp16_hfma2_peak_w_and_no_register_move_note() {
     // hfma2_peak_hier.csv was captured (commit ecd7442) from the first hfma2_peak, with 4
-    // __half2 chains (a0..a3), not today's 8: per thread 4 × 4000 = 16,000 HFMA2, plus the
+    // __half2 chains (a0..a3), not the current 8: per thread 4 × 4000 = 16,000 HFMA2, plus the
     // compiler's HFMA2.MMA that reloads the constant m once per 4-iteration unrolled body
     // (1,000, as in ffma_peak) and one HFMA2.MMA doing an add of the final sum: 17,001.
     // HADD2: 3 to seed a1..a3, 2 in the final sum; one FMUL (threadIdx.x · 1e-3).
@@ -155,8 +155,8 @@ fn fp16_hfma2_peak_w_and_no_register_move_note() {
 }
 
 #[test]
-fn fp16_hfma2_peak_8_chains_matches_todays_source_and_sass() {
-    // Today's hfma2_peak (8 chains), hfma2_peak 4000 2 (warm-up + 2 launches). Its sm_90 SASS
+fn fp16_hfma2_peak_8_chains_matches_the_current_source_and_sass() {
+    // The current hfma2_peak (8 chains), hfma2_peak 4000 2 (warm-up + 2 launches). Its sm_90 SASS
     // (hfma2_peak_sm90.sass): per 4-iteration body 32 HFMA2 + 1 HFMA2.MMA (the constant m);
     // the final sum of 8 is 3 HFMA2.MMA + 4 HADD2, the seeding 7 HADD2. Per thread:
     // 8 × 4000 + 4000 / 4 + 3 = 33,003 HFMA2 and 7 + 4 = 11 HADD2.

@@ -1,8 +1,8 @@
-//! Issue 19 items 3–6 on real H100 captures (no GPU needed): NVTX region points
+//! NVTX regions, regimes, fusion and tensor ceilings on real H100 captures (no GPU needed): NVTX region points
 //! (`tests/fixtures/ncu/nvtx_app.csv`: a CUDA program with nested nvtxRangePush ranges and a
 //! domain of its own; `torch_nvtx_nested.csv`: eager PyTorch with nested
 //! torch.cuda.nvtx ranges, two iterations), compute/bandwidth/overhead regimes, fusion
-//! chains, cuBLASLt tensor ceilings against the same session's cuBLAS rates, and the
+//! chains, cuBLASLt tensor ceilings against cuBLAS rates measured in the same run, and the
 //! `compare` caveat. Made by `scripts/gpu-capture-nvtx.sh`.
 
 use assert_cmd::Command;
@@ -141,7 +141,7 @@ fn regions_regimes_and_fusion_in_the_imported_report() {
 
 #[test]
 fn torch_normalization_chain_is_one_fusion_candidate() {
-    // The issue's eager workload: the per-row normalization is five kernels in the
+    // The eager PyTorch workload: the per-row normalization is five kernels in the
     // `normalize` range; the GEMM range holds no chain with the GEMM in it.
     let r = import_json("torch_app_mangled.csv");
     let chains = r["fusion"].as_array().unwrap();
@@ -179,8 +179,8 @@ fn torch_normalization_chain_is_one_fusion_candidate() {
 }
 
 #[test]
-fn cublaslt_tensor_ceilings_bound_the_same_sessions_cublas_rates() {
-    // `gpu ceilings` and `gemms.py 8192 20 time` (torch → cuBLAS) in one device session.
+fn cublaslt_tensor_ceilings_bound_the_same_runs_cublas_rates() {
+    // `gpu ceilings` and `gemms.py 8192 20 time` (torch → cuBLAS) in one run on the same GPU.
     let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture("gpu_ceilings_h100_cublaslt.json")).unwrap()).unwrap();
     let native = std::fs::read_to_string(fixture("torch_gemm_native_session2.txt")).unwrap();
     let mut checked = 0;

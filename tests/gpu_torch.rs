@@ -1,4 +1,4 @@
-//! Issue 19 on real PyTorch captures (tests/fixtures/ncu/torch_*.csv, gemm_set_*.csv, made by
+//! The GPU model on real PyTorch captures (tests/fixtures/ncu/torch_*.csv, gemm_set_*.csv, made by
 //! scripts/gpu-capture-torch.sh on an H100): kernel identity and display names, the GPU's roofs
 //! in every imported report, and the warning for a point above its roof.
 
@@ -61,7 +61,7 @@ fn the_same_program_mangled_and_demangled_groups_alike() {
         names.iter().map(|n| names.iter().position(|x| x == n).unwrap()).collect()
     };
     assert_eq!(group(&m), group(&d));
-    // The ATen kernels the issue saw merged under `*>`: each its own row, named by what differs.
+    // ATen kernels that a shortened name would merge under `*>`: each its own row, named by what differs.
     let names: Vec<String> = m.kernels().into_iter().map(|k| k.name).collect();
     for want in [
         "native::vectorized_elementwise_kernel<…MulFunctor<double>…>",
@@ -165,8 +165,8 @@ fn a_capture_without_roofs_says_what_is_missing_and_gpu_names_it() {
 
 #[test]
 fn a_point_above_its_roof_is_flagged_in_terminal_json_and_html() {
-    // The issue's H200 session: `gpu ceilings` measured bf16 tensor 616 TFLOP/s while cuBLAS
-    // reached more. A cached ceiling that low for this GPU puts the bf16 GEMM above its roof.
+    // An H200 run where `gpu ceilings` measured bf16 tensor 616 TFLOP/s while cuBLAS reached
+    // more. A cached ceiling that low for this GPU puts the bf16 GEMM above its roof.
     let cache = tempfile::tempdir().unwrap();
     let dir = cache.path().join("roofline");
     std::fs::create_dir_all(&dir).unwrap();

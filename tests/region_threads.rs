@@ -1,4 +1,4 @@
-//! A region counts the whole process by default (issue 25 item 1): the work of threads that
+//! A region counts the whole process by default: the work of threads that
 //! existed before the session and of threads started inside the region. Software events
 //! (task-clock) need no PMU, so this runs on any Linux machine; the same path opens the
 //! hardware events on a machine with a PMU.
@@ -66,7 +66,7 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
     stop.store(true, Ordering::Relaxed);
     pool.into_iter().for_each(|t| t.join().unwrap());
     let (cpu_ns, wall) = task_clock(&whole, "pool");
-    // 2 vCPUs may be shared with other tests: ≥ 1.6 CPUs' worth of 2 (the issue's bound).
+    // 2 vCPUs may be shared with other tests: ≥ 1.6 CPUs' worth of 2 (the bound the region API promises).
     assert!(cpu_ns >= 1.6 * wall * 1e9, "task-clock {cpu_ns} ns in {wall} s");
     assert!(m.threads >= 3, "threads {}", m.threads);
     // The per-thread session saw only the sleeping main thread.

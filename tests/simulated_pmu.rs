@@ -1,4 +1,4 @@
-//! The simulated PMU from the outside (issue 18): `validate --backend simulated` with injected
+//! The simulated PMU from the outside: `validate --backend simulated` with injected
 //! faults gives each verdict (exact, within tolerance, off by X %, not counted) with the right
 //! message, the trust table it saves marks later measurements, and `measure` and `run` run the
 //! perf path end to end on it (the region API and criterion: `tests/simulated_region.rs`, a

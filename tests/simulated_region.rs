@@ -1,4 +1,4 @@
-//! The region API and the criterion support on the simulated PMU (issue 18): a region closure
+//! The region API and the criterion support on the simulated PMU: a region closure
 //! traced once in a forked child, its exact counts counted by the simulated counters through
 //! perf's formulas, the region run in the process. A test binary of its own: the in-process
 //! tracer waits for any child of the process, so no other test may spawn commands meanwhile.
@@ -82,7 +82,7 @@ fn regions_and_criterion_work_count_on_the_simulated_pmu() {
     let e = s.begin("manual").unwrap_err();
     assert!(e.to_string().contains("closures"), "{e}");
 
-    // The criterion support through the same session.
+    // The criterion support through the same simulated PMU.
     let mut work = || {
         for v in y.iter_mut() {
             *v = std::hint::black_box(*v * 0.5);

@@ -1,4 +1,4 @@
-//! Regions under `roofline measure --backend trace` (issue 25 item 2): one point per region
+//! Regions under `roofline measure --backend trace`: one point per region
 //! name beside the whole run's, W and Q of everything every thread ran while the region was
 //! open, T from the native runs. Sizes are random per run (printed); expected counts are
 //! worked out from the programs' loops, never copied from an output.

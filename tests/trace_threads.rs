@@ -388,7 +388,7 @@ fn fork_while_threads_run_kill_mid_loop_and_debug_registers() {
     }
 }
 
-/// Memory mode on two threads against single-stepping every instruction of both (issue 22):
+/// Memory mode on two threads against single-stepping every instruction of both:
 /// the private levels see each thread's own stream in program order either way; the shared
 /// level sees the threads' streams interleaved round-robin in chunks (docs/trace.md,
 /// "Threads and shared levels") instead of instruction by instruction: within 1 % per level.

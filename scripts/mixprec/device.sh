@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 device run (Sapphire Rapids CPU of the GPU host): the trace_mixprec tests (exact W of
+# Mixed-precision device run (Sapphire Rapids CPU of the GPU host): the trace_mixprec tests (exact W of
 # AMX / AVX-512 BF16/FP16/VNNI programs, compiled there with cc), the same programs prebuilt
 # (static, gcc 12) in case the host compiler lacks the intrinsics, and one-core unit throughputs.
 # Prepare here: scripts/mixprec/prepare.sh; run there: bash .gpu-bin/mixprec/device.sh

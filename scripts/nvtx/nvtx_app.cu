@@ -1,4 +1,4 @@
-// A CUDA program with nested NVTX push/pop ranges (issue 19 item 4), built with nvcc on the
+// A CUDA program with nested NVTX push/pop ranges, built with nvcc on the
 // GPU host by scripts/gpu-capture-nvtx.sh and profiled with `ncu --nvtx`: the device code of
 // kernels/gpu/kernels.cu (-I kernels/gpu), ranges in the default domain and in a domain of
 // its own ("app").

@@ -1,4 +1,4 @@
-"""Eager PyTorch workload for tests/fixtures/ncu/torch_*.csv (issue 19): templated ATen kernels
+"""Eager PyTorch workload for tests/fixtures/ncu/torch_*.csv: templated ATen kernels
 (elementwise, reduce, distribution, copy/cast, softmax), cuBLAS (bf16 GEMM), flash attention,
 CUB (sort), each phase inside an NVTX range. Small sizes: it runs under ncu's replay."""
 import torch

@@ -1,4 +1,4 @@
-"""cuBLAS GEMM set through torch.matmul (issue 19): bf16, fp16, tf32 (fp32 with TF32 allowed),
+"""cuBLAS GEMM set through torch.matmul: bf16, fp16, tf32 (fp32 with TF32 allowed),
 fp32 (no TF32), fp64, each in an NVTX range. `python3 gemms.py N REPS` runs each REPS times
 (under ncu: 1); `python3 gemms.py N REPS time` also prints the median CUDA-event time and
 TFLOP/s of each (unprofiled runs), 3 warm-ups first."""

@@ -1,4 +1,4 @@
-"""Eager PyTorch with nested NVTX ranges (issue 19 item 4): two training-step-like iterations,
+"""Eager PyTorch with nested NVTX ranges: two training-step-like iterations,
 each `step` holding two `layer` ranges (a bf16 linear through cuBLAS, then a per-row
 normalization chain of five eager kernels: mean, sub, norm, div, mul) and a `loss` range; one
 range pushed with torch.cuda.nvtx.range_push/range_pop. Small sizes: it runs under ncu."""

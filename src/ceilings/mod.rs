@@ -1,4 +1,4 @@
-//! Empirical ceilings (issue 4): compute and bandwidth microbenchmarks, sweeps, the one
+//! Empirical ceilings: compute and bandwidth microbenchmarks, sweeps, the one
 //! plateau detector, and the per-machine cache file (`roofline.ceilings/1`).
 //!
 //! - [`compute`]: peak GFLOP/s per precision × ISA × instruction mix, clock per ISA;

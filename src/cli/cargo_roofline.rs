@@ -22,7 +22,7 @@ use crate::util::OutputFile;
 #[command(
     name = "cargo-roofline",
     bin_name = "cargo roofline",
-    version,
+    version = crate::cli::version(),
     about = "Build a target in release (with line tables and function names), measure it with roofline, write the report."
 )]
 pub struct Args {

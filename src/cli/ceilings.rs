@@ -1,4 +1,4 @@
-//! `roofline ceilings` (issue 4): empirical roofs, cached per machine.
+//! `roofline ceilings`: empirical roofs, cached per machine.
 
 use clap::Args as ClapArgs;
 

@@ -1,4 +1,4 @@
-//! `roofline compare CPU.json GPU.json [-o compare.svg|html]` (issue 9): the same kernels on
+//! `roofline compare CPU.json GPU.json [-o compare.svg|html]`: the same kernels on
 //! two machines — time, GFLOP/s, the fraction of each machine's own roof, and the speedup —
 //! and both reports' points on one chart, each machine's roofs drawn.
 //!

@@ -1,4 +1,4 @@
-//! `roofline gate` (issue 8): compare a report against a baseline under rules; exit 0 pass,
+//! `roofline gate`: compare a report against a baseline under rules; exit 0 pass,
 //! 1 regression, 2 usage or input error.
 
 use anyhow::Result;

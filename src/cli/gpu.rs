@@ -1,4 +1,4 @@
-//! `roofline gpu …` (issue 9): NVIDIA GPUs — machine, ceilings, measure (ncu), import, run.
+//! `roofline gpu …`: NVIDIA GPUs — machine, ceilings, measure (ncu), import, run.
 
 use clap::{Args as ClapArgs, Subcommand};
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! `roofline measure` (issue 5): W, Q and T of a command, from hardware counters (perf) or
+//! `roofline measure`: W, Q and T of a command, from hardware counters (perf) or
 //! by tracing (trace), as a `roofline.report/1` document.
 
 use anyhow::Context;

@@ -7,6 +7,7 @@ pub mod common;
 pub mod compare;
 pub mod doctor;
 pub mod events;
+pub mod examples;
 pub mod gate;
 pub mod gpu;
 pub mod import;
@@ -23,7 +24,7 @@ pub mod validate;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "roofline", version, about = "How close is a kernel to what the machine can do, and why.", long_about = None)]
+#[command(name = "roofline", version = version(), about = "How close is a kernel to what the machine can do, and why.", long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -32,40 +33,70 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The machine model: CPU, topology, caches, measured clocks, theoretical peaks.
+    #[command(after_help = examples::MACHINE)]
     Machine(machine::Args),
     /// List the kernel suite, the variants this CPU can run, and their W/Q formulas.
     #[command(name = "kernels")]
+    #[command(after_help = examples::KERNELS)]
     Kernels(kernels_cmd::Args),
     /// Run a suite kernel: W and Q from a backend, T measured natively.
+    #[command(after_help = examples::RUN)]
     Run(run::Args),
     /// A suite kernel against working-set size, cache levels marked, bound per size.
+    #[command(after_help = examples::SWEEP)]
     Sweep(sweep::Args),
     /// Empirical roofs: peak GFLOP/s per ISA and bandwidth per memory level.
+    #[command(after_help = examples::CEILINGS)]
     Ceilings(ceilings::Args),
     /// W, Q and T of a command (perf counters or trace). With --json the document is all that
     /// stdout carries: the command's own stdout goes to stderr.
+    #[command(after_help = examples::MEASURE)]
     Measure(measure::Args),
     /// The perf stat line that collects the same counters on a target machine.
+    #[command(after_help = examples::EVENTS)]
     Events(events::Args),
     /// Import counts measured elsewhere (perf stat -x, output).
+    #[command(after_help = examples::IMPORT)]
     Import(import::Args),
     /// The kernel suite under each backend against analytic W and Q.
+    #[command(after_help = examples::VALIDATE)]
     Validate(validate::Args),
     /// What this machine can measure (perf events, rdpmc, ptrace, GPU), why not more, and the fix.
+    #[command(after_help = examples::DOCTOR)]
     Doctor(doctor::Args),
     /// Roofline plots (SVG, PNG, HTML) of one or more reports.
+    #[command(after_help = examples::PLOT)]
     Plot(plot::Args),
     /// Show, merge or export reports.
     #[command(name = "report")]
+    #[command(after_help = examples::REPORT)]
     Report(report_cmd::Args),
     /// A quick full profile of this machine, written to roofline-report/.
+    #[command(after_help = examples::PROFILE)]
     Profile(profile::Args),
     /// A CI performance gate: compare a report against a baseline.
+    #[command(after_help = examples::GATE)]
     Gate(gate::Args),
     /// NVIDIA GPUs: machine, ceilings, measure (ncu), import, run.
+    #[command(after_help = examples::GPU)]
     Gpu(gpu::Args),
     /// CPU and GPU reports on one roofline.
+    #[command(after_help = examples::COMPARE)]
     Compare(compare::Args),
+}
+
+/// `roofline --version`: the crate version, the git commit it was built from (`unknown` when
+/// built outside a git checkout, e.g. from a crate tarball) and the embedded platform tables.
+pub fn version() -> &'static str {
+    static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{} (git {}; platform tables: {})",
+            env!("CARGO_PKG_VERSION"),
+            option_env!("ROOFLINE_GIT_SHA").unwrap_or("unknown"),
+            crate::machine::platform::Platform::embedded_version()
+        )
+    });
+    &VERSION
 }
 
 /// Parse arguments, run, and return the process exit code.

@@ -30,6 +30,10 @@ pub struct Args {
     /// Render the bundle from an existing report instead of measuring.
     #[arg(long, value_name = "REPORT")]
     pub from: Option<PathBuf>,
+    /// Only these kernels of the profile's suite (comma-separated, e.g. `triad,dgemm`): a
+    /// shorter look at the machine. Default: all of them.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub kernels: Vec<String>,
     #[command(flatten)]
     pub threads: ThreadsArg,
     #[command(flatten)]
@@ -43,6 +47,7 @@ impl Default for Args {
             dir: PathBuf::from(bundle_default_dir()),
             json: false,
             from: None,
+            kernels: Vec::new(),
             threads: ThreadsArg { threads: "1".into() },
             platform: PlatformArg { platform: None },
         }
@@ -71,7 +76,29 @@ pub trait Steps {
 /// The real steps: machine detection, cached quick ceilings, and the kernel suite run
 /// natively (analytic W/Q, native T), each kernel's W and core Q checked by a flops-mode trace
 /// at a small size (the same check as `roofline validate`).
-pub struct Wired;
+pub struct Wired {
+    /// `--kernels`: the suite's kernels to run (empty: all of [`PROFILE_KERNELS`]).
+    pub kernels: Vec<String>,
+}
+
+impl Wired {
+    /// Checks `--kernels` against the profile's suite before anything is measured.
+    pub fn new(kernels: Vec<String>) -> Result<Wired, Error> {
+        if let Some(bad) = kernels.iter().find(|k| !PROFILE_KERNELS.iter().any(|(n, _)| n == k)) {
+            let mut known: Vec<&str> = Vec::new();
+            for (n, _) in PROFILE_KERNELS {
+                if !known.contains(n) {
+                    known.push(n);
+                }
+            }
+            return Err(Error::input(
+                format!("--kernels: '{bad}' is not a kernel of the profile"),
+                format!("known: {}", known.join(", ")),
+            ));
+        }
+        Ok(Wired { kernels })
+    }
+}
 
 /// The kernels a quick profile runs, and the working set each runs at: the streaming kernels
 /// beyond the LLC of most machines (DRAM), the others at a cache-resident size.
@@ -114,6 +141,9 @@ impl Steps for Wired {
         let (counting, no_perf) = KernelCounting::perf_or_analytic();
         let mut points = Vec::new();
         for (name, bytes) in PROFILE_KERNELS {
+            if !self.kernels.is_empty() && !self.kernels.iter().any(|k| k == name) {
+                continue;
+            }
             let Some(k) = api::find(name) else { continue };
             let Some(v) = k.variants().iter().rev().copied().find(|v| v.supported()) else {
                 continue;
@@ -262,7 +292,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(spec) = &args.platform.platform {
         crate::machine::set_platform(spec)?;
     }
-    run_with(args, &mut Wired)
+    let mut steps = Wired::new(args.kernels.clone())?;
+    run_with(args, &mut steps)
 }
 
 #[cfg(test)]

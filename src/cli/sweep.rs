@@ -1,4 +1,4 @@
-//! `roofline sweep` (issue 3): a suite kernel against working-set size, cache levels marked
+//! `roofline sweep`: a suite kernel against working-set size, cache levels marked
 //! by the ceilings' plateau detector, each size classified, and T(n) = a + b·n fitted.
 
 use clap::Args as ClapArgs;

@@ -1,4 +1,4 @@
-//! `roofline validate` (issue 6): the kernel suite under a backend, against the analytic W,
+//! `roofline validate`: the kernel suite under a backend, against the analytic W,
 //! explicit-operand core Q and DRAM Q — the paper's validation table. Exit 1 on a mismatch.
 //! The validation itself is the library's (`crate::validate`); this prints it.
 

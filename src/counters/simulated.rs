@@ -1,4 +1,4 @@
-//! The simulated PMU (issue 18): a test instrument that stands in for the perf_event groups on
+//! The simulated PMU: a test instrument that stands in for the perf_event groups on
 //! machines without a hardware PMU (CI's VMs), so the perf path — event tables, groups,
 //! multiplex scaling, the event → W/Q formulas of [`perf::to_measurement`], validation — runs
 //! end to end there, and so that the ways real counters lie can be injected and must come out

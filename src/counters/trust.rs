@@ -1,4 +1,4 @@
-//! The trust table (issue 18): the verdicts `roofline validate --backend perf` gave each event
+//! The trust table: the verdicts `roofline validate --backend perf` gave each event
 //! on this machine, kept beside the cached ceilings (`$XDG_CACHE_HOME/roofline/trust.json`;
 //! the simulated PMU's in `trust-simulated.json`, so a test's injected faults never mark real
 //! counts). Afterwards every perf measurement — `measure`, `run`, the region API, the profile —

@@ -1,4 +1,4 @@
-//! CI performance gates (issue 8): compare a report against a baseline, point by point and
+//! CI performance gates: compare a report against a baseline, point by point and
 //! metric by metric, under rules; exact checks for W and Q, statistical ones for time.
 //!
 //! Time-based metrics (`seconds`, `gflops`, `gbs.*`) with a relative rule are judged from every

@@ -1,11 +1,11 @@
 //! Vendor GEMMs through cuBLASLt (cudarc, loaded at run time): the tensor-core ceilings of
-//! `gpu ceilings` (issue 19 item 3: a roof that bounds what cuBLAS reaches must come from
+//! `gpu ceilings` (a roof that bounds what cuBLAS reaches must come from
 //! cuBLAS-class kernels, not from our WMMA loop) and the cuBLAS DGEMM point of `gpu run
-//! dgemm` (item 6: the GPU side of a CPU-vs-GPU comparison at its library's best).
+//! dgemm` (the GPU side of a CPU-vs-GPU comparison at its library's best).
 //!
 //! Each measurement asks cuBLASLt's heuristic for up to [`ALGOS`] algorithms per (type,
 //! size, layout), times every one (CUDA events, median of the repetitions) and keeps the
-//! fastest: the rate a tuned library reaches on this GPU in this session.
+//! fastest: the rate a tuned library reaches on this GPU in this run.
 
 use std::ffi::c_void;
 
@@ -285,7 +285,7 @@ impl<'a> Blas<'a> {
                     // A ceiling is what the GPU was seen to reach: the fastest launch (the
                     // median is kept beside it). Clocks and power vary by a few percent
                     // between launches; a median would sit under a median measured in a
-                    // luckier moment of the same session.
+                    // luckier moment of the same run.
                     let gflops = 2.0 * (n as f64).powi(3) / (fastest * 1e-3) / 1e9;
                     if best.as_ref().is_none_or(|g| gflops > g.gflops) {
                         best = Some(GemmRate {

@@ -1,4 +1,4 @@
-//! Fusion estimates for chains of memory-bound GPU kernels (issue 19 item 5): eager
+//! Fusion estimates for chains of memory-bound GPU kernels: eager
 //! frameworks launch one kernel per operation, and a chain of elementwise and reduction
 //! kernels each reads its inputs from DRAM and writes its result back. One fused kernel
 //! would read each input once and write each final output once.

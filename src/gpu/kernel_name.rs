@@ -1,4 +1,4 @@
-//! GPU kernel names: identity and display (issue 19).
+//! GPU kernel names: identity and display.
 //!
 //! A kernel's identity is the whole name the profiler gave: the mangled name where ncu printed
 //! it (`--print-kernel-base mangled`), else the whole demangled signature. Launches are grouped

@@ -1,4 +1,4 @@
-//! NVTX regions of a GPU capture (issue 19 item 4): the push/pop ranges ncu records per
+//! NVTX regions of a GPU capture: the push/pop ranges ncu records per
 //! launch with `--nvtx` (`torch.cuda.nvtx.range`, `nvtxRangePush`, `nvtxDomainRangePushEx`)
 //! become region points that aggregate their kernels, so a model layer or a training step is
 //! one point with its kernels listed under it.

@@ -1,4 +1,4 @@
-//! The GPU model below `report/` (issue 19 item 7): what a GPU can do, independent of how it
+//! The GPU model below `report/`: what a GPU can do, independent of how it
 //! was measured. Per-architecture rates ([`arch_rates`]), the `roofline.gpu-machine/1` block
 //! ([`GpuMachine`], [`GpuPeaks`]), theoretical peaks at a given SM clock, the peaks a capture's
 //! ncu `*.peak_sustained` metrics and device attributes give, the datasheet table of

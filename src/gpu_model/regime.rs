@@ -1,4 +1,4 @@
-//! The "compute, bandwidth, overhead" view of GPU kernels (issue 19 item 5).
+//! The "compute, bandwidth, overhead" view of GPU kernels.
 //!
 //! - **overhead**: the kernel's GPU time per launch is within [`OVERHEAD_FLOOR_FACTOR`] of
 //!   the launch floor (what launching an empty kernel costs, measured by `gpu ceilings`):

@@ -259,6 +259,12 @@ impl Platform {
         Ok(())
     }
 
+    /// The version of the embedded tables: how many and a digest of their text, e.g.
+    /// `19 tables, digest 3f…`.
+    pub fn embedded_version() -> String {
+        format!("{} tables, digest {}", EMBEDDED_PLATFORMS.len(), EMBEDDED_PLATFORMS_DIGEST)
+    }
+
     /// All embedded platforms.
     pub fn embedded() -> Vec<Platform> {
         EMBEDDED_PLATFORMS
@@ -310,6 +316,19 @@ mod tests {
             let p = Platform::parse(text, stem).unwrap();
             assert_eq!(&p.key, stem, "key must equal file stem");
         }
+    }
+
+    #[test]
+    fn the_tables_digest_covers_every_embedded_file_in_order() {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for (stem, text) in EMBEDDED_PLATFORMS {
+            for b in stem.bytes().chain([0]).chain(text.bytes()).chain([0]) {
+                hash = (hash ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        assert_eq!(EMBEDDED_PLATFORMS_DIGEST, format!("{hash:016x}"));
+        assert!(EMBEDDED_PLATFORMS.len() > 10);
+        assert!(Platform::embedded_version().starts_with(&format!("{} tables, digest ", EMBEDDED_PLATFORMS.len())));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Validation of a backend against the kernel suite's analytic counts (issue 6): the paper's
+//! Validation of a backend against the kernel suite's analytic counts: the paper's
 //! validation table, shared by `roofline validate` and the profile's trace check.
 //!
 //! With the trace backend each kernel instance is prepared in this process, then run once in

@@ -1,4 +1,4 @@
-//! `roofline validate --backend perf` (issue 18): the counters of this machine against kernels
+//! `roofline validate --backend perf`: the counters of this machine against kernels
 //! of known W and Q, the key step of Ofenbeck et al. Counters lie in known ways (LIKWID's Zen 5
 //! FLOPS_DP group 50 % off, Sandy Bridge counting executed not retired operations, cloud VMs
 //! whose uncore reads zero), so each event class gets a verdict before anyone trusts it:

@@ -1,4 +1,4 @@
-//! The trace backend (issue 6): exact W and core-side Q of any x86-64 Linux program without a
+//! The trace backend: exact W and core-side Q of any x86-64 Linux program without a
 //! PMU, by running it under ptrace and decoding what it executes with iced-x86.
 //!
 //! - [`classify`]: per instruction, FP_ARITH_INST_RETIRED class and flops, memory operands;
