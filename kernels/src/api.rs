@@ -57,6 +57,7 @@ pub trait Instance: Send {
 pub fn all() -> Vec<Box<dyn Kernel>> {
     let mut v = crate::stream::kernels();
     v.extend(crate::suite::kernels());
+    v.extend(crate::gemm_lowp::kernels());
     v
 }
 
