@@ -109,7 +109,7 @@ impl ComputeRoof {
         }
         let unit = match (self.isa.as_str(), precision_family(&self.precision)) {
             ("amx", _) => "tiles".to_string(),
-            ("gpu", _) => return format!("{} GPU", precision_label(&self.precision)),
+            ("gpu", _) => return format!("GPU {}", precision_label(&self.precision)),
             (isa, "bf16") => format!("{} dot", isa_label(isa)),
             (isa, "int8" | "int16") => format!("{} VNNI", isa_label(isa)),
             (isa, _) => format!("{} {mode}", isa_label(isa)),
@@ -899,6 +899,7 @@ pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
             "memory-bound at {}: fuse passes, block/tile for a closer cache level, fewer passes over the data, narrower types",
             level_label(level)
         ),
+        Bound::Compute { isa } if isa == "amx" => "compute-bound at AMX tiles: keep the tile unit fed — more accumulator tiles per A and B tile load, B packed in the tile (VNNI) layout, blocks sized for L1/L2".into(),
         Bound::Compute { isa } => {
             let wider = widest_isa.is_none_or(|w| isa_rank(w) > isa_rank(isa)) && isa_rank(isa) < isa_rank("avx512");
             if wider {

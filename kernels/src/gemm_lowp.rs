@@ -254,6 +254,11 @@ impl LowpMats {
         let kc = self.kind.kc();
         let ks = self.kind.k_step();
         let cfg = crate::lowp::TileConfig::uniform(16, 64);
+        // The buffers' addresses in locals: the tile `asm!` blocks may write memory, so fields
+        // read through `self` inside the loops would be reloaded per call (bytes that grow
+        // with n and that the analytic counts leave out); locals at worst spill to the stack.
+        let (a0, b0, c0) = (self.a.ptr as *const u8, self.bpack.ptr as *const u8, self.c.ptr);
+        let kind = self.kind;
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AMX is available and permitted (asserted above); every pointer below stays
         // inside A (n²·e), the packed B (n²·e) or C (n²·4): ic, jc < n step 32, pc < n step kc,
@@ -263,11 +268,11 @@ impl LowpMats {
             for pc in (0..n).step_by(kc) {
                 let steps = kc.min(n - pc) / ks;
                 for jc in (0..n).step_by(32) {
-                    let bp = self.bpack.ptr.add((jc / 32) * (n * 32 * e) + (pc / ks) * 2048);
+                    let bp = b0.add((jc / 32) * (n * 32 * e) + (pc / ks) * 2048);
                     for ic in (0..n).step_by(32) {
-                        let ap = self.a.ptr.add((ic * n + pc) * e);
-                        let cp = self.c.ptr.add((ic * n + jc) * 4);
-                        micro(self.kind, steps, ap, n * e, bp, cp, n * 4, pc > 0);
+                        let ap = a0.add((ic * n + pc) * e);
+                        let cp = c0.add((ic * n + jc) * 4);
+                        micro(kind, steps, ap, n * e, bp, cp, n * 4, pc > 0);
                     }
                 }
             }

@@ -135,7 +135,7 @@ pub fn cpuid_flag(name: &str) -> bool {
         }
         // Leaf 7 is supported (checked above); sub-leaf 1 reads zeros where absent.
         let (l0, l1) = (__cpuid_count(7, 0), __cpuid_count(7, 1));
-        let bit = |r: u32, b: u32| r >> b & 1 == 1;
+        let bit = |r: u32, b: u32| (r >> b) & 1 == 1;
         match name {
             "avx512vnni" => bit(l0.ecx, 11),
             "amx_bf16" => bit(l0.edx, 22),

@@ -256,7 +256,14 @@ fn precisions_of(view: &View) -> Vec<&'static str> {
             None => count.push((prec, 1)),
         }
     }
-    count.sort_by(|a, b| b.1.cmp(&a.1));
+    // Most points first; ties in a fixed order, wide formats first.
+    let rank = |p: &str| {
+        ["double", "single", "half", "bf16", "int16", "int8"]
+            .iter()
+            .position(|x| *x == p)
+            .unwrap_or(6)
+    };
+    count.sort_by(|a, b| b.1.cmp(&a.1).then(rank(a.0).cmp(&rank(b.0))).then(a.0.cmp(b.0)));
     if count.is_empty() {
         return vec!["double"];
     }
