@@ -77,7 +77,14 @@ fn compare_reads_the_amx_bf16_roof_against_the_gpu_bf16_tensor_roof() {
     let tmp = tempfile::tempdir().unwrap();
     let gpu = tmp.path().join("gpu.json");
     let o = roofline()
-        .args(["gpu", "import", &format!("{}/tests/fixtures/ncu/bf16_gemm_hier.csv", dir()), "--gpu", "h200", "-o"])
+        .args([
+            "gpu",
+            "import",
+            &format!("{}/tests/fixtures/ncu/bf16_gemm_hier.csv", dir()),
+            "--gpu",
+            "h200",
+            "-o",
+        ])
         .arg(&gpu)
         .output()
         .unwrap();

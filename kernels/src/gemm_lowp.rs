@@ -8,9 +8,9 @@
 //! Loop nest (n a multiple of 64; `KS` = k values per tile step: 32 bf16 or 64 int8):
 //! ```text
 //! pack B into tile rows (pairs / quads of k per row, VNNI layout), 32-column panels
-//! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: a 32-column B block of
-//!   for jc in 0..n step 32                KC × 32 elements = 32 KiB stays in L1)
-//!     for ic in 0..n step 32             micro-kernel: C[ic..+32, jc..+32] in tmm0–3
+//! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
+//!   for ic in 0..n step 32                = 32 KiB stay in L1; the B panels stream from L2)
+//!     for jc in 0..n step 32             micro-kernel: C[ic..+32, jc..+32] in tmm0–3
 //!       C tiles from zero (pc = 0) or loaded; per k step: A tiles tmm4/5 straight from A
 //!       (16 rows × 64 B, stride n·size), B tiles tmm6/7 from the packed panel, 4 dot
 //!       products; C tiles stored
@@ -222,8 +222,21 @@ impl LowpMats {
     }
 
     /// Pack B into 32-column panels of tile steps (see the module comment): element (k, j)
-    /// to panel j/32, step k/KS, half (j%32)/16, row (k%KS)/g, byte ((j%16)·g + k%g)·e.
+    /// to panel j/32, step k/KS, half (j%32)/16, row (k%KS)/g, byte ((j%16)·g + k%g)·e. With
+    /// AVX-512 VBMI (every AMX CPU so far) two (bf16) or four (int8) rows of 32 columns are
+    /// interleaved in registers: each element is still loaded once and stored once.
     fn pack_b(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512bw") && std::arch::is_x86_feature_detected!("avx512vbmi") {
+            // SAFETY: the features were checked just above; the buffers hold n²·e bytes.
+            unsafe { pack_b_vbmi(self.kind, self.n, self.b.ptr, self.bpack.ptr) };
+            return;
+        }
+        self.pack_b_scalar();
+    }
+
+    /// [`LowpMats::pack_b`] one element at a time.
+    fn pack_b_scalar(&mut self) {
         let (n, e, g, ks) = (self.n, self.kind.esize(), self.kind.group(), self.kind.k_step());
         let src = self.b.ptr as *const u8;
         let dst = self.bpack.ptr;
@@ -267,16 +280,85 @@ impl LowpMats {
             crate::lowp::load_tile_config(&cfg);
             for pc in (0..n).step_by(kc) {
                 let steps = kc.min(n - pc) / ks;
-                for jc in (0..n).step_by(32) {
-                    let bp = b0.add((jc / 32) * (n * 32 * e) + (pc / ks) * 2048);
-                    for ic in (0..n).step_by(32) {
-                        let ap = a0.add((ic * n + pc) * e);
+                // 32 rows of A × KC (32 KiB) stay in L1 while the B panels stream from L2.
+                for ic in (0..n).step_by(32) {
+                    let ap = a0.add((ic * n + pc) * e);
+                    for jc in (0..n).step_by(32) {
+                        let bp = b0.add((jc / 32) * (n * 32 * e) + (pc / ks) * 2048);
                         let cp = c0.add((ic * n + jc) * 4);
                         micro(kind, steps, ap, n * e, bp, cp, n * 4, pc > 0);
                     }
                 }
             }
             crate::lowp::release_tiles();
+        }
+    }
+}
+
+/// [`LowpMats::pack_b`] with AVX-512 VBMI: per tile row of a 32-column panel, two rows of B
+/// (bf16: 32 u16 each, one 64-byte load) or four (int8: 32 bytes each) are interleaved by
+/// `vpermt2w` / `vpermt2b` into the two 64-byte rows of the panel's two tiles.
+///
+/// # Safety
+/// AVX-512 BW and VBMI present; `src` and `dst` hold n²·e bytes, n a multiple of 64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn pack_b_vbmi(kind: Lowp, n: usize, src: *const u8, dst: *mut u8) {
+    use std::arch::x86_64::*;
+    let e = kind.esize();
+    let ks = kind.k_step();
+    // SAFETY (whole body): every load reads 32 columns of one row of B (j0 + 32 ≤ n), every
+    // store writes one 64-byte tile row inside the packed panel (offsets as in `pack_b`).
+    unsafe {
+        match kind {
+            Lowp::Bf16 => {
+                // Output half h, position 2c + r: row r's column 16h + c (x = row 0, y = row 1:
+                // index bit 5 picks y).
+                let mut lo = [0u16; 32];
+                let mut hi = [0u16; 32];
+                for c in 0..16u16 {
+                    lo[2 * c as usize] = c;
+                    lo[2 * c as usize + 1] = 32 + c;
+                    hi[2 * c as usize] = 16 + c;
+                    hi[2 * c as usize + 1] = 48 + c;
+                }
+                let (ilo, ihi) = (_mm512_loadu_si512(lo.as_ptr().cast()), _mm512_loadu_si512(hi.as_ptr().cast()));
+                for k in (0..n).step_by(2) {
+                    let (step, row) = (k / ks, (k % ks) / 2);
+                    for j0 in (0..n).step_by(32) {
+                        let x = _mm512_loadu_si512(src.add(2 * (k * n + j0)).cast());
+                        let y = _mm512_loadu_si512(src.add(2 * ((k + 1) * n + j0)).cast());
+                        let base = dst.add((j0 / 32) * (n * 32 * e) + step * 2048 + row * 64);
+                        _mm512_storeu_si512(base.cast(), _mm512_permutex2var_epi16(x, ilo, y));
+                        _mm512_storeu_si512(base.add(1024).cast(), _mm512_permutex2var_epi16(x, ihi, y));
+                    }
+                }
+            }
+            Lowp::Int8 => {
+                // x = rows 0|1 (32 bytes each), y = rows 2|3; output half h, position 4c + r:
+                // row r's column 16h + c (index bit 6 picks y).
+                let mut lo = [0u8; 64];
+                let mut hi = [0u8; 64];
+                for c in 0..16u8 {
+                    for r in 0..4u8 {
+                        let at = (4 * c + r) as usize;
+                        lo[at] = (r / 2) * 64 + (r % 2) * 32 + c;
+                        hi[at] = (r / 2) * 64 + (r % 2) * 32 + 16 + c;
+                    }
+                }
+                let (ilo, ihi) = (_mm512_loadu_si512(lo.as_ptr().cast()), _mm512_loadu_si512(hi.as_ptr().cast()));
+                for k in (0..n).step_by(4) {
+                    let (step, row) = (k / ks, (k % ks) / 4);
+                    for j0 in (0..n).step_by(32) {
+                        let r = |i: usize| _mm256_loadu_si256(src.add((k + i) * n + j0).cast());
+                        let x = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r(0)), r(1));
+                        let y = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r(2)), r(3));
+                        let base = dst.add((j0 / 32) * (n * 32 * e) + step * 2048 + row * 64);
+                        _mm512_storeu_si512(base.cast(), _mm512_permutex2var_epi8(x, ilo, y));
+                        _mm512_storeu_si512(base.add(1024).cast(), _mm512_permutex2var_epi8(x, ihi, y));
+                    }
+                }
+            }
         }
     }
 }
@@ -518,6 +600,27 @@ mod tests {
                 assert!(k.instance(n / 2, Variant::Avx512, 1).is_ok() || !kind.unit().available());
             }
             assert!(k.instance(96, Variant::Avx512, 1).is_err(), "not a multiple of 64");
+        }
+    }
+
+    /// Where AVX-512 VBMI is present, the register packer writes exactly what the
+    /// element-by-element one writes (elsewhere only the latter runs, and the test says so).
+    #[test]
+    fn packers_agree_or_skip() {
+        #[cfg(target_arch = "x86_64")]
+        for kind in [Lowp::Bf16, Lowp::Int8] {
+            if !(std::arch::is_x86_feature_detected!("avx512bw") && std::arch::is_x86_feature_detected!("avx512vbmi")) {
+                eprintln!("skipped: no AVX-512 VBMI here, only the element packer runs");
+                return;
+            }
+            for n in [64usize, 192] {
+                let mut m = LowpMats::new(kind, n, 11 + n as u64).unwrap();
+                m.pack_b_scalar();
+                let want = m.bpack.bytes().to_vec();
+                m.bpack.bytes_mut().fill(0xa5);
+                m.pack_b();
+                assert!(m.bpack.bytes() == want.as_slice(), "{kind:?} n={n}: the packers differ");
+            }
         }
     }
 

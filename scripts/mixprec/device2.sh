@@ -12,7 +12,9 @@ echo "== kernel-crate tests (AMX GEMMs against the reference, unit loops)"
 echo "== roofline machine"
 timeout 60 ./roofline machine 2>&1 | tail -30
 echo "== roofline validate (trace W and core Q of the AMX GEMMs)"
-timeout 240 ./roofline validate --kernels bf16_gemm,int8_gemm 2>&1 | tail -12
+for ws in 48KiB 1MiB; do
+  timeout 200 ./roofline validate --kernels bf16_gemm,int8_gemm --working-set $ws 2>&1 | tail -6
+done
 echo "== roofline ceilings --quick --threads 1"
 timeout 180 ./roofline ceilings --quick --threads 1 --refresh -o "$OUT/ceilings.json" 2>&1 | tail -40
 echo "== bf16_gemm vs PyTorch (oneDNN), 1 thread, pinned to CPU 3, alternating"
@@ -24,7 +26,8 @@ for n in 1024 2048; do
   done
 done
 echo "== int8_gemm, 1 thread"
-taskset -c 3 ./roofline run int8_gemm --size 1024 --threads 1 --repeat 20 -o "$OUT/int8_gemm_1024.json" 2>&1 | tail -14
+taskset -c 3 ./roofline run int8_gemm --size 1024 --threads 1 --repeat 20 --json > "$OUT/int8_gemm_1024.json" 2> "$OUT/int8_gemm_1024.err"
+python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points'][0]; print('suite int8_gemm n=1024: median %.3f ms, %.1f GOP/s (int_ops %s), bound %s, roof %s' % (p['seconds']*1e3, p['flops']['int_ops']/p['seconds']/1e9, p['flops']['int_ops'], p.get('bound'), p.get('roof_fraction')))" "$OUT/int8_gemm_1024.json"
 echo "== report of bf16_gemm 2048 (table)"
 ./roofline report show "$OUT/bf16_gemm_2048_1.json" 2>&1 | head -14
 
