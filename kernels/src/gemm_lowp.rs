@@ -540,6 +540,10 @@ impl Kernel for LowpGemm {
     fn counts(&self, n: usize, _v: Variant) -> Counts {
         counts(self.0, n)
     }
+    fn unavailable(&self, _v: Variant) -> Option<String> {
+        let unit = self.0.unit();
+        (!unit.available()).then(|| format!("{} (no AVX-512 BF16 / VNNI path yet)", unit.why_unavailable()))
+    }
     fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
         if v != Variant::Avx512 {
             return Err(format!("{} has only the avx512 variant (AMX tiles)", self.name()));
@@ -641,6 +645,7 @@ mod tests {
         for kind in [Lowp::Bf16, Lowp::Int8] {
             let k = LowpGemm(kind);
             if !kind.unit().available() {
+                assert!(k.unavailable(Variant::Avx512).is_some());
                 let e = k.instance(128, Variant::Avx512, 3).err().unwrap();
                 assert!(e.contains(kind.unit().flag()) || e.contains("refused"), "{e}");
                 eprintln!("skipped {}: {e}", k.name());
