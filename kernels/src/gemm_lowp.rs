@@ -548,7 +548,7 @@ impl Kernel for LowpGemm {
         if v != Variant::Avx512 {
             return Err(format!("{} has only the avx512 variant (AMX tiles)", self.name()));
         }
-        if n < MIN_N || n % MIN_N != 0 {
+        if n < MIN_N || !n.is_multiple_of(MIN_N) {
             return Err(format!(
                 "size {n}: {} needs a matrix order that is a multiple of {MIN_N}",
                 self.name()
