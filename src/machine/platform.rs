@@ -354,6 +354,25 @@ mod tests {
     }
 
     #[test]
+    fn mixed_units_are_known_keys_with_sane_rates() {
+        let spr = EMBEDDED_PLATFORMS.iter().find(|(k, _)| *k == "spr").unwrap().1;
+        let p = Platform::parse(spr, "spr").unwrap();
+        assert_eq!(p.mixed_ops_per_cycle.get("bf16.amx"), Some(&1024.0));
+        // Every embedded table uses only known unit keys (parse checks them).
+        for (stem, text) in EMBEDDED_PLATFORMS {
+            let p = Platform::parse(text, stem).unwrap();
+            assert!(p.mixed_ops_per_cycle.keys().all(|k| MIXED_UNITS.iter().any(|(u, _)| u == k)));
+        }
+        // An unknown unit or an impossible rate: one line naming the file, line and key.
+        for (bad, what) in [("\"bf32.amx\" = 1024", "bf32.amx"), ("\"int8.amx\" = -2", "int8.amx")] {
+            let text = spr.replace("\"int8.amx\" = 2048", bad);
+            let e = Platform::parse(&text, "spr.toml").unwrap_err().to_string();
+            assert!(e.starts_with("spr.toml:") && e.contains(what), "{e}");
+            assert!(!e.lines().next().unwrap().is_empty());
+        }
+    }
+
+    #[test]
     fn malformed_file_names_line() {
         let text = "key = \"x\"\nname = \"X\"\nbogus = 3\n";
         let e = Platform::parse(text, "my.toml").unwrap_err().to_string();
