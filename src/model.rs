@@ -95,14 +95,34 @@ impl ComputeRoof {
             (false, _) => "nofma",
         }
     }
-    /// `AVX-512 FMA` / `AVX2 FMA+add` / `scalar no-FMA`.
+    /// `AVX-512 FMA` / `AVX2 FMA+add` / `scalar no-FMA`; other precisions than double and
+    /// single name theirs and their unit: `BF16 AMX tiles`, `INT8 AVX-512 VNNI`, `FP16 AVX-512
+    /// FMA`, `BF16 tensor GPU` (the legend's family).
     pub fn label(&self) -> String {
         let mode = match (self.fma, self.mix) {
             (true, true) => "FMA+add",
             (true, false) => "FMA",
             (false, _) => "no-FMA",
         };
-        format!("{} {}", isa_label(&self.isa), mode)
+        if matches!(self.precision.as_str(), "double" | "single") {
+            return format!("{} {}", isa_label(&self.isa), mode);
+        }
+        let unit = match (self.isa.as_str(), precision_family(&self.precision)) {
+            ("amx", _) => "tiles".to_string(),
+            ("gpu", _) => return format!("GPU {}", precision_label(&self.precision)),
+            (isa, "bf16") => format!("{} dot", isa_label(isa)),
+            (isa, "int8" | "int16") => format!("{} VNNI", isa_label(isa)),
+            (isa, _) => format!("{} {mode}", isa_label(isa)),
+        };
+        format!(
+            "{} {}",
+            precision_label(&self.precision),
+            if self.isa == "amx" { format!("AMX {unit}") } else { unit }
+        )
+    }
+    /// GOP/s (integer operations) or GFLOP/s: the unit of this roof's figure.
+    pub fn unit(&self) -> &'static str {
+        rate_unit(&self.precision)
     }
     fn same_kind(&self, other: &ComputeRoof) -> bool {
         self.precision == other.precision && self.isa == other.isa && self.fma == other.fma && self.mix == other.mix
@@ -153,12 +173,56 @@ pub fn isa_label(isa: &str) -> String {
     }
 }
 
-/// Order of ISAs from narrow to wide (unknown ones last).
+/// Order of ISAs from narrow to wide, AMX tiles above AVX-512 (unknown ones last).
 pub fn isa_rank(isa: &str) -> usize {
-    ["scalar", "sse", "avx", "avx2", "avx512"]
+    ["scalar", "sse", "avx", "avx2", "avx512", "amx"]
         .iter()
         .position(|i| *i == isa)
-        .unwrap_or(5)
+        .unwrap_or(6)
+}
+
+/// The number format a precision key's roofs belong to, so that work of one format on two
+/// machines is read against comparable roofs: a GPU's tensor cores (`tensor_bf16`) and a
+/// CPU's AMX tiles or dot products (`bf16`) are both `bf16`; `tensor_fp64` is `double`,
+/// `tensor_fp16` `half`. Other keys are their own family.
+pub fn precision_family(precision: &str) -> &str {
+    match precision.strip_prefix("tensor_") {
+        Some("fp64") => "double",
+        Some("fp16") => "half",
+        Some(t) => t,
+        None => precision,
+    }
+}
+
+/// Display name of a precision: `FP64`, `FP32`, `FP16`, `BF16`, `INT8`, `INT16`, and for a
+/// GPU's tensor cores `BF16 tensor`.
+pub fn precision_label(precision: &str) -> String {
+    let base = |p: &str| match p {
+        "double" | "fp64" => "FP64".to_string(),
+        "single" | "fp32" => "FP32".to_string(),
+        "half" | "fp16" => "FP16".to_string(),
+        other => other.to_ascii_uppercase(),
+    };
+    match precision.strip_prefix("tensor_") {
+        Some(t) => format!("{} tensor", base(t)),
+        None if precision == "tensor" => "tensor".into(),
+        None => base(precision),
+    }
+}
+
+/// Whether a precision's work is integer operations (CPU int8/int16: `flops.int_ops`), whose
+/// rates are GOP/s, never GFLOP/s. (A GPU's `tensor_int8` ops are ncu's tensor ops, in W.)
+pub fn is_integer_precision(precision: &str) -> bool {
+    matches!(precision, "int8" | "int16")
+}
+
+/// `GOP/s` for integer precisions, else `GFLOP/s`.
+pub fn rate_unit(precision: &str) -> &'static str {
+    if is_integer_precision(precision) || precision == "tensor_int8" {
+        "GOP/s"
+    } else {
+        "GFLOP/s"
+    }
 }
 
 /// Order of memory levels from the core outwards.
@@ -418,6 +482,21 @@ impl RoofSet {
                 }
             }
         }
+        // Mixed-precision units (AMX tiles, AVX-512 FP16/BF16, VNNI): one roof each, as
+        // multiply-accumulate (`bf16.amx.fma`); GOP/s for int8/int16.
+        for (unit, g) in &m.peak_mixed_per_core {
+            let Some((precision, isa)) = unit.split_once('.') else { continue };
+            if g.is_finite() && *g > 0.0 {
+                compute.push(ComputeRoof {
+                    precision: precision.into(),
+                    isa: isa.into(),
+                    fma: true,
+                    mix: false,
+                    gflops: g * t,
+                    empirical: false,
+                });
+            }
+        }
         let f = &m.frequency_ghz;
         let ghz = f.override_ghz.or(f.measured).or(f.nominal).filter(|g| *g > 0.0);
         let mut bandwidth = Vec::new();
@@ -501,14 +580,34 @@ impl RoofSet {
         self.bandwidth.sort_by_key(|b| (level_rank(&b.level), b.level.clone()));
     }
 
-    /// The highest compute roof of a precision (any ISA), falling back to any precision.
+    /// The highest compute roof of a precision (any ISA). Double and single fall back to the
+    /// highest roof of either (a roof set that knows one of them); other precisions (half,
+    /// bf16, int8, tensor types) have only their own roofs: a machine without the unit has no
+    /// roof for them, never another precision's.
     pub fn peak(&self, precision: &str) -> Option<&ComputeRoof> {
         let by_gflops = |a: &&ComputeRoof, b: &&ComputeRoof| a.gflops.total_cmp(&b.gflops);
+        let own = self.compute.iter().filter(|c| c.precision == precision).max_by(by_gflops);
+        if own.is_some() || !matches!(precision, "double" | "single") {
+            return own;
+        }
         self.compute
             .iter()
-            .filter(|c| c.precision == precision)
+            .filter(|c| matches!(c.precision.as_str(), "double" | "single"))
             .max_by(by_gflops)
-            .or_else(|| self.compute.iter().max_by(by_gflops))
+    }
+
+    /// The precisions this set has compute roofs for, in key order.
+    pub fn precisions(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.compute.iter().map(|c| c.precision.as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The roofs of one family ([`precision_family`]): `bf16` gives a CPU's `bf16` roofs and a
+    /// GPU's `tensor_bf16` roof.
+    pub fn of_family<'a>(&'a self, family: &'a str) -> impl Iterator<Item = &'a ComputeRoof> + 'a {
+        self.compute.iter().filter(move |c| precision_family(&c.precision) == family)
     }
 
     /// The best roof for code running at `isa` (FMA if measured, else without).
@@ -548,26 +647,44 @@ impl RoofSet {
     }
 }
 
-/// The precision of a point's flops: from its flop classes (`…_double` / `…_single`), else
-/// double. GPU points (ncu's classes) may also be `half` (FP16 FMA work dominates) or
-/// `tensor_<type>` (tensor-core ops dominate; the type with most ops in
-/// `extra.tensor_ops_by_type`: `tensor_bf16`, `tensor_fp64`, …), matching the GPU roofs'
-/// keys (`gpu_model::roofs_from_machine`).
+/// The precision of a point's work: the number format with the most work among its classes
+/// (`FlopClass::format`: `double`, `single`, `half`, `bf16`, `int8`, `int16`; AMX tile classes
+/// are their format too: `tile_bf16` is `bf16`), double when none is known. GPU points (ncu's
+/// classes) may also be `tensor_<type>` (tensor-core ops dominate; the type with most ops in
+/// `extra.tensor_ops_by_type`: `tensor_bf16`, `tensor_fp64`, …), matching the GPU roofs' keys
+/// (`gpu_model::roofs_from_machine`). The roofs a point is read against are those of this
+/// precision ([`RoofSet::peak`]).
 pub fn point_precision(p: &Point) -> &'static str {
-    let (mut double, mut single, mut half, mut tensor) = (0.0, 0.0, 0.0, 0.0);
+    let mut by_format: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let mut tensor = 0.0;
     for (k, v) in &p.flops.by_class {
         if k == "tensor" {
             tensor += v;
-        } else if k.starts_with("half") {
-            half += v;
-        } else if k.contains("single") || k.contains("float") {
-            single += v;
-        } else if k.contains("double") {
-            double += v;
+            continue;
+        }
+        let format = crate::kernels::FlopClass::from_key(k).and_then(|c| c.format()).or_else(|| {
+            // Keys this version does not know: by their names.
+            if k.starts_with("half") {
+                Some("half")
+            } else if k.contains("single") || k.contains("float") {
+                Some("single")
+            } else if k.contains("double") {
+                Some("double")
+            } else {
+                None
+            }
+        });
+        if let Some(f) = format {
+            *by_format.entry(f).or_insert(0.0) += v;
         }
     }
-    let scalar_max = f64::max(double, single);
-    if tensor > 0.0 && tensor > scalar_max.max(half) {
+    // Most work wins; ties go to the wider format (double, then single, …).
+    let order = ["double", "single", "half", "bf16", "int16", "int8"];
+    let (top, top_work) = order
+        .iter()
+        .map(|f| (*f, by_format.get(f).copied().unwrap_or(0.0)))
+        .fold(("double", 0.0), |best, x| if x.1 > best.1 { x } else { best });
+    if tensor > 0.0 && tensor > top_work {
         let by_type = p.extra.get("tensor_ops_by_type").and_then(|v| v.as_object());
         let top = by_type.and_then(|m| {
             m.iter()
@@ -585,14 +702,31 @@ pub fn point_precision(p: &Point) -> &'static str {
             _ => "tensor",
         };
     }
-    if half > 0.0 && half > scalar_max {
-        return "half";
-    }
-    if single > double { "single" } else { "double" }
+    top
 }
 
-/// The widest ISA the point's flops run at, from its flop classes (`scalar_double` → scalar,
-/// `packed128_*` → sse, `packed256_*` → avx2, `packed512_*` → avx512). None when unknown.
+/// W of a point in the unit of its precision's roofs: integer operations (`flops.int_ops`)
+/// for an integer precision, else flops (`flops.total`).
+pub fn point_work(p: &Point) -> f64 {
+    if is_integer_precision(point_precision(p)) {
+        p.flops.int_ops.unwrap_or(0.0)
+    } else {
+        p.flops.total
+    }
+}
+
+/// The point's rate in its roofs' unit: GOP/s for integer work, else `gflops` (GFLOP/s).
+pub fn point_rate(p: &Point) -> Option<f64> {
+    if is_integer_precision(point_precision(p)) {
+        (p.seconds > 0.0 && p.seconds.is_finite()).then(|| point_work(p) / p.seconds / 1e9)
+    } else {
+        p.gflops
+    }
+}
+
+/// The widest ISA the point's work runs at, from its classes (`scalar_double` → scalar,
+/// `packed128_*` → sse, `packed256_*` → avx2, `packed512_*` → avx512, `tile_*` → amx). None
+/// when unknown.
 pub fn point_isa(p: &Point) -> Option<&'static str> {
     p.flops
         .by_class
@@ -601,6 +735,8 @@ pub fn point_isa(p: &Point) -> Option<&'static str> {
         .filter_map(|(k, _)| {
             if k.starts_with("scalar") {
                 Some("scalar")
+            } else if k.starts_with("tile_") {
+                Some("amx")
             } else if k.contains("512") {
                 Some("avx512")
             } else if k.contains("256") {
@@ -652,7 +788,8 @@ impl Analysis {
     }
 }
 
-/// AI per level, core-side AI over core + stack bytes (as [`Point::derive`] stores them).
+/// AI per level, core-side AI over core + stack bytes (as [`Point::derive`] stores them), in
+/// the unit of the point's work ([`point_work`]: ops per byte for integer work).
 pub fn ai_per_level(p: &Point) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for (lvl, b) in &p.bytes {
@@ -664,8 +801,9 @@ pub fn ai_per_level(p: &Point) -> BTreeMap<String, f64> {
         } else {
             *b
         };
-        if bytes > 0.0 && p.flops.total > 0.0 {
-            out.insert(lvl.clone(), p.flops.total / bytes);
+        let work = point_work(p);
+        if bytes > 0.0 && work > 0.0 {
+            out.insert(lvl.clone(), work / bytes);
         }
     }
     out
@@ -676,7 +814,8 @@ pub fn unplaceable(p: &Point) -> Option<String> {
     if !(p.seconds > 0.0 && p.seconds.is_finite()) {
         return Some("zero time: T was not measured or rounded to 0".into());
     }
-    if p.flops.total.is_nan() || p.flops.total <= 0.0 {
+    let work = point_work(p);
+    if work.is_nan() || work <= 0.0 {
         return Some("zero flops: W is 0, a roofline needs flops (use GB/s views)".into());
     }
     if !p.bytes.iter().any(|(l, b)| l != level::STACK && *b > 0.0) {
@@ -760,6 +899,7 @@ pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
             "memory-bound at {}: fuse passes, block/tile for a closer cache level, fewer passes over the data, narrower types",
             level_label(level)
         ),
+        Bound::Compute { isa } if isa == "amx" => "compute-bound at AMX tiles: keep the tile unit fed — more accumulator tiles per A and B tile load, B packed in the tile (VNNI) layout, blocks sized for L1/L2".into(),
         Bound::Compute { isa } => {
             let wider = widest_isa.is_none_or(|w| isa_rank(w) > isa_rank(isa)) && isa_rank(isa) < isa_rank("avx512");
             if wider {
@@ -776,6 +916,50 @@ pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
         }
         Bound::Unknown => "unknown: no roofs or no placeable figures for this point".into(),
     }
+}
+
+/// Advice beyond the regime's, for compute-bound points on a machine with faster units: a tile
+/// unit (AMX) of the point's own precision above its SIMD roof, or a lower precision (fp16,
+/// bf16, int8) whose roof is well above the point's precision's peak. Only roofs the set
+/// holds (measured or from the platform table) are named; None otherwise.
+pub fn unit_advice(p: &Point, bound: &Bound, roofs: &RoofSet) -> Option<String> {
+    let Bound::Compute { isa } = bound else { return None };
+    let prec = point_precision(p);
+    let own = roofs.at_isa(prec, isa).or_else(|| roofs.peak(prec)).map(|r| r.gflops);
+    // 1. A tile unit of the same precision.
+    if isa != "amx"
+        && let Some(tile) = roofs.at_isa(prec, "amx")
+        && own.is_none_or(|o| tile.gflops > 1.5 * o)
+    {
+        return Some(format!(
+            "a tile unit exists: {} reaches {} {} here{} — use AMX tiles (oneDNN, _tile_dp* intrinsics)",
+            tile.label(),
+            crate::report::table::sig3(tile.gflops),
+            tile.unit(),
+            own.map(|o| format!(" ({:.1}x this code's roof)", tile.gflops / o))
+                .unwrap_or_default()
+        ));
+    }
+    // 2. A lower precision: the fastest roof of a narrower format than the point's.
+    let rank = |f: &str| ["double", "single", "half", "bf16", "int16", "int8"].iter().position(|x| *x == f);
+    let own_rank = rank(precision_family(prec))?;
+    let lower = roofs
+        .compute
+        .iter()
+        .filter(|c| rank(precision_family(&c.precision)).is_some_and(|r| r > own_rank && r <= 3))
+        .max_by(|a, b| a.gflops.total_cmp(&b.gflops))?;
+    let peak = roofs.peak(prec).map(|r| r.gflops).or(own)?;
+    (lower.gflops > 1.5 * peak).then(|| {
+        format!(
+            "a lower precision is faster here: {} reaches {} {} ({:.1}x the {} peak) — where accuracy allows (e.g. {} inputs, fp32 accumulation)",
+            lower.label(),
+            crate::report::table::sig3(lower.gflops),
+            lower.unit(),
+            lower.gflops / peak,
+            precision_label(prec),
+            precision_label(&lower.precision)
+        )
+    })
 }
 
 /// Analyse a point against a set of roofs.
@@ -801,16 +985,20 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
     let primary = [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware]
         .into_iter()
         .find(|m| attainable.iter().any(|a| a.model == *m));
-    let achieved = p.gflops.unwrap_or(0.0);
+    let achieved = point_rate(p).unwrap_or(0.0);
     let prim = primary.and_then(|m| attainable.iter().find(|a| a.model == m));
     let roof_fraction = prim.filter(|a| a.gflops > 0.0).map(|a| achieved / a.gflops);
     let bound = classify(p, roofs, prim, roof_fraction);
+    let mut text = advice(&bound, roofs.widest_isa());
+    if let Some(more) = unit_advice(p, &bound, roofs) {
+        text = format!("{text}; {more}");
+    }
     Analysis {
         ai,
         attainable,
         primary,
         roof_fraction,
-        advice: advice(&bound, roofs.widest_isa()),
+        advice: text,
         bound,
         skipped: None,
     }
@@ -874,13 +1062,14 @@ pub fn fixed_cost_fit(sizes: &[f64], seconds: &[f64]) -> Option<(f64, f64)> {
 pub fn above_roof(p: &Point, a: &Analysis) -> Option<String> {
     let f = a.roof_fraction.filter(|f| f.is_finite() && *f > 1.0)?;
     let prim = a.primary.and_then(|m| a.attainable.iter().find(|x| x.model == m))?;
-    let achieved = p.gflops?;
+    let achieved = point_rate(p)?;
     let roof = match &prim.limiter {
         Limiter::Compute { isa, .. } => format!("the {} {} compute roof", point_precision(p), isa_label(isa)),
         Limiter::Memory { level } => format!("the {} bandwidth roof at its AI", level_label(level)),
     };
+    let unit = rate_unit(point_precision(p));
     Some(format!(
-        "above its roof: {} reaches {:.4} GFLOP/s, {:.1}% of {roof} ({:.4} GFLOP/s, {} model): the roof is too low (a ceiling under what this code reaches, a peak at another clock) or a count is wrong",
+        "above its roof: {} reaches {:.4} {unit}, {:.1}% of {roof} ({:.4} {unit}, {} model): the roof is too low (a ceiling under what this code reaches, a peak at another clock) or a count is wrong",
         p.name,
         achieved,
         f * 100.0,
@@ -1212,5 +1401,154 @@ mod tests {
         }
         let neg = doc.to_string().replace("30.0", "-30.0");
         assert!(RoofSet::from_ceilings_json(&neg, "c.json", None).is_err());
+    }
+
+    /// A point of one class whose W is split as the report schema splits it (integer classes
+    /// in `int_ops`, not in `total`).
+    fn class_point(class: &str, work: f64, bytes: f64, secs: f64) -> Point {
+        let mut p = point(work, class, &[("core", bytes), ("dram", bytes / 4.0)], secs);
+        p.flops = Flops::of_classes([(class.to_string(), work)].into_iter().collect());
+        p.derive();
+        p
+    }
+
+    fn mixed_roofs() -> RoofSet {
+        let mut r = Roofs {
+            kind: "empirical".into(),
+            threads: Some(1),
+            ..Default::default()
+        };
+        r.compute_gflops.insert("double.avx512.fma".into(), 100.0);
+        r.compute_gflops.insert("bf16.avx512.fma".into(), 80.0);
+        r.compute_gflops.insert("bf16.amx.fma".into(), 2800.0);
+        r.compute_gflops.insert("int8.amx.fma".into(), 5600.0);
+        r.bandwidth_gbs.insert("l1".into(), 4000.0);
+        r.bandwidth_gbs.insert("dram".into(), 200.0);
+        RoofSet::from_roofs(&r)
+    }
+
+    #[test]
+    fn mixed_precision_points_read_against_their_own_family() {
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64 ^ u64::from(std::process::id());
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let r = mixed_roofs();
+        for _ in 0..20 {
+            // High AI (compute-bound): W/bytes in 50..100.
+            let work = 1e9 * (1.0 + next());
+            let bytes = work / (50.0 + 50.0 * next());
+            let frac = 0.2 + 0.7 * next();
+            // AMX bf16 at `frac` of its roof.
+            let p = class_point("tile_bf16", work, bytes, work / (frac * 2800.0e9));
+            assert_eq!(point_precision(&p), "bf16");
+            assert_eq!(point_isa(&p), Some("amx"));
+            let a = analyse(&p, &r);
+            assert_eq!(a.bound, Bound::Compute { isa: "amx".into() });
+            assert!((a.roof_fraction.unwrap() - frac).abs() < 1e-9, "{a:?}");
+            // AMX int8: W is integer operations (not in flops.total), read against GOP/s roofs.
+            let p = class_point("tile_int8", work, bytes, work / (frac * 5600.0e9));
+            assert_eq!(p.flops.total, 0.0);
+            assert_eq!(point_precision(&p), "int8");
+            assert_eq!(point_work(&p), work);
+            assert!((point_rate(&p).unwrap() - frac * 5600.0).abs() < 1e-6 * 5600.0);
+            let a = analyse(&p, &r);
+            assert!(a.skipped.is_none(), "{a:?}");
+            assert!((a.roof_fraction.unwrap() - frac).abs() < 1e-9, "{a:?}");
+            assert!((a.ai["core"] - work / bytes).abs() < 1e-9 * work / bytes);
+            // vdpbf16ps code: compute-bound at AVX-512's bf16 roof, and told of the tile unit.
+            let p = class_point("packed512_bf16", work, bytes, work / (frac * 80.0e9));
+            let a = analyse(&p, &r);
+            assert_eq!(a.bound, Bound::Compute { isa: "avx512".into() });
+            // The fraction is of the precision's peak (any unit), as for FP64 code.
+            assert!((a.roof_fraction.unwrap() - frac * 80.0 / 2800.0).abs() < 1e-9);
+            assert!(
+                a.advice.contains("a tile unit exists") && a.advice.contains("35.0x"),
+                "{}",
+                a.advice
+            );
+            // Double-precision code: told of the lower precision's roof.
+            let p = class_point("packed512_double", work, bytes, work / (frac * 100.0e9));
+            let a = analyse(&p, &r);
+            assert!(a.advice.contains("a lower precision is faster here"), "{}", a.advice);
+            assert!(a.advice.contains("BF16 AMX tiles"), "{}", a.advice);
+        }
+        // Memory-bound bf16 code gets no unit advice.
+        let p = class_point("tile_bf16", 1e9, 1e10, 1.0);
+        assert!(!analyse(&p, &r).advice.contains("tile unit"));
+    }
+
+    #[test]
+    fn a_machine_without_the_unit_has_no_roof_for_its_precision() {
+        // Only FP64 roofs (a Zen 3): bf16 and int8 points get no roof, never the FP64 one.
+        let r = roofs();
+        for class in ["tile_bf16", "packed512_bf16", "tile_int8", "packed256_int8", "packed512_half"] {
+            let p = class_point(class, 1e9, 1e7, 0.01);
+            assert!(r.peak(point_precision(&p)).is_none(), "{class}");
+            let a = analyse(&p, &r);
+            assert_eq!(a.roof_fraction, None, "{class}");
+            assert!(a.attainable.is_empty(), "{class}");
+        }
+        // Double and single still fall back to each other.
+        assert_eq!(r.peak("single").unwrap().precision, "double");
+    }
+
+    #[test]
+    fn precision_of_mixed_points_and_families() {
+        let mut p = class_point("tile_bf16", 1e9, 1e6, 1.0);
+        p.flops.by_class.insert("packed512_single".into(), 2e8);
+        assert_eq!(point_precision(&p), "bf16");
+        p.flops.by_class.insert("packed512_single".into(), 2e9);
+        assert_eq!(point_precision(&p), "single");
+        let p = class_point("packed256_half", 1e9, 1e6, 1.0);
+        assert_eq!(point_precision(&p), "half");
+        assert_eq!(point_isa(&p), Some("avx2"));
+        let p = class_point("packed512_int16", 1e9, 1e6, 1.0);
+        assert_eq!(point_precision(&p), "int16");
+        assert_eq!(precision_family("tensor_bf16"), precision_family("bf16"));
+        assert_eq!(precision_family("tensor_fp16"), "half");
+        assert_eq!(precision_family("tensor_fp64"), "double");
+        assert_ne!(precision_family("tensor_tf32"), precision_family("single"));
+        assert!(isa_rank("amx") > isa_rank("avx512"));
+        let r = mixed_roofs();
+        let bf16: Vec<String> = r.of_family("bf16").map(|c| c.label()).collect();
+        assert_eq!(bf16, vec!["BF16 AVX-512 dot", "BF16 AMX tiles"]);
+        assert_eq!(r.at_isa("int8", "amx").unwrap().unit(), "GOP/s");
+        assert_eq!(r.precisions(), vec!["bf16", "double", "int8"]);
+        // The keys survive a report round trip.
+        assert_eq!(RoofSet::from_roofs(&r.to_roofs()), r);
+    }
+
+    #[test]
+    fn theoretical_roofs_include_the_mixed_units_of_the_machine_model() {
+        let doc = serde_json::json!({
+            "schema": "roofline.machine/1", "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8,
+            "brand": "Test SPR", "microarchitecture": "spr", "microarchitecture_name": "Sapphire Rapids",
+            "identified_by": "cpuid model", "hypervisor": null, "sockets": 1, "cores": 8, "threads": 16, "smt": true,
+            "caches": [], "isa": ["avx512f", "amx_bf16"], "fp_pipes": {}, "fp_pipes_source": "platform table",
+            "frequency_ghz": {"nominal": 2.0, "nominal_source": "test", "measured": 2.5, "by_isa": {}, "by_isa_all_threads": {}, "override_ghz": null},
+            "peak_gflops": {"double": {"avx512": 1280.0}, "single": {}},
+            "peak_gflops_per_core": {"double": {"avx512": 80.0}, "single": {}},
+            "mixed_ops_per_cycle": {"bf16.amx": 1024.0, "int8.amx": 2048.0},
+            "peak_mixed_per_core": {"bf16.amx": 2560.0, "int8.amx": 5120.0},
+            "peak_mixed": {"bf16.amx": 20480.0, "int8.amx": 40960.0}
+        });
+        let m: MachineModel = serde_json::from_value(doc).unwrap();
+        let t = 3;
+        let r = RoofSet::theoretical(&m, t);
+        let amx = r.at_isa("bf16", "amx").unwrap();
+        assert_eq!(amx.gflops, 2560.0 * f64::from(t));
+        assert!(!amx.empirical);
+        assert_eq!(r.at_isa("int8", "amx").unwrap().gflops, 5120.0 * f64::from(t));
+        assert_eq!(r.peak("double").unwrap().gflops, 80.0 * f64::from(t));
+        // A measured bf16 roof keeps its place; the theory fills the int8 one.
+        let mut measured = mixed_roofs();
+        measured.compute.retain(|c| c.precision != "int8");
+        measured.fill_from(&r);
+        assert_eq!(measured.at_isa("bf16", "amx").unwrap().gflops, 2800.0);
+        assert!(!measured.at_isa("int8", "amx").unwrap().empirical);
     }
 }

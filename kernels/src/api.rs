@@ -37,6 +37,11 @@ pub trait Kernel: Send + Sync {
     fn effective_flops(&self, _n: usize, _variant: Variant) -> Option<u64> {
         None
     }
+    /// Why this CPU cannot run `variant` of the kernel although it has the variant's ISA (a
+    /// unit beyond it, such as AMX tiles, is missing): one line, or None when it can.
+    fn unavailable(&self, _variant: Variant) -> Option<String> {
+        None
+    }
     /// Allocate and fill (seeded random) an instance of size `n`. Fails with a one-line cause
     /// for a size 0, a size beyond memory, or an unsupported variant (never a SIGILL).
     fn instance(&self, n: usize, variant: Variant, seed: u64) -> Result<Box<dyn Instance>, String>;
@@ -57,6 +62,7 @@ pub trait Instance: Send {
 pub fn all() -> Vec<Box<dyn Kernel>> {
     let mut v = crate::stream::kernels();
     v.extend(crate::suite::kernels());
+    v.extend(crate::gemm_lowp::kernels());
     v
 }
 

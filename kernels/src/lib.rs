@@ -18,9 +18,15 @@ pub mod cpus;
 #[cfg(feature = "suite")]
 pub mod gemm;
 #[cfg(feature = "suite")]
+pub mod gemm_lowp;
+#[cfg(feature = "suite")]
+pub mod lowp;
+#[cfg(feature = "suite")]
 pub mod normalize;
 #[cfg(feature = "suite")]
 pub mod peak;
+#[cfg(feature = "suite")]
+pub mod peak_mixed;
 pub mod rng;
 #[cfg(feature = "suite")]
 pub mod runner;

@@ -4,7 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use roofline_kernels::lowp::Unit;
 use roofline_kernels::peak::{CLOCK_CYCLES_PER_ROUND, PeakIsa, PeakMode, PeakSpec};
+use roofline_kernels::peak_mixed;
 use roofline_kernels::{Counts, Instance, Precision};
 use serde::{Deserialize, Serialize};
 
@@ -13,9 +15,10 @@ use crate::machine::Platform;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComputeCeiling {
-    /// `double` or `single`.
+    /// `double` or `single`; for the low-precision units `half`, `bf16`, `int8`, `int16`
+    /// (integer units: `gflops` and its companions are GOP/s, operations not flops).
     pub precision: String,
-    /// `scalar`, `sse`, `avx`, `avx2`, `avx512`.
+    /// `scalar`, `sse`, `avx`, `avx2`, `avx512`, or `amx` (tiles).
     pub isa: String,
     /// Whether FMA instructions are used.
     pub fma: bool,
@@ -255,6 +258,99 @@ pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, platform: Op
         theoretical_gflops: per_cycle.map(|t| t * f.ghz * threads as f64),
         percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
     }
+}
+
+/// One sample of a low-precision unit's loop with its own clock (as [`PairedInstance`]).
+struct MixedPairedInstance {
+    unit: Unit,
+    peak_rounds: u64,
+    clock_rounds: u64,
+    log: PairLog,
+}
+
+impl Instance for MixedPairedInstance {
+    fn run(&mut self) {
+        let t0 = Instant::now();
+        roofline_kernels::peak::clock_probe(peak_mixed::clock_isa(self.unit), self.clock_rounds);
+        let t1 = Instant::now();
+        peak_mixed::run(self.unit, self.peak_rounds);
+        let t2 = Instant::now();
+        if let Ok(mut log) = self.log.lock() {
+            log.push(((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64()));
+        }
+    }
+    fn verify(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    fn counts(&self) -> Counts {
+        Counts::default()
+    }
+}
+
+/// The platform table's rate of a unit (operations per cycle per core), if it has one.
+pub fn theoretical_ops_per_cycle(platform: &Platform, unit: Unit) -> Option<f64> {
+    platform
+        .mixed_ops_per_cycle
+        .get(unit.key())
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// Measure a low-precision unit (AMX bf16/int8 tiles, AVX-512 FP16 FMA, `vdpbf16ps`, VNNI) on
+/// `threads` threads, each sample paired with a clock sample as [`measure_peak`] does: a
+/// ceiling `precision.isa.fma` (GOP/s for int8/int16) with its % of the platform table's rate
+/// at the measured clock. None when this CPU lacks the unit (the caller says so).
+pub fn measure_mixed(unit: Unit, threads: usize, budget: Budget, platform: Option<&Platform>) -> Option<ComputeCeiling> {
+    if !unit.available() {
+        return None;
+    }
+    let probe_rounds = 2_000u64;
+    let t0 = Instant::now();
+    peak_mixed::run(unit, probe_rounds)?;
+    let per_round = (t0.elapsed().as_secs_f64() / probe_rounds as f64).max(1e-10);
+    let peak_rounds = reps_for(per_round, budget.sample);
+    let clock_isa = peak_mixed::clock_isa(unit);
+    roofline_kernels::peak::clock_probe(clock_isa, 1)?;
+    let mut c = ClockInstance {
+        isa: clock_isa,
+        rounds: 10_000,
+    };
+    let clock_rounds = reps_for(time_one(&mut c) / 10_000.0, budget.sample / 4);
+    let logs: Vec<PairLog> = (0..threads).map(|_| Arc::default()).collect();
+    let team: Vec<Box<dyn Instance>> = logs
+        .iter()
+        .map(|log| {
+            Box::new(MixedPairedInstance {
+                unit,
+                peak_rounds,
+                clock_rounds,
+                log: log.clone(),
+            }) as Box<dyn Instance>
+        })
+        .collect();
+    time_instances(team, budget);
+    let logs: Vec<Vec<(f64, f64)>> = logs
+        .iter()
+        .map(|l| l.lock().map(|v| v.iter().skip(2).copied().collect()).unwrap_or_default())
+        .collect();
+    let ops = (peak_mixed::ops_per_round(unit) * peak_rounds) as f64;
+    let f = paired_figures(&logs, (clock_rounds * CLOCK_CYCLES_PER_ROUND) as f64, ops)?;
+    let per_cycle = platform.and_then(|p| theoretical_ops_per_cycle(p, unit));
+    Some(ComputeCeiling {
+        precision: unit.precision().to_string(),
+        isa: unit.isa().to_string(),
+        fma: true,
+        mode: "fma".to_string(),
+        threads: threads as u32,
+        gflops: f.gflops,
+        gflops_best: f.gflops_best,
+        spread: f.spread,
+        samples: f.samples,
+        ghz: Some(f.ghz),
+        flop_per_cycle: Some(f.flop_per_cycle),
+        theoretical_gflops: per_cycle.map(|t| t * f.ghz * threads as f64),
+        percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
+    })
 }
 
 /// The peak loop alone (no clock probe for its ISA): GFLOP/s only.

@@ -242,7 +242,23 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
     } else {
         vec![]
     };
-    let total = specs.len() * opts.threads.len() + bw_count + sweep_sizes.len();
+    // Low-precision units: measured where the CPU has them; a missing unit is said, not faked.
+    let units: Vec<roofline_kernels::lowp::Unit> = roofline_kernels::lowp::Unit::ALL
+        .into_iter()
+        .filter(|u| {
+            let ok = u.available();
+            if !ok {
+                notes.push(format!("{}: not measured ({})", u.key(), u.why_unavailable()));
+            } else if platform.as_ref().and_then(|p| compute::theoretical_ops_per_cycle(p, *u)).is_none() {
+                notes.push(format!(
+                    "{}: measured; the platform table has no rate for it, so no % of a theoretical peak",
+                    u.key()
+                ));
+            }
+            ok
+        })
+        .collect();
+    let total = (specs.len() + units.len()) * opts.threads.len() + bw_count + sweep_sizes.len();
     let bar = crate::util::Progress::new(opts.progress, total as u64, "ceilings {bar:30} {pos}/{len} {msg}");
     let mut compute_out = Vec::new();
     for &t in &opts.threads {
@@ -264,6 +280,16 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
                 ));
             }
             compute_out.push(c);
+            bar.inc(1);
+        }
+        for u in &units {
+            bar.set_message(format!("{} ×{t}", u.key()));
+            if let Some(c) = compute::measure_mixed(*u, t, budget, platform.as_ref()) {
+                if c.spread > measure::SPREAD_WARNING {
+                    warnings.push(format!("{}.{} ×{t}: spread {:.1} %", c.precision, c.isa, 100.0 * c.spread));
+                }
+                compute_out.push(c);
+            }
             bar.inc(1);
         }
     }

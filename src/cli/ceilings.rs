@@ -93,7 +93,7 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
     let want = |t: u32| opts.threads.iter().any(|x| *x as u32 == t);
     let _ = writeln!(
         s,
-        "\ncompute (GFLOP/s median; flop/cycle per thread at the clock measured at that ISA)"
+        "\ncompute (GFLOP/s median, GOP/s for int8/int16; flop/cycle per thread at the clock measured at that ISA; isa amx = tiles)"
     );
     let _ = writeln!(
         s,

@@ -6,11 +6,17 @@
 //! ceilings or its `roofline.machine/1` model), and for the GPU report its ceilings or, where it
 //! has none, the theoretical roofs of its `roofline.gpu-machine/1` block (FP64/FP32 peaks, HBM
 //! bandwidth; L2/L1 where `gpu machine --ncu` measured them).
+//!
+//! Each pair is compared at its precision: each side's point is read against its own
+//! machine's roofs of that precision (`model::point_precision`), and a row says which roofs
+//! those were — for bf16 work the CPU's AMX bf16 (or AVX-512 BF16) roof against the GPU's bf16
+//! tensor roof — and warns when the two sides ran different precisions.
 
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 
 use super::common::OutputArgs;
+use crate::model::{ComputeRoof, RoofSet};
 use crate::report::{self, PlotKind, Point, View};
 
 #[derive(Debug, ClapArgs)]
@@ -22,6 +28,10 @@ pub struct Args {
     /// Roofline view of the chart.
     #[arg(long, value_enum, default_value = "dram")]
     pub kind: PlotKind,
+    /// Pair a CPU kernel with a GPU kernel of another name (`bf16_gemm=bf16_wmma_gemm`);
+    /// repeatable. Kernels of the same name pair without it.
+    #[arg(long = "pair", value_name = "CPU=GPU")]
+    pub pair: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -40,16 +50,23 @@ fn report_kernel_name(k: &str) -> String {
     crate::gpu::kernel_name::function_name(k)
 }
 
-/// Rows of (kernel, cpu point, gpu point) for kernels present in both reports.
-pub fn pairs<'a>(cpu: &'a [Point], gpu: &'a [Point]) -> Vec<(String, &'a Point, &'a Point)> {
+/// Rows of (kernel, cpu point, gpu point) for kernels present in both reports; `aliases`
+/// pairs (cpu kernel, gpu kernel) of different names.
+pub fn pairs<'a>(cpu: &'a [Point], gpu: &'a [Point], aliases: &[(String, String)]) -> Vec<(String, &'a Point, &'a Point)> {
     let mut out = Vec::new();
     for g in gpu {
         let k = kernel_of(g);
+        let cpu_name = aliases
+            .iter()
+            .find(|(_, gk)| *gk == k)
+            .map(|(ck, _)| ck.clone())
+            .unwrap_or_else(|| k.clone());
         // The CPU's DRAM-sized point when there are several sizes of the kernel.
-        let mut c: Vec<&Point> = cpu.iter().filter(|c| kernel_of(c) == k).collect();
+        let mut c: Vec<&Point> = cpu.iter().filter(|c| kernel_of(c) == cpu_name).collect();
         c.sort_by_key(|c| !c.name.ends_with("@dram"));
         if let Some(c) = c.first() {
-            out.push((k, *c, g));
+            let name = if cpu_name == k { k } else { format!("{cpu_name}={k}") };
+            out.push((name, *c, g));
         }
     }
     out
@@ -91,7 +108,50 @@ pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
     })
 }
 
+/// The precision a point is compared at, and its machine's highest roof of that precision.
+pub fn precision_roof<'a>(p: &Point, roofs: &'a RoofSet) -> (&'static str, Option<&'a ComputeRoof>) {
+    let prec = crate::model::point_precision(p);
+    (prec, roofs.peak(prec))
+}
+
+/// One line naming the precision and roof of each side of a pair, their ratio, and a warning
+/// when the two sides ran different precisions (different families of roofs).
+pub fn precision_line(cpu: (&str, Option<&ComputeRoof>), gpu: (&str, Option<&ComputeRoof>)) -> String {
+    let side = |(prec, roof): (&str, Option<&ComputeRoof>)| match roof {
+        Some(r) => format!(
+            "{} (roof {} {} {}{})",
+            crate::model::precision_label(prec),
+            r.label(),
+            crate::report::table::sig3(r.gflops),
+            r.unit(),
+            if r.empirical { "" } else { ", theoretical" }
+        ),
+        None => format!(
+            "{} (no roof of this precision on that machine)",
+            crate::model::precision_label(prec)
+        ),
+    };
+    let mut line = format!("precision: CPU {} vs GPU {}", side(cpu), side(gpu));
+    if let (Some(c), Some(g)) = (cpu.1, gpu.1) {
+        line += &format!("; GPU/CPU roof {:.1}x", g.gflops / c.gflops);
+    }
+    if crate::model::precision_family(cpu.0) != crate::model::precision_family(gpu.0) {
+        line += "; the two sides ran different precisions: the speedup compares unequal work";
+    }
+    line
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    let mut aliases = Vec::new();
+    for p in &args.pair {
+        let Some((c, g)) = p.split_once('=').filter(|(c, g)| !c.is_empty() && !g.is_empty()) else {
+            anyhow::bail!(crate::Error::input(
+                format!("--pair {p}: expected CPU_KERNEL=GPU_KERNEL"),
+                "e.g. --pair bf16_gemm=bf16_wmma_gemm"
+            ));
+        };
+        aliases.push((c.to_string(), g.to_string()));
+    }
     let out = args.output.check(&["svg", "png", "html", "json"])?;
     let cpu = report::read_report(&args.cpu)?;
     let mut gpu = report::read_report(&args.gpu)?;
@@ -100,7 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     // Every point analysed against its own machine's roofs (GFLOP/s and roof fraction derived).
     let view = View::new(vec![("cpu".into(), cpu), ("gpu".into(), gpu)], None, args.kind);
-    let rows = pairs(&view.reports[0].report.points, &view.reports[1].report.points);
+    let rows = pairs(&view.reports[0].report.points, &view.reports[1].report.points, &aliases);
     if rows.is_empty() {
         anyhow::bail!(crate::Error::input(
             "no kernel appears in both reports",
@@ -143,13 +203,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .iter()
             .filter_map(|(side, p)| not_near_best(side, p))
             .collect();
+        let cpu_prec = precision_roof(c, &view.reports[0].roofs);
+        let gpu_prec = precision_roof(g, &view.reports[1].roofs);
+        table += &format!("  {}\n", precision_line(cpu_prec, gpu_prec));
         for w in &caveats {
             table += &format!("  note: {w}\n");
         }
         doc.push(
             serde_json::json!({"kernel": k, "cpu": c.name, "gpu": g.name, "cpu_seconds": c.seconds, "gpu_seconds": g.seconds,
             "cpu_gflops": c.gflops, "gpu_gflops": g.gflops, "cpu_roof_fraction": frac(c), "gpu_roof_fraction": frac(g),
-            "speedup_time": speedup, "speedup_rate": per_work, "caveats": caveats}),
+            "speedup_time": speedup, "speedup_rate": per_work, "caveats": caveats,
+            "cpu_precision": cpu_prec.0, "gpu_precision": gpu_prec.0,
+            "cpu_roof": cpu_prec.1.map(|r| serde_json::json!({"key": r.key(), "label": r.label(), "gflops": r.gflops, "empirical": r.empirical})),
+            "gpu_roof": gpu_prec.1.map(|r| serde_json::json!({"key": r.key(), "label": r.label(), "gflops": r.gflops, "empirical": r.empirical})),
+            "same_precision": crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0)}),
         );
     }
     let json = serde_json::json!({"schema": "roofline.compare/1", "rows": doc});

@@ -52,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 .iter()
                 .map(|&v| VariantInfo {
                     name: v.name(),
-                    runnable: check::runnable(v),
+                    runnable: check::runnable(v) && k.unavailable(v).is_none(),
                     formula: k.formula(v),
                 })
                 .collect(),

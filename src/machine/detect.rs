@@ -219,6 +219,12 @@ fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result
         peak_gflops_per_core: Default::default(),
         thread_scaling: Vec::new(),
         bytes_per_cycle: platform.as_ref().map(|p| p.bytes_per_cycle.clone()).unwrap_or_default(),
+        mixed_ops_per_cycle: platform
+            .as_ref()
+            .map(|p| peaks::mixed_units(&p.mixed_ops_per_cycle, |flag| facts.has(flag)))
+            .unwrap_or_default(),
+        peak_mixed_per_core: BTreeMap::new(),
+        peak_mixed: BTreeMap::new(),
         fp_ops_per_cycle_measured: BTreeMap::new(),
         measured: false,
     })
@@ -315,6 +321,8 @@ fn set_peaks(m: &mut MachineModel) {
         .map(|t| t.cpus.len() as u32)
         .sum::<u32>()
         .min(m.cores);
+    m.peak_mixed_per_core = peaks::mixed_peaks(&m.mixed_ops_per_cycle, per_core_clock, 1);
+    m.peak_mixed = peaks::mixed_peaks(&m.mixed_ops_per_cycle, all_clock, m.cores);
     m.peak_gflops = if e_cores > 0 && !m.fp_pipes_e_core.is_empty() {
         let p = peaks::peaks(has, has_fma, &m.fp_pipes, all_clock, m.cores - e_cores);
         let e = peaks::peaks(has, has_fma, &m.fp_pipes_e_core, all_clock, e_cores);

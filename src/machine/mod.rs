@@ -181,6 +181,19 @@ pub struct MachineModel {
     /// vector width (`"128"`, `"256"`, `"512"`): the pipes as the hardware shows them.
     #[serde(default)]
     pub fp_ops_per_cycle_measured: BTreeMap<String, f64>,
+    /// Operations per cycle per core of the mixed-precision units this CPU has (CPUID) and the
+    /// platform table rates, keyed `precision.isa` (`bf16.amx`, `int8.amx`, `half.avx512`,
+    /// `int8.avx512`, …: `platform::MIXED_UNITS`). A unit the CPU lacks, or the table does not
+    /// rate, is absent: no theoretical roof for it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mixed_ops_per_cycle: BTreeMap<String, f64>,
+    /// Theoretical peaks of those units on one core at the clock of their ISA (AMX at the
+    /// AVX-512 clock): GFLOP/s, GOP/s for `int8`/`int16`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub peak_mixed_per_core: BTreeMap<String, f64>,
+    /// The same, all cores (all-threads clock).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub peak_mixed: BTreeMap<String, f64>,
     /// Whether clocks were measured (`detect`) or not (`detect_static`, dumps).
     #[serde(default)]
     pub measured: bool,

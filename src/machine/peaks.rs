@@ -68,6 +68,38 @@ pub fn peaks(
     p
 }
 
+/// The mixed-precision units of a platform table (`mixed_ops_per_cycle`) this CPU has:
+/// those whose CPUID flag (`platform::MIXED_UNITS`) `has` reports.
+pub fn mixed_units(table: &BTreeMap<String, f64>, has: impl Fn(&str) -> bool) -> BTreeMap<String, f64> {
+    table
+        .iter()
+        .filter(|(unit, ops)| ops.is_finite() && **ops > 0.0 && super::platform::MIXED_UNITS.iter().any(|(u, flag)| u == unit && has(flag)))
+        .map(|(u, o)| (u.clone(), *o))
+        .collect()
+}
+
+/// The ISA whose clock a mixed-precision unit runs at: AMX at the AVX-512 clock (the tile
+/// unit sits in the same core and licence as the 512-bit pipes), the others at their own.
+pub fn mixed_unit_clock_isa(unit: &str) -> &str {
+    match unit.split_once('.').map(|(_, isa)| isa) {
+        Some("amx") | Some("avx512") => "avx512",
+        Some("avx2") => "avx2",
+        _ => "scalar",
+    }
+}
+
+/// Peaks (GFLOP/s, GOP/s for integer units) of the mixed-precision units on `cores` cores:
+/// operations per cycle × the clock of the unit's ISA × cores. Units without a clock are left out.
+pub fn mixed_peaks(ops_per_cycle: &BTreeMap<String, f64>, clock: impl Fn(&str) -> Option<f64>, cores: u32) -> BTreeMap<String, f64> {
+    ops_per_cycle
+        .iter()
+        .filter_map(|(unit, ops)| {
+            let ghz = clock(mixed_unit_clock_isa(unit)).filter(|g| g.is_finite() && *g > 0.0)?;
+            Some((unit.clone(), ops * ghz * f64::from(cores)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +128,30 @@ mod tests {
         let zen4 = pipes(&[("128", 2, 2, 0), ("256", 2, 2, 0), ("512", 1, 1, 0)]);
         assert_eq!(flops_per_cycle("avx512", true, &zen4), Some(24.0));
         assert_eq!(flops_per_cycle("avx2", true, &zen4), Some(24.0));
+    }
+
+    #[test]
+    fn mixed_peaks_need_the_flag_and_a_rate() {
+        let spr = crate::machine::Platform::load("spr").unwrap();
+        // A CPU with AMX-BF16 and AVX-512 FP16 but no AMX-INT8 and no VNNI (made up: the
+        // filter follows each unit's own flag).
+        let has = |f: &str| matches!(f, "amx_bf16" | "avx512_fp16" | "avx512_bf16");
+        let units = mixed_units(&spr.mixed_ops_per_cycle, has);
+        assert_eq!(units.get("bf16.amx"), Some(&1024.0));
+        assert_eq!(units.get("half.avx512"), Some(&128.0));
+        assert!(!units.contains_key("int8.amx"), "no amx_int8 flag");
+        assert!(!units.contains_key("int8.avx512"), "no avx512vnni flag");
+        assert!(!units.contains_key("bf16.avx512"), "the SPR table does not rate vdpbf16ps");
+        let ghz = 1.5 + (std::process::id() % 100) as f64 / 100.0;
+        let clock = |isa: &str| (isa == "avx512").then_some(ghz);
+        let p = mixed_peaks(&units, clock, 4);
+        assert!((p["bf16.amx"] - 1024.0 * ghz * 4.0).abs() < 1e-9);
+        assert!((p["half.avx512"] - 128.0 * ghz * 4.0).abs() < 1e-9);
+        // No clock for the unit's ISA: no peak.
+        assert!(mixed_peaks(&units, |_| None, 4).is_empty());
+        // Zen 3 (this kind of CPU has none of the units): nothing.
+        let zen3 = crate::machine::Platform::load("zen3").unwrap();
+        assert!(mixed_units(&zen3.mixed_ops_per_cycle, |_| true).is_empty());
     }
 
     #[test]

@@ -15,6 +15,23 @@ include!(concat!(env!("OUT_DIR"), "/embedded_platforms.rs"));
 /// and DRAM fill paths. Anything else is a typo that would silently draw a roof.
 pub const BYTES_PER_CYCLE_KEYS: [&str; 5] = ["l1_load", "l1_store", "l2", "l3", "dram"];
 
+/// The mixed-precision units a platform table may rate (`[mixed_ops_per_cycle]`), keyed
+/// `precision.isa` like the compute roofs, each with the CPUID flag that says a CPU has it:
+/// AMX tiles (`tdpbf16ps`, `tdpfp16ps`, `tdpb*d`), AVX-512 FP16 FMA, AVX-512 BF16
+/// `vdpbf16ps`, AVX-512 VNNI and AVX-VNNI dot products. Operations per cycle per core as
+/// `docs/mixed-precision.md` counts them (a multiply and its accumulation are two).
+pub const MIXED_UNITS: [(&str, &str); 9] = [
+    ("bf16.amx", "amx_bf16"),
+    ("half.amx", "amx_fp16"),
+    ("int8.amx", "amx_int8"),
+    ("half.avx512", "avx512_fp16"),
+    ("bf16.avx512", "avx512_bf16"),
+    ("int8.avx512", "avx512vnni"),
+    ("int16.avx512", "avx512vnni"),
+    ("int8.avx2", "avx_vnni"),
+    ("int16.avx2", "avx_vnni"),
+];
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipes {
@@ -169,6 +186,11 @@ pub struct Platform {
     /// Theoretical bytes per cycle per core: `l1_load`, `l1_store`, `l2`, `l3`.
     #[serde(default)]
     pub bytes_per_cycle: BTreeMap<String, f64>,
+    /// Operations per cycle per core of the mixed-precision units the table knows (keys of
+    /// [`MIXED_UNITS`]): the theoretical peaks per precision class. A unit absent here has no
+    /// theoretical roof, even on a CPU that has it (its rate is not published or not known).
+    #[serde(default)]
+    pub mixed_ops_per_cycle: BTreeMap<String, f64>,
     /// General-purpose core counters per logical CPU (SMT on / off).
     #[serde(default)]
     pub core_counters: Option<u32>,
@@ -234,6 +256,25 @@ impl Platform {
             {
                 return Err(Error::input(
                     format!("{origin}{}: latency.{name} = {l} is not 1..20 cycles", at("[latency]")),
+                    hint,
+                ));
+            }
+        }
+        for (k, v) in &self.mixed_ops_per_cycle {
+            if !MIXED_UNITS.iter().any(|(u, _)| u == k) {
+                let known: Vec<&str> = MIXED_UNITS.iter().map(|(u, _)| *u).collect();
+                return Err(Error::input(
+                    format!(
+                        "{origin}{}: mixed_ops_per_cycle.{k} is not a known unit (one of {})",
+                        at(k),
+                        known.join(", ")
+                    ),
+                    hint,
+                ));
+            }
+            if !(v.is_finite() && *v > 0.0 && *v <= 65536.0) {
+                return Err(Error::input(
+                    format!("{origin}{}: mixed_ops_per_cycle.{k} = {v} is not in (0, 65536]", at(k)),
                     hint,
                 ));
             }
@@ -329,6 +370,25 @@ mod tests {
         assert_eq!(EMBEDDED_PLATFORMS_DIGEST, format!("{hash:016x}"));
         assert!(EMBEDDED_PLATFORMS.len() > 10);
         assert!(Platform::embedded_version().starts_with(&format!("{} tables, digest ", EMBEDDED_PLATFORMS.len())));
+    }
+
+    #[test]
+    fn mixed_units_are_known_keys_with_sane_rates() {
+        let spr = EMBEDDED_PLATFORMS.iter().find(|(k, _)| *k == "spr").unwrap().1;
+        let p = Platform::parse(spr, "spr").unwrap();
+        assert_eq!(p.mixed_ops_per_cycle.get("bf16.amx"), Some(&1024.0));
+        // Every embedded table uses only known unit keys (parse checks them).
+        for (stem, text) in EMBEDDED_PLATFORMS {
+            let p = Platform::parse(text, stem).unwrap();
+            assert!(p.mixed_ops_per_cycle.keys().all(|k| MIXED_UNITS.iter().any(|(u, _)| u == k)));
+        }
+        // An unknown unit or an impossible rate: one line naming the file, line and key.
+        for (bad, what) in [("\"bf32.amx\" = 1024", "bf32.amx"), ("\"int8.amx\" = -2", "int8.amx")] {
+            let text = spr.replace("\"int8.amx\" = 2048", bad);
+            let e = Platform::parse(&text, "spr.toml").unwrap_err().to_string();
+            assert!(e.starts_with("spr.toml:") && e.contains(what), "{e}");
+            assert!(!e.lines().next().unwrap().is_empty());
+        }
     }
 
     #[test]

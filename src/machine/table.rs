@@ -100,6 +100,23 @@ pub fn render(m: &MachineModel) -> String {
     row(&mut s, "GF/s/core SP", &m.peak_gflops_per_core.single, 1);
     row(&mut s, "GF/s all DP", &m.peak_gflops.double, 1);
     row(&mut s, "GF/s all SP", &m.peak_gflops.single, 1);
+    if !m.peak_mixed_per_core.is_empty() {
+        let _ = writeln!(s, "mixed-precision peaks (platform table x clock; GOP/s for int8/int16)");
+        for (unit, g) in &m.peak_mixed_per_core {
+            let ops = m.mixed_ops_per_cycle.get(unit).copied().unwrap_or(f64::NAN);
+            let _ = writeln!(
+                s,
+                "  {unit:<14} {ops:>6} ops/cycle  {:>9.1} per core  {:>10.1} all cores",
+                g,
+                m.peak_mixed.get(unit).copied().unwrap_or(f64::NAN)
+            );
+        }
+    } else {
+        let _ = writeln!(
+            s,
+            "mixed-precision peaks: none (no AMX, AVX-512 FP16/BF16 or VNNI unit rated for this CPU)"
+        );
+    }
     if !m.thread_scaling.is_empty() {
         let _ = writeln!(s, "FMA scaling    (widest ISA, double)");
         for t in &m.thread_scaling {

@@ -14,7 +14,7 @@ use std::sync::Once;
 use super::labels::{self, Label, Rect};
 use super::{Exporter, PlotKind, View};
 use crate::error::{Error, Result};
-use crate::model::{RoofSet, level_label, level_rank, point_precision};
+use crate::model::{ComputeRoof, RoofSet, level_label, level_rank, point_precision, point_rate, precision_family, precision_label};
 use crate::report::table::sig3;
 
 /// DejaVu Sans (Bitstream Vera license, assets/DejaVuSans-LICENSE.txt).
@@ -71,6 +71,7 @@ fn isa_color(isa: &str) -> Option<RGBColor> {
         "avx" => RGBColor(140, 70, 190),
         "avx2" => RGBColor(215, 40, 140),
         "avx512" => RGBColor(200, 20, 20),
+        "amx" => RGBColor(120, 0, 160),
         "gpu" => RGBColor(110, 60, 30),
         _ => return None,
     })
@@ -243,12 +244,70 @@ fn title(kind: PlotKind) -> &'static str {
     }
 }
 
-fn precision_of(view: &View) -> &'static str {
-    let (mut d, mut s) = (0, 0);
+/// The precisions of a view's points, most points first (double when there are none). Each
+/// one is a family of compute roofs ([`precision_family`]): a CPU bf16 point and a GPU
+/// `tensor_bf16` point are one family, `bf16`.
+fn precisions_of(view: &View) -> Vec<&'static str> {
+    let mut count: Vec<(&'static str, usize)> = Vec::new();
     for (_, p, _) in view.points() {
-        if point_precision(p) == "single" { s += 1 } else { d += 1 }
+        let prec = point_precision(p);
+        match count.iter_mut().find(|(q, _)| *q == prec) {
+            Some(c) => c.1 += 1,
+            None => count.push((prec, 1)),
+        }
     }
-    if s > d { "single" } else { "double" }
+    // Most points first; ties in a fixed order, wide formats first.
+    let rank = |p: &str| {
+        ["double", "single", "half", "bf16", "int16", "int8"]
+            .iter()
+            .position(|x| *x == p)
+            .unwrap_or(6)
+    };
+    count.sort_by(|a, b| b.1.cmp(&a.1).then(rank(a.0).cmp(&rank(b.0))).then(a.0.cmp(b.0)));
+    if count.is_empty() {
+        return vec!["double"];
+    }
+    count.into_iter().map(|(p, _)| p).collect()
+}
+
+/// The families of roofs a view draws (one per precision family of its points, in order).
+fn families_of(view: &View) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for p in precisions_of(view) {
+        let f = precision_family(p);
+        if !v.contains(&f) {
+            v.push(f);
+        }
+    }
+    v
+}
+
+/// The compute roofs a roof set draws for `families`, and its top roof (where memory roofs
+/// end): the highest of those, else (double and single points against a set that has only the
+/// other) the set's peak for the first precision.
+fn drawn_compute<'a>(roofs: &'a RoofSet, view: &View, families: &[&str]) -> (Vec<&'a ComputeRoof>, Option<&'a ComputeRoof>) {
+    let drawn: Vec<&ComputeRoof> = roofs
+        .compute
+        .iter()
+        .filter(|c| families.contains(&precision_family(&c.precision)))
+        .collect();
+    let top = drawn
+        .iter()
+        .copied()
+        .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
+        .or_else(|| precisions_of(view).into_iter().find_map(|p| roofs.peak(p)));
+    (drawn, top)
+}
+
+/// A roof's label in a plot: with several families drawn, double and single roofs name
+/// their precision too (the others always do).
+fn roof_label(c: &ComputeRoof, several: bool) -> String {
+    let l = c.label();
+    if several && matches!(c.precision.as_str(), "double" | "single") {
+        format!("{} {l}", precision_label(&c.precision))
+    } else {
+        l
+    }
 }
 
 /// The roof sets a view draws: the view's own, then those of reports from another kind of
@@ -321,11 +380,11 @@ fn decade_ceil(v: f64) -> f64 {
 /// Axis ranges of a panel: every marker, error bar, ridge and compute roof inside, padded to
 /// whole decades, at least three decades of AI and of GFLOP/s.
 pub fn ranges(view: &View, kind: PlotKind) -> ((f64, f64), (f64, f64)) {
-    let prec = precision_of(view);
+    let families = families_of(view);
     let mut xs: Vec<f64> = Vec::new();
     let mut ys: Vec<f64> = Vec::new();
     for (_, p, a) in view.points() {
-        if let (Ok(pos), Some(g)) = (positions(a, kind), p.gflops) {
+        if let (Ok(pos), Some(g)) = (positions(a, kind), point_rate(p)) {
             xs.extend(pos.iter().map(|(_, x)| *x));
             ys.push(g);
             if let Some((lo, hi)) = error_bar(p) {
@@ -335,8 +394,9 @@ pub fn ranges(view: &View, kind: PlotKind) -> ((f64, f64), (f64, f64)) {
         }
     }
     for (_, roofs) in roof_sets(view) {
-        let peak = roofs.peak(prec).map(|c| c.gflops);
-        for c in roofs.compute.iter().filter(|c| c.precision == prec) {
+        let (drawn, top) = drawn_compute(roofs, view, &families);
+        let peak = top.map(|c| c.gflops);
+        for c in drawn {
             ys.push(c.gflops);
         }
         if let Some(pk) = peak {
@@ -380,7 +440,8 @@ pub fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
     }
     t.sort_by(f64::total_cmp);
     let (q1, q3) = (crate::report::schema::quantile(&t, 0.25), crate::report::schema::quantile(&t, 0.75));
-    (q1 > 0.0).then(|| (p.flops.total / q3 / 1e9, p.flops.total / q1 / 1e9))
+    let w = crate::model::point_work(p);
+    (q1 > 0.0).then(|| (w / q3 / 1e9, w / q1 / 1e9))
 }
 
 /// Clip the segment y = bw·x (memory roof) to the ranges, between x0 and x_end.
@@ -393,7 +454,8 @@ fn memory_segment(bw: f64, x_end: f64, xr: (f64, f64), yr: (f64, f64)) -> Option
 /// Lay a panel out: roofs, markers, arrows, labels, in the plotting `area` (absolute pixels).
 pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64), area: Rect) -> Panel {
     let map = Mapper { x: xr, y: yr, area };
-    let prec = precision_of(view);
+    let families = families_of(view);
+    let several = families.len() > 1;
     let mut panel = Panel {
         kind,
         title: title(kind).to_string(),
@@ -414,10 +476,10 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
             Some(m) if !l.starts_with(m.as_str()) => format!("{m} {l}"),
             _ => l,
         };
-        let peak = roofs.peak(prec).cloned();
+        let (mut compute, peak) = drawn_compute(roofs, view, &families);
+        let peak = peak.cloned();
         let levels = drawn_levels(roofs, kind);
         let top_bw = levels.iter().map(|l| l.1).fold(0.0, f64::max);
-        let mut compute: Vec<_> = roofs.compute.iter().filter(|c| c.precision == prec).collect();
         compute.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
         for c in &compute {
             let start = if top_bw > 0.0 { (c.gflops / top_bw).max(xr.0) } else { xr.0 };
@@ -425,7 +487,7 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
                 continue;
             }
             panel.roofs.push(RoofLine {
-                label: named(format!("{} {} GFLOP/s", c.label(), sig3(c.gflops))),
+                label: named(format!("{} {} {}", roof_label(c, several), sig3(c.gflops), c.unit())),
                 from: (start, c.gflops),
                 to: (xr.1, c.gflops),
                 dashed: !c.empirical,
@@ -433,7 +495,12 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
                 color: RGBColor(0, 0, 0),
                 compute: true,
                 kind_name: c.isa.clone(),
-                key: format!("{}compute:{}", machine.as_deref().unwrap_or(""), c.isa),
+                // One colour per ISA, and per precision family beyond double and single: a
+                // family's lines read together, apart from the FP64/FP32 ones.
+                key: match precision_family(&c.precision) {
+                    "double" | "single" => format!("{}compute:{}", machine.as_deref().unwrap_or(""), c.isa),
+                    f => format!("{}compute:{f}:{}", machine.as_deref().unwrap_or(""), c.isa),
+                },
             });
         }
         for (lvl, bw, empirical) in &levels {
@@ -471,7 +538,7 @@ pub fn layout_panel(view: &View, kind: PlotKind, xr: (f64, f64), yr: (f64, f64),
                     continue;
                 }
             };
-            let Some(g) = p.gflops else { continue };
+            let Some(g) = point_rate(p) else { continue };
             let mut join = Vec::new();
             for (lvl, x) in pos {
                 let shape = lvl.as_deref().map(level_shape).unwrap_or(Shape::Circle);
@@ -692,6 +759,17 @@ fn legend_items(view: &View, kind: PlotKind) -> Vec<(Option<usize>, String)> {
         (false, false) => "no roofs known",
     };
     items.push((None, style.to_string()));
+    let families = families_of(view);
+    if families.len() > 1 || families.iter().any(|f| !matches!(*f, "double" | "single")) {
+        let names: Vec<String> = families.iter().map(|f| precision_label(f)).collect();
+        items.push((
+            None,
+            format!(
+                "compute roofs per precision: {} (each roof's label names its precision)",
+                names.join(", ")
+            ),
+        ));
+    }
     if kind == PlotKind::Hierarchical {
         items.push((None, "● core/L1  ▲ L2  ■ L3  ◆ DRAM".into()));
     }
@@ -808,7 +886,16 @@ fn draw_panel<DB: DrawingBackend>(
         }
         x += tw;
     }
-    // Axes
+    // Axes: integer work (int8/int16 points) is in operations, not flops.
+    let integer = families_of(view).iter().any(|f| crate::model::is_integer_precision(f));
+    let (x_desc, y_desc) = if integer {
+        (
+            "arithmetic intensity (flop or op/byte)",
+            "performance (GFLOP/s; GOP/s for INT8/INT16)",
+        )
+    } else {
+        ("arithmetic intensity (flop/byte)", "performance (GFLOP/s)")
+    };
     let (xr, yr) = ranges(view, kind);
     let mut chart = ChartBuilder::on(&chart_area)
         .margin_left(8)
@@ -821,8 +908,8 @@ fn draw_panel<DB: DrawingBackend>(
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc("arithmetic intensity (flop/byte)")
-        .y_desc("performance (GFLOP/s)")
+        .x_desc(x_desc)
+        .y_desc(y_desc)
         .x_label_formatter(&|v| sig3(*v))
         .y_label_formatter(&|v| sig3(*v))
         .label_style(font(SMALL))

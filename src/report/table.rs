@@ -114,6 +114,12 @@ pub fn render(view: &View) -> String {
                 let _ = write!(o, " peak {prec} {} GFLOP/s ({});", sig3(p.gflops), p.label());
             }
         }
+        // One peak per other precision (fp16, bf16, int8, tensor types): its own family.
+        for prec in roofs.precisions().into_iter().filter(|p| !matches!(*p, "double" | "single")) {
+            if let Some(p) = roofs.peak(prec) {
+                let _ = write!(o, " peak {prec} {} {} ({});", sig3(p.gflops), p.unit(), p.label());
+            }
+        }
         for b in &roofs.bandwidth {
             // Core-side GB/s (cache-aware model); in brackets the level's own traffic with
             // write-allocate, which the classic and hierarchical models read level bytes against.
@@ -155,13 +161,25 @@ pub fn render(view: &View) -> String {
             o,
             "{:<name_w$}  {:>9}  {:>8}  {:>8}  {:>10}  {:>6}  {}",
             label,
-            p.gflops.map(sig3).unwrap_or_else(|| "-".into()),
+            crate::model::point_rate(p).map(sig3).unwrap_or_else(|| "-".into()),
             a.ai.get("core").map(|x| sig3(*x)).unwrap_or_else(|| "-".into()),
             a.ai.get("dram").map(|x| sig3(*x)).unwrap_or_else(|| "-".into()),
             att,
             a.roof_fraction.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".into()),
             bound_text(&a.bound)
         );
+        let prec = crate::model::point_precision(p);
+        if !matches!(prec, "double" | "single") {
+            // Other precisions: which roofs the row was read against, and the rate's unit.
+            let _ = writeln!(
+                o,
+                "{:<name_w$}  ({} work: {}, {} roofs)",
+                "",
+                crate::model::precision_label(prec),
+                crate::model::rate_unit(prec),
+                crate::model::precision_label(prec)
+            );
+        }
     }
     // Details
     for (r, p, a) in view.points() {
@@ -203,7 +221,7 @@ pub fn render(view: &View) -> String {
         let _ = writeln!(
             o,
             "  {} GFLOP/s   GB/s: {}   AI (flop/B): {}",
-            p.gflops.map(sig3).unwrap_or_else(|| "-".into()),
+            crate::model::point_rate(p).map(sig3).unwrap_or_else(|| "-".into()),
             gbs.join(", "),
             ai.join(", ")
         );

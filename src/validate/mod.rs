@@ -282,6 +282,13 @@ pub fn validate_suite(
                 });
                 continue;
             }
+            if let Some(why) = k.unavailable(v) {
+                not_run.push(crate::report::schema::NotRun {
+                    name: format!("{}/{}", k.name(), v.name()),
+                    reason: why,
+                });
+                continue;
+            }
             rows.push(validate_one_with(k.as_ref(), v, n, backend, seed, mode, sim)?);
         }
     }
