@@ -65,6 +65,18 @@ fn trace(dir: &Path, args: &[&str], env: &[(&str, &str)], by_function: bool) -> 
     serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
 }
 
+/// Whether `setarch -R` runs (ASLR off: the same addresses in every run); says so when not.
+fn aslr_can_be_turned_off() -> bool {
+    let ok = std::process::Command::new("setarch")
+        .args(["-R", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipping: setarch -R unavailable");
+    }
+    ok
+}
+
 fn class(m: &Value, k: &str) -> u64 {
     m["flops"]["by_class"][k].as_f64().unwrap_or(0.0) as u64
 }
@@ -326,12 +338,7 @@ fn loops_run_ahead_equal_single_stepping_in_both_modes() {
     // Addresses decide the simulated levels, and the alignment of what libc's memcpy/memset
     // get decides their paths: the same layout in every run, ASLR off for the tracer and so
     // for everything it starts.
-    if !std::process::Command::new("setarch")
-        .args(["-R", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("skipping: setarch -R unavailable");
+    if !aslr_can_be_turned_off() {
         return;
     }
     let mut s = seed();
@@ -409,12 +416,7 @@ fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
     let Some(exe) = compile(dir.path(), "strings.c", "strings", &[]) else {
         return;
     };
-    if !std::process::Command::new("setarch")
-        .args(["-R", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("skipping: setarch -R unavailable");
+    if !aslr_can_be_turned_off() {
         return;
     }
     let mut s = seed();
