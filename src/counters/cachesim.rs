@@ -324,9 +324,13 @@ impl CacheArray {
                 // of the first ways, moves its line to the front; the victim is the last way.
                 let way = slot % self.ways;
                 if way != 0 {
+                    // (A loop over at most a set's ways: `copy_within` called `memmove`,
+                    // which cost more than the move itself.)
                     let line = self.slots[slot];
                     let base = slot - way;
-                    self.slots.copy_within(base..slot, base + 1);
+                    for i in (base..slot).rev() {
+                        self.slots[i + 1] = self.slots[i];
+                    }
                     self.slots[base] = line;
                 }
             }
@@ -468,13 +472,21 @@ impl Level {
         if self.cfg.sharing == Sharing::Private { core } else { 0 }
     }
 
+    /// The instance `core` uses (created at its first use: a private level of a core that
+    /// never runs costs no memory).
+    #[inline]
     fn array(&mut self, core: usize) -> &mut CacheArray {
         let i = self.index(core);
         if self.instances.len() <= i {
-            self.instances.resize_with(i + 1, || None);
+            self.grow(i);
         }
         let cfg = &self.cfg;
         self.instances[i].get_or_insert_with(|| CacheArray::new(cfg))
+    }
+
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        self.instances.resize_with(i + 1, || None);
     }
 }
 
@@ -586,8 +598,16 @@ impl CacheHierarchy {
         let last = end >> self.line_shift;
         for line in first..=last {
             match kind {
-                AccessKind::Load | AccessKind::Prefetch => self.access_line(core, line, false),
-                AccessKind::Store => self.access_line(core, line, true),
+                AccessKind::Load | AccessKind::Prefetch => {
+                    if !self.l1_mru_hit(core, line, false) {
+                        self.access_line(core, line, false);
+                    }
+                }
+                AccessKind::Store => {
+                    if !self.l1_mru_hit(core, line, true) {
+                        self.access_line(core, line, true);
+                    }
+                }
                 AccessKind::NtStore => {
                     let lo = addr.max(line << self.line_shift);
                     let hi = end.min(((line + 1) << self.line_shift) - 1);
@@ -595,6 +615,35 @@ impl CacheHierarchy {
                 }
             }
         }
+    }
+
+    /// The common case of a stream, decided without the general path: `line` is the most
+    /// recently used of its set in `core`'s first level (LRU), so the access hits there and
+    /// changes no order. Exactly what `access_line` does for it (one hit; a store marks it
+    /// dirty), taken only where `access_line` would do nothing else: no coherence action (one
+    /// core, or a load with the first level private).
+    #[inline]
+    fn l1_mru_hit(&mut self, core: usize, line: u64, store: bool) -> bool {
+        if self.cores_seen > 1 && (store || self.first_shared == 0) {
+            return false;
+        }
+        let level = &mut self.levels[0];
+        let i = level.index(core);
+        let Some(Some(arr)) = level.instances.get_mut(i) else {
+            return false;
+        };
+        if arr.replacement != Replacement::Lru {
+            return false;
+        }
+        let mru = arr.set_of(line) * arr.ways;
+        if arr.slots[mru].tag != line {
+            return false;
+        }
+        if store {
+            arr.slots[mru].set_dirty(true);
+        }
+        level.counts.hits += 1;
+        true
     }
 
     fn access_line(&mut self, core: usize, line: u64, store: bool) {

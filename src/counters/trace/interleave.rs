@@ -4,13 +4,19 @@
 //! without stepping every instruction is how the threads' streams interleave at the levels
 //! they share. Memory mode defines it: the accesses of each thread wait in its own queue, and
 //! while two or more threads have accesses waiting they are fed round-robin, `CHUNK` accesses
-//! of each in turn (thread id order), as if the threads ran in lockstep. A thread alone (the
-//! others blocked, or a serial section) is fed in program order once `MAX_PENDING` accesses
-//! wait, and everything waiting is fed when a thread ends and when the trace ends. A single
+//! of each in turn (thread id order), as if the threads ran in lockstep. A thread that cannot
+//! add accesses soon is *idle*: it is in a system call (a `futex` wait of a barrier, a `read`),
+//! or it runs outside counting. A thread whose queue is the only one with accesses is fed in
+//! program order as soon as every other thread is idle (a serial section: the workers wait in
+//! the kernel), or once `MAX_PENDING` accesses wait (a thread that is busy but uncounted for a
+//! long time). Everything waiting is fed when a thread is created (what ran before the `clone`
+//! precedes the new thread), when one ends, and at the end. A thread is known from its
+//! creation on, so the creator's next accesses wait for the new thread's first ones: both
+//! start in lockstep at the `clone`, as both run on when every instruction is stepped. A single
 //! thread's stream therefore reaches the simulator exactly as single-stepping gives it.
 //! docs/trace.md ("Threads and shared levels") has the measured effect of this choice.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::{AccessKind, AccessSink};
 
@@ -29,13 +35,42 @@ const MAX_PENDING: usize = 1 << 20;
 
 #[derive(Default)]
 pub(super) struct Interleave {
+    /// Every known thread's queue (empty for one whose accesses were all fed).
     queues: BTreeMap<usize, VecDeque<Access>>,
+    /// Threads that will not add accesses soon (in a system call, or outside counting).
+    idle: BTreeSet<usize>,
     waiting: usize,
 }
 
 impl Interleave {
+    /// A new thread: what every thread has waiting ran before it existed and is fed now; the
+    /// others' next accesses wait for its first.
+    pub fn join(&mut self, tid: usize, sink: &mut dyn AccessSink) {
+        self.finish(sink);
+        self.queues.entry(tid).or_default();
+        self.idle.remove(&tid);
+    }
+
+    /// Thread `tid` ended (its id may be reused): what waits is fed, and it is forgotten.
+    pub fn leave(&mut self, tid: usize, sink: &mut dyn AccessSink) {
+        self.finish(sink);
+        self.queues.remove(&tid);
+        self.idle.remove(&tid);
+        self.merge(sink);
+    }
+
+    /// Thread `tid` will add no accesses for a while (it enters a system call, or runs outside
+    /// counting): the others need not wait for it.
+    pub fn idle(&mut self, tid: usize, sink: &mut dyn AccessSink) {
+        self.queues.entry(tid).or_default();
+        if self.idle.insert(tid) {
+            self.merge(sink);
+        }
+    }
+
     /// Thread `tid`'s next accesses, in its program order.
     pub fn push(&mut self, tid: usize, accesses: &[Access], sink: &mut dyn AccessSink) {
+        self.idle.remove(&tid);
         self.queues.entry(tid).or_default().extend(accesses.iter().copied());
         self.waiting += accesses.len();
         self.merge(sink);
@@ -45,8 +80,11 @@ impl Interleave {
         loop {
             let live: Vec<usize> = self.queues.iter().filter(|(_, q)| !q.is_empty()).map(|(k, _)| *k).collect();
             if live.len() < 2 {
-                if live.len() == 1 && self.waiting > MAX_PENDING {
-                    self.drain(live[0], usize::MAX, sink);
+                if let [alone] = live[..] {
+                    let others_idle = self.queues.keys().all(|t| *t == alone || self.idle.contains(t));
+                    if others_idle || self.waiting > MAX_PENDING {
+                        self.drain(alone, usize::MAX, sink);
+                    }
                 }
                 return;
             }
@@ -73,7 +111,6 @@ impl Interleave {
         for tid in ids {
             self.drain(tid, usize::MAX, sink);
         }
-        self.queues.clear();
     }
 
     /// Nothing waiting.
@@ -130,8 +167,10 @@ mod tests {
         let mut log = Log::default();
         let mut il = Interleave::default();
         let (a, b) = (100 + next() % 900, 100 + next() % 900);
+        il.join(0, &mut log);
+        il.join(1, &mut log);
         il.push(0, &acc(0..a), &mut log);
-        assert!(log.0.is_empty(), "thread 0 alone waits for the others");
+        assert!(log.0.is_empty(), "thread 0 waits for thread 1's first accesses");
         il.push(1, &acc(10_000..10_000 + b), &mut log);
         il.finish(&mut log);
         assert_eq!(log.0.len() as u64, a + b);
@@ -146,6 +185,50 @@ mod tests {
         for t in [0, 1] {
             let mine: Vec<u64> = log.0.iter().filter(|x| x.0 == t).map(|x| x.1).collect();
             assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "thread {t} out of order");
+        }
+    }
+
+    #[test]
+    fn idle_threads_hold_nobody_back_and_a_new_thread_starts_in_lockstep() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ std::process::id() as u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut log = Log::default();
+        let mut il = Interleave::default();
+        il.join(0, &mut log);
+        il.join(1, &mut log);
+        // Thread 1 enters a system call: thread 0 is fed as it comes, in its order.
+        il.idle(1, &mut log);
+        let a = 1 + next() % 500;
+        il.push(0, &acc(0..a), &mut log);
+        assert_eq!(log.0, (0..a).map(|x| (0, x)).collect::<Vec<_>>());
+        // Thread 1 runs again: its accesses wait for thread 0's next ones.
+        let b = CHUNK as u64 * (2 + next() % 20);
+        il.push(1, &acc(10_000..10_000 + b), &mut log);
+        assert_eq!(log.0.len() as u64, a, "thread 1's accesses wait for thread 0's next");
+        let c = 1 + next() % 500;
+        il.push(0, &acc(a..a + c), &mut log);
+        // Both have accesses waiting: fed in turn until one runs out.
+        let fed = log.0.len() as u64 - a;
+        assert!(fed >= 2 * c.min(b) && fed < b + c + u64::from(b == c), "{fed} of {b} + {c}");
+        assert_eq!(log.0[a as usize].0, 0, "thread id order");
+        assert_eq!(log.0[a as usize + CHUNK.min(c as usize)].0, 1);
+        // A new thread: everything waiting ran before its `clone` and is fed first.
+        il.join(2, &mut log);
+        assert_eq!(log.0.len() as u64, a + b + c);
+        il.push(0, &acc(50_000..50_010), &mut log);
+        assert_eq!(log.0.len() as u64, a + b + c, "thread 0 waits for the new thread's first accesses");
+        // Thread 2 ends before doing anything and thread 1 is idle: thread 0 goes on alone.
+        il.idle(1, &mut log);
+        il.leave(2, &mut log);
+        assert_eq!(log.0.len() as u64, a + b + c + 10);
+        for t in [0, 1] {
+            let mine: Vec<u64> = log.0.iter().filter(|x| x.0 == t).map(|x| x.1).collect();
+            assert!(mine.windows(2).all(|w| w[0] < w[1]), "thread {t} out of order");
         }
     }
 }

@@ -830,6 +830,39 @@ struct RunAhead {
     exit_regs: Option<[Option<u64>; 16]>,
 }
 
+/// Per access of an iteration, the constant its address moves by from one iteration to the
+/// next, where that holds: the same accesses (sizes, kinds) at iterations 0, 1, the middle and
+/// the last, each at its iteration-0 address plus its step times the iteration (in 64-bit
+/// wrapping arithmetic, which is the emulator's; a 32-bit address register that wraps in
+/// between breaks the line at the last or middle point). None for fewer than 4 iterations.
+fn affine_steps(trips: u64, iteration: &dyn Fn(u64, &mut Vec<Access>)) -> Option<Vec<u64>> {
+    if trips < 4 {
+        return None;
+    }
+    let at = |t: u64| {
+        let mut v = Vec::new();
+        iteration(t, &mut v);
+        v
+    };
+    let (first, second) = (at(0), at(1));
+    let steps: Vec<u64> = first.iter().zip(&second).map(|(a, b)| b.addr.wrapping_sub(a.addr)).collect();
+    let fits = |t: u64, v: &[Access]| {
+        v.len() == first.len()
+            && v.iter()
+                .zip(&first)
+                .zip(&steps)
+                .all(|((a, f), d)| a.size == f.size && a.kind == f.kind && a.addr == f.addr.wrapping_add(d.wrapping_mul(t)))
+    };
+    let (mid, last) = (trips / 2, trips - 1);
+    (fits(1, &second) && fits(mid, &at(mid)) && fits(last, &at(last))).then_some(steps)
+}
+
+/// Whether a block ends in a system call (or another instruction after which the kernel, not
+/// the block, decides what comes next).
+fn ends_in_stop(block: &Block) -> bool {
+    block.insns.last().is_some_and(|i| i.flow == Flow::Stop)
+}
+
 /// What the next SIGTRAP of a thread means.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum StepKind {
@@ -1340,15 +1373,26 @@ impl<'s> Tracer<'s> {
             None => self.sink_ids.len(),
         };
         self.sink_ids.insert(pid, id);
+        if let Some(sink) = self.sink.as_deref_mut() {
+            self.interleave.join(id, sink);
+        }
         id
     }
 
-    fn gone(&mut self, pid: Pid) {
-        if self.sink_ids.contains_key(&pid) {
-            // Its id may be reused by the next thread: what it left waiting goes first.
-            self.finish_feeding();
+    /// Memory mode: thread `pid` adds no accesses for a while (it enters a system call, or runs
+    /// outside counting), so the other threads' accesses need not wait for its next ones.
+    fn feeds_nothing_soon(&mut self, pid: Pid) {
+        if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
+            self.interleave.idle(id, sink);
         }
+    }
+
+    fn gone(&mut self, pid: Pid) {
         if let Some(id) = self.sink_ids.remove(&pid) {
+            // Its id may be reused by the next thread: what it left waiting goes first.
+            if let Some(sink) = self.sink.as_deref_mut() {
+                self.interleave.leave(id, sink);
+            }
             self.free_sink_ids.insert(id);
         }
         if let Some(th) = self.threads.remove(&pid) {
@@ -1359,6 +1403,7 @@ impl<'s> Tracer<'s> {
 
     /// Let a thread run natively; what that means (`RunAs`) follows from its space's state.
     fn cont(&mut self, pid: Pid, sig: Option<Signal>) {
+        let mut outside = false;
         if let Some(th) = self.threads.get_mut(&pid) {
             let sp = &self.spaces[th.space];
             th.run_as = if th.native.is_some() {
@@ -1372,6 +1417,10 @@ impl<'s> Tracer<'s> {
                 }
                 RunAs::Outside
             };
+            outside = th.run_as == RunAs::Outside;
+        }
+        if outside {
+            self.feeds_nothing_soon(pid);
         }
         self.flush_all();
         let _ = ptrace::cont(pid, sig);
@@ -1430,6 +1479,7 @@ impl<'s> Tracer<'s> {
     /// Counting just ended in space `si`: block breakpoints go, so threads in block mode now
     /// run uncounted (a later start of counting must stop them).
     fn let_others_go(&mut self, si: usize, by: Pid) {
+        let mut uncounted = Vec::new();
         for (p, t) in self.threads.iter_mut() {
             if t.space != si || *p == by {
                 continue;
@@ -1441,7 +1491,11 @@ impl<'s> Tracer<'s> {
             }
             if t.run_as == RunAs::Blocks {
                 t.run_as = RunAs::Outside;
+                uncounted.push(*p);
             }
+        }
+        for p in uncounted {
+            self.feeds_nothing_soon(p);
         }
     }
 
@@ -1513,6 +1567,11 @@ impl<'s> Tracer<'s> {
             };
             let th = self.new_thread(new, idx);
             self.threads.insert(new, th);
+            if self.mode == TraceMode::Memory {
+                // Known from its creation on: the creator's next accesses wait for its first
+                // (both run on from the `clone` in lockstep; `interleave.rs`).
+                self.sink_id(new);
+            }
             if self.early.remove(&new) {
                 self.start_thread(new);
             }
@@ -2104,8 +2163,8 @@ impl<'s> Tracer<'s> {
         for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
             mask_of[*idx] = *m;
         }
-        let mut acc: Vec<Access> = Vec::with_capacity(4096);
-        for t in 0..trips {
+        // The accesses of iteration `t`, from the registers at entry and the strides.
+        let iteration = |t: u64, acc: &mut Vec<Access>| {
             for (idx, insn) in block.insns.iter().enumerate() {
                 if insn.mem.is_empty() && !insn.prefetch {
                     continue;
@@ -2127,11 +2186,34 @@ impl<'s> Tracer<'s> {
                         }
                     }
                 };
-                accesses_of(insn, &mut reg, mask_of[idx], true, &mut acc);
+                accesses_of(insn, &mut reg, mask_of[idx], true, acc);
             }
-            if acc.len() >= 4096 {
-                self.feed(tid, &acc);
-                acc.clear();
+        };
+        let mut acc: Vec<Access> = Vec::with_capacity(4096 + 64);
+        if let Some(steps) = affine_steps(trips, &iteration) {
+            // Each access moves by a constant per iteration (checked at four iterations, 32-bit
+            // wrap-around included): the stream is generated by addition, without decoding
+            // operands again (the decoding was most of the time of a long replay).
+            let mut next: Vec<Access> = Vec::new();
+            iteration(0, &mut next);
+            for _ in 0..trips {
+                // (Pushed one by one: `extend_from_slice` of a few accesses called `memcpy`.)
+                for (a, d) in next.iter_mut().zip(&steps) {
+                    acc.push(*a);
+                    a.addr = a.addr.wrapping_add(*d);
+                }
+                if acc.len() >= 4096 {
+                    self.feed(tid, &acc);
+                    acc.clear();
+                }
+            }
+        } else {
+            for t in 0..trips {
+                iteration(t, &mut acc);
+                if acc.len() >= 4096 {
+                    self.feed(tid, &acc);
+                    acc.clear();
+                }
             }
         }
         self.feed(tid, &acc);
@@ -2735,7 +2817,10 @@ impl<'s> Tracer<'s> {
                 self.release_hold();
             }
         }
+        // Whether the blocks counted at this trap end in a system call.
+        let mut path_ends_in_stop = None;
         if let Some(ra) = ra {
+            path_ends_in_stop = Some(ends_in_stop(ra.members.last().unwrap_or(&ra.first)));
             let sp = &mut self.spaces[si];
             for &t in &ra.keep {
                 sp.install(t);
@@ -2816,6 +2901,11 @@ impl<'s> Tracer<'s> {
                     return;
                 }
             }
+        }
+        if feed && path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
+            // A `futex` wait, a `read`: the other threads are not held back for its next
+            // accesses meanwhile (`interleave.rs`).
+            self.feeds_nothing_soon(pid);
         }
         if block.rep
             && let Some(insn) = block.insns.first()
@@ -3442,6 +3532,58 @@ fn dynamic_tally(block: &Block, masks: &[Option<u64>]) -> Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn affine_steps_only_where_every_iteration_is_on_the_line() {
+        let mut seed = 0x853c_49e6_748f_ea9bu64 ^ u64::from(std::process::id());
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200 {
+            let trips = 4 + next() % 5000;
+            let n = 1 + (next() % 4) as usize;
+            let bases: Vec<u64> = (0..n).map(|_| next() >> 8).collect();
+            let strides: Vec<i64> = (0..n).map(|_| (next() % 129) as i64 - 64).collect();
+            let access = |i: usize, t: u64| Access {
+                addr: bases[i].wrapping_add((strides[i] * t as i64) as u64),
+                size: 8 << (i % 3),
+                kind: if i == 0 { AccessKind::Store } else { AccessKind::Load },
+            };
+            let linear = |t: u64, v: &mut Vec<Access>| v.extend((0..n).map(|i| access(i, t)));
+            let steps = affine_steps(trips, &linear).expect("a linear stream");
+            // The generated stream equals the general one at every iteration.
+            let mut at: Vec<Access> = (0..n).map(|i| access(i, 0)).collect();
+            for t in 0..trips {
+                let mut want = Vec::new();
+                linear(t, &mut want);
+                assert_eq!(at, want, "iteration {t}");
+                for (a, d) in at.iter_mut().zip(&steps) {
+                    a.addr = a.addr.wrapping_add(*d);
+                }
+            }
+            // A 32-bit index register that wraps somewhere in the loop: not affine.
+            let wrap_at = 1 + next() % (trips - 1);
+            let start = 0x1_0000_0000u64 - wrap_at * 8;
+            let wrapped = |t: u64, v: &mut Vec<Access>| {
+                linear(t, v);
+                v[0].addr = 0x7f00_0000_0000 + ((start + 8 * t) & 0xffff_ffff);
+            };
+            assert!(affine_steps(trips, &wrapped).is_none(), "wrap at {wrap_at} of {trips}");
+            // A masked access that appears only in some iterations: not affine.
+            let gone = trips / 2 + next() % (trips - trips / 2);
+            let varying = |t: u64, v: &mut Vec<Access>| {
+                linear(t, v);
+                if t >= gone {
+                    v.pop();
+                }
+            };
+            assert!(affine_steps(trips, &varying).is_none(), "access gone from {gone} of {trips}");
+        }
+        assert!(affine_steps(3, &|_, v: &mut Vec<Access>| v.clear()).is_none());
+    }
 
     fn block_of(bytes: &[u8]) -> Block {
         let mut d = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);
