@@ -32,9 +32,7 @@ fn main() {
     );
     for n in &names {
         let text = fs::read_to_string(dir.join(n)).expect("platform file");
-        let table: toml::Table = text
-            .parse()
-            .unwrap_or_else(|e| panic!("platforms/{n} is not valid TOML: {e}"));
+        let table: toml::Table = text.parse().unwrap_or_else(|e| panic!("platforms/{n} is not valid TOML: {e}"));
         let mut json = String::new();
         json_of_table(&table, &mut json, n);
         out.push_str(&format!("    ({:?}, {json:?}),\n", n.trim_end_matches(".toml")));
