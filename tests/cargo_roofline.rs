@@ -190,7 +190,11 @@ fn my_app(dir: &Path) {
 
 /// The `Examples:` lines of `cargo roofline --help`, without their comments.
 fn help_examples() -> Vec<String> {
-    let help = Command::cargo_bin("cargo-roofline").unwrap().args(["roofline", "--help"]).output().unwrap();
+    let help = Command::cargo_bin("cargo-roofline")
+        .unwrap()
+        .args(["roofline", "--help"])
+        .output()
+        .unwrap();
     assert!(help.status.success());
     String::from_utf8(help.stdout)
         .unwrap()
@@ -206,7 +210,10 @@ fn every_help_example_runs() {
     let examples = help_examples();
     assert!(examples.len() >= 3, "cargo roofline --help: {examples:?}");
     for target in ["--bin", "--example", "--bench"] {
-        assert!(examples.iter().any(|e| e.contains(target)), "no example with {target}: {examples:?}");
+        assert!(
+            examples.iter().any(|e| e.contains(target)),
+            "no example with {target}: {examples:?}"
+        );
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -227,7 +234,11 @@ fn every_help_example_runs() {
                 assert_eq!(r["schema"], "roofline.report/1", "`{line}`");
                 // The element count after `--` reached the program: 2·n flops where the
                 // tracer counted them (perf on a PMU machine counts more than the loop).
-                let n: f64 = args.iter().skip_while(|a| **a != "--").nth(1).map_or(10_000.0, |a| a.parse().unwrap());
+                let n: f64 = args
+                    .iter()
+                    .skip_while(|a| **a != "--")
+                    .nth(1)
+                    .map_or(10_000.0, |a| a.parse().unwrap());
                 if r["points"][0]["provenance"]["flops"] == "trace" {
                     assert_eq!(total_w(&r), 2.0 * n, "`{line}`");
                 } else {
@@ -240,7 +251,10 @@ fn every_help_example_runs() {
                     .iter()
                     .position(|a| ["--bin", "--example", "--bench"].contains(a))
                     .map_or("my-app", |i| args[i + 1]);
-                assert!(text.contains("<svg") && text.contains(target), "`{line}`: not a roofline page of {target}");
+                assert!(
+                    text.contains("<svg") && text.contains(target),
+                    "`{line}`: not a roofline page of {target}"
+                );
             }
             "svg" => assert!(text.contains("<svg"), "`{line}`: not an SVG"),
             other => panic!("`{line}`: an example writes .{other}, which this test does not check"),

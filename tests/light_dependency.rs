@@ -126,7 +126,10 @@ fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
     let linked = tree_edges(&manifest, &[], "normal");
     let not_linked: Vec<&&str> = NOT_LINKED.iter().filter(|h| linked.iter().any(|n| n == **h)).collect();
     assert!(not_linked.is_empty(), "default-features = false links {not_linked:?}: {linked:?}");
-    assert!(light.iter().any(|n| n == "toml"), "build.rs converts the platform tables with toml: {light:?}");
+    assert!(
+        light.iter().any(|n| n == "toml"),
+        "build.rs converts the platform tables with toml: {light:?}"
+    );
     // The kernel crate comes for its vocabulary (FlopClass, Counts) only, not the suite.
     assert_eq!(kernel_features(&manifest, &[]), Vec::<String>::new());
     assert_eq!(kernel_features(&manifest, &["roofline/analysis"]), vec!["suite".to_string()]);
@@ -146,7 +149,10 @@ fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
     }
     // ... and links what the light build leaves out: TOML files with `analysis` (platform
     // files, gate rules), the demangler with `trace`.
-    for (feature, links) in [("roofline/analysis", &["toml", "toml_parser"][..]), ("roofline/trace", &["rustc-demangle"][..])] {
+    for (feature, links) in [
+        ("roofline/analysis", &["toml", "toml_parser"][..]),
+        ("roofline/trace", &["rustc-demangle"][..]),
+    ] {
         let with = tree_edges(&manifest, &[feature], "normal");
         for l in links {
             assert!(with.iter().any(|n| n == l), "{feature} does not link {l}: {with:?}");
