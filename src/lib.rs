@@ -11,8 +11,9 @@
 //! Cargo features (all on by default; docs/region-api.md, "A light dependency"): `cli` (the
 //! binaries' `cli` module), `trace` (the ptrace backend, the simulated PMU, `validate`,
 //! `criterion_support`), `plot` (SVG, PNG and HTML views), `gpu` (CUDA device query and
-//! ceilings). Without them the library is the region API, the perf and time-only backends,
-//! the machine model and the report schema.
+//! ceilings), `analysis` (the kernel suite and what is built on it, the machine model,
+//! reading reports back). Without them the library is the region API, the perf and
+//! time-only backends, CPU identification and the report schema.
 
 #[cfg(feature = "analysis")]
 pub mod ceilings;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod gate;
 #[cfg(feature = "analysis")]
 pub mod gpu;
+#[cfg(feature = "analysis")]
 pub mod gpu_model;
 pub mod machine;
 pub mod model;

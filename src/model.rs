@@ -27,9 +27,12 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+#[cfg(feature = "analysis")]
 use crate::error::Error;
 use crate::machine::MachineModel;
-use crate::report::schema::{Bound, Point, Report, Roofs, check_schema, level};
+#[cfg(feature = "analysis")]
+use crate::report::schema::check_schema;
+use crate::report::schema::{Bound, Point, Report, Roofs, level};
 
 /// T below this is suspicious of call overhead (timer, launch, page faults).
 pub const OVERHEAD_SECONDS: f64 = 20e-6;
@@ -244,6 +247,7 @@ fn roof_level_for(level: &str) -> &str {
 }
 
 /// `roofline.ceilings/1` as written by `roofline ceilings` (only the fields read here).
+#[cfg(feature = "analysis")]
 #[derive(Debug, Clone, Deserialize)]
 struct CeilingsDoc {
     schema: String,
@@ -253,6 +257,7 @@ struct CeilingsDoc {
     bandwidth: Vec<CeilingsBandwidth>,
 }
 
+#[cfg(feature = "analysis")]
 #[derive(Debug, Clone, Deserialize)]
 struct CeilingsCompute {
     precision: String,
@@ -266,6 +271,7 @@ struct CeilingsCompute {
     gflops: f64,
 }
 
+#[cfg(feature = "analysis")]
 #[derive(Debug, Clone, Deserialize)]
 struct CeilingsBandwidth {
     level: String,
@@ -279,6 +285,7 @@ struct CeilingsBandwidth {
     gbs_write_allocate: Option<f64>,
 }
 
+#[cfg(feature = "analysis")]
 fn one() -> u32 {
     1
 }
@@ -366,6 +373,7 @@ impl RoofSet {
     /// Read a `roofline.ceilings/1` file. Where several thread counts were measured, the roofs
     /// of `threads` are used (or the largest count when `threads` is None or absent); where
     /// several kernels measured one level, the fastest one is that level's roof.
+    #[cfg(feature = "analysis")]
     pub fn from_ceilings_json(text: &str, origin: &str, threads: Option<u32>) -> Result<RoofSet, Error> {
         let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             Error::input(
@@ -523,6 +531,7 @@ impl RoofSet {
     }
 
     /// Theoretical roofs from a report's `machine` JSON, when it is a `roofline.machine/1`.
+    #[cfg(feature = "analysis")]
     pub fn theoretical_from_json(machine: &serde_json::Value, threads: u32) -> Option<RoofSet> {
         let m: MachineModel = serde_json::from_value(machine.clone()).ok()?;
         let s = RoofSet::theoretical(&m, threads);
@@ -533,17 +542,28 @@ impl RoofSet {
     /// from its machine model. Where an empirical set lacks a level or ISA that the theory knows,
     /// the theoretical roof is added (dashed in plots).
     pub fn for_report(report: &Report, ceilings: Option<&RoofSet>) -> RoofSet {
-        let threads = report.points.iter().map(|p| p.threads).max().unwrap_or(1);
         let mut s = match (ceilings, &report.ceilings) {
             (Some(c), _) => c.clone(),
             (None, Some(r)) => RoofSet::from_roofs(r),
             (None, None) => RoofSet::default(),
         };
-        if let Some(theory) = RoofSet::theoretical_from_json(&report.machine, s.threads.unwrap_or(threads)) {
-            s.fill_from(&theory);
-        }
+        s.fill_theoretical(report);
         s
     }
+
+    /// Add the theoretical roofs of the report's machine model where this set lacks them.
+    #[cfg(feature = "analysis")]
+    fn fill_theoretical(&mut self, report: &Report) {
+        let threads = report.points.iter().map(|p| p.threads).max().unwrap_or(1);
+        if let Some(theory) = RoofSet::theoretical_from_json(&report.machine, self.threads.unwrap_or(threads)) {
+            self.fill_from(&theory);
+        }
+    }
+
+    /// A machine model is read back with `analysis`; the light build's reports (regions)
+    /// carry only the microarchitecture's name, which has no theoretical roofs.
+    #[cfg(not(feature = "analysis"))]
+    fn fill_theoretical(&mut self, _report: &Report) {}
 
     /// Add the roofs of `other` this set lacks (same level, or same precision+ISA+FMA).
     pub fn fill_from(&mut self, other: &RoofSet) {

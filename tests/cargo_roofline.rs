@@ -154,3 +154,110 @@ fn bad_targets_exit_2_with_a_hint_and_write_nothing() {
     let out = cargo_roofline(empty.path()).args(["--bin", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A dot product of `n` elements (the first argument that is a number; 10 000 without one, so
+/// a bench run with `--bench` works): 2·n flops, one multiply and one add per element (the
+/// inputs are integers converted, which is no flop).
+const DOT_RS: &str = r#"
+fn main() {
+    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000);
+    let x: Vec<f64> = (0..n).map(|i| (i % 97) as f64).collect();
+    let y: Vec<f64> = (0..n).map(|i| (i % 89) as f64).collect();
+    let mut d = 0.0f64;
+    for i in 0..n {
+        d += x[i] * y[i];
+    }
+    println!("{d}");
+}
+"#;
+
+/// The crate `cargo roofline --help`'s examples name: `my-app` with a binary, an example `dot`
+/// and a bench `dot` (its own workspace, no dependencies).
+fn my_app(dir: &Path) {
+    for sub in ["src", "examples", "benches"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"my-app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [[bench]]\nname = \"dot\"\nharness = false\n\n[workspace]\n",
+    )
+    .unwrap();
+    for file in ["src/main.rs", "examples/dot.rs", "benches/dot.rs"] {
+        std::fs::write(dir.join(file), DOT_RS).unwrap();
+    }
+}
+
+/// The `Examples:` lines of `cargo roofline --help`, without their comments.
+fn help_examples() -> Vec<String> {
+    let help = Command::cargo_bin("cargo-roofline")
+        .unwrap()
+        .args(["roofline", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    String::from_utf8(help.stdout)
+        .unwrap()
+        .lines()
+        .skip_while(|l| l.trim() != "Examples:")
+        .filter(|l| l.starts_with("  cargo roofline"))
+        .map(|l| l.split("  #").next().unwrap().trim().to_string())
+        .collect()
+}
+
+#[test]
+fn every_help_example_runs() {
+    let examples = help_examples();
+    assert!(examples.len() >= 3, "cargo roofline --help: {examples:?}");
+    for target in ["--bin", "--example", "--bench"] {
+        assert!(
+            examples.iter().any(|e| e.contains(target)),
+            "no example with {target}: {examples:?}"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    my_app(dir);
+    for line in &examples {
+        let args: Vec<&str> = line.split_whitespace().skip(2).collect();
+        let out = cargo_roofline(dir).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "`{line}`: {}", String::from_utf8_lossy(&out.stderr));
+        let file = args
+            .iter()
+            .position(|a| *a == "-o")
+            .map(|i| args[i + 1].to_string())
+            .unwrap_or_else(|| "roofline-my-app.html".to_string());
+        let text = std::fs::read_to_string(dir.join(&file)).unwrap_or_else(|e| panic!("`{line}`: {file}: {e}"));
+        match file.rsplit('.').next().unwrap() {
+            "json" => {
+                let r: Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(r["schema"], "roofline.report/1", "`{line}`");
+                // The element count after `--` reached the program: 2·n flops where the
+                // tracer counted them (perf on a PMU machine counts more than the loop).
+                let n: f64 = args
+                    .iter()
+                    .skip_while(|a| **a != "--")
+                    .nth(1)
+                    .map_or(10_000.0, |a| a.parse().unwrap());
+                if r["points"][0]["provenance"]["flops"] == "trace" {
+                    assert_eq!(total_w(&r), 2.0 * n, "`{line}`");
+                } else {
+                    assert!(total_w(&r) >= 2.0 * n, "`{line}`");
+                }
+            }
+            "html" => {
+                // The page names the target it measured.
+                let target = args
+                    .iter()
+                    .position(|a| ["--bin", "--example", "--bench"].contains(a))
+                    .map_or("my-app", |i| args[i + 1]);
+                assert!(
+                    text.contains("<svg") && text.contains(target),
+                    "`{line}`: not a roofline page of {target}"
+                );
+            }
+            "svg" => assert!(text.contains("<svg"), "`{line}`: not an SVG"),
+            other => panic!("`{line}`: an example writes .{other}, which this test does not check"),
+        }
+    }
+}

@@ -20,6 +20,12 @@ const HEAVY: &[&str] = &[
     "cpp_demangle",
 ];
 
+/// Crates a regions-only dependent does not compile into its program (docs/region-api.md,
+/// "A light dependency", what the build time was spent on): TOML (the platform tables are
+/// embedded as JSON by build.rs, toml being only its build-dependency) and the Rust
+/// demangler (symbol names of the trace backend).
+const NOT_LINKED: &[&str] = &["toml", "toml_parser", "winnow", "serde_spanned", "rustc-demangle"];
+
 /// A copy of the fixture in `dir` whose dependency points at this checkout.
 fn fixture_copy(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -39,9 +45,14 @@ fn fixture_copy(dir: &Path) -> PathBuf {
 
 /// The crate names of the fixture's tree (normal and build edges), with `features` enabled.
 fn tree(manifest: &Path, features: &[&str]) -> Vec<String> {
+    tree_edges(manifest, features, "normal,build")
+}
+
+/// The crate names of the fixture's tree along `edges` (`normal`: what its program links).
+fn tree_edges(manifest: &Path, features: &[&str], edges: &str) -> Vec<String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut c = Command::new(cargo);
-    c.args(["tree", "--offline", "--prefix", "none", "-e", "normal,build", "--manifest-path"])
+    c.args(["tree", "--offline", "--prefix", "none", "-e", edges, "--manifest-path"])
         .arg(manifest);
     if !features.is_empty() {
         c.arg("--features").arg(features.join(","));
@@ -111,6 +122,14 @@ fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
     }
     let heavy: Vec<&&str> = HEAVY.iter().filter(|h| light.iter().any(|n| n == **h)).collect();
     assert!(heavy.is_empty(), "default-features = false pulls in {heavy:?}: {light:?}");
+    // What it links: no TOML parser, no demangler; toml is there only to run build.rs.
+    let linked = tree_edges(&manifest, &[], "normal");
+    let not_linked: Vec<&&str> = NOT_LINKED.iter().filter(|h| linked.iter().any(|n| n == **h)).collect();
+    assert!(not_linked.is_empty(), "default-features = false links {not_linked:?}: {linked:?}");
+    assert!(
+        light.iter().any(|n| n == "toml"),
+        "build.rs converts the platform tables with toml: {light:?}"
+    );
     // The kernel crate comes for its vocabulary (FlopClass, Counts) only, not the suite.
     assert_eq!(kernel_features(&manifest, &[]), Vec::<String>::new());
     assert_eq!(kernel_features(&manifest, &["roofline/analysis"]), vec!["suite".to_string()]);
@@ -126,6 +145,17 @@ fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
         let with = tree(&manifest, &[feature]);
         for b in brings {
             assert!(with.iter().any(|n| n == b), "{feature} does not bring {b}: {with:?}");
+        }
+    }
+    // ... and links what the light build leaves out: TOML files with `analysis` (platform
+    // files, gate rules), the demangler with `trace`.
+    for (feature, links) in [
+        ("roofline/analysis", &["toml", "toml_parser"][..]),
+        ("roofline/trace", &["rustc-demangle"][..]),
+    ] {
+        let with = tree_edges(&manifest, &[feature], "normal");
+        for l in links {
+            assert!(with.iter().any(|n| n == l), "{feature} does not link {l}: {with:?}");
         }
     }
 }

@@ -23,7 +23,8 @@ use crate::util::OutputFile;
     name = "cargo-roofline",
     bin_name = "cargo roofline",
     version = crate::cli::version(),
-    about = "Build a target in release (with line tables and function names), measure it with roofline, write the report."
+    about = "Build a target in release (with line tables and function names), measure it with roofline, write the report.",
+    after_help = super::examples::CARGO_ROOFLINE
 )]
 pub struct Args {
     /// The binary target to measure (the package's only binary when no target is named).

@@ -1,4 +1,5 @@
-//! Examples for `roofline help <command>` (clap's `after_help`), one block per subcommand.
+//! Examples for `roofline help <command>` (clap's `after_help`), one block per subcommand, and
+//! for `cargo roofline --help` ([`CARGO_ROOFLINE`]).
 //!
 //! Each line that starts with `roofline` (after two spaces) is a command a user can paste;
 //! `tests/user_docs.rs` runs every one of them, in order, in a scratch directory where
@@ -100,3 +101,12 @@ Examples:
   roofline run dgemm --size 256 -o cpu.json
   roofline gpu import capture.csv --gpu h100-sxm -o gpu.json
   roofline compare cpu.json gpu.json -o compare.html  # both machines' roofs, speedup per kernel";
+
+/// `cargo roofline --help`. `tests/cargo_roofline.rs` runs every line in a generated crate
+/// `my-app` (a binary, an example `dot` and a bench `dot`, each taking an element count).
+pub const CARGO_ROOFLINE: &str = "\
+Examples:
+  cargo roofline                                     # the package's only binary; roofline-my-app.html here
+  cargo roofline --bin my-app -o my-app.json -- 20000   # a binary with its arguments; the report as JSON
+  cargo roofline --example dot --backend trace -o dot.html   # an example, W and Q counted by tracing
+  cargo roofline --bench dot -o bench.svg            # a bench, run with --bench as `cargo bench` runs it";

@@ -561,12 +561,8 @@ pub fn apply_ncu_peaks(m: &mut GpuMachine, ncu: &BTreeMap<String, f64>) {
     m.ncu_peaks = ncu.clone();
 }
 
-/// Global-memory walls in sectors per warp-level global instruction: 1 (every thread the
-/// same address), 4 (unit-stride 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced).
-pub const GLOBAL_WALLS: [f64; 4] = [1.0, 4.0, 8.0, 32.0];
-/// Shared-memory walls in wavefronts per shared instruction: 1 (no bank conflict), 32 (every
-/// thread of the warp in one bank).
-pub const SHARED_WALLS: [f64; 2] = [1.0, 32.0];
+/// The walls live with the instruction-roofline view, which the light build keeps.
+pub use crate::report::instruction::{GLOBAL_WALLS, SHARED_WALLS};
 
 /// Where `x` (transactions per instruction) sits among `walls` (ascending): on a wall when
 /// within 3 % of it, else between two walls, below the first or above the last.

@@ -8,7 +8,8 @@ use std::path::Path;
 use super::clock::{self, Kernel};
 use super::cpuid::{CpuidFacts, CpuidSource, LiveCpuid};
 use super::dump::CpuidDump;
-use super::identify::{flag_conflict, identify};
+use super::identify::{PLATFORM_OVERRIDE, flag_conflict, identify, platform_override_key};
+pub use super::identify::{set_platform, this_platform};
 use super::topology::{self, CpuidTopology, OsTopology};
 use super::{ByIsa, Frequency, IdentifiedBy, MACHINE_SCHEMA, MachineModel, Pipes, Platform, ThreadScaling, peaks};
 use crate::error::{Error, Result};
@@ -53,7 +54,7 @@ pub fn detect(opts: &DetectOptions) -> Result<MachineModel> {
 /// nominal clock.
 pub fn detect_static(opts: &DetectOptions) -> Result<MachineModel> {
     check_frequency(opts.frequency_ghz)?;
-    let mut os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(fallback_topology);
+    let mut os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(topology::fallback_topology);
     let facts = CpuidFacts::read(&LiveCpuid);
     if facts.has("hybrid") && os.cpus.iter().all(|c| c.core_type.is_none()) {
         // No cpu_core/cpu_atom PMUs in sysfs: ask each CPU (leaf 0x1A) on a pinned thread.
@@ -77,35 +78,6 @@ pub fn detect_static(opts: &DetectOptions) -> Result<MachineModel> {
     Ok(m)
 }
 
-/// `--platform` of the running command, for every command that measures this machine: the
-/// machine model, the perf events and the ceilings' theoretical peaks all follow it.
-static PLATFORM_OVERRIDE: std::sync::OnceLock<Platform> = std::sync::OnceLock::new();
-
-/// Take `--platform NAME|FILE` for the rest of the process (a bad spec: exit-2 error).
-pub fn set_platform(spec: &str) -> Result<()> {
-    let p = Platform::load(spec)?;
-    let _ = PLATFORM_OVERRIDE.set(p);
-    Ok(())
-}
-
-/// The spec a `DetectOptions` without its own `--platform` falls back to.
-fn platform_override_key() -> Option<String> {
-    PLATFORM_OVERRIDE.get().map(|p| p.key.clone())
-}
-
-/// This CPU's platform, identified the one way `roofline machine` does it (model checked
-/// against feature flags, then flags and cache sizes), for commands that need only the
-/// platform table (events, perf, ceilings). None for a CPU no platform file describes.
-pub fn this_platform() -> Option<Platform> {
-    if let Some(p) = PLATFORM_OVERRIDE.get() {
-        return Some(p.clone());
-    }
-    let os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(fallback_topology);
-    let facts = CpuidFacts::read(&LiveCpuid);
-    let caches = topology::caches(&LiveCpuid, &os);
-    identify(&facts, &caches, &Platform::embedded()).platform
-}
-
 /// The static model of a recorded CPU (its first logical CPU's CPUID; topology from the dump).
 pub fn from_dump(d: &CpuidDump, opts: &DetectOptions) -> Result<MachineModel> {
     check_frequency(opts.frequency_ghz)?;
@@ -117,22 +89,6 @@ pub fn from_dump(d: &CpuidDump, opts: &DetectOptions) -> Result<MachineModel> {
     let mut m = build(first, &os, opts)?;
     set_peaks(&mut m);
     Ok(m)
-}
-
-fn fallback_topology() -> OsTopology {
-    OsTopology {
-        cpus: (0..crate::util::available_cpus() as u32)
-            .map(|cpu| topology::OsCpu {
-                cpu,
-                package: 0,
-                core: cpu,
-                die: 0,
-                core_type: None,
-            })
-            .collect(),
-        cache_groups: BTreeMap::new(),
-        source: "available_parallelism".into(),
-    }
 }
 
 fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result<MachineModel> {

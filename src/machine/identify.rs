@@ -1,9 +1,44 @@
 //! Which platform file describes this CPU. A family/model match counts only when the feature
 //! flags agree with the platform's `requires`/`lacks` (hypervisors often report a wrong model);
-//! otherwise identify by flags and cache sizes, and say which candidates remain.
+//! otherwise identify by flags and cache sizes, and say which candidates remain. `--platform`
+//! overrides it for the whole process ([`set_platform`]).
 
-use super::cpuid::CpuidFacts;
+use std::path::Path;
+
+use super::cpuid::{CpuidFacts, LiveCpuid};
+use super::topology::{self, OsTopology};
 use super::{Cache, IdentifiedBy, Platform};
+use crate::error::Result;
+
+/// `--platform` of the running command, for every command that measures this machine: the
+/// machine model, the perf events and the ceilings' theoretical peaks all follow it.
+pub(crate) static PLATFORM_OVERRIDE: std::sync::OnceLock<Platform> = std::sync::OnceLock::new();
+
+/// Take `--platform NAME|FILE` for the rest of the process (a bad spec: exit-2 error).
+pub fn set_platform(spec: &str) -> Result<()> {
+    let p = Platform::load(spec)?;
+    let _ = PLATFORM_OVERRIDE.set(p);
+    Ok(())
+}
+
+/// The spec a `DetectOptions` without its own `--platform` falls back to.
+#[cfg(feature = "analysis")]
+pub(crate) fn platform_override_key() -> Option<String> {
+    PLATFORM_OVERRIDE.get().map(|p| p.key.clone())
+}
+
+/// This CPU's platform, identified the one way `roofline machine` does it (model checked
+/// against feature flags, then flags and cache sizes), for commands that need only the
+/// platform table (events, perf, ceilings). None for a CPU no platform file describes.
+pub fn this_platform() -> Option<Platform> {
+    if let Some(p) = PLATFORM_OVERRIDE.get() {
+        return Some(p.clone());
+    }
+    let os = OsTopology::from_sysfs(Path::new("/sys/devices/system/cpu")).unwrap_or_else(topology::fallback_topology);
+    let facts = CpuidFacts::read(&LiveCpuid);
+    let caches = topology::caches(&LiveCpuid, &os);
+    identify(&facts, &caches, &Platform::embedded()).platform
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Identification {

@@ -6,23 +6,32 @@
 //! (CPUID, topology, caches and platform only, a few milliseconds; peaks at the nominal or
 //! `--frequency` clock). [`from_dump`] builds the static model from a recorded CPUID dump.
 
+// Building and showing the machine model (`roofline machine`, the analytic backend, ceilings)
+// comes with `analysis`; a program that only marks regions identifies its CPU's platform
+// (`identify::this_platform`) and needs none of it.
+#[cfg(feature = "analysis")]
 pub mod clock;
 pub mod cpuid;
+#[cfg(feature = "analysis")]
 pub mod detect;
 #[cfg(feature = "cli")]
 pub mod doctor;
 pub mod dump;
 pub mod host;
 pub mod identify;
+#[cfg(feature = "analysis")]
 pub mod peaks;
 pub mod platform;
+#[cfg(feature = "analysis")]
 pub mod table;
 pub mod topology;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use detect::{DetectOptions, detect, detect_static, from_dump, set_platform, this_platform};
+#[cfg(feature = "analysis")]
+pub use detect::{DetectOptions, detect, detect_static, from_dump};
+pub use identify::{set_platform, this_platform};
 pub use platform::{EventSpec, Pipes, Platform};
 
 pub const MACHINE_SCHEMA: &str = "roofline.machine/1";

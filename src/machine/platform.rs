@@ -208,7 +208,9 @@ pub struct Platform {
 }
 
 impl Platform {
-    /// Parse a platform TOML; errors carry the origin, line and what is wrong.
+    /// Parse a platform TOML; errors carry the origin, line and what is wrong. (With the
+    /// `analysis` feature: the light build reads only the embedded tables, as JSON.)
+    #[cfg(feature = "analysis")]
     pub fn parse(text: &str, origin: &str) -> Result<Platform> {
         let p = toml::from_str::<Platform>(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start));
@@ -306,12 +308,16 @@ impl Platform {
         format!("{} tables, digest {}", EMBEDDED_PLATFORMS.len(), EMBEDDED_PLATFORMS_DIGEST)
     }
 
-    /// All embedded platforms.
+    /// All embedded platforms, from the JSON that build.rs made of `platforms/*.toml` (the same
+    /// values: a unit test compares every table with its TOML parse).
     pub fn embedded() -> Vec<Platform> {
-        EMBEDDED_PLATFORMS
+        EMBEDDED_PLATFORMS_JSON
             .iter()
-            .map(|(stem, text)| {
-                Platform::parse(text, &format!("platforms/{stem}.toml")).expect("embedded platform files are tested to parse")
+            .map(|(stem, json)| {
+                let origin = format!("platforms/{stem}.toml");
+                let p: Platform = serde_json::from_str(json).expect("embedded platform files are tested to parse");
+                p.check(json, &origin).expect("embedded platform files are tested to parse");
+                p
             })
             .collect()
     }
@@ -320,13 +326,21 @@ impl Platform {
     pub fn load(spec: &str) -> Result<Platform> {
         let p = Path::new(spec);
         if spec.ends_with(".toml") || p.exists() {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                Error::input(
-                    format!("--platform {spec}: cannot read ({e})"),
-                    "pass a platform name or a readable TOML file",
-                )
-            })?;
-            return Platform::parse(&text, spec);
+            #[cfg(not(feature = "analysis"))]
+            return Err(Error::unavailable(
+                format!("--platform {spec}: platform files are read by the `analysis` feature, which this build of roofline leaves out"),
+                "enable it (on by default), or name an embedded platform",
+            ));
+            #[cfg(feature = "analysis")]
+            {
+                let text = std::fs::read_to_string(p).map_err(|e| {
+                    Error::input(
+                        format!("--platform {spec}: cannot read ({e})"),
+                        "pass a platform name or a readable TOML file",
+                    )
+                })?;
+                return Platform::parse(&text, spec);
+            }
         }
         Platform::embedded()
             .into_iter()
@@ -388,6 +402,18 @@ mod tests {
             let e = Platform::parse(&text, "spr.toml").unwrap_err().to_string();
             assert!(e.starts_with("spr.toml:") && e.contains(what), "{e}");
             assert!(!e.lines().next().unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn the_embedded_json_is_the_toml() {
+        assert_eq!(EMBEDDED_PLATFORMS.len(), EMBEDDED_PLATFORMS_JSON.len());
+        let embedded = Platform::embedded();
+        for ((stem, text), (json_stem, _)) in EMBEDDED_PLATFORMS.iter().zip(EMBEDDED_PLATFORMS_JSON) {
+            assert_eq!(stem, json_stem);
+            let from_toml = Platform::parse(text, stem).unwrap();
+            let from_json = embedded.iter().find(|p| &p.key == stem).unwrap();
+            assert_eq!(&from_toml, from_json, "{stem}: build.rs's JSON differs from the TOML");
         }
     }
 

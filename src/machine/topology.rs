@@ -51,6 +51,24 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     Some(v)
 }
 
+/// What identification and the model use where sysfs has no topology: every available CPU
+/// its own core of one package.
+pub fn fallback_topology() -> OsTopology {
+    OsTopology {
+        cpus: (0..crate::util::available_cpus() as u32)
+            .map(|cpu| OsCpu {
+                cpu,
+                package: 0,
+                core: cpu,
+                die: 0,
+                core_type: None,
+            })
+            .collect(),
+        cache_groups: BTreeMap::new(),
+        source: "available_parallelism".into(),
+    }
+}
+
 fn read_trim(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }

@@ -23,6 +23,13 @@ use super::table::{si, sig3};
 use crate::error::{Error, Result};
 
 /// The levels in drawing order, with their labels.
+/// Global-memory walls in sectors per warp-level global instruction: 1 (every thread the
+/// same address), 4 (unit-stride 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced).
+pub const GLOBAL_WALLS: [f64; 4] = [1.0, 4.0, 8.0, 32.0];
+/// Shared-memory walls in wavefronts per shared instruction: 1 (no bank conflict), 32 (every
+/// thread of the warp in one bank).
+pub const SHARED_WALLS: [f64; 2] = [1.0, 32.0];
+
 pub const LEVELS: [(&str, &str); 4] = [
     ("global_l1", "L1 (global sectors)"),
     ("shared", "shared (wavefronts)"),
@@ -266,8 +273,8 @@ pub fn layout(points: &[Point]) -> Result<Chart> {
     }
     // Walls: vertical at 1/(transactions per instruction), up to the level's ceiling there.
     for (kind, walls, key) in [
-        ("global_wall", &crate::gpu_model::GLOBAL_WALLS[..], "global_l1"),
-        ("shared_wall", &crate::gpu_model::SHARED_WALLS[..], "shared"),
+        ("global_wall", &GLOBAL_WALLS[..], "global_l1"),
+        ("shared_wall", &SHARED_WALLS[..], "shared"),
     ] {
         for w in walls {
             let x = 1.0 / w;

@@ -9,6 +9,7 @@ pub mod csv;
 pub mod environment;
 #[cfg(feature = "plot")]
 pub mod html;
+#[cfg(any(feature = "analysis", feature = "plot"))]
 pub mod instruction;
 pub mod json;
 pub mod labels;
@@ -195,6 +196,7 @@ impl Report {
 }
 
 /// Read and validate a report file; errors name the file and the problem.
+#[cfg(feature = "analysis")]
 pub fn read_report(path: &Path) -> Result<Report> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -207,6 +209,7 @@ pub fn read_report(path: &Path) -> Result<Report> {
 }
 
 /// Read a `roofline.ceilings/1` file.
+#[cfg(feature = "analysis")]
 pub fn read_ceilings(path: &Path, threads: Option<u32>) -> Result<RoofSet> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {

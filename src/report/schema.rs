@@ -379,7 +379,9 @@ impl Report {
         }
     }
 
-    /// Parse and validate a report document. `origin` names the file in errors.
+    /// Parse and validate a report document. `origin` names the file in errors. (Reading
+    /// reports back comes with the `analysis` feature.)
+    #[cfg(feature = "analysis")]
     pub fn from_json(text: &str, origin: &str) -> Result<Report, Error> {
         let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             Error::input(

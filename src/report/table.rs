@@ -249,7 +249,9 @@ pub fn render(view: &View) -> String {
             let _ = writeln!(o, "  note: {n}");
         }
     }
-    // GPU points measured with the instruction metrics: their instruction roofline.
+    // GPU points measured with the instruction metrics: their instruction roofline (GPU
+    // imports come with `analysis`; a regions-only build has none).
+    #[cfg(any(feature = "analysis", feature = "plot"))]
     o.push_str(&super::instruction::text_section(view.points().map(|(_, p, _)| p)));
     let skipped = view.skipped();
     if !skipped.is_empty() {
