@@ -34,8 +34,9 @@ fn main() {
     for n in &names {
         let text = fs::read_to_string(dir.join(n)).expect("platform file");
         let table: toml::Table = text.parse().unwrap_or_else(|e| panic!("platforms/{n} is not valid TOML: {e}"));
-        let mut json = String::new();
-        json_of_table(&table, &mut json, n);
+        // (Dates and non-finite floats have no JSON form: serde_json refuses or writes null,
+        // and the library's parse of the tables, tested against the TOML, would fail.)
+        let json = serde_json::to_string(&table).unwrap_or_else(|e| panic!("platforms/{n} has no JSON form: {e}"));
         out.push_str(&format!("    ({:?}, {json:?}),\n", n.trim_end_matches(".toml")));
     }
     out.push_str("];\n");
@@ -92,59 +93,6 @@ fn main() {
             String::from_utf8_lossy(&o.stdout).trim()
         );
     }
-}
-
-/// A TOML table as JSON text. Every TOML value has a JSON twin except dates (the platform
-/// files have none: an error here) and non-finite floats (no JSON number).
-fn json_of_table(t: &toml::Table, out: &mut String, file: &str) {
-    out.push('{');
-    for (i, (k, v)) in t.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        json_string(k, out);
-        out.push(':');
-        json_of_value(v, out, file);
-    }
-    out.push('}');
-}
-
-fn json_of_value(v: &toml::Value, out: &mut String, file: &str) {
-    match v {
-        toml::Value::String(s) => json_string(s, out),
-        toml::Value::Integer(i) => out.push_str(&i.to_string()),
-        // Rust's shortest round-trip form (`1.5`, `1e-5`) is a JSON number serde_json reads
-        // back to the same f64.
-        toml::Value::Float(f) if f.is_finite() => out.push_str(&format!("{f:?}")),
-        toml::Value::Float(f) => panic!("platforms/{file}: {f} has no JSON form"),
-        toml::Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        toml::Value::Datetime(d) => panic!("platforms/{file}: date {d} is not a platform value"),
-        toml::Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_of_value(x, out, file);
-            }
-            out.push(']');
-        }
-        toml::Value::Table(t) => json_of_table(t, out, file),
-    }
-}
-
-/// A JSON string literal (RFC 8259: quote, backslash and control characters escaped).
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// One line of `git` output run in the crate directory, or None (no git, not a repository,
