@@ -109,6 +109,23 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
     Some(info)
 }
 
+/// Whether an ELF64 image has a full symbol table (`.symtab`, SHT_SYMTAB); `strip` removes it
+/// and leaves `.dynsym` (exported functions only). None for anything not ELF64.
+pub fn has_symtab(d: &[u8]) -> Option<bool> {
+    if d.get(..4)? != b"\x7fELF" || *d.get(4)? != 2 {
+        return None;
+    }
+    let shoff = u64_at(d, 0x28)? as usize;
+    let shentsize = u16_at(d, 0x3a)? as usize;
+    let shnum = u16_at(d, 0x3c)? as usize;
+    Some((0..shnum.min(65536)).any(|k| {
+        k.checked_mul(shentsize)
+            .and_then(|o| o.checked_add(shoff))
+            .and_then(|o| u32_at(d, o.saturating_add(4)))
+            == Some(2)
+    }))
+}
+
 impl ElfInfo {
     /// The function holding link-time address `vaddr`.
     pub fn function_at(&self, vaddr: u64) -> Option<&Symbol> {
@@ -415,6 +432,25 @@ mod demangle_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This test executable keeps its symbol table (cargo does not strip test builds); a copy
+    /// with the section's type changed reads as stripped; anything else is not ELF64.
+    #[test]
+    fn symbol_tables_are_told_from_stripped_images() {
+        let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(has_symtab(&me), Some(true));
+        let mut stripped = me.clone();
+        let shoff = u64_at(&me, 0x28).unwrap() as usize;
+        let (entsize, num) = (u16_at(&me, 0x3a).unwrap() as usize, u16_at(&me, 0x3c).unwrap() as usize);
+        for k in 0..num {
+            let o = shoff + k * entsize + 4;
+            if u32_at(&me, o) == Some(2) {
+                stripped[o..o + 4].copy_from_slice(&11u32.to_le_bytes());
+            }
+        }
+        assert_eq!(has_symtab(&stripped), Some(false));
+        assert_eq!(has_symtab(b"#!/bin/sh\n"), None);
+    }
 
     #[test]
     fn reads_our_own_symbols() {
