@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build here (release) what scripts/mixprec/device3.sh runs, into /work/main/.gpu-bin/mixprec3/
-# (carry just that folder). The roofline binary keeps its symbol table (strip --strip-debug):
-# the trace backend finds function starts there (see docs/mixed-precision.md).
+# (carry just that folder). roofline keeps its symbol table (strip --strip-debug); the fully
+# stripped copy shows what the tracer makes of a stripped program (docs/trace.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${CARGO_TARGET_DIR:-target}

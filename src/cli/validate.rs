@@ -194,19 +194,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         None
     };
-    if backend == ValidateBackend::Trace
-        && let Ok(me) = std::env::current_exe().and_then(std::fs::read)
-        && crate::counters::trace::symbols::has_symtab(&me) == Some(false)
-    {
-        // Without function starts the tracer cannot tell a frame pointer from rbp used as a
-        // general register, and files rbp-relative accesses as stack (dgemm's scalar, SSE and
-        // AVX-512 variants then count 0.5 % to 6 % fewer core bytes).
-        eprintln!(
-            "roofline validate: this roofline binary has no symbol table (stripped): rbp-relative accesses count as stack, \
-             so kernels that use rbp as a general register show fewer core bytes than their counts; \
-             keep the symbols (`strip --strip-debug` keeps them) to validate"
-        );
-    }
     let (rows, not_run) = validate_suite(&args.kernels, ws, backend, seed, args.trace_mode, sim.as_ref().map(|(h, _)| h))?;
     if rows.is_empty() {
         eprintln!("roofline validate: no kernel variant to validate (the suite is empty or none runs on this CPU)");

@@ -324,9 +324,11 @@ impl Space {
             self.missed_pages.insert(page);
             return (Rc::from("[unknown]"), true);
         };
-        let (Some(fname), Some(start)) = (loc.function.clone(), loc.function_start) else {
+        let Some(start) = loc.function_start else {
             return (Rc::from(format!("[{}]", loc.module)), true);
         };
+        // A stripped function (its start from the unwind table) keeps the module's name.
+        let fname = loc.function.clone();
         if let Some(f) = self.funcs.get(&start) {
             return f.clone();
         }
@@ -351,7 +353,10 @@ impl Space {
                 && ins.get(skip + 1) == Some(&Mnemonic::Mov)
                 && regs.get(skip + 1) == Some(&(Register::RBP, Register::RSP))
         };
-        let name: Rc<str> = Rc::from(format!("{} ({})", super::symbols::demangle(&fname), loc.module));
+        let name: Rc<str> = match &fname {
+            Some(f) => Rc::from(format!("{} ({})", super::symbols::demangle(f), loc.module)),
+            None => Rc::from(format!("[{}]", loc.module)),
+        };
         self.funcs.insert(start, (name.clone(), frame));
         (name, frame)
     }
