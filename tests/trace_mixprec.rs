@@ -156,3 +156,55 @@ fn amx_work_follows_the_tile_configuration_in_force() {
     }
     assert_eq!(f["int_ops"].as_f64(), classes.get("tile_int8").copied());
 }
+
+/// Tile loads and stores whose rows first touch their pages (one page per row): TILELOADD and
+/// TILESTORED restart at the faulting row, and the single-step that counts them traps back at
+/// the same instruction. The bytes of the function holding them must still be rows × colsb
+/// per instruction, once (they were more, partial rows counted again, before restarts were
+/// recognized).
+#[test]
+fn amx_tile_bytes_are_counted_once_when_rows_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "amx_first_touch.c", &["-mamx-tile"]) else {
+        return;
+    };
+    let mut s = seed();
+    let (rounds, rows, colsb) = (pick(&mut s, 3, 40), pick(&mut s, 2, 17), 4 * pick(&mut s, 1, 17));
+    let args = [rounds.to_string(), rows.to_string(), colsb.to_string()];
+    let out = std::process::Command::new(&exe).args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if out.status.code() == Some(3) {
+        eprintln!("skipping: {}", text.trim());
+        return;
+    }
+    assert!(out.status.success(), "{text}");
+    let want: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("EXPECT_TILE_BYTES "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert_eq!(want, (4 * rounds * rows * colsb) as f64);
+    let out = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["measure", "--backend", "trace", "--by-function", "--json", "--"])
+        .arg(&exe)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &d["points"][0];
+    let rows_of = p["extra"]["by_function"].as_array().unwrap();
+    let tiles = rows_of
+        .iter()
+        .find(|r| r["function"].as_str().is_some_and(|f| f.starts_with("tile_rounds")))
+        .unwrap_or_else(|| panic!("no tile_rounds row: {rows_of:?}"));
+    assert_eq!(
+        tiles["core_bytes"].as_f64(),
+        Some(want),
+        "rounds {rounds}, {rows} rows × {colsb} B: {tiles}"
+    );
+    // The faults did happen inside the tile instructions and were recognized as restarts.
+    let restarts = p["extra"]["trace"]["tile_restarts"].as_u64().unwrap();
+    eprintln!("tile restarts: {restarts}");
+}

@@ -42,6 +42,14 @@ pub trait Kernel: Send + Sync {
     fn unavailable(&self, _variant: Variant) -> Option<String> {
         None
     }
+    /// One problem of size `n` shared by a team of `threads`: one instance per team thread,
+    /// each computing its own part of the one result (their counts sum to the problem's, plus
+    /// what each part repeats on its own, such as packing its operands). The parts never wait
+    /// for each other, so the runner may call them any number of times. None: the kernel has
+    /// no shared mode (a team runs independent instances).
+    fn split(&self, _n: usize, _variant: Variant, _seed: u64, _threads: usize) -> Option<Result<Vec<Box<dyn Instance>>, String>> {
+        None
+    }
     /// Allocate and fill (seeded random) an instance of size `n`. Fails with a one-line cause
     /// for a size 0, a size beyond memory, or an unsupported variant (never a SIGILL).
     fn instance(&self, n: usize, variant: Variant, seed: u64) -> Result<Box<dyn Instance>, String>;

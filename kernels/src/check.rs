@@ -10,7 +10,9 @@ pub fn runnable(v: Variant) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         match v {
-            Variant::Avx512 => v.supported() && std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
+            Variant::Avx512 | Variant::Amx => {
+                v.supported() && std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+            }
             _ => v.supported(),
         }
     }

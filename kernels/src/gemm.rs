@@ -259,7 +259,7 @@ impl GemmElem for f64 {
             Variant::Scalar => (4, 2),
             Variant::Sse => (4, 4),
             Variant::Avx2 => (6, 8),
-            Variant::Avx512 => (8, 16),
+            Variant::Avx512 | Variant::Amx => (8, 16),
         }
     }
     fn run(v: Variant, a: &Args<f64>) {
@@ -282,7 +282,7 @@ impl GemmElem for f64 {
                     // SAFETY: the CPU has AVX2 and FMA (checked just above).
                     unsafe { avx2(a) }
                 }
-                Variant::Avx512 => {
+                Variant::Avx512 | Variant::Amx => {
                     assert!(crate::check::runnable(v), "dispatching an AVX-512 kernel on a CPU without AVX-512F");
                     // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
                     unsafe { avx512(a) }
@@ -299,7 +299,7 @@ impl GemmElem for f32 {
             Variant::Scalar => (4, 2),
             Variant::Sse => (4, 8),
             Variant::Avx2 => (6, 16),
-            Variant::Avx512 => (8, 32),
+            Variant::Avx512 | Variant::Amx => (8, 32),
         }
     }
     fn run(v: Variant, a: &Args<f32>) {
@@ -322,7 +322,7 @@ impl GemmElem for f32 {
                     // SAFETY: the CPU has AVX2 and FMA (checked just above).
                     unsafe { avx2(a) }
                 }
-                Variant::Avx512 => {
+                Variant::Avx512 | Variant::Amx => {
                     assert!(crate::check::runnable(v), "dispatching an AVX-512 kernel on a CPU without AVX-512F");
                     // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
                     unsafe { avx512(a) }

@@ -1,34 +1,47 @@
 //! `bf16_gemm` and `int8_gemm`: C = A·B for n×n row-major matrices in low precision, on the
-//! AMX tile unit where this CPU has it (Sapphire Rapids and later).
+//! AMX tile unit (variant `amx`, Sapphire Rapids and later) or with SIMD dot products
+//! (variant `avx512`: AVX-512 BF16 `vdpbf16ps` / AVX-512 VNNI `vpdpbusd`, Cooper Lake, Ice
+//! Lake, Zen 4, Zen 5; `avx2`, int8 only: AVX-VNNI `{vex} vpdpbusd`, Alder Lake and later).
 //!
-//! - `bf16_gemm`: A, B bf16, C fp32 (`tdpbf16ps`). W = 2n³ flops, class `tile_bf16`.
-//! - `int8_gemm`: A u8, B s8, C int32 (`tdpbusd`, VNNI's operand signs). W = 2n³ integer
-//!   operations, class `tile_int8` (operations, not flops: `flops.int_ops`).
+//! - `bf16_gemm`: A, B bf16, C fp32. W = 2n³ flops, class `tile_bf16` (AMX) or
+//!   `packed512_bf16`.
+//! - `int8_gemm`: A u8, B s8, C int32 (VNNI's operand signs: `tdpbusd`, `vpdpbusd`). W = 2n³
+//!   integer operations, class `tile_int8`, `packed512_int8` or `packed256_int8` (operations,
+//!   not flops: `flops.int_ops`).
 //!
-//! Loop nest (n a multiple of 64; `KS` = k values per tile step: 32 bf16 or 64 int8):
+//! B is packed once per call into 32-column panels of tile steps (`KS` = k values per step:
+//! 32 bf16 or 64 int8; per step two 16-row × 64-byte halves, a row holding 16 columns × one
+//! dword of 2 (bf16) or 4 (int8) consecutive k): the AMX B tile layout, which is also what one
+//! `vdpbf16ps` / `vpdpbusd` reads as its B operand (a zmm row = 16 columns, a ymm = 8).
+//!
+//! Loop nest (n a multiple of 64; MR × NR micro-tile: AMX 32 × 32, zmm 8 × 32, ymm 4 × 16):
 //! ```text
-//! pack B into tile rows (pairs / quads of k per row, VNNI layout), 32-column panels
+//! pack B into tile rows (pairs / quads of k per dword, VNNI layout), 32-column panels
 //! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
-//!   for ic in 0..n step 32                = 32 KiB stay in L1; the B panels stream from L2)
-//!     for jc in 0..n step 32             micro-kernel: C[ic..+32, jc..+32] in tmm0–3
-//!       C tiles from zero (pc = 0) or loaded; per k step: A tiles tmm4/5 straight from A
-//!       (16 rows × 64 B, stride n·size), B tiles tmm6/7 from the packed panel, 4 dot
-//!       products; C tiles stored
+//!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2)
+//!     for jc in 0..n step NR             micro-kernel: C[ic..+MR, jc..+NR] in registers
+//!       C from zero (pc = 0) or loaded; per k dword group: AMX: per 16 of them A tiles
+//!       tmm4/5 straight from A (16 rows × 64 B, stride n·size), B tiles tmm6/7 from the
+//!       packed panel, 4 tile dot products. SIMD: the B row (NR columns) from the panel, per
+//!       row of A one dword broadcast, one dot product per register of the row; C stored
 //! ```
-//! The AMX tiles are `asm!` (Rust's AMX intrinsics are not stable), the permission request
-//! and configuration are `crate::lowp`'s. On a CPU without the AMX unit the instance is
-//! refused with the reason (no AVX-512 BF16 / VNNI path yet).
+//! The AMX tiles and the SIMD micro-kernels are `asm!` (Rust's AMX intrinsics are not
+//! stable, and the loads must be exactly the ones counted), the permission request and
+//! configuration are `crate::lowp`'s. A CPU without the variant's unit refuses the instance
+//! with the reason.
 //!
-//! Counts (what the trace backend must reproduce): W = (n/16)² · (n/KS) tile dot products of
-//! 16 × 16 × KS × 2 = 2n³. Core bytes: packing loads and stores n² elements; each micro-kernel
-//! step loads 4 tiles of 1 KiB (two of A, two of B); C: 4 tiles of 1 KiB stored per
-//! micro-kernel call, loaded on every k block but the first; `ldtilecfg` loads 64 bytes.
+//! Counts (what the trace backend must reproduce): W = 2n³ in dot products of the variant's
+//! class. Core bytes: packing loads and stores n² elements; AMX: each micro-kernel step loads
+//! 4 tiles of 1 KiB (two of A, two of B), `ldtilecfg` 64 bytes; SIMD: per micro-kernel call and
+//! k dword group, the B row (4·NR bytes) and MR dwords of A; C: MR × NR fp32/int32 stored per
+//! micro-kernel call, loaded on every k block but the first.
 
 use crate::api::{Instance, Kernel};
 use crate::check::require_memory;
 use crate::lowp::Unit;
 use crate::rng::Rng;
 use crate::types::{Counts, FlopClass, Precision, Variant};
+use std::sync::Arc;
 
 /// Which low-precision GEMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +73,6 @@ impl Lowp {
             Lowp::Int8 => 1024,
         }
     }
-    pub fn unit(self) -> Unit {
-        match self {
-            Lowp::Bf16 => Unit::AmxBf16,
-            Lowp::Int8 => Unit::AmxInt8,
-        }
-    }
     pub fn class(self) -> FlopClass {
         match self {
             Lowp::Bf16 => FlopClass::TileBf16,
@@ -74,26 +81,110 @@ impl Lowp {
     }
 }
 
+/// How the products run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// AMX tiles (`tdpbf16ps` / `tdpbusd`): variant `amx`.
+    Amx,
+    /// AVX-512 BF16 `vdpbf16ps` / AVX-512 VNNI `vpdpbusd` on zmm: variant `avx512`.
+    Zmm,
+    /// AVX-VNNI `{vex} vpdpbusd` on ymm (int8 only): variant `avx2`.
+    Ymm,
+}
+
+impl Path {
+    /// The path of variant `v` of `kind` (None: the kernel has no such variant).
+    pub fn of(kind: Lowp, v: Variant) -> Option<Path> {
+        match (v, kind) {
+            (Variant::Amx, _) => Some(Path::Amx),
+            (Variant::Avx512, _) => Some(Path::Zmm),
+            (Variant::Avx2, Lowp::Int8) => Some(Path::Ymm),
+            _ => None,
+        }
+    }
+    /// The unit the path needs (its CPUID flag and OS state: `Unit::available`).
+    pub fn unit(self, kind: Lowp) -> Unit {
+        match (self, kind) {
+            (Path::Amx, Lowp::Bf16) => Unit::AmxBf16,
+            (Path::Amx, Lowp::Int8) => Unit::AmxInt8,
+            (Path::Zmm, Lowp::Bf16) => Unit::Avx512Bf16,
+            (Path::Zmm, Lowp::Int8) => Unit::Avx512Vnni8,
+            (Path::Ymm, _) => Unit::AvxVnni8,
+        }
+    }
+    /// Rows × columns of C a micro-kernel call keeps in registers.
+    pub fn tile(self) -> (usize, usize) {
+        match self {
+            Path::Amx => (32, 32),
+            Path::Zmm => (8, 32),
+            Path::Ymm => (4, 16),
+        }
+    }
+    /// The class of the path's dot products.
+    pub fn class(self, kind: Lowp) -> FlopClass {
+        match (self, kind) {
+            (Path::Amx, _) => kind.class(),
+            (Path::Zmm, Lowp::Bf16) => FlopClass::Packed512Bf16,
+            (Path::Zmm, Lowp::Int8) => FlopClass::Packed512Int8,
+            (Path::Ymm, _) => FlopClass::Packed256Int8,
+        }
+    }
+}
+
 /// The smallest order, and the granule of orders (n/2 of a valid size stays valid).
 pub const MIN_N: usize = 64;
 
-/// Analytic counts of one call at order `n` (a multiple of 64).
-pub fn counts(kind: Lowp, n: usize) -> Counts {
-    let n64 = n as u64;
+/// Analytic counts of one call at order `n` (a multiple of 64) on `path`.
+pub fn counts(kind: Lowp, n: usize, path: Path) -> Counts {
+    counts_block(kind, n, n, n, path)
+}
+
+/// Analytic counts of the part of a split problem of order `n` that computes `rows` × `cols`
+/// of C (multiples of 32): it packs its own `cols` columns of B (n × cols).
+pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) -> Counts {
+    let (n64, r64, c64) = (n as u64, rows as u64, cols as u64);
     let e = kind.esize() as u64;
-    let ks = kind.k_step() as u64;
     let blocks = n.div_ceil(kind.kc()) as u64;
-    let calls_per_block = (n64 / 32) * (n64 / 32);
     let mut c = Counts::default();
-    c.add_flops(kind.class(), 2 * n64 * n64 * n64);
-    let tile = 1024u64;
-    // Packing B: every element loaded and stored once; A and B tiles per k step.
-    let steps = calls_per_block * (n64 / ks);
-    c.core_load_bytes = n64 * n64 * e + steps * 4 * tile + calls_per_block * (blocks - 1) * 4 * tile + 64;
-    c.core_store_bytes = n64 * n64 * e + calls_per_block * blocks * 4 * tile;
-    // Compulsory: A and B read, the packed B written (+ allocated) and read, C written + allocated.
-    c.dram_bytes = 2 * n64 * n64 * e + 3 * n64 * n64 * e + 2 * n64 * n64 * 4;
+    c.add_flops(path.class(kind), 2 * r64 * c64 * n64);
+    // Packing B: every element of its columns loaded and stored once. C: stored per k block,
+    // loaded on every block but the first (4-byte elements).
+    c.core_load_bytes = n64 * c64 * e + r64 * c64 * 4 * (blocks - 1);
+    c.core_store_bytes = n64 * c64 * e + r64 * c64 * 4 * blocks;
+    let (mr, nr) = path.tile();
+    let calls = (r64 / mr as u64) * (c64 / nr as u64);
+    c.core_load_bytes += match path {
+        // Per step of KS k values: two A tiles and two B tiles of 1 KiB; `ldtilecfg` 64 bytes.
+        Path::Amx => calls * (n64 / kind.k_step() as u64) * 4 * 1024 + 64,
+        // Per dword group of k (n/g of them): the B row of NR dwords, MR dwords of A.
+        Path::Zmm | Path::Ymm => calls * (n64 / kind.group() as u64) * 4 * (nr + mr) as u64,
+    };
+    // Compulsory: its rows of A and columns of B read, the packed columns written (+
+    // allocated) and read, its block of C written + allocated.
+    c.dram_bytes = r64 * n64 * e + n64 * c64 * e + 3 * n64 * c64 * e + 2 * r64 * c64 * 4;
     c
+}
+
+/// A block of C: its rows and its columns (half-open ranges).
+pub type Block = ((usize, usize), (usize, usize));
+
+/// The team's blocks of C for a problem of order `n` split over `threads`: a grid of row ×
+/// column groups as near square as `threads` allows (more column groups where not), each
+/// group a run of 32-row / 32-column blocks. Err where `threads` exceeds the blocks.
+pub fn split_grid(n: usize, threads: usize) -> Result<Vec<Block>, String> {
+    let units = n / 32;
+    let pr = (1..=threads)
+        .filter(|d| threads.is_multiple_of(*d) && d * d <= threads)
+        .max()
+        .unwrap_or(1);
+    let pc = threads / pr;
+    if pr > units || pc > units {
+        return Err(format!(
+            "{threads} threads need a grid of {pr} × {pc} blocks of C; order {n} has {units} × {units} blocks of 32"
+        ));
+    }
+    let range = |i: usize, parts: usize| (32 * (i * units / parts), 32 * ((i + 1) * units / parts));
+    Ok((0..pr).flat_map(|i| (0..pc).map(move |j| (range(i, pr), range(j, pc)))).collect())
 }
 
 /// A 64-byte-aligned zeroed byte buffer.
@@ -131,8 +222,11 @@ impl Drop for Aligned {
     }
 }
 
-// SAFETY: the buffer is owned exclusively by its instance.
+// SAFETY: the buffer is owned by its instance, or shared (`Arc`) by the parts of one split
+// problem: A and B are only read after construction, and each part writes its own block of C.
 unsafe impl Send for Aligned {}
+// SAFETY: as above: shared parts never write the same bytes.
+unsafe impl Sync for Aligned {}
 
 /// bf16 of an f32 (round to nearest even; inputs here are finite).
 pub fn bf16_of(x: f32) -> u16 {
@@ -145,30 +239,27 @@ pub fn f32_of_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
-/// One instance: A, B, the packed B, C.
+/// One instance: A, B, C (shared by the parts of a split problem), the packed columns of B,
+/// and the block of C it computes (rows × columns, multiples of 32; all of C unless split).
 pub struct LowpMats {
     kind: Lowp,
+    path: Path,
     n: usize,
-    a: Aligned,
-    b: Aligned,
+    a: Arc<Aligned>,
+    b: Arc<Aligned>,
     bpack: Aligned,
-    c: Aligned,
+    c: Arc<Aligned>,
+    rows: (usize, usize),
+    cols: (usize, usize),
 }
 
 impl LowpMats {
-    pub fn new(kind: Lowp, n: usize, seed: u64) -> Result<LowpMats, String> {
+    pub fn new(kind: Lowp, n: usize, seed: u64, path: Path) -> Result<LowpMats, String> {
         let e = kind.esize();
         require_memory((5 * n * n * e + 4 * n * n) as u64)?;
-        let mut m = LowpMats {
-            kind,
-            n,
-            a: Aligned::new(n * n * e)?,
-            b: Aligned::new(n * n * e)?,
-            bpack: Aligned::new(n * n * e)?,
-            c: Aligned::new(n * n * 4)?,
-        };
+        let (mut a, mut b) = (Aligned::new(n * n * e)?, Aligned::new(n * n * e)?);
         let mut rng = Rng::new(seed);
-        for buf in [&mut m.a, &mut m.b] {
+        for buf in [&mut a, &mut b] {
             let bytes = buf.bytes_mut();
             match kind {
                 Lowp::Bf16 => {
@@ -184,7 +275,33 @@ impl LowpMats {
                 }
             }
         }
-        Ok(m)
+        Ok(LowpMats {
+            kind,
+            path,
+            n,
+            a: Arc::new(a),
+            b: Arc::new(b),
+            bpack: Aligned::new(n * n * e)?,
+            c: Arc::new(Aligned::new(n * n * 4)?),
+            rows: (0, n),
+            cols: (0, n),
+        })
+    }
+
+    /// The part of `whole` (a full problem) that computes C[rows, cols]: the same A, B and C,
+    /// its own packed columns of B.
+    fn part(whole: &LowpMats, rows: (usize, usize), cols: (usize, usize)) -> Result<LowpMats, String> {
+        Ok(LowpMats {
+            kind: whole.kind,
+            path: whole.path,
+            n: whole.n,
+            a: whole.a.clone(),
+            b: whole.b.clone(),
+            bpack: Aligned::new(whole.n * (cols.1 - cols.0) * whole.kind.esize())?,
+            c: whole.c.clone(),
+            rows,
+            cols,
+        })
     }
 
     /// A[i][k] as f64 (bf16, or u8: A is unsigned in `tdpbusd`).
@@ -225,11 +342,13 @@ impl LowpMats {
     /// to panel j/32, step k/KS, half (j%32)/16, row (k%KS)/g, byte ((j%16)·g + k%g)·e. With
     /// AVX-512 VBMI (every AMX CPU so far) two (bf16) or four (int8) rows of 32 columns are
     /// interleaved in registers: each element is still loaded once and stored once.
+    /// Only the columns of this instance's block, panel (j − first column)/32.
     fn pack_b(&mut self) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512bw") && std::arch::is_x86_feature_detected!("avx512vbmi") {
-            // SAFETY: the features were checked just above; the buffers hold n²·e bytes.
-            unsafe { pack_b_vbmi(self.kind, self.n, self.b.ptr, self.bpack.ptr) };
+            // SAFETY: the features were checked just above; B holds n²·e bytes, the packed
+            // buffer n·(its columns)·e, the columns are a multiple-of-32 range inside 0..n.
+            unsafe { pack_b_vbmi(self.kind, self.n, self.cols, self.b.ptr, self.bpack.ptr) };
             return;
         }
         self.pack_b_scalar();
@@ -240,11 +359,12 @@ impl LowpMats {
         let (n, e, g, ks) = (self.n, self.kind.esize(), self.kind.group(), self.kind.k_step());
         let src = self.b.ptr as *const u8;
         let dst = self.bpack.ptr;
+        let (j0, j1) = self.cols;
         for k in 0..n {
             let (step, row, within) = (k / ks, (k % ks) / g, k % g);
-            for j in 0..n {
-                let off = (j / 32) * (n * 32 * e) + step * 2048 + ((j % 32) / 16) * 1024 + row * 64 + ((j % 16) * g + within) * e;
-                // SAFETY: (k, j) < n², `off` < n²·e (a permutation of the elements); element
+            for j in j0..j1 {
+                let off = ((j - j0) / 32) * (n * 32 * e) + step * 2048 + ((j % 32) / 16) * 1024 + row * 64 + ((j % 16) * g + within) * e;
+                // SAFETY: (k, j) < n², `off` < n·(j1 − j0)·e (a permutation); element
                 // copies through volatile accesses so the compiler keeps one load and one store
                 // of `e` bytes per element (the analytic bytes).
                 unsafe {
@@ -261,8 +381,15 @@ impl LowpMats {
     }
 
     fn gemm(&mut self) {
-        assert!(self.kind.unit().available(), "AMX GEMM dispatched on a CPU without the unit");
+        assert!(
+            self.path.unit(self.kind).available(),
+            "low-precision GEMM dispatched on a CPU without its unit"
+        );
         self.pack_b();
+        if self.path != Path::Amx {
+            self.gemm_dot();
+            return;
+        }
         let (n, e) = (self.n, self.kind.esize());
         let kc = self.kind.kc();
         let ks = self.kind.k_step();
@@ -271,26 +398,63 @@ impl LowpMats {
         // read through `self` inside the loops would be reloaded per call (bytes that grow
         // with n and that the analytic counts leave out); locals at worst spill to the stack.
         let (a0, b0, c0) = (self.a.ptr as *const u8, self.bpack.ptr as *const u8, self.c.ptr);
-        let kind = self.kind;
+        let (kind, (r0, r1), (j0, j1)) = (self.kind, self.rows, self.cols);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AMX is available and permitted (asserted above); every pointer below stays
-        // inside A (n²·e), the packed B (n²·e) or C (n²·4): ic, jc < n step 32, pc < n step kc,
-        // steps·ks ≤ n − pc; tiles of 16 rows × 64 bytes at strides n·e (A) and n·4 (C).
+        // inside A (n²·e), the packed columns (n·(j1 − j0)·e) or C (n²·4): ic in r0..r1 and
+        // jc in j0..j1 step 32 (multiples of 32 inside 0..n), pc < n step kc, steps·ks ≤
+        // n − pc; tiles of 16 rows × 64 bytes at strides n·e (A) and n·4 (C).
         unsafe {
             crate::lowp::load_tile_config(&cfg);
             for pc in (0..n).step_by(kc) {
                 let steps = kc.min(n - pc) / ks;
                 // 32 rows of A × KC (32 KiB) stay in L1 while the B panels stream from L2.
-                for ic in (0..n).step_by(32) {
+                for ic in (r0..r1).step_by(32) {
                     let ap = a0.add((ic * n + pc) * e);
-                    for jc in (0..n).step_by(32) {
-                        let bp = b0.add((jc / 32) * (n * 32 * e) + (pc / ks) * 2048);
+                    for jc in (j0..j1).step_by(32) {
+                        let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
                         let cp = c0.add((ic * n + jc) * 4);
                         micro(kind, steps, ap, n * e, bp, cp, n * 4, pc > 0);
                     }
                 }
             }
             crate::lowp::release_tiles();
+        }
+    }
+
+    /// The SIMD path: the loop nest of the module comment with an MR × NR micro-tile in
+    /// registers (B packed already).
+    fn gemm_dot(&mut self) {
+        let (n, e) = (self.n, self.kind.esize());
+        let (kc, ks) = (self.kind.kc(), self.kind.k_step());
+        let (mr, nr) = self.path.tile();
+        // Locals, not fields, inside the loops (see `gemm`).
+        let (a0, b0, c0) = (self.a.ptr as *const u8, self.bpack.ptr as *const u8, self.c.ptr);
+        let (kind, path, (r0, r1), (j0, j1)) = (self.kind, self.path, self.rows, self.cols);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the path's unit is available (asserted in `gemm`); every pointer stays
+        // inside A (n²·e), the packed columns (n·(j1 − j0)·e) or C (n²·4): ic in r0..r1 step
+        // MR, jc in j0..j1 step NR (MR, NR divide 32, the block's granule), pc < n step kc,
+        // steps·ks ≤ n − pc; the micro-kernels read steps·16 B rows of NR dwords from `bp` on
+        // (stride 64 B, 2 KiB per step) and MR rows of A at stride n·e, and load/store MR rows
+        // of NR C elements at stride n·4.
+        unsafe {
+            for pc in (0..n).step_by(kc) {
+                let steps = kc.min(n - pc) / ks;
+                for ic in (r0..r1).step_by(mr) {
+                    let ap = a0.add((ic * n + pc) * e);
+                    for jc in (j0..j1).step_by(nr) {
+                        // Panel (jc − j0)/32, its half (jc%32)/16 for a 16-column micro-tile.
+                        let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048 + ((jc % 32) / 16) * 1024);
+                        let cp = c0.add((ic * n + jc) * 4);
+                        match (path, kind) {
+                            (Path::Zmm, Lowp::Bf16) => dot_zmm_bf16(steps, ap, n * e, bp, cp, n * 4, pc > 0),
+                            (Path::Zmm, Lowp::Int8) => dot_zmm_int8(steps, ap, n * e, bp, cp, n * 4, pc > 0),
+                            _ => dot_ymm_int8(steps, ap, n * e, bp, cp, n * 4, pc > 0),
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -300,10 +464,11 @@ impl LowpMats {
 /// `vpermt2w` / `vpermt2b` into the two 64-byte rows of the panel's two tiles.
 ///
 /// # Safety
-/// AVX-512 BW and VBMI present; `src` and `dst` hold n²·e bytes, n a multiple of 64.
+/// AVX-512 BW and VBMI present; `src` holds n²·e bytes, `dst` n·(cols.1 − cols.0)·e, n a
+/// multiple of 64, the columns a multiple-of-32 range inside 0..n.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-unsafe fn pack_b_vbmi(kind: Lowp, n: usize, src: *const u8, dst: *mut u8) {
+unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8, dst: *mut u8) {
     use std::arch::x86_64::*;
     let e = kind.esize();
     let ks = kind.k_step();
@@ -325,10 +490,10 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, src: *const u8, dst: *mut u8) {
                 let (ilo, ihi) = (_mm512_loadu_si512(lo.as_ptr().cast()), _mm512_loadu_si512(hi.as_ptr().cast()));
                 for k in (0..n).step_by(2) {
                     let (step, row) = (k / ks, (k % ks) / 2);
-                    for j0 in (0..n).step_by(32) {
+                    for j0 in (cols.0..cols.1).step_by(32) {
                         let x = _mm512_loadu_si512(src.add(2 * (k * n + j0)).cast());
                         let y = _mm512_loadu_si512(src.add(2 * ((k + 1) * n + j0)).cast());
-                        let base = dst.add((j0 / 32) * (n * 32 * e) + step * 2048 + row * 64);
+                        let base = dst.add(((j0 - cols.0) / 32) * (n * 32 * e) + step * 2048 + row * 64);
                         _mm512_storeu_si512(base.cast(), _mm512_permutex2var_epi16(x, ilo, y));
                         _mm512_storeu_si512(base.add(1024).cast(), _mm512_permutex2var_epi16(x, ihi, y));
                     }
@@ -349,11 +514,11 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, src: *const u8, dst: *mut u8) {
                 let (ilo, ihi) = (_mm512_loadu_si512(lo.as_ptr().cast()), _mm512_loadu_si512(hi.as_ptr().cast()));
                 for k in (0..n).step_by(4) {
                     let (step, row) = (k / ks, (k % ks) / 4);
-                    for j0 in (0..n).step_by(32) {
+                    for j0 in (cols.0..cols.1).step_by(32) {
                         let r = |i: usize| _mm256_loadu_si256(src.add((k + i) * n + j0).cast());
                         let x = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r(0)), r(1));
                         let y = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r(2)), r(3));
-                        let base = dst.add((j0 / 32) * (n * 32 * e) + step * 2048 + row * 64);
+                        let base = dst.add(((j0 - cols.0) / 32) * (n * 32 * e) + step * 2048 + row * 64);
                         _mm512_storeu_si512(base.cast(), _mm512_permutex2var_epi8(x, ilo, y));
                         _mm512_storeu_si512(base.add(1024).cast(), _mm512_permutex2var_epi8(x, ihi, y));
                     }
@@ -437,23 +602,250 @@ unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, lda: usize, b: *const u8
     }
 }
 
+/// C[8×32] (+)= A[8 rows, steps·KS] · B (packed panel), bf16 `vdpbf16ps`: zmm(2i + h) holds row i,
+/// columns 16h..16h+16; per dword group of k, zmm16/17 the B row (both halves) and one
+/// broadcast dword of A per row.
+///
+/// # Safety
+/// AVX-512F and the unit present; `a` valid for 8 rows (stride `lda`) of 4·16·steps bytes,
+/// `b` for `steps` panel steps (2 KiB each), `c` for 8 rows (stride `ldc`) of 128 bytes;
+/// steps ≥ 1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_zmm_bf16(steps: usize, a: *const u8, lda: usize, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
+    // SAFETY: guaranteed by the caller (see above).
+    unsafe {
+        std::arch::asm!(
+            "test {lc}, {lc}",
+            "jz 3f",
+            "mov {t}, {c}",
+            "vmovups zmm0, [{t}]", "vmovups zmm1, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm2, [{t}]", "vmovups zmm3, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm4, [{t}]", "vmovups zmm5, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm6, [{t}]", "vmovups zmm7, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm8, [{t}]", "vmovups zmm9, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm10, [{t}]", "vmovups zmm11, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm12, [{t}]", "vmovups zmm13, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm14, [{t}]", "vmovups zmm15, [{t} + 64]", "add {t}, {ldc}",
+            "jmp 4f",
+            "3:",
+            "vpxord zmm0, zmm0, zmm0", "vpxord zmm1, zmm1, zmm1", "vpxord zmm2, zmm2, zmm2", "vpxord zmm3, zmm3, zmm3",
+            "vpxord zmm4, zmm4, zmm4", "vpxord zmm5, zmm5, zmm5", "vpxord zmm6, zmm6, zmm6", "vpxord zmm7, zmm7, zmm7",
+            "vpxord zmm8, zmm8, zmm8", "vpxord zmm9, zmm9, zmm9", "vpxord zmm10, zmm10, zmm10", "vpxord zmm11, zmm11, zmm11",
+            "vpxord zmm12, zmm12, zmm12", "vpxord zmm13, zmm13, zmm13", "vpxord zmm14, zmm14, zmm14", "vpxord zmm15, zmm15, zmm15",
+            "4:",
+            "lea {lda3}, [{lda} + {lda}*2]",
+            "lea {a4}, [{a} + {lda}*4]",
+            "5:",
+            "mov {r}, 16",
+            "6:",
+            "vmovups zmm16, [{b}]",
+            "vmovups zmm17, [{b} + 1024]",
+            "vpbroadcastd zmm18, dword ptr [{a}]",
+            "vdpbf16ps zmm0, zmm16, zmm18", "vdpbf16ps zmm1, zmm17, zmm18",
+            "vpbroadcastd zmm19, dword ptr [{a} + {lda}]",
+            "vdpbf16ps zmm2, zmm16, zmm19", "vdpbf16ps zmm3, zmm17, zmm19",
+            "vpbroadcastd zmm18, dword ptr [{a} + {lda}*2]",
+            "vdpbf16ps zmm4, zmm16, zmm18", "vdpbf16ps zmm5, zmm17, zmm18",
+            "vpbroadcastd zmm19, dword ptr [{a} + {lda3}]",
+            "vdpbf16ps zmm6, zmm16, zmm19", "vdpbf16ps zmm7, zmm17, zmm19",
+            "vpbroadcastd zmm18, dword ptr [{a4}]",
+            "vdpbf16ps zmm8, zmm16, zmm18", "vdpbf16ps zmm9, zmm17, zmm18",
+            "vpbroadcastd zmm19, dword ptr [{a4} + {lda}]",
+            "vdpbf16ps zmm10, zmm16, zmm19", "vdpbf16ps zmm11, zmm17, zmm19",
+            "vpbroadcastd zmm18, dword ptr [{a4} + {lda}*2]",
+            "vdpbf16ps zmm12, zmm16, zmm18", "vdpbf16ps zmm13, zmm17, zmm18",
+            "vpbroadcastd zmm19, dword ptr [{a4} + {lda3}]",
+            "vdpbf16ps zmm14, zmm16, zmm19", "vdpbf16ps zmm15, zmm17, zmm19",
+            "add {a}, 4", "add {a4}, 4", "add {b}, 64",
+            "dec {r}", "jnz 6b",
+            "add {b}, 1024",
+            "dec {steps}", "jnz 5b",
+            "mov {t}, {c}",
+            "vmovups [{t}], zmm0", "vmovups [{t} + 64], zmm1", "add {t}, {ldc}",
+            "vmovups [{t}], zmm2", "vmovups [{t} + 64], zmm3", "add {t}, {ldc}",
+            "vmovups [{t}], zmm4", "vmovups [{t} + 64], zmm5", "add {t}, {ldc}",
+            "vmovups [{t}], zmm6", "vmovups [{t} + 64], zmm7", "add {t}, {ldc}",
+            "vmovups [{t}], zmm8", "vmovups [{t} + 64], zmm9", "add {t}, {ldc}",
+            "vmovups [{t}], zmm10", "vmovups [{t} + 64], zmm11", "add {t}, {ldc}",
+            "vmovups [{t}], zmm12", "vmovups [{t} + 64], zmm13", "add {t}, {ldc}",
+            "vmovups [{t}], zmm14", "vmovups [{t} + 64], zmm15", "add {t}, {ldc}",
+            // Clean upper state before the SSE-encoded code around (no transition stalls).
+            "vzeroupper",
+            a = inout(reg) a => _, a4 = out(reg) _, lda = in(reg) lda, lda3 = out(reg) _,
+            b = inout(reg) b => _, r = out(reg) _, steps = inout(reg) steps => _,
+            c = in(reg) c, t = out(reg) _, ldc = in(reg) ldc, lc = in(reg) usize::from(load_c),
+            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _, out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _, out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+            options(nostack)
+        );
+    }
+}
+
+/// C[8×32] (+)= A[8 rows, steps·KS] · B (packed panel), u8 × s8 `vpdpbusd` (A the unsigned source): zmm(2i + h) holds row i,
+/// columns 16h..16h+16; per dword group of k, zmm16/17 the B row (both halves) and one
+/// broadcast dword of A per row.
+///
+/// # Safety
+/// AVX-512F and the unit present; `a` valid for 8 rows (stride `lda`) of 4·16·steps bytes,
+/// `b` for `steps` panel steps (2 KiB each), `c` for 8 rows (stride `ldc`) of 128 bytes;
+/// steps ≥ 1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_zmm_int8(steps: usize, a: *const u8, lda: usize, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
+    // SAFETY: guaranteed by the caller (see above).
+    unsafe {
+        std::arch::asm!(
+            "test {lc}, {lc}",
+            "jz 3f",
+            "mov {t}, {c}",
+            "vmovups zmm0, [{t}]", "vmovups zmm1, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm2, [{t}]", "vmovups zmm3, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm4, [{t}]", "vmovups zmm5, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm6, [{t}]", "vmovups zmm7, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm8, [{t}]", "vmovups zmm9, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm10, [{t}]", "vmovups zmm11, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm12, [{t}]", "vmovups zmm13, [{t} + 64]", "add {t}, {ldc}",
+            "vmovups zmm14, [{t}]", "vmovups zmm15, [{t} + 64]", "add {t}, {ldc}",
+            "jmp 4f",
+            "3:",
+            "vpxord zmm0, zmm0, zmm0", "vpxord zmm1, zmm1, zmm1", "vpxord zmm2, zmm2, zmm2", "vpxord zmm3, zmm3, zmm3",
+            "vpxord zmm4, zmm4, zmm4", "vpxord zmm5, zmm5, zmm5", "vpxord zmm6, zmm6, zmm6", "vpxord zmm7, zmm7, zmm7",
+            "vpxord zmm8, zmm8, zmm8", "vpxord zmm9, zmm9, zmm9", "vpxord zmm10, zmm10, zmm10", "vpxord zmm11, zmm11, zmm11",
+            "vpxord zmm12, zmm12, zmm12", "vpxord zmm13, zmm13, zmm13", "vpxord zmm14, zmm14, zmm14", "vpxord zmm15, zmm15, zmm15",
+            "4:",
+            "lea {lda3}, [{lda} + {lda}*2]",
+            "lea {a4}, [{a} + {lda}*4]",
+            "5:",
+            "mov {r}, 16",
+            "6:",
+            "vmovups zmm16, [{b}]",
+            "vmovups zmm17, [{b} + 1024]",
+            "vpbroadcastd zmm18, dword ptr [{a}]",
+            "vpdpbusd zmm0, zmm18, zmm16", "vpdpbusd zmm1, zmm18, zmm17",
+            "vpbroadcastd zmm19, dword ptr [{a} + {lda}]",
+            "vpdpbusd zmm2, zmm19, zmm16", "vpdpbusd zmm3, zmm19, zmm17",
+            "vpbroadcastd zmm18, dword ptr [{a} + {lda}*2]",
+            "vpdpbusd zmm4, zmm18, zmm16", "vpdpbusd zmm5, zmm18, zmm17",
+            "vpbroadcastd zmm19, dword ptr [{a} + {lda3}]",
+            "vpdpbusd zmm6, zmm19, zmm16", "vpdpbusd zmm7, zmm19, zmm17",
+            "vpbroadcastd zmm18, dword ptr [{a4}]",
+            "vpdpbusd zmm8, zmm18, zmm16", "vpdpbusd zmm9, zmm18, zmm17",
+            "vpbroadcastd zmm19, dword ptr [{a4} + {lda}]",
+            "vpdpbusd zmm10, zmm19, zmm16", "vpdpbusd zmm11, zmm19, zmm17",
+            "vpbroadcastd zmm18, dword ptr [{a4} + {lda}*2]",
+            "vpdpbusd zmm12, zmm18, zmm16", "vpdpbusd zmm13, zmm18, zmm17",
+            "vpbroadcastd zmm19, dword ptr [{a4} + {lda3}]",
+            "vpdpbusd zmm14, zmm19, zmm16", "vpdpbusd zmm15, zmm19, zmm17",
+            "add {a}, 4", "add {a4}, 4", "add {b}, 64",
+            "dec {r}", "jnz 6b",
+            "add {b}, 1024",
+            "dec {steps}", "jnz 5b",
+            "mov {t}, {c}",
+            "vmovups [{t}], zmm0", "vmovups [{t} + 64], zmm1", "add {t}, {ldc}",
+            "vmovups [{t}], zmm2", "vmovups [{t} + 64], zmm3", "add {t}, {ldc}",
+            "vmovups [{t}], zmm4", "vmovups [{t} + 64], zmm5", "add {t}, {ldc}",
+            "vmovups [{t}], zmm6", "vmovups [{t} + 64], zmm7", "add {t}, {ldc}",
+            "vmovups [{t}], zmm8", "vmovups [{t} + 64], zmm9", "add {t}, {ldc}",
+            "vmovups [{t}], zmm10", "vmovups [{t} + 64], zmm11", "add {t}, {ldc}",
+            "vmovups [{t}], zmm12", "vmovups [{t} + 64], zmm13", "add {t}, {ldc}",
+            "vmovups [{t}], zmm14", "vmovups [{t} + 64], zmm15", "add {t}, {ldc}",
+            // Clean upper state before the SSE-encoded code around (no transition stalls).
+            "vzeroupper",
+            a = inout(reg) a => _, a4 = out(reg) _, lda = in(reg) lda, lda3 = out(reg) _,
+            b = inout(reg) b => _, r = out(reg) _, steps = inout(reg) steps => _,
+            c = in(reg) c, t = out(reg) _, ldc = in(reg) ldc, lc = in(reg) usize::from(load_c),
+            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _, out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _, out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+            options(nostack)
+        );
+    }
+}
+
+/// C[4×16] (+)= A[4 rows, steps·64] · B (one half of a packed panel), u8 × s8 AVX-VNNI
+/// `{vex} vpdpbusd`: ymm(2i + h) holds row i, columns 8h..8h+8; per dword group of k, ymm8/9
+/// the B row and one broadcast dword of A per row.
+///
+/// # Safety
+/// AVX2 and AVX-VNNI present; `a` valid for 4 rows (stride `lda`) of 64·steps bytes, `b` for
+/// `steps` panel steps (2 KiB each, 1 KiB read), `c` for 4 rows (stride `ldc`) of 64 bytes;
+/// steps ≥ 1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_ymm_int8(steps: usize, a: *const u8, lda: usize, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
+    // SAFETY: guaranteed by the caller (see above).
+    unsafe {
+        std::arch::asm!(
+            "test {lc}, {lc}",
+            "jz 3f",
+            "mov {t}, {c}",
+            "vmovdqu ymm0, [{t}]", "vmovdqu ymm1, [{t} + 32]", "add {t}, {ldc}",
+            "vmovdqu ymm2, [{t}]", "vmovdqu ymm3, [{t} + 32]", "add {t}, {ldc}",
+            "vmovdqu ymm4, [{t}]", "vmovdqu ymm5, [{t} + 32]", "add {t}, {ldc}",
+            "vmovdqu ymm6, [{t}]", "vmovdqu ymm7, [{t} + 32]", "add {t}, {ldc}",
+            "jmp 4f",
+            "3:",
+            "vpxor ymm0, ymm0, ymm0", "vpxor ymm1, ymm1, ymm1", "vpxor ymm2, ymm2, ymm2", "vpxor ymm3, ymm3, ymm3",
+            "vpxor ymm4, ymm4, ymm4", "vpxor ymm5, ymm5, ymm5", "vpxor ymm6, ymm6, ymm6", "vpxor ymm7, ymm7, ymm7",
+            "4:",
+            "lea {lda3}, [{lda} + {lda}*2]",
+            "5:",
+            "mov {r}, 16",
+            "6:",
+            "vmovdqu ymm8, [{b}]",
+            "vmovdqu ymm9, [{b} + 32]",
+            "vpbroadcastd ymm10, dword ptr [{a}]",
+            "{{vex}} vpdpbusd ymm0, ymm10, ymm8", "{{vex}} vpdpbusd ymm1, ymm10, ymm9",
+            "vpbroadcastd ymm11, dword ptr [{a} + {lda}]",
+            "{{vex}} vpdpbusd ymm2, ymm11, ymm8", "{{vex}} vpdpbusd ymm3, ymm11, ymm9",
+            "vpbroadcastd ymm10, dword ptr [{a} + {lda}*2]",
+            "{{vex}} vpdpbusd ymm4, ymm10, ymm8", "{{vex}} vpdpbusd ymm5, ymm10, ymm9",
+            "vpbroadcastd ymm11, dword ptr [{a} + {lda3}]",
+            "{{vex}} vpdpbusd ymm6, ymm11, ymm8", "{{vex}} vpdpbusd ymm7, ymm11, ymm9",
+            "add {a}, 4", "add {b}, 64",
+            "dec {r}", "jnz 6b",
+            "add {b}, 1024",
+            "dec {steps}", "jnz 5b",
+            "mov {t}, {c}",
+            "vmovdqu [{t}], ymm0", "vmovdqu [{t} + 32], ymm1", "add {t}, {ldc}",
+            "vmovdqu [{t}], ymm2", "vmovdqu [{t} + 32], ymm3", "add {t}, {ldc}",
+            "vmovdqu [{t}], ymm4", "vmovdqu [{t} + 32], ymm5", "add {t}, {ldc}",
+            "vmovdqu [{t}], ymm6", "vmovdqu [{t} + 32], ymm7", "add {t}, {ldc}",
+            // Clean upper state before the SSE-encoded code around (no transition stalls).
+            "vzeroupper",
+            a = inout(reg) a => _, lda = in(reg) lda, lda3 = out(reg) _,
+            b = inout(reg) b => _, r = out(reg) _, steps = inout(reg) steps => _,
+            c = in(reg) c, t = out(reg) _, ldc = in(reg) ldc, lc = in(reg) usize::from(load_c),
+            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
+            options(nostack)
+        );
+    }
+}
+
 impl Instance for LowpMats {
     fn run(&mut self) {
         self.gemm();
     }
-    /// Poison C, run, and check sampled entries (all of them up to n = 128) against an f64
-    /// reference: int8 exactly; bf16 within fp32 accumulation error (products of bf16 are
-    /// exact in fp32).
+    /// Poison this instance's block of C, run, and check sampled entries of the block (all of
+    /// them up to 128 × 128) against an f64 reference: int8 exactly; bf16 within fp32
+    /// accumulation error (products of bf16 are exact in fp32).
     fn verify(&mut self) -> Result<(), String> {
-        self.c.bytes_mut().fill(0xff);
-        self.gemm();
         let n = self.n;
+        let ((r0, r1), (j0, j1)) = (self.rows, self.cols);
+        for i in r0..r1 {
+            // SAFETY: row i, columns j0..j1 of C (n·4 bytes per row) lie inside its n²·4 bytes,
+            // and only this instance writes them.
+            unsafe { std::ptr::write_bytes(self.c.ptr.add(4 * (i * n + j0)), 0xff, 4 * (j1 - j0)) };
+        }
+        self.gemm();
         let mut rng = Rng::new(0x5eed ^ n as u64);
-        let samples: Vec<(usize, usize)> = if n <= 128 {
-            (0..n * n).map(|x| (x / n, x % n)).collect()
+        let (h, w) = (r1 - r0, j1 - j0);
+        let samples: Vec<(usize, usize)> = if h * w <= 128 * 128 {
+            (0..h * w).map(|x| (r0 + x / w, j0 + x % w)).collect()
         } else {
             (0..512)
-                .map(|_| ((rng.next_u64() % n as u64) as usize, (rng.next_u64() % n as u64) as usize))
+                .map(|_| (r0 + (rng.next_u64() % h as u64) as usize, j0 + (rng.next_u64() % w as u64) as usize))
                 .collect()
         };
         for (i, j) in samples {
@@ -478,7 +870,7 @@ impl Instance for LowpMats {
         Ok(())
     }
     fn counts(&self) -> Counts {
-        counts(self.kind, self.n)
+        counts_block(self.kind, self.n, self.rows.1 - self.rows.0, self.cols.1 - self.cols.0, self.path)
     }
 }
 
@@ -500,29 +892,42 @@ impl Kernel for LowpGemm {
     }
     fn description(&self) -> &'static str {
         match self.0 {
-            Lowp::Bf16 => "C = A·B, n×n, bf16 inputs, fp32 C, AMX tiles (tdpbf16ps), B packed into tile rows",
-            Lowp::Int8 => "C = A·B, n×n, u8 × s8 inputs, int32 C, AMX tiles (tdpbusd): integer ops, not flops",
+            Lowp::Bf16 => "C = A·B, n×n, bf16 inputs, fp32 C: AMX tiles (tdpbf16ps) or AVX-512 BF16 (vdpbf16ps), B packed into tile rows",
+            Lowp::Int8 => {
+                "C = A·B, n×n, u8 × s8 inputs, int32 C: AMX tiles (tdpbusd), AVX-512 VNNI or AVX-VNNI (vpdpbusd): integer ops, not flops"
+            }
         }
     }
     /// The storage of C (fp32 for bf16; int32 has no Precision, and its ops are not flops).
     fn precision(&self) -> Precision {
         Precision::F32
     }
-    /// One variant: the AMX tile path needs AVX-512 too (the Sapphire Rapids family); the
-    /// instance checks the unit itself.
+    /// `amx` (tiles), `avx512` (AVX-512 BF16 / VNNI dot products) and, for int8, `avx2`
+    /// (AVX-VNNI); the unit beyond the ISA is checked by `unavailable` and the instance.
     fn variants(&self) -> &'static [Variant] {
-        &[Variant::Avx512]
+        match self.0 {
+            Lowp::Bf16 => &[Variant::Avx512, Variant::Amx],
+            Lowp::Int8 => &[Variant::Avx2, Variant::Avx512, Variant::Amx],
+        }
     }
-    fn formula(&self, _v: Variant) -> String {
-        let (e, what) = match self.0 {
-            Lowp::Bf16 => (2, "flops (tile_bf16)"),
-            Lowp::Int8 => (1, "integer ops (tile_int8, not flops)"),
+    fn formula(&self, v: Variant) -> String {
+        let Some(path) = Path::of(self.0, v) else {
+            return format!("{} has no {v} variant", self.name());
+        };
+        let e = self.0.esize();
+        let class = path.class(self.0).key();
+        let what = if self.0 == Lowp::Int8 { "integer ops, not flops" } else { "flops" };
+        let operands = match path {
+            Path::Amx => format!("(n/32)²·4 KiB·n/{} (A, B tiles) + 64 B", self.0.k_step()),
+            _ => {
+                let (mr, nr) = path.tile();
+                format!("(n/{mr})·(n/{nr})·(n/{})·{} B (B rows, A dwords)", self.0.group(), 4 * (mr + nr))
+            }
         };
         format!(
-            "W = 2·n³ {what}; core Q = 2·{e}·n² (packing B) + (n/32)²·(4 KiB·n/{ks} (A, B tiles) + 4 KiB·(2·⌈n/{kc}⌉ − 1) (C tiles)) + 64 B; \
+            "W = 2·n³ {what} ({class}); core Q = 2·{e}·n² (packing B) + {operands} + 4·n²·(2·⌈n/{kc}⌉ − 1) (C); \
              DRAM = {}·n² B; n a multiple of {MIN_N}",
             5 * e + 8,
-            ks = self.0.k_step(),
             kc = self.0.kc()
         )
     }
@@ -537,32 +942,52 @@ impl Kernel for LowpGemm {
         let n = ((bytes as f64 / per).sqrt() as usize) / (2 * MIN_N) * (2 * MIN_N);
         n.max(2 * MIN_N)
     }
-    fn counts(&self, n: usize, _v: Variant) -> Counts {
-        counts(self.0, n)
+    fn counts(&self, n: usize, v: Variant) -> Counts {
+        counts(self.0, n, Path::of(self.0, v).unwrap_or(Path::Amx))
     }
-    fn unavailable(&self, _v: Variant) -> Option<String> {
-        let unit = self.0.unit();
-        (!unit.available()).then(|| format!("{} (no AVX-512 BF16 / VNNI path yet)", unit.why_unavailable()))
+    fn unavailable(&self, v: Variant) -> Option<String> {
+        let unit = Path::of(self.0, v)?.unit(self.0);
+        (!unit.available()).then(|| unit.why_unavailable())
     }
     fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
-        if v != Variant::Avx512 {
-            return Err(format!("{} has only the avx512 variant (AMX tiles)", self.name()));
-        }
+        let path = self.check(n, v)?;
+        Ok(Box::new(LowpMats::new(self.0, n, seed, path)?))
+    }
+    /// The parts of [`split_grid`]: one problem, each team thread its block of C (it packs
+    /// its own columns of B: no part waits for another).
+    fn split(&self, n: usize, v: Variant, seed: u64, threads: usize) -> Option<Result<Vec<Box<dyn Instance>>, String>> {
+        Some((|| {
+            let path = self.check(n, v)?;
+            let grid = split_grid(n, threads)?;
+            let whole = LowpMats::new(self.0, n, seed, path)?;
+            grid.into_iter()
+                .map(|(rows, cols)| LowpMats::part(&whole, rows, cols).map(|p| Box::new(p) as Box<dyn Instance>))
+                .collect()
+        })())
+    }
+}
+
+impl LowpGemm {
+    /// The path of variant `v` at order `n`, or why it cannot run here.
+    fn check(&self, n: usize, v: Variant) -> Result<Path, String> {
+        let Some(path) = Path::of(self.0, v) else {
+            return Err(format!(
+                "{} has no {v} variant (its variants: {})",
+                self.name(),
+                self.variants().iter().map(|v| v.name()).collect::<Vec<_>>().join(", ")
+            ));
+        };
         if n < MIN_N || !n.is_multiple_of(MIN_N) {
             return Err(format!(
                 "size {n}: {} needs a matrix order that is a multiple of {MIN_N}",
                 self.name()
             ));
         }
-        let unit = self.0.unit();
+        let unit = path.unit(self.0);
         if !unit.available() {
-            return Err(format!(
-                "{}: {} (the AVX-512 BF16 / VNNI path is not written yet)",
-                self.name(),
-                unit.why_unavailable()
-            ));
+            return Err(format!("{} {v}: {}", self.name(), unit.why_unavailable()));
         }
-        Ok(Box::new(LowpMats::new(self.0, n, seed)?))
+        Ok(path)
     }
 }
 
@@ -574,7 +999,7 @@ mod tests {
     fn counts_follow_the_loop_nest() {
         for kind in [Lowp::Bf16, Lowp::Int8] {
             for n in [64usize, 128, 576, 1024, 1088] {
-                let c = counts(kind, n);
+                let c = counts(kind, n, Path::Amx);
                 let n64 = n as u64;
                 // 2n³ by tile dot products: (n/16)² tiles of C, n/KS steps, 16·16·KS·2 each.
                 let ks = kind.k_step() as u64;
@@ -594,6 +1019,99 @@ mod tests {
         assert!(!Lowp::Bf16.class().is_integer());
     }
 
+    /// The SIMD paths, counted by instruction: per micro-kernel call and dword group of k, one
+    /// B row load per register of NR columns, one broadcast dword per row of A, and one dot
+    /// product per row and register (lanes × 2 × the k values of a dword).
+    #[test]
+    fn simd_counts_follow_their_micro_kernels() {
+        for (kind, path, lanes, reg_bytes) in [
+            (Lowp::Bf16, Path::Zmm, 16u64, 64u64),
+            (Lowp::Int8, Path::Zmm, 16, 64),
+            (Lowp::Int8, Path::Ymm, 8, 32),
+        ] {
+            let (mr, nr) = path.tile();
+            let (mr, nr) = (mr as u64, nr as u64);
+            for n in [64usize, 192, 1024, 1536] {
+                let n64 = n as u64;
+                let c = counts(kind, n, path);
+                let g = (4 / kind.esize()) as u64;
+                let groups = (n64 / mr) * (n64 / nr) * (n64 / g);
+                let regs_per_row = nr / lanes;
+                let dots = groups * mr * regs_per_row;
+                assert_eq!(c.flops[&path.class(kind)], dots * lanes * 2 * g, "{kind:?} {path:?} n={n}");
+                assert_eq!(c.flops[&path.class(kind)], 2 * n64 * n64 * n64);
+                assert_eq!(c.flops.len(), 1);
+                let blocks = n.div_ceil(kind.kc()) as u64;
+                let e = kind.esize() as u64;
+                let b_rows = groups * regs_per_row * reg_bytes;
+                let a_dwords = groups * mr * 4;
+                let c_tiles = (n64 / mr) * (n64 / nr) * mr * nr * 4;
+                assert_eq!(c.core_load_bytes, n64 * n64 * e + b_rows + a_dwords + c_tiles * (blocks - 1));
+                assert_eq!(c.core_store_bytes, n64 * n64 * e + c_tiles * blocks);
+            }
+        }
+        assert_eq!(
+            Path::of(Lowp::Bf16, Variant::Avx2),
+            None,
+            "no bf16 dot product on ymm without AVX-512"
+        );
+        assert_eq!(Path::of(Lowp::Int8, Variant::Avx2), Some(Path::Ymm));
+    }
+
+    /// The blocks of a split problem cover C once, each a run of whole 32 × 32 blocks, and
+    /// the parts' work sums to the problem's; more threads than blocks is refused.
+    #[test]
+    fn split_parts_cover_c_once_and_sum_to_the_problem() {
+        for n in [64usize, 256, 2048] {
+            for threads in 1..=20usize {
+                let units = n / 32;
+                let grid = match split_grid(n, threads) {
+                    Ok(g) => g,
+                    Err(e) => {
+                        assert!(threads > units, "n={n} threads={threads}: {e}");
+                        continue;
+                    }
+                };
+                assert_eq!(grid.len(), threads);
+                let mut seen = vec![0u8; units * units];
+                let mut work = 0u64;
+                for ((r0, r1), (c0, c1)) in &grid {
+                    assert!(r0 % 32 == 0 && r1 % 32 == 0 && c0 % 32 == 0 && c1 % 32 == 0 && r1 > r0 && c1 > c0);
+                    for i in r0 / 32..r1 / 32 {
+                        for j in c0 / 32..c1 / 32 {
+                            seen[i * units + j] += 1;
+                        }
+                    }
+                    let c = counts_block(Lowp::Bf16, n, r1 - r0, c1 - c0, Path::Amx);
+                    work += c.flops[&FlopClass::TileBf16];
+                }
+                assert!(seen.iter().all(|&x| x == 1), "n={n} threads={threads}: {grid:?}");
+                assert_eq!(work, 2 * (n as u64).pow(3));
+            }
+        }
+        assert!(split_grid(64, 5).is_err(), "64 has 2 × 2 blocks of 32");
+    }
+
+    /// Where a path's unit exists, every part of a split problem computes its block right
+    /// (each part verifies its own block: together all of C).
+    #[test]
+    fn split_parts_match_the_reference_or_skip() {
+        for kind in [Lowp::Bf16, Lowp::Int8] {
+            let k = LowpGemm(kind);
+            for &v in k.variants() {
+                if !crate::check::runnable(v) || !Path::of(kind, v).unwrap().unit(kind).available() {
+                    assert!(k.split(256, v, 5, 6).unwrap().is_err());
+                    continue;
+                }
+                let mut parts = k.split(256, v, 5, 6).unwrap().unwrap();
+                assert_eq!(parts.len(), 6);
+                for p in &mut parts {
+                    p.verify().unwrap_or_else(|e| panic!("{} {v} split: {e}", k.name()));
+                }
+            }
+        }
+    }
+
     #[test]
     fn sizes_halve_to_valid_sizes() {
         for kind in [Lowp::Bf16, Lowp::Int8] {
@@ -601,9 +1119,12 @@ mod tests {
             for bytes in [1u64 << 16, 1 << 20, 3 << 20, 1 << 26] {
                 let n = k.size_for_bytes(bytes);
                 assert_eq!(n % (2 * MIN_N), 0);
-                assert!(k.instance(n / 2, Variant::Avx512, 1).is_ok() || !kind.unit().available());
+                assert!(k.instance(n / 2, Variant::Amx, 1).is_ok() || !Path::Amx.unit(kind).available());
             }
-            assert!(k.instance(96, Variant::Avx512, 1).is_err(), "not a multiple of 64");
+            for &v in k.variants() {
+                assert!(k.instance(96, v, 1).is_err(), "not a multiple of 64");
+            }
+            assert!(k.instance(128, Variant::Scalar, 1).err().unwrap().contains("no scalar variant"));
         }
     }
 
@@ -618,7 +1139,7 @@ mod tests {
                 return;
             }
             for n in [64usize, 192] {
-                let mut m = LowpMats::new(kind, n, 11 + n as u64).unwrap();
+                let mut m = LowpMats::new(kind, n, 11 + n as u64, Path::Amx).unwrap();
                 m.pack_b_scalar();
                 let want = m.bpack.bytes().to_vec();
                 m.bpack.bytes_mut().fill(0xa5);
@@ -638,22 +1159,26 @@ mod tests {
         }
     }
 
-    /// On a CPU with AMX: both GEMMs at several orders match the reference; elsewhere the
-    /// instance is refused with the reason, and the test says it skipped.
+    /// Every variant whose unit this CPU has matches the reference at several orders (AMX on
+    /// Sapphire Rapids; the AVX-512 BF16 / VNNI and AVX-VNNI paths there too, and on Zen 4/5);
+    /// a variant without its unit is refused with the unit's flag named, and the test says it
+    /// skipped.
     #[test]
-    fn amx_gemms_match_the_reference_or_skip() {
+    fn gemms_match_the_reference_or_skip() {
         for kind in [Lowp::Bf16, Lowp::Int8] {
             let k = LowpGemm(kind);
-            if !kind.unit().available() {
-                assert!(k.unavailable(Variant::Avx512).is_some());
-                let e = k.instance(128, Variant::Avx512, 3).err().unwrap();
-                assert!(e.contains(kind.unit().flag()) || e.contains("refused"), "{e}");
-                eprintln!("skipped {}: {e}", k.name());
-                continue;
-            }
-            for n in [64usize, 128, 192, 640] {
-                let mut inst = k.instance(n, Variant::Avx512, n as u64).unwrap();
-                inst.verify().unwrap_or_else(|e| panic!("{} n={n}: {e}", k.name()));
+            for &v in k.variants() {
+                let unit = Path::of(kind, v).unwrap().unit(kind);
+                if !crate::check::runnable(v) || !unit.available() {
+                    let e = k.instance(128, v, 3).err().unwrap();
+                    assert!(e.contains(unit.flag()) || e.contains("refused") || e.contains("OS"), "{e}");
+                    eprintln!("skipped {} {v}: {e}", k.name());
+                    continue;
+                }
+                for n in [64usize, 128, 192, 640, 1088] {
+                    let mut inst = k.instance(n, v, n as u64).unwrap();
+                    inst.verify().unwrap_or_else(|e| panic!("{} {v} n={n}: {e}", k.name()));
+                }
             }
         }
     }

@@ -1032,7 +1032,7 @@ mod isa {
                 Variant::Scalar => run_scalar!(scalar_f64, op, a, b, c, s, passes),
                 Variant::Sse => run_simd!(sse_f64, op, a, b, c, s, passes),
                 Variant::Avx2 => run_simd!(avx2_f64, op, a, b, c, s, passes),
-                Variant::Avx512 => run_simd!(avx512_f64, op, a, b, c, s, passes),
+                Variant::Avx512 | Variant::Amx => run_simd!(avx512_f64, op, a, b, c, s, passes),
             }
         }
     }
@@ -1053,7 +1053,7 @@ mod isa {
                 Variant::Scalar => run_scalar!(scalar_f32, op, a, b, c, s, passes),
                 Variant::Sse => run_simd!(sse_f32, op, a, b, c, s, passes),
                 Variant::Avx2 => run_simd!(avx2_f32, op, a, b, c, s, passes),
-                Variant::Avx512 => run_simd!(avx512_f32, op, a, b, c, s, passes),
+                Variant::Avx512 | Variant::Amx => run_simd!(avx512_f32, op, a, b, c, s, passes),
             }
         }
     }

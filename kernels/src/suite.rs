@@ -91,7 +91,8 @@ macro_rules! dispatch {
                 // SAFETY: the CPU has AVX2 and FMA (checked just above).
                 unsafe { avx2(a) }
             }
-            Variant::Avx512 => {
+            // No SIMD kernel lists the tile variant (`Variant::ALL`): its AVX-512 code.
+            Variant::Avx512 | Variant::Amx => {
                 assert!(
                     $crate::check::runnable(Variant::Avx512),
                     "dispatching an AVX-512 kernel on a CPU without AVX-512F"

@@ -254,10 +254,16 @@ pub enum Variant {
     Sse,
     Avx2,
     Avx512,
+    /// AMX tiles (Sapphire Rapids and later): only the low-precision GEMMs have it. Not in
+    /// [`Variant::ALL`], the ladder of SIMD widths every other kernel and ceiling climbs.
+    Amx,
 }
 
 impl Variant {
+    /// The SIMD variants, narrowest first.
     pub const ALL: [Variant; 4] = [Variant::Scalar, Variant::Sse, Variant::Avx2, Variant::Avx512];
+    /// Every variant a kernel may have, by name.
+    pub const NAMED: [Variant; 5] = [Variant::Scalar, Variant::Sse, Variant::Avx2, Variant::Avx512, Variant::Amx];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -265,11 +271,12 @@ impl Variant {
             Variant::Sse => "sse",
             Variant::Avx2 => "avx2",
             Variant::Avx512 => "avx512",
+            Variant::Amx => "amx",
         }
     }
 
     pub fn from_name(s: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.name() == s)
+        Variant::NAMED.into_iter().find(|v| v.name() == s)
     }
 
     /// Vector width in bits (64 for scalar double code).
@@ -278,7 +285,8 @@ impl Variant {
             Variant::Scalar => 64,
             Variant::Sse => 128,
             Variant::Avx2 => 256,
-            Variant::Avx512 => 512,
+            // Tiles run under the AVX-512 licence; their work has classes of its own.
+            Variant::Avx512 | Variant::Amx => 512,
         }
     }
 
@@ -291,6 +299,10 @@ impl Variant {
                 Variant::Sse => std::arch::is_x86_feature_detected!("sse2"),
                 Variant::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
                 Variant::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+                // The tile unit, granted by the kernel (`lowp::amx_permitted`).
+                Variant::Amx => {
+                    std::arch::is_x86_feature_detected!("avx512f") && crate::lowp::cpuid_flag("amx_tile") && crate::lowp::amx_permitted()
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -168,6 +168,7 @@ impl Steps for Wired {
                 threads: threads as usize,
                 repeat,
                 verify: false,
+                split: false,
             };
             // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
             // traffic beyond twice it, nothing claimed in between (each level says why).

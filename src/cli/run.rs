@@ -32,7 +32,8 @@ pub struct Args {
     /// Working-set size instead of --size: 4KiB, 64MiB, 1GiB … (default 32MiB).
     #[arg(long, value_name = "BYTES")]
     pub bytes: Option<String>,
-    /// scalar, sse, avx2 or avx512 (default: the widest this CPU runs).
+    /// scalar, sse, avx2, avx512, or amx for the low-precision GEMMs (default: the widest this
+    /// CPU runs).
     #[arg(long)]
     pub variant: Option<String>,
     #[command(flatten)]
@@ -60,6 +61,12 @@ pub struct Args {
     /// Skip the check of one run against the scalar f64 reference.
     #[arg(long)]
     pub no_verify: bool,
+    /// One problem of the size shared by the team of `--threads` (each thread computes its
+    /// block of the result; the time is the whole problem's) instead of one independent
+    /// problem per thread. Kernels with a shared mode: bf16_gemm, int8_gemm. Analytic and
+    /// perf backends.
+    #[arg(long)]
+    pub split: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -83,7 +90,7 @@ fn plan(args: &Args) -> crate::Result<Plan> {
             let v = Variant::from_name(name).filter(|v| kernel.variants().contains(v)).ok_or_else(|| {
                 Error::input(
                     format!("unknown variant '{name}' of {}", kernel.name()),
-                    "one of: scalar, sse, avx2, avx512",
+                    "one of: scalar, sse, avx2, avx512 (amx: the low-precision GEMMs)",
                 )
             })?;
             if !check::runnable(v) {
@@ -119,7 +126,8 @@ fn plan(args: &Args) -> crate::Result<Plan> {
         ));
     }
     let most = threads.iter().copied().max().unwrap_or(1) as u64;
-    check::require_memory(kernel.working_set_bytes(n).saturating_mul(most)).map_err(|e| {
+    let copies = if args.split { 1 } else { most };
+    check::require_memory(kernel.working_set_bytes(n).saturating_mul(copies)).map_err(|e| {
         Error::input(
             format!("{} at size {n}: {e}", kernel.name()),
             "use a smaller --size or --bytes, or fewer threads",
@@ -152,6 +160,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.output.check(&["json"])?;
     let plan = plan(&args)?;
     let backend = backend::resolve_kernel_backend(args.backend);
+    if args.split && matches!(backend, BackendKind::Trace | BackendKind::Simulated) {
+        return Err(Error::input(
+            "--split: the trace backend counts one independent instance per thread",
+            "use --backend analytic or perf with --split",
+        )
+        .into());
+    }
     // Events chosen and checked before anything runs (one line and exit 2 without a PMU).
     let mut counting = KernelCounting::select(backend, args.events, args.platform.platform.as_deref())?;
     let command_line: Vec<String> = std::env::args().collect();
@@ -173,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             threads,
             repeat: plan.repeat,
             verify: !args.no_verify && i == 0,
+            split: args.split,
         };
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("static template"));

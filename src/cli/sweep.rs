@@ -150,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Variant::Sse => "sse",
             Variant::Avx2 => "avx2",
             Variant::Avx512 => "avx512",
+            Variant::Amx => "amx",
         };
         let peak = roofs
             .compute_gflops

@@ -27,6 +27,9 @@ pub struct KernelRun<'a> {
     pub repeat: Repeat,
     /// Check one instance against the scalar f64 reference before timing.
     pub verify: bool,
+    /// One problem of size `n` shared by the team (`Kernel::split`: each thread its part),
+    /// rather than one independent instance per thread.
+    pub split: bool,
 }
 
 /// Run `kernel` at size `n` and `variant` on `threads` pinned threads and measure it:
@@ -40,6 +43,7 @@ pub fn run_kernel(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usiz
             threads,
             repeat,
             verify: false,
+            split: false,
         },
         &|_, _| {},
     )
@@ -68,7 +72,8 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
             "pick a variant `roofline kernels` lists as runnable",
         ));
     }
-    let total = k.working_set_bytes(spec.n).saturating_mul(spec.threads as u64);
+    let copies = if spec.split { 1 } else { spec.threads as u64 };
+    let total = k.working_set_bytes(spec.n).saturating_mul(copies);
     roofline_kernels::check::require_memory(total).map_err(|e| {
         Error::input(
             format!("{} at size {}: {e}", k.name(), spec.n),
@@ -76,11 +81,28 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
         )
     })?;
     let mut instances = Vec::with_capacity(spec.threads);
-    for t in 0..spec.threads {
-        let inst = k
-            .instance(spec.n, spec.variant, 0x5EED + t as u64)
-            .map_err(|e| Error::input(format!("{} at size {}: {e}", k.name(), spec.n), "use a valid --size or --bytes"))?;
-        instances.push(inst);
+    if spec.split {
+        instances = k
+            .split(spec.n, spec.variant, 0x5EED, spec.threads)
+            .ok_or_else(|| {
+                Error::input(
+                    format!("{} has no shared mode: its threads run independent instances", k.name()),
+                    "drop --split (only the low-precision GEMMs split one problem over a team)",
+                )
+            })?
+            .map_err(|e| {
+                Error::input(
+                    format!("{} at size {} split over {} threads: {e}", k.name(), spec.n, spec.threads),
+                    "use a larger --size or fewer threads",
+                )
+            })?;
+    } else {
+        for t in 0..spec.threads {
+            let inst = k
+                .instance(spec.n, spec.variant, 0x5EED + t as u64)
+                .map_err(|e| Error::input(format!("{} at size {}: {e}", k.name(), spec.n), "use a valid --size or --bytes"))?;
+            instances.push(inst);
+        }
     }
     if spec.verify
         && let Some(first) = instances.first_mut()
@@ -104,11 +126,7 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
         acc
     });
     let samples = time_team_hooked(instances, spec.repeat, on_sample, hooks);
-    let mut m = measurement(
-        &counts,
-        k.effective_flops(spec.n, spec.variant).map(|e| e * spec.threads as u64),
-        spec.threads,
-    );
+    let mut m = measurement(&counts, k.effective_flops(spec.n, spec.variant).map(|e| e * copies), spec.threads);
     m.seconds_samples = samples;
     let extra = &mut m.extra;
     extra.insert("kernel".into(), k.name().into());
@@ -116,6 +134,9 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
     extra.insert("size".into(), spec.n.into());
     extra.insert("size_unit".into(), k.size_unit().into());
     extra.insert("working_set_bytes".into(), k.working_set_bytes(spec.n).into());
+    if spec.split {
+        extra.insert("split".into(), true.into());
+    }
     extra.insert("core_load_bytes".into(), counts.core_load_bytes.into());
     extra.insert("core_store_bytes".into(), counts.core_store_bytes.into());
     Ok(m)
@@ -310,6 +331,7 @@ mod tests {
                 threads,
                 repeat: quick(),
                 verify: true,
+                split: false,
             },
             &|_, _| {},
         )

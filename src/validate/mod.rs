@@ -282,16 +282,6 @@ pub fn validate_suite(
                 });
                 continue;
             }
-            // W of the low-precision GEMMs is exact under trace, their core Q is not yet
-            // (under 1 % more than the analytic count, growing with n; docs/mixed-precision.md):
-            // checked only when named, so a default run stays a pass/fail of exact counts.
-            if kernels.is_empty() && LOW_PRECISION_GEMMS.contains(&k.name()) && v.supported() && k.unavailable(v).is_none() {
-                not_run.push(crate::report::schema::NotRun {
-                    name: format!("{}/{}", k.name(), v.name()),
-                    reason: format!("checked only when named (--kernels {}): its core Q is not exact yet", k.name()),
-                });
-                continue;
-            }
             if let Some(why) = k.unavailable(v) {
                 not_run.push(crate::report::schema::NotRun {
                     name: format!("{}/{}", k.name(), v.name()),
@@ -304,9 +294,6 @@ pub fn validate_suite(
     }
     Ok((rows, not_run))
 }
-
-/// Suite kernels a default `validate` lists as not run (see `validate_all`).
-const LOW_PRECISION_GEMMS: [&str; 2] = ["bf16_gemm", "int8_gemm"];
 
 /// The validation rows as a `roofline.report/1`: W as measured by the backend, core Q as
 /// measured less the constant harness bytes (zero time: for exact-count gates, not plots).

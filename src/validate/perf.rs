@@ -259,6 +259,7 @@ fn measure(
             warmup: 1,
         },
         verify: false,
+        split: false,
     };
     let mut counting = match counters {
         Counters::Perf => KernelCounting::Perf(selection.clone()),

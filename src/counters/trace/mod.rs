@@ -489,6 +489,7 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "racy_passes": r.stats.racy_passes,
             "stepped_into_breakpoints": r.stats.stepped_into_bps,
             "inside_counted_blocks": r.stats.inside_counted,
+            "tile_restarts": r.stats.tile_restarts,
             "joined": r.stats.joined,
             "emulated_blocks": r.stats.emulated_blocks,
             "fed_by_steps": r.stats.fed_by_steps,

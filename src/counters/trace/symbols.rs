@@ -1,5 +1,6 @@
 //! Function symbols of a traced process: a minimal ELF64 reader (program headers, .symtab and
-//! .dynsym) and /proc/PID/maps, so each instruction address maps to the function holding it.
+//! .dynsym, and the unwind table's function starts for stripped files) and /proc/PID/maps, so
+//! each instruction address maps to the function holding it.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -19,6 +20,10 @@ pub struct ElfInfo {
     pub functions: Vec<Symbol>,
     /// PT_LOAD segments: (p_offset, p_vaddr, p_filesz).
     pub loads: Vec<(u64, u64, u64)>,
+    /// Function starts (link-time, sorted) from the `.eh_frame_hdr` search table
+    /// (PT_GNU_EH_FRAME): what `strip` leaves, as unwinding needs it. Where no symbol names
+    /// the function, its start still lets the tracer read its prologue (frame pointer or not).
+    pub unwind_starts: Vec<u64>,
 }
 
 fn u16_at(d: &[u8], o: usize) -> Option<u16> {
@@ -47,12 +52,19 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
     if phentsize >= 56 {
         for k in 0..phnum.min(4096) {
             let o = phoff.checked_add(k.checked_mul(phentsize)?)?;
-            if u32_at(d, o)? == 1 {
-                info.loads.push((
+            match u32_at(d, o)? {
+                1 => info.loads.push((
                     u64_at(d, o.saturating_add(8))?,
                     u64_at(d, o.saturating_add(16))?,
                     u64_at(d, o.saturating_add(32))?,
-                ));
+                )),
+                // PT_GNU_EH_FRAME
+                0x6474_e550 => {
+                    if let (Some(off), Some(va)) = (u64_at(d, o.saturating_add(8)), u64_at(d, o.saturating_add(16))) {
+                        info.unwind_starts = eh_frame_hdr_starts(d, off as usize, va);
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -109,7 +121,47 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
     Some(info)
 }
 
+/// The function starts of an `.eh_frame_hdr` at file offset `off`, link-time address `va` (the
+/// LSB's format: version 1, then the encodings of `eh_frame_ptr`, `fde_count` and the table;
+/// the table is pairs of (initial location, FDE address)). Only the encodings linkers write
+/// are read — a 4- or 8-byte `eh_frame_ptr`, `fde_count` udata4, table datarel|sdata4 (0x3b),
+/// relative to the header's own address; anything else gives none.
+fn eh_frame_hdr_starts(d: &[u8], off: usize, va: u64) -> Vec<u64> {
+    let (Some(&version), Some(&ptr_enc), Some(&count_enc), Some(&table_enc)) = (
+        d.get(off),
+        d.get(off.saturating_add(1)),
+        d.get(off.saturating_add(2)),
+        d.get(off.saturating_add(3)),
+    ) else {
+        return Vec::new();
+    };
+    let ptr_len = match ptr_enc & 0x0f {
+        0x03 | 0x0b => 4,
+        0x04 | 0x0c => 8,
+        _ => return Vec::new(),
+    };
+    if version != 1 || count_enc != 0x03 || table_enc != 0x3b {
+        return Vec::new();
+    }
+    let at = off.saturating_add(4 + ptr_len);
+    let Some(count) = u32_at(d, at) else { return Vec::new() };
+    let mut starts: Vec<u64> = (0..count.min(1 << 22) as usize)
+        .map_while(|i| u32_at(d, at.saturating_add(4 + 8 * i)))
+        .map(|rel| va.wrapping_add(rel as i32 as i64 as u64))
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
 impl ElfInfo {
+    /// The start of the unwind-table function holding link-time address `vaddr` (the last
+    /// start at or below it).
+    pub fn unwind_start_at(&self, vaddr: u64) -> Option<u64> {
+        let i = self.unwind_starts.partition_point(|&s| s <= vaddr);
+        self.unwind_starts.get(i.checked_sub(1)?).copied()
+    }
+
     /// The function holding link-time address `vaddr`.
     pub fn function_at(&self, vaddr: u64) -> Option<&Symbol> {
         let i = self.functions.partition_point(|s| s.value <= vaddr);
@@ -315,13 +367,19 @@ impl ProcessSymbols {
         let m = self.maps.iter().find(|m| addr >= m.start && addr < m.end)?.clone();
         let module = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
         let elf = self.elf(&m.path);
-        let (function, function_start) = match elf.as_ref().and_then(|e| {
-            let va = e.to_vaddr(addr, m.start, m.offset)?;
+        let va = elf.as_ref().and_then(|e| e.to_vaddr(addr, m.start, m.offset));
+        let (function, function_start) = match elf.as_ref().zip(va).and_then(|(e, va)| {
             let s = e.function_at(va)?;
             Some((s.name.clone(), addr - (va - s.value)))
         }) {
             Some((f, s)) => (Some(f), Some(s)),
-            None => (None, None),
+            // No symbol (a stripped file): the unwind table's start, without a name.
+            None => (
+                None,
+                elf.as_ref()
+                    .zip(va)
+                    .and_then(|(e, va)| e.unwind_start_at(va).map(|s| addr - (va - s))),
+            ),
         };
         Some(Location {
             module,
@@ -415,6 +473,30 @@ mod demangle_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unwind table of this test executable names (nearly) every sized function the symbol
+    /// table does, and nothing outside its executable segments.
+    #[test]
+    fn unwind_starts_match_the_symbol_table() {
+        let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let info = parse_elf(&me).unwrap();
+        assert!(info.unwind_starts.len() > 100, "{} starts", info.unwind_starts.len());
+        assert!(info.unwind_starts.windows(2).all(|w| w[0] < w[1]));
+        let in_load = |a: u64| info.loads.iter().any(|(_, va, sz)| a >= *va && a < va + sz);
+        assert!(info.unwind_starts.iter().all(|&a| in_load(a)));
+        let sized: Vec<&Symbol> = info.functions.iter().filter(|f| f.size >= 16).collect();
+        let found = sized.iter().filter(|f| info.unwind_starts.binary_search(&f.value).is_ok()).count();
+        assert!(
+            found * 10 >= sized.len() * 9,
+            "{found} of {} functions start an unwind entry",
+            sized.len()
+        );
+        // An address inside a function maps to that function's start.
+        let f = sized[sized.len() / 2];
+        if info.unwind_starts.binary_search(&f.value).is_ok() {
+            assert_eq!(info.unwind_start_at(f.value + f.size / 2), Some(f.value));
+        }
+    }
 
     #[test]
     fn reads_our_own_symbols() {

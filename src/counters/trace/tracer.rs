@@ -324,9 +324,11 @@ impl Space {
             self.missed_pages.insert(page);
             return (Rc::from("[unknown]"), true);
         };
-        let (Some(fname), Some(start)) = (loc.function.clone(), loc.function_start) else {
+        let Some(start) = loc.function_start else {
             return (Rc::from(format!("[{}]", loc.module)), true);
         };
+        // A stripped function (its start from the unwind table) keeps the module's name.
+        let fname = loc.function.clone();
         if let Some(f) = self.funcs.get(&start) {
             return f.clone();
         }
@@ -351,7 +353,10 @@ impl Space {
                 && ins.get(skip + 1) == Some(&Mnemonic::Mov)
                 && regs.get(skip + 1) == Some(&(Register::RBP, Register::RSP))
         };
-        let name: Rc<str> = Rc::from(format!("{} ({})", super::symbols::demangle(&fname), loc.module));
+        let name: Rc<str> = match &fname {
+            Some(f) => Rc::from(format!("{} ({})", super::symbols::demangle(f), loc.module)),
+            None => Rc::from(format!("[{}]", loc.module)),
+        };
         self.funcs.insert(start, (name.clone(), frame));
         (name, frame)
     }
@@ -968,6 +973,10 @@ struct Thread {
     /// (start, end), while its space has several threads: a breakpoint another thread's stop
     /// placed inside it meanwhile is passed, not counted again.
     counted: Option<(u64, u64)>,
+    /// The AMX tile load or store this thread was last single-stepped over (counted before the
+    /// step): a trap back at the same address means it did not complete (see
+    /// `Tracer::tile_restart`).
+    stepped_tile: Option<u64>,
 }
 
 impl Thread {
@@ -985,6 +994,7 @@ impl Thread {
             expect: None,
             expect_regs: None,
             counted: None,
+            stepped_tile: None,
         }
     }
 }
@@ -1030,6 +1040,10 @@ pub struct DriverStats {
     /// Traps inside a block a thread had counted whole, at a breakpoint another thread's stop
     /// armed meanwhile (passed, not counted again).
     pub inside_counted: u64,
+    /// Single-steps of an AMX tile load or store that trapped back at the same instruction
+    /// (a restartable event, such as the page fault of a first-touched row, stopped it at
+    /// `start_row`): counted once, not again when it resumes.
+    pub tile_restarts: u64,
     pub racy_at: Vec<u64>,
     /// Threads stopped to start counting where they stood (entry point, region begin).
     pub joined: u64,
@@ -1110,6 +1124,14 @@ pub struct Tracer<'s> {
     path_insns: u64,
     /// Per region name: what was counted while it was open (`regions.rs`).
     pub regions: Regions,
+    /// The thread and address of an AMX tile load or store whose single-step trapped back at
+    /// the same instruction, for the handling of that trap. TILELOADD and TILESTORED are
+    /// restartable (Intel SDM): a restartable event, such as the page fault of a row not yet
+    /// mapped, stops them at row `start_row` with RIP unchanged, and a single-step reports
+    /// that stop. The instruction was counted in full before its step (its rows from the
+    /// `start_row` in force then); when it resumes it moves only the rows left, so it is not
+    /// counted again (before this, first-touched pages of a GEMM's C added rows to core Q).
+    tile_restart: Option<(Pid, u64)>,
 }
 
 fn opts() -> Options {
@@ -1161,6 +1183,7 @@ impl<'s> Tracer<'s> {
                 .filter(|&n| n >= 16)
                 .unwrap_or(1 << 20),
             regions: Regions::default(),
+            tile_restart: None,
         }
     }
 
@@ -1830,6 +1853,8 @@ impl<'s> Tracer<'s> {
             }
             return;
         };
+        // Only the stop right after its step can be a restart of the tile instruction stepped.
+        let stepped_tile = th.stepped_tile.take();
         if sig == Signal::SIGTRAP {
             let step = th.step;
             let si = th.space;
@@ -1861,7 +1886,11 @@ impl<'s> Tracer<'s> {
             if step != StepKind::None {
                 self.resolve_rep(pid, &regs);
                 self.do_reinstall(pid);
+                if stepped_tile == Some(regs.rip) {
+                    self.tile_restart = Some((pid, regs.rip));
+                }
                 self.on_step(pid, step, regs);
+                self.tile_restart = None;
                 return;
             }
             let at = regs.rip.wrapping_sub(1);
@@ -2091,6 +2120,20 @@ impl<'s> Tracer<'s> {
             self.no_site.clone()
         };
         let shaped = insn.tile.is_some_and(|t| t.shaped());
+        if matches!(insn.tile, Some(TileOp::Load { .. } | TileOp::Store { .. })) {
+            if self.tile_restart == Some((pid, pc)) {
+                // Resuming after a restartable event: already counted (and fed) in full.
+                self.tile_restart = None;
+                self.stats.tile_restarts += 1;
+                if let Some(th) = self.threads.get_mut(&pid) {
+                    th.stepped_tile = Some(pc);
+                }
+                return;
+            }
+            if let Some(th) = self.threads.get_mut(&pid) {
+                th.stepped_tile = Some(pc);
+            }
+        }
         let need_x = insn.mask.is_some() || shaped || (self.sink.is_some() && insn.mem.iter().any(|m| m.used.index().is_vector_register()));
         let xs = if need_x { self.xstate(pid) } else { None };
         let mask = insn.mask.and_then(|k| xs.as_ref().and_then(|x| self.xsave.opmask(x, k)));
