@@ -299,9 +299,19 @@ impl Variant {
                 Variant::Sse => std::arch::is_x86_feature_detected!("sse2"),
                 Variant::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
                 Variant::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
-                // The tile unit, granted by the kernel (`lowp::amx_permitted`).
+                // The tile unit, granted by the kernel (`lowp::amx_permitted`). Without the
+                // suite nothing here runs tile code, so nothing asks the kernel for it.
                 Variant::Amx => {
-                    std::arch::is_x86_feature_detected!("avx512f") && crate::lowp::cpuid_flag("amx_tile") && crate::lowp::amx_permitted()
+                    #[cfg(feature = "suite")]
+                    {
+                        std::arch::is_x86_feature_detected!("avx512f")
+                            && crate::lowp::cpuid_flag("amx_tile")
+                            && crate::lowp::amx_permitted()
+                    }
+                    #[cfg(not(feature = "suite"))]
+                    {
+                        false
+                    }
                 }
             }
         }
