@@ -132,6 +132,17 @@ mod tests {
         }
     }
 
+    /// Random numbers, another sequence in every run (the process id is mixed in).
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut s = seed ^ u64::from(std::process::id());
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
     fn acc(addrs: std::ops::Range<u64>) -> Vec<Access> {
         addrs
             .map(|a| Access {
@@ -144,13 +155,7 @@ mod tests {
 
     #[test]
     fn one_thread_keeps_program_order_and_two_alternate_in_chunks() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ std::process::id() as u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         // One thread, pushed in random pieces: its order, every access, once.
         let mut log = Log::default();
         let mut il = Interleave::default();
@@ -190,13 +195,7 @@ mod tests {
 
     #[test]
     fn idle_threads_hold_nobody_back_and_a_new_thread_starts_in_lockstep() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ std::process::id() as u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut log = Log::default();
         let mut il = Interleave::default();
         il.join(0, &mut log);
