@@ -312,3 +312,59 @@ fn peaks_follow_the_platform_table_at_the_given_clock() {
         assert_eq!(m.peak_gflops.single.scalar, m.peak_gflops.double.scalar.map(|p| 2.0 * p), "{short}");
     }
 }
+
+/// Every mixed-precision unit a recorded CPU has (its CPUID flag: AVX-512 BF16, AVX-512 VNNI,
+/// AVX-VNNI, AVX-512 FP16, AMX) is either rated by its platform table or named in the table's
+/// `[mixed_unrated]` with why — a table that gains a CPU with such a unit and does neither
+/// fails here — and the dump's machine model carries the rate (peaks at a given clock, per
+/// core and all cores) or the reason, never a unit the CPU lacks.
+#[test]
+fn every_recorded_mixed_precision_unit_is_rated_or_says_why_not() {
+    use roofline::machine::cpuid::CpuidFacts;
+    use roofline::machine::platform::MIXED_UNITS;
+    let Some(dir) = shared_cpuid() else { return };
+    let ghz = 1.5 + f64::from(std::process::id() % 200) / 100.0;
+    let opts = DetectOptions {
+        frequency_ghz: Some(ghz),
+        ..Default::default()
+    };
+    let mut rated = Vec::new();
+    let mut unrated = Vec::new();
+    for (short, path) in dumps(&dir) {
+        let d = CpuidDump::load(&path).unwrap();
+        let facts = CpuidFacts::read(&d.cpus[0]);
+        let m = from_dump(&d, &opts).unwrap();
+        let table = Platform::load(&m.microarchitecture).unwrap();
+        for (unit, flag) in MIXED_UNITS {
+            if !facts.has(flag) {
+                assert!(!m.mixed_ops_per_cycle.contains_key(unit), "{short}: {unit} without {flag}");
+                assert!(!m.mixed_unrated.contains_key(unit), "{short}: {unit} without {flag}");
+                continue;
+            }
+            match (table.mixed_ops_per_cycle.get(unit), table.mixed_unrated.get(unit)) {
+                (Some(&ops), None) => {
+                    assert_eq!(m.mixed_ops_per_cycle.get(unit), Some(&ops), "{short}: {unit}");
+                    let per_core = m.peak_mixed_per_core[unit];
+                    assert!((per_core - ops * ghz).abs() < 1e-6 * per_core, "{short}: {unit} {per_core}");
+                    let all = m.peak_mixed[unit];
+                    assert!((all - per_core * f64::from(m.cores)).abs() < 1e-6 * all, "{short}: {unit} {all}");
+                    rated.push(format!("{short}:{unit}"));
+                }
+                (None, Some(why)) => {
+                    assert_eq!(m.mixed_unrated.get(unit), Some(why), "{short}: {unit}");
+                    assert!(!m.peak_mixed.contains_key(unit), "{short}: {unit} unrated but has a peak");
+                    unrated.push(format!("{short}:{unit}"));
+                }
+                _ => panic!(
+                    "{short}: the CPU has {flag}, but platforms/{}.toml neither rates {unit} in [mixed_ops_per_cycle] nor says why not in [mixed_unrated]",
+                    m.microarchitecture
+                ),
+            }
+        }
+    }
+    // The recorded Zen 4 (EPYC 9124) and Zen 5 (EPYC 9655) have AVX-512 BF16 and VNNI, rated.
+    for unit in ["zen4:bf16.avx512", "zen4:int8.avx512", "zen5:bf16.avx512", "zen5:int8.avx2"] {
+        assert!(rated.iter().any(|r| r == unit), "{unit} not rated: {rated:?}");
+    }
+    assert!(!unrated.is_empty(), "Granite Rapids' AMX-FP16 at least is unrated: {unrated:?}");
+}

@@ -56,7 +56,12 @@ fn build_ctor(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     ok.then_some((whole, region))
 }
 
+/// The random sizes' seed: `ROOFLINE_TEST_SEED` to repeat a failed run, else the clock.
 fn seed() -> u64 {
+    if let Some(s) = std::env::var("ROOFLINE_TEST_SEED").ok().and_then(|v| v.parse().ok()) {
+        eprintln!("seed {s} (ROOFLINE_TEST_SEED)");
+        return s;
+    }
     let s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

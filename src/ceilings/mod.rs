@@ -250,8 +250,13 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
             if !ok {
                 notes.push(format!("{}: not measured ({})", u.key(), u.why_unavailable()));
             } else if platform.as_ref().and_then(|p| compute::theoretical_ops_per_cycle(p, *u)).is_none() {
+                let why = platform
+                    .as_ref()
+                    .and_then(|p| p.mixed_unrated.get(u.key()))
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default();
                 notes.push(format!(
-                    "{}: measured; the platform table has no rate for it, so no % of a theoretical peak",
+                    "{}: measured; the platform table has no rate for it{why}, so no % of a theoretical peak",
                     u.key()
                 ));
             }

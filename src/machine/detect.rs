@@ -179,6 +179,10 @@ fn build(src: &dyn CpuidSource, os: &OsTopology, opts: &DetectOptions) -> Result
             .as_ref()
             .map(|p| peaks::mixed_units(&p.mixed_ops_per_cycle, |flag| facts.has(flag)))
             .unwrap_or_default(),
+        mixed_unrated: platform
+            .as_ref()
+            .map(|p| peaks::mixed_unrated(&p.mixed_unrated, |flag| facts.has(flag)))
+            .unwrap_or_default(),
         peak_mixed_per_core: BTreeMap::new(),
         peak_mixed: BTreeMap::new(),
         fp_ops_per_cycle_measured: BTreeMap::new(),

@@ -197,6 +197,11 @@ pub struct MachineModel {
     /// rate, is absent: no theoretical roof for it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mixed_ops_per_cycle: BTreeMap<String, f64>,
+    /// Units this CPU has that the platform table deliberately leaves unrated, with why
+    /// (`mixed_unrated` of the table): a ceiling can be measured, but there is no theoretical
+    /// peak to read it against.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mixed_unrated: BTreeMap<String, String>,
     /// Theoretical peaks of those units on one core at the clock of their ISA (AMX at the
     /// AVX-512 clock): GFLOP/s, GOP/s for `int8`/`int16`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

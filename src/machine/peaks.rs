@@ -78,6 +78,15 @@ pub fn mixed_units(table: &BTreeMap<String, f64>, has: impl Fn(&str) -> bool) ->
         .collect()
 }
 
+/// The units a platform table leaves unrated (`mixed_unrated`, with why) that this CPU has.
+pub fn mixed_unrated(table: &BTreeMap<String, String>, has: impl Fn(&str) -> bool) -> BTreeMap<String, String> {
+    table
+        .iter()
+        .filter(|(unit, _)| super::platform::MIXED_UNITS.iter().any(|(u, flag)| u == unit && has(flag)))
+        .map(|(u, why)| (u.clone(), why.clone()))
+        .collect()
+}
+
 /// The ISA whose clock a mixed-precision unit runs at: AMX at the AVX-512 clock (the tile
 /// unit sits in the same core and licence as the 512-bit pipes), the others at their own.
 pub fn mixed_unit_clock_isa(unit: &str) -> &str {

@@ -191,6 +191,13 @@ pub struct Platform {
     /// theoretical roof, even on a CPU that has it (its rate is not published or not known).
     #[serde(default)]
     pub mixed_ops_per_cycle: BTreeMap<String, f64>,
+    /// Units of [`MIXED_UNITS`] that CPUs of this table have but the table deliberately does
+    /// not rate, each with why (no published or measured throughput, or a rate that varies by
+    /// SKU or core type). A CPU with such a unit has a ceiling but no rated peak for it, and
+    /// the reports say why; a unit neither rated nor named here is an omission
+    /// (`tests/identify_dumps.rs` checks the recorded CPUs).
+    #[serde(default)]
+    pub mixed_unrated: BTreeMap<String, String>,
     /// General-purpose core counters per logical CPU (SMT on / off).
     #[serde(default)]
     pub core_counters: Option<u32>,
@@ -278,6 +285,34 @@ impl Platform {
                 return Err(Error::input(
                     format!("{origin}{}: mixed_ops_per_cycle.{k} = {v} is not in (0, 65536]", at(k)),
                     hint,
+                ));
+            }
+        }
+        for (k, why) in &self.mixed_unrated {
+            if !MIXED_UNITS.iter().any(|(u, _)| u == k) {
+                let known: Vec<&str> = MIXED_UNITS.iter().map(|(u, _)| *u).collect();
+                return Err(Error::input(
+                    format!(
+                        "{origin}{}: mixed_unrated.{k} is not a known unit (one of {})",
+                        at(k),
+                        known.join(", ")
+                    ),
+                    hint,
+                ));
+            }
+            if self.mixed_ops_per_cycle.contains_key(k) {
+                return Err(Error::input(
+                    format!(
+                        "{origin}{}: {k} is both rated (mixed_ops_per_cycle) and unrated (mixed_unrated)",
+                        at("[mixed_unrated]")
+                    ),
+                    "keep one of the two",
+                ));
+            }
+            if why.trim().is_empty() {
+                return Err(Error::input(
+                    format!("{origin}{}: mixed_unrated.{k} gives no reason", at("[mixed_unrated]")),
+                    "say why the unit has no rate (no published throughput, varies by SKU, ...)",
                 ));
             }
         }
@@ -408,6 +443,59 @@ mod tests {
     /// platforms/json/ holds every table's TOML as JSON, which build.rs embeds for the library
     /// (so a regions-only build needs no TOML parser, nor a build script with dependencies).
     /// `UPDATE_PLATFORM_JSON=1` rewrites what is stale, missing or left over.
+    #[test]
+    fn mixed_rates_are_whole_instructions_per_cycle() {
+        // One full-width instruction of each unit, counted as docs/mixed-precision.md counts
+        // it: vdpbf16ps zmm 16 lanes x 4, vfmadd...ph zmm 32 x 2, vpdpbusd zmm 16 dwords x 8,
+        // vpdpwssd zmm 16 x 4 (ymm half), AMX on full 16 x 64-byte tiles 16 x 16 x 16 x 4 (x 8
+        // for int8). A rate is a number of such instructions per cycle: a power of two from one
+        // per 16 cycles (AMX) to four; anything else is a counting slip (lanes, or 2 vs 4 per lane).
+        let per_instruction = |unit: &str| match unit {
+            "bf16.avx512" | "half.avx512" | "int16.avx512" => 64.0,
+            "int8.avx512" => 128.0,
+            "int8.avx2" => 64.0,
+            "int16.avx2" => 32.0,
+            "bf16.amx" | "half.amx" => 16384.0,
+            "int8.amx" => 32768.0,
+            other => panic!("{other}: a unit of MIXED_UNITS without its operations per instruction here"),
+        };
+        let mut n = 0;
+        for (stem, text) in EMBEDDED_PLATFORMS {
+            let p = Platform::parse(text, stem).unwrap();
+            for (unit, ops) in &p.mixed_ops_per_cycle {
+                let ipc = ops / per_instruction(unit);
+                assert!(
+                    (-4..=2).any(|e| ipc == 2f64.powi(e)),
+                    "{stem}: {unit} = {ops} is {ipc} instructions per cycle"
+                );
+                n += 1;
+            }
+            for unit in p.mixed_unrated.keys() {
+                per_instruction(unit);
+            }
+        }
+        assert!(n >= 20, "{n} rated units in all tables");
+    }
+
+    #[test]
+    fn unrated_units_are_known_alone_and_explained() {
+        let gnr = EMBEDDED_PLATFORMS.iter().find(|(k, _)| *k == "gnr").unwrap().1;
+        let p = Platform::parse(gnr, "gnr").unwrap();
+        assert!(p.mixed_unrated.contains_key("half.amx") && !p.mixed_ops_per_cycle.contains_key("half.amx"));
+        let line = p.mixed_unrated["half.amx"].clone();
+        let needle = format!("\"half.amx\" = {:?}", line);
+        assert!(gnr.contains(&needle), "{needle}");
+        for (bad, what) in [
+            ("\"half.amk\" = \"why\"", "half.amk"),
+            ("\"int8.amx\" = \"why\"", "both rated"),
+            ("\"half.amx\" = \"  \"", "no reason"),
+        ] {
+            let text = gnr.replace(&needle, bad);
+            let e = Platform::parse(&text, "gnr.toml").unwrap_err().to_string();
+            assert!(e.starts_with("gnr.toml:") && e.contains(what), "{e}");
+        }
+    }
+
     #[test]
     fn the_embedded_json_is_the_toml() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms/json");

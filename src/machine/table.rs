@@ -100,15 +100,16 @@ pub fn render(m: &MachineModel) -> String {
     row(&mut s, "GF/s/core SP", &m.peak_gflops_per_core.single, 1);
     row(&mut s, "GF/s all DP", &m.peak_gflops.double, 1);
     row(&mut s, "GF/s all SP", &m.peak_gflops.single, 1);
-    if !m.peak_mixed_per_core.is_empty() {
+    if !m.mixed_ops_per_cycle.is_empty() {
         let _ = writeln!(s, "mixed-precision peaks (platform table x clock; GOP/s for int8/int16)");
-        for (unit, g) in &m.peak_mixed_per_core {
-            let ops = m.mixed_ops_per_cycle.get(unit).copied().unwrap_or(f64::NAN);
+        // A rated unit without a clock (a CPUID dump of a CPU whose brand string and CPUID give
+        // none, no --frequency) still shows its rate: "—" for the peaks, never "none".
+        for (unit, ops) in &m.mixed_ops_per_cycle {
             let _ = writeln!(
                 s,
-                "  {unit:<14} {ops:>6} ops/cycle  {:>9.1} per core  {:>10.1} all cores",
-                g,
-                m.peak_mixed.get(unit).copied().unwrap_or(f64::NAN)
+                "  {unit:<14} {ops:>6} ops/cycle  {:>9} per core  {:>10} all cores",
+                opt(m.peak_mixed_per_core.get(unit).copied(), 1),
+                opt(m.peak_mixed.get(unit).copied(), 1)
             );
         }
     } else {
@@ -116,6 +117,9 @@ pub fn render(m: &MachineModel) -> String {
             s,
             "mixed-precision peaks: none (no AMX, AVX-512 FP16/BF16 or VNNI unit rated for this CPU)"
         );
+    }
+    for (unit, why) in &m.mixed_unrated {
+        let _ = writeln!(s, "  {unit:<14} no rated peak: {why}");
     }
     if !m.thread_scaling.is_empty() {
         let _ = writeln!(s, "FMA scaling    (widest ISA, double)");

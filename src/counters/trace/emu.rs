@@ -111,10 +111,10 @@ fn sext(v: u64, bytes: u32) -> u64 {
     }
 }
 
-/// Words of memory a path may store before the emulator stops tracking memory (a long loop
-/// writing an array): loads then become unknown, which ends a path only where a branch or an
-/// address depends on one.
-const MAX_OVERLAY_WORDS: usize = 1 << 18;
+/// Pages of memory (read or stored) a path may hold before the emulator stops tracking
+/// memory (a long loop writing an array; 8 MiB of overlay): loads then become unknown, which
+/// ends a path only where a branch or an address depends on one.
+const MAX_OVERLAY_PAGES: usize = 1 << 10;
 
 /// Eight bytes of the path's view of memory: `present` bytes were stored by the path or read
 /// from the tracee, `known` ones have a value (a vector store's bytes are present, unknown).
@@ -133,8 +133,6 @@ struct Overlay {
     pages: Vec<Box<[Word; PAGE_WORDS]>>,
     /// (page number + 1, its index in `pages`) of the page used last; 0: none.
     last: std::cell::Cell<(u64, usize)>,
-    /// Words handed out by `entry` (each caller makes some of its bytes present).
-    used: usize,
 }
 
 const PAGE_WORDS: usize = 512;
@@ -157,10 +155,9 @@ impl Overlay {
         Some(&self.pages[i][(w % PAGE_WORDS as u64) as usize])
     }
 
-    /// The word at index `w` to make (some of) its bytes present.
-    fn entry(&mut self, w: u64) -> &mut Word {
-        let page = w / PAGE_WORDS as u64;
-        let i = match self.page(page) {
+    /// The index in `pages` of page `page`, added (no byte present) if new.
+    fn page_or_add(&mut self, page: u64) -> usize {
+        match self.page(page) {
             Some(i) => i,
             None => {
                 self.pages.push(Box::new([Word::default(); PAGE_WORDS]));
@@ -169,18 +166,46 @@ impl Overlay {
                 self.last.set((page.wrapping_add(1), i));
                 i
             }
-        };
-        let word = &mut self.pages[i][(w % PAGE_WORDS as u64) as usize];
-        if word.present == 0 {
-            self.used += 1;
         }
-        word
     }
 
-    /// Words with some byte present.
-    fn words(&self) -> usize {
-        self.used
+    /// The word at index `w` to make (some of) its bytes present.
+    fn entry(&mut self, w: u64) -> &mut Word {
+        let i = self.page_or_add(w / PAGE_WORDS as u64);
+        &mut self.pages[i][(w % PAGE_WORDS as u64) as usize]
     }
+
+    /// The tracee's bytes of page `page` (`bytes` from its start, whole words), where the
+    /// path has not stored itself.
+    fn fill_page(&mut self, page: u64, bytes: &[u8]) {
+        let i = self.page_or_add(page);
+        for (w, chunk) in self.pages[i].iter_mut().zip(bytes.chunks_exact(8)) {
+            let v = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if w.present == 0 {
+                *w = Word {
+                    val: v,
+                    present: 0xff,
+                    known: 0xff,
+                };
+            } else if w.present != 0xff {
+                // Bytes the path stored stay; the others come from the tracee.
+                let keep = byte_mask(w.present);
+                w.val = (w.val & keep) | (v & !keep);
+                w.known |= !w.present;
+                w.present = 0xff;
+            }
+        }
+    }
+
+    /// Pages held (each 4 KiB of the tracee's address space).
+    fn pages(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+/// The bits of a word's bytes that `present` (one bit per byte) names.
+fn byte_mask(present: u8) -> u64 {
+    (0..8).filter(|j| present >> j & 1 == 1).fold(0, |m, j| m | 0xff << (8 * j))
 }
 
 /// A multiplicative hash of a word index (the default SipHash dominated long paths).
@@ -390,32 +415,21 @@ impl Emu {
         self.flags = Flags::default();
     }
 
-    /// One byte of memory as the path sees it: stored by the path (None: value unknown), or
-    /// the tracee's, read 256 bytes at a time (one syscall for the stack slots and array
-    /// elements a path reads near each other). None when unreadable or unknown.
-    /// Read the tracee's memory around `a` into the overlay where the path has not stored
-    /// itself; false when the byte at `a` cannot be read.
+    /// Read the tracee's page holding `a` into the overlay where the path has not stored
+    /// itself; false when the byte at `a` cannot be read. A whole page per read: a path's
+    /// stack slots and the array elements it reads lie near each other, and the system call,
+    /// not the copy, is the cost (a path used to read 256 bytes at a time, 16 reads a stop
+    /// on a program's start-up).
     fn fill_lines(&mut self, a: u64) -> bool {
-        // Four lines at once: the stack slots a path reads (saved registers, return addresses,
-        // spilled locals) usually span several.
-        let line = a & !255;
-        let mut buf = [0u8; 256];
-        let n = self.mem.read(line, &mut buf);
-        if n <= (a - line) as usize {
+        let page = a / (PAGE_WORDS as u64 * 8);
+        let base = page * PAGE_WORDS as u64 * 8;
+        let mut buf = [0u8; PAGE_WORDS * 8];
+        // Mappings are whole pages: the page reads whole or not at all.
+        let n = self.mem.read(base, &mut buf);
+        if n <= (a - base) as usize {
             return false;
         }
-        // Fill what the path has not stored itself.
-        for (k, chunk) in buf[..n].chunks(8).enumerate() {
-            let w = self.overlay.entry((line >> 3) + k as u64);
-            for (j, x) in chunk.iter().enumerate() {
-                let b = 1u8 << j;
-                if w.present & b == 0 {
-                    w.present |= b;
-                    w.known |= b;
-                    w.val = (w.val & !(0xff << (8 * j))) | (u64::from(*x) << (8 * j));
-                }
-            }
-        }
+        self.overlay.fill_page(page, &buf[..n - n % 8]);
         true
     }
 
@@ -479,7 +493,7 @@ impl Emu {
             self.poisoned = true;
             return;
         };
-        if bytes == 0 || bytes > 64 || self.overlay.words() > MAX_OVERLAY_WORDS {
+        if bytes == 0 || bytes > 64 || self.overlay.pages() > MAX_OVERLAY_PAGES {
             self.poisoned = true;
             return;
         }

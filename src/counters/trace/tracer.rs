@@ -127,12 +127,17 @@ struct Space {
     leader: Pid,
     mem: Rc<Memory>,
     syms: ProcessSymbols,
-    insns: HashMap<u64, Rc<Insn>>,
+    insns: FastMap<Rc<Insn>>,
     blocks: BTreeMap<u64, Rc<Block>>,
-    bps: HashMap<u64, Bp>,
-    funcs: HashMap<u64, (Rc<str>, bool)>,
-    func_start: HashMap<u64, (Rc<str>, u64)>,
-    missed_pages: HashSet<u64>,
+    bps: FastMap<Bp>,
+    /// The tracee's code, by 4 KiB page, as it is without our breakpoints: read once, since
+    /// code is not rewritten under us (`insns` caches its decoding on the same assumption).
+    /// A program's first run decodes tens of thousands of instructions (the dynamic linker,
+    /// libc's start-up): one read per page instead of one per instruction.
+    code_pages: FastMap<Rc<[u8; CODE_PAGE]>>,
+    funcs: FastMap<(Rc<str>, bool)>,
+    func_start: FastMap<(Rc<str>, u64)>,
+    missed_pages: FastSet,
     threads: usize,
     entered: bool,
     region_mode: bool,
@@ -167,12 +172,13 @@ impl Space {
             leader: pid,
             mem: Rc::new(Memory::open(pid)),
             syms: ProcessSymbols::new(pid.as_raw()),
-            insns: HashMap::new(),
+            insns: FastMap::default(),
             blocks: BTreeMap::new(),
-            bps: HashMap::new(),
-            funcs: HashMap::new(),
-            func_start: HashMap::new(),
-            missed_pages: HashSet::new(),
+            bps: FastMap::default(),
+            code_pages: FastMap::default(),
+            funcs: FastMap::default(),
+            func_start: FastMap::default(),
+            missed_pages: FastSet::default(),
             threads: 1,
             entered: false,
             region_mode: false,
@@ -195,6 +201,7 @@ impl Space {
         s.insns = self.insns.clone();
         s.blocks = self.blocks.clone();
         s.bps = self.bps.clone();
+        s.code_pages = self.code_pages.clone();
         s.funcs = self.funcs.clone();
         s.func_start = self.func_start.clone();
         s.entered = self.entered;
@@ -211,23 +218,61 @@ impl Space {
         s
     }
 
+    /// Make memory agree with the breakpoint record, in a forked child's space. The child's
+    /// memory is the parent's at the moment of the fork, but its record is copied when the
+    /// fork is handled: meanwhile another thread of the parent may have had breakpoints put in
+    /// or taken out (with several threads they are written at once). A stray `int3` left in
+    /// the child would trap where nothing expects one (a run-ahead mispredict), a missing one
+    /// would let the child run past a block uncounted. One read per page holding
+    /// breakpoints, a write only where memory and record disagree.
+    fn sync_memory_to_record(&mut self) {
+        let mut by_page: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for (a, b) in &self.bps {
+            if b.has_orig {
+                by_page.entry(a / CODE_PAGE as u64).or_default().push(*a);
+            }
+        }
+        let mut bytes = vec![0u8; CODE_PAGE];
+        for (page, addrs) in by_page {
+            let base = page * CODE_PAGE as u64;
+            if self.mem.read(base, &mut bytes) != CODE_PAGE {
+                continue;
+            }
+            for a in addrs {
+                let Some(bp) = self.bps.get(&a) else { continue };
+                let want = if bp.armed { INT3 } else { bp.orig };
+                if bytes[(a - base) as usize] != want {
+                    self.mem.write_byte(a, want);
+                }
+            }
+        }
+    }
+
     fn active(&self) -> bool {
         self.entered && (!self.region_mode || self.depth > 0)
     }
 
     fn install(&mut self, addr: u64) {
-        let mem = &self.mem;
         let bp = self.bps.entry(addr).or_default();
         if bp.installed || bp.inside {
             return;
         }
         // The original byte is read once (code is not rewritten under us: decoded instructions
-        // are cached on the same assumption); re-installs then cost one write.
+        // are cached on the same assumption), from the page of code already read for
+        // decoding; re-installs then cost one write.
         if !bp.has_orig {
             let mut b = [0u8; 1];
-            if mem.read(addr, &mut b) != 1 {
+            let readable = match self.code_page(addr / CODE_PAGE as u64) {
+                Some(page) => {
+                    b[0] = page[(addr % CODE_PAGE as u64) as usize];
+                    true
+                }
+                None => self.mem.read(addr, &mut b) == 1,
+            };
+            if !readable {
                 return;
             }
+            let bp = self.bps.entry(addr).or_default();
             if b[0] == INT3 && bp.orig != 0 {
                 // Ours, left by a copy (fork) whose record said otherwise: keep the known byte.
             } else {
@@ -235,7 +280,7 @@ impl Space {
             }
             bp.has_orig = true;
         }
-        bp.installed = true;
+        self.bps.entry(addr).or_default().installed = true;
         self.dirty.push(addr);
         self.write_now_if_shared();
     }
@@ -299,9 +344,49 @@ impl Space {
         }
     }
 
-    fn read_code(&self, addr: u64, buf: &mut [u8]) -> usize {
+    /// Up to `buf.len()` bytes of code at `addr` without our breakpoints; how many were
+    /// readable.
+    fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0;
+        while done < buf.len() {
+            let a = addr + done as u64;
+            let Some(page) = self.code_page(a / CODE_PAGE as u64) else {
+                // Not readable as a whole page (a mapping's end inside it, or no
+                // /proc/pid/mem): read what there is directly.
+                return done + self.read_code_uncached(a, &mut buf[done..]);
+            };
+            let off = (a % CODE_PAGE as u64) as usize;
+            let n = (CODE_PAGE - off).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&page[off..off + n]);
+            done += n;
+        }
+        done
+    }
+
+    /// Page `page` of the code, read once; None when it cannot be read whole.
+    fn code_page(&mut self, page: u64) -> Option<Rc<[u8; CODE_PAGE]>> {
+        if let Some(p) = self.code_pages.get(&page) {
+            return Some(p.clone());
+        }
+        let mut bytes = Box::new([0u8; CODE_PAGE]);
+        if self.mem.read(page * CODE_PAGE as u64, &mut bytes[..]) != CODE_PAGE {
+            return None;
+        }
+        self.restore_armed(page * CODE_PAGE as u64, &mut bytes[..]);
+        let p: Rc<[u8; CODE_PAGE]> = Rc::from(bytes);
+        self.code_pages.insert(page, p.clone());
+        Some(p)
+    }
+
+    fn read_code_uncached(&self, addr: u64, buf: &mut [u8]) -> usize {
         let n = self.mem.read(addr, buf);
-        for (i, b) in buf[..n].iter_mut().enumerate() {
+        self.restore_armed(addr, &mut buf[..n]);
+        n
+    }
+
+    /// Put back the original bytes under our armed breakpoints in `code`, read at `addr`.
+    fn restore_armed(&self, addr: u64, code: &mut [u8]) {
+        for (i, b) in code.iter_mut().enumerate() {
             if *b == INT3
                 && let Some(bp) = self.bps.get(&(addr + i as u64))
                 && bp.armed
@@ -309,7 +394,6 @@ impl Space {
                 *b = bp.orig;
             }
         }
-        n
     }
 
     /// Function name and whether it keeps rbp as a frame pointer.
@@ -820,6 +904,11 @@ struct Hold {
 
 /// A set of addresses hashed by a multiply (SipHash showed in long paths' profiles).
 type FastSet = HashSet<u64, std::hash::BuildHasherDefault<super::emu::WordHasher>>;
+/// A map keyed by address (SipHash, the default, showed in profiles of start-up).
+type FastMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<super::emu::WordHasher>>;
+
+/// Bytes of code read at once (`Space::code_pages`).
+const CODE_PAGE: usize = 4096;
 
 struct RunAhead {
     /// The trapped block as it is now.
@@ -1566,9 +1655,13 @@ impl<'s> Tracer<'s> {
             let new = Pid::from_raw(new as i32);
             self.stats.threads += u64::from(ev != Event::PTRACE_EVENT_FORK as i32);
             let idx = if ev == Event::PTRACE_EVENT_FORK as i32 {
+                if self.debug {
+                    eprintln!("[{pid}] fork: child {new}");
+                }
                 self.stats.processes += 1;
                 let mut copy = self.spaces[space].fork_copy(new);
                 copy.stepping = self.spaces[space].stepping;
+                copy.sync_memory_to_record();
                 // The parent's own pending reinstalls were not in memory when the child was copied.
                 self.spaces.push(copy);
                 self.spaces.len() - 1
@@ -1730,6 +1823,9 @@ impl<'s> Tracer<'s> {
                 std::thread::sleep(std::time::Duration::from_micros(50));
             }
         }
+        if self.debug {
+            eprintln!("[{holder}] holds {:?}", hold.held);
+        }
         self.hold = Some(hold);
         true
     }
@@ -1750,6 +1846,9 @@ impl<'s> Tracer<'s> {
     /// on as their SIGSTOP says (`on_requested_stop`).
     fn release_hold(&mut self) {
         let Some(h) = self.hold.take() else { return };
+        if self.debug {
+            eprintln!("[{}] hold released: reinstall {:x?}, held {:?}", h.holder, h.reinstall, h.held);
+        }
         // (A held thread let go may start counting and trap: no new hold while the others
         // are still stopped.)
         self.releasing = true;
@@ -1894,6 +1993,9 @@ impl<'s> Tracer<'s> {
                 return;
             }
             let at = regs.rip.wrapping_sub(1);
+            if self.debug {
+                eprintln!("[{pid}] trap at {at:#x} (space {si})");
+            }
             // The exit trap of a counted loop's displaced copy.
             if let Some(nat) = self.threads.get(&pid).and_then(|t| t.native.clone())
                 && nat.exit == at
@@ -1939,7 +2041,7 @@ impl<'s> Tracer<'s> {
                     let exp_regs = th.expect_regs.take();
                     if let Some(e) = exp.as_ref().filter(|e| !e.contains(&at)) {
                         if self.debug {
-                            eprintln!("mispredict: trap at {at:#x}, expected {e:x?}");
+                            eprintln!("[{pid}] mispredict: trap at {at:#x}, expected {e:x?}");
                         }
                         self.stats.mispredicts += 1;
                     } else if let Some(er) = exp_regs
@@ -2444,7 +2546,13 @@ impl<'s> Tracer<'s> {
     /// With one thread in the space, or when no copy can be made, the breakpoint is stepped
     /// over the classic way (a window other threads could pass uncounted: recorded and noted).
     fn pass_bp(&mut self, pid: Pid, si: usize, pc: u64, mut regs: libc::user_regs_struct, then: Option<Then>) {
-        if self.spaces[si].threads > 1
+        // A lone thread passing a breakpoint while counting runs the displaced copy too: the
+        // breakpoint stays in, and the step (a stop) and the two writes that take it out and
+        // put it back are saved. (Passing outside counting keeps the step: `StepKind::Over`
+        // looks at the state after it, and counting may have started meanwhile.)
+        let sp = &self.spaces[si];
+        let lone_counting = sp.threads <= 1 && then.is_none() && sp.active() && !sp.stepping;
+        if (sp.threads > 1 || lone_counting)
             && let Some(stub) = self.stub_for(pid, si, pc)
         {
             self.stats.displaced += 1;
@@ -2843,7 +2951,12 @@ impl<'s> Tracer<'s> {
         let eligible = !block.rep && (!memory || (feed && block.masked.is_empty())) && !sticky;
         let alone = eligible && (self.spaces[si].threads <= 1 || (self.hold_worth_trying(si, pc) && self.hold_others(si, pid)));
         let ra = if alone { self.run_ahead(pid, si, pc, &regs, feed) } else { None };
-        if self.hold.is_some() {
+        // Only a hold this thread made is this trap's: a thread of another process (a forked
+        // child) traps while its parent's hold lasts, and must neither end that hold nor hand
+        // it its breakpoints (they would go back in when the holder has not passed them, and
+        // into the wrong process).
+        let my_hold = self.hold.as_ref().is_some_and(|h| h.holder == pid);
+        if my_hold {
             // Worth the stops of the other threads only where a path runs far.
             let members = ra.as_ref().map_or(0, |r| r.members.len());
             let skip = &mut self.spaces[si].hold_skip;
@@ -2875,7 +2988,7 @@ impl<'s> Tracer<'s> {
             }
             for (start, _) in times.values() {
                 sp.uninstall(start.start);
-                if let Some(h) = self.hold.as_mut() {
+                if let Some(h) = self.hold.as_mut().filter(|_| my_hold) {
                     h.reinstall.push(start.start);
                 }
             }
@@ -2958,7 +3071,7 @@ impl<'s> Tracer<'s> {
         }
         let sp = &mut self.spaces[si];
         let installed = sp.bps.get(&pc).is_some_and(|b| b.installed);
-        if let Some(h) = self.hold.as_mut()
+        if let Some(h) = self.hold.as_mut().filter(|_| my_hold)
             && !targets.contains(&pc)
             && !sticky
         {
