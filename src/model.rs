@@ -33,6 +33,7 @@ use crate::machine::MachineModel;
 #[cfg(feature = "analysis")]
 use crate::report::schema::check_schema;
 use crate::report::schema::{Bound, Point, Report, Roofs, level};
+use crate::util::map_of;
 
 /// T below this is suspicious of call overhead (timer, launch, page faults).
 pub const OVERHEAD_SECONDS: f64 = 20e-6;
@@ -353,18 +354,21 @@ impl RoofSet {
                 "mixed"
             }
             .to_string(),
-            compute_gflops: self.compute.iter().map(|c| (c.key(), c.gflops)).collect(),
-            bandwidth_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.gbs)).collect(),
-            bandwidth_traffic_gbs: self.bandwidth.iter().map(|b| (b.level.clone(), b.traffic_gbs)).collect(),
+            compute_gflops: map_of(self.compute.iter().map(|c| (c.key(), c.gflops))),
+            bandwidth_gbs: map_of(self.bandwidth.iter().map(|b| (b.level.clone(), b.gbs))),
+            bandwidth_traffic_gbs: map_of(self.bandwidth.iter().map(|b| (b.level.clone(), b.traffic_gbs))),
             theoretical: if all || none {
                 Default::default()
             } else {
-                self.compute
-                    .iter()
-                    .filter(|c| !c.empirical)
-                    .map(|c| c.key())
-                    .chain(self.bandwidth.iter().filter(|b| !b.empirical).map(|b| b.level.clone()))
-                    .collect()
+                let mut keys = std::collections::BTreeSet::new();
+                keys.extend(
+                    self.compute
+                        .iter()
+                        .filter(|c| !c.empirical)
+                        .map(|c| c.key())
+                        .chain(self.bandwidth.iter().filter(|b| !b.empirical).map(|b| b.level.clone())),
+                );
+                keys
             },
             threads: self.threads,
         }
@@ -588,7 +592,7 @@ impl RoofSet {
     }
 
     fn sort(&mut self) {
-        self.compute.sort_by(|a, b| {
+        crate::util::sort_by(&mut self.compute, |a, b| {
             (a.precision.as_str(), isa_rank(&a.isa), a.fma, a.mix, a.isa.as_str()).cmp(&(
                 b.precision.as_str(),
                 isa_rank(&b.isa),
@@ -597,7 +601,9 @@ impl RoofSet {
                 b.isa.as_str(),
             ))
         });
-        self.bandwidth.sort_by_key(|b| (level_rank(&b.level), b.level.clone()));
+        crate::util::sort_by(&mut self.bandwidth, |a, b| {
+            (level_rank(&a.level), &a.level).cmp(&(level_rank(&b.level), &b.level))
+        });
     }
 
     /// The highest compute roof of a precision (any ISA). Double and single fall back to the
@@ -619,7 +625,7 @@ impl RoofSet {
     /// The precisions this set has compute roofs for, in key order.
     pub fn precisions(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.compute.iter().map(|c| c.precision.as_str()).collect();
-        v.sort_unstable();
+        crate::util::sort_by(&mut v, Ord::cmp);
         v.dedup();
         v
     }
@@ -675,7 +681,10 @@ impl RoofSet {
 /// (`gpu_model::roofs_from_machine`). The roofs a point is read against are those of this
 /// precision ([`RoofSet::peak`]).
 pub fn point_precision(p: &Point) -> &'static str {
-    let mut by_format: BTreeMap<&'static str, f64> = BTreeMap::new();
+    // Work per format of `FORMATS` (the only ones a point's precision can be), most work
+    // winning; ties go to the wider format (double, then single, …).
+    const FORMATS: [&str; 6] = ["double", "single", "half", "bf16", "int16", "int8"];
+    let mut by_format = [0.0f64; FORMATS.len()];
     let mut tensor = 0.0;
     for (k, v) in &p.flops.by_class {
         if k == "tensor" {
@@ -694,15 +703,13 @@ pub fn point_precision(p: &Point) -> &'static str {
                 None
             }
         });
-        if let Some(f) = format {
-            *by_format.entry(f).or_insert(0.0) += v;
+        if let Some(i) = format.and_then(|f| FORMATS.iter().position(|&known| known == f)) {
+            by_format[i] += v;
         }
     }
-    // Most work wins; ties go to the wider format (double, then single, …).
-    let order = ["double", "single", "half", "bf16", "int16", "int8"];
-    let (top, top_work) = order
-        .iter()
-        .map(|f| (*f, by_format.get(f).copied().unwrap_or(0.0)))
+    let (top, top_work) = FORMATS
+        .into_iter()
+        .zip(by_format)
         .fold(("double", 0.0), |best, x| if x.1 > best.1 { x } else { best });
     if tensor > 0.0 && tensor > top_work {
         let by_type = p.extra.get("tensor_ops_by_type").and_then(|v| v.as_object());
@@ -865,11 +872,7 @@ pub fn attainable_dram(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
 pub fn attainable_cache_aware(p: &Point, roofs: &RoofSet) -> Option<(Attainable, BTreeMap<String, f64>)> {
     let peak = roofs.peak(point_precision(p))?;
     let ai = *ai_per_level(p).get(level::CORE)?;
-    let per_level: BTreeMap<String, f64> = roofs
-        .bandwidth
-        .iter()
-        .map(|b| (b.level.clone(), (b.gbs * ai).min(peak.gflops)))
-        .collect();
+    let per_level = map_of(roofs.bandwidth.iter().map(|b| (b.level.clone(), (b.gbs * ai).min(peak.gflops))));
     let top = roofs.top_bandwidth()?;
     Some((min_of(ModelKind::CacheAware, peak, [(top.level.clone(), top.gbs * ai)]), per_level))
 }
@@ -1114,11 +1117,12 @@ pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
         }
         p.bound = (a.skipped.is_none()).then(|| a.bound.clone());
         p.roof_fraction = a.roof_fraction;
-        let attainable: serde_json::Map<String, serde_json::Value> = a
-            .attainable
-            .iter()
-            .map(|x| (x.model.key().to_string(), serde_json::json!(x.gflops)))
-            .collect();
+        let mut attainable = serde_json::Map::new();
+        attainable.extend(
+            a.attainable
+                .iter()
+                .map(|x| (x.model.key().to_string(), serde_json::json!(x.gflops))),
+        );
         p.extra.insert(
             "model".into(),
             serde_json::json!({

@@ -546,7 +546,7 @@ impl Session {
             .zip(&self.totals)
             .filter_map(|(n, a)| Some((n.to_str().ok()?, a.as_ref()?)))
             .collect();
-        ended.sort_by_key(|(n, _)| *n);
+        crate::util::sort_by_key(&mut ended, |(n, _)| *n);
         ended.into_iter().map(|(n, a)| self.region_totals(n, a)).collect()
     }
 
@@ -736,8 +736,17 @@ struct Global {
     events: Vec<String>,
     /// The initialising session's notes, for the report CLOSE writes.
     notes: Vec<String>,
-    totals: BTreeMap<String, Merged>,
+    /// Sorted by name (a vector, not a map: each map type is its own copy of the B-tree code
+    /// in a regions-only build, and a program marks few names).
+    totals: Vec<(String, Merged)>,
     warned: bool,
+}
+
+impl Global {
+    /// Where `name`'s totals are, or would be inserted.
+    fn find(&self, name: &str) -> std::result::Result<usize, usize> {
+        self.totals.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -756,7 +765,8 @@ struct Merged {
     calls: u64,
     seconds: f64,
     counts: Vec<f64>,
-    threads: std::collections::BTreeSet<u64>,
+    /// Thread ids that ran it, sorted.
+    threads: Vec<u64>,
 }
 
 fn global() -> &'static Mutex<Option<Global>> {
@@ -855,7 +865,7 @@ pub extern "C" fn roofline_marker_init() -> c_int {
                     backend: b,
                     events,
                     notes,
-                    totals: BTreeMap::new(),
+                    totals: Vec::new(),
                     warned: false,
                 });
                 return 0;
@@ -867,7 +877,7 @@ pub extern "C" fn roofline_marker_init() -> c_int {
         backend,
         events: Vec::new(),
         notes: Vec::new(),
-        totals: BTreeMap::new(),
+        totals: Vec::new(),
         warned: false,
     };
     if let Some(msg) = failure {
@@ -980,10 +990,16 @@ fn merge_call(name: String, seconds: f64, counts: Vec<f64>) -> c_int {
     let tid = thread_id();
     let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
     let Some(g) = g.as_mut() else { return -1 };
-    let m = g.totals.entry(name).or_default();
+    let i = g.find(&name).unwrap_or_else(|i| {
+        g.totals.insert(i, (name, Merged::default()));
+        i
+    });
+    let m = &mut g.totals[i].1;
     m.calls += 1;
     m.seconds += seconds;
-    m.threads.insert(tid);
+    if let Err(at) = m.threads.binary_search(&tid) {
+        m.threads.insert(at, tid);
+    }
     if m.counts.len() < counts.len() {
         m.counts.resize(counts.len(), 0.0);
     }
@@ -998,8 +1014,10 @@ fn merge_call(name: String, seconds: f64, counts: Vec<f64>) -> c_int {
 pub extern "C" fn roofline_marker_reset(name: *const c_char) -> c_int {
     let Some(name) = name_from_c(name) else { return -1 };
     let mut g = global().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(g) = g.as_mut() {
-        g.totals.remove(&name);
+    if let Some(g) = g.as_mut()
+        && let Ok(i) = g.find(&name)
+    {
+        g.totals.remove(i);
     }
     THREAD.with(|t| {
         if let Some(s) = t.borrow_mut().as_mut() {
@@ -1058,7 +1076,7 @@ pub extern "C" fn roofline_marker_get(
         return -1;
     }
     let g = global().lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = g.as_ref().and_then(|g| g.totals.get(&name)) else {
+    let Some(m) = g.as_ref().and_then(|g| Some(&g.totals[g.find(&name).ok()?].1)) else {
         return -1;
     };
     write_region(m, nevents, events, time, count);

@@ -1,6 +1,9 @@
-//! Small shared helpers: thread lists, byte sizes, atomic file output.
+//! Small shared helpers: thread lists, byte sizes, atomic file output, sorting and maps
+//! without a copy of the standard sort per call site.
 
 use crate::error::{Error, Result};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -41,9 +44,58 @@ pub fn parse_threads(spec: &str, available: usize) -> Result<Vec<usize>> {
             return Err(bad(format!("{n} threads but only {available} CPUs are available")));
         }
     }
-    out.sort_unstable();
+    sort_by(&mut out, Ord::cmp);
     out.dedup();
     Ok(out)
+}
+
+/// Sort `v` stably by `cmp`, with the result of `slice::sort_by`. Each `sort_by`,
+/// `sort_by_key` or `sort` call site compiles its own copy of the standard sort (about 2 000
+/// lines of LLVM IR for each element type and comparison), and a regions-only dependent builds
+/// this crate at opt-level 3 (docs/region-api.md, "A light dependency"): here one copy, on
+/// indices, serves every call, and the elements are then moved into place.
+pub fn sort_by<T>(v: &mut [T], cmp: impl Fn(&T, &T) -> Ordering) {
+    let order = stable_order(v.len(), &|a, b| cmp(&v[a], &v[b]));
+    permute(v, order);
+}
+
+/// Sort `v` stably by `key`, with the result of `slice::sort_by_key` (see [`sort_by`]).
+pub fn sort_by_key<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+    sort_by(v, |a, b| key(a).cmp(&key(b)));
+}
+
+/// The indices `0..n` in the stable order `cmp` gives them: the crate's one instantiation of
+/// the standard sort.
+fn stable_order(n: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| cmp(a, b));
+    order
+}
+
+/// Reorder `v` so that position k holds what was at `order[k]` (`order` a permutation of
+/// `v`'s indices), one cycle of the permutation at a time.
+fn permute<T>(v: &mut [T], mut order: Vec<usize>) {
+    for start in 0..v.len() {
+        let mut at = start;
+        loop {
+            let from = order[at];
+            order[at] = at;
+            if from == start {
+                break;
+            }
+            v.swap(at, from);
+            at = from;
+        }
+    }
+}
+
+/// A map of `pairs`, a repeated key keeping its last value as `collect` does, built by
+/// insertion: `collect` into a `BTreeMap` sorts the pairs first, with a copy of the standard
+/// sort per call site (see [`sort_by`]).
+pub fn map_of<K: Ord, V>(pairs: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K, V> {
+    let mut m = BTreeMap::new();
+    m.extend(pairs);
+    m
 }
 
 /// CPUs this process may run on.
@@ -243,6 +295,34 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sort_by_orders_as_the_standard_stable_sort_does() {
+        let mut rng = crate::kernels::rng::Rng::new(0x5eed_0f50);
+        for n in [0usize, 1, 2, 3, 17, 64, 1000] {
+            // Few distinct keys, so equal keys are common and stability shows; the second
+            // field is the original position, which equal keys must keep in order.
+            let keys = 1 + (rng.next_u64() % 8) as usize;
+            let v: Vec<(usize, usize)> = (0..n).map(|i| ((rng.next_u64() as usize) % keys, i)).collect();
+            let mut ours = v.clone();
+            sort_by_key(&mut ours, |x| x.0);
+            let mut std_sorted = v.clone();
+            std_sorted.sort_by_key(|x| x.0);
+            assert_eq!(ours, std_sorted, "n = {n}, {keys} keys");
+            let mut desc = v.clone();
+            sort_by(&mut desc, |a, b| b.0.cmp(&a.0));
+            assert!(desc.windows(2).all(|w| w[0].0 > w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
+        }
+    }
+
+    #[test]
+    fn map_of_keeps_the_last_value_of_a_repeated_key_as_collect_does() {
+        let mut rng = crate::kernels::rng::Rng::new(0x0003_a90f);
+        let pairs: Vec<(String, u64)> = (0..200).map(|_| (format!("k{}", rng.next_u64() % 23), rng.next_u64())).collect();
+        let collected: BTreeMap<String, u64> = pairs.iter().cloned().collect();
+        assert_eq!(map_of(pairs.iter().cloned()), collected);
+        assert!(collected.len() < pairs.len(), "the input repeats keys");
+    }
 
     #[test]
     fn devices_are_written_in_place_never_replaced() {

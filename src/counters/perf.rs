@@ -347,7 +347,7 @@ pub fn pmu_instances(pmus: &Path, pmu: &str) -> Vec<String> {
                     .is_some_and(|s| s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty())
         })
         .collect();
-    names.sort_by_key(|n| (n.len(), n.clone()));
+    crate::util::sort_by(&mut names, |a, b| (a.len(), a).cmp(&(b.len(), b)));
     names
 }
 
@@ -365,7 +365,7 @@ pub fn core_pmu(pmus: &Path) -> Result<String> {
     let mut present: Vec<String> = std::fs::read_dir(pmus)
         .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
         .unwrap_or_default();
-    present.sort();
+    crate::util::sort_by(&mut present, Ord::cmp);
     Err(Error::unavailable(
         format!(
             "no hardware core PMU: {} has only [{}] (a VM without PMU passthrough?)",

@@ -11,8 +11,11 @@
 //! its share, as the C marker API allows), the region's time in that run is the longest
 //! thread's: their windows overlap, and the region lasts as long as its slowest share.
 
+#[cfg(feature = "trace")]
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(feature = "trace")]
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -61,11 +64,14 @@ pub fn write_session(regions: Vec<RegionTime>) -> Result<()> {
     crate::util::write_atomic(&path, &data)
 }
 
-/// The directory one native run writes into, read back and emptied after the run.
+/// The directory one native run writes into, read back and emptied after the run (by
+/// `measure`, which comes with `trace`).
+#[cfg(feature = "trace")]
 pub struct Collector {
     dir: PathBuf,
 }
 
+#[cfg(feature = "trace")]
 impl Collector {
     /// A fresh directory under the system's temporary directory.
     pub fn new() -> Result<Collector> {
@@ -129,6 +135,7 @@ impl Collector {
     }
 }
 
+#[cfg(feature = "trace")]
 impl Drop for Collector {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);

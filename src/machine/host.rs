@@ -191,7 +191,7 @@ fn sysfs_caches() -> Option<Vec<CacheLevel>> {
             shared_by_threads: shared.max(1),
         });
     }
-    out.sort_by_key(|c| c.level);
+    crate::util::sort_by_key(&mut out, |c| c.level);
     Some(out)
 }
 

@@ -127,7 +127,7 @@ pub fn identify(facts: &CpuidFacts, caches: &[Cache], platforms: &[Platform]) ->
         };
     }
     // Highest priority first; stable on file order for ties.
-    pool.sort_by_key(|p| std::cmp::Reverse(p.identify.priority));
+    crate::util::sort_by_key(&mut pool, |p| std::cmp::Reverse(p.identify.priority));
     let chosen = pool[0].clone();
     let candidates: Vec<String> = pool[1..].iter().map(|p| p.key.clone()).collect();
     if !candidates.is_empty() {

@@ -16,6 +16,7 @@ pub mod cpuid;
 pub mod detect;
 #[cfg(feature = "cli")]
 pub mod doctor;
+#[cfg(feature = "analysis")]
 pub mod dump;
 pub mod host;
 pub mod identify;

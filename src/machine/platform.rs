@@ -343,8 +343,8 @@ impl Platform {
         format!("{} tables, digest {}", EMBEDDED_PLATFORMS.len(), EMBEDDED_PLATFORMS_DIGEST)
     }
 
-    /// All embedded platforms, from the JSON that build.rs made of `platforms/*.toml` (the same
-    /// values: a unit test compares every table with its TOML parse).
+    /// All embedded platforms, from `platforms/json/`, each a `platforms/*.toml` as JSON (the
+    /// same values: a unit test compares every table with its TOML).
     pub fn embedded() -> Vec<Platform> {
         EMBEDDED_PLATFORMS_JSON
             .iter()
@@ -440,6 +440,9 @@ mod tests {
         }
     }
 
+    /// platforms/json/ holds every table's TOML as JSON, which build.rs embeds for the library
+    /// (so a regions-only build needs no TOML parser, nor a build script with dependencies).
+    /// `UPDATE_PLATFORM_JSON=1` rewrites what is stale, missing or left over.
     #[test]
     fn mixed_rates_are_whole_instructions_per_cycle() {
         // One full-width instruction of each unit, counted as docs/mixed-precision.md counts
@@ -495,13 +498,45 @@ mod tests {
 
     #[test]
     fn the_embedded_json_is_the_toml() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms/json");
+        let update = std::env::var_os("UPDATE_PLATFORM_JSON").is_some_and(|v| v == "1");
+        let mut stale = Vec::new();
+        for (stem, text) in EMBEDDED_PLATFORMS {
+            let table: toml::Table = text.parse().unwrap();
+            let want = serde_json::to_string_pretty(&table).unwrap() + "\n";
+            let path = dir.join(format!("{stem}.json"));
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
+                stale.push(path.display().to_string());
+                if update {
+                    std::fs::write(&path, &want).unwrap();
+                }
+            }
+        }
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".json").unwrap_or(&name);
+            if !EMBEDDED_PLATFORMS.iter().any(|(s, _)| *s == stem) {
+                stale.push(e.path().display().to_string());
+                if update {
+                    std::fs::remove_file(e.path()).unwrap();
+                }
+            }
+        }
+        assert!(
+            update || stale.is_empty(),
+            "{stale:?} do not match platforms/*.toml: run `UPDATE_PLATFORM_JSON=1 cargo test --release --lib platform` and commit platforms/json/"
+        );
+        if !stale.is_empty() {
+            return; // rewritten: the next build embeds them
+        }
+        // The library reads the embedded JSON back as the tables the TOML gives.
         assert_eq!(EMBEDDED_PLATFORMS.len(), EMBEDDED_PLATFORMS_JSON.len());
         let embedded = Platform::embedded();
         for ((stem, text), (json_stem, _)) in EMBEDDED_PLATFORMS.iter().zip(EMBEDDED_PLATFORMS_JSON) {
             assert_eq!(stem, json_stem);
             let from_toml = Platform::parse(text, stem).unwrap();
             let from_json = embedded.iter().find(|p| &p.key == stem).unwrap();
-            assert_eq!(&from_toml, from_json, "{stem}: build.rs's JSON differs from the TOML");
+            assert_eq!(&from_toml, from_json, "{stem}: platforms/json/{stem}.json differs from the TOML");
         }
     }
 

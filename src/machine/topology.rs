@@ -9,6 +9,7 @@ use raw_cpuid::CacheType;
 
 use super::Cache;
 use super::cpuid::{CpuidSource, raw};
+#[cfg(feature = "analysis")]
 use super::dump::CpuidDump;
 
 /// One logical CPU as the OS numbers it.
@@ -123,6 +124,8 @@ impl OsTopology {
     }
 
     /// From a dump's `allcpu:` lines and each CPU's leaf 0x1A. Dumps carry no cache sharing.
+    /// (Machine models from dumps come with `analysis`.)
+    #[cfg(feature = "analysis")]
     pub fn from_dump(d: &CpuidDump) -> OsTopology {
         let cpus = d
             .cpus
@@ -249,8 +252,14 @@ pub struct Counts {
 
 /// Counts from the OS view, cross-checked with CPUID's per-package figures.
 pub fn counts(os: &OsTopology, id: &CpuidTopology) -> Counts {
-    let packages: BTreeSet<u32> = os.cpus.iter().map(|c| c.package).collect();
-    let cores: BTreeSet<(u32, u32, u32)> = os.cpus.iter().map(|c| (c.package, c.die, c.core)).collect();
+    // Distinct packages and cores: sorted vectors, not sets of yet other key types (each
+    // key type is its own copy of the B-tree code in a regions-only build).
+    let mut packages: Vec<u32> = os.cpus.iter().map(|c| c.package).collect();
+    crate::util::sort_by(&mut packages, Ord::cmp);
+    packages.dedup();
+    let mut cores: Vec<(u32, u32, u32)> = os.cpus.iter().map(|c| (c.package, c.die, c.core)).collect();
+    crate::util::sort_by(&mut cores, Ord::cmp);
+    cores.dedup();
     let threads = os.cpus.len() as u32;
     let mut c = Counts {
         sockets: packages.len().max(1) as u32,
@@ -282,20 +291,22 @@ pub fn counts(os: &OsTopology, id: &CpuidTopology) -> Counts {
 
 /// Hybrid core types (`P`/`E`) and their CPUs; empty on non-hybrid parts.
 pub fn core_types(os: &OsTopology) -> Vec<super::CoreType> {
-    let mut by: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    // The kinds in name order, as a map keyed by them would give.
+    let mut by: [(&str, Vec<u32>); 3] = [("E", Vec::new()), ("P", Vec::new()), ("other", Vec::new())];
     for c in &os.cpus {
         let kind = match c.core_type {
-            Some(0x40) => "P",
-            Some(0x20) => "E",
-            Some(_) => "other",
+            Some(0x40) => 1,
+            Some(0x20) => 0,
+            Some(_) => 2,
             None => continue,
         };
-        by.entry(kind).or_default().push(c.cpu);
+        by[kind].1.push(c.cpu);
     }
-    if by.len() < 2 {
+    if by.iter().filter(|(_, cpus)| !cpus.is_empty()).count() < 2 {
         return Vec::new();
     }
     by.into_iter()
+        .filter(|(_, cpus)| !cpus.is_empty())
         .map(|(k, cpus)| super::CoreType { kind: k.to_string(), cpus })
         .collect()
 }
@@ -341,7 +352,7 @@ pub fn caches(src: &dyn CpuidSource, os: &OsTopology) -> Vec<Cache> {
             instances,
         });
     }
-    out.sort_by_key(|c| c.level);
+    crate::util::sort_by_key(&mut out, |c| c.level);
     out
 }
 

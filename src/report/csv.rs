@@ -12,7 +12,7 @@ pub struct CsvExporter;
 /// The levels present in any point, core outwards.
 pub fn levels(view: &View) -> Vec<String> {
     let mut v: Vec<String> = view.points().flat_map(|(_, p, _)| p.bytes.keys().cloned()).collect();
-    v.sort_by_key(|l| (level_rank(l), l.clone()));
+    crate::util::sort_by(&mut v, |a, b| (level_rank(a), a).cmp(&(level_rank(b), b)));
     v.dedup();
     v
 }

@@ -189,7 +189,7 @@ pub fn place(labels: &[Label], obstacles: &[Rect], area: Rect) -> Vec<Option<Pla
         }
         // Leader lines: the nearest free spot first.
         let mut by_distance = spots.clone();
-        by_distance.sort_by(|a, b| a.dist(l.anchor).total_cmp(&b.dist(l.anchor)));
+        crate::util::sort_by(&mut by_distance, |a, b| a.dist(l.anchor).total_cmp(&b.dist(l.anchor)));
         let free_of = |r: &Rect, obs: bool| {
             r.inside(&area)
                 && !placed.iter().any(|p| p.grown(PAD).overlaps(r))

@@ -12,6 +12,7 @@ pub mod html;
 #[cfg(any(feature = "analysis", feature = "plot"))]
 pub mod instruction;
 pub mod json;
+#[cfg(feature = "plot")]
 pub mod labels;
 pub mod merge;
 #[cfg(feature = "plot")]

@@ -242,7 +242,7 @@ pub fn spread(xs: &[f64]) -> Option<f64> {
 
 fn sorted_finite(xs: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    v.sort_by(|a, b| a.total_cmp(b));
+    crate::util::sort_by(&mut v, f64::total_cmp);
     v
 }
 

@@ -83,7 +83,7 @@ pub fn bound_text(b: &Bound) -> String {
 
 fn levels_of(p: &Point) -> Vec<&String> {
     let mut v: Vec<&String> = p.bytes.keys().collect();
-    v.sort_by_key(|l| (level_rank(l), (*l).clone()));
+    crate::util::sort_by(&mut v, |a, b| (level_rank(a), *a).cmp(&(level_rank(b), *b)));
     v
 }
 
@@ -237,7 +237,7 @@ pub fn render(view: &View) -> String {
         }
         if let Some((_, per_level)) = crate::model::attainable_cache_aware(p, &r.roofs) {
             let mut lv: Vec<(&String, &f64)> = per_level.iter().collect();
-            lv.sort_by_key(|(l, _)| level_rank(l));
+            crate::util::sort_by_key(&mut lv, |(l, _)| level_rank(l));
             let parts: Vec<String> = lv.iter().map(|(l, g)| format!("{} {}", level_label(l), sig3(**g))).collect();
             let _ = writeln!(o, "  cache-aware roofs at core AI (GFLOP/s): {}", parts.join(", "));
         }
