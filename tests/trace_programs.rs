@@ -467,3 +467,34 @@ fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
     );
     assert!(stops[1] > stops[0], "the short limit cuts the loop back: {stops:?}");
 }
+
+#[test]
+fn signal_handlers_are_counted_and_their_returns_are_not_mispredictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "signals.c", "sig", &["-mavx"]) else {
+        return;
+    };
+    let mut s = seed();
+    let (n, m, r) = (pick(&mut s, 200, 3000), pick(&mut s, 50, 2000), pick(&mut s, 3, 40));
+    let args = [exe.to_str().unwrap().to_string(), n.to_string(), m.to_string(), r.to_string()];
+    for mode in ["flops", "memory"] {
+        let out = dir.path().join(format!("sig-{mode}.json"));
+        Command::cargo_bin("roofline")
+            .unwrap()
+            .args(["validate", "--trace-command", "--trace", mode, "-o"])
+            .arg(&out)
+            .arg("--")
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(120))
+            .assert()
+            .success();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let what = format!("{mode}: n={n} m={m} r={r}");
+        assert_eq!(class(&v, "scalar_double"), 2 * r * (n + m), "{what}: the loop and the handler");
+        let t = &v["extra"]["trace"];
+        // Every return from the handler (rt_sigreturn) goes back into `raise`, not after the
+        // `syscall`: a path ending there has no exit to check.
+        assert_eq!(t["mispredicts"].as_u64(), Some(0), "{what}: {t}");
+        assert_eq!(t["gaps"].as_array().map(|g| g.len()), Some(0), "{what}: {t}");
+    }
+}
