@@ -325,6 +325,8 @@ pub struct Emu {
     mxcsr_fresh: bool,
     vseed: Option<Rc<VectorSeed>>,
     flags: Flags,
+    /// The direction flag (string instructions step down when set): None when unknown.
+    df: Option<bool>,
     fs: u64,
     gs: u64,
     /// Memory the path stored or read from the tracee, by 8-byte word (`address >> 3`).
@@ -354,6 +356,7 @@ impl Emu {
                 sf: bit(7),
                 of: bit(11),
             },
+            df: bit(10),
             fs: regs.fs_base,
             gs: regs.gs_base,
             overlay: Overlay::default(),
@@ -727,8 +730,16 @@ impl Emu {
             self.poisoned = true;
             return;
         }
-        if i.has_rep_prefix() || i.has_repne_prefix() || i.has_lock_prefix() {
+        // (A lock prefix changes nothing for one thread: a path is emulated only while its
+        // thread runs alone, and its exit registers are checked.)
+        if i.has_rep_prefix() || i.has_repne_prefix() {
             return self.generic(i, factory);
+        }
+        if i.is_string_instruction() {
+            if !self.string_step(i) {
+                self.generic(i, factory);
+            }
+            return;
         }
         if self.vector_step(i, factory) {
             return;
@@ -1073,6 +1084,78 @@ impl Emu {
                 self.flags.sf = None;
                 self.flags.pf = None;
             }
+            (M::Bts | M::Btr | M::Btc, Some(n)) if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
+                let d = i.op0_register();
+                let a = self.get(d);
+                let k = self.operand(i, 1, n).map(|k| k % (8 * u64::from(n)));
+                self.flags.cf = a.zip(k).map(|(a, k)| (a >> k) & 1 == 1);
+                self.flags.of = None;
+                self.flags.sf = None;
+                self.flags.pf = None;
+                let r = a.zip(k).map(|(a, k)| match m {
+                    M::Bts => a | 1 << k,
+                    M::Btr => a & !(1 << k),
+                    _ => a ^ 1 << k,
+                });
+                self.set(d, r);
+            }
+            (M::Blsmsk | M::Blsr | M::Blsi, Some(n)) if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
+                let v = self.operand(i, 1, n).map(|v| v & mask(n));
+                let r = v.map(|v| {
+                    let r = match m {
+                        M::Blsmsk => v ^ v.wrapping_sub(1),
+                        M::Blsr => v & v.wrapping_sub(1),
+                        _ => v & v.wrapping_neg(),
+                    };
+                    r & mask(n)
+                });
+                // ZF SF from the result (blsmsk: ZF cleared), OF cleared, CF from the source
+                // (blsi: source not zero; the others: source zero), PF undefined.
+                self.logic_flags(r, n);
+                self.flags.pf = None;
+                if m == M::Blsmsk {
+                    self.flags.zf = r.map(|_| false);
+                }
+                self.flags.cf = v.map(|v| if m == M::Blsi { v != 0 } else { v == 0 });
+                self.set(i.op0_register(), r);
+            }
+            (M::Xchg, Some(n)) if i.op_count() == 2 && i.op1_kind() == OpKind::Register => {
+                let a = self.operand(i, 0, n);
+                let b = self.operand(i, 1, n);
+                self.store(i, 0, n, b);
+                self.set(i.op1_register(), a);
+            }
+            (M::Cmpxchg, Some(n)) if i.op_count() == 2 && i.op1_kind() == OpKind::Register => {
+                // Compare rax with the destination: equal, the destination takes the source;
+                // not, rax takes the destination. Flags as `cmp rax, dst`.
+                let acc = match n {
+                    1 => Register::AL,
+                    2 => Register::AX,
+                    4 => Register::EAX,
+                    _ => Register::RAX,
+                };
+                let dst = self.operand(i, 0, n);
+                let src = self.get(i.op1_register());
+                self.add_flags(self.get(acc), dst, n, true, false);
+                match self.flags.zf {
+                    Some(true) => self.store(i, 0, n, src),
+                    // (The destination is written back unchanged; a register destination
+                    // keeps its upper half.)
+                    Some(false) => self.set(acc, dst),
+                    None => {
+                        self.store(i, 0, n, None);
+                        self.set(acc, None);
+                    }
+                }
+            }
+            (M::Xadd, Some(n)) if i.op_count() == 2 && i.op1_kind() == OpKind::Register => {
+                let dst = self.operand(i, 0, n);
+                let src = self.get(i.op1_register());
+                let r = self.add_flags(dst, src, n, false, false);
+                self.set(i.op1_register(), dst);
+                self.store(i, 0, n, r);
+            }
+            (M::Cld | M::Std, _) => self.df = Some(m == M::Std),
             (M::Leave, _) => {
                 self.regs[4] = self.regs[5];
                 let v = self.pop();
@@ -1080,6 +1163,72 @@ impl Emu {
             }
             _ => self.generic(i, factory),
         }
+    }
+
+    /// `movs`, `stos`, `lods`, `scas` or `cmps` without a repeat prefix: one element, and
+    /// rsi/rdi moved by its size the way the direction flag says. False where the emulator
+    /// does not model the form (a 32-bit address size, a segment override).
+    fn string_step(&mut self, i: &Instruction) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let n: u32 = match m {
+            M::Movsb | M::Stosb | M::Lodsb | M::Scasb | M::Cmpsb => 1,
+            M::Movsw | M::Stosw | M::Lodsw | M::Scasw | M::Cmpsw => 2,
+            M::Movsd | M::Stosd | M::Lodsd | M::Scasd | M::Cmpsd => 4,
+            M::Movsq | M::Stosq | M::Lodsq | M::Scasq | M::Cmpsq => 8,
+            _ => return false,
+        };
+        let flat = (0..i.op_count()).all(|o| match i.op_kind(o) {
+            OpKind::MemorySegRSI | OpKind::MemoryESRDI => true,
+            OpKind::Register => true,
+            _ => false,
+        });
+        if !flat || !matches!(i.segment_prefix(), Register::None | Register::DS | Register::ES) {
+            return false;
+        }
+        let step = self.df.map(|down| if down { u64::from(n).wrapping_neg() } else { u64::from(n) });
+        let (rsi, rdi) = (self.regs[6], self.regs[7]);
+        let acc = match n {
+            1 => Register::AL,
+            2 => Register::AX,
+            4 => Register::EAX,
+            _ => Register::RAX,
+        };
+        let (moves_rsi, moves_rdi) = match m {
+            M::Movsb | M::Movsw | M::Movsd | M::Movsq => {
+                let v = rsi.and_then(|a| self.read_mem(a, n));
+                self.write_mem(rdi, n, v);
+                (true, true)
+            }
+            M::Stosb | M::Stosw | M::Stosd | M::Stosq => {
+                let v = self.get(acc);
+                self.write_mem(rdi, n, v);
+                (false, true)
+            }
+            M::Lodsb | M::Lodsw | M::Lodsd | M::Lodsq => {
+                let v = rsi.and_then(|a| self.read_mem(a, n));
+                self.set(acc, v);
+                (true, false)
+            }
+            M::Scasb | M::Scasw | M::Scasd | M::Scasq => {
+                let b = rdi.and_then(|a| self.read_mem(a, n));
+                self.add_flags(self.get(acc), b, n, true, false);
+                (false, true)
+            }
+            _ => {
+                let a = rsi.and_then(|a| self.read_mem(a, n));
+                let b = rdi.and_then(|a| self.read_mem(a, n));
+                self.add_flags(a, b, n, true, false);
+                (true, true)
+            }
+        };
+        if moves_rsi {
+            self.regs[6] = rsi.zip(step).map(|(a, d)| a.wrapping_add(d));
+        }
+        if moves_rdi {
+            self.regs[7] = rdi.zip(step).map(|(a, d)| a.wrapping_add(d));
+        }
+        true
     }
 
     /// `lea`: the address computation without a segment base.
@@ -1101,6 +1250,9 @@ impl Emu {
         self.last_generic = Some((i.ip(), i.mnemonic()));
         if i.rflags_modified() != 0 {
             self.unknown_flags();
+        }
+        if i.rflags_modified() & iced_x86::RflagsBits::DF != 0 {
+            self.df = None;
         }
         let info = factory.info(i);
         let mut stores: Vec<(Option<u64>, u32)> = Vec::new();
@@ -1584,6 +1736,21 @@ impl Emu {
             r.known |= !m;
             r.fresh = 0;
         }
+    }
+
+    /// Write bytes `off..off + len` of vector register `n` (None: unknown), the others kept
+    /// (legacy SSE partial moves: `movhpd`, `movlps`, …).
+    fn vwrite_part(&mut self, n: usize, off: usize, data: Option<&[u8]>, len: usize) {
+        let m = low_bits(off + len) & !low_bits(off);
+        let r = &mut self.vregs[n];
+        match data {
+            Some(d) => {
+                r.val[off..off + len].copy_from_slice(&d[..len]);
+                r.known |= m;
+            }
+            None => r.known &= !m,
+        }
+        r.fresh &= !m;
     }
 
     /// `len` bytes of memory as the path sees them (None if any is unknown).
@@ -2139,6 +2306,55 @@ impl Emu {
                     r.known |= !low_bits(keep);
                     r.fresh &= low_bits(keep);
                 }
+            }
+            // Legacy moves of one half: the other half of the register stays.
+            M::Movlpd | M::Movlps | M::Movhpd | M::Movhps if !vex && i.op_count() == 2 && mem_len == 8 => {
+                let off = if matches!(m, M::Movhpd | M::Movhps) { 8 } else { 0 };
+                match (reg0, i.op1_kind()) {
+                    (Some(d), OpKind::Memory) if is_vec(d) => {
+                        let v = self.ea(i).and_then(|a| self.read_bytes(a, 8));
+                        self.vwrite_part(d.number(), off, v.as_ref().map(|b| &b[..8]), 8);
+                    }
+                    (None, OpKind::Register) if k0 == OpKind::Memory && is_vec(i.op1_register()) => {
+                        let v = self.vread(i.op1_register(), 16).map(|b| {
+                            let mut h = [0u8; 64];
+                            h[..8].copy_from_slice(&b[off..off + 8]);
+                            h
+                        });
+                        let a = self.ea(i);
+                        self.write_bytes(a, v, 8);
+                    }
+                    _ => return false,
+                }
+            }
+            // Byte shifts of the whole 128 bits.
+            M::Pslldq | M::Psrldq if !vex && i.op_count() == 2 && i.op1_kind() == OpKind::Immediate8 => {
+                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+                let k = (i.immediate8() as usize).min(16);
+                let v = self.vread(d, 16).map(|a| {
+                    let mut r = [0u8; 64];
+                    if m == M::Pslldq {
+                        r[k..16].copy_from_slice(&a[..16 - k]);
+                    } else {
+                        r[..16 - k].copy_from_slice(&a[k..16]);
+                    }
+                    r
+                });
+                self.vwrite(d.number(), v, 16, false);
+            }
+            // Interleave one quadword of each: [dst, src], low or high halves.
+            M::Punpcklqdq | M::Punpckhqdq if !vex && i.op_count() == 2 => {
+                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+                let off = if m == M::Punpckhqdq { 8 } else { 0 };
+                let a = self.vread(d, 16);
+                let b = self.vsrc(i, 1, 16, 16);
+                let v = a.zip(b).map(|(a, b)| {
+                    let mut r = [0u8; 64];
+                    r[..8].copy_from_slice(&a[off..off + 8]);
+                    r[8..16].copy_from_slice(&b[off..off + 8]);
+                    r
+                });
+                self.vwrite(d.number(), v, 16, false);
             }
             M::Movdqa
             | M::Movdqu
@@ -2732,6 +2948,163 @@ mod tests {
         }
     }
 
+    /// Registers a string, exchange or bit snippet reads and writes, and the flags after it.
+    #[derive(Debug, Clone, Copy, PartialEq, Default)]
+    struct IntState {
+        rax: u64,
+        rcx: u64,
+        rsi: u64,
+        rdi: u64,
+        r8: u64,
+        r9: u64,
+        r10: u64,
+    }
+
+    macro_rules! native_int {
+        ($s:expr; $($code:literal),+) => {{
+            let mut s: IntState = $s;
+            let flags: u64;
+            // SAFETY: the snippet reads and writes only the buffers its registers point into
+            // (the caller's), leaves the direction flag clear and balances its push and pop.
+            unsafe {
+                std::arch::asm!(
+                    $($code,)+
+                    "pushfq",
+                    "pop r11",
+                    inout("rax") s.rax,
+                    inout("rcx") s.rcx,
+                    inout("rsi") s.rsi,
+                    inout("rdi") s.rdi,
+                    inout("r8") s.r8,
+                    inout("r9") s.r9,
+                    inout("r10") s.r10,
+                    out("r11") flags,
+                )
+            };
+            (s, flags)
+        }};
+    }
+
+    #[test]
+    fn string_exchange_and_bit_instructions_match_the_cpu() {
+        const CF: u64 = 1;
+        const ZF: u64 = 1 << 6;
+        const SF: u64 = 1 << 7;
+        type Native = fn(IntState) -> (IntState, u64);
+        // Each case: the snippet's bytes, the native run of the same text, and the flags it
+        // defines at its end.
+        let cases: Vec<(&[u8], Native, u64)> = vec![
+            (
+                // movsq; movsb; lodsw; stosd; mov r9, [r8]; mov r10, [r8+8]; cmpsb
+                b"\x48\xa5\xa4\x66\xad\xab\x4d\x8b\x08\x4d\x8b\x50\x08\xa6",
+                |s| native_int!(s; "movsq", "movsb", "lodsw", "stosd", "mov r9, [r8]", "mov r10, [r8+8]", "cmpsb"),
+                CF | ZF | SF,
+            ),
+            // scasw
+            (b"\x66\xaf", |s| native_int!(s; "scasw"), CF | ZF | SF),
+            // std; movsq; lodsd; stosb; cld; mov r9, [r8]
+            (
+                b"\xfd\x48\xa5\xad\xaa\xfc\x4d\x8b\x08",
+                |s| native_int!(s; "std", "movsq", "lodsd", "stosb", "cld", "mov r9, [r8]"),
+                0,
+            ),
+            // lock cmpxchg [r8], rcx; mov r9, [r8]
+            (
+                b"\xf0\x49\x0f\xb1\x08\x4d\x8b\x08",
+                |s| native_int!(s; "lock cmpxchg [r8], rcx", "mov r9, [r8]"),
+                CF | ZF | SF,
+            ),
+            // cmpxchg r9d, ecx (a register destination, 32-bit)
+            (b"\x41\x0f\xb1\xc9", |s| native_int!(s; "cmpxchg r9d, ecx"), CF | ZF | SF),
+            // xchg [r8], rcx; mov r9, [r8]
+            (b"\x49\x87\x08\x4d\x8b\x08", |s| native_int!(s; "xchg [r8], rcx", "mov r9, [r8]"), 0),
+            // lock xadd [r8], rcx; mov r9, [r8]
+            (
+                b"\xf0\x49\x0f\xc1\x08\x4d\x8b\x08",
+                |s| native_int!(s; "lock xadd [r8], rcx", "mov r9, [r8]"),
+                CF | ZF | SF,
+            ),
+            // blsmsk rcx, rax
+            (b"\xc4\xe2\xf0\xf3\xd0", |s| native_int!(s; "blsmsk rcx, rax"), CF | ZF | SF),
+            // blsr rcx, rax
+            (b"\xc4\xe2\xf0\xf3\xc8", |s| native_int!(s; "blsr rcx, rax"), CF | ZF | SF),
+            // blsi rcx, rax
+            (b"\xc4\xe2\xf0\xf3\xd8", |s| native_int!(s; "blsi rcx, rax"), CF | ZF | SF),
+            // bts rax, rcx
+            (b"\x48\x0f\xab\xc8", |s| native_int!(s; "bts rax, rcx"), CF),
+            // btr eax, ecx
+            (b"\x0f\xb3\xc8", |s| native_int!(s; "btr eax, ecx"), CF),
+            // btc rax, 5
+            (b"\x48\x0f\xba\xf8\x05", |s| native_int!(s; "btc rax, 5"), CF),
+        ];
+        if !is_x86_feature_detected!("bmi1") {
+            eprintln!("skipped: needs BMI1");
+            return;
+        }
+        let mut seed = 0x3c6e_f372_fe94_f82bu64 ^ u64::from(std::process::id());
+        for _ in 0..100 {
+            for (bytes, native, defined) in &cases {
+                let src: [u64; 4] = std::array::from_fn(|_| xorshift(&mut seed));
+                let dst: [u64; 4] = std::array::from_fn(|_| xorshift(&mut seed));
+                let mut native_dst = dst;
+                // Equal operands half of the time, where compares and exchanges branch.
+                let r = xorshift(&mut seed);
+                let rax = if r % 2 == 0 { dst[0] } else { xorshift(&mut seed) };
+                let rax = if r % 3 == 0 { rax & 0xff } else { rax };
+                let rcx = if r % 5 == 0 { 0 } else { xorshift(&mut seed) };
+                // The direction-down snippet starts in the middle of the buffers.
+                let mid = if bytes.starts_with(b"\xfd") { 16 } else { 0 };
+                let at = |p: *const u64| p as u64 + mid;
+                let start = IntState {
+                    rax,
+                    rcx,
+                    rsi: at(src.as_ptr()),
+                    rdi: at(dst.as_ptr()),
+                    r8: dst.as_ptr() as u64,
+                    ..IntState::default()
+                };
+                let set = |s: &IntState| [(0, s.rax), (1, s.rcx), (6, s.rsi), (7, s.rdi), (8, s.r8), (9, s.r9), (10, s.r10)];
+                let with_jcc = |jcc: &[u8]| {
+                    let mut code = bytes.to_vec();
+                    code.extend_from_slice(jcc);
+                    emu_run(&code, &set(&start))
+                };
+                // (Emulated first: the emulator only reads the buffers.)
+                let (cf, regs) = with_jcc(b"\x72\x00");
+                let (zf, _) = with_jcc(b"\x74\x00");
+                let (sf, _) = with_jcc(b"\x78\x00");
+                let native_start = IntState {
+                    rsi: at(src.as_ptr()),
+                    rdi: at(native_dst.as_mut_ptr()),
+                    r8: native_dst.as_ptr() as u64,
+                    ..start
+                };
+                let (want, flags) = native(native_start);
+                let shift = |v: u64| v.wrapping_sub(native_dst.as_ptr() as u64).wrapping_add(dst.as_ptr() as u64);
+                let got = IntState {
+                    rax: regs[0].expect("rax"),
+                    rcx: regs[1].expect("rcx"),
+                    rsi: regs[6].expect("rsi"),
+                    rdi: regs[7].expect("rdi"),
+                    r8: regs[8].expect("r8"),
+                    r9: regs[9].expect("r9"),
+                    r10: regs[10].expect("r10"),
+                };
+                let want = IntState {
+                    rdi: shift(want.rdi),
+                    r8: shift(want.r8),
+                    ..want
+                };
+                assert_eq!(got, want, "{bytes:02x?} from {start:x?}");
+                for (bit, emulated) in [(CF, cf), (ZF, zf), (SF, sf)] {
+                    if defined & bit != 0 {
+                        assert_eq!(emulated, Some(flags & bit != 0), "{bytes:02x?} flag {bit:#x} from {start:x?}");
+                    }
+                }
+            }
+        }
+    }
+
     /// Registers around one vector instruction: ymm0–ymm3, rax (rdi points at `mem`).
     #[derive(Debug, Clone, Copy, PartialEq)]
     #[repr(C, align(32))]
@@ -2954,6 +3327,19 @@ mod tests {
             (r2(C::Movq_rm64_xmm, R::RAX, x1), |s| native!("movq rax, xmm1", s)),
             (r2(C::Movq_xmm_xmmm64, x0, x1), |s| native!("movq xmm0, xmm1", s)),
             (I::with2(C::Movq_xmm_xmmm64, x0, m()).unwrap(), |s| native!("movq xmm0, [rdi]", s)),
+            (I::with2(C::Movhpd_xmm_m64, x1, m()).unwrap(), |s| native!("movhpd xmm1, [rdi]", s)),
+            (I::with2(C::Movlpd_xmm_m64, x1, m()).unwrap(), |s| native!("movlpd xmm1, [rdi]", s)),
+            (I::with2(C::Movhps_xmm_m64, x2, m()).unwrap(), |s| native!("movhps xmm2, [rdi]", s)),
+            (I::with2(C::Movlps_xmm_m64, x2, m()).unwrap(), |s| native!("movlps xmm2, [rdi]", s)),
+            (I::with2(C::Movhpd_m64_xmm, m(), x1).unwrap(), |s| native!("movhpd [rdi], xmm1", s)),
+            (I::with2(C::Movlps_m64_xmm, m(), x2).unwrap(), |s| native!("movlps [rdi], xmm2", s)),
+            (I::with2(C::Pslldq_xmm_imm8, x0, 5).unwrap(), |s| native!("pslldq xmm0, 5", s)),
+            (I::with2(C::Psrldq_xmm_imm8, x0, 11).unwrap(), |s| native!("psrldq xmm0, 11", s)),
+            (r2(C::Punpcklqdq_xmm_xmmm128, x0, x1), |s| native!("punpcklqdq xmm0, xmm1", s)),
+            (r2(C::Punpckhqdq_xmm_xmmm128, x0, x1), |s| native!("punpckhqdq xmm0, xmm1", s)),
+            (I::with2(C::Punpcklqdq_xmm_xmmm128, x2, m()).unwrap(), |s| {
+                native!("punpcklqdq xmm2, [rdi]", s)
+            }),
             (r2(C::Movss_xmm_xmmm32, x0, x1), |s| native!("movss xmm0, xmm1", s)),
             (r2(C::Movsd_xmm_xmmm64, x0, x1), |s| native!("movsd xmm0, xmm1", s)),
             (I::with2(C::Movsd_xmm_xmmm64, x0, m()).unwrap(), |s| native!("movsd xmm0, [rdi]", s)),

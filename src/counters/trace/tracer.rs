@@ -3406,10 +3406,25 @@ impl<'s> Tracer<'s> {
                 Some(n) => vec![n],
                 None => seq[last].succ.clone(),
             };
-            // An exit that is also a member: cut the path before the member's first occurrence
-            // (where its start becomes the exit) and emulate again.
-            if let Some(cut) = seq.iter().skip(1).position(|b| exits.contains(&b.start)) {
-                limit = cut + 1;
+            // An exit that is also a member would trap at the member's earlier occurrence, in
+            // the middle of the path. End the path instead before its last block that occurs in
+            // it for the first time (that block's start becomes the only exit, and is no member
+            // of what is left; a function called twice on the path no longer ends it at the
+            // first call) and emulate again.
+            if seq.iter().skip(1).any(|b| exits.contains(&b.start)) {
+                let mut seen = FastSet::default();
+                let cut = (1..seq.len()).filter(|&k| seen.insert(seq[k].start)).last().unwrap_or(1);
+                if self.debug {
+                    let b = seq.last().cloned()?;
+                    eprintln!(
+                        "path from {pc:#x}: cut at {cut} of {} blocks (exits {exits:x?}; last {:#x} {:?}, last unmodelled {:x?})",
+                        seq.len(),
+                        b.start,
+                        b.insns.last().map(|l| l.instr.mnemonic()),
+                        emu.last_generic
+                    );
+                }
+                limit = cut;
                 continue;
             }
             let mut keep = exits;
