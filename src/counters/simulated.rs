@@ -620,8 +620,8 @@ impl AccessSink for SharedHierarchy {
     fn access_by(&mut self, thread: usize, addr: u64, size: u32, kind: AccessKind) {
         AccessSink::access_by(&mut *self.0.borrow_mut(), thread, addr, size, kind);
     }
-    fn bytes_per_level(&self) -> Vec<(String, f64)> {
-        AccessSink::bytes_per_level(&*self.0.borrow())
+    fn bytes_per_level(&mut self) -> Vec<(String, f64)> {
+        AccessSink::bytes_per_level(&mut *self.0.borrow_mut())
     }
     fn note(&self) -> Option<String> {
         AccessSink::note(&*self.0.borrow())

@@ -75,8 +75,9 @@ pub trait AccessSink {
         let _ = thread;
         self.access(addr, size, kind);
     }
-    /// Bytes per memory level (`l2`, `l3`, `dram`) once the trace is over.
-    fn bytes_per_level(&self) -> Vec<(String, f64)> {
+    /// Bytes per memory level (`l2`, `l3`, `dram`) once the trace is over. Called once, at
+    /// the end: a cache model may write back what is still dirty in place.
+    fn bytes_per_level(&mut self) -> Vec<(String, f64)> {
         Vec::new()
     }
     /// Bytes per memory level moved so far (no write-back of what is still dirty): the
@@ -246,7 +247,7 @@ pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceRe
         collect(&mut t)
     };
     let mut r = r;
-    if let Some(s) = &sink {
+    if let Some(s) = &mut sink {
         r.levels = s.bytes_per_level();
         r.notes.extend(s.note());
     }
@@ -322,7 +323,7 @@ pub fn trace_forked_with_sink(
                 collect(&mut t)
             };
             let mut r = r;
-            if let Some(s) = &sink {
+            if let Some(s) = &mut sink {
                 r.levels = s.bytes_per_level();
                 r.notes.extend(s.note());
             }
@@ -480,6 +481,7 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "step_overs": r.stats.step_overs,
             "step_throughs": r.stats.step_throughs,
             "run_ahead_blocks": r.stats.run_ahead_blocks,
+            "emulated_instructions": r.stats.emulated_instructions,
             "xstate_reads": r.stats.xstate_reads,
             "mispredicts": r.stats.mispredicts,
             "exit_state_mismatches": r.stats.exit_state_mismatches,

@@ -336,12 +336,20 @@ impl Space {
     }
 
     /// Make `addr` a block start: a breakpoint record, and the block holding it split there.
-    fn mark_block_start(&mut self, addr: u64) {
-        self.bps.entry(addr).or_default().block = true;
+    /// Make `addr` a block start; true when that split a decoded block (which is dropped, to
+    /// be decoded again in two).
+    fn mark_block_start(&mut self, addr: u64) -> bool {
+        let bp = self.bps.entry(addr).or_default();
+        if bp.block {
+            // (Blocks are decoded up to a block start: none holds this one.)
+            return false;
+        }
+        bp.block = true;
         let holder = self.blocks.range(..addr).next_back().filter(|(_, b)| addr < b.end).map(|(s, _)| *s);
         if let Some(s) = holder {
             self.blocks.remove(&s);
         }
+        holder.is_some()
     }
 
     /// Up to `buf.len()` bytes of code at `addr` without our breakpoints; how many were
@@ -1132,6 +1140,9 @@ pub struct DriverStats {
     pub xstate_reads: u64,
     /// Blocks counted ahead of execution by the run-ahead emulator (no trap of their own).
     pub run_ahead_blocks: u64,
+    /// Instructions the run-ahead emulator went through, those of paths emulated again (cut
+    /// back, or blocks split by a new start) included: its work beside what it counted.
+    pub emulated_instructions: u64,
     /// Traps that were not among the exits a run-ahead path predicted, or whose registers
     /// differ from those the emulator computed for the exit (must stay 0).
     pub mispredicts: u64,
@@ -3265,16 +3276,12 @@ impl<'s> Tracer<'s> {
             let mut repeats = 1u64;
             let mut on_path: FastSet = FastSet::default();
             let mut cut = false;
+            // A new block start that splits a decoded block may split one on the path: the
+            // round is emulated again with the blocks decoded anew. (A new start that splits
+            // nothing changes no block: code seen for the first time is emulated once.)
             let mut new_marks = false;
-            // (Marking is idempotent: a loop's blocks are marked once per round.)
-            let mut marked: FastSet = FastSet::default();
             let mut mark = |sp: &mut Space, a: u64| {
-                if !marked.insert(a) {
-                    return;
-                }
-                let was = sp.bps.get(&a).is_some_and(|b| b.block);
-                sp.mark_block_start(a);
-                new_marks |= !was;
+                new_marks |= sp.mark_block_start(a);
             };
             loop {
                 let b = seq.last().cloned()?;
@@ -3377,6 +3384,7 @@ impl<'s> Tracer<'s> {
                 seq.push(nb);
             }
             emulated += insns;
+            self.stats.emulated_instructions += insns;
             if new_marks || cut {
                 continue;
             }
