@@ -128,7 +128,10 @@ struct Space {
     mem: Rc<Memory>,
     syms: ProcessSymbols,
     insns: FastMap<Rc<Insn>>,
-    blocks: BTreeMap<u64, Rc<Block>>,
+    /// Decoded blocks by start (looked up for every block a path runs through).
+    blocks: FastMap<Rc<Block>>,
+    /// Their extents in address order, start to end: which block a new start splits.
+    block_ends: BTreeMap<u64, u64>,
     bps: FastMap<Bp>,
     /// The tracee's code, by 4 KiB page, as it is without our breakpoints: read once, since
     /// code is not rewritten under us (`insns` caches its decoding on the same assumption).
@@ -155,15 +158,15 @@ struct Space {
     /// `--by-function`: DWARF readers (shared by every space of the run) and each
     /// instruction address's source site.
     sources: Option<Rc<RefCell<Sources>>>,
-    site_cache: HashMap<u64, Rc<Site>>,
+    site_cache: FastMap<Rc<Site>>,
     /// Trap addresses whose last full run-ahead was mostly thrown away (a long loop that
     /// ends inside itself: its path is cut back to before its repeated blocks), with how
     /// many more traps there emulate only to the first repeated block, and the back-off level.
-    short_paths: HashMap<u64, (u32, u32)>,
+    short_paths: FastMap<(u32, u32)>,
     /// Trap addresses whose last run-ahead with the other threads held committed almost
     /// nothing: traps left there without holding, and the back-off level. (A hold costs a
     /// stop of every other thread; held at every trap of a tight loop, they would starve.)
-    hold_skip: HashMap<u64, (u32, u32)>,
+    hold_skip: FastMap<(u32, u32)>,
 }
 
 impl Space {
@@ -173,7 +176,8 @@ impl Space {
             mem: Rc::new(Memory::open(pid)),
             syms: ProcessSymbols::new(pid.as_raw()),
             insns: FastMap::default(),
-            blocks: BTreeMap::new(),
+            blocks: FastMap::default(),
+            block_ends: BTreeMap::new(),
             bps: FastMap::default(),
             code_pages: FastMap::default(),
             funcs: FastMap::default(),
@@ -189,9 +193,9 @@ impl Space {
             xol: Xol::default(),
             dirty: Vec::new(),
             sources: None,
-            site_cache: HashMap::new(),
-            short_paths: HashMap::new(),
-            hold_skip: HashMap::new(),
+            site_cache: FastMap::default(),
+            short_paths: FastMap::default(),
+            hold_skip: FastMap::default(),
         }
     }
 
@@ -200,6 +204,7 @@ impl Space {
         let mut s = Space::new(pid);
         s.insns = self.insns.clone();
         s.blocks = self.blocks.clone();
+        s.block_ends = self.block_ends.clone();
         s.bps = self.bps.clone();
         s.code_pages = self.code_pages.clone();
         s.funcs = self.funcs.clone();
@@ -345,9 +350,15 @@ impl Space {
             return false;
         }
         bp.block = true;
-        let holder = self.blocks.range(..addr).next_back().filter(|(_, b)| addr < b.end).map(|(s, _)| *s);
+        let holder = self
+            .block_ends
+            .range(..addr)
+            .next_back()
+            .filter(|(_, end)| addr < **end)
+            .map(|(s, _)| *s);
         if let Some(s) = holder {
             self.blocks.remove(&s);
+            self.block_ends.remove(&s);
         }
         holder.is_some()
     }
@@ -547,6 +558,7 @@ impl Space {
             self.bps.entry(t).or_default().inside = true;
         }
         let block = Rc::new(block);
+        self.block_ends.insert(pc, block.end);
         self.blocks.insert(pc, block.clone());
         block
     }
@@ -3013,7 +3025,7 @@ impl<'s> Tracer<'s> {
                 sp.install(t);
             }
             // Each member counted once per occurrence on the path.
-            let mut times: HashMap<u64, (Rc<Block>, u64)> = HashMap::new();
+            let mut times: FastMap<(Rc<Block>, u64)> = FastMap::default();
             for b in &ra.members {
                 times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
             }
@@ -3337,7 +3349,7 @@ impl<'s> Tracer<'s> {
                 for &s in &b.succ {
                     mark(sp, s);
                 }
-                if let Some(n) = next {
+                if let Some(n) = next.filter(|n| !b.succ.contains(n)) {
                     mark(sp, n);
                 }
                 nexts.push(next);
@@ -3408,7 +3420,7 @@ impl<'s> Tracer<'s> {
             }
             nexts.truncate(seq.len());
             accesses.truncate(acc_ends.get(seq.len() - 1).copied().unwrap_or(0));
-            let members: HashSet<u64> = seq[1..].iter().map(|b| b.start).collect();
+            let members: FastSet = seq[1..].iter().map(|b| b.start).collect();
             let last = seq.len() - 1;
             let exits: Vec<u64> = match nexts[last] {
                 Some(n) => vec![n],
