@@ -1246,6 +1246,11 @@ pub struct Tracer<'s> {
     tile_restart: Option<(Pid, u64)>,
 }
 
+/// Memory mode: whether the thread of sink id `id` sleeps in the kernel now (`interleave.rs`).
+fn asleep_in(ids: &HashMap<Pid, usize>) -> impl FnMut(usize) -> bool + '_ {
+    move |id| ids.iter().find(|(_, v)| **v == id).is_some_and(|(p, _)| sys::task_sleeps(*p))
+}
+
 /// Between two looks at a thread that runs: yield the CPU, then sleep a little.
 fn short_pause(rounds: &mut u32) {
     *rounds += 1;
@@ -1605,16 +1610,24 @@ impl<'s> Tracer<'s> {
         };
         self.sink_ids.insert(pid, id);
         if let Some(sink) = self.sink.as_deref_mut() {
-            self.interleave.join(id, sink);
+            self.interleave.join(id, sink, &mut asleep_in(&self.sink_ids));
         }
         id
     }
 
-    /// Memory mode: thread `pid` adds no accesses for a while (it enters a system call, or runs
-    /// outside counting), so the other threads' accesses need not wait for its next ones.
+    /// Memory mode: thread `pid` is about to enter a system call: the other threads' accesses
+    /// need not wait for its next ones while it sleeps there (`interleave.rs`).
+    fn enters_call(&mut self, pid: Pid) {
+        if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
+            self.interleave.call(id, sink, &mut asleep_in(&self.sink_ids));
+        }
+    }
+
+    /// Memory mode: thread `pid` adds no accesses for a while (it runs outside counting), so
+    /// the other threads' accesses need not wait for its next ones.
     fn feeds_nothing_soon(&mut self, pid: Pid) {
         if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
-            self.interleave.idle(id, sink);
+            self.interleave.idle(id, sink, &mut asleep_in(&self.sink_ids));
         }
     }
 
@@ -1622,7 +1635,7 @@ impl<'s> Tracer<'s> {
         if let Some(id) = self.sink_ids.remove(&pid) {
             // Its id may be reused by the next thread: what it left waiting goes first.
             if let Some(sink) = self.sink.as_deref_mut() {
-                self.interleave.leave(id, sink);
+                self.interleave.leave(id, sink, &mut asleep_in(&self.sink_ids));
             }
             self.free_sink_ids.insert(id);
         }
@@ -2517,7 +2530,7 @@ impl<'s> Tracer<'s> {
     fn feed(&mut self, tid: usize, accesses: &[Access]) {
         let Some(sink) = self.sink.as_deref_mut() else { return };
         if self.mode == TraceMode::Memory && (self.sink_ids.len() > 1 || !self.interleave.is_empty()) {
-            self.interleave.push(tid, accesses, sink);
+            self.interleave.push(tid, accesses, sink, &mut asleep_in(&self.sink_ids));
             return;
         }
         for a in accesses {
@@ -2539,7 +2552,7 @@ impl<'s> Tracer<'s> {
 
     fn finish_feeding(&mut self) {
         if let Some(sink) = self.sink.as_deref_mut() {
-            self.interleave.finish(sink);
+            self.interleave.finish(sink, &mut asleep_in(&self.sink_ids));
         }
     }
 
@@ -3207,8 +3220,8 @@ impl<'s> Tracer<'s> {
         }
         if feed && path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
             // A `futex` wait, a `read`: the other threads are not held back for its next
-            // accesses meanwhile (`interleave.rs`).
-            self.feeds_nothing_soon(pid);
+            // accesses while it sleeps there (`interleave.rs`).
+            self.enters_call(pid);
         }
         if block.rep
             && let Some(insn) = block.insns.first()
