@@ -322,6 +322,9 @@ mod tests {
         il.finish(&mut log, &mut kernel);
         let tail = &log.0[(a + b + 10) as usize..];
         assert_eq!(tail.len() as u64, 2 * c);
-        assert!(tail[..CHUNK].iter().all(|x| x.0 == 0) && tail[CHUNK..2 * CHUNK].iter().all(|x| x.0 == 1), "in turn, from the start: {tail:?}");
+        assert!(
+            tail[..CHUNK].iter().all(|x| x.0 == 0) && tail[CHUNK..2 * CHUNK].iter().all(|x| x.0 == 1),
+            "in turn, from the start: {tail:?}"
+        );
     }
 }

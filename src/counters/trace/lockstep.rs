@@ -47,6 +47,9 @@ pub(super) struct Flight {
 
 #[derive(Default)]
 pub(super) struct Lockstep {
+    /// Test instrument (`ROOFLINE_TRACE_FAULT=free-steps`): every thread steps at once, in
+    /// the order the kernel reports them, so the tests can see what the turns change.
+    pub off: bool,
     /// Threads stopped, waiting for their turn, by order of creation.
     ready: BTreeMap<usize, Turn>,
     flight: Option<Flight>,
@@ -57,6 +60,14 @@ pub(super) struct Lockstep {
 }
 
 impl Lockstep {
+    /// The turns (`off`: the test instrument's free steps).
+    pub fn new(off: bool) -> Lockstep {
+        Lockstep {
+            off,
+            ..Lockstep::default()
+        }
+    }
+
     /// Thread `turn.pid` (`order`: its order of creation) asks for its next step.
     pub fn queue(&mut self, order: usize, turn: Turn) {
         self.ready.insert(order, turn);

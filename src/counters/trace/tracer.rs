@@ -1294,7 +1294,7 @@ impl<'s> Tracer<'s> {
             sink_ids: HashMap::new(),
             free_sink_ids: std::collections::BTreeSet::new(),
             interleave: Interleave::default(),
-            lockstep: Lockstep::default(),
+            lockstep: Lockstep::new(std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "free-steps")),
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
             no_site: Rc::new(Site {
@@ -1698,7 +1698,7 @@ impl<'s> Tracer<'s> {
     /// in its turn (`lockstep.rs`). Its order of creation, and whether its next instruction is
     /// a system call (which may sleep).
     fn takes_turns(&mut self, pid: Pid) -> Option<(usize, bool)> {
-        if !self.mode.single_steps() || self.threads.len() < 2 {
+        if !self.mode.single_steps() || self.threads.len() < 2 || self.lockstep.off {
             return None;
         }
         let th = self.threads.get(&pid)?;
