@@ -15,6 +15,7 @@
 pub mod classify;
 mod emu;
 mod interleave;
+mod lockstep;
 pub mod regions;
 pub mod sources;
 pub mod symbols;

@@ -426,6 +426,20 @@ pub fn tgkill(tgid: Pid, tid: Pid, sig: Signal) -> bool {
     unsafe { libc::syscall(libc::SYS_tgkill, tgid.as_raw(), tid.as_raw(), sig as libc::c_int) == 0 }
 }
 
+/// Whether thread `tid` sleeps in the kernel (state `S` or `D` in /proc/TID/stat): in a system
+/// call that waits (a `futex`, a `read`), not running and not stopped by the tracer. False when
+/// it is gone.
+pub fn task_sleeps(tid: Pid) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{}/stat", tid.as_raw())) else {
+        return false;
+    };
+    // "pid (comm) S ...": the command may hold spaces and parentheses, the state follows the last ')'.
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    matches!(stat.get(close + 2), Some(b'S' | b'D'))
+}
+
 /// Run one system call in the stopped thread `pid` (at a signal-delivery or single-step stop):
 /// registers set for it, `rip` at a `syscall` instruction, one step, registers restored.
 /// Returns rax, and every other wait status of `pid` seen meanwhile (signals that arrived

@@ -30,6 +30,7 @@ use std::rc::Rc;
 use super::classify::{Flow, Insn, MaskWrite, TileConfig, TileOp, classify};
 use super::emu::{Emu, VectorSeed};
 use super::interleave::{Access, Interleave};
+use super::lockstep::{Lockstep, SLEEP_IDLE, Turn};
 use super::regions::{Regions, Snapshot};
 use super::sources::{Site, Sources};
 use super::symbols::ProcessSymbols;
@@ -1235,6 +1236,8 @@ pub struct Tracer<'s> {
     free_sink_ids: std::collections::BTreeSet<usize>,
     /// Memory mode with several threads: the order their accesses reach the shared levels.
     interleave: Interleave,
+    /// Reference mode with several threads: whose step is next (`lockstep.rs`).
+    lockstep: Lockstep,
     /// Wait statuses seen while injecting a system call, handled before the next waitpid.
     deferred: std::collections::VecDeque<WaitStatus>,
     /// Test instrument (`ROOFLINE_TRACE_FAULT=no-join`): threads are not stopped to join
@@ -1264,6 +1267,21 @@ pub struct Tracer<'s> {
     /// `start_row` in force then); when it resumes it moves only the rows left, so it is not
     /// counted again (before this, first-touched pages of a GEMM's C added rows to core Q).
     tile_restart: Option<(Pid, u64)>,
+}
+
+/// Memory mode: whether the thread of sink id `id` sleeps in the kernel now (`interleave.rs`).
+fn asleep_in(ids: &HashMap<Pid, usize>) -> impl FnMut(usize) -> bool + '_ {
+    move |id| ids.iter().find(|(_, v)| **v == id).is_some_and(|(p, _)| sys::task_sleeps(*p))
+}
+
+/// Between two looks at a thread that runs: yield the CPU, then sleep a little.
+fn short_pause(rounds: &mut u32) {
+    *rounds += 1;
+    if *rounds < 64 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
 }
 
 fn opts() -> Options {
@@ -1299,6 +1317,7 @@ impl<'s> Tracer<'s> {
             sink_ids: HashMap::new(),
             free_sink_ids: std::collections::BTreeSet::new(),
             interleave: Interleave::default(),
+            lockstep: Lockstep::new(std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "free-steps")),
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
             no_site: Rc::new(Site {
@@ -1445,6 +1464,13 @@ impl<'s> Tracer<'s> {
             }
             let st = if let Some(d) = self.deferred.pop_front() {
                 d
+            } else if self.lockstep.busy() {
+                match self.lockstep_wait() {
+                    Ok(Some(s)) => s,
+                    Ok(None) | Err(Errno::EINTR) => continue,
+                    Err(Errno::ECHILD) => break,
+                    Err(e) => return Err(io("waitpid", e)),
+                }
             } else {
                 match waitpid(None, Some(WaitPidFlag::__WALL)) {
                     Ok(s) => s,
@@ -1454,6 +1480,8 @@ impl<'s> Tracer<'s> {
                 }
             };
             self.stats.stops += 1;
+            // Reference mode: after a stepped system call, the idle threads it woke rejoin.
+            let woke = st.pid().and_then(|p| self.lockstep.seen(p)).is_some_and(|f| f.turn.syscall);
             if let Some(h) = &mut self.hold
                 && let Some(pid) = st.pid()
             {
@@ -1496,8 +1524,84 @@ impl<'s> Tracer<'s> {
                 }
                 _ => {}
             }
+            if woke {
+                self.take_woken();
+            }
         }
         Ok(self.ending.unwrap_or(Ending::Exited(0)))
+    }
+
+    /// Reference mode with several threads: the next thread in turn steps (`lockstep.rs`), and
+    /// the next wait status comes. None when the stepping thread went idle (asleep in a system
+    /// call) or the wait was interrupted: ask again.
+    fn lockstep_wait(&mut self) -> std::result::Result<Option<WaitStatus>, Errno> {
+        let now_only = Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG);
+        // Statuses already there first: threads outside the turns, idle threads woken.
+        match waitpid(None, now_only)? {
+            WaitStatus::StillAlive => {}
+            st => return Ok(Some(st)),
+        }
+        if let Some(t) = self.lockstep.next() {
+            self.flush_all();
+            if ptrace::step(t.pid, t.sig).is_err() {
+                // Gone meanwhile (killed with its process): its end is on its way.
+                self.lockstep.seen(t.pid);
+                return Ok(None);
+            }
+        }
+        let Some(turn) = self.lockstep.flight().map(|f| f.turn) else {
+            return Ok(None);
+        };
+        if !turn.syscall {
+            // One instruction: its stop comes.
+            return waitpid(None, Some(WaitPidFlag::__WALL)).map(Some);
+        }
+        let mut rounds = 0u32;
+        loop {
+            match waitpid(None, now_only)? {
+                WaitStatus::StillAlive => {}
+                st => return Ok(Some(st)),
+            }
+            if sys::interrupted() || self.lockstep.flight_sleeps(sys::task_sleeps(turn.pid), std::time::Instant::now()) {
+                return Ok(None);
+            }
+            short_pause(&mut rounds);
+        }
+    }
+
+    /// After a stepped system call (a `futex` wake, a signal sent): an idle thread it woke is
+    /// awake now (a wake-up makes it runnable before the call returns); its stop is taken and
+    /// handled before the next turn, so it rejoins the turns at the same point on every run.
+    fn take_woken(&mut self) {
+        for pid in self.lockstep.idle() {
+            if sys::task_sleeps(pid) {
+                continue;
+            }
+            let mut rounds = 0u32;
+            let mut asleep_since = None;
+            loop {
+                match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
+                    Ok(st) => {
+                        self.deferred.push_back(st);
+                        break;
+                    }
+                    Err(_) => break,
+                }
+                // Asleep again without a stop (a spurious wake-up the kernel waits out): idle.
+                if sys::task_sleeps(pid) {
+                    if asleep_since.get_or_insert_with(std::time::Instant::now).elapsed() >= SLEEP_IDLE {
+                        break;
+                    }
+                } else {
+                    asleep_since = None;
+                }
+                if sys::interrupted() {
+                    break;
+                }
+                short_pause(&mut rounds);
+            }
+        }
     }
 
     fn kill_all(&mut self) {
@@ -1529,16 +1633,24 @@ impl<'s> Tracer<'s> {
         };
         self.sink_ids.insert(pid, id);
         if let Some(sink) = self.sink.as_deref_mut() {
-            self.interleave.join(id, sink);
+            self.interleave.join(id, sink, &mut asleep_in(&self.sink_ids));
         }
         id
     }
 
-    /// Memory mode: thread `pid` adds no accesses for a while (it enters a system call, or runs
-    /// outside counting), so the other threads' accesses need not wait for its next ones.
+    /// Memory mode: thread `pid` is about to enter a system call: the other threads' accesses
+    /// need not wait for its next ones while it sleeps there (`interleave.rs`).
+    fn enters_call(&mut self, pid: Pid) {
+        if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
+            self.interleave.call(id, sink, &mut asleep_in(&self.sink_ids));
+        }
+    }
+
+    /// Memory mode: thread `pid` adds no accesses for a while (it runs outside counting), so
+    /// the other threads' accesses need not wait for its next ones.
     fn feeds_nothing_soon(&mut self, pid: Pid) {
         if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
-            self.interleave.idle(id, sink);
+            self.interleave.idle(id, sink, &mut asleep_in(&self.sink_ids));
         }
     }
 
@@ -1546,7 +1658,7 @@ impl<'s> Tracer<'s> {
         if let Some(id) = self.sink_ids.remove(&pid) {
             // Its id may be reused by the next thread: what it left waiting goes first.
             if let Some(sink) = self.sink.as_deref_mut() {
-                self.interleave.leave(id, sink);
+                self.interleave.leave(id, sink, &mut asleep_in(&self.sink_ids));
             }
             self.free_sink_ids.insert(id);
         }
@@ -1597,8 +1709,30 @@ impl<'s> Tracer<'s> {
         {
             s.steps += 1;
         }
+        if let Some((order, syscall)) = self.takes_turns(pid) {
+            self.lockstep.queue(order, Turn { pid, sig, syscall });
+            return;
+        }
         self.flush_all();
         let _ = ptrace::step(pid, sig);
+    }
+
+    /// Reference mode with several threads: a thread counting in a single-stepped space steps
+    /// in its turn (`lockstep.rs`). Its order of creation, and whether its next instruction is
+    /// a system call (which may sleep).
+    fn takes_turns(&mut self, pid: Pid) -> Option<(usize, bool)> {
+        if !self.mode.single_steps() || self.threads.len() < 2 || self.lockstep.off {
+            return None;
+        }
+        let th = self.threads.get(&pid)?;
+        let (si, order) = (th.space, th.index);
+        if !th.started || !self.spaces[si].stepping || !self.spaces[si].active() {
+            return None;
+        }
+        let rip = ptrace::getregs(pid).ok()?.rip;
+        let sp = &mut self.spaces[si];
+        let syscall = !sp.xol.in_areas(rip) && sp.insn_at(rip, &mut self.factory).flow == Flow::Stop;
+        Some((order, syscall))
     }
 
     /// The invariant check: a thread that stops while its space counts must have been let run
@@ -1733,6 +1867,12 @@ impl<'s> Tracer<'s> {
             }
             if self.early.remove(&new) {
                 self.start_thread(new);
+            } else if self.mode.single_steps()
+                && let Ok(st) = waitpid(new, Some(WaitPidFlag::__WALL))
+            {
+                // Reference mode: the new thread's first stop (it starts with a SIGSTOP) is
+                // taken now, so it takes its first turn right after the `clone` on every run.
+                self.deferred.push_back(st);
             }
         }
         self.resume(pid);
@@ -2413,7 +2553,7 @@ impl<'s> Tracer<'s> {
     fn feed(&mut self, tid: usize, accesses: &[Access]) {
         let Some(sink) = self.sink.as_deref_mut() else { return };
         if self.mode == TraceMode::Memory && (self.sink_ids.len() > 1 || !self.interleave.is_empty()) {
-            self.interleave.push(tid, accesses, sink);
+            self.interleave.push(tid, accesses, sink, &mut asleep_in(&self.sink_ids));
             return;
         }
         for a in accesses {
@@ -2435,7 +2575,7 @@ impl<'s> Tracer<'s> {
 
     fn finish_feeding(&mut self) {
         if let Some(sink) = self.sink.as_deref_mut() {
-            self.interleave.finish(sink);
+            self.interleave.finish(sink, &mut asleep_in(&self.sink_ids));
         }
     }
 
@@ -3103,8 +3243,8 @@ impl<'s> Tracer<'s> {
         }
         if feed && path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
             // A `futex` wait, a `read`: the other threads are not held back for its next
-            // accesses meanwhile (`interleave.rs`).
-            self.feeds_nothing_soon(pid);
+            // accesses while it sleeps there (`interleave.rs`).
+            self.enters_call(pid);
         }
         if block.rep
             && let Some(insn) = block.insns.first()
