@@ -1178,11 +1178,7 @@ impl Emu {
             M::Movsq | M::Stosq | M::Lodsq | M::Scasq | M::Cmpsq => 8,
             _ => return false,
         };
-        let flat = (0..i.op_count()).all(|o| match i.op_kind(o) {
-            OpKind::MemorySegRSI | OpKind::MemoryESRDI => true,
-            OpKind::Register => true,
-            _ => false,
-        });
+        let flat = (0..i.op_count()).all(|o| matches!(i.op_kind(o), OpKind::MemorySegRSI | OpKind::MemoryESRDI | OpKind::Register));
         if !flat || !matches!(i.segment_prefix(), Register::None | Register::DS | Register::ES) {
             return false;
         }
@@ -3049,9 +3045,9 @@ mod tests {
                 let mut native_dst = dst;
                 // Equal operands half of the time, where compares and exchanges branch.
                 let r = xorshift(&mut seed);
-                let rax = if r % 2 == 0 { dst[0] } else { xorshift(&mut seed) };
-                let rax = if r % 3 == 0 { rax & 0xff } else { rax };
-                let rcx = if r % 5 == 0 { 0 } else { xorshift(&mut seed) };
+                let rax = if r.is_multiple_of(2) { dst[0] } else { xorshift(&mut seed) };
+                let rax = if r.is_multiple_of(3) { rax & 0xff } else { rax };
+                let rcx = if r.is_multiple_of(5) { 0 } else { xorshift(&mut seed) };
                 // The direction-down snippet starts in the middle of the buffers.
                 let mid = if bytes.starts_with(b"\xfd") { 16 } else { 0 };
                 let at = |p: *const u64| p as u64 + mid;
