@@ -27,7 +27,7 @@ const HEAVY: &[&str] = &[
 const NOT_LINKED: &[&str] = &["toml", "toml_parser", "winnow", "serde_spanned", "rustc-demangle"];
 
 /// Every crate a regions-only dependent compiles (normal and build edges), the program and
-/// roofline included: docs/region-api.md ("Build time") measures each one's share. A crate
+/// roofline included: docs/region-api.md ("A light dependency") measures each one's share. A crate
 /// added here lengthens every user's clean build, so the list changes on purpose only.
 const LIGHT_TREE: &[&str] = &[
     "autocfg",
