@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Parse `--threads`: `1`, `1,2`, `1-4`, or `all`, checked against the CPUs we may run on.
+#[cfg(feature = "cli")]
 pub fn parse_threads(spec: &str, available: usize) -> Result<Vec<usize>> {
     let bad = |why: String| {
         Error::input(
@@ -104,6 +105,7 @@ pub fn available_cpus() -> usize {
 }
 
 /// Parse a byte size: `4096`, `4KiB`, `64MiB`, `1GiB`, `2kB`, `1.5MiB`.
+#[cfg(feature = "analysis")]
 pub fn parse_bytes(s: &str) -> Result<u64> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -130,6 +132,7 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
 }
 
 /// Human-readable binary size.
+#[cfg(any(feature = "analysis", feature = "plot"))]
 pub fn fmt_bytes(b: f64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b;
@@ -147,11 +150,13 @@ pub fn fmt_bytes(b: f64) -> String {
 
 /// An output file checked before any measuring and written atomically (temp file + rename),
 /// so nothing half-written is ever left behind.
+#[cfg(feature = "cli")]
 #[derive(Debug, Clone)]
 pub struct OutputFile {
     pub path: PathBuf,
 }
 
+#[cfg(feature = "cli")]
 impl OutputFile {
     /// Check that `path` can be written: its directory exists and is writable, and its
     /// extension is one of `allowed`. Returns the lower-case extension.

@@ -26,6 +26,41 @@ const HEAVY: &[&str] = &[
 /// names of the trace backend).
 const NOT_LINKED: &[&str] = &["toml", "toml_parser", "winnow", "serde_spanned", "rustc-demangle"];
 
+/// Every crate a regions-only dependent compiles (normal and build edges), the program and
+/// roofline included: docs/region-api.md ("A light dependency") measures each one's share. A crate
+/// added here lengthens every user's clean build, so the list changes on purpose only.
+const LIGHT_TREE: &[&str] = &[
+    "autocfg",
+    "bitflags",
+    "c-enum",
+    "cfg-if",
+    "cfg_aliases",
+    "itoa",
+    "libc",
+    "light-dependent",
+    "memchr",
+    "memmap2",
+    "memoffset",
+    "nix",
+    "perf-event-data",
+    "perf-event-open-sys2",
+    "perf-event2",
+    "proc-macro2",
+    "quote",
+    "raw-cpuid",
+    "roofline",
+    "roofline-kernels",
+    "serde",
+    "serde_core",
+    "serde_derive",
+    "serde_json",
+    "syn",
+    "thiserror",
+    "thiserror-impl",
+    "unicode-ident",
+    "zmij",
+];
+
 /// A copy of the fixture in `dir` whose dependency points at this checkout.
 fn fixture_copy(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -153,4 +188,20 @@ fn a_regions_only_dependent_pulls_none_of_the_heavy_crates() {
             assert!(with.iter().any(|n| n == l), "{feature} does not link {l}: {with:?}");
         }
     }
+}
+
+#[test]
+fn a_regions_only_dependent_compiles_exactly_the_listed_crates() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = fixture_copy(dir.path());
+    let light = tree(&manifest, &[]);
+    let added: Vec<&String> = light.iter().filter(|n| !LIGHT_TREE.contains(&n.as_str())).collect();
+    let gone: Vec<&&str> = LIGHT_TREE.iter().filter(|n| !light.iter().any(|l| l == **n)).collect();
+    assert!(
+        added.is_empty() && gone.is_empty(),
+        "the light tree changed: added {added:?}, gone {gone:?} (measure the clean build and update LIGHT_TREE and docs/region-api.md)"
+    );
+    // The list is not vacuous: a feature's crates are outside it.
+    let with_plot = tree(&manifest, &["roofline/plot"]);
+    assert!(with_plot.iter().any(|n| !LIGHT_TREE.contains(&n.as_str())));
 }

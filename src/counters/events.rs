@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+#[cfg(feature = "analysis")]
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
 use crate::report::{Bytes, Flops};
@@ -237,6 +238,7 @@ pub fn platform_notes(p: &Platform) -> Vec<String> {
 /// A generous ceiling on a whole system's DRAM bandwidth (GB/s) per platform: channels ×
 /// transfer rate of the fastest supported memory × the most sockets the part scales to. Used
 /// only to reject impossible counts (10× margin), never as a roof.
+#[cfg(feature = "analysis")]
 pub fn dram_ceiling_gbs(platform_key: &str) -> f64 {
     match platform_key {
         "snb" | "ivb" => 60.0 * 4.0,
@@ -259,6 +261,7 @@ pub fn dram_ceiling_gbs(platform_key: &str) -> f64 {
 
 /// Reject DRAM traffic no machine of this platform can move in `seconds` (more than 10× its
 /// ceiling), like LIKWID's phantom-channel 1.88e19 bytes.
+#[cfg(feature = "analysis")]
 pub fn check_dram_plausible(dram_bytes: f64, seconds: f64, platform_key: &str) -> Result<()> {
     if !(seconds > 0.0 && seconds.is_finite()) {
         return Ok(());
@@ -294,6 +297,7 @@ pub fn core_config(spec: &EventSpec, amd: bool) -> u64 {
 }
 
 /// Inverse of [`core_config`]: (event, umask, cmask, inv, edge).
+#[cfg(feature = "analysis")]
 pub fn decode_core_config(c: u64, amd: bool) -> (u64, u64, u64, bool, bool) {
     let mut event = c & 0xff;
     if amd {
@@ -377,6 +381,7 @@ pub fn schedule_groups<'a>(events: &[&'a EventSpec], n: u32) -> Vec<Vec<&'a Even
 }
 
 /// The event as perf's `-e` takes it: its `perf_name`, else `pmu/event=0x..,umask=0x../`.
+#[cfg(feature = "cli")]
 pub fn perf_event_syntax(spec: &EventSpec) -> String {
     if let Some(n) = &spec.perf_name {
         return n.clone();
@@ -410,6 +415,7 @@ pub fn selected(p: &Platform, optional: bool, uncore: bool) -> Vec<&EventSpec> {
 }
 
 /// A `perf stat` invocation collecting a platform's counters.
+#[cfg(feature = "cli")]
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PerfStatPlan {
     /// Each `-e` argument, in order (groups in `{}`).
@@ -420,6 +426,7 @@ pub struct PerfStatPlan {
     pub notes: Vec<String>,
 }
 
+#[cfg(feature = "cli")]
 impl PerfStatPlan {
     pub fn new(p: &Platform, smt: bool, optional: bool, uncore: bool) -> PerfStatPlan {
         let events = selected(p, optional, uncore);

@@ -17,13 +17,14 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(feature = "trace")]
+use std::path::PathBuf;
+#[cfg(feature = "trace")]
 use std::process::{Command, ExitStatus};
+#[cfg(feature = "trace")]
 use std::time::{Duration, Instant};
 
-use perf_event::data::ReadGroup;
-use perf_event::data::endian::Native;
-use perf_event::data::parse::{ParseConfig, Parser};
 use perf_event::events::{Raw, Software};
 use perf_event::{Builder, Counter, ReadFormat};
 
@@ -793,34 +794,6 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
     need <= n as usize && place(0, events, n, &mut vec![false; n as usize])
 }
 
-/// One group's reading: times shared by the group, then `(id, value)` per member.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupReading {
-    pub time_enabled: u64,
-    pub time_running: u64,
-    pub values: Vec<(u64, u64)>,
-}
-
-/// Parse a `read()` of a group leader opened with [`group_read_format`], with the same
-/// parser perf-event2 uses on live counters.
-pub fn parse_group_read(bytes: &[u8]) -> Result<GroupReading> {
-    let mut b = Builder::new(Software::DUMMY);
-    b.read_format(group_read_format());
-    let config: ParseConfig<Native> = ParseConfig::from(*b.attrs());
-    let mut parser = Parser::new(bytes, config);
-    let group: ReadGroup = parser.parse().map_err(|e| {
-        Error::unavailable(
-            format!("malformed perf group read ({} bytes): {e}", bytes.len()),
-            "the kernel returned an unexpected read_format layout; report this",
-        )
-    })?;
-    Ok(GroupReading {
-        time_enabled: group.time_enabled().unwrap_or(0),
-        time_running: group.time_running().unwrap_or(0),
-        values: group.entries().map(|e| (e.id().unwrap_or(0), e.value())).collect(),
-    })
-}
-
 /// A count scaled for multiplexing: `raw × enabled / running`, and `running / enabled`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scaled {
@@ -1400,6 +1373,7 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
 }
 
 /// Multiplexing, printed: one stderr line per event that did not run all the time.
+#[cfg(feature = "trace")]
 pub fn multiplex_warnings(counts: &[EventCount]) -> Vec<String> {
     counts
         .iter()
@@ -1417,6 +1391,7 @@ pub fn multiplex_warnings(counts: &[EventCount]) -> Vec<String> {
 }
 
 /// A command line to run under counters.
+#[cfg(feature = "trace")]
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
     pub argv: Vec<String>,
@@ -1425,6 +1400,7 @@ pub struct CommandSpec {
 }
 
 /// The outcome of one counted run.
+#[cfg(feature = "trace")]
 #[derive(Debug)]
 pub struct CommandRun {
     pub counts: Vec<EventCount>,
@@ -1433,6 +1409,7 @@ pub struct CommandRun {
 }
 
 /// Find CMD like execvp would: a path with a slash as is, else the first executable in PATH.
+#[cfg(feature = "trace")]
 pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let not_found = || {
@@ -1466,6 +1443,7 @@ pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
 ///
 /// Must be called from a thread that starts no other children meanwhile (they would be
 /// counted too): the CLI's main thread.
+#[cfg(feature = "trace")]
 pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec) -> Result<CommandRun> {
     let program = resolve_program(cmd.argv.first().map(String::as_str).unwrap_or(""))?;
     let mut set = CounterSet::open(specs.to_vec(), plan, Target::InheritOnExec)?;
@@ -1491,6 +1469,7 @@ pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec
 }
 
 /// Count system-wide groups only, for `duration`, with no command: the background traffic.
+#[cfg(feature = "trace")]
 pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<EventCount>> {
     let idx: Vec<usize> = (0..specs.len())
         .filter(|&i| matches!(specs[i].scope, Scope::Uncore { .. }))
@@ -1521,6 +1500,7 @@ pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<Ev
 }
 
 /// The exit code to pass through for a finished command: its status, or 128 + signal.
+#[cfg(feature = "trace")]
 pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
@@ -1533,6 +1513,37 @@ pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use perf_event::data::ReadGroup;
+    use perf_event::data::endian::Native;
+    use perf_event::data::parse::{ParseConfig, Parser};
+
+    /// One group's reading: times shared by the group, then `(id, value)` per member.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct GroupReading {
+        time_enabled: u64,
+        time_running: u64,
+        values: Vec<(u64, u64)>,
+    }
+
+    /// Parse a `read()` of a group leader opened with [`group_read_format`], with the same
+    /// parser perf-event2 uses on live counters: the layout the groups are read with.
+    fn parse_group_read(bytes: &[u8]) -> Result<GroupReading> {
+        let mut b = Builder::new(Software::DUMMY);
+        b.read_format(group_read_format());
+        let config: ParseConfig<Native> = ParseConfig::from(*b.attrs());
+        let mut parser = Parser::new(bytes, config);
+        let group: ReadGroup = parser.parse().map_err(|e| {
+            Error::unavailable(
+                format!("malformed perf group read ({} bytes): {e}", bytes.len()),
+                "the kernel returned an unexpected read_format layout; report this",
+            )
+        })?;
+        Ok(GroupReading {
+            time_enabled: group.time_enabled().unwrap_or(0),
+            time_running: group.time_running().unwrap_or(0),
+            values: group.entries().map(|e| (e.id().unwrap_or(0), e.value())).collect(),
+        })
+    }
 
     fn ev(event: u64, umask: u64) -> EventSpec {
         EventSpec {

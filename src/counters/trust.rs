@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use crate::counters::Measurement;
 use crate::counters::perf::{CounterSpec, EventCount};
+#[cfg(feature = "trace")]
 use crate::error::{Error, Result};
 use crate::report::Source;
 
@@ -95,6 +96,7 @@ impl TrustTable {
     }
 
     /// Write it beside the ceilings cache (atomically); returns the path.
+    #[cfg(feature = "trace")]
     pub fn save(&self) -> Result<PathBuf> {
         let path = path_for(self.source).ok_or_else(|| {
             Error::unavailable(

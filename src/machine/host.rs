@@ -100,6 +100,7 @@ impl Host {
     }
 
     /// The last-level cache's total size on this machine (one instance per sharing group).
+    #[cfg(feature = "analysis")]
     pub fn llc_total_bytes(&self) -> u64 {
         match self.caches.iter().max_by_key(|c| c.level) {
             Some(c) => {

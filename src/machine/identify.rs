@@ -23,6 +23,7 @@ pub fn set_platform(spec: &str) -> Result<()> {
 
 /// The spec a `DetectOptions` without its own `--platform` falls back to.
 #[cfg(feature = "analysis")]
+#[cfg(feature = "analysis")]
 pub(crate) fn platform_override_key() -> Option<String> {
     PLATFORM_OVERRIDE.get().map(|p| p.key.clone())
 }
