@@ -299,6 +299,19 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
     Some(base.join("roofline"))
 }
 
+/// Random numbers for tests (xorshift64), another sequence in every run: the process id is
+/// mixed into `seed`, and a failure prints the inputs it failed on.
+#[cfg(test)]
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed ^ u64::from(std::process::id());
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

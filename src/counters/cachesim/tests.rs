@@ -543,17 +543,11 @@ fn the_tracer_thread_id_selects_private_levels() {
 #[cfg(feature = "trace")]
 fn the_sink_flushes_in_place_to_the_bytes_a_copy_gives() {
     use crate::counters::trace::{AccessKind as T, AccessSink};
-    let mut seed = 0x853c_49e6_748f_ea9bu64 ^ u64::from(std::process::id());
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::util::xorshift(0x853c_49e6_748f_ea9b);
     let mut sim = parse_cache_hierarchy("L1=4KiB:4,L2=16KiB:4,L3=64KiB:8").unwrap();
     for _ in 0..20_000 {
         let r = next();
-        let kind = if r % 3 == 0 { T::Store } else { T::Load };
+        let kind = if r.is_multiple_of(3) { T::Store } else { T::Load };
         sim.access_by((r >> 40) as usize % 2, 0x4000_0000 + (r >> 8) % (256 * 1024), 8, kind);
     }
     let copied = CacheHierarchy::bytes_per_level(&sim);

@@ -147,16 +147,7 @@ mod tests {
         }
     }
 
-    /// Random numbers, another sequence in every run (the process id is mixed in).
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut s = seed ^ u64::from(std::process::id());
-        move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        }
-    }
+    use crate::util::xorshift;
 
     #[test]
     fn threads_take_one_step_each_in_order_of_creation_whatever_order_they_stop_in() {

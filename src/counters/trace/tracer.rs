@@ -3888,13 +3888,7 @@ mod tests {
 
     #[test]
     fn affine_steps_only_where_every_iteration_is_on_the_line() {
-        let mut seed = 0x853c_49e6_748f_ea9bu64 ^ u64::from(std::process::id());
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::util::xorshift(0x853c_49e6_748f_ea9b);
         for _ in 0..200 {
             let trips = 4 + next() % 5000;
             let n = 1 + (next() % 4) as usize;
