@@ -29,7 +29,7 @@ use std::rc::Rc;
 
 use super::classify::{Flow, Insn, MaskWrite, TileConfig, TileOp, classify};
 use super::emu::{Emu, VectorSeed};
-use super::interleave::{Access, Interleave};
+use super::interleave::{Access, Call, Interleave};
 use super::lockstep::{Lockstep, SLEEP_IDLE, Turn};
 use super::regions::{Regions, Snapshot};
 use super::sources::{Site, Sources};
@@ -943,6 +943,8 @@ struct RunAhead {
     accesses: Option<Vec<Access>>,
     /// The general registers the emulator expects at the exit trap (None: not checked).
     exit_regs: Option<[Option<u64>; 16]>,
+    /// Where the path ends in a system call: the general registers at its `syscall`.
+    call_regs: Option<[Option<u64>; 16]>,
     /// The path ends in `rt_sigreturn`: where the thread traps next is not checked.
     exit_unknown: bool,
 }
@@ -1107,6 +1109,9 @@ struct Thread {
     /// step): a trap back at the same address means it did not complete (see
     /// `Tracer::tile_restart`).
     stepped_tile: Option<u64>,
+    /// Memory mode with several threads: it entered a system call at its last trap, whose
+    /// return value the next trap reads (rax) for the interleaving (`interleave.rs`).
+    in_call: Option<u64>,
 }
 
 impl Thread {
@@ -1123,6 +1128,7 @@ impl Thread {
             index: 0,
             expect: None,
             expect_regs: None,
+            in_call: None,
             counted: None,
             stepped_tile: None,
         }
@@ -1624,25 +1630,49 @@ impl<'s> Tracer<'s> {
 
     /// The sink's dense id of thread `pid` (assigned at its first access).
     fn sink_id(&mut self, pid: Pid) -> usize {
+        self.sink_id_of(pid, None)
+    }
+
+    /// The sink's id of thread `pid`, created by thread `parent` where known (a new thread
+    /// starts at its creator's clock in the interleaving).
+    fn sink_id_of(&mut self, pid: Pid, parent: Option<Pid>) -> usize {
         if let Some(&id) = self.sink_ids.get(&pid) {
             return id;
         }
+        let parent = parent.and_then(|p| self.sink_ids.get(&p).copied());
         let id = match self.free_sink_ids.pop_first() {
             Some(id) => id,
             None => self.sink_ids.len(),
         };
         self.sink_ids.insert(pid, id);
         if let Some(sink) = self.sink.as_deref_mut() {
-            self.interleave.join(id, sink, &mut asleep_in(&self.sink_ids));
+            self.interleave.join(id, parent, sink, &mut asleep_in(&self.sink_ids));
         }
         id
     }
 
     /// Memory mode: thread `pid` is about to enter a system call: the other threads' accesses
     /// need not wait for its next ones while it sleeps there (`interleave.rs`).
-    fn enters_call(&mut self, pid: Pid) {
+    /// `call` is what it is (a `futex` wait or wake, or another), `back` the address after the
+    /// `syscall` instruction.
+    fn enters_call(&mut self, pid: Pid, call: Call, back: u64) {
         if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
-            self.interleave.call(id, sink, &mut asleep_in(&self.sink_ids));
+            self.interleave.call(id, call, sink, &mut asleep_in(&self.sink_ids));
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.in_call = Some(back);
+            }
+        }
+    }
+
+    /// Memory mode: thread `pid` traps at `pc` for the first time since it entered a system
+    /// call: right after the `syscall` instruction, rax is what the call returned (elsewhere,
+    /// a signal handler or a stepped block, it is not known).
+    fn returns_from_call(&mut self, pid: Pid, pc: u64, rax: u64) {
+        let Some(t) = self.threads.get_mut(&pid) else { return };
+        let Some(back) = t.in_call.take() else { return };
+        if let (Some(&id), Some(sink)) = (self.sink_ids.get(&pid), self.sink.as_deref_mut()) {
+            let ret = (pc == back).then_some(rax as i64);
+            self.interleave.returned(id, ret, sink, &mut asleep_in(&self.sink_ids));
         }
     }
 
@@ -1863,7 +1893,7 @@ impl<'s> Tracer<'s> {
             if self.mode == TraceMode::Memory {
                 // Known from its creation on: the creator's next accesses wait for its first
                 // (both run on from the `clone` in lockstep; `interleave.rs`).
-                self.sink_id(new);
+                self.sink_id_of(new, Some(pid));
             }
             if self.early.remove(&new) {
                 self.start_thread(new);
@@ -2582,6 +2612,17 @@ impl<'s> Tracer<'s> {
     /// Memory mode without stepping: the effective addresses of a block, in program order,
     /// from the registers at its entry through the emulator (`emu.rs`, exact or unknown).
     /// None when one cannot be computed (the caller steps through the block instead).
+    /// The general registers at the `syscall` that ends `block`, emulated from `regs` at its
+    /// entry (None where the block has nothing else or the emulator does not know them).
+    fn regs_at_syscall(&mut self, si: usize, block: &Block, regs: &libc::user_regs_struct) -> Option<[Option<u64>; 16]> {
+        let (_, body) = block.insns.split_last()?;
+        let mut emu = Emu::new(regs, self.spaces[si].mem.clone());
+        for insn in body {
+            emu.step(&insn.instr, &mut self.factory);
+        }
+        Some(emu.gprs())
+    }
+
     fn block_accesses(
         &mut self,
         pid: Pid,
@@ -2981,6 +3022,7 @@ impl<'s> Tracer<'s> {
     }
 
     fn block_enter(&mut self, pid: Pid, si: usize, pc: u64, mut regs: libc::user_regs_struct, sticky: bool) {
+        self.returns_from_call(pid, pc, regs.rax);
         if let Some(th) = self.threads.get(&pid)
             && let Some(s) = self.stats.per_thread.get_mut(th.index)
         {
@@ -3158,8 +3200,13 @@ impl<'s> Tracer<'s> {
         }
         // Whether the blocks counted at this trap end in a system call.
         let mut path_ends_in_stop = None;
+        // Where they do: the registers at its `syscall` (the path's emulator has them), and
+        // the address after it.
+        let mut path_call: Option<(Option<[Option<u64>; 16]>, u64)> = None;
         if let Some(ra) = ra {
-            path_ends_in_stop = Some(ends_in_stop(ra.members.last().unwrap_or(&ra.first)));
+            let last = ra.members.last().unwrap_or(&ra.first);
+            path_ends_in_stop = Some(ends_in_stop(last));
+            path_call = path_ends_in_stop.filter(|e| *e).map(|_| (ra.call_regs, last.end));
             let sp = &mut self.spaces[si];
             for &t in &ra.keep {
                 sp.install(t);
@@ -3242,9 +3289,14 @@ impl<'s> Tracer<'s> {
             }
         }
         if feed && path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
-            // A `futex` wait, a `read`: the other threads are not held back for its next
-            // accesses while it sleeps there (`interleave.rs`).
-            self.enters_call(pid);
+            // A `futex` wait or wake, a `read`: how the thread's clock goes on after it
+            // (`interleave.rs`).
+            let (gprs, back) = match path_call {
+                Some(c) => c,
+                None => (self.regs_at_syscall(si, &block, &regs), block.end),
+            };
+            let call = gprs.map_or(Call::Other, |r| Call::from_regs(r[0], r[7], r[6]));
+            self.enters_call(pid, call, back);
         }
         if block.rep
             && let Some(insn) = block.insns.first()
@@ -3423,6 +3475,7 @@ impl<'s> Tracer<'s> {
             let mut acc_ends: Vec<usize> = Vec::new();
             let mut snapshots: std::collections::VecDeque<[Option<u64>; 16]> = std::collections::VecDeque::new();
             let mut exit_regs: Option<[Option<u64>; 16]> = None;
+            let mut call_regs: Option<[Option<u64>; 16]> = None;
             let mut insns = 0u64;
             // Consecutive executions of the last block (a single-block loop's iterations).
             let mut repeats = 1u64;
@@ -3475,6 +3528,7 @@ impl<'s> Tracer<'s> {
                     Flow::Stop => {
                         // (A syscall: the registers after it are the kernel's; the emulator
                         // forgets them all.)
+                        call_regs = Some(emu.gprs());
                         emu.step(&last.instr, f);
                         None
                     }
@@ -3620,7 +3674,9 @@ impl<'s> Tracer<'s> {
                 return None;
             }
             let exit_unknown = ends_in_sigreturn(seq.last().unwrap_or(&first));
+            let call_regs = call_regs.filter(|_| ends_in_stop(seq.last().unwrap_or(&first)));
             return Some(RunAhead {
+                call_regs,
                 first,
                 members: seq,
                 keep,
