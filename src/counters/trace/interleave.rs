@@ -264,7 +264,7 @@ impl Interleave {
     /// Thread `tid`'s next accesses, in its program order.
     pub fn push(&mut self, tid: usize, accesses: &[Access], sink: &mut dyn AccessSink, asleep: Asleep) {
         let s = self.serial(tid);
-        self.on_accesses(s, accesses.to_vec());
+        self.on_accesses(s, accesses);
         if self.waiting > MAX_PENDING {
             self.feed_all(sink);
         }
@@ -329,12 +329,12 @@ impl Interleave {
         self.order
     }
 
-    fn on_accesses(&mut self, s: usize, accesses: Vec<Access>) {
+    fn on_accesses(&mut self, s: usize, accesses: &[Access]) {
         let Some(t) = self.threads.get_mut(&s) else { return };
         match t.state {
             State::Holding { .. } => {
                 t.held_accesses += accesses.len();
-                t.held.push(Event::Accesses(accesses));
+                t.held.push(Event::Accesses(accesses.to_vec()));
                 if t.held_accesses > HOLD_LIMIT {
                     self.give_up(s);
                 }
@@ -352,10 +352,12 @@ impl Interleave {
             State::Running | State::Gone => {}
         }
         let t = self.threads.get_mut(&s).expect("known");
-        for a in accesses {
-            t.queue.push_back((t.clock, a));
-            t.clock += 1;
-            self.waiting += 1;
+        let c0 = t.clock;
+        t.queue.extend(accesses.iter().enumerate().map(|(i, a)| (c0 + i as u64, *a)));
+        t.clock += accesses.len() as u64;
+        self.waiting += accesses.len();
+        if self.open_wakes.is_empty() {
+            return;
         }
         // Past the horizon of a wake it could have arrived late at: no longer a pair of it.
         let clock = t.clock;
@@ -645,7 +647,7 @@ impl Interleave {
         t.held_accesses = 0;
         for e in events {
             match e {
-                Event::Accesses(a) => self.on_accesses(s, a),
+                Event::Accesses(a) => self.on_accesses(s, &a),
                 Event::Call(c) => self.on_call(s, c),
                 Event::Return(r) => self.on_return(s, r),
             }
@@ -710,30 +712,46 @@ impl Interleave {
     fn merge(&mut self, sink: &mut dyn AccessSink, asleep: Asleep) {
         loop {
             // The threads that could wake a waiting one: their lowest floor.
-            let running_floor = self
-                .threads
-                .iter()
-                .filter(|(_, t)| !Self::waits(t))
-                .filter_map(|(&s, _)| self.floor(s, None))
-                .min();
-            // The next access in clock order (the lowest queue head), and the lowest key any
-            // other thread could still feed: another's head or floor.
-            let mut keys: Vec<(Key, usize, bool)> = Vec::with_capacity(self.threads.len());
+            let mut running_floor: Option<u64> = None;
             for (&s, t) in &self.threads {
-                match t.queue.front() {
-                    Some(&(c, _)) => keys.push((self.key(s, c), s, true)),
-                    None => {
-                        if let Some(f) = self.floor(s, running_floor) {
-                            keys.push((self.key(s, f), s, false));
-                        }
-                    }
+                if !Self::waits(t)
+                    && let Some(f) = self.floor(s, None)
+                {
+                    running_floor = Some(running_floor.map_or(f, |r| r.min(f)));
                 }
             }
-            let Some(&(head, s, _)) = keys.iter().filter(|k| k.2).min() else {
-                return;
-            };
-            let bound = keys.iter().filter(|k| k.1 != s).min().copied();
-            if let Some((k, b, false)) = bound
+            // The next access in clock order (the lowest queue head), and the lowest key any
+            // other thread could still feed: another's head or floor (`true`: a floor).
+            let mut best: Option<(Key, usize)> = None;
+            let mut bound: Option<(Key, usize, bool)> = None;
+            for (&s, t) in &self.threads {
+                let k = match t.queue.front() {
+                    Some(&(c, _)) => {
+                        let k = self.key(s, c);
+                        match best {
+                            Some((b, _)) if b < k => (k, s, false),
+                            prev => {
+                                best = Some((k, s));
+                                match prev {
+                                    Some((b, bs)) => (b, bs, false),
+                                    None => continue,
+                                }
+                            }
+                        }
+                    }
+                    None => match self.floor(s, running_floor) {
+                        Some(f) => (self.key(s, f), s, true),
+                        None => continue,
+                    },
+                };
+                if bound.is_none_or(|b| k.0 < b.0) {
+                    bound = Some(k);
+                }
+            }
+            let Some((head, s)) = best else { return };
+            // (A floor of `s` itself bounds nothing: its queue comes first.)
+            let bound = bound.filter(|b| b.1 != s);
+            if let Some((k, b, true)) = bound
                 && k <= head
             {
                 // Held back by thread `b`'s floor: if it is in a call, is it asleep there?
@@ -751,12 +769,16 @@ impl Interleave {
                 }
                 return;
             }
-            let limit = bound.map(|(k, _, _)| k);
             let t = self.threads.get_mut(&s).expect("known");
             let tid = t.tid;
+            // The first clock of `s` at or past the bound.
+            let end = bound.map_or(u64::MAX, |((chunk, btid, bs), _, _)| {
+                let first_after = if (tid, s) < (btid, bs) { chunk + 1 } else { chunk };
+                first_after.saturating_mul(CHUNK)
+            });
             let mut fed = 0;
             while let Some(&(c, a)) = t.queue.front() {
-                if limit.is_some_and(|l| (c / CHUNK, tid, s) >= l) {
+                if c >= end {
                     break;
                 }
                 t.queue.pop_front();
