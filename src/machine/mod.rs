@@ -23,6 +23,9 @@ pub mod identify;
 #[cfg(feature = "analysis")]
 pub mod peaks;
 pub mod platform;
+// platforms/*.toml as Rust data, generated (src/machine/platform.rs tests write and check it).
+#[rustfmt::skip]
+mod platform_tables;
 #[cfg(feature = "analysis")]
 pub mod table;
 pub mod topology;
