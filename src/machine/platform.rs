@@ -2,7 +2,7 @@
 //! bytes per cycle per cache level, and the counter events the perf backend needs.
 //! Knowledge as data, like LIKWID's groups. Every file is embedded in the binary.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -32,7 +32,8 @@ pub const MIXED_UNITS: [(&str, &str); 9] = [
     ("int16.avx2", "avx_vnni"),
 ];
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct Pipes {
     #[serde(default)]
@@ -43,7 +44,8 @@ pub struct Pipes {
     pub mul: u32,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct Identify {
     /// `GenuineIntel` or `AuthenticAMD`.
@@ -73,7 +75,8 @@ pub struct Identify {
 
 /// Dependent-chain latencies (cycles) the clock measurement needs, where they vary by core.
 /// `imul r64` (3) and `xor r64, r64` (1) are the same on every supported core and are not here.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct Latency {
     /// Dependent `vfmadd231pd` (any width, this core's FMA latency).
@@ -85,7 +88,8 @@ pub struct Latency {
 }
 
 /// One hardware event, exactly as the kernel ABI takes it, plus what it measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct EventSpec {
     /// Vendor name, e.g. `FP_ARITH_INST_RETIRED.SCALAR_DOUBLE`.
@@ -161,14 +165,17 @@ fn line_of(text: &str, off: usize) -> usize {
     text[..end].matches('\n').count() + 1
 }
 
+#[cfg(feature = "analysis")]
 fn default_pmu() -> String {
     "cpu".into()
 }
+#[cfg(feature = "analysis")]
 fn one() -> f64 {
     1.0
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct Platform {
     /// Short key: file stem, e.g. `gnr`, `zen4`.
