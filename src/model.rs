@@ -1289,6 +1289,7 @@ mod tests {
         assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero flops"));
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn level_bytes_read_against_traffic_roofs_core_bytes_against_core_roofs() {
         // A triad's DRAM traffic is 4/3 of its core bytes (write-allocate): 32 B/element at
@@ -1343,6 +1344,7 @@ mod tests {
         assert_eq!(r.roof_for_bytes("core"), None, "core bytes read against L1, absent here");
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn a_mixed_roof_set_keeps_which_roofs_are_theoretical_through_a_report() {
         let mut measured = Roofs {
@@ -1401,6 +1403,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn ceilings_file_reader() {
         let doc = serde_json::json!({
@@ -1552,6 +1555,7 @@ mod tests {
         assert_eq!(RoofSet::from_roofs(&r.to_roofs()), r);
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn theoretical_roofs_include_the_mixed_units_of_the_machine_model() {
         let doc = serde_json::json!({

@@ -144,7 +144,7 @@ impl Drop for Collector {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "trace"))]
 mod tests {
     use super::*;
 

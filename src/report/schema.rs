@@ -505,6 +505,7 @@ mod tests {
         r
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn integer_operations_are_kept_out_of_the_flop_total() {
         let by_class: BTreeMap<String, f64> = [
@@ -553,6 +554,7 @@ mod tests {
         assert_eq!(median(&[f64::NAN, 3.0, 1.0]), Some(2.0));
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn round_trip_and_version_check() {
         let r = sample();
@@ -564,6 +566,7 @@ mod tests {
         assert!(Report::from_json("{", "x.json").is_err());
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn impossible_values_rejected() {
         let mut r = sample();
