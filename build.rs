@@ -1,7 +1,7 @@
 //! Embeds every `platforms/*.toml` into the binary so a fresh install works without the
 //! source tree (a user can still pass their own file with `--platform FILE`): the TOML text
-//! (its digest is the tables' version) and the same tables as JSON (`platforms/json/`), which
-//! the library reads.
+//! (its digest is the tables' version). The library reads the tables as Rust data
+//! (src/machine/platform_tables.rs, generated from the TOML and checked against it by a test).
 
 use std::{env, fs, path::Path};
 
@@ -22,29 +22,6 @@ fn main() {
     for n in &names {
         let stem = n.trim_end_matches(".toml");
         let abs = fs::canonicalize(dir.join(n)).expect("platform file path");
-        println!("cargo:rerun-if-changed={}", abs.display());
-        out.push_str(&format!("    ({stem:?}, include_str!({:?})),\n", abs.display().to_string()));
-    }
-    out.push_str("];\n");
-    // The same tables as JSON (platforms/json/, each its TOML converted: a unit test checks
-    // them and rewrites them on request), which the library parses at run time with serde_json
-    // (already there for the reports): a program that only marks regions compiles no TOML
-    // parser, and this script has no dependencies for such a program to compile first.
-    println!("cargo:rerun-if-changed=platforms/json");
-    out.push_str(
-        "/// (file stem, JSON text) of every embedded platform file: its TOML as JSON (platforms/json/).\npub const EMBEDDED_PLATFORMS_JSON: &[(&str, &str)] = &[\n",
-    );
-    for n in &names {
-        let stem = n.trim_end_matches(".toml");
-        let json = dir.join("json").join(format!("{stem}.json"));
-        // A table without its JSON yet still builds (the unit test that writes the JSON
-        // needs a build); the library then lacks that table, and the test names it.
-        let Ok(abs) = fs::canonicalize(&json) else {
-            println!(
-                "cargo:warning=platforms/{n} has no platforms/json/{stem}.json: run `UPDATE_PLATFORM_JSON=1 cargo test --release --lib platform` to write it"
-            );
-            continue;
-        };
         println!("cargo:rerun-if-changed={}", abs.display());
         out.push_str(&format!("    ({stem:?}, include_str!({:?})),\n", abs.display().to_string()));
     }

@@ -24,7 +24,9 @@
 //! ([`RoofSet::from_ceilings_json`]) or from the machine model's theoretical peaks
 //! ([`RoofSet::theoretical`]).
 
-use serde::{Deserialize, Serialize};
+#[cfg(feature = "analysis")]
+use serde::Deserialize;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 #[cfg(feature = "analysis")]
@@ -45,7 +47,8 @@ pub const OVERHEAD_FIXED_SHARE: f64 = 0.5;
 pub const CEILINGS_SCHEMA: &str = "roofline.ceilings/1";
 
 /// Which roofline model a number comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(rename_all = "kebab-case")]
 pub enum ModelKind {
     /// Classic: DRAM roof against DRAM AI.
@@ -778,7 +781,8 @@ pub fn point_isa(p: &Point) -> Option<&'static str> {
 }
 
 /// What limits an attainable figure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Limiter {
     Compute { isa: String, fma: bool },
@@ -786,7 +790,8 @@ pub enum Limiter {
 }
 
 /// An attainable performance and the model it comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Attainable {
     pub model: ModelKind,
     pub gflops: f64,
@@ -794,7 +799,8 @@ pub struct Attainable {
 }
 
 /// Everything the model says about one point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Analysis {
     /// AI per level (core uses core + stack bytes).
     pub ai: BTreeMap<String, f64>,
@@ -1283,6 +1289,7 @@ mod tests {
         assert!(analyse(&p, &roofs()).skipped.unwrap().contains("zero flops"));
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn level_bytes_read_against_traffic_roofs_core_bytes_against_core_roofs() {
         // A triad's DRAM traffic is 4/3 of its core bytes (write-allocate): 32 B/element at
@@ -1337,6 +1344,7 @@ mod tests {
         assert_eq!(r.roof_for_bytes("core"), None, "core bytes read against L1, absent here");
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn a_mixed_roof_set_keeps_which_roofs_are_theoretical_through_a_report() {
         let mut measured = Roofs {
@@ -1395,6 +1403,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn ceilings_file_reader() {
         let doc = serde_json::json!({
@@ -1546,6 +1555,7 @@ mod tests {
         assert_eq!(RoofSet::from_roofs(&r.to_roofs()), r);
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn theoretical_roofs_include_the_mixed_units_of_the_machine_model() {
         let doc = serde_json::json!({

@@ -300,8 +300,9 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
 }
 
 /// Random numbers for tests (xorshift64), another sequence in every run: the process id is
-/// mixed into `seed`, and a failure prints the inputs it failed on.
-#[cfg(test)]
+/// mixed into `seed`, and a failure prints the inputs it failed on. (The trace backend's tests
+/// use it.)
+#[cfg(all(test, feature = "trace"))]
 pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut s = seed ^ u64::from(std::process::id());
     move || {
@@ -358,6 +359,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn threads_lists() {
         assert_eq!(parse_threads("1", 4).unwrap(), vec![1]);
@@ -371,6 +373,7 @@ mod tests {
         assert!(parse_threads("3-1", 4).is_err());
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn byte_sizes() {
         assert_eq!(parse_bytes("4096").unwrap(), 4096);
@@ -383,6 +386,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn atomic_output() {
         let dir = tempfile::tempdir().unwrap();

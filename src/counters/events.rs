@@ -769,6 +769,7 @@ mod tests {
         assert!(!d4.notes.iter().any(|n| n.contains("Q_dram unavailable")));
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn phantom_dram_traffic_is_rejected() {
         // LIKWID's phantom channel: 1.88e19 bytes.
@@ -780,6 +781,7 @@ mod tests {
         assert!(check_dram_plausible(f64::INFINITY, 1.0, "skx").is_err());
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn raw_config_round_trips() {
         let mut r = Rng(seed());
@@ -831,6 +833,7 @@ mod tests {
         assert!(!schedulable(&[&a, &a, &a, &plain], 6));
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn perf_syntax_of_core_uncore_and_named_events() {
         let skx = Platform::load("skx").unwrap();

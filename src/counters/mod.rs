@@ -24,13 +24,14 @@ pub mod team;
 pub mod trace;
 pub mod trust;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 use crate::report::{Bytes, Flops, Point, Provenance};
 
 /// Which backend to use; `Auto` picks perf when a usable core PMU exists, else trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {

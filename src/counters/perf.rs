@@ -1706,6 +1706,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn platform_events_resolve_against_sysfs() {
         let dir = tempfile::tempdir().unwrap();
@@ -1822,6 +1823,7 @@ weight = 64
         assert_eq!(check_paranoid(Some(3), false).is_ok(), has_cap_perfmon());
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn measurement_sums_weighted_counts_and_reports_multiplexing() {
         let mut fp = hw("FP.512D", None, false);
@@ -1861,6 +1863,7 @@ weight = 64
         assert!(w[0].contains("50.0%"), "{w:?}");
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn programs_resolve_like_execvp() {
         assert!(resolve_program("sh").is_ok());

@@ -17,7 +17,7 @@ use std::path::Path;
 #[cfg(feature = "trace")]
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 
@@ -25,14 +25,16 @@ use crate::error::{Error, Result};
 pub const ENV: &str = "ROOFLINE_REGION_TIMES";
 
 /// One region of one session: how often it ran and its summed wall time.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "trace", derive(serde::Deserialize))]
 pub struct RegionTime {
     pub name: String,
     pub calls: u64,
     pub seconds: f64,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "trace", derive(serde::Deserialize))]
 struct SessionTimes {
     thread: i32,
     regions: Vec<RegionTime>,
@@ -142,7 +144,7 @@ impl Drop for Collector {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "trace"))]
 mod tests {
     use super::*;
 

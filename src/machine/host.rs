@@ -1,11 +1,12 @@
 //! What the ceilings need to know about this machine: identity (for the cache fingerprint),
 //! the data-cache hierarchy (to size working sets) and the platform table (theoretical peaks).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::machine::Platform;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct CacheLevel {
     pub level: u32,
     pub size_bytes: u64,
@@ -14,7 +15,8 @@ pub struct CacheLevel {
 }
 
 /// The machine summary written into `roofline.ceilings/1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Host {
     pub fingerprint: String,
     pub vendor: String,

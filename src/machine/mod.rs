@@ -23,11 +23,14 @@ pub mod identify;
 #[cfg(feature = "analysis")]
 pub mod peaks;
 pub mod platform;
+// platforms/*.toml as Rust data, generated (src/machine/platform.rs tests write and check it).
+#[rustfmt::skip]
+mod platform_tables;
 #[cfg(feature = "analysis")]
 pub mod table;
 pub mod topology;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 #[cfg(feature = "analysis")]
@@ -38,7 +41,8 @@ pub use platform::{EventSpec, Pipes, Platform};
 pub const MACHINE_SCHEMA: &str = "roofline.machine/1";
 
 /// How the microarchitecture was identified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub enum IdentifiedBy {
     #[serde(rename = "cpuid model")]
     CpuidModel,
@@ -51,7 +55,8 @@ pub enum IdentifiedBy {
     Generic,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Cache {
     /// 1, 2, 3 (L1 is the data cache).
     pub level: u32,
@@ -70,7 +75,8 @@ pub struct Cache {
 }
 
 /// Per-ISA figures: `scalar`, `sse`, `avx`, `avx2`, `avx512` (null where the CPU lacks it).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct ByIsa {
     pub scalar: Option<f64>,
     pub sse: Option<f64>,
@@ -103,7 +109,8 @@ impl ByIsa {
     pub const ISAS: [&'static str; 5] = ["scalar", "sse", "avx", "avx2", "avx512"];
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Frequency {
     pub nominal: Option<f64>,
     /// Where `nominal` came from: `cpuid 0x16`, `brand string`, `/proc/cpuinfo`, `tsc calibration`.
@@ -121,13 +128,15 @@ pub struct Frequency {
     pub override_ghz: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Peaks {
     pub double: ByIsa,
     pub single: ByIsa,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct ThreadScaling {
     pub threads: u32,
     /// FMA throughput (GFLOP/s, double, widest ISA) with this many threads.
@@ -136,7 +145,8 @@ pub struct ThreadScaling {
     pub efficiency: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct CoreType {
     /// `P` or `E` (hybrid parts), `core` otherwise.
     pub kind: String,
@@ -144,7 +154,8 @@ pub struct CoreType {
 }
 
 /// `roofline.machine/1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct MachineModel {
     pub schema: String,
     pub vendor: String,

@@ -42,7 +42,8 @@ impl Source {
 
 /// Provenance of each quantity of a point, separately: a point may mix traced W with
 /// native T, and says so.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Provenance {
     pub flops: Option<Source>,
     /// Per byte level (`core`, `l2`, …): which backend produced it.
@@ -58,7 +59,8 @@ pub struct Provenance {
     pub untrusted: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Flops {
     /// Hardware-counter semantics: full vector width, FMA = 2 per lane.
     pub total: f64,
@@ -115,7 +117,8 @@ pub mod level {
 }
 
 /// What bounds a point, as classified by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Bound {
     Compute { isa: String },
@@ -124,7 +127,8 @@ pub enum Bound {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Point {
     pub name: String,
     /// The source report (file name or label) when this point came from a merge.
@@ -257,7 +261,8 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Where and how a report was produced.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Environment {
     pub host: Option<String>,
     pub kernel: Option<String>,
@@ -281,7 +286,8 @@ pub struct Environment {
 }
 
 /// The roofs used for a report (a summary of `roofline.ceilings/1` or theoretical peaks).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Roofs {
     /// `empirical` or `theoretical`.
     pub kind: String,
@@ -303,14 +309,16 @@ pub struct Roofs {
 }
 
 /// A merged report keeps every source's machine and environment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct SourceReport {
     pub name: String,
     pub machine: serde_json::Value,
     pub environment: Environment,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Report {
     pub schema: String,
     /// The machine model (`roofline.machine/1` document).
@@ -338,7 +346,8 @@ pub struct Report {
 /// (the first kernel's DRAM reads and the last one's DRAM writes), `fused_bytes_high` adds
 /// every later kernel's reads beyond what its predecessor wrote (other inputs, or the same
 /// input read again): the fused kernel's traffic lies between them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct FusionChain {
     /// The NVTX ranges the chain ran in (`step/layer1/norm`), empty outside any.
     pub region: String,
@@ -359,7 +368,8 @@ pub struct FusionChain {
 }
 
 /// A point that was not measured, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct NotRun {
     pub name: String,
     pub reason: String,
@@ -495,6 +505,7 @@ mod tests {
         r
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn integer_operations_are_kept_out_of_the_flop_total() {
         let by_class: BTreeMap<String, f64> = [
@@ -543,6 +554,7 @@ mod tests {
         assert_eq!(median(&[f64::NAN, 3.0, 1.0]), Some(2.0));
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn round_trip_and_version_check() {
         let r = sample();
@@ -554,6 +566,7 @@ mod tests {
         assert!(Report::from_json("{", "x.json").is_err());
     }
 
+    #[cfg(feature = "analysis")]
     #[test]
     fn impossible_values_rejected() {
         let mut r = sample();
