@@ -22,18 +22,30 @@ fn task_clock(s: &Session, name: &str) -> (f64, f64) {
     (t.counts[i].expect("task-clock scheduled"), t.seconds)
 }
 
-fn spinners(n: usize, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
-    (0..n)
+fn spinners(n: usize, stop: &Arc<AtomicBool>) -> (Vec<std::thread::JoinHandle<()>>, Vec<i32>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handles = (0..n)
         .map(|_| {
             let stop = stop.clone();
+            let tx = tx.clone();
             std::thread::spawn(move || {
+                tx.send(nix::unistd::gettid().as_raw()).unwrap();
                 let mut x = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
                 }
             })
         })
-        .collect()
+        .collect();
+    let tids = (0..n).map(|_| rx.recv().unwrap()).collect();
+    (handles, tids)
+}
+
+/// Nanoseconds thread `tid` of this process has run on a CPU (the kernel's own account,
+/// /proc/self/task/TID/schedstat), independent of perf.
+fn ran_ns(tid: i32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap_or_default();
+    s.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
 
 /// Busy-wait on this thread for `d` (its own task-clock grows too).
@@ -54,20 +66,33 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
     // Two busy threads before the session (a pool), the main thread sleeping in the region:
     // the region's CPU time is the pool's.
     let stop = Arc::new(AtomicBool::new(false));
-    let pool = spinners(2, &stop);
+    let (pool, tids) = spinners(2, &stop);
     std::thread::sleep(Duration::from_millis(20));
     let mut whole = Session::software().unwrap();
     let mut own = Session::software_this_thread().unwrap();
+    let ran_before: f64 = tids.iter().map(|&t| ran_ns(t)).sum();
     whole.begin("pool").unwrap();
     own.begin("pool").unwrap();
     std::thread::sleep(Duration::from_millis(300));
     own.stop("pool").unwrap();
     let m = whole.end("pool").unwrap();
+    let ran: f64 = tids.iter().map(|&t| ran_ns(t)).sum::<f64>() - ran_before;
     stop.store(true, Ordering::Relaxed);
     pool.into_iter().for_each(|t| t.join().unwrap());
     let (cpu_ns, wall) = task_clock(&whole, "pool");
-    // 2 vCPUs may be shared with other tests: ≥ 1.6 CPUs' worth of 2 (the bound the region API promises).
-    assert!(cpu_ns >= 1.6 * wall * 1e9, "task-clock {cpu_ns} ns in {wall} s");
+    // The region holds what the pool ran in its window, by the kernel's own account (which
+    // spans a little more than the region: its reads bracket begin and end).
+    if ran.is_finite() {
+        assert!(cpu_ns >= 0.9 * ran && cpu_ns <= 1.02 * ran + 2e6, "task-clock {cpu_ns} ns, the pool ran {ran} ns");
+    }
+    // ≥ 1.6 CPUs' worth of 2 (the bound the region API promises) wherever the pool got them:
+    // the vCPUs are shared with other tests and jobs, and a loaded machine gives two busy
+    // threads one CPU between them (then the check above is the one that holds).
+    if ran.is_nan() || ran >= 1.7 * wall * 1e9 {
+        assert!(cpu_ns >= 1.6 * wall * 1e9, "task-clock {cpu_ns} ns in {wall} s");
+    } else {
+        eprintln!("the pool ran {:.2} CPUs' worth here (loaded): the 1.6 bound is not checked", ran / (wall * 1e9));
+    }
     assert!(m.threads >= 3, "threads {}", m.threads);
     // The per-thread session saw only the sleeping main thread.
     let (own_ns, own_wall) = task_clock(&own, "pool");
@@ -76,16 +101,25 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
     // Threads started inside a region (inherit): the main thread spins too.
     let stop = Arc::new(AtomicBool::new(false));
     whole.begin("spawned").unwrap();
-    let inside = spinners(1, &stop);
+    let me = nix::unistd::gettid().as_raw();
+    let mine_before = ran_ns(me);
+    let (inside, tids) = spinners(1, &stop);
     spin_for(Duration::from_millis(300));
+    let ran = ran_ns(tids[0]) + ran_ns(me) - mine_before;
     stop.store(true, Ordering::Relaxed);
     inside.into_iter().for_each(|t| t.join().unwrap());
     whole.stop("spawned").unwrap();
     let (cpu_ns, wall) = task_clock(&whole, "spawned");
-    assert!(
-        cpu_ns >= 1.6 * wall * 1e9 * 0.9,
-        "task-clock {cpu_ns} ns in {wall} s with a thread started inside"
-    );
+    // Both threads' time, the one started inside included (inherit).
+    if ran.is_finite() {
+        assert!(cpu_ns >= 0.9 * ran, "task-clock {cpu_ns} ns, the two threads ran {ran} ns");
+    }
+    if ran.is_nan() || ran >= 1.7 * wall * 1e9 {
+        assert!(
+            cpu_ns >= 1.6 * wall * 1e9 * 0.9,
+            "task-clock {cpu_ns} ns in {wall} s with a thread started inside"
+        );
+    }
 }
 
 /// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
@@ -135,8 +169,10 @@ fn threads_that_exit_inside_a_region_are_counted() {
     let burnt = before.join().unwrap() + inside.join().unwrap();
     let m = s.end("exits").unwrap();
     let (cpu_ns, wall) = task_clock(&s, "exits");
+    // (The kernel may leave the last few microseconds of an exiting thread out of its
+    // counter: 64 µs of 248 ms in one run. One thread missing would be half.)
     assert!(
-        cpu_ns >= burnt.as_nanos() as f64,
+        cpu_ns >= 0.98 * burnt.as_nanos() as f64,
         "task-clock {cpu_ns} ns < the threads' own {burnt:?}"
     );
     // Not more than every vCPU for the whole window could give (a sanity bound).
