@@ -83,7 +83,10 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
     // The region holds what the pool ran in its window, by the kernel's own account (which
     // spans a little more than the region: its reads bracket begin and end).
     if ran.is_finite() {
-        assert!(cpu_ns >= 0.9 * ran && cpu_ns <= 1.02 * ran + 2e6, "task-clock {cpu_ns} ns, the pool ran {ran} ns");
+        assert!(
+            cpu_ns >= 0.9 * ran && cpu_ns <= 1.02 * ran + 2e6,
+            "task-clock {cpu_ns} ns, the pool ran {ran} ns"
+        );
     }
     // ≥ 1.6 CPUs' worth of 2 (the bound the region API promises) wherever the pool got them:
     // the vCPUs are shared with other tests and jobs, and a loaded machine gives two busy
@@ -91,7 +94,10 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
     if ran.is_nan() || ran >= 1.7 * wall * 1e9 {
         assert!(cpu_ns >= 1.6 * wall * 1e9, "task-clock {cpu_ns} ns in {wall} s");
     } else {
-        eprintln!("the pool ran {:.2} CPUs' worth here (loaded): the 1.6 bound is not checked", ran / (wall * 1e9));
+        eprintln!(
+            "the pool ran {:.2} CPUs' worth here (loaded): the 1.6 bound is not checked",
+            ran / (wall * 1e9)
+        );
     }
     assert!(m.threads >= 3, "threads {}", m.threads);
     // The per-thread session saw only the sleeping main thread.
