@@ -80,11 +80,12 @@ fn a_region_counts_a_pool_started_before_the_session_and_threads_started_inside(
     stop.store(true, Ordering::Relaxed);
     pool.into_iter().for_each(|t| t.join().unwrap());
     let (cpu_ns, wall) = task_clock(&whole, "pool");
-    // The region holds what the pool ran in its window, by the kernel's own account (which
-    // spans a little more than the region: its reads bracket begin and end).
+    // The region holds what the pool ran in its window, by the kernel's own account (its reads
+    // bracket begin and end; the kernel brings a running thread's figure up to date at its
+    // scheduler ticks, so each read may lag by a tick per thread: 21 ms over 0.6 s seen).
     if ran.is_finite() {
         assert!(
-            cpu_ns >= 0.9 * ran && cpu_ns <= 1.02 * ran + 2e6,
+            cpu_ns >= 0.9 * ran && cpu_ns <= 1.1 * ran + 20e6,
             "task-clock {cpu_ns} ns, the pool ran {ran} ns"
         );
     }
