@@ -56,13 +56,13 @@ pub(super) struct Access {
 }
 
 /// Accesses of each thread fed in turn while several threads run.
-pub(super) const CHUNK: u64 = 16;
+const CHUNK: u64 = 16;
 /// Accesses waiting in all queues before they are fed regardless of floors (a thread that is
 /// busy but adds nothing for a long time: single-stepped, or uncounted without saying so).
 const MAX_PENDING: usize = 1 << 20;
 /// Accesses a running thread makes after another thread's `futex` wake before it no longer
 /// counts as a late arrival at that wake's barrier.
-pub(super) const HORIZON: u64 = 4096;
+const HORIZON: u64 = 4096;
 /// Accesses a thread may have held (its clock after a wait or wake unknown) before the pairing
 /// is given up and it goes on at the clock it has.
 const HOLD_LIMIT: usize = 1 << 20;
@@ -385,7 +385,11 @@ impl Interleave {
                 self.on_return(s, None);
                 return self.on_call(s, call);
             }
-            State::Idle | State::Gone => t.state = State::Running,
+            State::Idle | State::Gone => {
+                // Back from outside counting: at the present, as its next accesses would be.
+                t.clock = t.clock.max(self.frontier);
+                t.state = State::Running;
+            }
             State::Running => {}
         }
         let clock = self.threads[&s].clock;
