@@ -91,7 +91,11 @@ fn regions_and_criterion_work_count_on_the_simulated_pmu() {
     match roofline::criterion_support::BenchWork::from_backend(Backend::Simulated, &mut work) {
         Ok(w) => {
             assert_eq!(w.source, Source::Simulated);
-            assert_eq!(w.flop_count(), n as u64, "{w:?}");
+            // This machine's platform: where its events do not fit its counters (Skylake-SP:
+            // 4 per core with SMT), the simulated PMU multiplexes as the kernel does, and the
+            // count x enabled/running estimate rounds (n odd at a running ratio of 1/2: n + 1).
+            // The Zen 3 PMU above, whose events fit, is checked exactly.
+            assert!(w.flop_count().abs_diff(n as u64) <= 2, "{} for {n}: {w:?}", w.flop_count());
             // Faults reach the criterion measurement too (through the environment, as for
             // every command; this binary runs this one test, so no other reads it meanwhile).
             // SAFETY (of set_var): no other thread of this test binary reads the environment now.
