@@ -639,6 +639,11 @@ pub fn classify(i: &Instruction, factory: &mut InstructionInfoFactory, rbp_is_fr
         }
     }
     let mask_writes = mask_writes(i, info.used_registers());
+    // An opmask matters to the counts only where it switches FP (or counted integer) lanes or
+    // memory elements off: `vptestnmb ymm, ymm, k0{k1}` in glibc's EVEX string functions
+    // counts the same whatever k1 holds, and a block without such instructions needs no
+    // mask read at its entry (nor ends a run-ahead path).
+    let mask = mask.filter(|_| flop.is_some() || mem.iter().any(|m| m.per_mask_element));
     Insn {
         addr,
         len,
