@@ -600,18 +600,11 @@ pub fn identify_platform() -> Option<Platform> {
     let cpuid = raw_cpuid::CpuId::new();
     let vendor = cpuid.get_vendor_info()?.as_str().to_string();
     let f = cpuid.get_feature_info()?;
-    let family = u32::from(f.family_id())
-        + if f.family_id() == 0xf {
-            u32::from(f.extended_family_id())
-        } else {
-            0
-        };
-    let model = u32::from(f.model_id())
-        + if matches!(f.family_id(), 6 | 0xf) {
-            u32::from(f.extended_model_id()) << 4
-        } else {
-            0
-        };
+    // raw-cpuid's family_id() and model_id() already combine the base and extended fields
+    // by each vendor's rule (Intel family 6 model 0x55 is 0x55, not 0x55 + 0x50 = 0xa5,
+    // a Comet Lake: adding the extended model again identified a Cascade Lake as `skl`).
+    let family = u32::from(f.family_id());
+    let model = u32::from(f.model_id());
     Platform::embedded()
         .into_iter()
         .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
