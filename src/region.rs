@@ -51,35 +51,10 @@ use crate::counters::{Measurement, region_times};
 use crate::error::{Error, Result};
 use crate::report::{Environment, Provenance, Report, Source};
 
-thread_local! {
-    /// Marker calls seen on this thread, begin and end (also keeps the two markers' bodies
-    /// distinct, so no linker folds them into one address the tracer could not tell apart).
-    /// Per thread, not a shared atomic: a locked increment per marker cost ~10 ns of the
-    /// < 100 ns a region may cost with rdpmc.
-    static MARKS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// Marker the trace backend breakpoints: a region named by the NUL-terminated `name`
-/// (first argument register) starts when this returns. Counting nothing itself.
-#[unsafe(no_mangle)]
-#[inline(never)]
-pub extern "C" fn roofline_region_begin(name: *const c_char) {
-    std::hint::black_box(name);
-    MARKS.with(|m| m.set((m.get().0 + 1, m.get().1)));
-}
-
-/// Marker the trace backend breakpoints: the region named by `name` ends when this is called.
-#[unsafe(no_mangle)]
-#[inline(never)]
-pub extern "C" fn roofline_region_end(name: *const c_char) {
-    std::hint::black_box(name);
-    MARKS.with(|m| m.set((m.get().0, m.get().1 + 1)));
-}
-
-/// How many times the begin and end markers have run on this thread.
-pub fn marker_calls() -> (u64, u64) {
-    MARKS.with(|m| m.get())
-}
+// The two marker symbols the trace backend breakpoints, and the per-thread count of their
+// calls, live in the dependency-free `roofline-marker` crate: one definition whether a program
+// links that crate, this one, or both.
+pub use roofline_marker::{marker_calls, roofline_region_begin, roofline_region_end};
 
 /// Whose work a session's counters count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

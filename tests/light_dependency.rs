@@ -50,6 +50,7 @@ const LIGHT_TREE: &[&str] = &[
     "raw-cpuid",
     "roofline",
     "roofline-kernels",
+    "roofline-marker",
     "serde",
     "serde_core",
     "serde_derive",
@@ -63,14 +64,18 @@ const LIGHT_TREE: &[&str] = &[
 
 /// A copy of the fixture in `dir` whose dependency points at this checkout.
 fn fixture_copy(dir: &Path) -> PathBuf {
+    copy_of("light-dependent", "../../..", "", dir)
+}
+
+/// A copy of fixture `name` in `dir`, its dependency path `rel` pointing at this checkout's
+/// `sub` directory.
+fn copy_of(name: &str, rel: &str, sub: &str, dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fixture = root.join("tests/fixtures/light-dependent");
+    let fixture = root.join("tests/fixtures").join(name);
     let manifest = std::fs::read_to_string(fixture.join("Cargo.toml")).unwrap();
-    assert!(
-        manifest.contains("path = \"../../..\""),
-        "the fixture names roofline by relative path"
-    );
-    let manifest = manifest.replace("path = \"../../..\"", &format!("path = {:?}", root.display().to_string()));
+    let by_path = format!("path = \"{rel}\"");
+    assert!(manifest.contains(&by_path), "the fixture names its dependency by relative path");
+    let manifest = manifest.replace(&by_path, &format!("path = {:?}", root.join(sub).display().to_string()));
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::copy(fixture.join("src/main.rs"), dir.join("src/main.rs")).unwrap();
@@ -204,4 +209,18 @@ fn a_regions_only_dependent_compiles_exactly_the_listed_crates() {
     // The list is not vacuous: a feature's crates are outside it.
     let with_plot = tree(&manifest, &["roofline/plot"]);
     assert!(with_plot.iter().any(|n| !LIGHT_TREE.contains(&n.as_str())));
+}
+
+/// A program profiled only from outside marks its regions with roofline-marker, which
+/// compiles nothing else: no serde, no perf, no libc crate (docs/region-api.md, "The marker
+/// crate"), and roofline itself links the same crate for its marker symbols.
+#[test]
+fn the_marker_crate_compiles_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = copy_of("marker-dependent", "../../../marker", "marker", dir.path());
+    let marker = tree(&manifest, &[]);
+    assert_eq!(marker, ["marker-dependent", "roofline-marker"], "the marker crate pulls in more");
+    let light_dir = tempfile::tempdir().unwrap();
+    let light = tree(&fixture_copy(light_dir.path()), &[]);
+    assert!(light.iter().any(|n| n == "roofline-marker"), "{light:?}");
 }

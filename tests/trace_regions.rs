@@ -51,7 +51,18 @@ fn bytes(p: &Value, level: &str) -> f64 {
 
 #[test]
 fn rayon_example_gives_each_region_its_exact_work_from_every_pool_thread() {
-    let Some(exe) = example("rayon_regions") else { return };
+    rayon_regions_exact("rayon_regions");
+}
+
+/// The same program marked with the dependency-free roofline-marker crate: the same points.
+#[test]
+fn the_marker_crate_gives_each_region_its_exact_work_from_every_pool_thread() {
+    rayon_regions_exact("marker_regions");
+}
+
+/// Example `name` (the rayon program with regions `daxpy` and `dot`) under the trace backend.
+fn rayon_regions_exact(name: &str) {
+    let Some(exe) = example(name) else { return };
     let n = random(20_000, 90_000, 1);
     let calls = random(2, 5, 2);
     let dir = tempfile::tempdir().unwrap();
@@ -67,7 +78,7 @@ fn rayon_example_gives_each_region_its_exact_work_from_every_pool_thread() {
     assert_eq!(w(daxpy), 2 * n * calls, "{daxpy:#}");
     assert_eq!(w(dot), 2 * n * calls, "{dot:#}");
     // The whole run counts what ran inside a region: both, nothing else.
-    let whole = point(&doc, "rayon_regions");
+    let whole = point(&doc, name);
     assert_eq!(w(whole), w(daxpy) + w(dot));
     for p in [daxpy, dot] {
         assert_eq!(p["extra"]["calls"].as_u64(), Some(calls));

@@ -13,9 +13,8 @@
 
 #[cfg(feature = "trace")]
 use std::collections::BTreeMap;
-use std::path::Path;
 #[cfg(feature = "trace")]
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -33,10 +32,12 @@ pub struct RegionTime {
     pub seconds: f64,
 }
 
-#[derive(Debug, Serialize)]
-#[cfg_attr(feature = "trace", derive(serde::Deserialize))]
+/// One session's file, as `roofline_marker::region_times_json` writes it.
+#[cfg(feature = "trace")]
+#[derive(Debug, serde::Deserialize)]
 struct SessionTimes {
-    thread: i32,
+    #[allow(dead_code)] // names the file's thread; the merge does not need it
+    thread: i64,
     regions: Vec<RegionTime>,
 }
 
@@ -47,23 +48,20 @@ pub fn under_measure() -> bool {
 }
 
 /// Write a session's region times into the directory [`ENV`] names (nothing when unset or
-/// when there is nothing to say). Errors are the caller's to ignore: a session being
-/// dropped has no one to report to.
+/// when there is nothing to say), through `roofline-marker`'s writer: one writer of the format
+/// [`Collector`] reads, whichever crate marked the regions. Errors are the caller's to ignore:
+/// a session being dropped has no one to report to.
 pub fn write_session(regions: Vec<RegionTime>) -> Result<()> {
-    let Some(dir) = std::env::var_os(ENV).filter(|d| !d.is_empty()) else {
-        return Ok(());
+    roofline_marker::write_region_times(&marker_totals(&regions)).map_err(|e| Error::io("writing region times", e))
+}
+
+/// The marker crate's view of region times.
+fn marker_totals(regions: &[RegionTime]) -> Vec<(&str, roofline_marker::Totals)> {
+    let totals = |r: &RegionTime| roofline_marker::Totals {
+        calls: r.calls,
+        seconds: r.seconds,
     };
-    if regions.is_empty() {
-        return Ok(());
-    }
-    let thread = nix::unistd::gettid().as_raw();
-    let doc = SessionTimes { thread, regions };
-    let data = serde_json::to_vec(&doc).map_err(|e| Error::io("region times", std::io::Error::other(e)))?;
-    // Unique per session: a thread may drop several sessions.
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = Path::new(&dir).join(format!("session-{}-{thread}-{seq}.json", std::process::id()));
-    crate::util::write_atomic(&path, &data)
+    regions.iter().map(|r| (r.name.as_str(), totals(r))).collect()
 }
 
 /// The directory one native run writes into, read back and emptied after the run (by
@@ -151,8 +149,8 @@ mod tests {
     #[test]
     fn sessions_of_one_run_merge_calls_and_take_the_longest_thread() {
         let c = Collector::new().unwrap();
-        let write = |thread: i32, regions: Vec<RegionTime>| {
-            let data = serde_json::to_vec(&SessionTimes { thread, regions }).unwrap();
+        let write = |thread: i64, regions: Vec<RegionTime>| {
+            let data = roofline_marker::region_times_json(thread, &marker_totals(&regions));
             std::fs::write(c.dir.join(format!("session-1-{thread}-0.json")), data).unwrap();
         };
         let rt = |name: &str, calls, seconds| RegionTime {
@@ -172,5 +170,37 @@ mod tests {
         let dir = c.dir.clone();
         drop(c);
         assert!(!dir.exists());
+    }
+
+    /// What roofline-marker writes (its own JSON, no serde) is what the collector reads,
+    /// names with quotes, backslashes, control characters and any code point included.
+    #[test]
+    fn the_marker_crates_files_read_back_exactly() {
+        let mut next = crate::util::xorshift(0x5eed);
+        let pool = ['"', '\\', '\n', '\t', '\u{1}', '\u{7f}', 'é', '€', '𝄞', 'a', ' ', '/', '{', ','];
+        let mut regions = Vec::new();
+        for i in 0..(1 + next() % 6) {
+            let name: String = (0..(1 + next() % 20))
+                .map(|_| pool[(next() % pool.len() as u64) as usize])
+                .collect();
+            regions.push(RegionTime {
+                name: format!("{name}{i}"),
+                calls: 1 + next() % 1_000_000,
+                seconds: (next() % (1 << 52)) as f64 * 2f64.powi(-((next() % 80) as i32)),
+            });
+        }
+        let c = Collector::new().unwrap();
+        roofline_marker::write_region_times_to(&c.dir, &marker_totals(&regions)).unwrap();
+        let (run, bad) = c.take_run();
+        assert_eq!(bad, 0);
+        assert_eq!(run.len(), regions.len());
+        for r in &regions {
+            let back = &run[&r.name];
+            assert_eq!((&back.name, back.calls), (&r.name, r.calls));
+            // serde_json parses decimals to within an ulp (its exact `float_roundtrip`
+            // parser is not enabled): the shortest round-trip form goes out, one ulp may come
+            // back different.
+            assert!((back.seconds - r.seconds).abs() <= r.seconds * f64::EPSILON, "{back:?} {r:?}");
+        }
     }
 }
