@@ -594,21 +594,14 @@ fn alias_config(pmus: &Path, pmu: &str, alias: &str, e: &EventSpec, notes: &mut 
     }
 }
 
-/// CPUID vendor/family/model against the platforms' `[identify]` tables. (The machine
-/// module's full identification, feature flags included, replaces this when it lands.)
+/// This CPU's platform table, for the perf path (events, counters): the one identification
+/// every command uses ([`crate::machine::this_platform`]: `--platform` first, then the CPUID
+/// model confirmed by the feature flags, else flags and cache sizes). Until 2026-11-26 this
+/// matched the raw family/model alone, so the region API's sessions ignored `--platform`,
+/// trusted a hypervisor's wrong model (a Granite Rapids guest reporting Rocket Lake's would
+/// have been given Tiger Lake's events) and once misread Intel's extended model.
 pub fn identify_platform() -> Option<Platform> {
-    let cpuid = raw_cpuid::CpuId::new();
-    let vendor = cpuid.get_vendor_info()?.as_str().to_string();
-    let f = cpuid.get_feature_info()?;
-    // raw-cpuid's family_id() and model_id() already combine the base and extended fields
-    // by each vendor's rule (Intel family 6 model 0x55 is 0x55, not 0x55 + 0x50 = 0xa5,
-    // a Comet Lake: adding the extended model again identified a Cascade Lake as `skl`).
-    let family = u32::from(f.family_id());
-    let model = u32::from(f.model_id());
-    Platform::embedded()
-        .into_iter()
-        .filter(|p| p.identify.vendor == vendor && p.identify.families.contains(&family) && p.identify.models.contains(&model))
-        .max_by_key(|p| p.identify.priority)
+    crate::machine::this_platform()
 }
 
 /// General-purpose counters available to one logical CPU on this platform (SMT halves
