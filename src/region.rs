@@ -651,6 +651,15 @@ impl Drop for Session {
         // Nobody to tell at drop: a time that could not be written is missing in the report,
         // which says so.
         let _ = region_times::write_session(times);
+        // Counted regions go to `measure --backend perf` too: its counters outside the
+        // program count the whole run, this session's count each region.
+        if self.mode == Mode::Counters {
+            let counting = match self.counting {
+                Counting::Process => "process",
+                Counting::ThisThread => "thread",
+            };
+            let _ = region_times::write_session_points(counting, self.report().points);
+        }
     }
 }
 

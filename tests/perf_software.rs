@@ -269,3 +269,76 @@ fn idle_baseline_without_system_wide_events_says_so() {
     assert_eq!(v["schema"], "roofline.report/1");
     assert!(v["points"][0]["extra"].get("idle_baseline_bytes").is_none());
 }
+
+const REGIONS_ENV: &str = "ROOFLINE_TEST_REGIONS";
+
+/// Not a test: a program with regions (re-executed by the test below). With
+/// `ROOFLINE_TEST_REGIONS=N,K` a `Session::software()` counts K calls of region `touch`
+/// (N fresh pages each, one of every other call's pages touched by a second thread), one call
+/// of `spin`, and `timed` is marked by roofline-marker (no counters).
+#[test]
+#[ignore = "helper process for the other tests"]
+fn helper_regions() {
+    let Ok(spec) = std::env::var(REGIONS_ENV) else { return };
+    let (n, k) = spec.split_once(',').unwrap();
+    let (n, k): (usize, usize) = (n.parse().unwrap(), k.parse().unwrap());
+    let mut s = Session::software().unwrap();
+    for i in 0..k {
+        s.region("touch", || {
+            if i % 2 == 0 {
+                std::thread::spawn(move || touch_pages(n)).join().unwrap()
+            } else {
+                touch_pages(n)
+            }
+        })
+        .unwrap();
+    }
+    let spun: u64 = s.region("spin", || (0..2_000_000u64).map(std::hint::black_box).sum()).unwrap();
+    assert!(spun > 0);
+    let mut markers = roofline_marker::Markers::new();
+    markers.region("timed", || touch_pages(3)).unwrap();
+}
+
+/// `measure --backend perf` of a program whose own session counts its regions: one point per
+/// counted region beside the whole run (the counters outside count the whole run only), T
+/// from every run; a region only timed by the marker crate is named in a note.
+#[test]
+fn measure_perf_gives_the_regions_the_program_counted() {
+    let n = 150 + (std::process::id() as usize % 100);
+    let k = 2 + (std::process::id() as usize / 7 % 3);
+    let exe = std::env::current_exe().unwrap();
+    let a = roofline()
+        .env(REGIONS_ENV, format!("{n},{k}"))
+        .args(["measure", "--events", "software", "--repeat", "2", "--json", "--"])
+        .arg(&exe)
+        .args(["--ignored", "--exact", "helper_regions", "--test-threads=1", "-q"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    let points = doc["points"].as_array().unwrap();
+    let point = |name: &str| {
+        points
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {doc:#}"))
+    };
+    let (touch, spin) = (point("touch"), point("spin"));
+    assert_eq!(points.len(), 3, "the whole run, touch and spin: {doc:#}");
+    let whole = points.iter().find(|p| p["name"] != "touch" && p["name"] != "spin").unwrap();
+    let faults = |p: &serde_json::Value| p["extra"]["counts"]["page-faults"].as_f64().unwrap_or_else(|| panic!("{p:#}"));
+    assert_eq!(touch["extra"]["calls"].as_u64(), Some(k as u64));
+    // Every fresh page faults once, whichever thread touched it; the whole run has them all.
+    assert!(faults(touch) >= (n * k) as f64, "{} < {}", faults(touch), n * k);
+    assert!(faults(touch) <= faults(whole), "{} > {}", faults(touch), faults(whole));
+    assert!(faults(spin) < (n / 2) as f64, "spin touched no pages: {}", faults(spin));
+    for p in [touch, spin] {
+        let samples = p["seconds_samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{p:#}");
+        assert!(samples.iter().all(|s| s.as_f64().unwrap() > 0.0));
+        assert!(p["seconds"].as_f64().unwrap() < whole["seconds"].as_f64().unwrap());
+        let notes = p["provenance"]["notes"].to_string();
+        assert!(notes.contains("counted in the program by its roofline::Session"), "{notes}");
+    }
+    let notes = whole["provenance"]["notes"].to_string();
+    assert!(notes.contains("region(s) 'timed': marked, but counted nothing"), "{notes}");
+}

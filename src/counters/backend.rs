@@ -226,7 +226,7 @@ fn native_runs_with_regions(argv: &[String], repeat: u32, after: &str, collector
             Ok(secs) => {
                 samples.push(secs);
                 if let Some(c) = collector {
-                    regions.push(c.take_run().0);
+                    regions.push(c.take_run().times);
                 }
             }
             Err((code, what)) => {
@@ -332,13 +332,19 @@ fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<C
     for n in &notes {
         eprintln!("roofline: {n}");
     }
+    // The program's own sessions hand their regions back through this directory: counted
+    // points from a roofline::Session with counters, times from any session or marker.
+    let collector = region_times::Collector::new()?;
+    let (k, v) = collector.env();
     let cmd = CommandSpec {
         argv: argv.to_vec(),
-        env: Vec::new(),
+        env: vec![(k.to_string(), v.to_string_lossy().into_owned())],
     };
     let mut runs: Vec<(f64, Vec<EventCount>)> = Vec::new();
+    let mut taken: Vec<region_times::TakenRun> = Vec::new();
     for rep in 0..opts.repeat {
         let run = perf::run_command(&specs, &plan, &cmd)?;
+        taken.push(collector.take_run());
         let (code, signal) = perf::exit_code(&run.status);
         if let Some(sig) = signal {
             eprintln!(
@@ -365,14 +371,79 @@ fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<C
         runs.push((run.wall_seconds, run.counts));
     }
     let m = counted_measurement(&specs, &plan, runs, notes, opts.repeat, crate::report::Source::Perf)?;
-    let seconds = m.seconds_samples.get(median_index(&m.seconds_samples)).copied().unwrap_or(0.0);
+    let median_run = median_index(&m.seconds_samples);
+    let seconds = m.seconds_samples.get(median_run).copied().unwrap_or(0.0);
     let mut m = m;
+    regions_counted_in_process(&mut m, &taken, median_run);
     // On the counts as read, before a background is subtracted (which could hide a phantom).
     check_plausible(&m, seconds, plat.as_ref().map(|p| p.key.as_str()))?;
     if opts.idle_baseline {
         idle_baseline(&specs, &mut m, seconds, &|s, d| perf::idle_baseline(s, d))?;
     }
     Ok(CommandOutcome::Measured(Box::new(m)))
+}
+
+/// The command's regions under perf: counters outside the program count the whole run only,
+/// so a region's W and Q are what the program's own `roofline::Session` counted (written
+/// when it was dropped), from the run whose whole-run counts are reported; its T samples are
+/// every run's. Regions that were only timed (the dependency-free roofline-marker crate, a
+/// time-only session) are named in a note: they have no W or Q here.
+fn regions_counted_in_process(m: &mut Measurement, taken: &[region_times::TakenRun], median_run: usize) {
+    let Some(run) = taken.get(median_run) else { return };
+    let mut notes = Vec::new();
+    for (name, (point, sessions, counting)) in &run.counted {
+        let mut r = Measurement::from(point.clone());
+        let calls = r.extra.get("calls").and_then(|c| c.as_u64()).unwrap_or(0);
+        // T: this region's summed wall time in every run that counted it.
+        let samples: Vec<f64> = taken
+            .iter()
+            .filter_map(|t| t.counted.get(name).map(|c| c.0.seconds_samples.iter().sum::<f64>()))
+            .collect();
+        let p = r.provenance.get_or_insert_with(Default::default);
+        p.notes.push(format!(
+            "counted in the program by its roofline::Session ({}), in the run whose whole-run counts are reported; T from {} run(s)",
+            if counting == "thread" {
+                "its own thread"
+            } else {
+                "every thread while the region was open"
+            },
+            samples.len()
+        ));
+        if *sessions > 1 {
+            p.notes.push(format!(
+                "{sessions} sessions counted region '{name}' in that run: the first one's counts are reported (each whole-process session counts everything in its window)"
+            ));
+        }
+        if samples.len() < taken.len() {
+            p.notes.push(format!(
+                "region '{name}' was not counted in {} of {} run(s): its session was not dropped there (process::exit?)",
+                taken.len() - samples.len(),
+                taken.len()
+            ));
+        }
+        r.seconds_samples = samples;
+        r.extra.insert("repeats".into(), serde_json::json!(r.seconds_samples.len()));
+        m.regions.push(RegionMeasurement {
+            name: name.clone(),
+            calls,
+            measurement: r,
+        });
+    }
+    let timed_only: Vec<String> = run
+        .times
+        .keys()
+        .filter(|n| !run.counted.contains_key(*n))
+        .map(|n| format!("'{n}'"))
+        .collect();
+    if !timed_only.is_empty() {
+        notes.push(format!(
+            "region(s) {}: marked, but counted nothing in the program (roofline-marker, or a session without counters): per-region W and Q under perf need a roofline::Session with counters (Backend::Auto or Perf); --backend trace counts them at the markers",
+            timed_only.join(", ")
+        ));
+    }
+    if let Some(p) = m.provenance.as_mut() {
+        p.notes.extend(notes);
+    }
 }
 
 /// More than one hardware group: the kernel multiplexes them, said before the run.

@@ -68,6 +68,22 @@ pub struct RegionMeasurement {
     pub measurement: Measurement,
 }
 
+/// A point back as a measurement (a region counted by the program's own session and read
+/// back by `measure`): W, Q, T and their provenance, the derived figures dropped.
+impl From<Point> for Measurement {
+    fn from(p: Point) -> Measurement {
+        Measurement {
+            flops: p.flops,
+            bytes: p.bytes,
+            provenance: Some(p.provenance),
+            seconds_samples: p.seconds_samples,
+            threads: p.threads,
+            extra: p.extra,
+            regions: Vec::new(),
+        }
+    }
+}
+
 impl Measurement {
     pub fn into_point(self, name: impl Into<String>) -> Point {
         let prov = self.provenance.unwrap_or(Provenance {

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::report::Point;
 
 /// The directory a session writes its region times into, when set.
 pub const ENV: &str = "ROOFLINE_REGION_TIMES";
@@ -53,6 +54,56 @@ pub fn under_measure() -> bool {
 /// a session being dropped has no one to report to.
 pub fn write_session(regions: Vec<RegionTime>) -> Result<()> {
     roofline_marker::write_region_times(&marker_totals(&regions)).map_err(|e| Error::io("writing region times", e))
+}
+
+/// The regions one session counted with its own counters (`roofline::Session` with perf
+/// counters, in a program run by `measure --backend perf`): their report points.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "trace", derive(serde::Deserialize))]
+struct SessionPoints {
+    thread: i64,
+    /// `process` (every thread while a region is open) or `thread` (the session's own).
+    counting: String,
+    points: Vec<Point>,
+}
+
+/// Prefix of the files [`write_session_points`] writes (the times' files start `session-`).
+const POINTS_PREFIX: &str = "points-";
+
+/// Write a counting session's region points into the directory [`ENV`] names, beside its
+/// times: `measure --backend perf` makes them the command's region points (the counters
+/// outside the program count the whole run only). Nothing when unset or empty.
+pub fn write_session_points(counting: &str, points: Vec<Point>) -> Result<()> {
+    let Some(dir) = std::env::var_os(ENV).filter(|d| !d.is_empty()) else {
+        return Ok(());
+    };
+    if points.is_empty() {
+        return Ok(());
+    }
+    let thread = i64::from(nix::unistd::gettid().as_raw());
+    let doc = SessionPoints {
+        thread,
+        counting: counting.to_string(),
+        points,
+    };
+    let data = serde_json::to_vec(&doc).map_err(|e| Error::io("region points", std::io::Error::other(e)))?;
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::path::Path::new(&dir).join(format!("{POINTS_PREFIX}{}-{thread}-{seq}.json", std::process::id()));
+    crate::util::write_atomic(&path, &data)
+}
+
+/// What the sessions of one run handed back.
+#[cfg(feature = "trace")]
+#[derive(Debug, Default)]
+pub struct TakenRun {
+    /// Calls and wall time per region name (calls summed over sessions, seconds the longest).
+    pub times: BTreeMap<String, RegionTime>,
+    /// Region points counted by the program's own sessions, per name: the first session's,
+    /// and how many sessions counted that name.
+    pub counted: BTreeMap<String, (Point, usize, String)>,
+    /// Files that did not parse.
+    pub bad: usize,
 }
 
 /// The marker crate's view of region times.
@@ -99,39 +150,57 @@ impl Collector {
         (ENV, &self.dir)
     }
 
-    /// The region times the sessions of the last run wrote, per name (calls summed over
-    /// sessions; seconds the longest session's), and the directory emptied for the next run.
-    /// Files that do not parse are skipped and counted.
-    pub fn take_run(&self) -> (BTreeMap<String, RegionTime>, usize) {
-        let mut out: BTreeMap<String, RegionTime> = BTreeMap::new();
-        let mut bad = 0;
+    /// What the sessions of the last run wrote: region times per name (calls summed over
+    /// sessions; seconds the longest session's) and counted region points; the directory
+    /// emptied for the next run. Files that do not parse are skipped and counted.
+    pub fn take_run(&self) -> TakenRun {
+        let mut out = TakenRun::default();
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return (out, 0);
+            return out;
         };
-        for e in entries.flatten() {
-            let path = e.path();
-            let parsed = std::fs::read(&path)
-                .ok()
-                .and_then(|d| serde_json::from_slice::<SessionTimes>(&d).ok());
+        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        // Sessions in the order they were written where names tie (pid, thread, sequence).
+        paths.sort();
+        for path in paths {
+            let data = std::fs::read(&path).ok();
             let _ = std::fs::remove_file(&path);
-            let Some(doc) = parsed else {
+            let is_points = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(POINTS_PREFIX));
+            if is_points {
+                let Some(doc) = data.and_then(|d| serde_json::from_slice::<SessionPoints>(&d).ok()) else {
+                    out.bad += 1;
+                    continue;
+                };
+                for p in doc.points {
+                    match out.counted.get_mut(&p.name) {
+                        Some(c) => c.1 += 1,
+                        None => {
+                            out.counted.insert(p.name.clone(), (p, 1, doc.counting.clone()));
+                        }
+                    }
+                }
+                continue;
+            }
+            let Some(doc) = data.and_then(|d| serde_json::from_slice::<SessionTimes>(&d).ok()) else {
                 // A temporary file of a write cut short, or not ours.
-                bad += 1;
+                out.bad += 1;
                 continue;
             };
             for r in doc.regions {
-                match out.get_mut(&r.name) {
+                match out.times.get_mut(&r.name) {
                     Some(t) => {
                         t.calls += r.calls;
                         t.seconds = t.seconds.max(r.seconds);
                     }
                     None => {
-                        out.insert(r.name.clone(), r);
+                        out.times.insert(r.name.clone(), r);
                     }
                 }
             }
         }
-        (out, bad)
+        out
     }
 }
 
@@ -161,12 +230,13 @@ mod tests {
         write(11, vec![rt("dot", 3, 0.25), rt("daxpy", 2, 0.5)]);
         write(12, vec![rt("dot", 5, 0.75)]);
         std::fs::write(c.dir.join("garbage.json"), b"{not json").unwrap();
-        let (run, bad) = c.take_run();
-        assert_eq!(bad, 1);
+        let taken = c.take_run();
+        assert_eq!(taken.bad, 1);
+        let run = taken.times;
         assert_eq!(run["dot"], rt("dot", 8, 0.75));
         assert_eq!(run["daxpy"], rt("daxpy", 2, 0.5));
         // Emptied for the next run.
-        assert!(c.take_run().0.is_empty());
+        assert!(c.take_run().times.is_empty());
         let dir = c.dir.clone();
         drop(c);
         assert!(!dir.exists());
@@ -191,16 +261,52 @@ mod tests {
         }
         let c = Collector::new().unwrap();
         roofline_marker::write_region_times_to(&c.dir, &marker_totals(&regions)).unwrap();
-        let (run, bad) = c.take_run();
+        let taken = c.take_run();
+        let (run, bad) = (taken.times, taken.bad);
         assert_eq!(bad, 0);
         assert_eq!(run.len(), regions.len());
         for r in &regions {
-            let back = &run[&r.name];
-            assert_eq!((&back.name, back.calls), (&r.name, r.calls));
-            // serde_json parses decimals to within an ulp (its exact `float_roundtrip`
-            // parser is not enabled): the shortest round-trip form goes out, one ulp may come
-            // back different.
-            assert!((back.seconds - r.seconds).abs() <= r.seconds * f64::EPSILON, "{back:?} {r:?}");
+            // Exactly: serde_json's float_roundtrip parser reads back the shortest
+            // round-trip form the marker writes.
+            assert_eq!(run[&r.name], *r);
         }
+    }
+
+    /// Counted points of several sessions: the first session's per name, how many counted
+    /// it, its counting; a points file cut short is counted as bad; times are unaffected.
+    #[test]
+    fn counted_points_keep_the_first_session_and_count_the_others() {
+        let mut next = crate::util::xorshift(0x9017);
+        let c = Collector::new().unwrap();
+        let point = |name: &str, secs: f64| {
+            let m = crate::counters::Measurement {
+                seconds_samples: vec![secs],
+                threads: 1,
+                ..Default::default()
+            };
+            m.into_point(name)
+        };
+        let (a, b) = ((1 + next() % 1000) as f64 * 1e-3, (1 + next() % 1000) as f64 * 1e-3);
+        let write = |file: &str, counting: &str, points: Vec<Point>| {
+            let doc = SessionPoints {
+                thread: 7,
+                counting: counting.into(),
+                points,
+            };
+            std::fs::write(c.dir.join(file), serde_json::to_vec(&doc).unwrap()).unwrap();
+        };
+        write("points-1-7-0.json", "process", vec![point("dot", a), point("axpy", b)]);
+        write("points-1-8-0.json", "thread", vec![point("dot", b)]);
+        std::fs::write(c.dir.join("points-1-9-0.json"), b"{\"thread\":9,\"count").unwrap();
+        let taken = c.take_run();
+        assert_eq!(taken.bad, 1);
+        assert!(taken.times.is_empty());
+        let (dot, sessions, counting) = &taken.counted["dot"];
+        assert_eq!(
+            (dot.seconds_samples.as_slice(), *sessions, counting.as_str()),
+            (&[a][..], 2, "process")
+        );
+        assert_eq!(taken.counted["axpy"].1, 1);
+        assert!(c.take_run().counted.is_empty());
     }
 }
