@@ -186,6 +186,10 @@ pub struct Session {
     /// The reading at an end.
     now: Vec<RawCount>,
     notes: Vec<String>,
+    /// Under `measure`, write the counted regions' points when dropped. Off for the C ABI's
+    /// per-thread sessions: each holds one thread's share, which `measure` would report as
+    /// the region's (their merged totals go to ROOFLINE_OUTPUT at close).
+    hands_back_points: bool,
     /// Counters opened on this thread count this thread only.
     _this_thread: PhantomData<*const ()>,
 }
@@ -279,6 +283,7 @@ impl Session {
             spare: Vec::new(),
             now: Vec::new(),
             notes,
+            hands_back_points: true,
             _this_thread: PhantomData,
         })
     }
@@ -323,6 +328,7 @@ impl Session {
             spare: Vec::new(),
             now: Vec::new(),
             notes: Vec::new(),
+            hands_back_points: true,
             _this_thread: PhantomData,
         }
     }
@@ -653,7 +659,7 @@ impl Drop for Session {
         let _ = region_times::write_session(times);
         // Counted regions go to `measure --backend perf` too: its counters outside the
         // program count the whole run, this session's count each region.
-        if self.mode == Mode::Counters {
+        if self.mode == Mode::Counters && self.hands_back_points {
             let counting = match self.counting {
                 Counting::Process => "process",
                 Counting::ThisThread => "thread",
@@ -778,6 +784,12 @@ fn name_from_c(name: *const c_char) -> Option<String> {
 }
 
 fn open_session(b: CBackend) -> Result<Session> {
+    let mut s = open_backend_session(b)?;
+    s.hands_back_points = false;
+    Ok(s)
+}
+
+fn open_backend_session(b: CBackend) -> Result<Session> {
     match b {
         // One session per thread, totals merged per name: each counts its own thread.
         CBackend::Perf => Session::this_thread(),

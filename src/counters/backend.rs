@@ -437,7 +437,7 @@ fn regions_counted_in_process(m: &mut Measurement, taken: &[region_times::TakenR
         .collect();
     if !timed_only.is_empty() {
         notes.push(format!(
-            "region(s) {}: marked, but counted nothing in the program (roofline-marker, or a session without counters): per-region W and Q under perf need a roofline::Session with counters (Backend::Auto or Perf); --backend trace counts them at the markers",
+            "region(s) {}: marked, but no counts came back from the program (roofline-marker, a session without counters, or the C marker API, whose merged counts go to ROOFLINE_OUTPUT): per-region W and Q under perf need a roofline::Session with counters (Backend::Auto or Perf); --backend trace counts them at the markers",
             timed_only.join(", ")
         ));
     }
