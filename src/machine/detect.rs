@@ -401,6 +401,9 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         m.frequency_ghz.by_isa.set(isa, by_width_one.get(&w).copied());
         m.frequency_ghz.by_isa_all_threads.set(isa, by_width_all.get(&w).copied());
     }
+    if imul > 0.0 {
+        m.warnings.extend(narrow_chain_disagreement(imul, &by_width_one, fp_lat));
+    }
     bar.inc(1);
     // Throughput: instructions per cycle per width on one core (12 independent streams).
     let stream_widths: Vec<u32> = [128u32, 256, 512]
@@ -487,6 +490,33 @@ pub fn pipe_mismatches(pipes: &BTreeMap<String, Pipes>, measured: &BTreeMap<Stri
     out
 }
 
+/// Where the scalar or 128-bit FP chain, timed at the platform table's latency, gives a clock
+/// other than the integer chains' by more than [`CLOCK_TOLERANCE`]. No frequency license
+/// lowers the clock for scalar or 128-bit FP code on any x86 CPU (Intel's lower ones are for
+/// dense 256- and 512-bit work), so the two must agree; where they do not, the FP latency is
+/// not what the table says on this CPU (a hypervisor's host, a model the table does not
+/// describe), and every per-ISA clock and theoretical peak resting on it is off by as much.
+/// On 2026-11-26 a KVM guest reporting a Cascade Lake ran its FMA chains at 4 or 5 cycles,
+/// varying from run to run, against 4 in the table: scalar clock 2.46 GHz, integer 3.08.
+pub fn narrow_chain_disagreement(int_ghz: f64, by_width: &BTreeMap<u32, f64>, table_latency: u32) -> Option<String> {
+    let (&width, &fp) = by_width.iter().find(|(w, _)| **w <= 128)?;
+    let ratio = fp / int_ghz;
+    if !ratio.is_finite() || (ratio - 1.0).abs() <= CLOCK_TOLERANCE {
+        return None;
+    }
+    let what = if width == 64 { "scalar" } else { "128-bit" };
+    Some(format!(
+        "the {what} FP chain gives {fp:.3} GHz at the platform table's {table_latency}-cycle latency, the integer chains {int_ghz:.3} GHz: \
+         no frequency license lowers {what} FP code, so the FP latency here is about {:.1} cycles, not {table_latency}; \
+         the per-ISA clocks and theoretical peaks follow the table's latency and are off by {:+.0} % (pass a --platform file with this CPU's latency)",
+        f64::from(table_latency) / ratio,
+        (ratio - 1.0) * 100.0
+    ))
+}
+
+/// Relative disagreement between the scalar/128-bit FP clock and the integer clock reported.
+pub const CLOCK_TOLERANCE: f64 = 0.07;
+
 /// Relative disagreement between measured and tabled FMA pipes that is reported.
 pub const PIPE_TOLERANCE: f64 = 0.15;
 
@@ -514,6 +544,28 @@ mod tests {
         assert_eq!(pipe_mismatches(&pipes, &m([2.0, 2.0, 1.9])).len(), 1);
         // Widths not measured are not judged.
         assert!(pipe_mismatches(&pipes, &BTreeMap::new()).is_empty());
+    }
+
+    #[test]
+    fn a_narrow_fp_chain_slower_than_the_integer_clock_is_reported() {
+        let mut next = crate::util::xorshift(0xc10c);
+        let int = 2.0 + (next() % 2000) as f64 * 1e-3;
+        let chains = |scalar: f64, wide: f64| -> BTreeMap<u32, f64> { [(64, scalar), (128, scalar), (256, wide), (512, wide)].into() };
+        // Agreeing within the tolerance, wider widths licensed lower: nothing to say.
+        assert_eq!(narrow_chain_disagreement(int, &chains(int * 0.97, int * 0.8), 4), None);
+        // An FMA of 5 cycles timed as 4: the clock reads a fifth low.
+        let w = narrow_chain_disagreement(int, &chains(int * 0.8, int * 0.8), 4).unwrap();
+        assert!(
+            w.starts_with("the scalar FP chain") && w.contains("about 5.0 cycles") && w.contains("-20 %"),
+            "{w}"
+        );
+        // A table latency too high reads a clock above the integer one.
+        let w = narrow_chain_disagreement(int, &chains(int * 4.0 / 3.0, int), 4).unwrap();
+        assert!(w.contains("about 3.0 cycles") && w.contains("+33 %"), "{w}");
+        // Without a scalar chain the 128-bit one is judged; without either, nothing.
+        let only128: BTreeMap<u32, f64> = [(128, int * 0.7), (256, int)].into();
+        assert!(narrow_chain_disagreement(int, &only128, 4).unwrap().starts_with("the 128-bit"));
+        assert_eq!(narrow_chain_disagreement(int, &[(256, int * 0.5)].into(), 4), None);
     }
 
     #[test]
