@@ -106,6 +106,44 @@ pub struct TakenRun {
     pub bad: usize,
 }
 
+#[cfg(feature = "trace")]
+impl TakenRun {
+    /// Add one file a session wrote (`name` tells points from times); what does not parse
+    /// is counted in `bad` (a temporary file of a write cut short, or not ours). Any bytes.
+    pub fn add_file(&mut self, name: &str, data: &[u8]) {
+        if name.starts_with(POINTS_PREFIX) {
+            let Ok(doc) = serde_json::from_slice::<SessionPoints>(data) else {
+                self.bad += 1;
+                return;
+            };
+            for p in doc.points {
+                match self.counted.get_mut(&p.name) {
+                    Some(c) => c.1 += 1,
+                    None => {
+                        self.counted.insert(p.name.clone(), (p, 1, doc.counting.clone()));
+                    }
+                }
+            }
+            return;
+        }
+        let Ok(doc) = serde_json::from_slice::<SessionTimes>(data) else {
+            self.bad += 1;
+            return;
+        };
+        for r in doc.regions {
+            match self.times.get_mut(&r.name) {
+                Some(t) => {
+                    t.calls = t.calls.saturating_add(r.calls);
+                    t.seconds = t.seconds.max(r.seconds);
+                }
+                None => {
+                    self.times.insert(r.name.clone(), r);
+                }
+            }
+        }
+    }
+}
+
 /// The marker crate's view of region times.
 fn marker_totals(regions: &[RegionTime]) -> Vec<(&str, roofline_marker::Totals)> {
     let totals = |r: &RegionTime| roofline_marker::Totals {
@@ -159,45 +197,16 @@ impl Collector {
             return out;
         };
         let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        // Sessions in the order they were written where names tie (pid, thread, sequence).
+        // A fixed order (file names: kind, pid, thread, sequence): the "first" session of a
+        // name is the same whoever reads the directory.
         paths.sort();
         for path in paths {
             let data = std::fs::read(&path).ok();
             let _ = std::fs::remove_file(&path);
-            let is_points = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(POINTS_PREFIX));
-            if is_points {
-                let Some(doc) = data.and_then(|d| serde_json::from_slice::<SessionPoints>(&d).ok()) else {
-                    out.bad += 1;
-                    continue;
-                };
-                for p in doc.points {
-                    match out.counted.get_mut(&p.name) {
-                        Some(c) => c.1 += 1,
-                        None => {
-                            out.counted.insert(p.name.clone(), (p, 1, doc.counting.clone()));
-                        }
-                    }
-                }
-                continue;
-            }
-            let Some(doc) = data.and_then(|d| serde_json::from_slice::<SessionTimes>(&d).ok()) else {
-                // A temporary file of a write cut short, or not ours.
-                out.bad += 1;
-                continue;
-            };
-            for r in doc.regions {
-                match out.times.get_mut(&r.name) {
-                    Some(t) => {
-                        t.calls += r.calls;
-                        t.seconds = t.seconds.max(r.seconds);
-                    }
-                    None => {
-                        out.times.insert(r.name.clone(), r);
-                    }
-                }
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            match data {
+                Some(d) => out.add_file(name, &d),
+                None => out.bad += 1,
             }
         }
         out
@@ -308,5 +317,58 @@ mod tests {
         );
         assert_eq!(taken.counted["axpy"].1, 1);
         assert!(c.take_run().counted.is_empty());
+    }
+
+    /// Files cut short, bytes flipped, random bytes: counted as bad or read, never a panic
+    /// (fuzz/fuzz_targets/region_files.rs does the same with a fuzzer).
+    #[test]
+    fn damaged_files_are_counted_never_a_panic() {
+        let mut next = crate::util::xorshift(0xbad);
+        let times = roofline_marker::region_times_json(
+            3,
+            &[(
+                "a\"b",
+                roofline_marker::Totals {
+                    calls: u64::MAX,
+                    seconds: 0.5,
+                },
+            )],
+        );
+        let m = crate::counters::Measurement {
+            seconds_samples: vec![0.25],
+            threads: 2,
+            ..Default::default()
+        };
+        let points = serde_json::to_vec(&SessionPoints {
+            thread: 3,
+            counting: "process".into(),
+            points: vec![m.into_point("r")],
+        })
+        .unwrap();
+        let mut run = TakenRun::default();
+        // Two sessions of u64::MAX calls saturate rather than wrap.
+        run.add_file("session-1", times.as_bytes());
+        run.add_file("session-2", times.as_bytes());
+        assert_eq!(run.times["a\"b"].calls, u64::MAX);
+        for i in 0..2000 {
+            let (name, good) = if i % 2 == 0 {
+                ("points-x", &points[..])
+            } else {
+                ("session-x", times.as_bytes())
+            };
+            let mut d = good.to_vec();
+            match next() % 3 {
+                0 => d.truncate((next() % d.len() as u64) as usize),
+                1 => {
+                    let at = (next() % d.len() as u64) as usize;
+                    d[at] = next() as u8;
+                }
+                _ => d = (0..next() % 64).map(|_| next() as u8).collect(),
+            }
+            let mut r = TakenRun::default();
+            r.add_file(name, &d);
+            assert!(r.bad <= 1);
+            assert!(r.bad == 0 || (r.times.is_empty() && r.counted.is_empty()));
+        }
     }
 }
