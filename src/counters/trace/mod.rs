@@ -456,6 +456,16 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             at.join(", ")
         ));
     }
+    if !r.stats.restart_hazards.is_empty() || r.stats.scratch_overwrites > 0 {
+        let at: Vec<String> = r.stats.restart_hazards.iter().map(|(t, a)| format!("thread {t} to {a:#x}")).collect();
+        notes.push(format!(
+            "TRACER INVARIANT BROKEN: {} move(s) of a thread with a system call restart pending ({}), {} scratch slot(s) \
+             found written: the program may have run wrongly under trace (please report)",
+            r.stats.restart_hazards.len(),
+            at.join(", "),
+            r.stats.scratch_overwrites
+        ));
+    }
     if r.stats.loop_count_errors > 0 {
         notes.push(format!("{} native loop trip counts were inexact", r.stats.loop_count_errors));
     }
@@ -499,6 +509,9 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "replayed_loops": r.stats.replayed_loops,
             "held_paths": r.stats.held_paths,
             "hold_timeouts": r.stats.hold_timeouts,
+            "interrupted_steps": r.stats.interrupted_steps,
+            "restart_hazards": r.stats.restart_hazards.len(),
+            "scratch_overwrites": r.stats.scratch_overwrites,
             "gaps": r.stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
         }),
     );
