@@ -273,6 +273,29 @@ pub fn restarted_syscall(regs: &libc::user_regs_struct) -> Option<libc::user_reg
     Some(r)
 }
 
+/// What a single-step stop (SIGTRAP after `PTRACE_SINGLESTEP`) says of the step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepStop {
+    /// The instruction stepped ran: the thread is at the next one.
+    Ran,
+    /// The instruction stepped is a system call that a signal interrupted while it slept (our
+    /// own SIGSTOP included): the kernel reports the step at the call's exit, but the call has
+    /// not completed and runs again from rip - 2 when the thread resumes. The registers with
+    /// that restart done: the thread is back at its `syscall`, where it was (a displaced copy's
+    /// `syscall` stays in its copy), and the same step is to be asked again.
+    Interrupted(libc::user_regs_struct),
+}
+
+/// Judge a single-step stop from the thread's registers. Moving rip on from an
+/// [`StepStop::Interrupted`] stop as if the call had returned runs the kernel's restart 2 bytes
+/// before the new rip: a SIGSEGV inside a scratch area (issue #36).
+pub fn judge_step_stop(regs: &libc::user_regs_struct) -> StepStop {
+    match restarted_syscall(regs) {
+        Some(r) => StepStop::Interrupted(r),
+        None => StepStop::Ran,
+    }
+}
+
 /// AT_ENTRY of a process from /proc/PID/auxv.
 pub fn auxv_entry(pid: Pid) -> Option<u64> {
     let data = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
@@ -532,5 +555,110 @@ mod tests {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(resolve_command(exe.to_str().unwrap()).unwrap(), exe);
         assert!(resolve_command("sh").is_ok());
+    }
+
+    /// A page holding `syscall; int3` (a displaced copy of a `syscall`, as xol.rs makes them),
+    /// mapped before the fork so the traced child has it at the same address.
+    fn syscall_copy_page() -> u64 {
+        // SAFETY: a fresh private anonymous mapping of one page; nothing else refers to it.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(page, libc::MAP_FAILED);
+        // SAFETY: the page is ours, writable and 4096 bytes long.
+        unsafe { std::ptr::copy_nonoverlapping([0x0fu8, 0x05, 0xcc].as_ptr(), page.cast::<u8>(), 3) };
+        page as u64
+    }
+
+    /// The crash's sequence, on the real kernel: a thread single-stepped through a displaced
+    /// `syscall` sleeps in read(2); our SIGSTOP interrupts it. The step is reported at the
+    /// call's exit with the restart pending; judged `Interrupted`, the restart is done in place
+    /// and the same step asked again: the call sleeps again, completes when data comes, and
+    /// the thread leaves the copy at its `int3`. Moving rip on as the tracer did before (to
+    /// code elsewhere, as if the call had returned) makes the kernel restart 2 bytes before
+    /// that code: the child dies of SIGSEGV there.
+    #[test]
+    fn a_step_interrupted_inside_a_displaced_syscall_is_restarted_in_place() {
+        use nix::sys::wait::{WaitStatus, waitpid};
+        for move_on in [false, true] {
+            let page = syscall_copy_page();
+            let (r, w) = nix::unistd::pipe().unwrap();
+            // SAFETY: the child only calls async-signal-safe functions before it stops; from
+            // then on the parent drives it through ptrace and kills it.
+            let child = match unsafe { nix::unistd::fork() }.unwrap() {
+                nix::unistd::ForkResult::Child => {
+                    let _ = ptrace::traceme();
+                    let _ = signal::raise(Signal::SIGSTOP);
+                    // SAFETY: never reached while traced; leaves without running Rust destructors.
+                    unsafe { libc::_exit(3) }
+                }
+                nix::unistd::ForkResult::Parent { child } => child,
+            };
+            assert!(matches!(waitpid(child, None), Ok(WaitStatus::Stopped(_, Signal::SIGSTOP))));
+            let at_stop = ptrace::getregs(child).unwrap();
+            let mut regs = at_stop;
+            regs.rip = page;
+            regs.rax = libc::SYS_read as u64;
+            regs.orig_rax = u64::MAX;
+            regs.rdi = std::os::fd::AsRawFd::as_raw_fd(&r) as u64;
+            regs.rsi = at_stop.rsp - 512;
+            regs.rdx = 1;
+            ptrace::setregs(child, regs).unwrap();
+            ptrace::step(child, None).unwrap();
+            // Asleep in the call (not merely on its way there), however loaded the machine.
+            let t0 = std::time::Instant::now();
+            while !task_sleeps(child) {
+                assert!(t0.elapsed().as_secs() < 30, "the child never slept in read(2)");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert!(tgkill(child, child, Signal::SIGSTOP));
+            // The step's report comes first, at the call's exit, the restart pending.
+            assert!(matches!(waitpid(child, None), Ok(WaitStatus::Stopped(_, Signal::SIGTRAP))));
+            let stopped = ptrace::getregs(child).unwrap();
+            assert_eq!(stopped.rip, page + 2, "the step is reported at the call's exit");
+            let again = match judge_step_stop(&stopped) {
+                StepStop::Interrupted(again) => again,
+                StepStop::Ran => panic!("an interrupted read judged complete: {stopped:x?}"),
+            };
+            assert_eq!((again.rip, again.rax, again.orig_rax), (page, libc::SYS_read as u64, u64::MAX));
+            if move_on {
+                // The old way: on to "the code after the copy" (here 16 zero bytes further).
+                let mut moved = stopped;
+                moved.rip = page + 18;
+                ptrace::setregs(child, moved).unwrap();
+            } else {
+                ptrace::setregs(child, again).unwrap();
+            }
+            ptrace::step(child, None).unwrap();
+            // Our SIGSTOP, still pending, stops it before anything runs; suppressed, the step
+            // goes on and the call sleeps again until a byte comes.
+            assert!(matches!(waitpid(child, None), Ok(WaitStatus::Stopped(_, Signal::SIGSTOP))));
+            ptrace::step(child, None).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            assert_eq!(nix::unistd::write(&w, b"x").unwrap(), 1);
+            let end = waitpid(child, None).unwrap();
+            let after = ptrace::getregs(child).ok();
+            let _ = signal::kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+            // SAFETY: the page was mapped above and no one uses it any more.
+            unsafe { libc::munmap(page as *mut libc::c_void, 4096) };
+            if move_on {
+                assert!(
+                    matches!(end, WaitStatus::Stopped(_, Signal::SIGSEGV)),
+                    "moving rip on with the restart pending runs the restart at rip - 2: {end:?} {after:x?}"
+                );
+            } else {
+                assert!(matches!(end, WaitStatus::Stopped(_, Signal::SIGTRAP)), "{end:?}");
+                let after = after.unwrap();
+                assert_eq!((after.rip, after.rax), (page + 2, 1), "the read completed with its byte: {after:x?}");
+            }
+        }
     }
 }

@@ -2182,14 +2182,10 @@ impl<'s> Tracer<'s> {
             let step = th.step;
             let si = th.space;
             if step != StepKind::None
-                && let Some(restart) = sys::restarted_syscall(&regs)
+                && let sys::StepStop::Interrupted(restart) = sys::judge_step_stop(&regs)
             {
-                // The step stopped at the exit of a system call that a signal interrupted
-                // (rax -ERESTART…): the kernel reports the step there, but the call has not
-                // completed and would run again at rip - 2 when resumed. Nothing after it
-                // ran: restart it here, where it is (a displaced copy's `syscall` stays in its
-                // copy), and ask the same step again. Moving rip on as if the call had
-                // returned put the restart 2 bytes before the new rip (issue #36).
+                // Nothing after the interrupted call ran: restart it where it is and ask the
+                // same step again (its instruction was counted when the step was asked).
                 self.stats.interrupted_steps += 1;
                 if ptrace::setregs(pid, restart).is_ok() {
                     self.step(pid, None);
