@@ -175,8 +175,7 @@ impl CpuidFacts {
         let hypervisor = flags.contains("hypervisor").then(|| {
             let [_, b, c, d] = src.cpuid(0x4000_0000, 0);
             let bytes: Vec<u8> = [b, c, d].iter().flat_map(|r| r.to_le_bytes()).collect();
-            let s = String::from_utf8_lossy(&bytes).trim_matches(char::from(0)).trim().to_string();
-            if s.is_empty() { "unknown".to_string() } else { s }
+            hypervisor_name(String::from_utf8_lossy(&bytes).trim_matches(char::from(0)).trim())
         });
         let base_mhz = (max_basic >= 0x16 && vendor == "GenuineIntel")
             .then(|| src.cpuid(0x16, 0)[0] & 0xffff)
@@ -242,9 +241,42 @@ impl CpuidFacts {
     }
 }
 
+/// The hypervisor's name from its 12-byte CPUID signature (leaf 0x4000_0000): `KVMKVMKVM` is
+/// KVM, said once. Names as raw-cpuid's `Hypervisor` gives them for the live CPU; an unknown
+/// signature is kept as it is, "unknown" when empty.
+pub fn hypervisor_name(signature: &str) -> String {
+    let known = [
+        ("KVMKVMKVM", "KVM"),
+        ("Linux KVM Hv", "KVM (Hyper-V enlightenments)"),
+        ("Microsoft Hv", "HyperV"),
+        ("VMwareVMware", "VMware"),
+        ("XenVMMXenVMM", "Xen"),
+        ("TCGTCGTCGTCG", "QEMU"),
+        ("bhyve bhyve", "Bhyve"),
+        ("ACRNACRNACRN", "ACRN"),
+        ("QNXQVMBSQG", "QNX"),
+        ("lrpepyh  vr", "Parallels"),
+        ("VBoxVBoxVBox", "VirtualBox"),
+    ];
+    let sig = signature.trim_matches(char::from(0)).trim();
+    match known.iter().find(|(s, _)| *s == sig) {
+        Some((_, name)) => (*name).to_string(),
+        None if sig.is_empty() => "unknown".to_string(),
+        None => sig.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hypervisors_are_named_once() {
+        assert_eq!(hypervisor_name("KVMKVMKVM"), "KVM");
+        assert_eq!(hypervisor_name("Microsoft Hv"), "HyperV");
+        assert_eq!(hypervisor_name(""), "unknown");
+        assert_eq!(hypervisor_name("NewHV"), "NewHV");
+    }
     use std::collections::BTreeMap;
 
     struct Fake(BTreeMap<(u32, u32), [u32; 4]>);

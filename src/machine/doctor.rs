@@ -117,7 +117,7 @@ pub struct Diagnosis {
     pub platform: Option<String>,
     /// How the platform was chosen: `cpuid` or `--platform`.
     pub platform_source: Option<String>,
-    /// CPUID's hypervisor vendor (`KVMKVMKVM`, `Microsoft Hv`), when in a VM.
+    /// CPUID's hypervisor, named (`KVM`, `HyperV`), when in a VM.
     pub hypervisor: Option<String>,
     pub capabilities: Vec<Capability>,
     pub events: Vec<EventTrial>,
@@ -648,7 +648,7 @@ impl Env<'_, '_> {
             Some(h) if h.contains("VMware") => {
                 "this is a VMware guest: enable \"Virtualize CPU performance counters\" (vhv/vpmc.enable = TRUE) in the VM's CPU settings"
             }
-            Some(h) if h.contains("Microsoft") => {
+            Some(h) if h.contains("Microsoft") || h.contains("HyperV") => {
                 "this is a Hyper-V guest: `Set-VMProcessor -Perfmon @(\"ipebs\",\"pmu\")` on the host (Windows Server 2022 / Azure: only some VM sizes)"
             }
             Some(h) if h.contains("Xen") => "this is a Xen guest: boot the domain with `vpmu=on` (Xen command line) ",
@@ -1336,7 +1336,7 @@ mod tests {
             path: vec![],
             platform: Some(Platform::load("zen4").unwrap()),
             platform_from_option: true,
-            hypervisor: Some("KVMKVMKVM".into()),
+            hypervisor: Some("KVM".into()),
             probe: &probe,
             simulated: None,
         });
