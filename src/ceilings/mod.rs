@@ -109,12 +109,54 @@ impl Ceilings {
         r
     }
 
+    /// Bandwidth roofs out of order: per measured thread count, each cache level whose best
+    /// core-side roof is not above the next outer level's (`L3 20.0 GB/s is not above DRAM's
+    /// 21.9 GB/s`). A level measured at a working set it does not serve (a guest given a slice
+    /// of a large L3) reads as the level beyond it; such a roof is never used silently.
+    pub fn disorder(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for &t in &self.threads {
+            let roofs = self.roofs(t).bandwidth_gbs;
+            let mut levels: Vec<(&String, f64)> = roofs.iter().map(|(k, v)| (k, *v)).collect();
+            levels.sort_by_key(|(k, _)| level_rank(k));
+            for w in levels.windows(2) {
+                let ((inner, a), (outer, b)) = (w[0], w[1]);
+                if a <= b {
+                    let ws = self
+                        .bandwidth
+                        .iter()
+                        .filter(|c| c.threads == t && c.level.eq_ignore_ascii_case(inner))
+                        .map(|c| c.working_set_per_thread_bytes)
+                        .max()
+                        .unwrap_or(0);
+                    out.push(format!(
+                        "{} roof {a:.1} GB/s is not above {}'s {b:.1} GB/s (×{t}, measured at {} per thread): that level does \
+                         not serve this working set here; re-measure with `roofline ceilings --refresh`",
+                        inner.to_ascii_uppercase(),
+                        outer.to_ascii_uppercase(),
+                        crate::util::fmt_bytes(ws as f64)
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// Whether these ceilings answer `opts` (same machine checked separately).
     fn covers(&self, opts: &Options) -> bool {
         (!self.quick || opts.quick)
             && opts.threads.iter().all(|t| self.threads.contains(&(*t as u32)))
             && (!opts.sweep || self.sweep.is_some())
     }
+}
+
+/// Order of memory levels from the core out: `l1` < `l2` < `l3` < … < `dram`.
+fn level_rank(level: &str) -> u32 {
+    let l = level.to_ascii_lowercase();
+    if l == "dram" {
+        return u32::MAX;
+    }
+    l.strip_prefix('l').and_then(|n| n.parse().ok()).unwrap_or(u32::MAX - 1)
 }
 
 /// `$XDG_CACHE_HOME/roofline/ceilings.json`, else `~/.cache/roofline/ceilings.json`.
@@ -172,7 +214,12 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
     let path = cache_path();
     if let (Some(p), false) = (&path, refresh) {
         match read_cache(p, &host, opts) {
-            (CacheState::Usable, Some(c)) => return Ok(c),
+            (CacheState::Usable, Some(c)) if c.disorder().is_empty() => return Ok(c),
+            (CacheState::Usable, Some(c)) => {
+                for d in c.disorder() {
+                    eprintln!("roofline: cached ceilings {}: {d}; re-measuring", p.display());
+                }
+            }
             (CacheState::Corrupt(why), _) => eprintln!("roofline: ignoring corrupt ceilings cache {} ({why}); re-measuring", p.display()),
             (CacheState::OtherMachine { cached, here }, _) => {
                 eprintln!(
@@ -185,6 +232,10 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
         }
     }
     let c = measure(&host, opts)?;
+    // Still out of order after the re-measure: said on every command that uses them.
+    for d in c.disorder() {
+        eprintln!("roofline: warning: {d}");
+    }
     if let Some(p) = &path {
         let written =
             p.parent().map(std::fs::create_dir_all).transpose().is_ok() && crate::util::write_atomic(p, c.to_json().as_bytes()).is_ok();
@@ -193,6 +244,61 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
         }
     }
     Ok(c)
+}
+
+/// A cache level whose roof came out no higher than the next outer level's was measured where
+/// it does not serve (CPUID's size is the socket's, the guest gets a slice; or the level's far
+/// part is slower): measure it again at a quarter of the working set, down to twice the inner
+/// level's share, until it is above the outer roof. Its ceilings are replaced and a note says
+/// at what size it served.
+fn remeasure_disordered(
+    bw: &mut Vec<bandwidth::BandwidthCeiling>,
+    plan: &[(usize, Vec<(String, u64)>)],
+    variant: roofline_kernels::Variant,
+    budget: Budget,
+    seed: u64,
+    notes: &mut Vec<String>,
+) {
+    let best = |bw: &[bandwidth::BandwidthCeiling], level: &str, t: usize| {
+        bw.iter()
+            .filter(|b| b.threads as usize == t && b.level == level && !b.kernel.contains("_nt"))
+            .map(|b| b.gbs)
+            .fold(0.0f64, f64::max)
+    };
+    for (t, sizes) in plan {
+        for (k, (level, nominal)) in sizes.iter().enumerate() {
+            let (Some((outer, _)), true) = (sizes.get(k + 1), level != "DRAM") else { continue };
+            let outer_gbs = best(bw, outer, *t);
+            let floor = if k == 0 { 4096 } else { 2 * sizes[k - 1].1 };
+            let before = best(bw, level, *t);
+            if before > outer_gbs {
+                continue;
+            }
+            let mut size = *nominal;
+            for _ in 0..3 {
+                size /= 4;
+                if size <= floor {
+                    break;
+                }
+                let again: Vec<_> = bandwidth::LEVEL_KERNELS
+                    .iter()
+                    .filter_map(|op| bandwidth::measure(*op, variant, level, size, *t, budget, seed).ok())
+                    .collect();
+                let gbs = again.iter().filter(|b| !b.kernel.contains("_nt")).map(|b| b.gbs).fold(0.0f64, f64::max);
+                if gbs > outer_gbs {
+                    bw.retain(|b| !(b.threads as usize == *t && b.level == *level));
+                    bw.extend(again);
+                    notes.push(format!(
+                        "{level} ×{t}: measured at {} per thread, where it serves; at the nominal {} (half of CPUID's \
+                         share) it read {before:.1} GB/s, not above {outer}'s {outer_gbs:.1} GB/s",
+                        crate::util::fmt_bytes(size as f64),
+                        crate::util::fmt_bytes(*nominal as f64)
+                    ));
+                    break;
+                }
+            }
+        }
+    }
 }
 
 fn seed() -> u64 {
@@ -318,6 +424,7 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
             }
         }
     }
+    remeasure_disordered(&mut bw_out, &plan, variant, budget, s0, &mut notes);
     let sweep = if opts.sweep {
         let t = opts.threads.first().copied().unwrap_or(1);
         let k = roofline_kernels::stream::StreamKernel {
@@ -411,6 +518,45 @@ mod tests {
             threads,
             sweep: false,
             progress: false,
+        }
+    }
+
+    /// The Emerald Rapids guest of issue #37: L3 measured at 150 MiB (half of CPUID's 300 MiB)
+    /// read 20.0 GB/s against DRAM's 21.9. Random ordered roofs pass; any one level pushed to
+    /// or below its outer neighbour is named, and only it.
+    #[test]
+    fn an_l3_roof_below_dram_is_named() {
+        let h = Host::detect();
+        let mut c = sample(&h);
+        let template = c.bandwidth[0].clone();
+        let bw = |level: &str, gbs: f64| BandwidthCeiling {
+            level: level.into(),
+            kernel: "daxpy".into(),
+            working_set_per_thread_bytes: 150 << 20,
+            gbs,
+            gbs_write_allocate: gbs,
+            gbs_best: gbs,
+            ..template.clone()
+        };
+        c.bandwidth = vec![bw("L1", 300.0), bw("L2", 130.0), bw("L3", 20.0), bw("DRAM", 21.9)];
+        let d = c.disorder();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("L3 roof 20.0 GB/s is not above DRAM's 21.9 GB/s") && d[0].contains("150.0 MiB"), "{d:?}");
+        let mut rng = roofline_kernels::stream::SplitMix(seed());
+        for _ in 0..200 {
+            // Ordered: each level 1.05× to 3× the next.
+            let dram = 5.0 + 50.0 * rng.next_f64().abs();
+            let l3 = dram * (1.05 + 2.0 * rng.next_f64().abs());
+            let l2 = l3 * (1.05 + 2.0 * rng.next_f64().abs());
+            let l1 = l2 * (1.05 + 2.0 * rng.next_f64().abs());
+            let mut v = [l1, l2, l3, dram];
+            c.bandwidth = ["L1", "L2", "L3", "DRAM"].iter().zip(v).map(|(l, g)| bw(l, g)).collect();
+            assert!(c.disorder().is_empty(), "{v:?}: {:?}", c.disorder());
+            let k = (rng.next_f64().abs() * 3.0) as usize % 3;
+            v[k] = v[k + 1] * (0.5 + 0.5 * rng.next_f64().abs());
+            c.bandwidth = ["L1", "L2", "L3", "DRAM"].iter().zip(v).map(|(l, g)| bw(l, g)).collect();
+            let d = c.disorder();
+            assert!(!d.is_empty() && d.iter().all(|m| m.starts_with(&format!("L{} roof", k + 1))), "{k} {v:?}: {d:?}");
         }
     }
 
