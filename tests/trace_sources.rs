@@ -222,3 +222,108 @@ fn without_lines(whole: &Value) -> Vec<String> {
         .flat_map(|rest| rest.split(';').next().unwrap_or("").split(", ").map(str::to_string))
         .collect()
 }
+
+/// `fixture` copied to where a dependency's sources lie (`DIR/.cargo/registry/src/INDEX/
+/// fmadep-0.1.0/src/NAME`), so that no frame at its instructions is the program's own: the
+/// case of `matrixmultiply`'s dgemm kernel, whose intrinsics used to take its flops.
+fn as_dependency(dir: &Path, fixture: &Path, name: &str) -> PathBuf {
+    let src = dir.join(".cargo/registry/src/index.crates.io-0000000000000000/fmadep-0.1.0/src");
+    std::fs::create_dir_all(&src).unwrap();
+    let to = src.join(name);
+    std::fs::copy(fixture, &to).unwrap();
+    to
+}
+
+fn fma_fixture(ext: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/trace/fma_intrinsics.{ext}"))
+}
+
+/// Traces `exe N REPS`: the flops on the fixture's `_mm256_fmadd_pd` line (2 per element and
+/// repetition, all of them), none on the intrinsic's own file, and the row's inline chain
+/// keeps the intrinsic's frame innermost (`intrinsic_frame` where the compiler gives it one).
+fn fma_lands_on_its_line(dir: &Path, exe: &Path, source: &Path, shown: &str, intrinsic_frame: bool) {
+    let n = random(1_000, 20_000, 31) / 4 * 4;
+    let reps = random(1, 4, 32);
+    let doc = measure(dir, &[exe.to_str().unwrap(), &n.to_string(), &reps.to_string()], &[]);
+    let whole = &doc["points"][0];
+    let lines = rows(whole, "by_line");
+    let want = format!("{shown}:{}", line_of(source, "the fma line"));
+    let at: Vec<&Value> = lines.iter().filter(|r| r["line"].as_str().unwrap().ends_with(&want)).collect();
+    assert_eq!(at.iter().map(|r| flops(r)).sum::<u64>(), 2 * n * reps, "{want} in {lines:#?}");
+    for r in lines {
+        let line = r["line"].as_str().unwrap();
+        if line.contains("core_arch") || line.contains("intrin.h") {
+            assert_eq!(flops(r), 0, "{r:#}");
+        }
+    }
+    // The chain: the chosen line is in it, the intrinsic innermost where it has a frame.
+    let chains = at[0]["chains"].as_array().unwrap();
+    let frames = chains[0]["frames"].as_array().unwrap();
+    assert!(
+        frames.iter().any(|f| f["line"].as_str().is_some_and(|l| l.ends_with(&want))),
+        "{frames:#?}"
+    );
+    let innermost = &frames[0];
+    if intrinsic_frame || frames.len() > 1 {
+        assert!(innermost["function"].as_str().unwrap().contains("_mm256_fmadd_pd"), "{frames:#?}");
+        let file = innermost["line"].as_str().unwrap();
+        assert!(file.contains("core_arch") || file.contains("intrin.h"), "{frames:#?}");
+    }
+}
+
+/// Rust `core::arch::x86_64` intrinsics under `#[target_feature(enable = "avx2,fma")]`: the
+/// flops land on the fixture's `_mm256_fmadd_pd` line, not on stdarch's `fma.rs`, both where
+/// the fixture is the program's own code and where it lies among dependencies.
+#[test]
+fn rust_intrinsics_land_on_the_calling_line() {
+    if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")) {
+        eprintln!("skipping: no AVX2/FMA here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let own = fma_fixture("rs");
+    let dep = as_dependency(dir.path(), &own, "main.rs");
+    for (source, shown, exe) in [(&own, "fma_intrinsics.rs", "own_rs"), (&dep, "fmadep-0.1.0/src/main.rs", "dep_rs")] {
+        let exe = dir.path().join(exe);
+        let built = std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args(["--edition", "2021", "-C", "opt-level=3", "-g", "-o"])
+            .arg(&exe)
+            .arg(source)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !built {
+            eprintln!("skipping: rustc failed");
+            return;
+        }
+        fma_lands_on_its_line(dir.path(), &exe, source, shown, true);
+    }
+}
+
+/// C `<immintrin.h>` `_mm256_fmadd_pd` (`cc -O2 -g -mfma -mavx2`): the flops land on the .c
+/// file's line, not in the compiler's `fmaintrin.h`, both where the file is the program's own
+/// and where it lies among dependencies (a `-sys` crate's C).
+#[test]
+fn c_intrinsics_land_on_the_calling_line() {
+    if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")) {
+        eprintln!("skipping: no AVX2/FMA here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let own = fma_fixture("c");
+    let dep = as_dependency(dir.path(), &own, "fma.c");
+    for (source, shown, exe) in [(&own, "fma_intrinsics.c", "own_c"), (&dep, "fmadep-0.1.0/src/fma.c", "dep_c")] {
+        let exe = dir.path().join(exe);
+        let built = std::process::Command::new("cc")
+            .args(["-O2", "-g", "-mfma", "-mavx2", "-o"])
+            .arg(&exe)
+            .arg(source)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !built {
+            eprintln!("skipping: cc failed (or there is none)");
+            return;
+        }
+        // clang's intrinsics are `__nodebug__`: no frame of their own there.
+        fma_lands_on_its_line(dir.path(), &exe, source, shown, false);
+    }
+}

@@ -25,13 +25,19 @@ pub mod tracer;
 pub mod xol;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use crate::counters::{Measurement, RegionMeasurement};
 use crate::error::{Error, Result};
 use crate::report::schema::level;
 use crate::report::{Flops, Provenance, Source};
+use sources::ChainFrame;
 use tally::Tally;
 use tracer::{DriverStats, Ending, Tracer};
+
+/// `extra.by_line[].chains`: the inline chains listed per row, most flops first; the count of
+/// the others is `chains_left_off`.
+const CHAINS_PER_LINE: usize = 8;
 
 /// What the trace counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -165,6 +171,9 @@ pub struct SourceLine {
     pub line: String,
     pub function: String,
     pub tally: Tally,
+    /// The row's work per inline chain (`Site::chain`: every frame, innermost first, the
+    /// row's own among them), most flops first.
+    pub chains: Vec<(Rc<[ChainFrame]>, Tally)>,
 }
 
 fn ending_to_result(argv0: &str, e: Ending) -> Result<()> {
@@ -191,14 +200,14 @@ fn collect(t: &mut Tracer<'_>) -> TraceResult {
     // Sites are interned per run, but two spaces (a fork, an exec) may resolve the same
     // place: sum by content.
     let mut by_function: BTreeMap<String, Tally> = BTreeMap::new();
-    let mut by_line: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    type Chains = BTreeMap<Rc<[ChainFrame]>, Tally>;
+    let mut by_line: BTreeMap<(String, String), (Tally, Chains)> = BTreeMap::new();
     for (site, tally) in t.per_site.values() {
         by_function.entry(site.function.to_string()).or_default().add_scaled(tally, 1);
         if let Some(line) = &site.line {
-            by_line
-                .entry((line.to_string(), site.function.to_string()))
-                .or_default()
-                .add_scaled(tally, 1);
+            let row = by_line.entry((line.to_string(), site.function.to_string())).or_default();
+            row.0.add_scaled(tally, 1);
+            row.1.entry(site.chain.clone()).or_default().add_scaled(tally, 1);
         }
     }
     let most_work_first = |a: &Tally, b: &Tally| b.flops_total().cmp(&a.flops_total()).then(b.instructions.cmp(&a.instructions));
@@ -206,7 +215,16 @@ fn collect(t: &mut Tracer<'_>) -> TraceResult {
     per_function.sort_by(|a, b| most_work_first(&a.1, &b.1));
     let mut per_line: Vec<SourceLine> = by_line
         .into_iter()
-        .map(|((line, function), tally)| SourceLine { line, function, tally })
+        .map(|((line, function), (tally, chains))| {
+            let mut chains: Vec<(Rc<[ChainFrame]>, Tally)> = chains.into_iter().collect();
+            chains.sort_by(|a, b| most_work_first(&a.1, &b.1));
+            SourceLine {
+                line,
+                function,
+                tally,
+                chains,
+            }
+        })
         .collect();
     per_line.sort_by(|a, b| most_work_first(&a.tally, &b.tally));
     let mut notes = Vec::new();
@@ -555,13 +573,22 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             .per_line
             .iter()
             .map(|l| {
-                serde_json::json!({
+                let mut row = serde_json::json!({
                     "line": l.line,
                     "function": l.function,
                     "instructions": l.tally.instructions,
                     "flops": l.tally.flops_total(),
                     "core_bytes": l.tally.core_load + l.tally.core_store,
-                })
+                    "chains": l.chains.iter().take(CHAINS_PER_LINE).map(|(frames, t)| serde_json::json!({
+                        "frames": frames.iter().map(|f| serde_json::json!({"function": &*f.function, "line": f.line.as_deref()})).collect::<Vec<_>>(),
+                        "instructions": t.instructions,
+                        "flops": t.flops_total(),
+                    })).collect::<Vec<_>>(),
+                });
+                if l.chains.len() > CHAINS_PER_LINE {
+                    row["chains_left_off"] = (l.chains.len() - CHAINS_PER_LINE).into();
+                }
+                row
             })
             .collect();
         put("by_line", lines.into());

@@ -481,16 +481,10 @@ impl Space {
                         let site = src.site(&p.path, &p.module, p.vaddr, symbol.as_deref());
                         src.intern(site)
                     }
-                    None => src.intern(Site {
-                        function: self.function_of(addr).0,
-                        line: None,
-                    }),
+                    None => src.intern(Site::symbol(self.function_of(addr).0)),
                 }
             }
-            None => Rc::new(Site {
-                function: self.function_of(addr).0,
-                line: None,
-            }),
+            None => Rc::new(Site::symbol(self.function_of(addr).0)),
         };
         if self.sources.is_some() {
             self.site_cache.insert(addr, site.clone());
@@ -1337,10 +1331,7 @@ impl<'s> Tracer<'s> {
             lockstep: Lockstep::new(std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "free-steps")),
             deferred: std::collections::VecDeque::new(),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
-            no_site: Rc::new(Site {
-                function: Rc::from(""),
-                line: None,
-            }),
+            no_site: Rc::new(Site::symbol(Rc::from(""))),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
             hold: None,
             hold_cooldown: 0,
@@ -4060,8 +4051,8 @@ mod tests {
 
     fn site(function: &str, line: Option<&str>) -> Rc<Site> {
         Rc::new(Site {
-            function: Rc::from(function),
             line: line.map(Rc::from),
+            ..Site::symbol(Rc::from(function))
         })
     }
 
