@@ -70,12 +70,14 @@ pub fn write_process(regions: &[RegionTime]) -> Result<()> {
     let Some(dir) = std::env::var_os(ENV).filter(|d| !d.is_empty()) else {
         return Ok(());
     };
+    let pid = std::process::id();
+    let path = std::path::Path::new(&dir).join(format!("session-{pid}-process.json"));
     if regions.is_empty() {
+        // Every region reset since the last write: none left to time.
+        let _ = std::fs::remove_file(&path);
         return Ok(());
     }
-    let pid = std::process::id();
     let doc = roofline_marker::region_times_json(i64::from(pid), &marker_totals(regions));
-    let path = std::path::Path::new(&dir).join(format!("session-{pid}-process.json"));
     crate::util::write_atomic(&path, doc.as_bytes())
 }
 
