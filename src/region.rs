@@ -186,10 +186,12 @@ pub struct Session {
     /// The reading at an end.
     now: Vec<RawCount>,
     notes: Vec<String>,
-    /// Under `measure`, write the counted regions' points when dropped. Off for the C ABI's
-    /// per-thread sessions: each holds one thread's share, which `measure` would report as
-    /// the region's (their merged totals go to ROOFLINE_OUTPUT at close).
-    hands_back_points: bool,
+    /// Under `measure`, write the regions' times and counted points when dropped. Off for
+    /// the C ABI's per-thread sessions: each holds one thread's share, which `measure` would
+    /// report as the region's, and an OpenMP pool's threads never drop theirs; the C ABI
+    /// writes the totals merged over threads itself (`write_c_times`, at close and at exit;
+    /// they also go to ROOFLINE_OUTPUT at close).
+    hands_back: bool,
     /// Counters opened on this thread count this thread only.
     _this_thread: PhantomData<*const ()>,
 }
@@ -283,7 +285,7 @@ impl Session {
             spare: Vec::new(),
             now: Vec::new(),
             notes,
-            hands_back_points: true,
+            hands_back: true,
             _this_thread: PhantomData,
         })
     }
@@ -328,7 +330,7 @@ impl Session {
             spare: Vec::new(),
             now: Vec::new(),
             notes: Vec::new(),
-            hands_back_points: true,
+            hands_back: true,
             _this_thread: PhantomData,
         }
     }
@@ -638,7 +640,7 @@ impl Drop for Session {
                 }
             }
         }
-        if !region_times::under_measure() {
+        if !region_times::under_measure() || !self.hands_back {
             return;
         }
         let times = self
@@ -659,7 +661,7 @@ impl Drop for Session {
         let _ = region_times::write_session(times);
         // Counted regions go to `measure --backend perf` too: its counters outside the
         // program count the whole run, this session's count each region.
-        if self.mode == Mode::Counters && self.hands_back_points {
+        if self.mode == Mode::Counters {
             let counting = match self.counting {
                 Counting::Process => "process",
                 Counting::ThisThread => "thread",
@@ -730,6 +732,9 @@ struct Global {
     /// in a regions-only build, and a program marks few names).
     totals: Vec<(String, Merged)>,
     warned: bool,
+    /// The process that initialised the API: only it writes region times at exit (a forked
+    /// child inherits the totals and the exit handler).
+    pid: u32,
 }
 
 impl Global {
@@ -757,6 +762,8 @@ struct Merged {
     counts: Vec<f64>,
     /// Thread ids that ran it, sorted.
     threads: Vec<u64>,
+    /// Each of those threads' summed seconds (same order).
+    thread_seconds: Vec<f64>,
 }
 
 fn global() -> &'static Mutex<Option<Global>> {
@@ -785,7 +792,7 @@ fn name_from_c(name: *const c_char) -> Option<String> {
 
 fn open_session(b: CBackend) -> Result<Session> {
     let mut s = open_backend_session(b)?;
-    s.hands_back_points = false;
+    s.hands_back = false;
     Ok(s)
 }
 
@@ -863,7 +870,10 @@ pub extern "C" fn roofline_marker_init() -> c_int {
                     notes,
                     totals: Vec::new(),
                     warned: false,
+                    pid: std::process::id(),
                 });
+                drop(g);
+                write_c_times_at_exit();
                 return 0;
             }
             Err(e) => (CBackend::TimeOnly, Some(e.to_string().replace('\n', ";"))),
@@ -875,11 +885,14 @@ pub extern "C" fn roofline_marker_init() -> c_int {
         notes: Vec::new(),
         totals: Vec::new(),
         warned: false,
+        pid: std::process::id(),
     };
     if let Some(msg) = failure {
         warn_once(&mut st, &format!("{msg} (regions keep wall time only)"));
     }
     *g = Some(st);
+    drop(g);
+    write_c_times_at_exit();
     -1
 }
 
@@ -993,8 +1006,12 @@ fn merge_call(name: String, seconds: f64, counts: Vec<f64>) -> c_int {
     let m = &mut g.totals[i].1;
     m.calls += 1;
     m.seconds += seconds;
-    if let Err(at) = m.threads.binary_search(&tid) {
-        m.threads.insert(at, tid);
+    match m.threads.binary_search(&tid) {
+        Ok(at) => m.thread_seconds[at] += seconds,
+        Err(at) => {
+            m.threads.insert(at, tid);
+            m.thread_seconds.insert(at, seconds);
+        }
     }
     if m.counts.len() < counts.len() {
         m.counts.resize(counts.len(), 0.0);
@@ -1003,6 +1020,44 @@ fn merge_call(name: String, seconds: f64, counts: Vec<f64>) -> c_int {
         *a += c;
     }
     0
+}
+
+/// Under `roofline measure`, the region times of the whole process, merged over threads
+/// (`region_times::write_process`): a region's calls are every begin of every thread, as the
+/// tracer counts them, and its seconds the longest thread's.
+fn write_c_times(g: &Global) {
+    if g.pid != std::process::id() {
+        return;
+    }
+    let times: Vec<region_times::RegionTime> = g
+        .totals
+        .iter()
+        .map(|(name, m)| region_times::RegionTime {
+            name: name.clone(),
+            calls: m.calls,
+            seconds: m.thread_seconds.iter().copied().fold(0.0, f64::max),
+        })
+        .collect();
+    // Nobody to tell (at exit): a time not written is missing in the report, which says so.
+    let _ = region_times::write_process(&times);
+}
+
+/// Under `roofline measure`, write the merged region times again when the process exits
+/// (a program that never calls `roofline_marker_close`, or marks regions after it).
+fn write_c_times_at_exit() {
+    extern "C" fn at_exit() {
+        // Another thread may hold the lock while the process exits: skip rather than wait.
+        if let Ok(g) = global().try_lock()
+            && let Some(g) = g.as_ref()
+        {
+            write_c_times(g);
+        }
+    }
+    if region_times::under_measure() {
+        // SAFETY: registers a plain function of this library; glibc runs it at exit (or when
+        // the library is unloaded, `atexit` being bound to the calling object's handle).
+        unsafe { nix::libc::atexit(at_exit) };
+    }
 }
 
 /// Forget a region's totals (LIKWID_MARKER_RESET).
@@ -1100,14 +1155,20 @@ fn write_region(m: &Merged, nevents: *mut c_int, events: *mut c_double, time: *m
 pub extern "C" fn roofline_marker_close() -> c_int {
     let g = global().lock().unwrap_or_else(|e| e.into_inner());
     let Some(g) = g.as_ref() else { return 0 };
-    let mut report = Report::new(
-        serde_json::json!({ "microarchitecture": perf::identify_platform().map(|p| p.key) }),
-        Environment {
-            tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            command_line: std::env::args().collect(),
-            ..Environment::default()
-        },
-    );
+    write_c_times(g);
+    // The report (and the CPU identification it names) only when it is asked for: under the
+    // trace backend everything the program runs is counted, this too.
+    let output = std::env::var("ROOFLINE_OUTPUT").ok().filter(|p| !p.is_empty());
+    let mut report = output.as_ref().map(|_| {
+        Report::new(
+            serde_json::json!({ "microarchitecture": perf::identify_platform().map(|p| p.key) }),
+            Environment {
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                command_line: std::env::args().collect(),
+                ..Environment::default()
+            },
+        )
+    });
     for (name, m) in &g.totals {
         let mut line = format!(
             "roofline region {name}: {} calls on {} threads, {:.6} s",
@@ -1124,6 +1185,7 @@ pub extern "C" fn roofline_marker_close() -> c_int {
             line += " (SIMULATED PMU, a test instrument)";
         }
         eprintln!("{line}");
+        let Some(report) = report.as_mut() else { continue };
         let mut meas = Measurement {
             provenance: Some(Provenance {
                 flops: None,
@@ -1145,8 +1207,7 @@ pub extern "C" fn roofline_marker_close() -> c_int {
         meas.extra.insert("counts".into(), serde_json::Value::Object(counts));
         report.points.push(meas.into_point(name.clone()));
     }
-    if let Ok(path) = std::env::var("ROOFLINE_OUTPUT")
-        && !path.is_empty()
+    if let (Some(path), Some(report)) = (output, report)
         && let Err(e) = crate::util::write_atomic(Path::new(&path), report.to_json().as_bytes())
     {
         eprintln!("roofline: ROOFLINE_OUTPUT={path}: {e}");

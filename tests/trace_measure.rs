@@ -8,8 +8,8 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The region markers of the roofline library, defined the way fp_known.c does: only code
-/// between them is counted.
+/// The region markers of the roofline library, defined the way fp_known.c does: each test's
+/// work lies between them (the whole run, also counted, adds the start-up around it).
 const MARKERS: &str = r#"
 __attribute__((noinline, used)) void roofline_region_begin(const char *name) { __asm__ volatile("" ::"r"(name)); }
 __attribute__((noinline, used)) void roofline_region_end(const char *name) { __asm__ volatile("" ::"r"(name)); }
@@ -65,9 +65,15 @@ fn size(lo: u64, hi: u64, salt: u64) -> u64 {
     n
 }
 
-/// `roofline measure --backend trace ARGS -o m.json -- CMD`: the report's only point, and
-/// roofline's stdout.
+/// `roofline measure --backend trace ARGS -o m.json -- CMD`: the report's first point (the
+/// whole run), and roofline's stdout.
 fn measure(dir: &Path, args: &[&str], cmd: &[&str]) -> (Value, String) {
+    let (doc, stdout) = measure_doc(dir, args, cmd);
+    (doc["points"][0].clone(), stdout)
+}
+
+/// [`measure`]'s whole report (the whole run's point, then one per region).
+fn measure_doc(dir: &Path, args: &[&str], cmd: &[&str]) -> (Value, String) {
     let out = dir.join("m.json");
     let a = roofline()
         .args(["measure", "--backend", "trace"])
@@ -81,7 +87,7 @@ fn measure(dir: &Path, args: &[&str], cmd: &[&str]) -> (Value, String) {
     let o = a.get_output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    (v["points"][0].clone(), String::from_utf8_lossy(&o.stdout).into_owned())
+    (v, String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 fn row<'a>(p: &'a Value, name: &str) -> &'a Value {
@@ -274,11 +280,12 @@ fn memory_mode_notes_once_and_names_the_policy() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = cc(dir.path(), PREFETCH, "pfm", &[]) else { return };
     let n = size(50, 400, 6);
-    let (p, stdout) = measure(
+    let (doc, stdout) = measure_doc(
         dir.path(),
         &["--trace", "memory", "--cache", "L1=32KiB:8:plru,L2=1MiB:16,L3=4MiB:16:inclusive"],
         &[exe.to_str().unwrap(), &n.to_string()],
     );
+    let p = &doc["points"][0];
     assert_eq!(p["extra"]["prefetch_bytes"].as_u64(), Some(64 * n));
     let notes: Vec<&str> = p["provenance"]["notes"]
         .as_array()
@@ -297,9 +304,20 @@ fn memory_mode_notes_once_and_names_the_policy() {
         sim[0]
     );
     assert_eq!(stdout.matches("cache traffic simulated").count(), 1, "{stdout}");
-    // The n prefetched lines were never touched before the region: each is filled into L1.
-    let l2 = p["bytes"]["l2"].as_f64().unwrap() as u64;
+    // The n prefetched lines were never touched before the region: each is filled into L1
+    // inside its window (the whole run also has the start-up's lines).
+    let r = doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "r")
+        .expect("region r");
+    let l2 = r["bytes"]["l2"].as_f64().unwrap() as u64;
     assert!(l2 >= 64 * n && l2 <= 64 * n + 64 * 64, "l2 {l2} for {n} prefetched lines");
+    assert!(
+        p["bytes"]["l2"].as_f64().unwrap() as u64 >= l2,
+        "the whole run has the region's lines"
+    );
 }
 
 #[test]

@@ -85,10 +85,18 @@ fn rayon_closures_get_their_own_work_and_line() {
     // Every flop is somewhere, once.
     let total = whole["flops"]["total"].as_f64().unwrap() as u64;
     assert_eq!(functions.iter().map(flops).sum::<u64>(), total);
-    assert_eq!(
-        lines.iter().map(flops).sum::<u64>(),
-        total,
-        "all flops are in code with line tables"
+    // The whole run counts x and y made with libm's sin and cos too, outside the regions: a
+    // system library, usually without line tables. Every other flop is on a line.
+    let in_libm: u64 = functions
+        .iter()
+        .filter(|r| r["function"].as_str().unwrap().contains("libm.so"))
+        .map(flops)
+        .sum();
+    assert!(in_libm > 0, "sin and cos of 2·n values: {functions:#?}");
+    let on_lines = lines.iter().map(flops).sum::<u64>();
+    assert!(
+        on_lines + in_libm >= total && on_lines <= total,
+        "all flops outside libm are in code with line tables: {on_lines} on lines, {in_libm} in libm, {total} in all"
     );
     // The daxpy closure (`*y += a * x`, inlined into rayon's helper): its own row, 2·n per call.
     let daxpy: Vec<&Value> = functions

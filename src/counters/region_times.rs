@@ -10,6 +10,12 @@
 //! A session is per thread. When several threads mark the same region name in one run (each
 //! its share, as the C marker API allows), the region's time in that run is the longest
 //! thread's: their windows overlap, and the region lasts as long as its slowest share.
+//!
+//! A region's calls in a run are every begin of every thread (the files' calls summed), as
+//! the tracer counts them. The C marker API's per-thread sessions write nothing themselves
+//! (an OpenMP pool's threads never exit, so their sessions are never dropped): the API writes
+//! its totals merged over threads in one file per process ([`write_process`]), at
+//! `roofline_marker_close` and again at exit.
 
 #[cfg(feature = "trace")]
 use std::collections::BTreeMap;
@@ -54,6 +60,25 @@ pub fn under_measure() -> bool {
 /// a session being dropped has no one to report to.
 pub fn write_session(regions: Vec<RegionTime>) -> Result<()> {
     roofline_marker::write_region_times(&marker_totals(&regions)).map_err(|e| Error::io("writing region times", e))
+}
+
+/// Write the region times of the whole process (the C marker API's totals merged over its
+/// threads: calls summed, seconds the longest thread's) into the directory [`ENV`] names, as
+/// one file per process that each call rewrites: written at close and again at exit, it is
+/// counted once. Nothing when unset or empty.
+pub fn write_process(regions: &[RegionTime]) -> Result<()> {
+    let Some(dir) = std::env::var_os(ENV).filter(|d| !d.is_empty()) else {
+        return Ok(());
+    };
+    let pid = std::process::id();
+    let path = std::path::Path::new(&dir).join(format!("session-{pid}-process.json"));
+    if regions.is_empty() {
+        // Every region reset since the last write: none left to time.
+        let _ = std::fs::remove_file(&path);
+        return Ok(());
+    }
+    let doc = roofline_marker::region_times_json(i64::from(pid), &marker_totals(regions));
+    crate::util::write_atomic(&path, doc.as_bytes())
 }
 
 /// The regions one session counted with its own counters (`roofline::Session` with perf

@@ -144,6 +144,8 @@ struct Space {
     missed_pages: FastSet,
     threads: usize,
     entered: bool,
+    /// Count only while `depth > 0`: between the forked child's markers (`run_forked`). A
+    /// command's named regions leave it off (the whole run is counted).
     region_mode: bool,
     depth: i64,
     /// Every instruction is single-stepped (memory and reference modes), not just blocks.
@@ -3003,7 +3005,10 @@ impl<'s> Tracer<'s> {
                 let begin = sp.syms.lookup("roofline_region_begin");
                 let end = sp.syms.lookup("roofline_region_end");
                 if let (Some(b), Some(e)) = (begin, end) {
-                    sp.region_mode = true;
+                    // The region API's markers: counting stays on for the whole run (its
+                    // point counts every instruction, as perf does); each name's window is
+                    // the difference of two snapshots (`regions.rs`). Only the forked
+                    // child's markers bound counting itself (`region_mode`).
                     sp.named_markers = true;
                     sp.bps.entry(b).or_default().begin = true;
                     sp.bps.entry(e).or_default().end = true;
