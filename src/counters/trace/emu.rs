@@ -1844,6 +1844,13 @@ impl Emu {
         true
     }
 
+    /// Opmask register k`k` as the next instruction reads it, when known (the run-ahead reads
+    /// the masks of masked instructions before stepping them, `Tracer::run_ahead_from`).
+    pub fn opmask(&mut self, k: u8) -> Option<u64> {
+        self.kregs.get(usize::from(k))?;
+        self.kread(usize::from(k))
+    }
+
     /// Opmask register k`n` when known.
     fn kread(&mut self, n: usize) -> Option<u64> {
         if self.kregs[n].fresh {

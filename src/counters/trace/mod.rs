@@ -499,6 +499,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "replayed_loops": r.stats.replayed_loops,
             "held_paths": r.stats.held_paths,
             "hold_timeouts": r.stats.hold_timeouts,
+            "step_through_causes": r.stats.step_through_causes,
+            "path_ends": r.stats.path_ends,
             "gaps": r.stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
         }),
     );

@@ -110,6 +110,9 @@ struct Block {
     stat: Tally,
     masked: Vec<(usize, MaskSrc)>,
     needs_step: bool,
+    /// `needs_step` only because a mask is written inside the block: the emulator may compute
+    /// each masked instruction's mask from the registers at entry instead (flops mode).
+    emu_masks: bool,
     succ: Vec<u64>,
     exit: Exit,
     induction: Option<Induction>,
@@ -556,6 +559,7 @@ impl Space {
             && self.insn_at(block.end, factory).next() > t
         {
             block.needs_step = true;
+            block.emu_masks = false;
             self.bps.entry(t).or_default().inside = true;
         }
         let block = Rc::new(block);
@@ -640,6 +644,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
     let mut stat = Tally::default();
     let mut masked = Vec::new();
     let mut needs_step = false;
+    let mut tiles = false;
     let mut kstate: [MaskSrc; 8] = std::array::from_fn(|k| MaskSrc::Entry(k as u8));
     let mut kwritten = [false; 8];
     let mut rep = false;
@@ -648,6 +653,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
         // each tile instruction (`step_one`).
         if insn.tile.is_some_and(|t| t.shaped()) {
             needs_step = true;
+            tiles = true;
         }
         if let Some(k) = insn.mask {
             let src = kstate[k as usize];
@@ -802,6 +808,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
         stat,
         masked,
         needs_step,
+        emu_masks: needs_step && !tiles,
         succ,
         exit,
         induction,
@@ -936,6 +943,8 @@ struct RunAhead {
     first: Rc<Block>,
     /// The blocks run after it, in order, with repeats: counted at the trap.
     members: Vec<Rc<Block>>,
+    /// Per member, the opmask values of its masked instructions (empty for unmasked blocks).
+    member_masks: Vec<Vec<Option<u64>>>,
     /// The addresses control leaves the path to (the exit, and the successors the path does
     /// not take that are not on it): their breakpoints go in.
     keep: Vec<u64>,
@@ -1201,6 +1210,16 @@ pub struct DriverStats {
     pub held_paths: u64,
     /// Holds given up because another thread did not stop in time (run-ahead skipped there).
     pub hold_timeouts: u64,
+    /// Why each block was stepped through, by cause (`step_throughs` split up).
+    pub step_through_causes: std::collections::BTreeMap<&'static str, u64>,
+    /// Why each run-ahead path ended (or why none was run at a block trap), by cause.
+    pub path_ends: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl DriverStats {
+    fn path_end(&mut self, why: &'static str) {
+        *self.path_ends.entry(why).or_insert(0) += 1;
+    }
 }
 
 /// What one traced thread did: counted work, and how the tracer let it run.
@@ -3096,15 +3115,25 @@ impl<'s> Tracer<'s> {
         if !sp.blocks.contains_key(&pc) {
             block = sp.block_at(pc, f);
         }
-        if block.needs_step || unresolved {
-            // Step through it: one instruction at a time, masks read before each.
-            self.stats.step_throughs += 1;
-            let (start, end) = (block.start, block.end);
-            self.count_one(pid, si, pc, &regs);
-            self.step_block(pid, si, pc, regs, Then::Through { start, end });
+        // An exit not computable from the registers at entry (a computed `goto` whose target
+        // the block loads, a `ret` after the block moved rsp in a way not followed): the
+        // run-ahead's emulator may compute it, from the same registers and memory, exactly or
+        // not at all; the block is stepped through only where it does not.
+        // A mask written inside the block: computed by the emulator where it can be.
+        let Some(masks) = self.masks_at(pid, si, &block, &regs) else {
+            let why = if block.emu_masks && self.mode == TraceMode::Flops {
+                "masks unknown to the emulator"
+            } else {
+                "masks, tiles or a branch into an instruction"
+            };
+            self.step_through(pid, si, pc, &block, regs, why);
+            return;
+        };
+        let emulate_exit = unresolved && !block.rep && !sticky;
+        if unresolved && !emulate_exit {
+            self.step_through(pid, si, pc, &block, regs, "exit unknown (rep, sticky)");
             return;
         }
-        let masks = self.masks_for(pid, &block);
         let sp = &mut self.spaces[si];
         // A counted single-block loop on a single thread: run it natively to its exit.
         let memory = self.mode == TraceMode::Memory;
@@ -3112,6 +3141,7 @@ impl<'s> Tracer<'s> {
         let native_ok = !memory || block.affine.is_some();
         let replay = memory.then(|| Box::new(regs));
         if let Some(ind) = block.induction
+            && !emulate_exit
             && native_ok
             && sp.threads <= 1
             && !sticky
@@ -3137,6 +3167,7 @@ impl<'s> Tracer<'s> {
         // The same with other threads in the space: the loop runs as a displaced copy (its head
         // breakpoint stays in for them), and its exit falls into a trap of the copy.
         if let Some(ind) = block.induction
+            && !emulate_exit
             && native_ok
             && self.spaces[si].threads > 1
             && !sticky
@@ -3176,6 +3207,13 @@ impl<'s> Tracer<'s> {
         let eligible = !block.rep && (!memory || (feed && block.masked.is_empty())) && !sticky;
         let alone = eligible && (self.spaces[si].threads <= 1 || (self.hold_worth_trying(si, pc) && self.hold_others(si, pid)));
         let ra = if alone { self.run_ahead(pid, si, pc, &regs, feed) } else { None };
+        if !alone {
+            self.stats.path_end(if !eligible {
+                "none: not eligible (rep, sticky, memory mode masks)"
+            } else {
+                "none: other threads not held"
+            });
+        }
         // Only a hold this thread made is this trap's: a thread of another process (a forked
         // child) traps while its parent's hold lasts, and must neither end that hold nor hand
         // it its breakpoints (they would go back in when the holder has not passed them, and
@@ -3198,6 +3236,11 @@ impl<'s> Tracer<'s> {
                 self.release_hold();
             }
         }
+        if emulate_exit && ra.is_none() {
+            // The emulator could not compute the exit either: step through.
+            self.step_through(pid, si, pc, &block, regs, "exit unknown to the emulator");
+            return;
+        }
         // Whether the blocks counted at this trap end in a system call.
         let mut path_ends_in_stop = None;
         // Where they do: the registers at its `syscall` (the path's emulator has them), and
@@ -3213,8 +3256,15 @@ impl<'s> Tracer<'s> {
             }
             // Each member counted once per occurrence on the path.
             let mut times: FastMap<(Rc<Block>, u64)> = FastMap::default();
-            for b in &ra.members {
-                times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
+            // (Masked members each with the masks of their occurrence.)
+            let mut masked: Vec<(&Rc<Block>, &[Option<u64>])> = Vec::new();
+            for (b, m) in ra.members.iter().zip(ra.member_masks.iter()) {
+                if b.masked.is_empty() {
+                    times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
+                } else {
+                    masked.push((b, m));
+                    times.entry(b.start).or_insert_with(|| (b.clone(), 0));
+                }
             }
             for (start, _) in times.values() {
                 sp.uninstall(start.start);
@@ -3225,11 +3275,14 @@ impl<'s> Tracer<'s> {
             for (b, n) in times.values() {
                 self.add_block(pid, b, &[], *n);
             }
+            for (b, m) in masked {
+                self.add_block(pid, b, m, 1);
+            }
             self.stats.run_ahead_blocks += ra.members.len() as u64;
             let first = ra.first;
             if !Rc::ptr_eq(&first, &block) {
                 block = first;
-                masks = self.masks_for(pid, &block);
+                masks = self.masks_at(pid, si, &block, &regs).unwrap_or_else(|| self.masks_for(pid, &block));
             }
             if feed {
                 self.stats.emulated_blocks += ra.members.len() as u64;
@@ -3246,7 +3299,7 @@ impl<'s> Tracer<'s> {
         if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
             // Installing successors split this block: count what is left of it.
             block = self.spaces[si].block_at(pc, &mut self.factory);
-            masks = self.masks_for(pid, &block);
+            masks = self.masks_at(pid, si, &block, &regs).unwrap_or_else(|| self.masks_for(pid, &block));
             for &t in &block.succ {
                 self.spaces[si].install(t);
             }
@@ -3341,6 +3394,19 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// Count the first instruction of `block` (at `pc`) and single-step `pid` through the block,
+    /// one instruction at a time (masks read before each); `why` goes to the per-cause figures.
+    fn step_through(&mut self, pid: Pid, si: usize, pc: u64, block: &Block, regs: libc::user_regs_struct, why: &'static str) {
+        self.stats.step_throughs += 1;
+        *self.stats.step_through_causes.entry(why).or_insert(0) += 1;
+        if self.debug {
+            eprintln!("step-through at {pc:#x} ({}): {why}", block.site.function);
+        }
+        let (start, end) = (block.start, block.end);
+        self.count_one(pid, si, pc, &regs);
+        self.step_block(pid, si, pc, regs, Then::Through { start, end });
+    }
+
     /// Single-step `pid` through the block at `pc` (its first instruction handled by the caller)
     /// as `then` says: past an installed breakpoint through its displaced copy when other
     /// threads share the text; alone, with the breakpoint left out until a predecessor puts it back.
@@ -3370,6 +3436,26 @@ impl<'s> Tracer<'s> {
     }
 
     /// Opmask values of a block's masked instructions, read at its entry.
+    /// The opmask values `block`'s masked instructions will run with, from the thread at the
+    /// block's entry (`regs`): read at entry, or, for a block that writes a mask before using
+    /// it (glibc's `*_evex` string functions: `kmovd k1, ecx` then a masked load), computed by
+    /// the emulator from the entry state (flops mode). None: the block must be stepped.
+    fn masks_at(&mut self, pid: Pid, si: usize, block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Option<u64>>> {
+        if !block.needs_step {
+            return Some(self.masks_for(pid, block));
+        }
+        if !block.emu_masks || self.mode != TraceMode::Flops {
+            return None;
+        }
+        let seed = self.vector_seed(pid);
+        let mut emu = Emu::new(regs, self.spaces[si].mem.clone()).with_vectors(seed.clone());
+        let masks = emulate_masks(&mut emu, block, &mut self.factory);
+        if seed.was_read() {
+            self.stats.xstate_reads += 1;
+        }
+        masks
+    }
+
     fn masks_for(&self, pid: Pid, block: &Block) -> Vec<Option<u64>> {
         if block.masked.iter().any(|(_, s)| matches!(s, MaskSrc::Entry(_))) {
             let xs = self.xstate(pid);
@@ -3473,6 +3559,9 @@ impl<'s> Tracer<'s> {
             let mut accesses: Vec<Access> = Vec::new();
             // `accesses.len()` after each path block.
             let mut acc_ends: Vec<usize> = Vec::new();
+            // Flops mode: the opmask values of each path block's masked instructions, read
+            // from the emulator before each (what `add_block` counts the block with).
+            let mut seq_masks: Vec<Vec<Option<u64>>> = Vec::new();
             let mut snapshots: std::collections::VecDeque<[Option<u64>; 16]> = std::collections::VecDeque::new();
             let mut exit_regs: Option<[Option<u64>; 16]> = None;
             let mut call_regs: Option<[Option<u64>; 16]> = None;
@@ -3485,6 +3574,8 @@ impl<'s> Tracer<'s> {
             // round is emulated again with the blocks decoded anew. (A new start that splits
             // nothing changes no block: code seen for the first time is emulated once.)
             let mut new_marks = false;
+            // Why the path ended (the per-cause figures in `extra.trace.path_ends`).
+            let mut why: &'static str = "empty block";
             let mut mark = |sp: &mut Space, a: u64| {
                 new_marks |= sp.mark_block_start(a);
             };
@@ -3498,19 +3589,54 @@ impl<'s> Tracer<'s> {
                 // With the other threads held, a system call could wait for one of them
                 // forever: the path ends before it.
                 let mut known = !(held && last.flow == Flow::Stop);
-                for insn in body {
+                // (Not for the trapped block: `block_enter` counts it with its own masks.)
+                let track = !want_accesses && seq.len() > 1 && !b.masked.is_empty();
+                let mut bmasks: Vec<Option<u64>> = Vec::new();
+                let mut mask_unknown = false;
+                for (idx, insn) in body.iter().enumerate() {
                     if want_accesses && !emulated_accesses(&emu, insn, regs, &mut accesses) {
                         known = false;
                         break;
+                    }
+                    if track && b.masked.get(bmasks.len()).is_some_and(|m| m.0 == idx) {
+                        match insn.mask.and_then(|k| emu.opmask(k)) {
+                            Some(v) => bmasks.push(Some(v)),
+                            None => {
+                                known = false;
+                                mask_unknown = true;
+                                break;
+                            }
+                        }
                     }
                     emu.step(&insn.instr, f);
                 }
                 if known && want_accesses && !emulated_accesses(&emu, last, regs, &mut accesses) {
                     known = false;
                 }
+                if known && track && b.masked.get(bmasks.len()).is_some_and(|m| m.0 == body.len()) {
+                    match last.mask.and_then(|k| emu.opmask(k)) {
+                        Some(v) => bmasks.push(Some(v)),
+                        None => {
+                            known = false;
+                            mask_unknown = true;
+                        }
+                    }
+                }
+                if known && track && bmasks.len() != b.masked.len() {
+                    known = false;
+                    mask_unknown = true;
+                }
                 if !known {
+                    why = if mask_unknown {
+                        "masks unknown"
+                    } else if held && last.flow == Flow::Stop {
+                        "system call while others held"
+                    } else {
+                        "addresses unknown"
+                    };
                     // The path ends before this block (it traps and is fed another way).
                     if seq.len() == 1 {
+                        self.stats.path_end(why);
                         return None;
                     }
                     seq.pop();
@@ -3519,6 +3645,7 @@ impl<'s> Tracer<'s> {
                     break;
                 }
                 acc_ends.push(accesses.len());
+                seq_masks.push(bmasks);
                 insns += b.insns.len() as u64;
                 let next = match last.flow {
                     Flow::Next => {
@@ -3548,8 +3675,21 @@ impl<'s> Tracer<'s> {
                 }
                 nexts.push(next);
                 exit_regs = Some(emu.gprs());
-                let Some(n) = next else { break };
-                if seq.len() >= limit || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                let Some(n) = next else {
+                    why = match last.flow {
+                        Flow::Stop => "system call",
+                        Flow::CondJump(_) => "branch unknown",
+                        Flow::Return => "return target unknown",
+                        _ => "indirect target unknown",
+                    };
+                    break;
+                };
+                if seq.len() >= limit {
+                    why = "cut back (an exit that is a member, or a counted loop left to run natively)";
+                    break;
+                }
+                if sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                    why = "sticky breakpoint";
                     break;
                 }
                 if insns >= max_path_insns {
@@ -3557,11 +3697,21 @@ impl<'s> Tracer<'s> {
                     // (A block that jumps to itself unconditionally never leaves.)
                     let endless = n == b.start && matches!(last.flow, Flow::Jump(_));
                     if !may_extend || !in_loop || endless || insns >= max_loop_path_insns || accesses.len() >= MAX_LOOP_PATH_ACCESSES {
+                        why = "length limit";
                         break;
                     }
                 }
                 let nb = sp.block_at(n, f);
-                if nb.rep || nb.needs_step || !nb.masked.is_empty() {
+                // (Flops mode follows masked blocks, their masks computed as they are emulated.)
+                let masks_ok = !want_accesses && (!nb.needs_step || nb.emu_masks);
+                if nb.rep || ((nb.needs_step || !nb.masked.is_empty()) && !masks_ok) {
+                    why = if nb.rep {
+                        "next block: rep string instruction"
+                    } else if nb.needs_step {
+                        "next block: stepped (masks, tiles)"
+                    } else {
+                        "next block: masked"
+                    };
                     break;
                 }
                 // (After wasted emulations from here: stop where a loop of several blocks
@@ -3569,6 +3719,7 @@ impl<'s> Tracer<'s> {
                 let repeated = !on_path.insert(nb.start);
                 // (A counted single-block loop goes on to be cut out for native execution.)
                 if short && repeated && !(Rc::ptr_eq(&nb, &b) && nb.induction.is_some()) {
+                    why = "short path (back-off after wasted emulation)";
                     break;
                 }
                 // A counted loop is emulated while short; one that can run natively (every
@@ -3582,6 +3733,7 @@ impl<'s> Tracer<'s> {
                             limit = run_start;
                             cut = true;
                         }
+                        why = "counted loop left to run natively";
                         break;
                     }
                 } else {
@@ -3669,6 +3821,12 @@ impl<'s> Tracer<'s> {
                 }
             }
             let first = seq.remove(0);
+            seq_masks.resize(seq.len() + 1, Vec::new());
+            seq_masks.remove(0);
+            self.stats.path_end(why);
+            if seq.is_empty() {
+                self.stats.path_end("(of these: no block beyond the trapped one)");
+            }
             if seq.is_empty() && first.exit != Exit::Static && nexts[0].is_none() {
                 // The first block's dynamic target was read at entry already.
                 return None;
@@ -3679,6 +3837,7 @@ impl<'s> Tracer<'s> {
                 call_regs,
                 first,
                 members: seq,
+                member_masks: seq_masks,
                 keep,
                 accesses: want_accesses.then_some(accesses),
                 exit_regs,
@@ -3930,6 +4089,23 @@ fn accesses_of(
 }
 
 /// The masked instructions of one block execution.
+/// Emulate `block` from `emu`'s state up to its last masked instruction, reading each masked
+/// instruction's opmask just before it: the masks it runs with, or None where one is unknown.
+/// (The emulator is exact or unknown, and the thread runs the block from the same state.)
+fn emulate_masks(emu: &mut Emu, block: &Block, f: &mut InstructionInfoFactory) -> Option<Vec<Option<u64>>> {
+    let mut out = Vec::with_capacity(block.masked.len());
+    let mut next = 0usize;
+    for &(idx, _) in &block.masked {
+        while next < idx {
+            emu.step(&block.insns.get(next)?.instr, f);
+            next += 1;
+        }
+        let insn = block.insns.get(idx)?;
+        out.push(Some(emu.opmask(insn.mask?)?));
+    }
+    Some(out)
+}
+
 fn dynamic_tally(block: &Block, masks: &[Option<u64>]) -> Tally {
     let mut t = Tally::default();
     for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
