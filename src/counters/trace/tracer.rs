@@ -113,6 +113,10 @@ struct Block {
     /// `needs_step` only because a mask is written inside the block: the emulator may compute
     /// each masked instruction's mask from the registers at entry instead (flops mode).
     emu_masks: bool,
+    /// The `uid` of the last space that marked this block's static successors as block starts
+    /// (marks are never taken back, so a path through the block need not mark them again;
+    /// blocks are shared with forked children, whose marks are their own).
+    succ_marked: std::cell::Cell<u64>,
     succ: Vec<u64>,
     exit: Exit,
     induction: Option<Induction>,
@@ -171,6 +175,8 @@ struct Space {
     /// nothing: traps left there without holding, and the back-off level. (A hold costs a
     /// stop of every other thread; held at every trap of a tight loop, they would starve.)
     hold_skip: FastMap<(u32, u32)>,
+    /// Unique per space (`Block::succ_marked`).
+    uid: u64,
 }
 
 impl Space {
@@ -200,6 +206,10 @@ impl Space {
             site_cache: FastMap::default(),
             short_paths: FastMap::default(),
             hold_skip: FastMap::default(),
+            uid: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 
@@ -809,6 +819,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
         masked,
         needs_step,
         emu_masks: needs_step && !tiles,
+        succ_marked: std::cell::Cell::new(0),
         succ,
         exit,
         induction,
@@ -1214,6 +1225,8 @@ pub struct DriverStats {
     pub step_through_causes: std::collections::BTreeMap<&'static str, u64>,
     /// Why each run-ahead path ended (or why none was run at a block trap), by cause.
     pub path_ends: std::collections::BTreeMap<&'static str, u64>,
+    /// Pages of the tracee's memory the run-ahead's emulator read (4 KiB each).
+    pub emulator_page_reads: u64,
 }
 
 impl DriverStats {
@@ -3548,10 +3561,14 @@ impl<'s> Tracer<'s> {
         };
         let mut emulated = 0u64;
         let held = self.hold.is_some();
+        // (No thread of the space runs during these rounds, and nothing is written to it.)
+        let pages = crate::counters::trace::emu::PageCache::default();
         for _round in 0..8 {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
-            let mut emu = Emu::new(regs, sp.mem.clone()).with_vectors(seed.clone());
+            let mut emu = Emu::new(regs, sp.mem.clone())
+                .with_vectors(seed.clone())
+                .with_page_cache(pages.clone());
             let first = sp.block_at(pc, f);
             let mut seq: Vec<Rc<Block>> = vec![first];
             // The next address after each path block, where known.
@@ -3667,8 +3684,11 @@ impl<'s> Tracer<'s> {
                     Flow::CondJump(t) => emu.taken(&last.instr).map(|tk| if tk { t } else { b.end }),
                     Flow::Return | Flow::IndirectJump | Flow::IndirectCall => emu.dynamic_target(&last.instr),
                 };
-                for &s in &b.succ {
-                    mark(sp, s);
+                if b.succ_marked.get() != sp.uid {
+                    for &s in &b.succ {
+                        mark(sp, s);
+                    }
+                    b.succ_marked.set(sp.uid);
                 }
                 if let Some(n) = next.filter(|n| !b.succ.contains(n)) {
                     mark(sp, n);
@@ -3743,6 +3763,7 @@ impl<'s> Tracer<'s> {
             }
             emulated += insns;
             self.stats.emulated_instructions += insns;
+            self.stats.emulator_page_reads += emu.page_reads;
             if new_marks || cut {
                 continue;
             }
@@ -3794,6 +3815,8 @@ impl<'s> Tracer<'s> {
                 continue;
             }
             let mut keep = exits;
+            // (A set beside the list: a long path's untaken successors number in the hundreds.)
+            let mut kept: FastSet = keep.iter().copied().collect();
             for (k, b) in seq.iter().enumerate() {
                 let following = seq.get(k + 1).map(|x| x.start);
                 // (A followed call's fall-through is reached only by a return, which traps or
@@ -3804,7 +3827,7 @@ impl<'s> Tracer<'s> {
                 for &s in &b.succ {
                     // (Not the trapped block itself: its breakpoint would have to stay in and
                     // be stepped over, two stops where one does; a predecessor reinstalls it.)
-                    if Some(s) != following && s != pc && !members.contains(&s) && !keep.contains(&s) {
+                    if Some(s) != following && s != pc && !members.contains(&s) && kept.insert(s) {
                         keep.push(s);
                     }
                 }
