@@ -336,8 +336,17 @@ pub struct Emu {
     /// The last instruction not modelled (its results became unknown): what a path that ends
     /// on an unknown branch most likely ends on (`ROOFLINE_TRACE_DEBUG`).
     pub last_generic: Option<(u64, Mnemonic)>,
+    /// Pages of the tracee's memory read into the overlay (`extra.trace.emulator_page_reads`).
+    pub page_reads: u64,
+    /// Pages already read from the tracee while it has not run since (shared by the
+    /// emulations of one trap: a path cut back is emulated again over the same pages).
+    page_cache: Option<PageCache>,
     mem: Rc<Memory>,
 }
+
+/// The tracee's pages read during one stop (`Emu::with_page_cache`): its base address to its
+/// readable bytes. Valid only while no thread of the space runs and nothing is written to it.
+pub type PageCache = Rc<std::cell::RefCell<std::collections::HashMap<u64, Rc<[u8]>>>>;
 
 impl Emu {
     pub fn new(regs: &nix::libc::user_regs_struct, mem: Rc<Memory>) -> Emu {
@@ -361,6 +370,8 @@ impl Emu {
             gs: regs.gs_base,
             overlay: Overlay::default(),
             poisoned: false,
+            page_reads: 0,
+            page_cache: None,
             last_generic: None,
             mem,
             vregs: [VREG_AT_TRAP; 32],
@@ -373,6 +384,12 @@ impl Emu {
 
     /// Vector registers and MXCSR at the trap come from `seed` when a path needs them
     /// (without one they are unknown).
+    /// Share `cache` of the tracee's pages with the other emulations of this stop.
+    pub fn with_page_cache(mut self, cache: PageCache) -> Emu {
+        self.page_cache = Some(cache);
+        self
+    }
+
     pub fn with_vectors(mut self, seed: Rc<VectorSeed>) -> Emu {
         self.vseed = Some(seed);
         self
@@ -426,13 +443,25 @@ impl Emu {
     fn fill_lines(&mut self, a: u64) -> bool {
         let page = a / (PAGE_WORDS as u64 * 8);
         let base = page * PAGE_WORDS as u64 * 8;
-        let mut buf = [0u8; PAGE_WORDS * 8];
-        // Mappings are whole pages: the page reads whole or not at all.
-        let n = self.mem.read(base, &mut buf);
-        if n <= (a - base) as usize {
+        let cached = self.page_cache.as_ref().and_then(|c| c.borrow().get(&base).cloned());
+        let bytes = match cached {
+            Some(b) => b,
+            None => {
+                let mut buf = [0u8; PAGE_WORDS * 8];
+                // Mappings are whole pages: the page reads whole or not at all.
+                let n = self.mem.read(base, &mut buf);
+                self.page_reads += 1;
+                let b: Rc<[u8]> = Rc::from(&buf[..n - n % 8]);
+                if let Some(c) = &self.page_cache {
+                    c.borrow_mut().insert(base, b.clone());
+                }
+                b
+            }
+        };
+        if bytes.len() <= (a - base) as usize {
             return false;
         }
-        self.overlay.fill_page(page, &buf[..n - n % 8]);
+        self.overlay.fill_page(page, &bytes);
         true
     }
 
@@ -818,6 +847,10 @@ impl Emu {
                 };
                 let c = (count as u32) & if n == 8 { 63 } else { 31 };
                 if c == 0 {
+                    // (As for rotates: a 32-bit register is written, zero-extended.)
+                    if n == 4 && i.op0_kind() == OpKind::Register {
+                        self.set(i.op0_register(), a.map(|a| a & mask(4)));
+                    }
                     return;
                 }
                 let r = a.map(|a| {
@@ -832,6 +865,58 @@ impl Emu {
                 self.logic_flags(r, n);
                 self.flags.cf = None;
                 self.flags.of = None;
+                self.store(i, 0, n, r);
+            }
+            // Rotates (SipHash in CPython's `_Py_HashBytes`, other hashes): CF from the result,
+            // OF for a count of 1, ZF SF PF unchanged; a count of 0 (after masking) changes nothing.
+            (M::Rol | M::Ror, Some(n))
+                if i.op_count() == 2
+                    && (i.op1_kind() == OpKind::Immediate8 || (i.op1_kind() == OpKind::Register && i.op1_register() == Register::CL)) =>
+            {
+                let count = if i.op1_kind() == OpKind::Immediate8 {
+                    Some(i.immediate(1))
+                } else {
+                    self.get(Register::CL)
+                };
+                let a = self.operand(i, 0, n);
+                let Some(count) = count else {
+                    self.flags.cf = None;
+                    self.flags.of = None;
+                    self.store(i, 0, n, None);
+                    return;
+                };
+                let c = (count as u32) & if n == 8 { 63 } else { 31 };
+                if c == 0 {
+                    // (Flags as they were; a 32-bit register is still written: zero-extended.)
+                    if n == 4 && i.op0_kind() == OpKind::Register {
+                        self.set(i.op0_register(), a.map(|a| a & mask(4)));
+                    }
+                    return;
+                }
+                let bits = 8 * n;
+                let r = a.map(|a| {
+                    let a = a & mask(n);
+                    let k = c % bits;
+                    if k == 0 {
+                        a
+                    } else if m == M::Rol {
+                        ((a << k) | (a >> (bits - k))) & mask(n)
+                    } else {
+                        ((a >> k) | (a << (bits - k))) & mask(n)
+                    }
+                });
+                let msb = |r: u64| (r >> (bits - 1)) & 1 == 1;
+                let cf = r.map(|r| if m == M::Rol { r & 1 == 1 } else { msb(r) });
+                let of = match (r, cf) {
+                    (Some(r), Some(cf)) if c == 1 => Some(if m == M::Rol {
+                        msb(r) ^ cf
+                    } else {
+                        msb(r) ^ ((r >> (bits - 2)) & 1 == 1)
+                    }),
+                    _ => None,
+                };
+                self.flags.cf = cf;
+                self.flags.of = of;
                 self.store(i, 0, n, r);
             }
             (M::Shlx | M::Shrx | M::Sarx, Some(n)) if i.op_count() == 3 && i.op2_kind() == OpKind::Register => {
@@ -1844,6 +1929,13 @@ impl Emu {
         true
     }
 
+    /// Opmask register k`k` as the next instruction reads it, when known (the run-ahead reads
+    /// the masks of masked instructions before stepping them, `Tracer::run_ahead_from`).
+    pub fn opmask(&mut self, k: u8) -> Option<u64> {
+        self.kregs.get(usize::from(k))?;
+        self.kread(usize::from(k))
+    }
+
     /// Opmask register k`n` when known.
     fn kread(&mut self, n: usize) -> Option<u64> {
         if self.kregs[n].fresh {
@@ -2144,6 +2236,31 @@ impl Emu {
                         let v = self.vread(s, w);
                         let a = self.vector_ea(i, if aligned { w } else { 1 });
                         self.write_bytes(a, v, w);
+                    }
+                    // A masked store (glibc's `*_evex` memcpy and memset tails): only the active
+                    // elements are written; the others keep their bytes (and cannot fault).
+                    (None, OpKind::Register)
+                        if k0 == OpKind::Memory
+                            && is_vec(i.op1_register())
+                            && mem_len == i.op1_register().size()
+                            && !i.zeroing_masking() =>
+                    {
+                        let s = i.op1_register();
+                        let (w, e) = (s.size(), elem_of(m));
+                        let v = self.vread(s, w);
+                        let a = self.vector_ea(i, if aligned { w } else { 1 });
+                        match (a, kmask(self)) {
+                            (Some(a), Some(k)) => {
+                                for j in 0..w / e {
+                                    if k >> j & 1 == 1 {
+                                        self.write_mem(Some(a.wrapping_add((j * e) as u64)), e as u32, v.map(|v| elem(&v, j, e)));
+                                    }
+                                }
+                            }
+                            // (Which bytes it writes is unknown: all of them unknown.)
+                            (Some(a), None) => self.write_mem(Some(a), w as u32, None),
+                            (None, _) => self.write_mem(None, w as u32, None),
+                        }
                     }
                     _ => return false,
                 }
@@ -2839,6 +2956,107 @@ mod tests {
             assert_eq!((r[0], r[2]), (None, None), "div quotient too wide");
             let (_, r) = emu_asm(&[I::with1(C::Idiv_rm64, R::RSI).unwrap()], &[(0, 0), (2, 1 << 62), (6, 3)]);
             assert_eq!((r[0], r[2]), (None, None), "idiv quotient too wide");
+        }
+    }
+
+    /// `rol`/`ror` by an immediate and by cl, 64, 32, 16 and 8 bits: value, CF, and OF where
+    /// the count is 1, against the CPU on random operands and counts (0 and multiples of the
+    /// width included); ZF is left as it was (set by a `cmp` before).
+    #[test]
+    fn rotates_match_the_cpu() {
+        use iced_x86::{Code as C, Instruction as I, Register as R};
+        let mut seed = 0x6a09_e667_f3bc_c908u64 ^ u64::from(std::process::id());
+        let jcc = |c: C| I::with_branch(c, 0x1000).unwrap();
+        for round in 0..400u64 {
+            let a = xorshift(&mut seed);
+            let c = match round % 4 {
+                0 => 1,
+                1 => 0,
+                2 => 16 * (xorshift(&mut seed) % 3),
+                _ => xorshift(&mut seed) % 256,
+            } as u8;
+            // Shifts by cl of a 32-bit register: written (zero-extended) even for a count of 0.
+            for code in [C::Shl_rm32_CL, C::Shr_rm32_CL, C::Sar_rm32_CL] {
+                let r: u64;
+                // SAFETY: register-only shifts.
+                unsafe {
+                    match code {
+                        C::Shl_rm32_CL => std::arch::asm!("shl eax, cl", inout("rax") a => r, in("cl") c, options(nomem, nostack)),
+                        C::Shr_rm32_CL => std::arch::asm!("shr eax, cl", inout("rax") a => r, in("cl") c, options(nomem, nostack)),
+                        _ => std::arch::asm!("sar eax, cl", inout("rax") a => r, in("cl") c, options(nomem, nostack)),
+                    }
+                }
+                let (_, r1) = emu_asm(&[I::with2(code, R::EAX, R::CL).unwrap()], &[(0, a), (1, u64::from(c))]);
+                assert_eq!(r1[0], Some(r), "{code:?} a={a:#x} c={c}");
+            }
+            for (ror, width) in [
+                (false, 8),
+                (true, 8),
+                (false, 4),
+                (true, 4),
+                (false, 2),
+                (true, 2),
+                (false, 1),
+                (true, 1),
+            ] {
+                let (r, f): (u64, u64);
+                // SAFETY: register-only rotates; pushf/pop balanced. ZF is set (cmp of equals)
+                // before, so an unchanged ZF shows.
+                unsafe {
+                    match (ror, width) {
+                        (false, 8) => {
+                            std::arch::asm!("cmp rax, rax", "rol rax, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (true, 8) => {
+                            std::arch::asm!("cmp rax, rax", "ror rax, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (false, 4) => {
+                            std::arch::asm!("cmp rax, rax", "rol eax, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (true, 4) => {
+                            std::arch::asm!("cmp rax, rax", "ror eax, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (false, 2) => {
+                            std::arch::asm!("cmp rax, rax", "rol ax, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (true, 2) => {
+                            std::arch::asm!("cmp rax, rax", "ror ax, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (false, _) => {
+                            std::arch::asm!("cmp rax, rax", "rol al, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                        (true, _) => {
+                            std::arch::asm!("cmp rax, rax", "ror al, cl", "pushfq", "pop {f}", f = out(reg) f, inout("rax") a => r, in("cl") c, options(nomem))
+                        }
+                    }
+                }
+                let (code_cl, code_imm, reg) = match (ror, width) {
+                    (false, 8) => (C::Rol_rm64_CL, C::Rol_rm64_imm8, R::RAX),
+                    (true, 8) => (C::Ror_rm64_CL, C::Ror_rm64_imm8, R::RAX),
+                    (false, 4) => (C::Rol_rm32_CL, C::Rol_rm32_imm8, R::EAX),
+                    (true, 4) => (C::Ror_rm32_CL, C::Ror_rm32_imm8, R::EAX),
+                    (false, 2) => (C::Rol_rm16_CL, C::Rol_rm16_imm8, R::AX),
+                    (true, 2) => (C::Ror_rm16_CL, C::Ror_rm16_imm8, R::AX),
+                    (false, _) => (C::Rol_rm8_CL, C::Rol_rm8_imm8, R::AL),
+                    (true, _) => (C::Ror_rm8_CL, C::Ror_rm8_imm8, R::AL),
+                };
+                let cmp = I::with2(C::Cmp_rm64_r64, R::RAX, R::RAX).unwrap();
+                let forms = [
+                    I::with2(code_cl, reg, R::CL).unwrap(),
+                    I::with2(code_imm, reg, u32::from(c)).unwrap(),
+                ];
+                for form in forms {
+                    let (cf, r1) = emu_asm(&[cmp, form, jcc(C::Jb_rel32_64)], &[(0, a), (1, u64::from(c))]);
+                    assert_eq!(r1[0], Some(r), "{form} a={a:#x} c={c}");
+                    assert_eq!(cf, Some(f & 1 == 1), "CF {form} a={a:#x} c={c}");
+                    let (zf, _) = emu_asm(&[cmp, form, jcc(C::Je_rel32_64)], &[(0, a), (1, u64::from(c))]);
+                    assert_eq!(zf, Some(f >> 6 & 1 == 1), "ZF {form} a={a:#x} c={c}");
+                    let (of, _) = emu_asm(&[cmp, form, jcc(C::Jo_rel32_64)], &[(0, a), (1, u64::from(c))]);
+                    if c & if width == 8 { 63 } else { 31 } == 1 || c & if width == 8 { 63 } else { 31 } == 0 {
+                        assert_eq!(of, Some(f >> 11 & 1 == 1), "OF {form} a={a:#x} c={c}");
+                    }
+                }
+            }
         }
     }
 
@@ -3794,6 +4012,18 @@ mod tests {
             (I::with2(C::EVEX_Vmovdqu64_xmmm128_k1z_xmm, m(), R::XMM18).unwrap(), |s| {
                 native_evex!("vmovdqu64 [rdi], xmm18", s)
             }),
+            (
+                masked(I::with2(C::EVEX_Vmovdqu8_ymmm256_k1z_ymm, m(), y17).unwrap(), k1, false),
+                |s| native_evex!("vmovdqu8 [rdi]{{k1}}, ymm17", s),
+            ),
+            (
+                masked(I::with2(C::EVEX_Vmovdqu32_xmmm128_k1z_xmm, m(), R::XMM18).unwrap(), k2, false),
+                |s| native_evex!("vmovdqu32 [rdi]{{k2}}, xmm18", s),
+            ),
+            (
+                masked(I::with2(C::EVEX_Vmovups_ymmm256_k1z_ymm, m(), y17).unwrap(), k3, false),
+                |s| native_evex!("vmovups [rdi]{{k3}}, ymm17", s),
+            ),
             (r3(C::EVEX_Vpxorq_ymm_k1z_ymm_ymmm256b64, y16, y17, y18), |s| {
                 native_evex!("vpxorq ymm16, ymm17, ymm18", s)
             }),

@@ -530,6 +530,9 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "interrupted_steps": r.stats.interrupted_steps,
             "restart_hazards": r.stats.restart_hazards.len(),
             "scratch_overwrites": r.stats.scratch_overwrites,
+            "step_through_causes": r.stats.step_through_causes,
+            "path_ends": r.stats.path_ends,
+            "emulator_page_reads": r.stats.emulator_page_reads,
             "gaps": r.stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
         }),
     );

@@ -110,6 +110,13 @@ struct Block {
     stat: Tally,
     masked: Vec<(usize, MaskSrc)>,
     needs_step: bool,
+    /// `needs_step` only because a mask is written inside the block: the emulator may compute
+    /// each masked instruction's mask from the registers at entry instead (flops mode).
+    emu_masks: bool,
+    /// The `uid` of the last space that marked this block's static successors as block starts
+    /// (marks are never taken back, so a path through the block need not mark them again;
+    /// blocks are shared with forked children, whose marks are their own).
+    succ_marked: std::cell::Cell<u64>,
     succ: Vec<u64>,
     exit: Exit,
     induction: Option<Induction>,
@@ -170,6 +177,8 @@ struct Space {
     /// nothing: traps left there without holding, and the back-off level. (A hold costs a
     /// stop of every other thread; held at every trap of a tight loop, they would starve.)
     hold_skip: FastMap<(u32, u32)>,
+    /// Unique per space (`Block::succ_marked`).
+    uid: u64,
 }
 
 impl Space {
@@ -199,6 +208,10 @@ impl Space {
             site_cache: FastMap::default(),
             short_paths: FastMap::default(),
             hold_skip: FastMap::default(),
+            uid: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 
@@ -552,6 +565,7 @@ impl Space {
             && self.insn_at(block.end, factory).next() > t
         {
             block.needs_step = true;
+            block.emu_masks = false;
             self.bps.entry(t).or_default().inside = true;
         }
         let block = Rc::new(block);
@@ -636,6 +650,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
     let mut stat = Tally::default();
     let mut masked = Vec::new();
     let mut needs_step = false;
+    let mut tiles = false;
     let mut kstate: [MaskSrc; 8] = std::array::from_fn(|k| MaskSrc::Entry(k as u8));
     let mut kwritten = [false; 8];
     let mut rep = false;
@@ -644,6 +659,7 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
         // each tile instruction (`step_one`).
         if insn.tile.is_some_and(|t| t.shaped()) {
             needs_step = true;
+            tiles = true;
         }
         if let Some(k) = insn.mask {
             let src = kstate[k as usize];
@@ -798,6 +814,8 @@ fn build_block(start: u64, insns: Vec<Rc<Insn>>, site: Rc<Site>, sites: Vec<Rc<S
         stat,
         masked,
         needs_step,
+        emu_masks: needs_step && !tiles,
+        succ_marked: std::cell::Cell::new(0),
         succ,
         exit,
         induction,
@@ -932,6 +950,8 @@ struct RunAhead {
     first: Rc<Block>,
     /// The blocks run after it, in order, with repeats: counted at the trap.
     members: Vec<Rc<Block>>,
+    /// Per member, the opmask values of its masked instructions (empty for unmasked blocks).
+    member_masks: Vec<Vec<Option<u64>>>,
     /// The addresses control leaves the path to (the exit, and the successors the path does
     /// not take that are not on it): their breakpoints go in.
     keep: Vec<u64>,
@@ -1208,6 +1228,18 @@ pub struct DriverStats {
     /// Displaced copies whose reserved slot was found written already (must stay 0: slots are
     /// never reused).
     pub scratch_overwrites: u64,
+    /// Why each block was stepped through, by cause (`step_throughs` split up).
+    pub step_through_causes: std::collections::BTreeMap<&'static str, u64>,
+    /// Why each run-ahead path ended (or why none was run at a block trap), by cause.
+    pub path_ends: std::collections::BTreeMap<&'static str, u64>,
+    /// Pages of the tracee's memory the run-ahead's emulator read (4 KiB each).
+    pub emulator_page_reads: u64,
+}
+
+impl DriverStats {
+    fn path_end(&mut self, why: &'static str) {
+        *self.path_ends.entry(why).or_insert(0) += 1;
+    }
 }
 
 /// What one traced thread did: counted work, and how the tracer let it run.
@@ -3152,15 +3184,25 @@ impl<'s> Tracer<'s> {
         if !sp.blocks.contains_key(&pc) {
             block = sp.block_at(pc, f);
         }
-        if block.needs_step || unresolved {
-            // Step through it: one instruction at a time, masks read before each.
-            self.stats.step_throughs += 1;
-            let (start, end) = (block.start, block.end);
-            self.count_one(pid, si, pc, &regs);
-            self.step_block(pid, si, pc, regs, Then::Through { start, end });
+        // An exit not computable from the registers at entry (a computed `goto` whose target
+        // the block loads, a `ret` after the block moved rsp in a way not followed): the
+        // run-ahead's emulator may compute it, from the same registers and memory, exactly or
+        // not at all; the block is stepped through only where it does not.
+        // A mask written inside the block: computed by the emulator where it can be.
+        let Some(masks) = self.masks_at(pid, si, &block, &regs) else {
+            let why = if block.emu_masks && self.mode == TraceMode::Flops {
+                "masks unknown to the emulator"
+            } else {
+                "masks, tiles or a branch into an instruction"
+            };
+            self.step_through(pid, si, pc, &block, regs, why);
+            return;
+        };
+        let emulate_exit = unresolved && !block.rep && !sticky;
+        if unresolved && !emulate_exit {
+            self.step_through(pid, si, pc, &block, regs, "exit unknown (rep, sticky)");
             return;
         }
-        let masks = self.masks_for(pid, &block);
         let sp = &mut self.spaces[si];
         // A counted single-block loop on a single thread: run it natively to its exit.
         let memory = self.mode == TraceMode::Memory;
@@ -3168,6 +3210,7 @@ impl<'s> Tracer<'s> {
         let native_ok = !memory || block.affine.is_some();
         let replay = memory.then(|| Box::new(regs));
         if let Some(ind) = block.induction
+            && !emulate_exit
             && native_ok
             && sp.threads <= 1
             && !sticky
@@ -3193,6 +3236,7 @@ impl<'s> Tracer<'s> {
         // The same with other threads in the space: the loop runs as a displaced copy (its head
         // breakpoint stays in for them), and its exit falls into a trap of the copy.
         if let Some(ind) = block.induction
+            && !emulate_exit
             && native_ok
             && self.spaces[si].threads > 1
             && !sticky
@@ -3231,6 +3275,13 @@ impl<'s> Tracer<'s> {
         let eligible = !block.rep && (!memory || (feed && block.masked.is_empty())) && !sticky;
         let alone = eligible && (self.spaces[si].threads <= 1 || (self.hold_worth_trying(si, pc) && self.hold_others(si, pid)));
         let ra = if alone { self.run_ahead(pid, si, pc, &regs, feed) } else { None };
+        if !alone {
+            self.stats.path_end(if !eligible {
+                "none: not eligible (rep, sticky, memory mode masks)"
+            } else {
+                "none: other threads not held"
+            });
+        }
         // Only a hold this thread made is this trap's: a thread of another process (a forked
         // child) traps while its parent's hold lasts, and must neither end that hold nor hand
         // it its breakpoints (they would go back in when the holder has not passed them, and
@@ -3253,6 +3304,11 @@ impl<'s> Tracer<'s> {
                 self.release_hold();
             }
         }
+        if emulate_exit && ra.is_none() {
+            // The emulator could not compute the exit either: step through.
+            self.step_through(pid, si, pc, &block, regs, "exit unknown to the emulator");
+            return;
+        }
         // Whether the blocks counted at this trap end in a system call.
         let mut path_ends_in_stop = None;
         // Where they do: the registers at its `syscall` (the path's emulator has them), and
@@ -3268,8 +3324,15 @@ impl<'s> Tracer<'s> {
             }
             // Each member counted once per occurrence on the path.
             let mut times: FastMap<(Rc<Block>, u64)> = FastMap::default();
-            for b in &ra.members {
-                times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
+            // (Masked members each with the masks of their occurrence.)
+            let mut masked: Vec<(&Rc<Block>, &[Option<u64>])> = Vec::new();
+            for (b, m) in ra.members.iter().zip(ra.member_masks.iter()) {
+                if b.masked.is_empty() {
+                    times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
+                } else {
+                    masked.push((b, m));
+                    times.entry(b.start).or_insert_with(|| (b.clone(), 0));
+                }
             }
             for (start, _) in times.values() {
                 sp.uninstall(start.start);
@@ -3280,11 +3343,14 @@ impl<'s> Tracer<'s> {
             for (b, n) in times.values() {
                 self.add_block(pid, b, &[], *n);
             }
+            for (b, m) in masked {
+                self.add_block(pid, b, m, 1);
+            }
             self.stats.run_ahead_blocks += ra.members.len() as u64;
             let first = ra.first;
             if !Rc::ptr_eq(&first, &block) {
                 block = first;
-                masks = self.masks_for(pid, &block);
+                masks = self.masks_at(pid, si, &block, &regs).unwrap_or_else(|| self.masks_for(pid, &block));
             }
             if feed {
                 self.stats.emulated_blocks += ra.members.len() as u64;
@@ -3301,7 +3367,7 @@ impl<'s> Tracer<'s> {
         if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
             // Installing successors split this block: count what is left of it.
             block = self.spaces[si].block_at(pc, &mut self.factory);
-            masks = self.masks_for(pid, &block);
+            masks = self.masks_at(pid, si, &block, &regs).unwrap_or_else(|| self.masks_for(pid, &block));
             for &t in &block.succ {
                 self.spaces[si].install(t);
             }
@@ -3396,6 +3462,19 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// Count the first instruction of `block` (at `pc`) and single-step `pid` through the block,
+    /// one instruction at a time (masks read before each); `why` goes to the per-cause figures.
+    fn step_through(&mut self, pid: Pid, si: usize, pc: u64, block: &Block, regs: libc::user_regs_struct, why: &'static str) {
+        self.stats.step_throughs += 1;
+        *self.stats.step_through_causes.entry(why).or_insert(0) += 1;
+        if self.debug {
+            eprintln!("step-through at {pc:#x} ({}): {why}", block.site.function);
+        }
+        let (start, end) = (block.start, block.end);
+        self.count_one(pid, si, pc, &regs);
+        self.step_block(pid, si, pc, regs, Then::Through { start, end });
+    }
+
     /// Single-step `pid` through the block at `pc` (its first instruction handled by the caller)
     /// as `then` says: past an installed breakpoint through its displaced copy when other
     /// threads share the text; alone, with the breakpoint left out until a predecessor puts it back.
@@ -3425,6 +3504,26 @@ impl<'s> Tracer<'s> {
     }
 
     /// Opmask values of a block's masked instructions, read at its entry.
+    /// The opmask values `block`'s masked instructions will run with, from the thread at the
+    /// block's entry (`regs`): read at entry, or, for a block that writes a mask before using
+    /// it (glibc's `*_evex` string functions: `kmovd k1, ecx` then a masked load), computed by
+    /// the emulator from the entry state (flops mode). None: the block must be stepped.
+    fn masks_at(&mut self, pid: Pid, si: usize, block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Option<u64>>> {
+        if !block.needs_step {
+            return Some(self.masks_for(pid, block));
+        }
+        if !block.emu_masks || self.mode != TraceMode::Flops {
+            return None;
+        }
+        let seed = self.vector_seed(pid);
+        let mut emu = Emu::new(regs, self.spaces[si].mem.clone()).with_vectors(seed.clone());
+        let masks = emulate_masks(&mut emu, block, &mut self.factory);
+        if seed.was_read() {
+            self.stats.xstate_reads += 1;
+        }
+        masks
+    }
+
     fn masks_for(&self, pid: Pid, block: &Block) -> Vec<Option<u64>> {
         if block.masked.iter().any(|(_, s)| matches!(s, MaskSrc::Entry(_))) {
             let xs = self.xstate(pid);
@@ -3517,10 +3616,14 @@ impl<'s> Tracer<'s> {
         };
         let mut emulated = 0u64;
         let held = self.hold.is_some();
+        // (No thread of the space runs during these rounds, and nothing is written to it.)
+        let pages = crate::counters::trace::emu::PageCache::default();
         for _round in 0..8 {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
-            let mut emu = Emu::new(regs, sp.mem.clone()).with_vectors(seed.clone());
+            let mut emu = Emu::new(regs, sp.mem.clone())
+                .with_vectors(seed.clone())
+                .with_page_cache(pages.clone());
             let first = sp.block_at(pc, f);
             let mut seq: Vec<Rc<Block>> = vec![first];
             // The next address after each path block, where known.
@@ -3528,6 +3631,9 @@ impl<'s> Tracer<'s> {
             let mut accesses: Vec<Access> = Vec::new();
             // `accesses.len()` after each path block.
             let mut acc_ends: Vec<usize> = Vec::new();
+            // Flops mode: the opmask values of each path block's masked instructions, read
+            // from the emulator before each (what `add_block` counts the block with).
+            let mut seq_masks: Vec<Vec<Option<u64>>> = Vec::new();
             let mut snapshots: std::collections::VecDeque<[Option<u64>; 16]> = std::collections::VecDeque::new();
             let mut exit_regs: Option<[Option<u64>; 16]> = None;
             let mut call_regs: Option<[Option<u64>; 16]> = None;
@@ -3540,6 +3646,8 @@ impl<'s> Tracer<'s> {
             // round is emulated again with the blocks decoded anew. (A new start that splits
             // nothing changes no block: code seen for the first time is emulated once.)
             let mut new_marks = false;
+            // Why the path ended (the per-cause figures in `extra.trace.path_ends`).
+            let mut why: &'static str = "empty block";
             let mut mark = |sp: &mut Space, a: u64| {
                 new_marks |= sp.mark_block_start(a);
             };
@@ -3553,19 +3661,54 @@ impl<'s> Tracer<'s> {
                 // With the other threads held, a system call could wait for one of them
                 // forever: the path ends before it.
                 let mut known = !(held && last.flow == Flow::Stop);
-                for insn in body {
+                // (Not for the trapped block: `block_enter` counts it with its own masks.)
+                let track = !want_accesses && seq.len() > 1 && !b.masked.is_empty();
+                let mut bmasks: Vec<Option<u64>> = Vec::new();
+                let mut mask_unknown = false;
+                for (idx, insn) in body.iter().enumerate() {
                     if want_accesses && !emulated_accesses(&emu, insn, regs, &mut accesses) {
                         known = false;
                         break;
+                    }
+                    if track && b.masked.get(bmasks.len()).is_some_and(|m| m.0 == idx) {
+                        match insn.mask.and_then(|k| emu.opmask(k)) {
+                            Some(v) => bmasks.push(Some(v)),
+                            None => {
+                                known = false;
+                                mask_unknown = true;
+                                break;
+                            }
+                        }
                     }
                     emu.step(&insn.instr, f);
                 }
                 if known && want_accesses && !emulated_accesses(&emu, last, regs, &mut accesses) {
                     known = false;
                 }
+                if known && track && b.masked.get(bmasks.len()).is_some_and(|m| m.0 == body.len()) {
+                    match last.mask.and_then(|k| emu.opmask(k)) {
+                        Some(v) => bmasks.push(Some(v)),
+                        None => {
+                            known = false;
+                            mask_unknown = true;
+                        }
+                    }
+                }
+                if known && track && bmasks.len() != b.masked.len() {
+                    known = false;
+                    mask_unknown = true;
+                }
                 if !known {
+                    why = if mask_unknown {
+                        "masks unknown"
+                    } else if held && last.flow == Flow::Stop {
+                        "system call while others held"
+                    } else {
+                        "addresses unknown"
+                    };
                     // The path ends before this block (it traps and is fed another way).
                     if seq.len() == 1 {
+                        self.stats.path_end(why);
                         return None;
                     }
                     seq.pop();
@@ -3574,6 +3717,7 @@ impl<'s> Tracer<'s> {
                     break;
                 }
                 acc_ends.push(accesses.len());
+                seq_masks.push(bmasks);
                 insns += b.insns.len() as u64;
                 let next = match last.flow {
                     Flow::Next => {
@@ -3595,16 +3739,32 @@ impl<'s> Tracer<'s> {
                     Flow::CondJump(t) => emu.taken(&last.instr).map(|tk| if tk { t } else { b.end }),
                     Flow::Return | Flow::IndirectJump | Flow::IndirectCall => emu.dynamic_target(&last.instr),
                 };
-                for &s in &b.succ {
-                    mark(sp, s);
+                if b.succ_marked.get() != sp.uid {
+                    for &s in &b.succ {
+                        mark(sp, s);
+                    }
+                    b.succ_marked.set(sp.uid);
                 }
                 if let Some(n) = next.filter(|n| !b.succ.contains(n)) {
                     mark(sp, n);
                 }
                 nexts.push(next);
                 exit_regs = Some(emu.gprs());
-                let Some(n) = next else { break };
-                if seq.len() >= limit || sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                let Some(n) = next else {
+                    why = match last.flow {
+                        Flow::Stop => "system call",
+                        Flow::CondJump(_) => "branch unknown",
+                        Flow::Return => "return target unknown",
+                        _ => "indirect target unknown",
+                    };
+                    break;
+                };
+                if seq.len() >= limit {
+                    why = "cut back (an exit that is a member, or a counted loop left to run natively)";
+                    break;
+                }
+                if sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+                    why = "sticky breakpoint";
                     break;
                 }
                 if insns >= max_path_insns {
@@ -3612,11 +3772,21 @@ impl<'s> Tracer<'s> {
                     // (A block that jumps to itself unconditionally never leaves.)
                     let endless = n == b.start && matches!(last.flow, Flow::Jump(_));
                     if !may_extend || !in_loop || endless || insns >= max_loop_path_insns || accesses.len() >= MAX_LOOP_PATH_ACCESSES {
+                        why = "length limit";
                         break;
                     }
                 }
                 let nb = sp.block_at(n, f);
-                if nb.rep || nb.needs_step || !nb.masked.is_empty() {
+                // (Flops mode follows masked blocks, their masks computed as they are emulated.)
+                let masks_ok = !want_accesses && (!nb.needs_step || nb.emu_masks);
+                if nb.rep || ((nb.needs_step || !nb.masked.is_empty()) && !masks_ok) {
+                    why = if nb.rep {
+                        "next block: rep string instruction"
+                    } else if nb.needs_step {
+                        "next block: stepped (masks, tiles)"
+                    } else {
+                        "next block: masked"
+                    };
                     break;
                 }
                 // (After wasted emulations from here: stop where a loop of several blocks
@@ -3624,6 +3794,7 @@ impl<'s> Tracer<'s> {
                 let repeated = !on_path.insert(nb.start);
                 // (A counted single-block loop goes on to be cut out for native execution.)
                 if short && repeated && !(Rc::ptr_eq(&nb, &b) && nb.induction.is_some()) {
+                    why = "short path (back-off after wasted emulation)";
                     break;
                 }
                 // A counted loop is emulated while short; one that can run natively (every
@@ -3637,6 +3808,7 @@ impl<'s> Tracer<'s> {
                             limit = run_start;
                             cut = true;
                         }
+                        why = "counted loop left to run natively";
                         break;
                     }
                 } else {
@@ -3646,6 +3818,7 @@ impl<'s> Tracer<'s> {
             }
             emulated += insns;
             self.stats.emulated_instructions += insns;
+            self.stats.emulator_page_reads += emu.page_reads;
             if new_marks || cut {
                 continue;
             }
@@ -3697,6 +3870,8 @@ impl<'s> Tracer<'s> {
                 continue;
             }
             let mut keep = exits;
+            // (A set beside the list: a long path's untaken successors number in the hundreds.)
+            let mut kept: FastSet = keep.iter().copied().collect();
             for (k, b) in seq.iter().enumerate() {
                 let following = seq.get(k + 1).map(|x| x.start);
                 // (A followed call's fall-through is reached only by a return, which traps or
@@ -3707,7 +3882,7 @@ impl<'s> Tracer<'s> {
                 for &s in &b.succ {
                     // (Not the trapped block itself: its breakpoint would have to stay in and
                     // be stepped over, two stops where one does; a predecessor reinstalls it.)
-                    if Some(s) != following && s != pc && !members.contains(&s) && !keep.contains(&s) {
+                    if Some(s) != following && s != pc && !members.contains(&s) && kept.insert(s) {
                         keep.push(s);
                     }
                 }
@@ -3724,6 +3899,12 @@ impl<'s> Tracer<'s> {
                 }
             }
             let first = seq.remove(0);
+            seq_masks.resize(seq.len() + 1, Vec::new());
+            seq_masks.remove(0);
+            self.stats.path_end(why);
+            if seq.is_empty() {
+                self.stats.path_end("(of these: no block beyond the trapped one)");
+            }
             if seq.is_empty() && first.exit != Exit::Static && nexts[0].is_none() {
                 // The first block's dynamic target was read at entry already.
                 return None;
@@ -3734,6 +3915,7 @@ impl<'s> Tracer<'s> {
                 call_regs,
                 first,
                 members: seq,
+                member_masks: seq_masks,
                 keep,
                 accesses: want_accesses.then_some(accesses),
                 exit_regs,
@@ -3985,6 +4167,23 @@ fn accesses_of(
 }
 
 /// The masked instructions of one block execution.
+/// Emulate `block` from `emu`'s state up to its last masked instruction, reading each masked
+/// instruction's opmask just before it: the masks it runs with, or None where one is unknown.
+/// (The emulator is exact or unknown, and the thread runs the block from the same state.)
+fn emulate_masks(emu: &mut Emu, block: &Block, f: &mut InstructionInfoFactory) -> Option<Vec<Option<u64>>> {
+    let mut out = Vec::with_capacity(block.masked.len());
+    let mut next = 0usize;
+    for &(idx, _) in &block.masked {
+        while next < idx {
+            emu.step(&block.insns.get(next)?.instr, f);
+            next += 1;
+        }
+        let insn = block.insns.get(idx)?;
+        out.push(Some(emu.opmask(insn.mask?)?));
+    }
+    Some(out)
+}
+
 fn dynamic_tally(block: &Block, masks: &[Option<u64>]) -> Tally {
     let mut t = Tally::default();
     for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
