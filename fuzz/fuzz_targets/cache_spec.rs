@@ -11,7 +11,12 @@ fuzz_target!(|data: &[u8]| {
         if levels.iter().map(|l| l.size_bytes).sum::<u64>() <= 1 << 20 {
             let mut h = CacheHierarchy::new(levels).expect("a parsed spec builds");
             for i in 0..64u64 {
-                h.access_on((i % 3) as usize, i.wrapping_mul(0x9E37_79B9) % (1 << 22), 1 + (i % 100) as u32, AccessKind::Store);
+                h.access_on(
+                    (i % 3) as usize,
+                    i.wrapping_mul(0x9E37_79B9) % (1 << 22),
+                    1 + (i % 100) as u32,
+                    AccessKind::Store,
+                );
             }
             let _ = h.traffic();
         }

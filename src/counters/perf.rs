@@ -780,6 +780,47 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
     need <= n as usize && place(0, events, n, &mut vec![false; n as usize])
 }
 
+/// One group's reading, as [`parse_group_read`] gives it: the times shared by the group, then
+/// `(id, value)` per member in the order the kernel wrote them.
+#[cfg(any(test, feature = "analysis"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupReading {
+    pub time_enabled: u64,
+    pub time_running: u64,
+    pub values: Vec<(u64, u64)>,
+}
+
+/// Parse the bytes of a `read()` of a group leader opened with [`group_read_format`]
+/// (`nr, time_enabled, time_running, (value, id) × nr`, native endian) with the parser
+/// perf-event2 uses on live counters. Any bytes give a reading or an error, never a panic;
+/// trailing bytes past the `nr` entries are ignored.
+///
+/// Live counters are read through [`CounterSet`], which does not need this; it is what the
+/// unit tests and the `perf_group_read` fuzz target (`fuzz/`) check the layout with, so the
+/// light build (no `analysis`) leaves it out.
+#[cfg(any(test, feature = "analysis"))]
+pub fn parse_group_read(bytes: &[u8]) -> Result<GroupReading> {
+    use perf_event::data::ReadGroup;
+    use perf_event::data::endian::Native;
+    use perf_event::data::parse::{ParseConfig, Parser};
+
+    let mut b = Builder::new(Software::DUMMY);
+    b.read_format(group_read_format());
+    let config: ParseConfig<Native> = ParseConfig::from(*b.attrs());
+    let mut parser = Parser::new(bytes, config);
+    let group: ReadGroup = parser.parse().map_err(|e| {
+        Error::unavailable(
+            format!("malformed perf group read ({} bytes): {e}", bytes.len()),
+            "the kernel returned an unexpected read_format layout; report this",
+        )
+    })?;
+    Ok(GroupReading {
+        time_enabled: group.time_enabled().unwrap_or(0),
+        time_running: group.time_running().unwrap_or(0),
+        values: group.entries().map(|e| (e.id().unwrap_or(0), e.value())).collect(),
+    })
+}
+
 /// A count scaled for multiplexing: `raw × enabled / running`, and `running / enabled`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scaled {
@@ -1499,37 +1540,6 @@ pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use perf_event::data::ReadGroup;
-    use perf_event::data::endian::Native;
-    use perf_event::data::parse::{ParseConfig, Parser};
-
-    /// One group's reading: times shared by the group, then `(id, value)` per member.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    struct GroupReading {
-        time_enabled: u64,
-        time_running: u64,
-        values: Vec<(u64, u64)>,
-    }
-
-    /// Parse a `read()` of a group leader opened with [`group_read_format`], with the same
-    /// parser perf-event2 uses on live counters: the layout the groups are read with.
-    fn parse_group_read(bytes: &[u8]) -> Result<GroupReading> {
-        let mut b = Builder::new(Software::DUMMY);
-        b.read_format(group_read_format());
-        let config: ParseConfig<Native> = ParseConfig::from(*b.attrs());
-        let mut parser = Parser::new(bytes, config);
-        let group: ReadGroup = parser.parse().map_err(|e| {
-            Error::unavailable(
-                format!("malformed perf group read ({} bytes): {e}", bytes.len()),
-                "the kernel returned an unexpected read_format layout; report this",
-            )
-        })?;
-        Ok(GroupReading {
-            time_enabled: group.time_enabled().unwrap_or(0),
-            time_running: group.time_running().unwrap_or(0),
-            values: group.entries().map(|e| (e.id().unwrap_or(0), e.value())).collect(),
-        })
-    }
 
     fn ev(event: u64, umask: u64) -> EventSpec {
         EventSpec {
