@@ -312,3 +312,35 @@ fn instruction_svg_needs_the_instruction_metrics() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--set instruction"));
 }
+
+/// The rule gpu-test.sh judges a tensor ceiling against cuBLAS by: the median of ≥ 5
+/// alternations within their spread, exit 0 when it holds, 1 when not, 2 for fewer.
+#[test]
+fn peer_ratio_judges_the_median_of_alternations_within_their_spread() {
+    let run = |ours: &str, peer: &str| {
+        let o = roofline()
+            .args(["gpu", "__peer-ratio", "--name", "tensor_tf32", "--ours", ours, "--peer", peer])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    // One sample at 0.997 of cuBLAS (the failure that one sample against 1.0 gave): holds.
+    let (code, out, err) = run("498.5,501,500.5,499.5,502", "500,500,500,500,500");
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.starts_with("tensor_tf32: median ratio 1.0010 of 5 alternations") && out.contains("holds"),
+        "{out}"
+    );
+    // 1 % short in every alternation, spread 0.3 %: below by more than the noise.
+    let (code, out, err) = run("495,494.5,495.5,495,494", "500,500,500,500,500");
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("BELOW"), "{out}");
+    // Fewer than 5 alternations: an input error.
+    let (code, _, err) = run("501,502,503,504", "500,500,500,500");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at least 5"), "{err}");
+}

@@ -159,6 +159,8 @@ mod tests {
         let p = detect(&pts);
         assert_eq!(p.len(), 4, "{p:?}");
         for (pl, lv) in p.iter().zip(&levels) {
+            // Each level: ≥ 9 points within ±2 % of it (next_f64 ∈ [−1, 1)) and ≤ 1 blend point
+            // (sizes ×1.25 apart, blends in the last 10 %): its median is within 2 % for any draw.
             assert!((pl.value - lv.1).abs() < 0.05 * lv.1, "{pl:?} vs {lv:?}");
         }
         let b = boundaries(&p);

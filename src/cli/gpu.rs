@@ -81,6 +81,26 @@ pub enum GpuCommand {
     /// (internal) a tiny kernel for `gpu machine --ncu` to profile.
     #[command(hide = true, name = "__probe")]
     Probe,
+    /// (internal, scripts/gpu-test.sh) judge our rate against a peer's on the median of
+    /// alternations (at least 5) within their noise band: exit 0 when it holds, 1 when not.
+    #[command(hide = true, name = "__peer-ratio")]
+    PeerRatio {
+        /// What is compared (the line printed starts with it).
+        #[arg(long, default_value = "ratio")]
+        name: String,
+        /// Our rate in each alternation, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        ours: Vec<f64>,
+        /// The peer's rate in each alternation, measured right after ours.
+        #[arg(long, value_delimiter = ',', required = true)]
+        peer: Vec<f64>,
+        /// The bar for ours / the peer's.
+        #[arg(long, default_value_t = 1.0)]
+        at_least: f64,
+        /// The widest band (largest − smallest ratio) still judged.
+        #[arg(long, default_value_t = 0.05)]
+        max_band: f64,
+    },
 }
 
 fn environment() -> Environment {
@@ -136,6 +156,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let suite = crate::gpu::kernels::Suite::compile(ctx)?;
             ceilings::measure_sm_clock(&suite, 1)?;
             Ok(0)
+        }
+        GpuCommand::PeerRatio {
+            name,
+            ours,
+            peer,
+            at_least,
+            max_band,
+        } => {
+            let j = crate::gpu::peer::judge(&ours, &peer, at_least, max_band)?;
+            println!("{}", j.describe(&name, at_least));
+            Ok(if j.verdict == crate::gpu::peer::PeerVerdict::Holds { 0 } else { 1 })
         }
         GpuCommand::Ceilings { out, device: ord, quick } => {
             let file = out.check(&["json"])?.map(|f| f.0);

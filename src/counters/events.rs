@@ -600,8 +600,9 @@ mod tests {
             let c = r.next() % 1_000_000_000;
             let s = scale_multiplexed(c, en, run).unwrap();
             let back = s.value * s.running_fraction;
+            // fl(fl(c / r) · r) with c exact in f64: two roundings of ≤ u each, (1 + u)² − 1 < ε.
             assert!(
-                (back - c as f64).abs() <= 1e-6 * c as f64 + 1e-6,
+                (back - c as f64).abs() <= f64::EPSILON * c as f64,
                 "seed {} c {c} en {en} run {run}",
                 r.0
             );

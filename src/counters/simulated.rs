@@ -545,11 +545,16 @@ impl SimulatedCounterSet {
                 .count()
                 .max(1);
             let value = self.faults.apply(s, total / sharing as f64);
-            let r = self.running[i];
-            let running_ns = ((enabled_ns as f64) * r).round().max(1.0) as u64;
-            self.acc[i].value += (value * r).round() as u64;
+            let running_ns = ((enabled_ns as f64) * self.running[i]).round().clamp(1.0, enabled_ns as f64) as u64;
+            // The group counts the events of the time it is said to run (whole nanoseconds),
+            // as a counter of evenly spread events does: count × enabled/running is then off
+            // by the rounding of the count alone (≤ ½ × enabled/running events), however short
+            // the run. Counting `value × running[i]` instead added the rounding of running_ns,
+            // an error of value/(2 × running_ns) that grew with the count.
+            let on = running_ns as f64 / enabled_ns as f64;
+            self.acc[i].value += (value * on).round() as u64;
             self.acc[i].time_enabled += enabled_ns;
-            self.acc[i].time_running += running_ns.min(enabled_ns);
+            self.acc[i].time_running += running_ns;
         }
     }
 
@@ -807,6 +812,41 @@ mod tests {
         let c = counts.iter().find(|c| c.name == "FP_ARITH_INST_RETIRED.SCALAR_DOUBLE").unwrap();
         assert!(c.scaled.unwrap().running_ratio < 0.51, "{c:?}");
         assert!(perf::multiplex_warnings(&counts).iter().any(|w| w.contains("multiplexed")));
+    }
+
+    /// Random counts, run lengths (down to 1 ns) and running fractions: the scaled count of one
+    /// run is off its truth by the rounding of the raw count alone, ≤ ½ × enabled/running.
+    #[test]
+    fn multiplexed_counts_are_off_by_the_count_rounding_only() {
+        let seed = crate::kernels::rng::fresh_seed();
+        let mut rng = crate::kernels::rng::Rng::new(seed);
+        let pmu = skx();
+        let (specs, _, _) = pmu.counters(false, false).unwrap();
+        let spec = specs.iter().find(|s| s.class.as_deref() == Some("scalar_double")).unwrap().clone();
+        for _ in 0..20_000 {
+            let events = (rng.next_u64() % 50_000_000) as f64;
+            // Run lengths from 1 ns to 0.1 s, log-uniform: short runs are where time rounds most.
+            let seconds = 10f64.powf(rng.range(-9.0, -1.0));
+            let r = rng.range(0.01, 1.0);
+            let mut set = SimulatedCounterSet {
+                specs: vec![spec.clone()],
+                running: vec![r],
+                faults: Faults::default(),
+                acc: vec![RawCount::default()],
+                enabled: false,
+            };
+            let mut t = Truth {
+                seconds,
+                ..Truth::default()
+            };
+            t.flops_by_class.insert("scalar_double".into(), events);
+            let c = set.counts_of(&t).unwrap()[0].scaled.unwrap();
+            let bound = 0.5 / c.running_ratio * (1.0 + 1e-12) + events * 1e-12;
+            assert!(
+                (c.value - events).abs() <= bound,
+                "seed {seed}: {events} events in {seconds} s at {r}: {c:?}, bound {bound}"
+            );
+        }
     }
 
     #[test]

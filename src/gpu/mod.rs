@@ -21,6 +21,7 @@ pub mod kernel_name;
 #[cfg(feature = "gpu")]
 pub mod kernels;
 pub mod ncu;
+pub mod peer;
 pub mod regions;
 #[cfg(feature = "gpu")]
 pub mod run;
