@@ -424,8 +424,8 @@ fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
     }
     let mut s = seed();
     let n = pick(&mut s, 30, 50);
-    let run = |mode: &str, limit: &str| {
-        let out = dir.path().join(format!("strings-{mode}-{limit}.json"));
+    let run_n = |mode: &str, limit: &str, n: u64| {
+        let out = dir.path().join(format!("strings-{mode}-{limit}-{n}.json"));
         let mut c = Command::new("setarch");
         c.arg("-R").arg(assert_cmd::cargo::cargo_bin("roofline"));
         c.args(["measure", "--backend", "trace", "--trace", mode]);
@@ -444,6 +444,7 @@ fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         doc["points"][0].clone()
     };
+    let run = |mode: &str, limit: &str| run_n(mode, limit, n);
     let reference = run("reference", "4096");
     assert!(reference["flops"]["total"].as_f64().unwrap() > 0.0);
     let mut stops = Vec::new();
@@ -462,10 +463,16 @@ fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
         }
         stops.push(flops["extra"]["trace"]["stops"].as_u64().unwrap());
     }
+    // Start-up and glibc cost some 450–520 stops whatever n (ASLR off, one thread: the same
+    // every run), as many as the loop's iterations at n = 30: the loop's own cost is what
+    // doubling n adds, 64·n more iterations.
+    let doubled = run_n("flops", "4096", 2 * n)["extra"]["trace"]["stops"].as_u64().unwrap();
+    let added = doubled.saturating_sub(stops[0]);
     let iterations = 64 * n;
     assert!(
-        stops[0] * 4 < iterations,
-        "a loop within the longer limit should cost a few stops, not one per iteration: {} stops for {iterations} iterations",
+        added * 4 < iterations,
+        "a loop within the longer limit should cost a few stops, not one per iteration: {added} more stops \
+         ({} at n = {n}, {doubled} at 2n) for {iterations} more iterations",
         stops[0]
     );
     assert!(stops[1] > stops[0], "the short limit cuts the loop back: {stops:?}");

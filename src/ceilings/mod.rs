@@ -134,9 +134,14 @@ impl Ceilings {
     }
 }
 
+/// A level is told from the next outer one when it is at least this much faster. (Measured
+/// twice at 150 MiB on the Emerald Rapids guest, L3 read 0.99–1.16× DRAM kernel by kernel: noise
+/// around 1.0; where it serves, at 37.5 MiB, 1.7–1.8×.)
+const DISTINCT_LEVEL: f64 = 1.1;
+
 /// Whether `inner` is not faster than `outer` at `threads`: its roof (the best kernel with
-/// ordinary stores) is not above the outer one's, or most kernels measured at both levels move
-/// no more bytes per second at the inner level than at the outer. (The second catches a level
+/// ordinary stores) is not `DISTINCT_LEVEL` × the outer one's, or most kernels measured at both
+/// levels are not that much faster at the inner level than at the outer. (The second catches a level
 /// measured beyond where it serves even when one kernel's roofs happen to differ: on the
 /// Emerald Rapids guest, L3 at 150 MiB read daxpy 23.4 against DRAM's 23.0 GB/s, but load,
 /// copy, triad and store were all slower than at DRAM sizes.) Why, or None.
@@ -149,14 +154,14 @@ fn out_of_order(bw: &[BandwidthCeiling], threads: u32, inner: &str, outer: &str)
     let (a, b) = (roof(inner), roof(outer));
     let pairs: Vec<(f64, f64)> =
         at(inner).filter_map(|i| at(outer).find(|o| o.kernel == i.kernel).map(|o| (i.gbs, o.gbs))).collect();
-    let slower = pairs.iter().filter(|(i, o)| i <= o).count();
-    if a > b && 2 * slower <= pairs.len() {
+    let slower = pairs.iter().filter(|(i, o)| *i <= DISTINCT_LEVEL * o).count();
+    if a > DISTINCT_LEVEL * b && 2 * slower <= pairs.len() {
         return None;
     }
     let ws = at(inner).map(|c| c.working_set_per_thread_bytes).max().unwrap_or(0);
     Some(format!(
-        "{inner} roof {a:.1} GB/s is not faster than {outer}'s {b:.1} GB/s (×{threads}, measured at {} per thread; {slower} of \
-         {} kernels no faster than at {outer}): that level does not serve this working set here; re-measure with \
+        "{inner} roof {a:.1} GB/s is not 10 % above {outer}'s {b:.1} GB/s (×{threads}, measured at {} per thread; {slower} of \
+         {} kernels not 10 % faster than at {outer}): that level does not serve this working set here; re-measure with \
          `roofline ceilings --refresh`",
         crate::util::fmt_bytes(ws as f64),
         pairs.len()
@@ -544,7 +549,7 @@ mod tests {
         c.bandwidth = vec![bw("L1", 300.0), bw("L2", 130.0), bw("L3", 20.0), bw("DRAM", 21.9)];
         let d = c.disorder();
         assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].starts_with("L3 roof 20.0 GB/s is not faster than DRAM's 21.9 GB/s") && d[0].contains("150.0 MiB"), "{d:?}");
+        assert!(d[0].starts_with("L3 roof 20.0 GB/s is not 10 % above DRAM's 21.9 GB/s") && d[0].contains("150.0 MiB"), "{d:?}");
         // The same guest's quick ceilings (2026-11-28): L3's roof 23.4 (daxpy) just above
         // DRAM's 23.0, but load, copy, triad and store all slower at 150 MiB than at 1.2 GiB.
         let kernel = |level: &str, kernel: &str, gbs: f64| BandwidthCeiling { kernel: kernel.into(), ..bw(level, gbs) };
@@ -556,19 +561,29 @@ mod tests {
         c.bandwidth.push(kernel("DRAM", "store_nt", 21.7));
         let d = c.disorder();
         assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].starts_with("L3 roof 23.4 GB/s is not faster than DRAM's 23.0") && d[0].contains("4 of 5 kernels"), "{d:?}");
+        assert!(d[0].starts_with("L3 roof 23.4 GB/s is not 10 % above DRAM's 23.0") && d[0].contains("4 of 5 kernels"), "{d:?}");
+        // Its second run: L3 0.99–1.16× DRAM kernel by kernel (load 14.6 vs 14.4): 3 of 5 not
+        // 10 % faster.
+        c.bandwidth.retain(|b| b.level == "L2");
+        for (k, l3, dram) in [("load", 14.6, 14.4), ("copy", 11.3, 11.4), ("triad", 12.6, 12.3), ("daxpy", 21.5, 18.8), ("store", 8.7, 7.5)] {
+            c.bandwidth.push(kernel("L3", k, l3));
+            c.bandwidth.push(kernel("DRAM", k, dram));
+        }
+        let d = c.disorder();
+        assert!(d.len() == 1 && d[0].contains("3 of 5 kernels"), "{d:?}");
         let mut rng = roofline_kernels::stream::SplitMix(seed());
         for _ in 0..200 {
-            // Ordered: each level 1.05× to 3× the next.
+            // Ordered: each level 1.11× to 3× the next.
             let dram = 5.0 + 50.0 * rng.next_f64().abs();
-            let l3 = dram * (1.05 + 2.0 * rng.next_f64().abs());
-            let l2 = l3 * (1.05 + 2.0 * rng.next_f64().abs());
-            let l1 = l2 * (1.05 + 2.0 * rng.next_f64().abs());
+            let l3 = dram * (1.11 + 1.9 * rng.next_f64().abs());
+            let l2 = l3 * (1.11 + 1.9 * rng.next_f64().abs());
+            let l1 = l2 * (1.11 + 1.9 * rng.next_f64().abs());
             let mut v = [l1, l2, l3, dram];
             c.bandwidth = ["L1", "L2", "L3", "DRAM"].iter().zip(v).map(|(l, g)| bw(l, g)).collect();
             assert!(c.disorder().is_empty(), "{v:?}: {:?}", c.disorder());
             let k = (rng.next_f64().abs() * 3.0) as usize % 3;
-            v[k] = v[k + 1] * (0.5 + 0.5 * rng.next_f64().abs());
+            // Pushed to at most 1.1× its outer neighbour (slower ones included).
+            v[k] = v[k + 1] * (0.5 + 0.6 * rng.next_f64().abs());
             c.bandwidth = ["L1", "L2", "L3", "DRAM"].iter().zip(v).map(|(l, g)| bw(l, g)).collect();
             let d = c.disorder();
             assert!(!d.is_empty() && d.iter().all(|m| m.starts_with(&format!("L{} roof", k + 1))), "{k} {v:?}: {d:?}");
