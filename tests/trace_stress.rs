@@ -138,8 +138,8 @@ fn trace_once(dir: &Path, run: &Run, mode: &str) -> Result<Value, String> {
             return Err(format!("native output line {line:?} missing from the traced run's: {stdout}"));
         }
     }
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).map_err(|e| format!("no report: {e}"))?)
-        .map_err(|e| e.to_string())?;
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).map_err(|e| format!("no report: {e}"))?).map_err(|e| e.to_string())?;
     let trace = doc["points"][0]["extra"]["trace"].clone();
     // (`mispredicts`: a run-ahead path's exit reached with a register other than the
     // emulator's. W stays exact when the path was the predicted one, which the W check below
@@ -260,7 +260,11 @@ fn build_c(source: &str, exe: &str, flags: &[&str]) -> Option<PathBuf> {
 }
 
 fn blocked_syscalls(d: &mut Draw) -> Option<Run> {
-    let exe = build_c("blocked_syscalls.c", "blocked_syscalls", &["-O2", "-g", "-ffp-contract=off", "-pthread"])?;
+    let exe = build_c(
+        "blocked_syscalls.c",
+        "blocked_syscalls",
+        &["-O2", "-g", "-ffp-contract=off", "-pthread"],
+    )?;
     let (n, rounds) = (d.pick(500, 3_000), d.pick(5, 30));
     Some(Run {
         what: format!("n {n} rounds {rounds}"),
@@ -288,7 +292,10 @@ fn omp_triad(d: &mut Draw) -> Option<Run> {
 
 #[test]
 fn short() {
-    let runs = std::env::var("ROOFLINE_STRESS_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(20);
+    let runs = std::env::var("ROOFLINE_STRESS_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(20);
     stress(
         &[
             ("rayon_regions", &rayon_example("rayon_regions")),
@@ -304,7 +311,10 @@ fn short() {
 #[test]
 #[ignore = "long: scripts/trace-stress.sh"]
 fn long() {
-    let runs = std::env::var("ROOFLINE_STRESS_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(100);
+    let runs = std::env::var("ROOFLINE_STRESS_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(100);
     stress(
         &[
             ("rayon_regions", &rayon_example("rayon_regions")),

@@ -475,7 +475,12 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
         ));
     }
     if !r.stats.restart_hazards.is_empty() || r.stats.scratch_overwrites > 0 {
-        let at: Vec<String> = r.stats.restart_hazards.iter().map(|(t, a)| format!("thread {t} to {a:#x}")).collect();
+        let at: Vec<String> = r
+            .stats
+            .restart_hazards
+            .iter()
+            .map(|(t, a)| format!("thread {t} to {a:#x}"))
+            .collect();
         notes.push(format!(
             "TRACER INVARIANT BROKEN: {} move(s) of a thread with a system call restart pending ({}), {} scratch slot(s) \
              found written: the program may have run wrongly under trace (please report)",

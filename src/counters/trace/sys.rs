@@ -657,7 +657,11 @@ mod tests {
             } else {
                 assert!(matches!(end, WaitStatus::Stopped(_, Signal::SIGTRAP)), "{end:?}");
                 let after = after.unwrap();
-                assert_eq!((after.rip, after.rax), (page + 2, 1), "the read completed with its byte: {after:x?}");
+                assert_eq!(
+                    (after.rip, after.rax),
+                    (page + 2, 1),
+                    "the read completed with its byte: {after:x?}"
+                );
             }
         }
     }

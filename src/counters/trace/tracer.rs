@@ -2330,7 +2330,11 @@ impl<'s> Tracer<'s> {
     /// stops a debug build.
     fn move_rip(&mut self, pid: Pid, regs: &mut libc::user_regs_struct, to: u64) {
         if sys::restarted_syscall(regs).is_some() {
-            debug_assert!(false, "tracer moved rip {:#x} -> {to:#x} with a system call restart pending", regs.rip);
+            debug_assert!(
+                false,
+                "tracer moved rip {:#x} -> {to:#x} with a system call restart pending",
+                regs.rip
+            );
             if self.stats.restart_hazards.len() < 8 {
                 self.stats.restart_hazards.push((pid.as_raw(), to));
             }
