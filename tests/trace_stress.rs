@@ -165,7 +165,10 @@ fn trace_once(dir: &Path, run: &Run, mode: &str) -> Result<Value, String> {
 /// `runs` runs of each case that `make` draws, even ones idle and odd ones with the hog;
 /// every `reference_every`-th run also compares each region's W with the reference mode's.
 /// Panics with every failure and the seed.
-fn stress(cases: &[(&str, &dyn Fn(&mut Draw) -> Option<Run>)], runs: u64, reference_every: u64) {
+/// A named case: what draws its next run.
+type Case<'a> = (&'a str, &'a dyn Fn(&mut Draw) -> Option<Run>);
+
+fn stress(cases: &[Case], runs: u64, reference_every: u64) {
     let seed = seed();
     let mut mispredicts = 0;
     let mut draw = Draw::new(seed);

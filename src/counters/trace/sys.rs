@@ -274,7 +274,7 @@ pub fn restarted_syscall(regs: &libc::user_regs_struct) -> Option<libc::user_reg
 }
 
 /// What a single-step stop (SIGTRAP after `PTRACE_SINGLESTEP`) says of the step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepStop {
     /// The instruction stepped ran: the thread is at the next one.
     Ran,
@@ -283,7 +283,7 @@ pub enum StepStop {
     /// not completed and runs again from rip - 2 when the thread resumes. The registers with
     /// that restart done: the thread is back at its `syscall`, where it was (a displaced copy's
     /// `syscall` stays in its copy), and the same step is to be asked again.
-    Interrupted(libc::user_regs_struct),
+    Interrupted(Box<libc::user_regs_struct>),
 }
 
 /// Judge a single-step stop from the thread's registers. Moving rip on from an
@@ -291,7 +291,7 @@ pub enum StepStop {
 /// before the new rip: a SIGSEGV inside a scratch area (issue #36).
 pub fn judge_step_stop(regs: &libc::user_regs_struct) -> StepStop {
     match restarted_syscall(regs) {
-        Some(r) => StepStop::Interrupted(r),
+        Some(r) => StepStop::Interrupted(Box::new(r)),
         None => StepStop::Ran,
     }
 }
@@ -624,7 +624,7 @@ mod tests {
             let stopped = ptrace::getregs(child).unwrap();
             assert_eq!(stopped.rip, page + 2, "the step is reported at the call's exit");
             let again = match judge_step_stop(&stopped) {
-                StepStop::Interrupted(again) => again,
+                StepStop::Interrupted(again) => *again,
                 StepStop::Ran => panic!("an interrupted read judged complete: {stopped:x?}"),
             };
             assert_eq!((again.rip, again.rax, again.orig_rax), (page, libc::SYS_read as u64, u64::MAX));

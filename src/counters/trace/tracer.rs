@@ -2212,7 +2212,7 @@ impl<'s> Tracer<'s> {
                 // Nothing after the interrupted call ran: restart it where it is and ask the
                 // same step again (its instruction was counted when the step was asked).
                 self.stats.interrupted_steps += 1;
-                if ptrace::setregs(pid, restart).is_ok() {
+                if ptrace::setregs(pid, *restart).is_ok() {
                     self.step(pid, None);
                     return;
                 }
