@@ -585,6 +585,7 @@ mod tests {
     /// code elsewhere, as if the call had returned) makes the kernel restart 2 bytes before
     /// that code: the child dies of SIGSEGV there.
     #[test]
+    #[ignore = "ptraces a child of its own: another test of this binary that waits on any child would take its stops; run alone with `cargo test --release --lib -- --ignored a_step_interrupted`"]
     fn a_step_interrupted_inside_a_displaced_syscall_is_restarted_in_place() {
         use nix::sys::wait::{WaitStatus, waitpid};
         for move_on in [false, true] {
