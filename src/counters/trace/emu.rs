@@ -197,6 +197,18 @@ impl Overlay {
         }
     }
 
+    /// Bytes `[start, end)` of page `page` present but unknown (memory another agent rewrites).
+    fn forget_in_page(&mut self, page: u64, start: u64, end: u64) {
+        let base = page * PAGE_WORDS as u64 * 8;
+        let (lo, hi) = (start.max(base), end.min(base + PAGE_WORDS as u64 * 8));
+        for at in lo..hi {
+            let w = self.entry(at >> 3);
+            let bit = 1u8 << (at & 7);
+            w.present |= bit;
+            w.known &= !bit;
+        }
+    }
+
     /// Pages held (each 4 KiB of the tracee's address space).
     fn pages(&self) -> usize {
         self.pages.len()
@@ -341,6 +353,9 @@ pub struct Emu {
     /// Pages already read from the tracee while it has not run since (shared by the
     /// emulations of one trap: a path cut back is emulated again over the same pages).
     page_cache: Option<PageCache>,
+    /// Tracee memory the kernel rewrites behind the thread's back ([start, end)): read as
+    /// unknown whatever it holds at the stop.
+    volatile: Vec<(u64, u64)>,
     mem: Rc<Memory>,
 }
 
@@ -372,6 +387,7 @@ impl Emu {
             poisoned: false,
             page_reads: 0,
             page_cache: None,
+            volatile: Vec::new(),
             last_generic: None,
             mem,
             vregs: [VREG_AT_TRAP; 32],
@@ -387,6 +403,13 @@ impl Emu {
     /// Share `cache` of the tracee's pages with the other emulations of this stop.
     pub fn with_page_cache(mut self, cache: PageCache) -> Emu {
         self.page_cache = Some(cache);
+        self
+    }
+
+    /// Memory whose contents at the stop are not what the thread will read: its rseq(2) area,
+    /// whose `cpu_id` the kernel rewrites when the thread runs on another CPU.
+    pub fn with_volatile(mut self, ranges: &[(u64, u64)]) -> Emu {
+        self.volatile.extend_from_slice(ranges);
         self
     }
 
@@ -462,6 +485,11 @@ impl Emu {
             return false;
         }
         self.overlay.fill_page(page, &bytes);
+        for &(start, end) in &self.volatile {
+            if start < base + bytes.len() as u64 && end > base {
+                self.overlay.forget_in_page(page, start, end);
+            }
+        }
         true
     }
 
@@ -2803,6 +2831,36 @@ mod tests {
             }
         }
         (taken, e.regs)
+    }
+
+    #[test]
+    fn volatile_memory_reads_as_unknown_and_the_rest_of_its_page_as_itself() {
+        // A thread's rseq area beside ordinary data in one page: cpu_id (what glibc's
+        // pthread_create reads) must come out unknown, the word after it as stored.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let cells: Box<[u64; 8]> = Box::new(std::array::from_fn(|k| seed.rotate_left(k as u32 * 7) | 1));
+        let base = cells.as_ptr() as u64;
+        // (The volatile range: bytes 8..16; the reads: [rax+8] and [rax+16], 4 bytes each.)
+        let code = [0x8b, 0x78, 0x08, 0x8b, 0x70, 0x10]; // mov edi,[rax+8]; mov esi,[rax+16]
+        let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        for volatile in [false, true] {
+            let ranges = if volatile { vec![(base + 8, base + 16)] } else { Vec::new() };
+            let mut e = Emu::new(&regs, mem.clone()).with_volatile(&ranges);
+            e.regs[0] = Some(base);
+            let mut f = InstructionInfoFactory::new();
+            let mut d = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
+            while d.can_decode() {
+                e.step(&d.decode(), &mut f);
+            }
+            let want_edi = (!volatile).then_some(cells[1] & 0xffff_ffff);
+            assert_eq!(e.regs[7], want_edi, "edi, volatile {volatile}");
+            assert_eq!(e.regs[6], Some(cells[2] & 0xffff_ffff), "esi, volatile {volatile}");
+        }
     }
 
     #[test]

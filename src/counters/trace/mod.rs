@@ -534,6 +534,13 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             "hold_timeouts": r.stats.hold_timeouts,
             "interrupted_steps": r.stats.interrupted_steps,
             "restart_hazards": r.stats.restart_hazards.len(),
+            "exit_state_details": r.stats.exit_state_details.iter().map(|d| serde_json::json!({
+                "at": format!("{:#x}", d.at),
+                "from": format!("{:#x}", d.from),
+                "blocks": d.blocks,
+                "last": format!("{:#x}", d.last),
+                "differing": d.differing.iter().map(|(r, e, a)| format!("{r}: predicted {e:#x}, actual {a:#x}")).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
             "scratch_overwrites": r.stats.scratch_overwrites,
             "step_through_causes": r.stats.step_through_causes,
             "path_ends": r.stats.path_ends,

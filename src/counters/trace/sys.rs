@@ -99,6 +99,32 @@ impl XsaveLayout {
     }
 }
 
+/// The restartable-sequences area a stopped tracee thread registered with rseq(2): (address,
+/// size), None when it has none (yet) or the kernel predates PTRACE_GET_RSEQ_CONFIGURATION
+/// (5.13). The kernel rewrites its `cpu_id` fields whenever the thread returns to user space
+/// on another CPU, so its contents at a stop say nothing about what the thread reads later.
+pub fn rseq_area(pid: Pid) -> Option<(u64, u64)> {
+    let mut conf = libc::ptrace_rseq_configuration {
+        rseq_abi_pointer: 0,
+        rseq_abi_size: 0,
+        signature: 0,
+        flags: 0,
+        pad: 0,
+    };
+    // SAFETY: PTRACE_GET_RSEQ_CONFIGURATION writes at most `addr` bytes (the size passed) into
+    // the struct `data` points to, which lives until after the call; the tracee is stopped
+    // (caller's contract).
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GET_RSEQ_CONFIGURATION,
+            pid.as_raw(),
+            std::mem::size_of::<libc::ptrace_rseq_configuration>() as *mut libc::c_void,
+            &mut conf as *mut libc::ptrace_rseq_configuration as *mut libc::c_void,
+        )
+    };
+    (r > 0 && conf.rseq_abi_pointer != 0 && conf.rseq_abi_size > 0).then_some((conf.rseq_abi_pointer, u64::from(conf.rseq_abi_size)))
+}
+
 /// The XSAVE image of a stopped tracee thread.
 pub fn get_xstate(pid: Pid, size: usize) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; size];

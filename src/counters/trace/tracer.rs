@@ -1117,6 +1117,8 @@ struct Thread {
     /// After a run-ahead path: the general registers the emulator computed for its exit
     /// (`Emu::gprs` order, None where unknown), checked at the next trap.
     expect_regs: Option<Box<[Option<u64>; 16]>>,
+    /// The path those registers were predicted on: (its trap address, blocks, last block).
+    expect_path: (u64, usize, u64),
     /// The block this thread was let run natively after counting it whole at its entry
     /// (start, end), while its space has several threads: a breakpoint another thread's stop
     /// placed inside it meanwhile is passed, not counted again.
@@ -1128,6 +1130,8 @@ struct Thread {
     /// Memory mode with several threads: it entered a system call at its last trap, whose
     /// return value the next trap reads (rax) for the interleaving (`interleave.rs`).
     in_call: Option<u64>,
+    /// Its rseq(2) area [start, end), once registered: what its emulations read as unknown.
+    rseq: Option<(u64, u64)>,
 }
 
 impl Thread {
@@ -1144,7 +1148,9 @@ impl Thread {
             index: 0,
             expect: None,
             expect_regs: None,
+            expect_path: (0, 0, 0),
             in_call: None,
+            rseq: None,
             counted: None,
             stepped_tile: None,
         }
@@ -1225,6 +1231,9 @@ pub struct DriverStats {
     /// which would run the restart 2 bytes before the new `rip` (must stay empty:
     /// docs/trace.md, "Code the tracer writes"): (thread id, rip asked).
     pub restart_hazards: Vec<(i32, u64)>,
+    /// The first mispredicted run-ahead paths (at most 4): a trap at no exit of the path, or
+    /// exit registers that differ from the emulator's; what an investigation needs.
+    pub exit_state_details: Vec<ExitStateDetail>,
     /// Displaced copies whose reserved slot was found written already (must stay 0: slots are
     /// never reused).
     pub scratch_overwrites: u64,
@@ -2302,6 +2311,17 @@ impl<'s> Tracer<'s> {
                             eprintln!("[{pid}] mispredict: trap at {at:#x}, expected {e:x?}");
                         }
                         self.stats.mispredicts += 1;
+                        if self.stats.exit_state_details.len() < 4 {
+                            let (from, blocks, last) = th.expect_path;
+                            // (No register differs: the trap itself was not an exit of the path.)
+                            self.stats.exit_state_details.push(ExitStateDetail {
+                                at,
+                                from,
+                                blocks,
+                                last,
+                                differing: Vec::new(),
+                            });
+                        }
                     } else if let Some(er) = exp_regs
                         && !regs_agree(&er, &regs)
                     {
@@ -2310,6 +2330,16 @@ impl<'s> Tracer<'s> {
                         }
                         self.stats.mispredicts += 1;
                         self.stats.exit_state_mismatches += 1;
+                        if self.stats.exit_state_details.len() < 4 {
+                            let (from, blocks, last) = th.expect_path;
+                            self.stats.exit_state_details.push(ExitStateDetail {
+                                at,
+                                from,
+                                blocks,
+                                last,
+                                differing: regs_differing(&er, &regs),
+                            });
+                        }
                     }
                 }
                 self.move_rip(pid, &mut regs, at);
@@ -2320,6 +2350,24 @@ impl<'s> Tracer<'s> {
             }
         }
         self.deliver(pid, sig, regs);
+    }
+
+    /// An emulator for stopped thread `pid` of space `si` from `regs`. Its rseq(2) area reads
+    /// as unknown: the kernel rewrites `cpu_id` there whenever the thread comes back to user
+    /// space on another CPU, between the stop and the code that reads it (glibc's
+    /// `pthread_create` and `sched_getcpu` do), so the value at the stop predicts nothing.
+    fn emulator(&mut self, pid: Pid, si: usize, regs: &libc::user_regs_struct) -> Emu {
+        let rseq = self.rseq_of(pid);
+        Emu::new(regs, self.spaces[si].mem.clone()).with_volatile(rseq.as_slice())
+    }
+
+    /// Thread `pid`'s rseq(2) area [start, end), asked of the kernel until it has one.
+    fn rseq_of(&mut self, pid: Pid) -> Option<(u64, u64)> {
+        let t = self.threads.get_mut(&pid)?;
+        if t.rseq.is_none() {
+            t.rseq = sys::rseq_area(pid).map(|(a, n)| (a, a.saturating_add(n)));
+        }
+        t.rseq
     }
 
     /// Point a stopped thread's `rip` at `to` (a displaced copy, the code after one, a block
@@ -2695,9 +2743,9 @@ impl<'s> Tracer<'s> {
     /// None when one cannot be computed (the caller steps through the block instead).
     /// The general registers at the `syscall` that ends `block`, emulated from `regs` at its
     /// entry (None where the block has nothing else or the emulator does not know them).
-    fn regs_at_syscall(&mut self, si: usize, block: &Block, regs: &libc::user_regs_struct) -> Option<[Option<u64>; 16]> {
+    fn regs_at_syscall(&mut self, pid: Pid, si: usize, block: &Block, regs: &libc::user_regs_struct) -> Option<[Option<u64>; 16]> {
         let (_, body) = block.insns.split_last()?;
-        let mut emu = Emu::new(regs, self.spaces[si].mem.clone());
+        let mut emu = self.emulator(pid, si, regs);
         for insn in body {
             emu.step(&insn.instr, &mut self.factory);
         }
@@ -2715,7 +2763,8 @@ impl<'s> Tracer<'s> {
         if block.rep {
             return rep_accesses(block, regs);
         }
-        let mut emu = Emu::new(regs, self.spaces[si].mem.clone()).with_vectors(self.vector_seed(pid));
+        let seed = self.vector_seed(pid);
+        let mut emu = self.emulator(pid, si, regs).with_vectors(seed);
         let mut out = Vec::new();
         let mut masked = block.masked.iter().zip(masks.iter());
         let mut next_masked = masked.next();
@@ -3366,6 +3415,7 @@ impl<'s> Tracer<'s> {
             if let Some(t) = self.threads.get_mut(&pid) {
                 t.expect = (!ra.exit_unknown).then(|| targets.clone());
                 t.expect_regs = ra.exit_regs.filter(|_| !ra.exit_unknown).map(Box::new);
+                t.expect_path = (pc, ra.members.len(), ra.members.last().map_or(block.start, |b| b.start));
             }
         }
         if !self.spaces[si].blocks.get(&pc).is_some_and(|b| Rc::ptr_eq(b, &block)) {
@@ -3418,7 +3468,7 @@ impl<'s> Tracer<'s> {
             // (`interleave.rs`).
             let (gprs, back) = match path_call {
                 Some(c) => c,
-                None => (self.regs_at_syscall(si, &block, &regs), block.end),
+                None => (self.regs_at_syscall(pid, si, &block, &regs), block.end),
             };
             let call = gprs.map_or(Call::Other, |r| Call::from_regs(r[0], r[7], r[6]));
             self.enters_call(pid, call, back);
@@ -3520,7 +3570,7 @@ impl<'s> Tracer<'s> {
             return None;
         }
         let seed = self.vector_seed(pid);
-        let mut emu = Emu::new(regs, self.spaces[si].mem.clone()).with_vectors(seed.clone());
+        let mut emu = self.emulator(pid, si, regs).with_vectors(seed.clone());
         let masks = emulate_masks(&mut emu, block, &mut self.factory);
         if seed.was_read() {
             self.stats.xstate_reads += 1;
@@ -3576,7 +3626,8 @@ impl<'s> Tracer<'s> {
     fn run_ahead(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct, want_accesses: bool) -> Option<RunAhead> {
         // (One XSAVE read at most for every round's emulation.)
         let seed = self.vector_seed(pid);
-        let ra = self.run_ahead_from(&seed, si, pc, regs, want_accesses);
+        let rseq = self.rseq_of(pid);
+        let ra = self.run_ahead_from(&seed, rseq.as_slice(), si, pc, regs, want_accesses);
         if seed.was_read() {
             self.stats.xstate_reads += 1;
         }
@@ -3586,6 +3637,7 @@ impl<'s> Tracer<'s> {
     fn run_ahead_from(
         &mut self,
         seed: &Rc<VectorSeed>,
+        volatile: &[(u64, u64)],
         si: usize,
         pc: u64,
         regs: &libc::user_regs_struct,
@@ -3626,6 +3678,7 @@ impl<'s> Tracer<'s> {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
             let mut emu = Emu::new(regs, sp.mem.clone())
+                .with_volatile(volatile)
                 .with_vectors(seed.clone())
                 .with_page_cache(pages.clone());
             let first = sp.block_at(pc, f);
@@ -3964,12 +4017,43 @@ impl<'s> Tracer<'s> {
 /// element size, backwards when the direction flag is set. None for `repe/repne cmps/scas`
 /// (they stop on a comparison) and for more than 16 M elements.
 /// Whether the registers at a trap agree with every register the emulator knew for it.
-fn regs_agree(expected: &[Option<u64>; 16], regs: &libc::user_regs_struct) -> bool {
-    let actual = [
+/// A run-ahead path whose exit registers differed from the emulator's prediction.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ExitStateDetail {
+    /// The exit the thread trapped at (one the path expected).
+    pub at: u64,
+    /// The trap the path was emulated from.
+    pub from: u64,
+    /// Blocks on the path.
+    pub blocks: usize,
+    /// The path's last block.
+    pub last: u64,
+    /// (register, predicted, actual) of each register that differs.
+    pub differing: Vec<(&'static str, u64, u64)>,
+}
+
+const GPR_NAMES: [&str; 16] = [
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+];
+
+fn gpr_values(regs: &libc::user_regs_struct) -> [u64; 16] {
+    [
         regs.rax, regs.rcx, regs.rdx, regs.rbx, regs.rsp, regs.rbp, regs.rsi, regs.rdi, regs.r8, regs.r9, regs.r10, regs.r11, regs.r12,
         regs.r13, regs.r14, regs.r15,
-    ];
-    expected.iter().zip(actual).all(|(e, a)| e.is_none_or(|e| e == a))
+    ]
+}
+
+fn regs_differing(expected: &[Option<u64>; 16], regs: &libc::user_regs_struct) -> Vec<(&'static str, u64, u64)> {
+    expected
+        .iter()
+        .zip(gpr_values(regs))
+        .zip(GPR_NAMES)
+        .filter_map(|((e, a), name)| e.filter(|e| *e != a).map(|e| (name, e, a)))
+        .collect()
+}
+
+fn regs_agree(expected: &[Option<u64>; 16], regs: &libc::user_regs_struct) -> bool {
+    expected.iter().zip(gpr_values(regs)).all(|(e, a)| e.is_none_or(|e| e == a))
 }
 
 /// The accesses of `insn` with the addresses from the emulator's registers before it executes
