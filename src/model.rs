@@ -34,7 +34,7 @@ use crate::error::Error;
 use crate::machine::MachineModel;
 #[cfg(feature = "analysis")]
 use crate::report::schema::check_schema;
-use crate::report::schema::{Bound, Point, Report, Roofs, level};
+use crate::report::schema::{Bound, Point, Report, Roofs, Source, level};
 use crate::util::map_of;
 
 /// T below this is suspicious of call overhead (timer, launch, page faults).
@@ -647,6 +647,35 @@ impl RoofSet {
             .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
     }
 
+    /// The roof code of `precision` at `isa` reaches when a share `fma` (0–1) of its flops
+    /// comes from FMAs and the rest from adds and multiplies. An FMA issues only to the FMA
+    /// pipes; any other operation to any FP pipe (the same ones on Intel; on Zen also the FADD
+    /// pipes). Per flop, FMAs take `fma / R_fma` of the time on the FMA pipes, and all
+    /// operations together `(fma / 2 + (1 − fma)) / R_nofma` of every pipe, where `R_fma` is
+    /// the all-FMA roof and `R_nofma` the multiply-and-add one: the roof is the inverse of the
+    /// larger, capped by the FMA+add roof where measured. (An upper bound: adds and multiplies
+    /// are taken as balanced over the pipes, which the counts cannot tell.) None without both
+    /// an FMA and a no-FMA roof there.
+    pub fn mix_roof(&self, precision: &str, isa: &str, fma: f64) -> Option<f64> {
+        let best = |fma_mode: bool, mix: bool| {
+            self.compute
+                .iter()
+                .filter(|c| c.precision == precision && c.isa == isa && c.fma == fma_mode && (!fma_mode || c.mix == mix))
+                .map(|c| c.gflops)
+                .filter(|g| g.is_finite() && *g > 0.0)
+                .max_by(f64::total_cmp)
+        };
+        let (all_fma, no_fma, fma_add) = (best(true, false), best(false, false), best(true, true));
+        let s = fma.clamp(0.0, 1.0);
+        let g = match (all_fma, no_fma) {
+            (Some(f), Some(n)) => 1.0 / (s / f).max((s / 2.0 + (1.0 - s)) / n),
+            (Some(f), None) if s >= 1.0 => f,
+            (None, Some(n)) if s <= 0.0 => n,
+            _ => return None,
+        };
+        Some(fma_add.map_or(g, |b| g.min(b.max(all_fma.unwrap_or(0.0)))))
+    }
+
     /// The widest ISA with a compute roof (None without compute roofs).
     pub fn widest_isa(&self) -> Option<&str> {
         self.compute.iter().map(|c| c.isa.as_str()).max_by_key(|i| isa_rank(i))
@@ -811,8 +840,27 @@ pub struct Analysis {
     pub roof_fraction: Option<f64>,
     pub bound: Bound,
     pub advice: String,
+    /// The compute roof the point is judged against and why that one (its FMA share, or why
+    /// the highest roof was taken); None for a point that cannot be placed or has no roof.
+    #[cfg_attr(feature = "analysis", serde(default))]
+    pub compute_roof: Option<ComputeRoofUsed>,
     /// Why the point cannot be placed on a roofline (zero time, zero flops, no bytes).
     pub skipped: Option<String>,
+}
+
+/// The compute roof a point is judged against (docs/reports.md, "The compute roof of a
+/// point's mix").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+pub struct ComputeRoofUsed {
+    /// `AVX-512 FMA`, `AVX-512 at 62 % FMA`, `AVX-512 FMA+add`.
+    pub label: String,
+    /// GFLOP/s (GOP/s for integer work).
+    pub gflops: f64,
+    /// The share of the point's flops done by FMAs, when its counts tell (`flops.fma`).
+    pub fma_share: Option<f64>,
+    /// Why this roof.
+    pub why: String,
 }
 
 impl Analysis {
@@ -864,9 +912,92 @@ fn compute_limiter(c: &ComputeRoof) -> Limiter {
     }
 }
 
+/// The share of a point's floating-point work done by FMAs (0–1), when its counts tell
+/// (`flops.fma`).
+pub fn fma_share(p: &Point) -> Option<f64> {
+    let f = p.flops.fma.filter(|f| f.is_finite() && *f >= 0.0)?;
+    (p.flops.total > 0.0).then(|| (f / p.flops.total).clamp(0.0, 1.0))
+}
+
+/// Whether a precision's roofs come in FMA and no-FMA modes (the SIMD formats; the
+/// mixed-precision units have one multiply-accumulate roof each).
+fn has_fma_modes(precision: &str) -> bool {
+    matches!(precision, "double" | "single" | "half")
+}
+
+/// The compute roof of a point at `isa` (None: the machine's highest for the point's
+/// precision): for its mix of FMAs and other operations where its counts tell
+/// ([`RoofSet::mix_roof`]), else the highest roof there; with why that one.
+pub fn point_compute_roof(p: &Point, roofs: &RoofSet, isa: Option<&str>) -> Option<(ComputeRoof, ComputeRoofUsed)> {
+    let prec = point_precision(p);
+    let highest = match isa {
+        Some(isa) => roofs.at_isa(prec, isa)?,
+        None => roofs.peak(prec)?,
+    };
+    let share = fma_share(p).filter(|_| has_fma_modes(&highest.precision) && highest.precision == prec);
+    let mixed = share.and_then(|s| Some((s, roofs.mix_roof(prec, &highest.isa, s)?)));
+    let isa_name = isa_label(&highest.isa);
+    let Some((s, g)) = mixed else {
+        let why = match share {
+            _ if !has_fma_modes(&highest.precision) => format!("the {} roof of this precision", highest.label()),
+            Some(_) => {
+                format!("the highest roof at {isa_name}: this roof set has no FMA and no-FMA roofs there to weigh the point's mix with")
+            }
+            None => format!(
+                "the highest roof at {isa_name} ({}): this point's counts{} do not tell FMAs from adds and multiplies, so it may not reach it{}",
+                highest.label(),
+                p.provenance.flops.map(|s| format!(" ({})", s.name())).unwrap_or_default(),
+                if matches!(p.provenance.flops, Some(Source::Perf | Source::PerfStat)) {
+                    " (Intel's FP_ARITH events count an FMA as two flops of its class)"
+                } else {
+                    ""
+                }
+            ),
+        };
+        let used = ComputeRoofUsed {
+            label: highest.label(),
+            gflops: highest.gflops,
+            fma_share: share,
+            why,
+        };
+        return Some((highest.clone(), used));
+    };
+    let pct = s * 100.0;
+    let label = if s >= 0.995 {
+        format!("{isa_name} FMA")
+    } else if s <= 0.005 {
+        format!("{isa_name} no-FMA")
+    } else {
+        format!("{isa_name} at {pct:.0} % FMA")
+    };
+    let empirical = roofs
+        .compute
+        .iter()
+        .filter(|c| c.precision == prec && c.isa == highest.isa && !c.mix)
+        .all(|c| c.empirical);
+    let roof = ComputeRoof {
+        precision: prec.to_string(),
+        isa: highest.isa.clone(),
+        fma: s > 0.0,
+        mix: false,
+        gflops: g,
+        empirical,
+    };
+    let used = ComputeRoofUsed {
+        label,
+        gflops: g,
+        fma_share: Some(s),
+        why: format!(
+            "{pct:.0} % of the flops are FMAs: an FMA runs only on the FMA pipes, other operations on any FP pipe (docs/reports.md, \"The compute roof of a point's mix\")"
+        ),
+    };
+    Some((roof, used))
+}
+
 /// Classic model: `min(peak, BW_dram · AI_dram)`.
 pub fn attainable_dram(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
-    let peak = roofs.peak(point_precision(p))?;
+    let (peak, _) = point_compute_roof(p, roofs, None)?;
+    let peak = &peak;
     let ai = *ai_per_level(p).get(level::DRAM)?;
     let (lvl, bw) = roofs.roof_for_bytes(level::DRAM)?;
     Some(min_of(ModelKind::Dram, peak, [(lvl, bw * ai)]))
@@ -876,7 +1007,8 @@ pub fn attainable_dram(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
 /// the top one (L1, else the highest bandwidth), capped by the peak. Returns that and the
 /// per-level roofs at the point's core AI.
 pub fn attainable_cache_aware(p: &Point, roofs: &RoofSet) -> Option<(Attainable, BTreeMap<String, f64>)> {
-    let peak = roofs.peak(point_precision(p))?;
+    let (peak, _) = point_compute_roof(p, roofs, None)?;
+    let peak = &peak;
     let ai = *ai_per_level(p).get(level::CORE)?;
     let per_level = map_of(roofs.bandwidth.iter().map(|b| (b.level.clone(), (b.gbs * ai).min(peak.gflops))));
     let top = roofs.top_bandwidth()?;
@@ -885,7 +1017,8 @@ pub fn attainable_cache_aware(p: &Point, roofs: &RoofSet) -> Option<(Attainable,
 
 /// Hierarchical model: `min(peak, min_l BW_l · AI_l)` over levels with both bytes and a roof.
 pub fn attainable_hierarchical(p: &Point, roofs: &RoofSet) -> Option<Attainable> {
-    let peak = roofs.peak(point_precision(p))?;
+    let (peak, _) = point_compute_roof(p, roofs, None)?;
+    let peak = &peak;
     let candidates: Vec<(String, f64)> = ai_per_level(p)
         .iter()
         .filter_map(|(lvl, ai)| roofs.roof_for_bytes(lvl).map(|(roof, bw)| (roof, bw * ai)))
@@ -918,6 +1051,12 @@ fn min_of(model: ModelKind, peak: &ComputeRoof, memory: impl IntoIterator<Item =
 /// is `widest_isa` (None: unknown): "wider SIMD" only where a wider ISA exists, "a closer
 /// cache level" only below L1.
 pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
+    mix_advice(bound, widest_isa, None)
+}
+
+/// [`advice`] for a point whose FMA share is `fma_share` (None: unknown): no "use FMA" for
+/// code made of FMAs, the share named where FMAs would raise the roof.
+pub fn mix_advice(bound: &Bound, widest_isa: Option<&str>, fma_share: Option<f64>) -> String {
     match bound {
         Bound::Overhead => "overhead-bound: a fixed cost dominates — bigger batches, fewer calls/launches, fuse small kernels".into(),
         Bound::Memory { level } if level == level::L1 || level == level::CORE => format!(
@@ -931,14 +1070,19 @@ pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
         Bound::Compute { isa } if isa == "amx" => "compute-bound at AMX tiles: keep the tile unit fed — more accumulator tiles per A and B tile load, B packed in the tile (VNNI) layout, blocks sized for L1/L2".into(),
         Bound::Compute { isa } => {
             let wider = widest_isa.is_none_or(|w| isa_rank(w) > isa_rank(isa)) && isa_rank(isa) < isa_rank("avx512");
+            let fma = match fma_share {
+                Some(s) if s >= 0.95 => "its flops are FMAs already: ".to_string(),
+                Some(s) => format!("use FMA (only {:.0} % of the flops are FMAs), ", s * 100.0),
+                None => "use FMA, ".to_string(),
+            };
             if wider {
                 format!(
-                    "compute-bound at {}: wider SIMD (vectorize to a wider ISA), use FMA, more independent accumulators",
+                    "compute-bound at {}: wider SIMD (vectorize to a wider ISA), {fma}more independent accumulators",
                     isa_label(isa)
                 )
             } else {
                 format!(
-                    "compute-bound at {} (the widest this machine has): use FMA, more independent accumulators to hide latency",
+                    "compute-bound at {} (the widest this machine has): {fma}more independent accumulators to hide latency",
                     isa_label(isa)
                 )
             }
@@ -1003,6 +1147,7 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
             roof_fraction: None,
             advice: advice(&bound, roofs.widest_isa()),
             bound,
+            compute_roof: None,
             skipped: Some(why),
         };
     }
@@ -1018,7 +1163,12 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
     let prim = primary.and_then(|m| attainable.iter().find(|a| a.model == m));
     let roof_fraction = prim.filter(|a| a.gflops > 0.0).map(|a| achieved / a.gflops);
     let bound = classify(p, roofs, prim, roof_fraction);
-    let mut text = advice(&bound, roofs.widest_isa());
+    let mut text = mix_advice(&bound, roofs.widest_isa(), fma_share(p));
+    // The roof the bound is judged at: the point's own ISA where it has one, else the peak.
+    let compute_roof = point_isa(p)
+        .and_then(|isa| point_compute_roof(p, roofs, Some(isa)))
+        .or_else(|| point_compute_roof(p, roofs, None))
+        .map(|(_, used)| used);
     if let Some(more) = unit_advice(p, &bound, roofs) {
         text = format!("{text}; {more}");
     }
@@ -1029,6 +1179,7 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
         roof_fraction,
         advice: text,
         bound,
+        compute_roof,
         skipped: None,
     }
 }
@@ -1051,7 +1202,7 @@ pub fn classify(p: &Point, roofs: &RoofSet, primary: Option<&Attainable>, roof_f
     let own_isa = point_isa(p);
     // The point's own ISA roof caps it before the memory roof does: compute-bound at that ISA.
     if let Some(isa) = own_isa
-        && let Some(r) = roofs.at_isa(point_precision(p), isa)
+        && let Some((r, _)) = point_compute_roof(p, roofs, Some(isa))
         && r.gflops < prim.gflops
     {
         return Bound::Compute { isa: isa.to_string() };
@@ -1226,6 +1377,95 @@ mod tests {
         assert!((a.roof_fraction.unwrap() - 0.2).abs() < 1e-12);
         assert_eq!(a.bound, Bound::Memory { level: "l2".into() });
         assert!(a.advice.contains("L2"), "{}", a.advice);
+    }
+
+    /// Roofs of a core with `a` FMA pipes and `b` add-only pipes (Zen: 2 + 2; Intel: 2 + 0) of
+    /// `lanes` doubles at `ghz`, as the peak kernels measure them: all FMA, multiply + add, and
+    /// FMA + add (the best mix).
+    fn pipe_roofs(a: f64, b: f64, lanes: f64, ghz: f64) -> (RoofSet, f64, f64) {
+        let (fma, nofma) = (2.0 * a * lanes * ghz, (a + b) * lanes * ghz);
+        // FMA + add at its best: the FMA pipes on FMAs, the add pipes on adds.
+        let fma_add = (2.0 * a + b) * lanes * ghz;
+        let mut r = Roofs {
+            kind: "empirical".into(),
+            threads: Some(1),
+            ..Default::default()
+        };
+        r.compute_gflops.insert("double.avx512.fma".into(), fma);
+        r.compute_gflops.insert("double.avx512.nofma".into(), nofma);
+        r.compute_gflops.insert("double.avx512.fma_add".into(), fma_add.max(fma));
+        r.bandwidth_gbs.insert("l1".into(), 1e6);
+        r.bandwidth_gbs.insert("dram".into(), 1e5);
+        (RoofSet::from_roofs(&r), fma, nofma)
+    }
+
+    #[test]
+    fn a_points_compute_roof_is_the_one_its_fma_share_can_reach() {
+        let mut seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for round in 0..200 {
+            let zen = round % 2 == 0;
+            let (a, b) = if zen { (2.0, 2.0) } else { (2.0, 0.0) };
+            let lanes = [2.0, 4.0, 8.0][(next() * 3.0) as usize % 3];
+            let ghz = 1.5 + 2.5 * next();
+            let (r, fma_roof, _) = pipe_roofs(a, b, lanes, ghz);
+            let share = match round % 5 {
+                0 => 1.0,
+                1 => 0.0,
+                _ => next(),
+            };
+            // The pipe model itself: FMA ops (share/2 per flop) only on the `a` pipes; all ops
+            // (FMAs and the rest, 1 − share per flop) on the a + b pipes.
+            let cycles_per_flop = ((share / 2.0) / a).max((share / 2.0 + 1.0 - share) / (a + b)) / (lanes * ghz);
+            let want = 1.0 / cycles_per_flop;
+            let got = r.mix_roof("double", "avx512", share).unwrap();
+            // (Roofs and the model are computed in a different order: a few ulps apart.)
+            assert!(
+                (got - want).abs() <= 1e-12 * want,
+                "round {round} zen {zen} share {share}: {got} vs {want}"
+            );
+            // A point of that share, compute-bound (AI far above the ridge), at 90 % of it.
+            let w = 1e9 * (1.0 + next());
+            let mut p = point(
+                w,
+                "packed512_double",
+                &[("core", w / 1e3), ("dram", w / 1e4)],
+                w / (0.9 * want * 1e9),
+            );
+            p.flops.fma = Some(share * w);
+            let an = analyse(&p, &r);
+            let used = an.compute_roof.clone().unwrap();
+            assert!((used.gflops - want).abs() <= 1e-12 * want, "{used:?} vs {want}");
+            assert_eq!(an.bound, Bound::Compute { isa: "avx512".into() });
+            // (0.9 of the roof, up to the rounding of w / T and back.)
+            assert!((an.roof_fraction.unwrap() - 0.9).abs() < 1e-9, "{:?}", an.roof_fraction);
+            if share == 1.0 {
+                // All FMA: the FMA roof (never the FMA+add one), and no "use FMA".
+                assert!((used.gflops - fma_roof).abs() <= 1e-12 * fma_roof);
+                assert_eq!(used.label, "AVX-512 FMA");
+                assert!(!an.advice.contains("use FMA"), "{}", an.advice);
+                assert!(an.advice.contains("FMAs already"), "{}", an.advice);
+            } else if share < 0.95 {
+                assert!(an.advice.contains("use FMA (only"), "{}", an.advice);
+            }
+            // The same point from a backend that cannot tell FMAs apart (Intel FP_ARITH): the
+            // highest roof, said so.
+            p.flops.fma = None;
+            let an = analyse(&p, &r);
+            let used = an.compute_roof.unwrap();
+            let highest = r.peak("double").unwrap().gflops;
+            assert_eq!(used.gflops, highest);
+            assert!(used.fma_share.is_none() && used.why.contains("do not tell FMAs"), "{used:?}");
+        }
     }
 
     #[test]

@@ -805,6 +805,7 @@ fn use_traced_counts(m: &mut Measurement, tallies: &[Tally]) {
         .collect();
     m.flops = crate::report::Flops::of_classes(by_class);
     m.flops.effective = (sum.effective_unknown == 0).then_some(sum.effective as f64);
+    m.flops.fma = Some(sum.fma_flops as f64);
     if m.flops.int_ops.is_some() {
         m.flops.int_ops_effective = (sum.effective_unknown == 0).then_some(sum.effective_int as f64);
     }

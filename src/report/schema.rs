@@ -79,6 +79,12 @@ pub struct Flops {
     /// Mask-aware `int_ops`, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub int_ops_effective: Option<f64>,
+    /// The part of `total` done by fused multiply-adds (2 per lane, hardware semantics), when
+    /// the backend tells them from adds and multiplies (trace: always; AMD's event 0x03 MAC
+    /// umask; not Intel's FP_ARITH). It decides the compute roof the point can reach: an FMA
+    /// runs only on the FMA pipes (docs/reports.md, "The compute roof of a point's mix").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fma: Option<f64>,
 }
 
 impl Flops {
@@ -426,10 +432,11 @@ impl Report {
             let finite = |v: f64| v.is_finite() && v >= 0.0;
             if !finite(p.flops.total)
                 || p.flops.by_class.values().any(|v| !finite(*v))
-                || [p.flops.int_ops, p.flops.int_ops_effective]
+                || [p.flops.int_ops, p.flops.int_ops_effective, p.flops.fma]
                     .into_iter()
                     .flatten()
                     .any(|v| !finite(v))
+                || p.flops.fma.is_some_and(|f| f > p.flops.total * (1.0 + 1e-9))
             {
                 return Err(bad("flop count"));
             }

@@ -241,6 +241,16 @@ pub fn render(view: &View) -> String {
             let parts: Vec<String> = lv.iter().map(|(l, g)| format!("{} {}", level_label(l), sig3(**g))).collect();
             let _ = writeln!(o, "  cache-aware roofs at core AI (GFLOP/s): {}", parts.join(", "));
         }
+        if let Some(c) = &a.compute_roof {
+            let _ = writeln!(
+                o,
+                "  compute roof: {} {} {} ({})",
+                c.label,
+                sig3(c.gflops),
+                crate::model::rate_unit(crate::model::point_precision(p)),
+                c.why
+            );
+        }
         if let (Some(f), Some(m)) = (a.roof_fraction, a.primary) {
             let _ = writeln!(o, "  roof_fraction {:.1}% of the {} roof", f * 100.0, m.name());
         }

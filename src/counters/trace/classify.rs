@@ -61,6 +61,9 @@ pub struct FlopInfo {
     /// Operations per element: 2 for FMA and DPP, 4 for a bf16 or int16 pair dot product,
     /// 8 for an int8 quad or a complex FMA, 6 for a complex multiply, else 1.
     pub per_lane: u32,
+    /// A fused multiply-add (real or complex): what runs only on a core's FMA pipes, so a
+    /// point's compute roof depends on its share (`Flops::fma`).
+    pub fma: bool,
 }
 
 impl FlopInfo {
@@ -346,6 +349,7 @@ fn dot_product_info(mnemonic: &str, vector_bits: u32) -> Option<FlopInfo> {
         class: class_index(class),
         lanes: width / 32,
         per_lane,
+        fma: false,
     })
 }
 
@@ -435,6 +439,7 @@ pub fn flop_info_of(mnemonic: &str, vector_bits: u32) -> Option<FlopInfo> {
         class: class_index(class),
         lanes,
         per_lane,
+        fma: fma || matches!(stem, "fmaddc" | "fcmaddc"),
     })
 }
 
@@ -702,6 +707,22 @@ mod tests {
         assert_eq!(flop_info_of("vfnmsub132ss", 128).unwrap().flops(), 2);
         assert_eq!(flop_info_of("vfmaddsub231ps", 256).unwrap().flops(), 16);
         assert_eq!(flop_info_of("vaddph", 512).unwrap().flops(), 32);
+        // What runs only on the FMA pipes (the point's mix roof): every fused form, real or
+        // complex, and nothing else.
+        for m in [
+            "vfmadd231pd",
+            "vfnmsub132ss",
+            "vfmaddsub231ps",
+            "vfmsubadd213pd",
+            "vfmadd213sh",
+            "vfmaddcph",
+            "vfcmaddcph",
+        ] {
+            assert!(flop_info_of(m, 512).unwrap().fma, "{m}");
+        }
+        for m in ["vaddpd", "vmulps", "vdivsd", "vfmulcph", "vdpps", "vsqrtpd", "vmaxps", "vdpbf16ps"] {
+            assert!(!flop_info_of(m, 512).unwrap().fma, "{m}");
+        }
     }
 
     #[test]

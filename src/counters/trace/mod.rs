@@ -361,6 +361,7 @@ fn work_and_traffic(t: &Tally, levels: &[(String, f64)]) -> (Flops, BTreeMap<Str
     }
     let mut flops = Flops::of_classes(by_class);
     flops.effective = (t.effective_unknown == 0).then_some(t.effective as f64);
+    flops.fma = Some(t.fma_flops as f64);
     if flops.int_ops.is_some() {
         flops.int_ops_effective = (t.effective_unknown == 0).then_some(t.effective_int as f64);
     }

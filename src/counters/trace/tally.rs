@@ -8,6 +8,8 @@ pub struct Tally {
     /// Operations per class index of [`CLASSES`] (hardware semantics: full width); the
     /// integer classes are operations, not flops.
     pub flops: [u64; N_CLASSES],
+    /// Floating-point flops of fused multiply-adds (hardware semantics, part of the FP classes).
+    pub fma_flops: u64,
     /// Mask-aware flops (lanes switched off by opmasks left out).
     pub effective: u64,
     /// Mask-aware integer operations.
@@ -49,6 +51,7 @@ impl Tally {
         for (a, b) in self.flops.iter_mut().zip(o.flops.iter()) {
             *a += b * n;
         }
+        self.fma_flops += o.fma_flops * n;
         self.effective += o.effective * n;
         self.effective_int += o.effective_int * n;
         self.effective_unknown += o.effective_unknown * n;
@@ -71,6 +74,7 @@ impl Tally {
         Tally {
             instructions: self.instructions.saturating_sub(earlier.instructions),
             flops,
+            fma_flops: self.fma_flops.saturating_sub(earlier.fma_flops),
             effective: self.effective.saturating_sub(earlier.effective),
             effective_int: self.effective_int.saturating_sub(earlier.effective_int),
             effective_unknown: self.effective_unknown.saturating_sub(earlier.effective_unknown),
@@ -97,6 +101,9 @@ impl Tally {
         }
         if let Some(f) = insn.flop {
             self.flops[f.class] += f.flops();
+            if f.fma && !f.integer() {
+                self.fma_flops += f.flops();
+            }
             let effective = match (insn.mask, mask) {
                 (None, _) => f.flops(),
                 (Some(_), Some(m)) => u64::from(active(m, f.lanes)) * u64::from(f.per_lane),
