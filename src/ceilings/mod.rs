@@ -90,18 +90,25 @@ impl Ceilings {
             bandwidth_gbs: Default::default(),
             bandwidth_traffic_gbs: Default::default(),
             theoretical: Default::default(),
+            spread: Default::default(),
             threads: Some(t),
         };
         for c in self.compute.iter().filter(|c| c.threads == t) {
             let key = format!("{}.{}.{}", c.precision, c.isa, c.mode.replace('+', "_"));
-            let e = r.compute_gflops.entry(key).or_insert(0.0);
-            *e = e.max(c.gflops);
+            let e = r.compute_gflops.entry(key.clone()).or_insert(0.0);
+            if c.gflops > *e {
+                *e = c.gflops;
+                r.spread.insert(key, c.spread);
+            }
         }
         for b in self.bandwidth.iter().filter(|b| b.threads == t) {
             let level = b.level.to_ascii_lowercase();
             if !b.kernel.contains("_nt") {
                 let e = r.bandwidth_gbs.entry(level.clone()).or_insert(0.0);
-                *e = e.max(b.gbs);
+                if b.gbs > *e {
+                    *e = b.gbs;
+                    r.spread.insert(level.clone(), b.spread);
+                }
             }
             let e = r.bandwidth_traffic_gbs.entry(level).or_insert(0.0);
             *e = e.max(b.gbs_write_allocate);

@@ -316,7 +316,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             continue;
         }
         // A point above its roof: a warning naming both numbers (model::above_roof).
-        let above = crate::model::above_roof(p, a)
+        let above = crate::model::above_roof(p, a, &r.roofs)
             .map(|w| format!("<p class=\"warn\" role=\"alert\">Warning: {}</p>", esc(&w)))
             .unwrap_or_default();
         // GPU points: the compute/bandwidth/overhead regime; NVTX regions: their kernels.

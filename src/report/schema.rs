@@ -311,6 +311,10 @@ pub struct Roofs {
     /// so a re-read report draws them dashed as the first rendering did.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub theoretical: std::collections::BTreeSet<String>,
+    /// The relative spread (interquartile range over median) of each measured roof, keyed
+    /// like the roofs (compute keys, levels): a point within it of its roof is not above it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spread: BTreeMap<String, f64>,
     pub threads: Option<u32>,
 }
 
