@@ -586,6 +586,14 @@ impl RoofSet {
         s
     }
 
+    /// A roof set of the report's at another thread count (`Report::ceilings_by_threads`),
+    /// completed by the machine's theoretical roofs at that count.
+    pub fn for_threads(report: &Report, roofs: &Roofs) -> RoofSet {
+        let mut s = RoofSet::from_roofs(roofs);
+        s.fill_theoretical(report);
+        s
+    }
+
     /// Add the theoretical roofs of the report's machine model where this set lacks them.
     #[cfg(feature = "analysis")]
     fn fill_theoretical(&mut self, report: &Report) {
@@ -969,11 +977,10 @@ pub fn point_compute_roof(p: &Point, roofs: &RoofSet, isa: Option<&str>) -> Opti
         let why = match share {
             _ if !has_fma_modes(&highest.precision) => format!("the {} roof of this precision", highest.label()),
             Some(_) => {
-                format!("the highest roof at {isa_name}: this roof set has no FMA and no-FMA roofs there to weigh the point's mix with")
+                format!("the highest at {isa_name}: this roof set has no FMA and no-FMA roofs there to weigh the point's mix with")
             }
             None => format!(
-                "the highest roof at {isa_name} ({}): this point's counts{} do not tell FMAs from adds and multiplies, so it may not reach it{}",
-                highest.label(),
+                "the highest at {isa_name}: this point's counts{} do not tell FMAs from adds and multiplies, so it may not reach it{}",
                 p.provenance.flops.map(|s| format!(" ({})", s.name())).unwrap_or_default(),
                 if matches!(p.provenance.flops, Some(Source::Perf | Source::PerfStat)) {
                     " (Intel's FP_ARITH events count an FMA as two flops of its class)"
@@ -1314,9 +1321,16 @@ pub fn above_roof(p: &Point, a: &Analysis, roofs: &RoofSet) -> Option<String> {
 /// `extra.model` (attainable per model, primary model, advice, skip reason). A point above its
 /// roof gets the [`above_roof`] warning in its provenance notes and `extra.model.above_roof`.
 pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
+    annotate_by_threads(report, roofs, &[])
+}
+
+/// [`annotate`] with roof sets at other thread counts: a point whose thread count has a set in
+/// `by_threads` is read against that one, any other against `roofs`.
+pub fn annotate_by_threads(report: &mut Report, roofs: &RoofSet, by_threads: &[RoofSet]) -> Vec<Analysis> {
     let mut out = Vec::with_capacity(report.points.len());
     for p in &mut report.points {
         p.derive();
+        let roofs = by_threads.iter().find(|s| s.threads == Some(p.threads)).unwrap_or(roofs);
         let a = analyse(p, roofs);
         let above = above_roof(p, &a, roofs);
         if let Some(w) = &above {

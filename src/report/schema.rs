@@ -336,6 +336,10 @@ pub struct Report {
     pub environment: Environment,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceilings: Option<Roofs>,
+    /// Roof sets at other thread counts than `ceilings`' (the main job measures one thread
+    /// and every core): each point is read against the set of its own thread count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings_by_threads: Vec<Roofs>,
     pub points: Vec<Point>,
     /// Present in merged reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -392,6 +396,7 @@ impl Report {
             machine,
             environment,
             ceilings: None,
+            ceilings_by_threads: Vec::new(),
             points: Vec::new(),
             sources: Vec::new(),
             not_run: Vec::new(),
