@@ -309,7 +309,7 @@ fn remeasure_disordered(
                 if out_of_order(&trial, t32, level, outer).is_none() {
                     *bw = trial;
                     notes.push(format!(
-                        "{level} ×{t}: measured at {} per thread, where it serves; at the nominal {} (half of CPUID's share): {why}",
+                        "{level} ×{t}: measured at {} per thread, where it serves; at the nominal {} (between the inner level's share and CPUID's): {why}",
                         crate::util::fmt_bytes(size as f64),
                         crate::util::fmt_bytes(*nominal as f64)
                     ));
@@ -540,7 +540,7 @@ mod tests {
         }
     }
 
-    /// The Emerald Rapids guest of issue #37: L3 measured at 150 MiB (half of CPUID's 300 MiB)
+    /// The Emerald Rapids guest: L3 measured at 150 MiB (half of CPUID's 300 MiB)
     /// read 20.0 GB/s against DRAM's 21.9. Random ordered roofs pass; any one level pushed to
     /// or below its outer neighbour is named, and only it.
     #[test]
