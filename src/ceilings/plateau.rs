@@ -49,25 +49,22 @@ pub fn detect(points: &[(u64, f64)]) -> Vec<Plateau> {
             continue;
         }
         let reference = median(&cur.iter().map(|x| x.1).collect::<Vec<_>>());
-        if p.1 < reference / LEVEL_DROP {
-            if cur.len() >= 2 {
-                levels.push(std::mem::take(&mut cur));
-            } else {
-                cur.clear();
-            }
+        if (p.1 - reference).abs() <= PLATEAU_TOLERANCE * reference {
             cur.push(p);
-        } else if p.1 > reference * (1.0 + PLATEAU_TOLERANCE) {
-            // A rise: whatever came before is kept only if it was a plateau already.
-            if cur.len() >= 2 {
-                levels.push(std::mem::take(&mut cur));
-            } else {
-                cur.clear();
-            }
+        } else if cur.len() < 2 {
+            // A lone point is no plateau yet: one off it by more than the tolerance, either
+            // way, starts over from itself. (Anchored on a lone transition point, every point
+            // of the level after it, 5–25 % lower, was dropped as a transition: the Emerald
+            // Rapids guest's L3, 3–60 MiB at 24 GB/s after a point at 28.7, was lost.)
+            cur.clear();
             cur.push(p);
-        } else if (p.1 - reference).abs() <= PLATEAU_TOLERANCE * reference {
+        } else if p.1 < reference / LEVEL_DROP || p.1 > reference * (1.0 + PLATEAU_TOLERANCE) {
+            // A drop to a new level, or a rise (warm-up): the plateau so far is one.
+            levels.push(std::mem::take(&mut cur));
             cur.push(p);
         }
-        // Points between 5 % and 25 % below the plateau are transitions: in no plateau.
+        // Points between 5 % and 25 % below an established plateau are transitions: in no
+        // plateau.
     }
     if cur.len() >= 2 {
         levels.push(cur);
@@ -168,6 +165,33 @@ mod tests {
             let r = bd.estimate_bytes as f64 / lv.0 as f64;
             assert!((0.5..2.0).contains(&r), "{bd:?} vs {}", lv.0);
         }
+    }
+
+    /// A recorded sweep (tests/fixtures/sweeps/emr-load-1t.json): the Emerald Rapids guest's L3
+    /// serves 3–60 MiB at about 24 GB/s and ends before 117 MiB, though CPUID says 300 MiB.
+    #[test]
+    fn a_guests_l3_ends_far_below_cpuid_and_is_found() {
+        let doc: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/sweeps/emr-load-1t.json")).unwrap();
+        let pts: Vec<(u64, f64)> = doc["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_f64().unwrap()))
+            .collect();
+        let p = detect(&pts);
+        assert_eq!(p.len(), 4, "L1, L2, L3, DRAM: {p:?}");
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        // L1 ≈ 300, L2 ≈ 142, L3 ≈ 24, DRAM ≈ 15 GB/s, each plateau ordered below the last.
+        for (pl, (lo, hi)) in p.iter().zip([(280.0, 320.0), (135.0, 150.0), (22.0, 26.0), (13.5, 17.0)]) {
+            assert!((lo..hi).contains(&pl.value), "{pl:?}");
+        }
+        let l3 = &p[2];
+        assert!(mib(l3.from_bytes) <= 4.0 && mib(l3.to_bytes) >= 48.0, "{l3:?}");
+        let b = boundaries(&p);
+        // The L3 boundary between its last point inside (60 MiB) and the first outside (≤ 117 MiB).
+        let est = mib(b[2].estimate_bytes);
+        assert!((55.0..117.0).contains(&est), "{b:?}");
+        assert!(est < 300.0 / 2.0, "far below CPUID's 300 MiB: {est}");
     }
 
     #[test]
