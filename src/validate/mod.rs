@@ -347,3 +347,65 @@ pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Rep
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{Precision, api::Instance};
+
+    /// A kernel whose formula claims every flop of `inner` as an FMA: the counts of its
+    /// instances (the truth) then differ from it in the FMA flops only.
+    struct ClaimsFma(Box<dyn api::Kernel>);
+
+    impl api::Kernel for ClaimsFma {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn description(&self) -> &'static str {
+            self.0.description()
+        }
+        fn precision(&self) -> Precision {
+            self.0.precision()
+        }
+        fn variants(&self) -> &'static [Variant] {
+            self.0.variants()
+        }
+        fn formula(&self, v: Variant) -> String {
+            self.0.formula(v)
+        }
+        fn working_set_bytes(&self, n: usize) -> u64 {
+            self.0.working_set_bytes(n)
+        }
+        fn size_for_bytes(&self, bytes: u64) -> usize {
+            self.0.size_for_bytes(bytes)
+        }
+        fn counts(&self, n: usize, v: Variant) -> Counts {
+            let mut c = self.0.counts(n, v);
+            c.fma_flops = c.flops_total();
+            c
+        }
+        fn instance(&self, n: usize, v: Variant, seed: u64) -> std::result::Result<Box<dyn Instance>, String> {
+            self.0.instance(n, v, seed)
+        }
+    }
+
+    #[test]
+    fn fma_flops_are_compared_like_the_classes_of_w() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        let n = 17 + (seed % 1000) as usize;
+        // The scalar triad multiplies then adds: 2n flops, none of them an FMA.
+        let triad = || api::find("triad").unwrap();
+        let row = validate_one(triad().as_ref(), Variant::Scalar, n, ValidateBackend::Analytic, seed, TraceMode::Flops).unwrap();
+        assert!(row.ok, "n={n}: {row:?}");
+        assert_eq!((row.fma_analytic, row.fma_measured), (0, 0));
+        let lying = ClaimsFma(triad());
+        let row = validate_one(&lying, Variant::Scalar, n, ValidateBackend::Analytic, seed, TraceMode::Flops).unwrap();
+        assert_eq!(row.flops_analytic, row.flops_measured, "the classes of W agree");
+        assert_eq!((row.fma_analytic, row.fma_measured), (0, 2 * n as u64));
+        assert!(!row.ok, "n={n}: an FMA mismatch must fail the row");
+        assert!(row.detail.as_deref().is_some_and(|d| d.contains("FMA flops")), "{:?}", row.detail);
+    }
+}
