@@ -1260,6 +1260,9 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
     let mut not_counted = Vec::new();
     let mut l1_fill = None;
     let mut have_flops = false;
+    // The MAC events' flops (`flops.fma`: a part of W) and the most scaling may add to counts.
+    let mut fma: Option<f64> = None;
+    let mut slack = 0.0;
     let mut parts: Vec<(String, f64)> = Vec::new();
     let mut levels: BTreeMap<String, Source> = BTreeMap::new();
     let mut counts_json = serde_json::Map::new();
@@ -1275,7 +1278,11 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
             multiplex.insert(s.name.clone(), serde_json::json!(sc.running_ratio));
         }
         let v = sc.value * s.weight;
+        if s.quantity.starts_with("flops") {
+            slack += 0.5 * s.weight / sc.running_ratio.max(1e-9);
+        }
         match s.quantity.as_str() {
+            "flops.fma" => *fma.get_or_insert(0.0) += v,
             "flops" => {
                 have_flops = true;
                 let class = s.class.clone().unwrap_or_else(|| "unknown".into());
@@ -1326,6 +1333,16 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
         let mut by_class = std::mem::take(&mut flops.by_class);
         crate::counters::events::move_parts(&mut by_class, &parts);
         flops = Flops::of_classes(by_class);
+    }
+    // The FMA share where MAC events counted beside the W they are a part of.
+    if let Some(f) = fma {
+        extra.insert("fma_flops_counted".into(), serde_json::json!(f));
+        if have_flops {
+            match crate::counters::events::fma_share_of(f, flops.total, slack) {
+                Ok(f) => flops.fma = Some(f),
+                Err(why) => notes.push(why),
+            }
+        }
     }
     // L1 fills are the lines L2 delivers to L1: Q at the L2 level when nothing better counts it.
     if let Some(f) = l1_fill {
