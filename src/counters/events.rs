@@ -680,6 +680,80 @@ mod tests {
     }
 
     #[test]
+    fn mac_events_give_the_fma_share_never_more_work() {
+        let mut rng = Rng(seed());
+        for _ in 0..50 {
+            let all = (rng.next() % 1_000_000_000 + 1) as f64;
+            let mac = (rng.next() % (all as u64 + 1)) as f64;
+            let bf16 = (rng.next() % 10_000) as f64;
+            let mut part = spec("bfloat_mac", "flops", Some("bf16_any_width"), 1.0);
+            part.part_of = Some("any_precision".into());
+            let value = |s: EventSpec, v: f64| EventValue {
+                spec: s,
+                amount: Amount::Count(v),
+                running_fraction: Some(1.0),
+            };
+            let w = value(spec("all", "flops", Some("any_precision"), 1.0), all + bf16);
+            let m = value(spec("mac_flops", "flops.fma", Some("any_precision"), 1.0), mac);
+            let with = derive(&[w.clone(), value(part.clone(), bf16), m.clone()], None).flops.unwrap();
+            // W is what the flops events count (bf16 moved, not added): the MAC flops are a
+            // part of it, not more of it.
+            assert_eq!((with.total, with.fma), (all + bf16, Some(mac)), "seed {}", rng.0);
+            assert!(!with.by_class.keys().any(|k| k.contains("fma")), "{with:?}");
+            // Without the MAC event: no share.
+            let without = derive(&[w.clone(), value(part, bf16)], None).flops.unwrap();
+            assert_eq!((without.total, without.fma), (all + bf16, None));
+            // The MAC event alone is no W, and no share of one.
+            let alone = derive(&[m], None);
+            assert_eq!(alone.flops, None);
+            // More MAC flops than W beyond rounding: not a share, and said.
+            let over = value(spec("mac_flops", "flops.fma", Some("any_precision"), 1.0), all + bf16 + 2.0);
+            let d = derive(&[w.clone(), over], None);
+            assert_eq!(d.flops.as_ref().unwrap().fma, None);
+            assert!(d.notes.iter().any(|n| n.starts_with("flops.fma not reported")), "{:?}", d.notes);
+            // Within half a count of W (a scaled count's rounding): kept, at most W.
+            let edge = value(spec("mac_flops", "flops.fma", Some("any_precision"), 1.0), all + bf16 + 0.5);
+            assert_eq!(derive(&[w, edge], None).flops.unwrap().fma, Some(all + bf16));
+        }
+    }
+
+    /// Only AMD Zen 1–4 document MAC umasks of event 0x03 that mean FP FMA flops: every
+    /// `flops.fma` event is one of theirs, opt-in and paired, within the work of a W event of
+    /// the table; Intel's FP_ARITH and Zen 5 have none.
+    #[test]
+    fn fma_events_are_zen1_to_zen4_mac_umasks() {
+        for p in Platform::embedded() {
+            let fma: Vec<&EventSpec> = p.events.iter().filter(|e| e.quantity == "flops.fma").collect();
+            match p.key.as_str() {
+                "zen1" => assert_eq!(
+                    fma.iter().map(|e| (e.umask, e.class.as_deref().unwrap())).collect::<Vec<_>>(),
+                    vec![(0x80, "double_any_width"), (0x08, "single_any_width")]
+                ),
+                "zen2" | "zen3" | "zen4" => assert_eq!(
+                    fma.iter().map(|e| (e.umask, e.class.as_deref().unwrap())).collect::<Vec<_>>(),
+                    vec![(0x08, "any_precision")],
+                    "{}",
+                    p.key
+                ),
+                k => assert!(fma.is_empty(), "{k}: {fma:?}"),
+            }
+            for e in fma {
+                assert!(e.event == 0x03 && e.paired && e.optional && e.weight == 1.0, "{}: {e:?}", p.key);
+                let class = e.class.as_deref().unwrap();
+                // Some W event of the table counts all of that work (MAC umask bits are part of it).
+                assert!(
+                    p.events
+                        .iter()
+                        .any(|w| w.quantity == "flops" && w.event == e.event && w.umask & e.umask == e.umask && w.class.as_deref() == Some(class)),
+                    "{}: {} is a part of no W event",
+                    p.key,
+                    e.name
+                );
+            }
+        }
+    }
+
+    #[test]
     fn work_no_counted_event_covers_is_named_not_zeroed() {
         let spr_flags = [
             "amx_tile",
