@@ -174,7 +174,12 @@ fn fma_flops_match_the_trace_exactly() {
     for row in rows {
         let (a, m) = (row["fma_analytic"].as_u64().unwrap(), row["fma_measured"].as_u64().unwrap());
         assert_eq!(a, m, "seed {seed}: {row:#}");
-        let total: u64 = row["flops_measured"].as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum();
+        let total: u64 = row["flops_measured"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
         assert!(m <= total, "{row:#}");
         let fused = matches!(row["variant"].as_str(), Some("avx2" | "avx512"));
         match row["kernel"].as_str().unwrap() {
@@ -189,7 +194,12 @@ fn fma_flops_match_the_trace_exactly() {
     // spmv's AVX2 scalar tails fuse too (vfmadd231sd): every one of its products is an FMA.
     if let Some(row) = r("spmv", "avx2") {
         let hsum: u64 = 3 * row["n"].as_u64().unwrap(); // 2 + 1 adds per row
-        let total: u64 = row["flops_measured"].as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum();
+        let total: u64 = row["flops_measured"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
         assert_eq!(row["fma_measured"].as_u64().unwrap(), total - hsum, "{row:#}");
     }
     let rep: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();

@@ -742,9 +742,10 @@ mod tests {
                 let class = e.class.as_deref().unwrap();
                 // Some W event of the table counts all of that work (MAC umask bits are part of it).
                 assert!(
-                    p.events
-                        .iter()
-                        .any(|w| w.quantity == "flops" && w.event == e.event && w.umask & e.umask == e.umask && w.class.as_deref() == Some(class)),
+                    p.events.iter().any(|w| w.quantity == "flops"
+                        && w.event == e.event
+                        && w.umask & e.umask == e.umask
+                        && w.class.as_deref() == Some(class)),
                     "{}: {} is a part of no W event",
                     p.key,
                     e.name

@@ -135,7 +135,11 @@ fn fma_flops_are_exact_work_too() {
     // baseline without it only warns.
     let o = gate(base, vec![with_fma(None, &mut rng)], &RuleSet::default());
     assert_eq!(row(&o, "dgemm", "flops.fma").verdict, Verdict::Fail);
-    let o = gate(vec![with_fma(None, &mut rng)], vec![with_fma(Some(2e6), &mut rng)], &RuleSet::default());
+    let o = gate(
+        vec![with_fma(None, &mut rng)],
+        vec![with_fma(Some(2e6), &mut rng)],
+        &RuleSet::default(),
+    );
     assert_eq!(row(&o, "dgemm", "flops.fma").verdict, Verdict::Warn);
 }
 

@@ -398,7 +398,15 @@ mod tests {
         let n = 17 + (seed % 1000) as usize;
         // The scalar triad multiplies then adds: 2n flops, none of them an FMA.
         let triad = || api::find("triad").unwrap();
-        let row = validate_one(triad().as_ref(), Variant::Scalar, n, ValidateBackend::Analytic, seed, TraceMode::Flops).unwrap();
+        let row = validate_one(
+            triad().as_ref(),
+            Variant::Scalar,
+            n,
+            ValidateBackend::Analytic,
+            seed,
+            TraceMode::Flops,
+        )
+        .unwrap();
         assert!(row.ok, "n={n}: {row:?}");
         assert_eq!((row.fma_analytic, row.fma_measured), (0, 0));
         let lying = ClaimsFma(triad());
