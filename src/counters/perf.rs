@@ -2158,6 +2158,7 @@ weight = 64
 
     /// Zen 4's groups: with the MAC event the measurement has `flops.fma`, a part of W (never
     /// added to it); without it (the default, opt-in event left out, or not counted) none.
+    #[cfg(feature = "trace")]
     #[test]
     fn a_group_with_the_mac_event_gives_flops_fma() {
         let zen4 = crate::machine::Platform::load("zen4").unwrap();
