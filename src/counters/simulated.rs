@@ -858,7 +858,9 @@ mod tests {
         let (m, _) = count(&half, &t, true);
         // Zen 4's opt-in events need two groups of its 6 counters: each on a counter half the
         // time, so a scaled count is off by its rounding, ≤ ½ count / ½.
-        let ratio = m.extra["multiplex_running_ratio"]["fp_ret_sse_avx_ops.mac_flops"].as_f64().unwrap_or(1.0);
+        let ratio = m.extra["multiplex_running_ratio"]["fp_ret_sse_avx_ops.mac_flops"]
+            .as_f64()
+            .unwrap_or(1.0);
         let bound = 0.5 / ratio;
         assert!(
             (m.flops.fma.unwrap() - fma / 2.0).abs() <= bound,
