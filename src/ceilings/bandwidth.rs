@@ -52,6 +52,13 @@ pub const LEVEL_KERNELS: [Op; 5] = [Op::Load, Op::Copy, Op::Triad, Op::Daxpy, Op
 pub const DRAM_ONLY_KERNELS: [Op; 1] = [Op::StoreNt];
 
 /// Working set per thread for each level, plus a note when a cap applied.
+///
+/// L1 at half its per-thread share. An outer cache at the geometric middle of the inner
+/// level's share and its own, `√(inner · own)`: deep inside the range only it serves, on a
+/// logarithmic scale as far from the inner level's edge as from CPUID's size, which a guest or
+/// a non-inclusive hierarchy may not give (Emerald Rapids guest: L3 serves 3–73 MiB of CPUID's
+/// 300; at 150 MiB it read as DRAM. L2 serves to 1.3 MiB of 2: at 1 MiB it read 104 GB/s, in
+/// its plateau 142). Where that is not above twice the inner share, half of its own share.
 pub fn level_sizes(host: &Host, threads: usize) -> (Vec<(String, u64)>, Vec<String>) {
     let mut out = Vec::new();
     let mut notes = Vec::new();
@@ -59,14 +66,17 @@ pub fn level_sizes(host: &Host, threads: usize) -> (Vec<(String, u64)>, Vec<Stri
     let share = |size: u64, shared_by: u32| size / t.min(shared_by.max(1) as u64);
     let levels: Vec<_> = host.caches.iter().filter(|c| c.level >= 1).collect();
     for c in &levels {
-        let per_thread = share(c.size_bytes, c.shared_by_threads) / 2;
-        // Above the previous level's capacity, or the level measures nothing new.
-        let floor = levels
+        let own = share(c.size_bytes, c.shared_by_threads);
+        let inner = levels
             .iter()
             .filter(|p| p.level < c.level)
-            .map(|p| 2 * share(p.size_bytes, p.shared_by_threads))
+            .map(|p| share(p.size_bytes, p.shared_by_threads))
             .max()
             .unwrap_or(0);
+        // Above the previous level's capacity, or the level measures nothing new.
+        let floor = 2 * inner;
+        let middle = ((inner as f64) * (own as f64)).sqrt() as u64;
+        let per_thread = if inner > 0 && middle > floor { middle } else { own / 2 };
         if c.level > 1 && per_thread <= floor {
             notes.push(format!(
                 "L{}: per-thread share too small against L{} ({} B): skipped",
@@ -182,15 +192,25 @@ mod tests {
             ],
             16,
         );
+        let middle = |inner: u64, own: u64| ((inner as f64) * (own as f64)).sqrt() as u64;
         let (s1, _) = level_sizes(&h, 1);
         assert_eq!(s1[0], ("L1".to_string(), 24 << 10));
-        assert_eq!(s1[1], ("L2".to_string(), 1 << 20));
-        assert_eq!(s1[2], ("L3".to_string(), 32 << 20));
+        // √(48 KiB · 2 MiB) ≈ 313.5 KiB; √(2 MiB · 64 MiB) ≈ 11.3 MiB.
+        assert_eq!(s1[1], ("L2".to_string(), middle(48 << 10, 2 << 20)));
+        assert_eq!(s1[1].1, 321_059);
+        assert_eq!(s1[2], ("L3".to_string(), middle(2 << 20, 64 << 20)));
         assert_eq!(s1[3].0, "DRAM");
         let (s8, _) = level_sizes(&h, 8);
-        // L1/L2 shared by 2 threads at most; L3 by all 8.
+        // L1/L2 shared by 2 threads at most; L3 by all 8: its 8 MiB share against L2's 1 MiB.
         assert_eq!(s8[0].1, 12 << 10);
-        assert_eq!(s8[2].1, 4 << 20);
+        assert_eq!(s8[2].1, middle(1 << 20, 8 << 20));
+        // Every cache level's set lies above twice the inner level's share and below its own.
+        for (sizes, t) in [(&s1, 1u64), (&s8, 8)] {
+            let shares = [(48u64 << 10) / t.min(2), (2 << 20) / t.min(2), (64 << 20) / t.min(16)];
+            for k in 1..3 {
+                assert!(sizes[k].1 > 2 * shares[k - 1] && sizes[k].1 < shares[k], "{t} threads: {sizes:?}");
+            }
+        }
         // DRAM: 4× LLC in all, split over the threads (unless capped by free memory).
         if s1[3].1 == 4 * (64 << 20) {
             assert_eq!(s8[3].1, 4 * (64 << 20) / 8);

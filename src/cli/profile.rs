@@ -12,7 +12,7 @@ use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
-use super::common::{PlatformArg, ThreadsArg};
+use super::common::PlatformArg;
 use crate::counters::backend::KernelCounting;
 use crate::error::Error;
 use crate::machine::MachineModel;
@@ -34,11 +34,16 @@ pub struct Args {
     /// shorter look at the machine. Default: all of them.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub kernels: Vec<String>,
-    #[command(flatten)]
-    pub threads: ThreadsArg,
+    /// Thread counts to measure roofs and place the suite at: 1, 1,2, 1-4 or all (default:
+    /// one thread and every core; the report has a roof set for each).
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_THREADS)]
+    pub threads: String,
     #[command(flatten)]
     pub platform: PlatformArg,
 }
+
+/// One core, and the whole machine.
+const DEFAULT_THREADS: &str = "1,all";
 
 impl Default for Args {
     /// What `roofline` with no subcommand runs.
@@ -48,7 +53,7 @@ impl Default for Args {
             json: false,
             from: None,
             kernels: Vec::new(),
-            threads: ThreadsArg { threads: "1".into() },
+            threads: DEFAULT_THREADS.into(),
             platform: PlatformArg { platform: None },
         }
     }
@@ -79,6 +84,13 @@ pub trait Steps {
 pub struct Wired {
     /// `--kernels`: the suite's kernels to run (empty: all of [`PROFILE_KERNELS`]).
     pub kernels: Vec<String>,
+    /// Each kernel's trace check (the note and the row), done at the first thread count and
+    /// reused at the others: it checks the formulas, which do not depend on the threads.
+    trace_checks: std::collections::HashMap<String, (String, Option<serde_json::Value>)>,
+    /// Every thread count of the run: the ceilings of all are measured (or read from the cache)
+    /// in one go, so the cache holds them together.
+    pub thread_counts: Vec<u32>,
+    ceilings: Option<crate::ceilings::Ceilings>,
 }
 
 impl Wired {
@@ -96,7 +108,12 @@ impl Wired {
                 format!("known: {}", known.join(", ")),
             ));
         }
-        Ok(Wired { kernels })
+        Ok(Wired {
+            kernels,
+            trace_checks: Default::default(),
+            thread_counts: vec![1],
+            ceilings: None,
+        })
     }
 }
 
@@ -128,7 +145,14 @@ impl Steps for Wired {
     fn ceilings(&mut self, _machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
         // The ceilings module draws its own progress bar (and cache messages): the spinner
         // must be gone first, or the two redraw the same terminal line alternately.
-        let c = with_own_progress(bar, || crate::ceilings::load_or_measure(true, &[threads as usize], false))?;
+        if self.ceilings.is_none() {
+            let mut all: Vec<usize> = self.thread_counts.iter().map(|&t| t as usize).collect();
+            if !all.contains(&(threads as usize)) {
+                all.push(threads as usize);
+            }
+            self.ceilings = Some(with_own_progress(bar, || crate::ceilings::load_or_measure(true, &all, false))?);
+        }
+        let c = self.ceilings.as_ref().ok_or_else(|| anyhow::anyhow!("no ceilings"))?;
         Ok(RoofSet::from_roofs(&c.roofs(threads)))
     }
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
@@ -186,35 +210,48 @@ impl Steps for Wired {
             if let (Some(why), Some(p)) = (&no_perf, m.provenance.as_mut()) {
                 p.notes.push(why.clone());
             }
-            let label = if dram {
+            let mut label = if dram {
                 format!("{name}@dram")
             } else {
                 format!("{name}@{}", crate::util::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', ""))
             };
+            if threads > 1 {
+                label.push_str(&format!("×{threads}"));
+            }
             let mut p = m.into_point(label);
             p.extra.insert("kernel".into(), (*name).into());
             p.extra.insert("variant".into(), v.name().into());
             p.extra.insert("size".into(), (n as u64).into());
             // W and core Q checked by a flops-mode trace at a small size (skipped where ptrace
             // is not permitted: the point then says so).
-            let small = k.size_for_bytes(64 << 10);
-            bar.set_message(format!("kernel suite: tracing {name} ({v}) at n = {small}"));
-            match crate::validate::validate_one(
-                k.as_ref(),
-                v,
-                small,
-                crate::validate::ValidateBackend::Trace,
-                0x5eed,
-                crate::counters::trace::TraceMode::Flops,
-            ) {
-                Ok(row) => {
-                    p.provenance.notes.push(format!(
-                        "W and core Q: analytic formulas; a flops-mode trace at n = {small} {} them exactly",
-                        if row.ok { "reproduced" } else { "did NOT reproduce" }
-                    ));
-                    p.extra.insert("trace_check".into(), serde_json::to_value(&row).unwrap_or_default());
+            let key = format!("{name}/{v}");
+            if !self.trace_checks.contains_key(&key) {
+                let small = k.size_for_bytes(64 << 10);
+                bar.set_message(format!("kernel suite: tracing {name} ({v}) at n = {small}"));
+                let check = match crate::validate::validate_one(
+                    k.as_ref(),
+                    v,
+                    small,
+                    crate::validate::ValidateBackend::Trace,
+                    0x5eed,
+                    crate::counters::trace::TraceMode::Flops,
+                ) {
+                    Ok(row) => (
+                        format!(
+                            "W and core Q: analytic formulas; a flops-mode trace at n = {small} {} them exactly",
+                            if row.ok { "reproduced" } else { "did NOT reproduce" }
+                        ),
+                        Some(serde_json::to_value(&row).unwrap_or_default()),
+                    ),
+                    Err(e) => (format!("trace check unavailable: {e}"), None),
+                };
+                self.trace_checks.insert(key.clone(), check);
+            }
+            if let Some((note, row)) = self.trace_checks.get(&key) {
+                p.provenance.notes.push(note.clone());
+                if let Some(row) = row {
+                    p.extra.insert("trace_check".into(), row.clone());
                 }
-                Err(e) => p.provenance.notes.push(format!("trace check unavailable: {e}")),
             }
             points.push(p);
         }
@@ -245,38 +282,67 @@ fn spinner(msg: &str) -> ProgressBar {
 
 /// Run the steps and assemble the report. A failing ceilings step falls back to the machine's
 /// theoretical roofs (with a warning); a failing machine or kernel step is an error.
-pub fn collect(steps: &mut dyn Steps, threads: u32) -> anyhow::Result<Report> {
+pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<Report> {
     let bar = spinner("machine model");
     let machine = steps.machine(&bar)?;
     bar.finish_and_clear();
     let env = steps.environment(&machine);
-    let bar = spinner("quick ceilings");
-    let roofs = match steps.ceilings(&machine, threads, &bar) {
-        Ok(r) => r,
-        Err(e) => {
-            bar.suspend(|| eprintln!("roofline: warning: ceilings unavailable ({e:#}); using theoretical peaks"));
-            RoofSet::theoretical(&machine, threads)
-        }
-    };
-    bar.finish_and_clear();
-    let bar = spinner("kernel suite");
-    let points = steps.points(&machine, threads, &bar)?;
-    bar.finish_and_clear();
     let machine_json = serde_json::to_value(&machine).map_err(|e| anyhow::anyhow!("machine model does not serialize: {e}"))?;
     let mut report = Report::new(machine_json, env);
-    report.ceilings = (!roofs.is_empty()).then(|| roofs.to_roofs());
-    report.points = points;
+    // Each thread count: its roofs, then the suite placed under them.
+    for (i, &threads) in thread_counts.iter().enumerate() {
+        let bar = spinner(&format!("quick ceilings ({threads} thread(s))"));
+        let roofs = match steps.ceilings(&machine, threads, &bar) {
+            Ok(r) => r,
+            Err(e) => {
+                bar.suspend(|| {
+                    eprintln!("roofline: warning: ceilings at {threads} thread(s) unavailable ({e:#}); using theoretical peaks")
+                });
+                RoofSet::theoretical(&machine, threads)
+            }
+        };
+        bar.finish_and_clear();
+        let bar = spinner(&format!("kernel suite ({threads} thread(s))"));
+        let points = steps.points(&machine, threads, &bar)?;
+        bar.finish_and_clear();
+        if !roofs.is_empty() {
+            let mut r = roofs.to_roofs();
+            r.threads = Some(threads);
+            if i == 0 {
+                report.ceilings = Some(r);
+            } else {
+                report.ceilings_by_threads.push(r);
+            }
+        }
+        report.points.extend(points);
+    }
     Ok(report)
+}
+
+/// The thread counts of `--threads`, each once, in order, capped by the machine's CPUs (`all`
+/// on a one-CPU machine is one thread).
+fn thread_counts(list: &str) -> anyhow::Result<Vec<u32>> {
+    let mut out: Vec<u32> = Vec::new();
+    for t in crate::util::parse_threads(list, crate::util::available_cpus())? {
+        let t = t.max(1) as u32;
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    if out.is_empty() {
+        out.push(1);
+    }
+    Ok(out)
 }
 
 /// Profile with the given steps, writing the bundle into `args.dir`.
 pub fn run_with(args: Args, steps: &mut dyn Steps) -> anyhow::Result<i32> {
     // Output first: nothing is measured if the bundle cannot be written.
     bundle::check_dir(&args.dir)?;
-    let threads = *args.threads.parse()?.iter().max().unwrap_or(&1) as u32;
+    let threads = thread_counts(&args.threads)?;
     let (report, name) = match &args.from {
         Some(p) => (report::read_report(p)?, p.display().to_string()),
-        None => (collect(steps, threads)?, "profile".to_string()),
+        None => (collect(steps, &threads)?, "profile".to_string()),
     };
     let (view, written) = bundle::write_bundle(report, &args.dir, &name)?;
     if args.json {
@@ -294,6 +360,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         crate::machine::set_platform(spec)?;
     }
     let mut steps = Wired::new(args.kernels.clone())?;
+    steps.thread_counts = thread_counts(&args.threads)?;
     run_with(args, &mut steps)
 }
 
@@ -384,6 +451,7 @@ mod tests {
         let out = dir.path().join("roofline-report");
         let args = Args {
             dir: out.clone(),
+            threads: "1".into(),
             ..Args::default()
         };
         assert_eq!(run_with(args, &mut Fake { ceilings_fail: false }).unwrap(), 0);
@@ -392,17 +460,56 @@ mod tests {
         }
         let r = report::read_report(&out.join(bundle::JSON)).unwrap();
         assert_eq!(r.points.len(), 2);
+        assert!(r.ceilings_by_threads.is_empty());
         assert_eq!(r.environment.host.as_deref(), Some("fake"));
         // the model ran: bounds and roof fractions filled, empirical roofs kept
         assert!(r.points.iter().all(|p| p.bound.is_some() && p.roof_fraction.is_some()));
         let c = r.ceilings.as_ref().unwrap();
         assert_eq!(c.kind, "empirical");
-        // 32 GFLOP/s per core × 1 thread (the default) × 0.9
+        // 32 GFLOP/s per core × 1 thread × 0.9
         assert_eq!(c.compute_gflops["double.avx2.fma"], 28.8);
         let html = std::fs::read_to_string(out.join(bundle::INDEX)).unwrap();
         assert!(html.contains("triad") && html.contains("<svg"));
         // no temp files left
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn the_main_job_places_the_suite_under_one_core_and_every_core() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("roofline-report");
+        // (What `all` means on the machine running the test: the default is "1,all".)
+        assert_eq!(Args::default().threads, "1,all");
+        let args = Args {
+            dir: out.clone(),
+            threads: "1,2".into(),
+            ..Args::default()
+        };
+        assert_eq!(run_with(args, &mut Fake { ceilings_fail: false }).unwrap(), 0);
+        let r = report::read_report(&out.join(bundle::JSON)).unwrap();
+        // Both roof sets, each at its thread count: the fake's 0.9 × 32 GFLOP/s per core.
+        let one = r.ceilings.as_ref().unwrap();
+        assert_eq!((one.threads, one.compute_gflops["double.avx2.fma"]), (Some(1), 28.8));
+        assert_eq!(r.ceilings_by_threads.len(), 1);
+        let all = &r.ceilings_by_threads[0];
+        assert_eq!((all.threads, all.compute_gflops["double.avx2.fma"]), (Some(2), 57.6));
+        // The suite at both, each point read against its own thread count's roofs: dgemm's
+        // 2e9 flop in 0.05 s (40 GFLOP/s) is above the 1-thread roof (28.8), within the 2-thread one.
+        assert_eq!(r.points.iter().filter(|p| p.threads == 1).count(), 2);
+        assert_eq!(r.points.iter().filter(|p| p.threads == 2).count(), 2);
+        for p in r.points.iter().filter(|p| p.name == "dgemm") {
+            let f = p.roof_fraction.unwrap();
+            let want = 40.0 / (28.8 * f64::from(p.threads));
+            assert!((f - want).abs() < 1e-9, "{} threads: {f} vs {want}", p.threads);
+        }
+        // The table and the page show a section per roof set.
+        let view = crate::report::View::new(vec![("r".into(), r)], None, crate::report::PlotKind::Carm);
+        let text = crate::report::table::render(&view);
+        assert!(text.contains("== 1 thread(s) ==") && text.contains("== 2 thread(s) =="), "{text}");
+        assert!(text.contains("2 thread(s)): peak double 57.6 GFLOP/s"), "{text}");
+        let html = std::fs::read_to_string(out.join(bundle::INDEX)).unwrap();
+        assert!(html.contains("<h2 class=\"threads\">1 thread(s)</h2>") && html.contains("<h2 class=\"threads\">2 thread(s)</h2>"));
+        assert_eq!(html.matches("<h2>Roofs</h2>").count(), 2);
     }
 
     #[test]
@@ -417,7 +524,7 @@ mod tests {
 
     #[test]
     fn failing_ceilings_fall_back_to_theory() {
-        let r = collect(&mut Fake { ceilings_fail: true }, 2).unwrap();
+        let r = collect(&mut Fake { ceilings_fail: true }, &[2]).unwrap();
         let c = r.ceilings.unwrap();
         assert_eq!(c.kind, "theoretical");
         // 32 GFLOP/s per core × 2 threads

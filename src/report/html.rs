@@ -230,7 +230,25 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         }
     }
     o.push_str("</div>");
-    // Roofs
+    // Roofs and rooflines: one section per roof set (the main job's one thread and every core).
+    let sets = view.by_threads();
+    for set in &sets {
+        if sets.len() > 1 {
+            let t = set
+                .roofs
+                .threads
+                .map(|t| format!("{t} thread(s)"))
+                .unwrap_or_else(|| "other thread counts".into());
+            let _ = write!(o, "<h2 class=\"threads\">{}</h2>", esc(&t));
+        }
+        roofs_and_plots(&mut o, set)?;
+    }
+    o.push_str(&render_rest(view)?);
+    Ok(o)
+}
+
+/// The roof tables and the charts of one view (one thread count).
+fn roofs_and_plots(o: &mut String, view: &View) -> Result<()> {
     o.push_str("<h2>Roofs</h2>");
     if view.roofs.is_empty() {
         o.push_str("<p>No roofs: the report has no ceilings and no machine peaks; pass <code>--ceilings FILE</code>.</p>");
@@ -309,6 +327,12 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         let _ = write!(o, "<figure>{}</figure>", inline_svg(&svg));
     }
     o.push_str("</div>");
+    Ok(())
+}
+
+/// Everything after the charts: the advice cards and the rest.
+fn render_rest(view: &View) -> Result<String> {
+    let mut o = String::new();
     // Advice cards
     o.push_str("<h2>Bounds and advice</h2><div class=\"grid\">");
     for (r, p, a) in view.points() {
@@ -316,7 +340,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             continue;
         }
         // A point above its roof: a warning naming both numbers (model::above_roof).
-        let above = crate::model::above_roof(p, a)
+        let above = crate::model::above_roof(p, a, r.roofs_for(p.threads))
             .map(|w| format!("<p class=\"warn\" role=\"alert\">Warning: {}</p>", esc(&w)))
             .unwrap_or_default();
         // GPU points: the compute/bandwidth/overhead regime; NVTX regions: their kernels.

@@ -58,8 +58,21 @@ pub struct NamedReport {
     pub report: Report,
     /// The roofs its points were analysed against.
     pub roofs: RoofSet,
+    /// Roofs at other thread counts (`Report::ceilings_by_threads`): the points of that
+    /// thread count were analysed against these.
+    pub roofs_by_threads: Vec<RoofSet>,
     /// One analysis per point, in order.
     pub analyses: Vec<Analysis>,
+}
+
+impl NamedReport {
+    /// The roofs a point of `threads` threads was analysed against.
+    pub fn roofs_for(&self, threads: u32) -> &RoofSet {
+        self.roofs_by_threads
+            .iter()
+            .find(|s| s.threads == Some(threads))
+            .unwrap_or(&self.roofs)
+    }
 }
 
 /// What every exporter reads.
@@ -79,18 +92,87 @@ impl View {
             .into_iter()
             .map(|(name, mut report)| {
                 let roofs = RoofSet::for_report(&report, ceilings);
-                let analyses = model::annotate(&mut report, &roofs);
+                // (`--ceilings` replaces every set: it holds one thread count.)
+                let roofs_by_threads: Vec<RoofSet> = match ceilings {
+                    Some(_) => Vec::new(),
+                    None => report
+                        .ceilings_by_threads
+                        .iter()
+                        .map(|r| RoofSet::for_threads(&report, r))
+                        .collect(),
+                };
+                let analyses = model::annotate_by_threads(&mut report, &roofs, &roofs_by_threads);
                 report.ceilings = (!roofs.is_empty()).then(|| roofs.to_roofs());
+                report.ceilings_by_threads = roofs_by_threads.iter().map(RoofSet::to_roofs).collect();
                 NamedReport {
                     name,
                     report,
                     roofs,
+                    roofs_by_threads,
                     analyses,
                 }
             })
             .collect();
         let roofs = reports.first().map(|r| r.roofs.clone()).unwrap_or_default();
         View { reports, roofs, kind }
+    }
+
+    /// One view per roof set of a report with several thread counts (the main job's one thread
+    /// and every core): the points of that thread count against its roofs; this view alone
+    /// when it has one set.
+    pub fn by_threads(&self) -> Vec<View> {
+        let mut counts: Vec<Option<u32>> = vec![self.roofs.threads];
+        for r in &self.reports {
+            for s in &r.roofs_by_threads {
+                if !counts.contains(&s.threads) {
+                    counts.push(s.threads);
+                }
+            }
+        }
+        if counts.len() < 2 {
+            return vec![self.clone()];
+        }
+        counts
+            .into_iter()
+            .map(|t| {
+                let reports: Vec<NamedReport> = self
+                    .reports
+                    .iter()
+                    .map(|r| {
+                        let own = r.roofs_by_threads.iter().find(|s| s.threads == t);
+                        // The report's main set takes the points no other set claims.
+                        let claimed = |p: &Point| r.roofs_by_threads.iter().any(|s| s.threads == Some(p.threads));
+                        let keep = |p: &Point| match own {
+                            Some(_) => Some(p.threads) == t,
+                            None => !claimed(p),
+                        };
+                        let (points, analyses): (Vec<Point>, Vec<Analysis>) = r
+                            .report
+                            .points
+                            .iter()
+                            .zip(&r.analyses)
+                            .filter(|(p, _)| keep(p))
+                            .map(|(p, a)| (p.clone(), a.clone()))
+                            .unzip();
+                        let mut report = r.report.clone();
+                        report.points = points;
+                        NamedReport {
+                            name: r.name.clone(),
+                            report,
+                            roofs: own.cloned().unwrap_or_else(|| r.roofs.clone()),
+                            roofs_by_threads: Vec::new(),
+                            analyses,
+                        }
+                    })
+                    .collect();
+                let roofs = reports.first().map(|r| r.roofs.clone()).unwrap_or_default();
+                View {
+                    reports,
+                    roofs,
+                    kind: self.kind,
+                }
+            })
+            .collect()
     }
 
     /// Every point with its report and analysis.

@@ -311,6 +311,10 @@ pub struct Roofs {
     /// so a re-read report draws them dashed as the first rendering did.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub theoretical: std::collections::BTreeSet<String>,
+    /// The relative spread (interquartile range over median) of each measured roof, keyed
+    /// like the roofs (compute keys, levels): a point within it of its roof is not above it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spread: BTreeMap<String, f64>,
     pub threads: Option<u32>,
 }
 
@@ -332,6 +336,10 @@ pub struct Report {
     pub environment: Environment,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceilings: Option<Roofs>,
+    /// Roof sets at other thread counts than `ceilings`' (the main job measures one thread
+    /// and every core): each point is read against the set of its own thread count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings_by_threads: Vec<Roofs>,
     pub points: Vec<Point>,
     /// Present in merged reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -388,6 +396,7 @@ impl Report {
             machine,
             environment,
             ceilings: None,
+            ceilings_by_threads: Vec::new(),
             points: Vec::new(),
             sources: Vec::new(),
             not_run: Vec::new(),

@@ -96,6 +96,26 @@ fn prov(p: &Point, level: Option<&str>) -> String {
 }
 
 pub fn render(view: &View) -> String {
+    let sets = view.by_threads();
+    if sets.len() < 2 {
+        return render_one(view);
+    }
+    // One section per roof set (the main job's one thread and every core), each point
+    // under the roofs of its own thread count.
+    sets.iter()
+        .map(|v| {
+            let t = v
+                .roofs
+                .threads
+                .map(|t| format!("{t} thread(s)"))
+                .unwrap_or_else(|| "other thread counts".into());
+            format!("== {t} ==\n{}", render_one(v))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render_one(view: &View) -> String {
     let mut o = String::new();
     let roofs = &view.roofs;
     if !roofs.is_empty() {

@@ -314,7 +314,7 @@ pub enum StepStop {
 
 /// Judge a single-step stop from the thread's registers. Moving rip on from an
 /// [`StepStop::Interrupted`] stop as if the call had returned runs the kernel's restart 2 bytes
-/// before the new rip: a SIGSEGV inside a scratch area (issue #36).
+/// before the new rip: a SIGSEGV inside a scratch area (docs/trace.md, "Code the tracer writes").
 pub fn judge_step_stop(regs: &libc::user_regs_struct) -> StepStop {
     match restarted_syscall(regs) {
         Some(r) => StepStop::Interrupted(Box::new(r)),
