@@ -139,6 +139,51 @@ fn zen4_umc_channels_and_seconds_override() {
 }
 
 #[test]
+fn zen4_mac_flops_are_the_fma_share_not_more_work() {
+    let p = import("zen4_mac.csv", "zen4", &[]);
+    // W: all of event 0x03 (3.2e9), its 2e8 bfloat16 MAC flops moved into their own class.
+    assert!(close(&p["flops"]["total"], 3.2e9), "{p:#}");
+    assert!(close(&p["flops"]["by_class"]["any_precision"], 3.0e9));
+    assert!(close(&p["flops"]["by_class"]["bf16_any_width"], 2e8));
+    // The MAC umask's 2.4e9 flops are a part of it: flops.fma, no class of their own.
+    assert!(close(&p["flops"]["fma"], 2.4e9), "{p:#}");
+    assert_eq!(p["flops"]["by_class"].as_object().unwrap().len(), 2);
+    // Without the MAC row: no share (never a zero one).
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("zen4_mac.csv")).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.contains("umask=0x08"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let f = dir.path().join("no_mac.csv");
+    std::fs::write(&f, without).unwrap();
+    let out = roofline()
+        .args(["import", "perf-stat"])
+        .arg(&f)
+        .args(["--platform", "zen4", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["points"][0]["flops"].get("fma").is_none(), "{v:#}");
+    assert!(close(&v["points"][0]["flops"]["total"], 3.2e9));
+    // More MAC flops than W: not a share, said.
+    let over = text.replace("2400000000,,cpu/event=0x03,umask=0x08/", "3300000000,,cpu/event=0x03,umask=0x08/");
+    std::fs::write(&f, over).unwrap();
+    let out = roofline()
+        .args(["import", "perf-stat"])
+        .arg(&f)
+        .args(["--platform", "zen4", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["points"][0]["flops"].get("fma").is_none(), "{v:#}");
+    assert!(notes(&v["points"][0]).contains("flops.fma not reported"), "{v:#}");
+}
+
+#[test]
 fn output_file_is_the_same_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -356,6 +401,30 @@ fn events_prints_a_grouped_perf_line() {
     // single precision opt-in events are in
     assert!(v["events"].as_array().unwrap().iter().any(|e| e["class"] == "packed512_single"));
     fails(&["events", "--platform", "pentium4"], "no such platform");
+    // Zen 4's FMA (MAC) event is opt-in: in the line with --optional, paired with W's event.
+    let line_of = |args: &[&str]| {
+        let out = roofline().args(args).output().unwrap();
+        assert!(out.status.success());
+        let s = String::from_utf8_lossy(&out.stdout).to_string();
+        (s.lines().find(|l| l.starts_with("perf stat")).unwrap().to_string(), s)
+    };
+    let (line, table) = line_of(&["events", "--platform", "zen4", "--optional", "--no-uncore"]);
+    assert!(
+        line.contains("cpu/event=0x03,umask=0x08/") && line.contains("cpu/event=0x03,umask=0x1f/"),
+        "{line}"
+    );
+    let mac = table.lines().find(|l| l.starts_with("fp_ret_sse_avx_ops.mac_flops")).unwrap();
+    assert!(
+        mac.contains("flops.fma") && mac.contains("paired") && mac.contains("opt-in"),
+        "{mac}"
+    );
+    let (line, _) = line_of(&["events", "--platform", "zen4", "--no-uncore"]);
+    assert!(!line.contains("umask=0x08"), "{line}");
+    // Zen 5 documents no MAC umask restricted to FP work; Intel's FP_ARITH cannot tell.
+    for p in ["zen5", "spr"] {
+        let (_, table) = line_of(&["events", "--platform", p, "--optional"]);
+        assert!(!table.contains("flops.fma"), "{p}: {table}");
+    }
     // -o writes the line as a script, atomically.
     let dir = tempfile::tempdir().unwrap();
     let sh = dir.path().join("collect.sh");

@@ -304,6 +304,13 @@ fn the_checker_catches_a_wrong_encoding() {
     assert!(check_platform(&perfmon, &zen4).is_ok());
     zen4.events.iter_mut().find(|e| e.name == "umc_cas_cmd.rd").unwrap().rdwrmask = 2;
     assert!(check_platform(&perfmon, &zen4).is_err());
+    // The FMA (MAC) event is checked like any other: the bfloat16 MAC umask in its place fails.
+    let mut zen4 = Platform::load("zen4").unwrap();
+    let mac = zen4.events.iter_mut().find(|e| e.name == "fp_ret_sse_avx_ops.mac_flops").unwrap();
+    assert_eq!((mac.quantity.as_str(), mac.umask), ("flops.fma", 0x08));
+    mac.umask = 0x10;
+    let errs = check_platform(&perfmon, &zen4).unwrap_err();
+    assert!(errs.iter().any(|m| m.contains("mac_flops")), "{errs:?}");
 
     let mut zen1 = Platform::load("zen1").unwrap();
     zen1.events

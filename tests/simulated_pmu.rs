@@ -333,3 +333,91 @@ fn validate_with_perf_without_a_pmu_names_doctor_and_trace() {
     );
     assert!(!home.path().join("roofline/trust.json").exists(), "nothing written");
 }
+
+/// Zen 4's MAC event (opt-in, `flops.fma`) on the simulated PMU: `validate` judges it against
+/// the kernels' analytic FMA flops (AVX2/AVX-512 triads fuse, scalar/SSE ones multiply then
+/// add and must read 0), a MAC counter reading half is "off by -50 %", and `run` with
+/// `--optional-events` reports the traced FMA flops as `flops.fma`, without it none.
+#[test]
+fn the_zen4_mac_event_gives_the_fma_share_and_is_validated() {
+    if !ptrace_allowed() {
+        eprintln!("skipped: ptrace not permitted");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let validate_zen4 = |faults: &str| {
+        let out = roofline(home.path())
+            .env("ROOFLINE_SIMULATED_PMU", faults)
+            .args([
+                "validate",
+                "--backend",
+                "simulated",
+                "--platform",
+                "zen4",
+                "--kernels",
+                "triad,dot_f32",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+        (out.status.code().unwrap_or(-1), doc, err)
+    };
+    let (code, doc, err) = validate_zen4("");
+    assert_eq!(code, 0, "{err}\n{doc:#}");
+    let fma = row(&doc, "flops.fma");
+    assert_eq!(fma["verdict"]["verdict"], "exact", "{fma:#}");
+    assert_eq!(fma["events"][0], "fp_ret_sse_avx_ops.mac_flops");
+    let samples = fma["samples"].as_array().unwrap();
+    assert!(samples.len() >= 4, "{fma:#}");
+    for s in samples {
+        let (a, m) = (s["analytic"].as_f64().unwrap(), s["measured"].as_f64().unwrap());
+        match s["variant"].as_str().unwrap() {
+            "scalar" | "sse" => assert_eq!(a, 0.0, "{s}"),
+            _ => assert!(a > 0.0, "{s}"),
+        }
+        assert!((m - a).abs() <= 0.5, "{s}");
+    }
+    // W's row is untouched by the MAC event: any_precision still exact, not doubled.
+    assert_eq!(row(&doc, "flops.any_precision")["verdict"]["verdict"], "exact");
+
+    let (code, doc, _) = validate_zen4("fma*0.5");
+    assert_eq!(code, 1);
+    let v = &row(&doc, "flops.fma")["verdict"];
+    assert_eq!(v["verdict"], "off", "{v}");
+    assert!((v["relative_error"].as_f64().unwrap() + 0.5).abs() < 1e-3, "{v}");
+    assert_eq!(row(&doc, "flops.any_precision")["verdict"]["verdict"], "exact");
+
+    // run: the traced FMA flops of triad/avx2 (2 per whole vector element), from the MAC event.
+    let n = random(20_000, 60_000);
+    let run = |optional: bool| {
+        let mut c = roofline(home.path());
+        c.args(["run", "triad", "--backend", "simulated", "--platform", "zen4", "--variant", "avx2"])
+            .args(["--repeat", "2", "--min-time", "0.01", "--size", &n.to_string(), "--json"]);
+        if optional {
+            c.arg("--optional-events");
+        }
+        c.output().unwrap()
+    };
+    let out = run(true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && err.contains("cannot run the avx2 variant") {
+        eprintln!("skipped the run check: no AVX2 here");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let p = serde_json::from_slice::<Value>(&out.stdout).unwrap()["points"][0].clone();
+    let whole = (2 * (n / 4 * 4)) as f64;
+    let ratio = least_running_ratio(&p);
+    let fma = p["flops"]["fma"].as_f64().unwrap_or_else(|| panic!("{p:#}"));
+    assert!((fma - whole).abs() <= scaling_bound(whole, 1.0, ratio), "n={n}: {fma} vs {whole}");
+    assert!(fma <= p["flops"]["total"].as_f64().unwrap());
+    assert_eq!(p["provenance"]["flops"], "simulated");
+    let untrusted = p["provenance"]["untrusted"].to_string();
+    assert!(untrusted.contains("flops.fma"), "the failed validation marks it: {untrusted}");
+    let out = run(false);
+    assert!(out.status.success());
+    let p = serde_json::from_slice::<Value>(&out.stdout).unwrap()["points"][0].clone();
+    assert!(p["flops"].get("fma").is_none(), "opt-in: no MAC event, no share: {p:#}");
+}

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 struct Tally {
     flops: BTreeMap<FlopClass, u64>,
+    /// Flops of FMA instructions.
+    fma: u64,
     load: u64,
     store: u64,
 }
@@ -24,9 +26,13 @@ fn model(op: Op, prec: Precision, v: Variant, n: u64, peel: u64) -> Tally {
     let vc = FlopClass::of(prec, v.width_bits(), v == Variant::Scalar);
     let mut t = Tally {
         flops: BTreeMap::new(),
+        fma: 0,
         load: 0,
         store: 0,
     };
+    // The vector loops' multiply-adds are FMA instructions on AVX2 and AVX-512 (the scalar
+    // peels and remainders multiply then add, as the scalar and SSE variants do throughout).
+    let fused = matches!(op, Op::Triad | Op::Daxpy | Op::Dot | Op::TriadNt) && matches!(v, Variant::Avx2 | Variant::Avx512);
     let mut add = |t: &mut Tally, c: FlopClass, f: u64| {
         if f > 0 {
             *t.flops.entry(c).or_insert(0) += f
@@ -36,6 +42,9 @@ fn model(op: Op, prec: Precision, v: Variant, n: u64, peel: u64) -> Tally {
     // One element-wise step over `k` active lanes of an instruction of width `lanes`.
     let step = |t: &mut Tally, class: FlopClass, active: u64, lanes: u64, add: &mut dyn FnMut(&mut Tally, FlopClass, u64)| {
         add(t, class, fpe * lanes);
+        if fused && class == vc {
+            t.fma += fpe * lanes;
+        }
         t.load += op.reads() * active * size;
         t.store += op.writes() * active * size;
     };
@@ -99,6 +108,7 @@ fn closed_form_counts_match_the_loop_model() {
                         let c = stream_counts(op, prec, v, n as usize, peel as usize);
                         let m = model(op, prec, v, n, if op.non_temporal() { peel } else { 0 });
                         assert_eq!(c.flops, m.flops, "{op:?} {prec:?} {v} n={n} peel={peel}");
+                        assert_eq!(c.fma_flops, m.fma, "{op:?} {prec:?} {v} n={n} peel={peel}");
                         assert_eq!(c.core_load_bytes, m.load, "{op:?} {prec:?} {v} n={n}");
                         assert_eq!(c.core_store_bytes, m.store, "{op:?} {prec:?} {v} n={n}");
                     }

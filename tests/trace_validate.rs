@@ -140,3 +140,72 @@ fn a_stripped_binary_validates_dgemm_exactly() {
     }
     assert_eq!(o.status.code(), Some(0), "{err}");
 }
+
+/// The FMA flops are validated like the classes of W: on AVX2 and AVX-512 the suite's `fma`
+/// calls are FMA instructions (vector loops and scalar remainders: spmv's and normalize's
+/// tails), on scalar and SSE a multiply then an add; the traced FMA flops equal the formulas'
+/// exactly, and the report for the gate carries them as `flops.fma`.
+#[test]
+fn fma_flops_match_the_trace_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64 % 1000)
+        .unwrap_or(5)
+        .to_string();
+    // A working set that is no multiple of any vector width: every remainder loop runs.
+    let Some((code, v, err)) = validate(&[
+        "--kernels",
+        "spmv,normalize_fused,cos_chain_unfused,daxpy_f32,stencil2d",
+        "--working-set",
+        "23999",
+        "--seed",
+        &seed,
+        "--report",
+        report.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    assert_eq!(code, 0, "seed {seed}: validate failed: {err}\n{v:#}");
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.len() >= 10, "{rows:#?}");
+    let r = |k: &str, var: &str| rows.iter().find(|r| r["kernel"] == k && r["variant"] == var).cloned();
+    for row in rows {
+        let (a, m) = (row["fma_analytic"].as_u64().unwrap(), row["fma_measured"].as_u64().unwrap());
+        assert_eq!(a, m, "seed {seed}: {row:#}");
+        let total: u64 = row["flops_measured"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
+        assert!(m <= total, "{row:#}");
+        let fused = matches!(row["variant"].as_str(), Some("avx2" | "avx512"));
+        match row["kernel"].as_str().unwrap() {
+            // Three adds and a multiply per point.
+            "stencil2d" => assert_eq!(m, 0, "{row:#}"),
+            // 16 of a cosine's 36 flops are 32 FMA flops.
+            "cos_chain_unfused" if fused => assert_eq!(36 * m, 32 * total, "{row:#}"),
+            _ if fused => assert!(m > 0, "{row:#}"),
+            _ => assert_eq!(m, 0, "multiply then add: {row:#}"),
+        }
+    }
+    // spmv's AVX2 scalar tails fuse too (vfmadd231sd): every one of its products is an FMA.
+    if let Some(row) = r("spmv", "avx2") {
+        let hsum: u64 = 3 * row["n"].as_u64().unwrap(); // 2 + 1 adds per row
+        let total: u64 = row["flops_measured"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
+        assert_eq!(row["fma_measured"].as_u64().unwrap(), total - hsum, "{row:#}");
+    }
+    let rep: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for p in rep["points"].as_array().unwrap() {
+        let (k, var) = p["name"].as_str().unwrap().split_once('/').unwrap();
+        let row = r(k, var).unwrap();
+        assert_eq!(p["flops"]["fma"].as_f64().unwrap(), row["fma_measured"].as_f64().unwrap(), "{p:#}");
+    }
+}

@@ -26,7 +26,7 @@ use crate::api::{Instance, Kernel};
 use crate::check::{Buf, require, require_memory};
 use crate::rng::Rng;
 use crate::simd::{Elem, Lanes, Sc, Sc32};
-use crate::suite::{ALL_VARIANTS, class, require_size};
+use crate::suite::{ALL_VARIANTS, class, fused, require_size};
 use crate::types::{Counts, Precision, Variant};
 
 /// Cache blocking: rows of A per block, depth, columns of B per panel.
@@ -369,7 +369,12 @@ pub fn counts_for(m: usize, n: usize, k: usize, mr: usize, nr: usize, blk: Block
             }
         }
     }
-    c.add_flops(class(v, prec), flops);
+    // Every flop is the micro-kernel's `fma`: FMA instructions where the variant fuses.
+    if fused(v) {
+        c.add_fma_flops(class(v, prec), flops);
+    } else {
+        c.add_flops(class(v, prec), flops);
+    }
     c.core_load_bytes = loads;
     c.core_store_bytes = stores;
     c.dram_bytes = (m * k + k * n + 2 * m * n) as u64 * e;
@@ -418,11 +423,12 @@ impl<E: GemmElem> Kernel for Gemm<E> {
         let e = size_of::<E>();
         let blk = Blocking::for_tile(mr, nr, e);
         format!(
-            "W = 2·⌈n/{mr}⌉{mr}·⌈n/{nr}⌉{nr}·n flops (tile {mr}×{nr}, padding executed); core Q ≈ {e}·n²·(n·({mr}+{nr})/({mr}·{nr}) + 2·⌈n/{kc}⌉ + 2 + ⌈n/{nc}⌉) B \
+            "W = 2·⌈n/{mr}⌉{mr}·⌈n/{nr}⌉{nr}·n flops (tile {mr}×{nr}, padding executed; {fma}); core Q ≈ {e}·n²·(n·({mr}+{nr})/({mr}·{nr}) + 2·⌈n/{kc}⌉ + 2 + ⌈n/{nc}⌉) B \
              (panels, C tile per kc={kc} block, packing); DRAM = {}·n² B (A, B read; C written + allocated)",
             4 * e,
             kc = blk.kc,
-            nc = blk.nc
+            nc = blk.nc,
+            fma = if fused(v) { "all FMA" } else { "multiply + add, no FMA" }
         )
     }
     fn size_unit(&self) -> &'static str {
@@ -604,38 +610,50 @@ mod tests {
         for n in [1, 3, 8, 13, 17, 33] {
             let b = blk(4, 2);
             assert_eq!(
-                model::<f64, Tally<f64, 1, false>, 4, 2>(n, b),
+                model::<f64, Tally<f64, 1, false, false>, 4, 2>(n, b),
                 formula(n, 4, 2, b, Variant::Scalar, Precision::F64),
                 "n={n}"
             );
             let b = blk(4, 4);
             assert_eq!(
-                model::<f64, Tally<f64, 2, false>, 4, 2>(n, b),
+                model::<f64, Tally<f64, 2, false, false>, 4, 2>(n, b),
                 formula(n, 4, 4, b, Variant::Sse, Precision::F64),
                 "n={n}"
             );
             let b = blk(6, 8);
             assert_eq!(
-                model::<f64, Tally<f64, 4, false>, 6, 2>(n, b),
+                model::<f64, Tally<f64, 4, false, true>, 6, 2>(n, b),
                 formula(n, 6, 8, b, Variant::Avx2, Precision::F64),
                 "n={n}"
             );
             let b = blk(8, 16);
             assert_eq!(
-                model::<f64, Tally<f64, 8, true>, 8, 2>(n, b),
+                model::<f64, Tally<f64, 8, true, true>, 8, 2>(n, b),
                 formula(n, 8, 16, b, Variant::Avx512, Precision::F64),
                 "n={n}"
             );
             let b = blk(8, 32);
             assert_eq!(
-                model::<f32, Tally<f32, 16, true>, 8, 2>(n, b),
+                model::<f32, Tally<f32, 16, true, true>, 8, 2>(n, b),
                 formula(n, 8, 32, b, Variant::Avx512, Precision::F32),
                 "n={n}"
             );
             let b = blk(4, 2);
             assert_eq!(
-                model::<f32, Tally<f32, 1, false>, 4, 2>(n, b),
+                model::<f32, Tally<f32, 1, false, false>, 4, 2>(n, b),
                 formula(n, 4, 2, b, Variant::Scalar, Precision::F32),
+                "n={n}"
+            );
+            let b = blk(4, 8);
+            assert_eq!(
+                model::<f32, Tally<f32, 4, false, false>, 4, 2>(n, b),
+                formula(n, 4, 8, b, Variant::Sse, Precision::F32),
+                "n={n}"
+            );
+            let b = blk(6, 16);
+            assert_eq!(
+                model::<f32, Tally<f32, 8, false, true>, 6, 2>(n, b),
+                formula(n, 6, 16, b, Variant::Avx2, Precision::F32),
                 "n={n}"
             );
         }

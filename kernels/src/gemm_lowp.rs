@@ -146,6 +146,7 @@ pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) 
     let e = kind.esize() as u64;
     let blocks = n.div_ceil(kind.kc()) as u64;
     let mut c = Counts::default();
+    // Dot products (tile, bf16 pair or int8 quad), no FP FMA: `fma_flops` stays 0.
     c.add_flops(path.class(kind), 2 * r64 * c64 * n64);
     // Packing B: every element of its columns loaded and stored once. C: stored per k block,
     // loaded on every block but the first (4-byte elements).

@@ -183,26 +183,39 @@ pub fn counts_for(fused: bool, rows: usize, len: usize, v: Variant) -> Counts {
     let vclass = class(v, Precision::F64);
     let sclass = class(Variant::Scalar, Precision::F64);
     let mut row = Counts::default();
+    // The `fma` calls: FMA instructions where the variant fuses (AVX2, AVX-512, their scalar
+    // tails too), a multiply then an add on scalar and SSE code.
+    let fma = |row: &mut Counts, class, n| {
+        if crate::suite::fused(v) {
+            row.add_fma_flops(class, n)
+        } else {
+            row.add_flops(class, n)
+        }
+    };
     if fused {
         // Welford chunks: sub, fma, sub, fma.
-        row.add_flops(vclass, full * 6 * l64);
+        row.add_flops(vclass, full * 2 * l64);
+        fma(&mut row, vclass, full * 4 * l64);
         if l > 1 {
             add_hsum(&mut row, l); // Σ mean
             row.add_flops(sclass, 1); // × 1/lanes
             row.add_flops(vclass, 2 * l64); // dm, dm²
             add_hsum(&mut row, l); // Σ dm²
             add_hsum(&mut row, l); // Σ m2
-            row.add_flops(sclass, 2); // fma
+            fma(&mut row, sclass, 2); // count·spread + Σ m2
         }
-        row.add_flops(sclass, rem * 6);
+        row.add_flops(sclass, rem * 2);
+        fma(&mut row, sclass, rem * 4);
         row.core_load_bytes += full * (8 * l64 + 8) + if l > 1 { 8 } else { 0 } + rem * 16;
     } else {
         row.add_flops(vclass, full * l64); // Σx
         add_hsum(&mut row, l);
         row.add_flops(sclass, rem + 1); // tail, × 1/len
-        row.add_flops(vclass, full * 3 * l64); // sub, fma
+        row.add_flops(vclass, full * l64); // sub
+        fma(&mut row, vclass, full * 2 * l64); // d·d + acc
         add_hsum(&mut row, l);
-        row.add_flops(sclass, rem * 3);
+        row.add_flops(sclass, rem);
+        fma(&mut row, sclass, rem * 2);
         row.core_load_bytes += 2 * 8 * len64;
     }
     row.add_flops(sclass, 1 + 3); // variance × 1/len; + eps, sqrt, div
@@ -400,22 +413,22 @@ mod tests {
             for (rows, len) in [(1, 1), (2, 7), (3, 8), (2, 17), (1, 128), (2, 133)] {
                 let f = |v| counts_for(fused_kernel, rows, len, v);
                 assert_eq!(
-                    model::<Tally<f64, 1, false>>(fused_kernel, rows, len),
+                    model::<Tally<f64, 1, false, false>>(fused_kernel, rows, len),
                     f(Variant::Scalar),
                     "{fused_kernel} {rows}×{len}"
                 );
                 assert_eq!(
-                    model::<Tally<f64, 2, false>>(fused_kernel, rows, len),
+                    model::<Tally<f64, 2, false, false>>(fused_kernel, rows, len),
                     f(Variant::Sse),
                     "{fused_kernel} {rows}×{len}"
                 );
                 assert_eq!(
-                    model::<Tally<f64, 4, false>>(fused_kernel, rows, len),
+                    model::<Tally<f64, 4, false, true>>(fused_kernel, rows, len),
                     f(Variant::Avx2),
                     "{fused_kernel} {rows}×{len}"
                 );
                 assert_eq!(
-                    model::<Tally<f64, 8, true>>(fused_kernel, rows, len),
+                    model::<Tally<f64, 8, true, true>>(fused_kernel, rows, len),
                     f(Variant::Avx512),
                     "{fused_kernel} {rows}×{len}"
                 );

@@ -153,6 +153,13 @@ impl PeakSpec {
         (2 * f + m + a) * self.isa.lanes(self.precision)
     }
 
+    /// Of [`PeakSpec::flops_per_round`], the flops of FMA instructions (the `fma` chains: an
+    /// FMA on every ISA that has the mode, scalar and SSE included, which need FMA3 for it).
+    pub fn fma_flops_per_round(&self) -> u64 {
+        let (f, _, _) = chains(self.isa, self.mode);
+        2 * f * self.isa.lanes(self.precision)
+    }
+
     /// Instructions of one round.
     pub fn instructions_per_round(&self) -> u64 {
         let (f, m, a) = chains(self.isa, self.mode);
@@ -588,6 +595,17 @@ mod tests {
             mode: PeakMode::FmaAdd,
         };
         assert_eq!(s.flops_per_round(), (16 + 7) * 4);
+        assert_eq!(s.fma_flops_per_round(), 16 * 4);
+        for s in PeakSpec::all() {
+            let fma = s.fma_flops_per_round();
+            assert!(fma <= s.flops_per_round(), "{s:?}");
+            // The FMA mode is all FMA, mul+add none of it, fma+add part of it.
+            match s.mode {
+                PeakMode::Fma => assert_eq!(fma, s.flops_per_round(), "{s:?}"),
+                PeakMode::MulAdd => assert_eq!(fma, 0, "{s:?}"),
+                PeakMode::FmaAdd => assert!(fma > 0 && fma < s.flops_per_round(), "{s:?}"),
+            }
+        }
         assert!(!PeakSpec::all().iter().any(|s| s.isa == PeakIsa::Avx && s.mode == PeakMode::Fma));
     }
 }

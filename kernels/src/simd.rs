@@ -11,7 +11,8 @@
 //! are what makes the analytic counts exact):
 //! - one method = one instruction class: `add`/`sub`/`mul`/`div`/`sqrt` count `LANES` flops,
 //!   `fma`/`fnma` `2 × LANES` (scalar and SSE have no FMA: they issue a multiply and an add,
-//!   the same flop total);
+//!   the same flop total; only the AVX2 and AVX-512 types, and `Sc<true>`, the scalar type
+//!   of their remainder loops, issue FMA instructions, whose flops `Counts::fma_flops` holds);
 //! - `hsum` is a tree of halving adds: 512 → one 256-bit add, 256 → one 128-bit add,
 //!   128 → one scalar add;
 //! - loads and stores move `LANES × size` bytes; masked (`*_part`) ones move only the active
@@ -743,6 +744,10 @@ fn tally_flops(class: FlopClass, n: u64) {
     TALLY.with(|t| t.borrow_mut().add_flops(class, n));
 }
 
+fn tally_fma(n: u64) {
+    TALLY.with(|t| t.borrow_mut().fma_flops += n);
+}
+
 fn tally_load(bytes: usize) {
     TALLY.with(|t| t.borrow_mut().core_load_bytes += bytes as u64);
 }
@@ -751,15 +756,17 @@ fn tally_store(bytes: usize) {
     TALLY.with(|t| t.borrow_mut().core_store_bytes += bytes as u64);
 }
 
-/// The counting model: `L` lanes of `E`, masked tails when `M`; every operation executes
-/// lane by lane in plain Rust and tallies its flops (by class) and bytes.
+/// The counting model: `L` lanes of `E`, masked tails when `M`, fused multiply-adds when `F`
+/// (the type it models issues FMA instructions: AVX2, AVX-512 and their scalar remainder type
+/// `Sc<true>`; else a multiply then an add); every operation executes lane by lane in plain
+/// Rust and tallies its flops (by class, FMA flops apart too) and bytes.
 #[derive(Clone, Copy, Debug)]
-pub struct Tally<E: Elem, const L: usize, const M: bool> {
+pub struct Tally<E: Elem, const L: usize, const M: bool, const F: bool> {
     pub v: [f64; L],
     _e: PhantomData<E>,
 }
 
-impl<E: Elem, const L: usize, const M: bool> Tally<E, L, M> {
+impl<E: Elem, const L: usize, const M: bool, const F: bool> Tally<E, L, M, F> {
     fn new(v: [f64; L]) -> Self {
         Tally { v, _e: PhantomData }
     }
@@ -768,6 +775,13 @@ impl<E: Elem, const L: usize, const M: bool> Tally<E, L, M> {
     }
     fn op(flops_per_lane: u64) {
         tally_flops(Self::class(), flops_per_lane * L as u64);
+    }
+    /// One `fma`/`fnma`: 2 flops per lane, FMA flops when the modelled type fuses.
+    fn fused_op() {
+        Self::op(2);
+        if F {
+            tally_fma(2 * L as u64);
+        }
     }
     fn round(x: f64) -> f64 {
         E::from_f64(x).to_f64()
@@ -781,7 +795,7 @@ impl<E: Elem, const L: usize, const M: bool> Tally<E, L, M> {
     }
 }
 
-unsafe impl<E: Elem, const L: usize, const M: bool> Lanes for Tally<E, L, M> {
+unsafe impl<E: Elem, const L: usize, const M: bool, const F: bool> Lanes for Tally<E, L, M, F> {
     type E = E;
     const LANES: usize = L;
     fn zero() -> Self {
@@ -809,7 +823,7 @@ unsafe impl<E: Elem, const L: usize, const M: bool> Lanes for Tally<E, L, M> {
         Self::new([unsafe { p.read_unaligned() }.to_f64(); L])
     }
     fn fma(a: Self, b: Self, c: Self) -> Self {
-        Self::op(2);
+        Self::fused_op();
         let mut v = [0.0; L];
         for i in 0..L {
             v[i] = Self::round(a.v[i].mul_add(b.v[i], c.v[i]));
@@ -824,9 +838,9 @@ unsafe impl<E: Elem, const L: usize, const M: bool> Lanes for Tally<E, L, M> {
     }
 }
 
-unsafe impl<const L: usize, const M: bool> F64Ops for Tally<f64, L, M> {
+unsafe impl<const L: usize, const M: bool, const F: bool> F64Ops for Tally<f64, L, M, F> {
     const MASKED: bool = M;
-    type Sc = Tally<f64, 1, false>;
+    type Sc = Tally<f64, 1, false, F>;
     fn splat(x: f64) -> Self {
         Self::new([x; L])
     }
@@ -851,7 +865,7 @@ unsafe impl<const L: usize, const M: bool> F64Ops for Tally<f64, L, M> {
         Self::map2(a, a, |x, _| x.sqrt())
     }
     fn fnma(a: Self, b: Self, c: Self) -> Self {
-        Self::op(2);
+        Self::fused_op();
         let mut v = [0.0; L];
         for i in 0..L {
             v[i] = (-a.v[i]).mul_add(b.v[i], c.v[i]);
@@ -930,12 +944,39 @@ mod tests {
     #[test]
     fn tally_hsum_counts_the_halving_tree() {
         tally_reset();
-        let v = Tally::<f64, 8, true>::new([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        let v = Tally::<f64, 8, true, true>::new([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
         assert_eq!(v.hsum(), 36.0);
         let c = tally_take();
         assert_eq!(c.flops.get(&FlopClass::Packed256Double), Some(&4));
         assert_eq!(c.flops.get(&FlopClass::Packed128Double), Some(&2));
         assert_eq!(c.flops.get(&FlopClass::ScalarDouble), Some(&1));
+        assert_eq!(c.fma_flops, 0, "a halving tree of adds has no FMA");
+    }
+
+    #[test]
+    fn tally_counts_fma_flops_only_where_the_type_fuses() {
+        fn ops<V: F64Ops>() -> Counts {
+            tally_reset();
+            let (a, b) = (V::splat(1.5), V::splat(-2.0));
+            let c = V::fma(a, b, V::splat(4.0));
+            let d = V::fnma(a, b, c);
+            let e = V::mul(V::add(c, d), a);
+            let _ = <V::Sc as Lanes>::fma(V::Sc::splat(e.first()), V::Sc::splat(2.0), V::Sc::splat(1.0));
+            tally_take()
+        }
+        // Fused: 2 vector FMA-class ops of 2·L flops and one scalar FMA of 2.
+        let f = ops::<Tally<f64, 4, false, true>>();
+        assert_eq!(f.fma_flops, 2 * 2 * 4 + 2);
+        assert_eq!(f.flops_total(), 2 * 2 * 4 + 2 * 4 + 2);
+        // The same loop body as a multiply then an add: the same flops, none of them FMA.
+        let u = ops::<Tally<f64, 2, false, false>>();
+        assert_eq!(u.fma_flops, 0);
+        assert_eq!(u.flops_total(), 2 * 2 * 2 + 2 * 2 + 2);
+        // f32 (sgemm's Lanes): fused at 16 lanes.
+        tally_reset();
+        let x = Tally::<f32, 16, true, true>::new([0.5; 16]);
+        let _ = Tally::<f32, 16, true, true>::fma(x, x, x);
+        assert_eq!(tally_take().fma_flops, 32);
     }
 
     #[test]

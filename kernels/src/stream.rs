@@ -17,7 +17,10 @@
 //!   (ordinary stores), then `sfence`.
 //!
 //! `triad`, `daxpy` and `dot` use FMA where the variant has it (AVX2, AVX-512) and a
-//! multiply then an add otherwise (scalar, SSE): 2 flops per element either way.
+//! multiply then an add otherwise (scalar, SSE): 2 flops per element either way. Their FMA
+//! flops (`Counts::fma_flops`) are those of the vector loops and the masked AVX-512
+//! remainder; scalar peels and remainders multiply then add (no FMA) on every variant, and
+//! the reductions' accumulator and lane combinations are adds.
 //! The scalar variant and every scalar remainder pass each value through an empty `asm!`
 //! barrier so that the compiler cannot vectorize them (the counts say "scalar").
 
@@ -138,6 +141,11 @@ impl Op {
         }
     }
 
+    /// Whether the per-element work is one multiply-add (an FMA where the variant has one).
+    fn multiply_add(self) -> bool {
+        matches!(self, Op::Triad | Op::Daxpy | Op::Dot | Op::TriadNt)
+    }
+
     /// Flops of combining two accumulators (a reduction's tree step).
     fn combine_flops(self) -> u64 {
         match self {
@@ -177,12 +185,21 @@ pub fn stream_counts(op: Op, prec: Precision, variant: Variant, n: usize, peel: 
     let full = body / w;
     let rem = body % w;
     let masked = variant == Variant::Avx512;
+    // The vector multiply-adds are FMAs on AVX2 and AVX-512; the scalar ones never are.
+    let vector_fma = op.multiply_add() && matches!(variant, Variant::Avx2 | Variant::Avx512);
     let mut c = Counts::default();
+    let add_vector = |c: &mut Counts, n: u64| {
+        if vector_fma {
+            c.add_fma_flops(vector_class, n)
+        } else {
+            c.add_flops(vector_class, n)
+        }
+    };
     c.add_flops(scalar_class, fpe * peel);
-    c.add_flops(vector_class, fpe * w * full);
+    add_vector(&mut c, fpe * w * full);
     if rem > 0 {
         if masked {
-            c.add_flops(vector_class, fpe * w);
+            add_vector(&mut c, fpe * w);
         } else {
             c.add_flops(scalar_class, fpe * rem);
         }
@@ -1255,13 +1272,20 @@ impl Kernel for StreamKernel {
         } else {
             String::new()
         };
+        let fma = if !self.op.multiply_add() {
+            ""
+        } else if matches!(variant, Variant::Avx2 | Variant::Avx512) {
+            "; the vector multiply-adds are FMAs"
+        } else {
+            "; multiply then add (no FMA)"
+        };
         let nt = if self.op.non_temporal() {
             "; DRAM without write-allocate for streamed vectors (scalar peel to alignment)"
         } else {
             ""
         };
         format!(
-            "W = {fpe}·n flops{red} ({rem}); core loads {}·{size}·n B, stores {}·{size}·n B; DRAM {}·{size}·n B{nt}",
+            "W = {fpe}·n flops{red} ({rem}{fma}); core loads {}·{size}·n B, stores {}·{size}·n B; DRAM {}·{size}·n B{nt}",
             self.op.reads(),
             self.op.writes(),
             stream_counts(self.op, self.precision, Variant::Scalar, 1 << 20, 0).dram_bytes / (1 << 20) / size
@@ -1522,6 +1546,16 @@ mod tests {
         assert_eq!(c.core_load_bytes, 2 * 19 * 8);
         assert_eq!(c.core_store_bytes, 19 * 8);
         assert_eq!(c.dram_bytes, 4 * 19 * 8);
+        assert_eq!(c.fma_flops, 48, "the full and the masked vector are FMAs");
+        // triad, AVX2 f64, n = 19: 4 vector FMAs (32 flops), the 3 scalar ones multiply then add.
+        let c = stream_counts(Op::Triad, Precision::F64, Variant::Avx2, 19, 0);
+        assert_eq!((c.flops_total(), c.fma_flops), (38, 32));
+        // dot, AVX-512 f32, n = 37: 2 full + 1 masked FMA of 16 lanes (96), the combining adds not.
+        let c = stream_counts(Op::Dot, Precision::F32, Variant::Avx512, 37, 0);
+        assert_eq!(c.fma_flops, 96);
+        assert_eq!(c.flops_total(), 96 + 7 * 16 + 15);
+        // SSE multiplies then adds: no FMA flops.
+        assert_eq!(stream_counts(Op::Daxpy, Precision::F64, Variant::Sse, 19, 0).fma_flops, 0);
         // sum, AVX2 f32, n = 21: 2 vectors (16 flops) + 7 accumulator adds (56) ; 5 scalar tail + 7 lane adds.
         let c = stream_counts(Op::Sum, Precision::F32, Variant::Avx2, 21, 0);
         assert_eq!(c.flops.get(&FlopClass::Packed256Single), Some(&72));

@@ -16,6 +16,9 @@
 //!   normalize's 1/len, eps, 1, 1/lanes) are loaded from the instance once per call or pass
 //!   and counted: the code holds no constant-pool operands. Register spills, if the compiler
 //!   makes any, are stack traffic, not core.
+//! - FMA flops (`Counts::fma_flops`): the flops of the `fma`/`fnma` calls where the variant
+//!   fuses ([`fused`]: AVX2 and AVX-512, their scalar remainders included); 0 on scalar and
+//!   SSE code, and in the halving trees (adds).
 //! - Remainders: scalar loops on scalar/SSE/AVX2 (and on AVX-512 for normalize), masks on
 //!   AVX-512 (stencil2d, spmv, cos_chain); gemm pads its tiles instead and counts the padding.
 //! - DRAM: compulsory traffic of a cold working set much larger than the LLC, at element
@@ -54,6 +57,13 @@ pub fn class(v: Variant, precision: Precision) -> FlopClass {
 /// Whether `v` finishes loops with AVX-512 masks (else with scalar remainder loops).
 pub fn masked(v: Variant) -> bool {
     v == Variant::Avx512
+}
+
+/// Whether the code of `v` fuses: its `fma`/`fnma` are FMA instructions, in the vector loops
+/// and in the scalar remainders (`Sc<true>`) alike. Scalar and SSE code issues a multiply
+/// then an add: the same flops, no FMA flops.
+pub fn fused(v: Variant) -> bool {
+    matches!(v, Variant::Avx2 | Variant::Avx512 | Variant::Amx)
 }
 
 /// Add the flops of one `hsum` of `lanes` doubles (the halving tree).

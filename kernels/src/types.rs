@@ -335,9 +335,16 @@ impl fmt::Display for Variant {
 /// `core_load_bytes`/`core_store_bytes` are what the kernel's explicit load/store operands
 /// move (stack traffic excluded). `dram_bytes` is the compulsory DRAM traffic for a cold
 /// working set far larger than the LLC, write-allocate included for ordinary stores.
+/// `fma_flops` is the part of the floating-point flops executed by fused multiply-add
+/// instructions (2 per lane, full width like `flops`): what the trace backend's FMA count and
+/// `flops.fma` of a report hold. A multiply then an add (scalar and SSE code) is not an FMA;
+/// integer and bf16 dot products (VNNI, AMX, `vdpbf16ps`) are not FP FMAs either.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     pub flops: BTreeMap<FlopClass, u64>,
+    /// Flops of FMA instructions: a part of [`Counts::flops_total`], never added to it.
+    #[serde(default)]
+    pub fma_flops: u64,
     pub core_load_bytes: u64,
     pub core_store_bytes: u64,
     pub dram_bytes: u64,
@@ -360,10 +367,28 @@ impl Counts {
             *self.flops.entry(class).or_insert(0) += n;
         }
     }
+    /// Add `n` flops of `class` done by FMA instructions: they count in the class (like any
+    /// flop) and in `fma_flops`.
+    pub fn add_fma_flops(&mut self, class: FlopClass, n: u64) {
+        debug_assert!(!class.is_integer(), "integer dot products are not FP FMAs");
+        self.add_flops(class, n);
+        self.fma_flops += n;
+    }
+    /// Add everything `o` counts (every field, DRAM bytes included).
+    pub fn add(&mut self, o: &Counts) {
+        for (class, f) in &o.flops {
+            self.add_flops(*class, *f);
+        }
+        self.fma_flops += o.fma_flops;
+        self.core_load_bytes += o.core_load_bytes;
+        self.core_store_bytes += o.core_store_bytes;
+        self.dram_bytes += o.dram_bytes;
+    }
     /// Counts of `times` invocations.
     pub fn scaled(&self, times: u64) -> Counts {
         Counts {
             flops: self.flops.iter().map(|(k, v)| (*k, v * times)).collect(),
+            fma_flops: self.fma_flops * times,
             core_load_bytes: self.core_load_bytes * times,
             core_store_bytes: self.core_store_bytes * times,
             dram_bytes: self.dram_bytes * times,
@@ -412,5 +437,23 @@ mod tests {
         assert_eq!(c.flops_total(), 64 + (1 << 14) + 3);
         assert_eq!(c.int_ops_total(), 128 + (1 << 15));
         assert_eq!(c.scaled(3).int_ops_total(), 3 * (128 + (1 << 15)));
+    }
+
+    #[test]
+    fn fma_flops_are_part_of_the_flops_and_follow_them() {
+        let mut c = Counts::default();
+        c.add_fma_flops(FlopClass::Packed256Double, 40);
+        c.add_flops(FlopClass::Packed256Double, 12);
+        c.add_fma_flops(FlopClass::ScalarDouble, 6);
+        c.add_fma_flops(FlopClass::Packed512Single, 0);
+        assert_eq!(c.flops.get(&FlopClass::Packed256Double), Some(&52));
+        assert_eq!(c.flops.get(&FlopClass::Packed512Single), None);
+        assert_eq!((c.flops_total(), c.fma_flops), (58, 46));
+        let s = c.scaled(7);
+        assert_eq!((s.flops_total(), s.fma_flops), (7 * 58, 7 * 46));
+        let mut sum = c.clone();
+        sum.core_load_bytes = 8;
+        sum.add(&s);
+        assert_eq!((sum.flops_total(), sum.fma_flops, sum.core_load_bytes), (8 * 58, 8 * 46, 8));
     }
 }

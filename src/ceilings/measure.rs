@@ -78,7 +78,9 @@ impl Instance for PeakInstance {
     }
     fn counts(&self) -> Counts {
         let mut c = Counts::default();
-        c.add_flops(self.spec.class(), self.spec.flops_per_round() * self.rounds);
+        let fma = self.spec.fma_flops_per_round() * self.rounds;
+        c.add_flops(self.spec.class(), self.spec.flops_per_round() * self.rounds - fma);
+        c.add_fma_flops(self.spec.class(), fma);
         c
     }
 }

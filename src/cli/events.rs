@@ -18,7 +18,7 @@ pub struct Args {
     /// The target runs with SMT off (more counters per thread on Intel before Ice Lake).
     #[arg(long)]
     pub no_smt: bool,
-    /// Also collect opt-in events: single precision, FP16.
+    /// Also collect opt-in events: single precision, FP16, AMD Zen 1–4's FMA (MAC) flops.
     #[arg(long)]
     pub optional: bool,
     /// Leave out uncore (memory-controller) events: no `-a`, counts follow the command only.

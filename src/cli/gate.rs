@@ -14,7 +14,7 @@ use crate::report::Report;
 
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "\
-Metrics: flops.total, flops.effective, flops.by_class.<class>, bytes.<level>, ai.<level>, gbs.<level>, \
+Metrics: flops.total, flops.effective, flops.fma, flops.by_class.<class>, bytes.<level>, ai.<level>, gbs.<level>, \
 seconds, gflops, roof_fraction, threads.
 Default rules: flops.* exact; bytes.core and bytes.stack may grow 1 %, bytes.l2/l3/dram 2 %; seconds may grow 5 % \
 and gflops drop 5 %, judged by a one-sided Mann-Whitney U test (α = 0.05) over all repetitions when there are enough, \

@@ -30,7 +30,8 @@ pub struct Args {
     /// Which events the perf backend counts.
     #[arg(long, value_enum, default_value = "platform")]
     pub events: EventSet,
-    /// Also count the platform's opt-in events (single precision, FP16).
+    /// Also count the platform's opt-in events (single precision, FP16, and the FMA flops
+    /// (`flops.fma`) of AMD Zen 1–4's MAC umasks).
     #[arg(long)]
     pub optional_events: bool,
     /// Leave out system-wide uncore (memory) events: no DRAM traffic, no paranoid 0 needed.

@@ -58,6 +58,10 @@ pub struct Args {
     /// events only (task-clock, page-faults: T cross-checks on any machine).
     #[arg(long, value_enum, default_value = "platform")]
     pub events: crate::counters::team::EventSet,
+    /// Also count the platform's opt-in events (`--backend perf|simulated`): single precision,
+    /// FP16, and the FMA flops (`flops.fma`) of AMD Zen 1–4's MAC umasks.
+    #[arg(long)]
+    pub optional_events: bool,
     /// Skip the check of one run against the scalar f64 reference.
     #[arg(long)]
     pub no_verify: bool,
@@ -168,7 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .into());
     }
     // Events chosen and checked before anything runs (one line and exit 2 without a PMU).
-    let mut counting = KernelCounting::select(backend, args.events, args.platform.platform.as_deref())?;
+    let mut counting = KernelCounting::select(backend, args.events, args.platform.platform.as_deref(), args.optional_events)?;
     let command_line: Vec<String> = std::env::args().collect();
     let mut env = collect(&command_line);
     env.compiler = Some(own_compiler());

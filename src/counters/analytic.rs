@@ -116,13 +116,7 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
         )));
     }
     let counts: Counts = instances.iter().fold(Counts::default(), |mut acc, i| {
-        let c = i.counts();
-        for (class, f) in c.flops {
-            acc.add_flops(class, f);
-        }
-        acc.core_load_bytes += c.core_load_bytes;
-        acc.core_store_bytes += c.core_store_bytes;
-        acc.dram_bytes += c.dram_bytes;
+        acc.add(&i.counts());
         acc
     });
     let samples = time_team_hooked(instances, spec.repeat, on_sample, hooks);
@@ -147,6 +141,11 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
     let by_class: BTreeMap<String, f64> = counts.flops.iter().map(|(c, f)| (c.key().to_string(), *f as f64)).collect();
     let mut flops = Flops::of_classes(by_class);
     flops.effective = Some(effective.map(|e| e as f64).unwrap_or(flops.total));
+    // The suite's formulas tell FMAs apart (`Counts::fma_flops`); integer-only work (VNNI,
+    // AMX int8) has no flops for an FMA share to be a part of.
+    if counts.flops_total() > 0 || counts.int_ops_total() == 0 {
+        flops.fma = Some(counts.fma_flops as f64);
+    }
     let mut bytes = BTreeMap::new();
     bytes.insert(level::CORE.to_string(), counts.core_bytes() as f64);
     bytes.insert(level::DRAM.to_string(), counts.dram_bytes as f64);

@@ -638,14 +638,15 @@ pub fn resolve_kernel_backend(asked: BackendKind) -> BackendKind {
 
 impl KernelCounting {
     /// What `backend` (resolved) counts with; perf's events chosen and checked now (one line
-    /// and exit 2 without a PMU), before anything runs.
-    pub fn select(backend: BackendKind, events: EventSet, platform: Option<&str>) -> Result<KernelCounting> {
+    /// and exit 2 without a PMU), before anything runs. `optional`: the platform's opt-in
+    /// events too (single precision, FP16, AMD's FMA flops).
+    pub fn select(backend: BackendKind, events: EventSet, platform: Option<&str>, optional: bool) -> Result<KernelCounting> {
         Ok(match backend {
             BackendKind::Perf => KernelCounting::Perf(crate::counters::team::select_events(
                 events,
                 Path::new(perf::SYSFS_PMUS),
                 platform,
-                false,
+                optional,
                 true,
             )?),
             BackendKind::Trace => KernelCounting::Trace(Vec::new()),
@@ -657,7 +658,7 @@ impl KernelCounting {
                     ));
                 }
                 let pmu = simulated::SimulatedPmu::from_env(platform)?;
-                let selection = pmu.counters(false, true)?;
+                let selection = pmu.counters(optional, true)?;
                 // Open faults fail now, before anything runs, as perf's do.
                 pmu.open(selection.0.clone(), &perf::plan_groups(&selection.0, selection.1))?;
                 KernelCounting::Simulated(Box::new(SimulatedKernel {

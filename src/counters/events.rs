@@ -3,7 +3,11 @@
 //! multiplexing scale, counter-constrained grouping, and perf's event syntax.
 //!
 //! Quantities (see [`EventSpec::quantity`]): `flops` adds `count × weight` to its class;
-//! `bytes.l2` are lines moved between L1 and L2 (LIKWID's L2 data volume), `bytes.l3` between
+//! `flops.fma` counts the fused multiply-add flops (2 per lane) within the work of the `flops`
+//! events of its class: summed into `flops.fma` ([`fma_share_of`]), never into W (AMD Zen 1–4's
+//! MAC umasks of event 0x03; Intel's FP_ARITH counts an FMA twice in its class and cannot tell
+//! it apart, and Zen 5 documents no MAC umask restricted to the FP types: `flops.fma` is absent
+//! there); `bytes.l2` are lines moved between L1 and L2 (LIKWID's L2 data volume), `bytes.l3` between
 //! L2 and L3, `bytes.dram*` CAS commands at the memory controller; each ×64 B by its weight.
 //! Hardware cannot count core-side (load/store operand) bytes: `bytes.core` is left to the trace
 //! and analytic backends, and the notes say so.
@@ -130,6 +134,30 @@ pub fn move_parts(by_class: &mut BTreeMap<String, f64>, parts: &[(String, f64)])
     }
 }
 
+/// `flops.fma` of a measurement from the summed MAC events' flops `fma` and the W they are a
+/// part of (`total`): None, with the reason, when a count that must be a part of W exceeds it
+/// by more than the rounding of multiplex scaling allows (`slack`, flops): such a share would
+/// be false, and is not reported.
+pub fn fma_share_of(fma: f64, total: f64, slack: f64) -> std::result::Result<f64, String> {
+    if fma.is_finite() && fma >= 0.0 && fma <= total + slack.max(0.0) {
+        Ok(fma.min(total))
+    } else {
+        Err(format!(
+            "flops.fma not reported: the FMA events counted {fma:.6e} flops, more than the {total:.6e} of W they are a part of (multiplexed or misbehaving counters)"
+        ))
+    }
+}
+
+/// The most scaled counts can exceed their truth by rounding: half a count per event, scaled
+/// by its running fraction, times its weight.
+fn rounding_slack(values: &[EventValue]) -> f64 {
+    values
+        .iter()
+        .filter(|v| v.spec.quantity.starts_with("flops"))
+        .map(|v| 0.5 * v.spec.weight / v.running_fraction.unwrap_or(1.0).max(1e-9))
+        .sum()
+}
+
 /// W and Q from event values. `platform`, when known, adds what it lacks to the notes
 /// (e.g. Zen 1 has no DRAM event).
 pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
@@ -137,6 +165,7 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
     let mut by_class: BTreeMap<String, f64> = BTreeMap::new();
     let mut caveats: BTreeSet<String> = BTreeSet::new();
     let mut any_flops = false;
+    let mut fma: Option<f64> = None;
     let mut parts: Vec<(String, f64)> = Vec::new();
     for v in values {
         let s = &v.spec;
@@ -169,6 +198,8 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
                     caveats.insert(c.clone());
                 }
             }
+            // A part of what the `flops` events count: never added to W.
+            "flops.fma" => *fma.get_or_insert(0.0) += weighted,
             "cycles" => *d.cycles.get_or_insert(0.0) += count.unwrap_or(weighted),
             "instructions" => *d.instructions.get_or_insert(0.0) += count.unwrap_or(weighted),
             "ref_cycles" => *d.ref_cycles.get_or_insert(0.0) += count.unwrap_or(weighted),
@@ -198,7 +229,14 @@ pub fn derive(values: &[EventValue], platform: Option<&Platform>) -> Derived {
     }
     if any_flops {
         move_parts(&mut by_class, &parts);
-        d.flops = Some(Flops::of_classes(by_class));
+        let mut flops = Flops::of_classes(by_class);
+        if let Some(f) = fma {
+            match fma_share_of(f, flops.total, rounding_slack(values)) {
+                Ok(f) => flops.fma = Some(f),
+                Err(why) => d.notes.push(why),
+            }
+        }
+        d.flops = Some(flops);
     } else {
         d.notes
             .push("no FP event was counted: W unavailable (use --backend trace or analytic)".into());
@@ -638,6 +676,81 @@ mod tests {
             // Without the covering event nothing is moved.
             let alone = derive(&vals[1..], None).flops.unwrap();
             assert_eq!((alone.total, alone.by_class.get("any_precision")), (bf16, None));
+        }
+    }
+
+    #[test]
+    fn mac_events_give_the_fma_share_never_more_work() {
+        let mut rng = Rng(seed());
+        for _ in 0..50 {
+            let all = (rng.next() % 1_000_000_000 + 1) as f64;
+            let mac = (rng.next() % (all as u64 + 1)) as f64;
+            let bf16 = (rng.next() % 10_000) as f64;
+            let mut part = spec("bfloat_mac", "flops", Some("bf16_any_width"), 1.0);
+            part.part_of = Some("any_precision".into());
+            let value = |s: EventSpec, v: f64| EventValue {
+                spec: s,
+                amount: Amount::Count(v),
+                running_fraction: Some(1.0),
+            };
+            let w = value(spec("all", "flops", Some("any_precision"), 1.0), all + bf16);
+            let m = value(spec("mac_flops", "flops.fma", Some("any_precision"), 1.0), mac);
+            let with = derive(&[w.clone(), value(part.clone(), bf16), m.clone()], None).flops.unwrap();
+            // W is what the flops events count (bf16 moved, not added): the MAC flops are a
+            // part of it, not more of it.
+            assert_eq!((with.total, with.fma), (all + bf16, Some(mac)), "seed {}", rng.0);
+            assert!(!with.by_class.keys().any(|k| k.contains("fma")), "{with:?}");
+            // Without the MAC event: no share.
+            let without = derive(&[w.clone(), value(part, bf16)], None).flops.unwrap();
+            assert_eq!((without.total, without.fma), (all + bf16, None));
+            // The MAC event alone is no W, and no share of one.
+            let alone = derive(&[m], None);
+            assert_eq!(alone.flops, None);
+            // More MAC flops than W beyond rounding: not a share, and said.
+            let over = value(spec("mac_flops", "flops.fma", Some("any_precision"), 1.0), all + bf16 + 2.0);
+            let d = derive(&[w.clone(), over], None);
+            assert_eq!(d.flops.as_ref().unwrap().fma, None);
+            assert!(d.notes.iter().any(|n| n.starts_with("flops.fma not reported")), "{:?}", d.notes);
+            // Within half a count of W (a scaled count's rounding): kept, at most W.
+            let edge = value(spec("mac_flops", "flops.fma", Some("any_precision"), 1.0), all + bf16 + 0.5);
+            assert_eq!(derive(&[w, edge], None).flops.unwrap().fma, Some(all + bf16));
+        }
+    }
+
+    /// Only AMD Zen 1–4 document MAC umasks of event 0x03 that mean FP FMA flops: every
+    /// `flops.fma` event is one of theirs, opt-in and paired, within the work of a W event of
+    /// the table; Intel's FP_ARITH and Zen 5 have none.
+    #[test]
+    fn fma_events_are_zen1_to_zen4_mac_umasks() {
+        for p in Platform::embedded() {
+            let fma: Vec<&EventSpec> = p.events.iter().filter(|e| e.quantity == "flops.fma").collect();
+            match p.key.as_str() {
+                "zen1" => assert_eq!(
+                    fma.iter().map(|e| (e.umask, e.class.as_deref().unwrap())).collect::<Vec<_>>(),
+                    vec![(0x80, "double_any_width"), (0x08, "single_any_width")]
+                ),
+                "zen2" | "zen3" | "zen4" => assert_eq!(
+                    fma.iter().map(|e| (e.umask, e.class.as_deref().unwrap())).collect::<Vec<_>>(),
+                    vec![(0x08, "any_precision")],
+                    "{}",
+                    p.key
+                ),
+                k => assert!(fma.is_empty(), "{k}: {fma:?}"),
+            }
+            for e in fma {
+                assert!(e.event == 0x03 && e.paired && e.optional && e.weight == 1.0, "{}: {e:?}", p.key);
+                let class = e.class.as_deref().unwrap();
+                // Some W event of the table counts all of that work (MAC umask bits are part of it).
+                assert!(
+                    p.events.iter().any(|w| w.quantity == "flops"
+                        && w.event == e.event
+                        && w.umask & e.umask == e.umask
+                        && w.class.as_deref() == Some(class)),
+                    "{}: {} is a part of no W event",
+                    p.key,
+                    e.name
+                );
+            }
         }
     }
 

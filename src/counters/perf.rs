@@ -1260,6 +1260,9 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
     let mut not_counted = Vec::new();
     let mut l1_fill = None;
     let mut have_flops = false;
+    // The MAC events' flops (`flops.fma`: a part of W) and the most scaling may add to counts.
+    let mut fma: Option<f64> = None;
+    let mut slack = 0.0;
     let mut parts: Vec<(String, f64)> = Vec::new();
     let mut levels: BTreeMap<String, Source> = BTreeMap::new();
     let mut counts_json = serde_json::Map::new();
@@ -1275,7 +1278,11 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
             multiplex.insert(s.name.clone(), serde_json::json!(sc.running_ratio));
         }
         let v = sc.value * s.weight;
+        if s.quantity.starts_with("flops") {
+            slack += 0.5 * s.weight / sc.running_ratio.max(1e-9);
+        }
         match s.quantity.as_str() {
+            "flops.fma" => *fma.get_or_insert(0.0) += v,
             "flops" => {
                 have_flops = true;
                 let class = s.class.clone().unwrap_or_else(|| "unknown".into());
@@ -1326,6 +1333,16 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
         let mut by_class = std::mem::take(&mut flops.by_class);
         crate::counters::events::move_parts(&mut by_class, &parts);
         flops = Flops::of_classes(by_class);
+    }
+    // The FMA share where MAC events counted beside the W they are a part of.
+    if let Some(f) = fma {
+        extra.insert("fma_flops_counted".into(), serde_json::json!(f));
+        if have_flops {
+            match crate::counters::events::fma_share_of(f, flops.total, slack) {
+                Ok(f) => flops.fma = Some(f),
+                Err(why) => notes.push(why),
+            }
+        }
     }
     // L1 fills are the lines L2 delivers to L1: Q at the L2 level when nothing better counts it.
     if let Some(f) = l1_fill {
@@ -2137,6 +2154,58 @@ weight = 64
         assert!(notes.iter().any(|n| n.contains("Q_dram unavailable")), "{notes:?}");
         let (_, notes) = counters_for_platform(&skx, dir.path(), false, true, false).unwrap();
         assert!(!notes.iter().any(|n| n.contains("Q_dram unavailable")), "{notes:?}");
+    }
+
+    /// Zen 4's groups: with the MAC event the measurement has `flops.fma`, a part of W (never
+    /// added to it); without it (the default, opt-in event left out, or not counted) none.
+    #[cfg(feature = "trace")]
+    #[test]
+    fn a_group_with_the_mac_event_gives_flops_fma() {
+        let zen4 = crate::machine::Platform::load("zen4").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        crate::counters::simulated::SimulatedPmu::new(zen4.clone(), Default::default())
+            .write_sysfs(dir.path())
+            .unwrap();
+        let (all, _) = resolve_platform_events(&zen4, dir.path(), true, false).unwrap();
+        let (default, _) = resolve_platform_events(&zen4, dir.path(), false, false).unwrap();
+        let mac = all.iter().position(|s| s.quantity == "flops.fma").expect("zen4 has the MAC event");
+        assert_eq!(all[mac].config, 0x08 << 8 | 0x03);
+        assert!(all[mac].paired);
+        assert!(!default.iter().any(|s| s.quantity == "flops.fma"), "opt-in: not counted by default");
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let w = (t % 1_000_000_000 + 1000) as f64;
+        let fma = (t / 7 % (w as u64)) as f64;
+        let count = |name: &str, v: Option<f64>| EventCount {
+            name: name.into(),
+            scaled: v.map(|v| Scaled {
+                raw: v as u64,
+                value: v,
+                running_ratio: 1.0,
+            }),
+        };
+        let value = |s: &CounterSpec| match s.quantity.as_str() {
+            "flops.fma" => Some(fma),
+            "flops" if s.class.as_deref() == Some("any_precision") => Some(w),
+            "flops" => Some(0.0),
+            _ => Some(1e6),
+        };
+        let counts: Vec<EventCount> = all.iter().map(|s| count(&s.name, value(s))).collect();
+        let m = to_measurement(&all, &counts, vec![1.0]);
+        assert_eq!((m.flops.total, m.flops.fma), (w, Some(fma)), "t={t}");
+        let counts: Vec<EventCount> = default.iter().map(|s| count(&s.name, value(s))).collect();
+        let m = to_measurement(&default, &counts, vec![1.0]);
+        assert_eq!((m.flops.total, m.flops.fma), (w, None));
+        // Opened but never on a counter: not counted, no share (never a zero one).
+        let counts: Vec<EventCount> = all
+            .iter()
+            .map(|s| count(&s.name, if s.quantity == "flops.fma" { None } else { value(s) }))
+            .collect();
+        let m = to_measurement(&all, &counts, vec![1.0]);
+        assert_eq!(m.flops.fma, None);
+        assert!(m.extra["not_counted"].to_string().contains("mac_flops"));
     }
 
     /// On hybrid parts the report says whether W is partial, from the E-cores' cycles.

@@ -452,6 +452,7 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         if r.status != Status::Counted {
             let missing = match &res {
                 Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops" => ": W is missing its share",
+                Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops.fma" => ": flops.fma (the FMA share) is not reported",
                 Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity.starts_with("bytes.") => ": Q is missing its share",
                 _ => "",
             };

@@ -6,13 +6,16 @@
 //!
 //! Its counts are not invented: the core FP events count the trace backend's exact per-class
 //! flops of the same run (each event the classes its `class` covers, divided by its weight),
+//! the FMA (MAC) events its FMA flops where they are known for the event's class (the traced
+//! work is all in that class, or none of it is; else the event is not counted),
 //! `instructions` the traced instructions, the L2/L3/DRAM events the cache simulator's bytes
 //! of the same trace (memory mode), each ÷ its weight. Where several events share one quantity
 //! (read and write CAS counts, several channels) the exact total is split among them. Events
 //! with no exact source (cycles, reference cycles) are left out and said.
 //!
 //! Faults (`ROOFLINE_SIMULATED_PMU`, comma-separated; SEL is an event name, a flop class key
-//! such as `packed256_double`, a level `l2`/`l3`/`dram`, `flops`, or `uncore`):
+//! such as `packed256_double`, a level `l2`/`l3`/`dram`, `flops`, `fma` (the MAC events), or
+//! `uncore`):
 //! - `SEL*F`: the event counts F times the truth (LIKWID's 50 %-off Zen 5 group: `flops*0.5`);
 //! - `SEL=enoent`, `SEL=einval`: perf_event_open fails with that errno;
 //! - `SEL=zero`: the event opens and reads zero (a VM's uncore PMU);
@@ -53,8 +56,10 @@ pub enum Selector {
     Class(String),
     /// Byte events of a level: `l2`, `l3`, `dram`.
     Level(String),
-    /// Every FP event.
+    /// Every FP event (of W: `flops`).
     Flops,
+    /// Every FMA event (`flops.fma`, AMD's MAC umasks).
+    Fma,
     /// Every uncore (system-wide) event.
     Uncore,
 }
@@ -64,6 +69,7 @@ impl Selector {
         let l = s.trim().to_ascii_lowercase();
         match l.as_str() {
             "flops" => Selector::Flops,
+            "fma" => Selector::Fma,
             "uncore" => Selector::Uncore,
             "l2" | "l3" | "dram" => Selector::Level(l),
             _ if crate::kernels::FlopClass::from_key(&l).is_some() => Selector::Class(l),
@@ -82,6 +88,7 @@ impl Selector {
                 .strip_prefix("bytes.")
                 .is_some_and(|q| q == l || q.starts_with(&format!("{l}_"))),
             Selector::Flops => spec.quantity == "flops",
+            Selector::Fma => spec.quantity == "flops.fma",
             Selector::Uncore => matches!(spec.scope, Scope::Uncore { .. }),
         }
     }
@@ -109,7 +116,7 @@ pub struct Faults(pub Vec<Fault>);
 fn bad_spec(part: &str, why: &str) -> Error {
     Error::input(
         format!("{FAULTS_ENV}: '{part}': {why}"),
-        "faults are comma-separated: EVENT*FACTOR, EVENT=enoent|einval|zero, mux=0.5, watchdog (EVENT: a name, a flop class, l2|l3|dram, flops or uncore)",
+        "faults are comma-separated: EVENT*FACTOR, EVENT=enoent|einval|zero, mux=0.5, watchdog (EVENT: a name, a flop class, l2|l3|dram, flops, fma or uncore)",
     )
 }
 
@@ -167,6 +174,7 @@ impl Faults {
             Selector::Event(n) => n.clone(),
             Selector::Class(c) | Selector::Level(c) => c.clone(),
             Selector::Flops => "flops".into(),
+            Selector::Fma => "fma".into(),
             Selector::Uncore => "uncore".into(),
         };
         self.0
@@ -221,6 +229,9 @@ pub use crate::counters::events::class_covers;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Truth {
     pub flops_by_class: BTreeMap<String, f64>,
+    /// The part of those flops done by fused multiply-adds (the trace's `flops.fma`), where
+    /// known.
+    pub fma_flops: Option<f64>,
     /// `l2`, `l3`, `dram` (the cache simulator's levels below L1).
     pub bytes: BTreeMap<String, f64>,
     /// DRAM bytes read (lines filled from memory) and written (write-backs, non-temporal
@@ -236,6 +247,7 @@ impl Truth {
     pub fn from_trace(m: &Measurement, dram_split: Option<(f64, f64)>, seconds: f64) -> Truth {
         Truth {
             flops_by_class: m.flops.by_class.clone(),
+            fma_flops: m.flops.fma,
             bytes: m
                 .bytes
                 .iter()
@@ -251,6 +263,12 @@ impl Truth {
 
     /// Add another run's (another thread's) truth; seconds are kept, not summed.
     pub fn add(&mut self, o: &Truth) {
+        // A run without flops has no FMA flops; unknown in a run with flops: unknown in the sum.
+        let known = |t: &Truth| t.fma_flops.or_else(|| t.flops_by_class.values().all(|v| *v == 0.0).then_some(0.0));
+        self.fma_flops = match (self.fma_flops, o.fma_flops) {
+            (None, None) => None,
+            _ => known(self).zip(known(o)).map(|(a, b)| a + b),
+        };
         for (k, v) in &o.flops_by_class {
             *self.flops_by_class.entry(k.clone()).or_insert(0.0) += v;
         }
@@ -281,6 +299,29 @@ impl Truth {
                     .sum();
                 Some(f / spec.weight.max(f64::MIN_POSITIVE))
             }
+            // The FMA flops within the event's class. The trace counts FMA flops in total, not
+            // by class: exact where all of the traced FP work is in that class (all of them)
+            // or none of it is (none); otherwise unknown, and the event is not counted.
+            "flops.fma" => {
+                let class = spec.class.as_deref().unwrap_or("any_precision");
+                let fp = self
+                    .flops_by_class
+                    .iter()
+                    .filter(|(c, v)| **v > 0.0 && !crate::kernels::FlopClass::key_is_integer(c));
+                let (mut inside, mut outside) = (false, false);
+                for (c, _) in fp {
+                    if class_covers(class, c) {
+                        inside = true;
+                    } else {
+                        outside = true;
+                    }
+                }
+                match (inside, outside) {
+                    (false, _) => Some(0.0),
+                    (true, false) => self.fma_flops.map(|f| f / spec.weight.max(f64::MIN_POSITIVE)),
+                    (true, true) => None,
+                }
+            }
             "instructions" => self.instructions,
             "bytes.dram_read" => self.dram_read.map(|b| b / spec.weight),
             "bytes.dram_write" => self.dram_write.map(|b| b / spec.weight),
@@ -293,7 +334,7 @@ impl Truth {
 
 /// Whether the simulator can give `spec` an exact count.
 fn simulable(spec: &CounterSpec) -> bool {
-    matches!(spec.quantity.as_str(), "flops" | "instructions") || spec.quantity.starts_with("bytes.")
+    matches!(spec.quantity.as_str(), "flops" | "flops.fma" | "instructions") || spec.quantity.starts_with("bytes.")
 }
 
 /// The simulated PMU of one platform, with its faults.
@@ -537,7 +578,12 @@ impl SimulatedCounterSet {
         }
         let enabled_ns = (truth.seconds * 1e9).round().max(1.0) as u64;
         for (i, s) in self.specs.iter().enumerate() {
-            let Some(total) = truth.quantity(s) else { continue };
+            let Some(total) = truth.quantity(s) else {
+                // No exact count for this run: enabled, never on a counter — read back as
+                // not counted, never as a zero.
+                self.acc[i].time_enabled += enabled_ns;
+                continue;
+            };
             let sharing = self
                 .specs
                 .iter()
@@ -763,6 +809,74 @@ mod tests {
             assert!(e.to_string().contains(FAULTS_ENV) && e.to_string().contains("hint:"), "{e}");
         }
         assert_eq!(Faults::parse("").unwrap(), Faults::default());
+    }
+
+    /// The MAC events count the traced FMA flops where the class split is known (Zen 2–4's
+    /// one event covers all FP work; Zen 1's per precision only where the work is of one), and
+    /// nothing is invented where it is not.
+    #[test]
+    fn mac_events_count_the_traced_fma_flops_where_known() {
+        let seed = crate::kernels::rng::fresh_seed();
+        let mut rng = crate::kernels::rng::Rng::new(seed);
+        let dp = 4.0 * (1 + rng.below(100_000)) as f64;
+        let fma = 2.0 * rng.below(dp as usize / 2) as f64;
+        let mut t = truth();
+        t.flops_by_class.clear();
+        t.flops_by_class.insert("packed256_double".into(), dp);
+        t.fma_flops = Some(fma);
+        let zen = |key: &str| SimulatedPmu::new(Platform::load(key).unwrap(), Faults::default());
+        let count = |pmu: &SimulatedPmu, t: &Truth, optional: bool| {
+            let (specs, counters, _) = pmu.counters(optional, false).unwrap();
+            let plan = perf::plan_groups(&specs, counters);
+            let counts = pmu.open(specs.clone(), &plan).unwrap().counts_of(t).unwrap();
+            (perf::to_measurement(&specs, &counts, vec![t.seconds]), counts)
+        };
+        // Zen 4, opt-in events: the share; the default events: none.
+        let (m, _) = count(&zen("zen4"), &t, true);
+        assert_eq!(m.flops.fma, Some(fma), "seed {seed}: {m:?}");
+        let (m, _) = count(&zen("zen4"), &t, false);
+        assert_eq!(m.flops.fma, None);
+        // Zen 1: all the work is double, so the dp MAC event reads it all and the sp one 0.
+        let (m, counts) = count(&zen("zen1"), &t, true);
+        assert_eq!(m.flops.fma, Some(fma), "seed {seed}");
+        assert_eq!(value(&counts, "fp_ret_sse_avx_ops.sp_mult_add_flops"), Some(0.0));
+        // Double and single work: the trace does not split FMA flops by precision, so neither
+        // Zen 1 MAC event has an exact count: not counted, no share.
+        t.flops_by_class.insert("scalar_single".into(), 10.0);
+        let (m, counts) = count(&zen("zen1"), &t, true);
+        assert_eq!(m.flops.fma, None, "{counts:?}");
+        assert_eq!(value(&counts, "fp_ret_sse_avx_ops.dp_mult_add_flops"), None);
+        // …while Zen 4's covers both.
+        assert_eq!(count(&zen("zen4"), &t, true).0.flops.fma, Some(fma));
+        // Unknown FMA flops (a truth not from a trace): not counted.
+        t.fma_flops = None;
+        assert_eq!(count(&zen("zen4"), &t, true).0.flops.fma, None);
+        // A faulty MAC counter is read as it counts (never corrected): `fma*0.5`.
+        t.fma_flops = Some(fma);
+        let mut half = zen("zen4");
+        half.faults = Faults::parse("fma*0.5").unwrap();
+        let (m, _) = count(&half, &t, true);
+        // Zen 4's opt-in events need two groups of its 6 counters: each on a counter half the
+        // time, so a scaled count is off by its rounding, ≤ ½ count / ½.
+        let ratio = m.extra["multiplex_running_ratio"]["fp_ret_sse_avx_ops.mac_flops"]
+            .as_f64()
+            .unwrap_or(1.0);
+        let bound = 0.5 / ratio;
+        assert!(
+            (m.flops.fma.unwrap() - fma / 2.0).abs() <= bound,
+            "seed {seed}: {:?} vs {} ± {bound}",
+            m.flops.fma,
+            fma / 2.0
+        );
+        // Threads' truths add up; a run without flops has none.
+        let mut sum = Truth::default();
+        sum.add(&t);
+        sum.add(&t);
+        assert_eq!(sum.fma_flops, Some(2.0 * fma));
+        let mut unknown = t.clone();
+        unknown.fma_flops = None;
+        sum.add(&unknown);
+        assert_eq!(sum.fma_flops, None);
     }
 
     #[test]

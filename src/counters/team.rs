@@ -319,8 +319,10 @@ mod tests {
             notes: vec!["bytes.core is not counted by hardware".into()],
             untrusted: Vec::new(),
         });
+        assert_eq!(m.flops.fma, Some(0.0), "the analytic scalar triad multiplies then adds");
         let out = merge(m, counted, vec!["platform note".into()]);
         assert_eq!(out.flops.total, 123.0);
+        assert_eq!(out.flops.fma, None, "counted flops replace the analytic FMA share with theirs");
         assert_eq!(out.extra["analytic_flops"], serde_json::json!(counts.flops_total() as f64));
         assert_eq!(out.bytes["l2"], 456.0);
         assert_eq!(out.bytes["core"], counts.core_bytes() as f64, "core Q stays analytic");

@@ -146,10 +146,11 @@ pub fn this_machine() -> String {
     FP.get_or_init(|| crate::machine::host::Host::detect().fingerprint).clone()
 }
 
-/// The quantity of a measurement an event feeds (`flops.<class>`, `bytes.<level>`).
+/// The quantity of a measurement an event feeds (`flops.<class>`, `flops.fma`, `bytes.<level>`).
 fn quantity_of(spec: &CounterSpec) -> Option<String> {
     match spec.quantity.as_str() {
         "flops" => Some(format!("flops.{}", spec.class.as_deref().unwrap_or("any_precision"))),
+        "flops.fma" => Some("flops.fma".into()),
         q => {
             let level = q.strip_prefix("bytes.")?;
             let level = level.split('_').next().unwrap_or(level);

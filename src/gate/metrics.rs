@@ -1,4 +1,4 @@
-//! Metric paths of a point: `flops.total`, `flops.effective`, `flops.by_class.<class>`,
+//! Metric paths of a point: `flops.total`, `flops.effective`, `flops.fma`, `flops.by_class.<class>`,
 //! `bytes.<level>`, `ai.<level>`, `gbs.<level>`, `seconds`, `gflops`, `roof_fraction`, `threads`.
 
 use crate::report::Point;
@@ -7,7 +7,15 @@ use crate::report::schema::level;
 use super::glob::glob_match;
 
 /// Paths with no key part.
-pub const FIXED: [&str; 6] = ["flops.total", "flops.effective", "seconds", "gflops", "roof_fraction", "threads"];
+pub const FIXED: [&str; 7] = [
+    "flops.total",
+    "flops.effective",
+    "flops.fma",
+    "seconds",
+    "gflops",
+    "roof_fraction",
+    "threads",
+];
 /// Paths followed by a key (a class or a level).
 pub const KEYED: [&str; 4] = ["flops.by_class.", "bytes.", "ai.", "gbs."];
 
@@ -27,6 +35,9 @@ pub fn paths(p: &Point) -> Vec<String> {
     let mut v = vec!["flops.total".to_string(), "seconds".to_string(), "threads".to_string()];
     if p.flops.effective.is_some() {
         v.push("flops.effective".into());
+    }
+    if p.flops.fma.is_some() {
+        v.push("flops.fma".into());
     }
     if p.gflops.is_some() {
         v.push("gflops".into());
@@ -54,6 +65,7 @@ pub fn value(p: &Point, path: &str) -> Option<f64> {
     match path {
         "flops.total" => Some(p.flops.total),
         "flops.effective" => p.flops.effective,
+        "flops.fma" => p.flops.fma,
         "seconds" => Some(p.seconds),
         "gflops" => p.gflops,
         "roof_fraction" => p.roof_fraction,
@@ -102,6 +114,7 @@ mod tests {
     fn patterns() {
         for ok in [
             "flops.total",
+            "flops.fma",
             "flops.by_class.packed512_double",
             "bytes.dram",
             "ai.dram",

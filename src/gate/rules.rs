@@ -151,6 +151,7 @@ impl Default for RuleSet {
             rules: vec![
                 r("flops.total", Check::Exact),
                 r("flops.effective", Check::Exact),
+                r("flops.fma", Check::Exact),
                 r("flops.by_class.*", Check::Exact),
                 r("bytes.core", Check::MaxIncrease(0.01)),
                 r("bytes.stack", Check::MaxIncrease(0.01)),
@@ -203,7 +204,7 @@ impl RuleSet {
             if !is_known_pattern(&r.metric) {
                 return Err(Error::input(
                     format!("{at}: unknown metric"),
-                    "metrics: flops.total, flops.effective, flops.by_class.<class>, bytes.<level>, ai.<level>, gbs.<level>, seconds, gflops, roof_fraction, threads",
+                    "metrics: flops.total, flops.effective, flops.fma, flops.by_class.<class>, bytes.<level>, ai.<level>, gbs.<level>, seconds, gflops, roof_fraction, threads",
                 ));
             }
             let mut checks = Vec::new();

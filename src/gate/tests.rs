@@ -115,6 +115,35 @@ fn exact_work_and_tolerant_traffic() {
 }
 
 #[test]
+fn fma_flops_are_exact_work_too() {
+    let mut rng = Rng(11);
+    let with_fma = |fma: Option<f64>, rng: &mut Rng| {
+        let mut p = point("dgemm", 2e6, 24e6, rng.times(1e-3, 10));
+        p.flops.fma = fma;
+        p
+    };
+    let base = vec![with_fma(Some(2e6), &mut rng)];
+    let same = gate(base.clone(), vec![with_fma(Some(2e6), &mut rng)], &RuleSet::default());
+    assert_eq!(row(&same, "dgemm", "flops.fma").verdict, Verdict::Pass);
+    // The same flops, fewer of them fused (an FMA became a multiply and an add): a regression
+    // of the mix that flops.total cannot see.
+    let o = gate(base.clone(), vec![with_fma(Some(2e6 - 8.0), &mut rng)], &RuleSet::default());
+    assert_eq!(row(&o, "dgemm", "flops.total").verdict, Verdict::Pass);
+    assert_eq!(row(&o, "dgemm", "flops.fma").verdict, Verdict::Fail);
+    assert!(!o.passed);
+    // A current report whose counts do not tell FMAs apart lacks the metric: it fails, and a
+    // baseline without it only warns.
+    let o = gate(base, vec![with_fma(None, &mut rng)], &RuleSet::default());
+    assert_eq!(row(&o, "dgemm", "flops.fma").verdict, Verdict::Fail);
+    let o = gate(
+        vec![with_fma(None, &mut rng)],
+        vec![with_fma(Some(2e6), &mut rng)],
+        &RuleSet::default(),
+    );
+    assert_eq!(row(&o, "dgemm", "flops.fma").verdict, Verdict::Warn);
+}
+
+#[test]
 fn clearly_slower_is_a_regression_with_high_confidence() {
     // 30 % slower against a 5 % tolerance, 3 % jitter, 10 repetitions each: caught every time.
     for seed in 0..50 {

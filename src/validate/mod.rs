@@ -33,6 +33,10 @@ pub struct Row {
     pub n: usize,
     pub flops_analytic: BTreeMap<String, u64>,
     pub flops_measured: BTreeMap<String, u64>,
+    /// The part of W done by fused multiply-adds (`Counts::fma_flops`; 2 per lane), analytic…
+    pub fma_analytic: u64,
+    /// …and measured (trace: `Tally::fma_flops`): must be equal, like the classes of W.
+    pub fma_measured: u64,
     pub core_analytic: u64,
     pub core_measured: u64,
     pub dram_analytic: u64,
@@ -127,11 +131,11 @@ pub fn validate_one_with(
     let mut stepped_ok = None;
     let mut stepped_detail = None;
     let mut dram_measured = None;
-    let (flops_measured, core_measured, detail) = match backend {
+    let (flops_measured, fma_measured, core_measured, detail) = match backend {
         ValidateBackend::Analytic => {
             // The kernel-level formula against the instance's own: two derivations of one count.
             let c = k.counts(n, v);
-            (flops_map(&c), c.core_bytes(), None)
+            (flops_map(&c), c.fma_flops, c.core_bytes(), None)
         }
         ValidateBackend::Trace => {
             let (t, dram) = run_traced(&mut inst, mode, sim)?;
@@ -195,11 +199,19 @@ pub fn validate_one_with(
                     ));
                 }
             }
-            (by, core, detail)
+            (by, t.fma_flops, core, detail)
         }
     };
     let flops_analytic = flops_map(&analytic);
     let mut detail = detail;
+    let fma_ok = analytic.fma_flops == fma_measured;
+    if !fma_ok {
+        let msg = format!("FMA flops: analytic {}, measured {fma_measured}", analytic.fma_flops);
+        detail = Some(match detail {
+            Some(x) => format!("{x}; {msg}"),
+            None => msg,
+        });
+    }
     // DRAM Q: checked for the streaming kernels (their compulsory traffic is what a cold,
     // too-small hierarchy must move); the others' figure is shown, not judged.
     let dram_ok = match dram_measured {
@@ -229,6 +241,7 @@ pub fn validate_one_with(
         });
     }
     let ok = flops_analytic == flops_measured
+        && fma_ok
         && core_ok.unwrap_or(analytic.core_bytes() == core_measured)
         && dram_ok
         && stepped_ok.unwrap_or(true);
@@ -238,6 +251,8 @@ pub fn validate_one_with(
         n,
         flops_analytic,
         flops_measured,
+        fma_analytic: analytic.fma_flops,
+        fma_measured,
         core_analytic: analytic.core_bytes(),
         core_measured,
         dram_analytic: analytic.dram_bytes,
@@ -324,16 +339,81 @@ pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Rep
             )],
             untrusted: Vec::new(),
         };
-        let mut p = Point::new(
-            format!("{}/{}", row.kernel, row.variant),
-            prov,
-            Flops::of_classes(by_class),
-            bytes,
-            1,
-            vec![],
-        );
+        let mut flops = Flops::of_classes(by_class);
+        flops.fma = Some(row.fma_measured as f64);
+        let mut p = Point::new(format!("{}/{}", row.kernel, row.variant), prov, flops, bytes, 1, vec![]);
         p.extra.insert("n".into(), (row.n as u64).into());
         r.points.push(p);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{Precision, api::Instance};
+
+    /// A kernel whose formula claims every flop of `inner` as an FMA: the counts of its
+    /// instances (the truth) then differ from it in the FMA flops only.
+    struct ClaimsFma(Box<dyn api::Kernel>);
+
+    impl api::Kernel for ClaimsFma {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn description(&self) -> &'static str {
+            self.0.description()
+        }
+        fn precision(&self) -> Precision {
+            self.0.precision()
+        }
+        fn variants(&self) -> &'static [Variant] {
+            self.0.variants()
+        }
+        fn formula(&self, v: Variant) -> String {
+            self.0.formula(v)
+        }
+        fn working_set_bytes(&self, n: usize) -> u64 {
+            self.0.working_set_bytes(n)
+        }
+        fn size_for_bytes(&self, bytes: u64) -> usize {
+            self.0.size_for_bytes(bytes)
+        }
+        fn counts(&self, n: usize, v: Variant) -> Counts {
+            let mut c = self.0.counts(n, v);
+            c.fma_flops = c.flops_total();
+            c
+        }
+        fn instance(&self, n: usize, v: Variant, seed: u64) -> std::result::Result<Box<dyn Instance>, String> {
+            self.0.instance(n, v, seed)
+        }
+    }
+
+    #[test]
+    fn fma_flops_are_compared_like_the_classes_of_w() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        let n = 17 + (seed % 1000) as usize;
+        // The scalar triad multiplies then adds: 2n flops, none of them an FMA.
+        let triad = || api::find("triad").unwrap();
+        let row = validate_one(
+            triad().as_ref(),
+            Variant::Scalar,
+            n,
+            ValidateBackend::Analytic,
+            seed,
+            TraceMode::Flops,
+        )
+        .unwrap();
+        assert!(row.ok, "n={n}: {row:?}");
+        assert_eq!((row.fma_analytic, row.fma_measured), (0, 0));
+        let lying = ClaimsFma(triad());
+        let row = validate_one(&lying, Variant::Scalar, n, ValidateBackend::Analytic, seed, TraceMode::Flops).unwrap();
+        assert_eq!(row.flops_analytic, row.flops_measured, "the classes of W agree");
+        assert_eq!((row.fma_analytic, row.fma_measured), (0, 2 * n as u64));
+        assert!(!row.ok, "n={n}: an FMA mismatch must fail the row");
+        assert!(row.detail.as_deref().is_some_and(|d| d.contains("FMA flops")), "{:?}", row.detail);
+    }
 }

@@ -5,7 +5,10 @@
 //!
 //! - W: the suite's FP kernels in every ISA variant this CPU runs, double and single, at a
 //!   cache-resident size, measured through the same path as `roofline run --backend perf`
-//!   (counters on the team thread around exactly the timed calls, per call);
+//!   (counters on the team thread around exactly the timed calls, per call); where the
+//!   platform has FMA (MAC) events (`flops.fma`, AMD Zen 1–4), their flops against the
+//!   kernels' analytic FMA flops (`Counts::fma_flops`: the AVX2/AVX-512 variants fuse, the
+//!   scalar and SSE ones multiply then add, so those must read 0);
 //! - Q_dram: the streaming kernels at 4x the last-level cache, whose DRAM traffic is their
 //!   compulsory traffic, with the system-wide uncore counts' idle background (the same events,
 //!   no kernel, for as long) subtracted.
@@ -286,14 +289,25 @@ fn measure_w(
     min_time: f64,
 ) -> Result<Measurement> {
     let (specs, n_counters, notes) = selection;
-    let fp: Vec<CounterSpec> = specs.iter().filter(|s| s.quantity == "flops").cloned().collect();
+    // W's events and the FMA (MAC) events, a part of W's work.
+    let fp: Vec<CounterSpec> = specs
+        .iter()
+        .filter(|s| s.quantity == "flops" || s.quantity == "flops.fma")
+        .cloned()
+        .collect();
     if fp.is_empty() {
         return measure(counters, selection, k, n, v, min_time);
     }
     let mut out: Option<Measurement> = None;
+    // The MAC events' flops, whichever group counted them (a group of MAC events alone has no
+    // W to be a part of, so its measurement carries them in `extra.fma_flops_counted` only).
+    let mut fma: Option<f64> = None;
     for group in perf::plan_groups(&fp, *n_counters) {
         let group_specs: Vec<CounterSpec> = group.iter().map(|&i| fp[i].clone()).collect();
         let m = measure(counters, &(group_specs, *n_counters, notes.clone()), k, n, v, min_time)?;
+        if let Some(f) = m.extra.get("fma_flops_counted").and_then(|v| v.as_f64()) {
+            *fma.get_or_insert(0.0) += f;
+        }
         match out.as_mut() {
             None => out = Some(m),
             Some(acc) => {
@@ -320,7 +334,10 @@ fn measure_w(
             }
         }
     }
-    out.ok_or_else(|| Error::unavailable("no FP event group to count", "report this"))
+    let mut out = out.ok_or_else(|| Error::unavailable("no FP event group to count", "report this"))?;
+    // Group by group, each count alone on its counters: exact, no multiplex rounding.
+    out.flops.fma = fma;
+    Ok(out)
 }
 
 /// The DRAM bytes per second the uncore events count with nothing running (`None`: no
@@ -381,6 +398,7 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
     for s in all_specs.iter().chain(specs.iter()) {
         let class = match s.quantity.as_str() {
             "flops" => format!("flops.{}", s.class.as_deref().unwrap_or("any_precision")),
+            "flops.fma" => FMA_ROW.to_string(),
             q if q.starts_with("bytes.dram") => "bytes.dram".to_string(),
             _ => continue,
         };
@@ -401,7 +419,12 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
         for &v in k.variants().iter().filter(|v| v.supported()) {
             eprintln!("roofline validate: {} {} n={n} (W)", k.name(), v);
             let m = measure_w(counters, &selection, k.as_ref(), n, v, opts.min_time)?;
-            for r in rows.values_mut().filter(|r| r.class.starts_with("flops.")) {
+            if let Some(r) = rows.get_mut(FMA_ROW)
+                && let Some(sample) = fma_sample(k.as_ref(), n, v, &specs, &m)
+            {
+                r.samples.push(sample);
+            }
+            for r in rows.values_mut().filter(|r| r.class.starts_with("flops.") && r.class != FMA_ROW) {
                 let class = &r.class["flops.".len()..];
                 let analytic = analytic_by_event_class(k.as_ref(), n, v, class);
                 if analytic == 0.0 && !m.flops.by_class.get(class).is_some_and(|x| *x > 0.5) {
@@ -432,7 +455,11 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
         }
     }
     // Analytic flops no event class covers at all: not counted.
-    let covered: Vec<String> = rows.keys().filter_map(|c| c.strip_prefix("flops.").map(String::from)).collect();
+    let covered: Vec<String> = rows
+        .keys()
+        .filter(|c| *c != FMA_ROW)
+        .filter_map(|c| c.strip_prefix("flops.").map(String::from))
+        .collect();
     for k in &w_kernels {
         let n = k.size_for_bytes(opts.working_set);
         for &v in k.variants().iter().filter(|v| v.supported()) {
@@ -536,6 +563,47 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
         failed_to_open,
         idle_dram_bytes_per_second: idle_rate,
         notes,
+    })
+}
+
+/// The row of the FMA (MAC) events.
+const FMA_ROW: &str = "flops.fma";
+
+/// The FMA flops of `k` at `n`, `v` against what the counted FMA events (`flops.fma`) read:
+/// None where no FMA event opened, or where the kernel's FP work is partly inside and partly
+/// outside the classes those events cover (its analytic FMA flops are not split by class).
+fn fma_sample(k: &dyn Kernel, n: usize, v: Variant, specs: &[CounterSpec], m: &Measurement) -> Option<Sample> {
+    let fma_classes: Vec<&str> = specs
+        .iter()
+        .filter(|s| s.quantity == "flops.fma")
+        .map(|s| s.class.as_deref().unwrap_or("any_precision"))
+        .collect();
+    if fma_classes.is_empty() {
+        return None;
+    }
+    let c = k.counts(n, v);
+    let fp: Vec<&str> = c
+        .flops
+        .iter()
+        .filter(|(cl, f)| **f > 0 && !cl.is_integer())
+        .map(|(cl, _)| cl.key())
+        .collect();
+    let inside = |cl: &&str| fma_classes.iter().any(|e| class_covers(e, cl));
+    let analytic = if fp.iter().all(inside) {
+        c.fma_flops as f64
+    } else if !fp.iter().any(inside) {
+        0.0
+    } else {
+        return None;
+    };
+    let measured = m.flops.fma;
+    Some(Sample {
+        kernel: k.name().into(),
+        variant: v.name().into(),
+        n,
+        analytic,
+        measured,
+        verdict: judge(analytic, measured, FLOPS_TOLERANCE),
     })
 }
 
