@@ -1093,12 +1093,14 @@ fn min_of(model: ModelKind, peak: &ComputeRoof, memory: impl IntoIterator<Item =
 /// is `widest_isa` (None: unknown): "wider SIMD" only where a wider ISA exists, "a closer
 /// cache level" only below L1.
 pub fn advice(bound: &Bound, widest_isa: Option<&str>) -> String {
-    mix_advice(bound, widest_isa, None)
+    mix_advice(bound, widest_isa, None, None)
 }
 
-/// [`advice`] for a point whose FMA share is `fma_share` (None: unknown): no "use FMA" for
-/// code made of FMAs, the share named where FMAs would raise the roof.
-pub fn mix_advice(bound: &Bound, widest_isa: Option<&str>, fma_share: Option<f64>) -> String {
+/// [`advice`] for a point whose FMA share is `fma_share` (None: unknown), where an all-FMA mix
+/// would raise its compute roof by `fma_gain` (all-FMA roof over its mix's roof; None:
+/// unknown): no "use FMA" for code made of FMAs, nor where more FMAs would not raise the roof
+/// (Zen's add pipes run the rest), the share named where they would.
+pub fn mix_advice(bound: &Bound, widest_isa: Option<&str>, fma_share: Option<f64>, fma_gain: Option<f64>) -> String {
     match bound {
         Bound::Overhead => "overhead-bound: a fixed cost dominates — bigger batches, fewer calls/launches, fuse small kernels".into(),
         Bound::Memory { level } if level == level::L1 || level == level::CORE => format!(
@@ -1112,10 +1114,14 @@ pub fn mix_advice(bound: &Bound, widest_isa: Option<&str>, fma_share: Option<f64
         Bound::Compute { isa } if isa == "amx" => "compute-bound at AMX tiles: keep the tile unit fed — more accumulator tiles per A and B tile load, B packed in the tile (VNNI) layout, blocks sized for L1/L2".into(),
         Bound::Compute { isa } => {
             let wider = widest_isa.is_none_or(|w| isa_rank(w) > isa_rank(isa)) && isa_rank(isa) < isa_rank("avx512");
-            let fma = match fma_share {
-                Some(s) if s >= 0.95 => "its flops are FMAs already: ".to_string(),
-                Some(s) => format!("use FMA (only {:.0} % of the flops are FMAs), ", s * 100.0),
-                None => "use FMA, ".to_string(),
+            let fma = match (fma_share, fma_gain) {
+                (Some(s), _) if s >= 0.95 => "its flops are FMAs already: ".to_string(),
+                (Some(s), Some(g)) if g <= 1.05 => format!(
+                    "{:.0} % of its flops are FMAs and more would not raise its roof (the other operations run beside them): ",
+                    s * 100.0
+                ),
+                (Some(s), _) => format!("use FMA (only {:.0} % of the flops are FMAs), ", s * 100.0),
+                (None, _) => "use FMA, ".to_string(),
             };
             if wider {
                 format!(
@@ -1205,7 +1211,18 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
     let prim = primary.and_then(|m| attainable.iter().find(|a| a.model == m));
     let roof_fraction = prim.filter(|a| a.gflops > 0.0).map(|a| achieved / a.gflops);
     let bound = classify(p, roofs, prim, roof_fraction);
-    let mut text = mix_advice(&bound, roofs.widest_isa(), fma_share(p));
+    let share = fma_share(p);
+    let gain = match (&bound, share) {
+        (Bound::Compute { isa }, Some(s)) => {
+            let prec = point_precision(p);
+            roofs
+                .mix_roof(prec, isa, 1.0)
+                .zip(roofs.mix_roof(prec, isa, s))
+                .map(|(all, mix)| all / mix)
+        }
+        _ => None,
+    };
+    let mut text = mix_advice(&bound, roofs.widest_isa(), share, gain);
     // The roof the bound is judged at: the point's own ISA where it has one, else the peak.
     let compute_roof = point_isa(p)
         .and_then(|isa| point_compute_roof(p, roofs, Some(isa)))
@@ -1522,7 +1539,17 @@ mod tests {
                 assert!(!an.advice.contains("use FMA"), "{}", an.advice);
                 assert!(an.advice.contains("FMAs already"), "{}", an.advice);
             } else if share < 0.95 {
-                assert!(an.advice.contains("use FMA (only"), "{}", an.advice);
+                // "Use FMA" only where an all-FMA mix has a higher roof: on Intel always (the
+                // FMA roof is twice the other operations'), on Zen only below 2/3 FMA-free work.
+                let all_fma = r.mix_roof("double", "avx512", 1.0).unwrap();
+                let raises = all_fma > 1.05 * want;
+                assert_eq!(
+                    an.advice.contains("use FMA (only"),
+                    raises,
+                    "zen {zen} share {share}: {}",
+                    an.advice
+                );
+                assert_eq!(an.advice.contains("more would not raise its roof"), !raises, "{}", an.advice);
             }
             // The same point from a backend that cannot tell FMAs apart (Intel FP_ARITH): the
             // highest roof, said so.
