@@ -879,6 +879,64 @@ pub enum Target {
     Process,
 }
 
+/// One event group of `members` for a task (`tid`, None: the calling thread) or a CPU, as
+/// `target` asks; on failure, the member that failed and the kernel's error.
+fn open_task_group(
+    specs: &[CounterSpec],
+    members: &[usize],
+    cpu: Option<usize>,
+    tid: Option<i32>,
+    target: Target,
+) -> std::result::Result<Vec<Counter>, (usize, std::io::Error)> {
+    let mut counters: Vec<Counter> = Vec::with_capacity(members.len());
+    for &i in members {
+        let mut b = specs[i].builder();
+        match cpu {
+            Some(c) => {
+                b.any_pid().one_cpu(c);
+            }
+            None => {
+                match tid {
+                    Some(t) => b.observe_pid(t),
+                    None => b.observe_self(),
+                };
+                b.any_cpu();
+                match target {
+                    Target::InheritOnExec => {
+                        b.inherit(true).enable_on_exec(true);
+                    }
+                    Target::Process => {
+                        b.inherit(true);
+                    }
+                    Target::ThisThread => {}
+                }
+            }
+        }
+        let built = match counters.first_mut() {
+            None => b.build(),
+            // Members are created enabled: they count whenever their leader does, so enabling
+            // (or exec-enabling) the leader starts the group.
+            Some(leader) => b.enabled(true).enable_on_exec(false).build_with_group(leader),
+        };
+        counters.push(built.map_err(|e| (i, e))?);
+    }
+    Ok(counters)
+}
+
+/// Whether thread `tid` of this process has exited or is exiting: its `/proc/self/task/TID/stat`
+/// is gone, says zombie or dead, or its flags hold `PF_EXITING` (0x4, kernel `sched.h`).
+fn thread_gone_or_exiting(tid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return true;
+    };
+    // After the command's closing parenthesis: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first().copied().unwrap_or("");
+    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
+    matches!(state, "Z" | "X" | "x") || flags & 0x4 != 0
+}
+
 /// The other threads of this process now (from `/proc/self/task`), without the caller.
 pub fn other_threads() -> Vec<i32> {
     let me = nix::unistd::gettid().as_raw();
@@ -990,46 +1048,22 @@ impl CounterSet {
                 tasks.extend(other_threads().into_iter().map(|t| (None, Some(t))));
             }
             for (cpu, tid) in tasks {
-                let mut counters: Vec<Counter> = Vec::with_capacity(members.len());
-                for &i in members {
-                    let spec = &specs[i];
-                    let mut b = spec.builder();
-                    match cpu {
-                        Some(c) => {
-                            b.any_pid().one_cpu(c);
-                        }
-                        None => {
-                            match tid {
-                                Some(t) => b.observe_pid(t),
-                                None => b.observe_self(),
-                            };
-                            b.any_cpu();
-                            match target {
-                                Target::InheritOnExec => {
-                                    b.inherit(true).enable_on_exec(true);
-                                }
-                                Target::Process => {
-                                    b.inherit(true);
-                                }
-                                Target::ThisThread => {}
-                            }
-                        }
+                // Another thread's group is tried again when a member fails while the thread
+                // lives on: its counting context can be swapped or torn down under the open
+                // (threads starting and exiting beside it; 1 lib test run in 30 failed on it).
+                let mut attempts = 0;
+                let counters: Vec<Counter> = loop {
+                    attempts += 1;
+                    match open_task_group(&specs, members, cpu, tid, target) {
+                        Ok(c) => break c,
+                        // A thread that exited since the task list was read (ESRCH once gone;
+                        // ENODEV or EINVAL while its context is torn down): nothing of it is
+                        // left to count.
+                        Err(_) if tid.is_some_and(thread_gone_or_exiting) => break Vec::new(),
+                        Err(_) if tid.is_some() && attempts < 4 => continue,
+                        Err((spec, e)) => return Err(OpenError::Open(open_error(&specs[spec], &e))),
                     }
-                    let c = match counters.first_mut() {
-                        // A thread of the pool that exited since the task list was read: nothing
-                        // of it is left to count.
-                        None if tid.is_some() => match b.build() {
-                            Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => break,
-                            r => r,
-                        },
-                        None => b.build(),
-                        // Members are created enabled: they count whenever their leader
-                        // does, so enabling (or exec-enabling) the leader starts the group.
-                        Some(leader) => b.enabled(true).enable_on_exec(false).build_with_group(leader),
-                    }
-                    .map_err(|e| OpenError::Open(open_error(spec, &e)))?;
-                    counters.push(c);
-                }
+                };
                 if counters.is_empty() {
                     continue; // the thread is gone
                 }
