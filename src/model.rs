@@ -1463,6 +1463,21 @@ mod tests {
         assert!(a.advice.contains("L2"), "{}", a.advice);
     }
 
+    /// Uniform draws in [0, 1) from a clock-seeded xorshift (a new draw every run).
+    fn uniform_draws() -> impl FnMut() -> f64 {
+        let mut seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
     /// Roofs of a core with `a` FMA pipes and `b` add-only pipes (Zen: 2 + 2; Intel: 2 + 0) of
     /// `lanes` doubles at `ghz`, as the peak kernels measure them: all FMA, multiply + add, and
     /// FMA + add (the best mix).
@@ -1485,17 +1500,7 @@ mod tests {
 
     #[test]
     fn a_points_compute_roof_is_the_one_its_fma_share_can_reach() {
-        let mut seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
-            | 1;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = uniform_draws();
         for round in 0..200 {
             let zen = round % 2 == 0;
             let (a, b) = if zen { (2.0, 2.0) } else { (2.0, 0.0) };
@@ -1564,17 +1569,7 @@ mod tests {
 
     #[test]
     fn a_point_over_its_roof_by_less_than_both_spreads_is_at_it() {
-        let mut seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
-            | 1;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = uniform_draws();
         for round in 0..300 {
             let roof_spread = 0.05 * next();
             let mut r = Roofs {

@@ -2370,6 +2370,18 @@ impl<'s> Tracer<'s> {
         t.rseq
     }
 
+    /// Deliver `sig` with a single step, judged from `old_pc` (nothing counted before it).
+    fn step_into_signal(&mut self, pid: Pid, sig: Signal, old_pc: u64, old_rsp: u64) {
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.step = StepKind::Signal {
+                old_pc,
+                old_rsp,
+                counted: false,
+            };
+        }
+        self.step(pid, Some(sig));
+    }
+
     /// Point a stopped thread's `rip` at `to` (a displaced copy, the code after one, a block
     /// start). The invariant of docs/trace.md ("Code the tracer writes"): never while the
     /// kernel may still restart the thread's system call, since the restart runs at the new
@@ -2442,15 +2454,7 @@ impl<'s> Tracer<'s> {
         // after the call with -EINTR; the kernel decides after the step, so nothing is
         // counted or taken out here and the step is judged from where the call sits.
         if sys::restarted_syscall(&regs).is_some() {
-            let at = regs.rip.wrapping_sub(2);
-            if let Some(t) = self.threads.get_mut(&pid) {
-                t.step = StepKind::Signal {
-                    old_pc: at,
-                    old_rsp: regs.rsp,
-                    counted: false,
-                };
-            }
-            self.step(pid, Some(sig));
+            self.step_into_signal(pid, sig, regs.rip.wrapping_sub(2), regs.rsp);
             return;
         }
         let pc = regs.rip;
@@ -2458,14 +2462,7 @@ impl<'s> Tracer<'s> {
         if sp.threads > 1 && counted {
             // Another thread may pass `pc` meanwhile: the breakpoint stays. The signal is
             // delivered with a step; where the step lands tells whether a handler runs.
-            if let Some(t) = self.threads.get_mut(&pid) {
-                t.step = StepKind::Signal {
-                    old_pc: pc,
-                    old_rsp: regs.rsp,
-                    counted: false,
-                };
-            }
-            self.step(pid, Some(sig));
+            self.step_into_signal(pid, sig, pc, regs.rsp);
             return;
         }
         sp.uninstall(pc);
