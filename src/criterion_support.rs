@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::kernels::Counts;
-use crate::report::schema::level;
-use crate::report::{Bytes, Environment, Flops, Point, Provenance, Report, Source};
+use crate::schema::report::level;
+use crate::schema::{Bytes, Environment, Flops, Point, Provenance, Report, Source};
 
 /// W and Q of one benchmark iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,7 +174,7 @@ pub struct Roof {
     pub bandwidth_gbs: BTreeMap<String, f64>,
     /// The measured roofs this roof came from, written into the report so that `roofline
     /// plot` draws the same roofs (None for a roof given by hand).
-    pub ceilings: Option<crate::report::Roofs>,
+    pub ceilings: Option<crate::schema::Roofs>,
 }
 
 /// Environment variables that replace the machine's roofs: a peak in GFLOP/s, and

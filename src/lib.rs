@@ -33,6 +33,7 @@ pub mod machine;
 pub mod model;
 pub mod region;
 pub mod report;
+pub mod schema;
 pub mod util;
 #[cfg(feature = "trace")]
 pub mod validate;

@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 use crate::machine::MachineModel;
 #[cfg(feature = "analysis")]
-use crate::report::schema::check_schema;
-use crate::report::schema::{Bound, Point, Report, Roofs, Source, level};
+use crate::schema::report::check_schema;
+use crate::schema::report::{Bound, Point, Report, Roofs, Source, level};
 use crate::util::map_of;
 
 /// T below this is suspicious of call overhead (timer, launch, page faults).
@@ -1382,7 +1382,7 @@ pub fn annotate_by_threads(report: &mut Report, roofs: &RoofSet, by_threads: &[R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::schema::{Bytes, Flops, Provenance};
+    use crate::schema::report::{Bytes, Flops, Provenance};
 
     fn roofs() -> RoofSet {
         let mut r = Roofs {

@@ -49,7 +49,7 @@ use crate::counters::perf::{self, CounterSet, CounterSource, CounterSpec, EventC
 use crate::counters::simulated::{self, SimulatedCounterSet, SimulatedPmu};
 use crate::counters::{Measurement, region_times};
 use crate::error::{Error, Result};
-use crate::report::{Environment, Provenance, Report, Source};
+use crate::schema::{Environment, Provenance, Report, Source};
 
 // The two marker symbols the trace backend breakpoints, and the per-thread count of their
 // calls, live in the dependency-free `roofline-marker` crate: one definition whether a program

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::report::Roofs;
+use crate::schema::Roofs;
 pub use bandwidth::BandwidthCeiling;
 pub use compute::ComputeCeiling;
 pub use host::Host;
@@ -65,7 +65,7 @@ impl Ceilings {
         let v: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::input(format!("{origin}: not JSON ({e})"), "re-measure with --refresh"))?;
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
-        crate::report::schema::check_schema(schema, "roofline.ceilings", CEILINGS_MAJOR, origin)?;
+        crate::schema::report::check_schema(schema, "roofline.ceilings", CEILINGS_MAJOR, origin)?;
         serde_json::from_value(v).map_err(|e| Error::input(format!("{origin}: not a ceilings document ({e})"), "re-measure with --refresh"))
     }
 

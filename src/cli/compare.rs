@@ -97,7 +97,7 @@ pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
         });
     }
     let compute_bound =
-        matches!(p.bound, Some(crate::report::Bound::Compute { .. })) || p.extra.get("regime").and_then(|v| v.as_str()) == Some("compute");
+        matches!(p.bound, Some(crate::schema::Bound::Compute { .. })) || p.extra.get("regime").and_then(|v| v.as_str()) == Some("compute");
     let f = p.roof_fraction.filter(|f| f.is_finite())?;
     (compute_bound && f < NEAR_ROOF).then(|| {
         format!(

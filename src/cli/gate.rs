@@ -10,7 +10,7 @@ use crate::counters::BackendKind;
 use crate::counters::backend::CommandOutcome;
 use crate::error::Error;
 use crate::gate::{self, Format, RuleSet};
-use crate::report::Report;
+use crate::schema::Report;
 
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "\

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::common::OutputArgs;
 use crate::error::Error;
 use crate::gpu::{ceilings, device, ncu, run as gpurun};
-use crate::report::{Environment, Point, Report};
+use crate::schema::{Environment, Point, Report};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -411,7 +411,7 @@ fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
 
 /// Fusion candidates, one line each ("N kernels move X GB in T ms; fused ≈ Y GB, ≈ t ms at
 /// the HBM roof"), with the region and the kernels.
-pub fn fusion_table(chains: &[crate::report::schema::FusionChain]) -> String {
+pub fn fusion_table(chains: &[crate::schema::report::FusionChain]) -> String {
     let mut s = String::new();
     if chains.is_empty() {
         return s;

@@ -8,7 +8,7 @@ use std::io::Write;
 use crate::cli::common::{OutputArgs, PlatformArg};
 use crate::counters::BackendKind;
 use crate::counters::backend::{self, CommandOptions, CommandOutcome};
-use crate::report::Report;
+use crate::schema::Report;
 
 pub use crate::counters::team::EventSet;
 

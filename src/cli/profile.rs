@@ -140,7 +140,7 @@ impl Steps for Wired {
         Ok(crate::machine::detect(&crate::machine::DetectOptions::default())?)
     }
     fn environment(&mut self, _machine: &MachineModel) -> Environment {
-        crate::report::environment::collect(&std::env::args().collect::<Vec<_>>())
+        crate::schema::environment::collect(&std::env::args().collect::<Vec<_>>())
     }
     fn ceilings(&mut self, _machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
         // The ceilings module draws its own progress bar (and cache messages): the spinner
@@ -367,7 +367,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Bytes, Flops, Provenance, Source};
+    use crate::schema::{Bytes, Flops, Provenance, Source};
     use std::collections::BTreeMap;
 
     /// Fake steps: a two-core machine, roofs and two kernels, the way the real ones report.

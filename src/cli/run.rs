@@ -16,8 +16,8 @@ use crate::counters::backend::{self, KernelCounting};
 use crate::error::Error;
 use crate::kernels::runner::Repeat;
 use crate::kernels::{Kernel, Variant, api, check};
-use crate::report::environment::{StealClock, collect, own_compiler};
-use crate::report::{Point, Report};
+use crate::schema::environment::{StealClock, collect, own_compiler};
+use crate::schema::{Point, Report};
 
 /// Default working set when neither --size nor --bytes is given.
 pub const DEFAULT_BYTES: u64 = 32 << 20;
@@ -266,7 +266,7 @@ fn print_table(points: &[Point], kernel: &dyn Kernel) {
     // Where each quantity came from, and the model's or the counters' notes, once.
     if let Some(p) = points.first() {
         let pr = &p.provenance;
-        let src = |s: Option<&crate::report::Source>| s.map(|s| s.name()).unwrap_or("-");
+        let src = |s: Option<&crate::schema::Source>| s.map(|s| s.name()).unwrap_or("-");
         let levels: Vec<String> = p.bytes.keys().map(|l| format!("{l} {}", src(pr.bytes.get(l)))).collect();
         println!(
             "W {}, Q: {} (per call, {} as the size unit), T native.",

@@ -13,8 +13,8 @@ use roofline_kernels::{Counts, Kernel, Variant};
 use crate::counters::Measurement;
 use crate::error::{Error, Result};
 use crate::machine::Cache;
-use crate::report::schema::level;
-use crate::report::{Flops, Provenance, Source};
+use crate::schema::report::level;
+use crate::schema::{Flops, Provenance, Source};
 
 /// What to run: a kernel at a size and variant on a team of threads.
 #[derive(Clone, Copy)]

@@ -26,7 +26,7 @@ use crate::counters::trace::{self, TraceMode, tally::Tally};
 use crate::counters::{BackendKind, Measurement, RegionMeasurement, events, region_times, simulated};
 use crate::error::{Error, Result};
 use crate::machine::Cache;
-use crate::report::{Environment, Report};
+use crate::schema::{Environment, Report};
 
 /// How to measure a command (the options of `roofline measure`).
 #[derive(Debug, Clone)]
@@ -196,7 +196,7 @@ fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<CommandOutcom
     regions_timed(&mut m.regions, &runs);
     m.extra.insert("repeats".into(), serde_json::json!(opts.repeat));
     if let Some(p) = m.provenance.as_mut() {
-        p.seconds = Some(crate::report::Source::Native);
+        p.seconds = Some(crate::schema::Source::Native);
         p.notes.push(format!(
             "W and Q from one traced run; T from {} native run(s) after it",
             opts.repeat
@@ -269,7 +269,7 @@ fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegions]) {
         }
         m.seconds_samples = times.iter().map(|t| t.seconds).collect();
         if let Some(p) = m.provenance.as_mut() {
-            p.seconds = Some(crate::report::Source::Native);
+            p.seconds = Some(crate::schema::Source::Native);
         }
         m.extra.insert("repeats".into(), serde_json::json!(times.len()));
     }
@@ -370,7 +370,7 @@ fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<C
         }
         runs.push((run.wall_seconds, run.counts));
     }
-    let m = counted_measurement(&specs, &plan, runs, notes, opts.repeat, crate::report::Source::Perf)?;
+    let m = counted_measurement(&specs, &plan, runs, notes, opts.repeat, crate::schema::Source::Perf)?;
     let median_run = median_index(&m.seconds_samples);
     let seconds = m.seconds_samples.get(median_run).copied().unwrap_or(0.0);
     let mut m = m;
@@ -471,7 +471,7 @@ pub(crate) fn counted_measurement(
     runs: Vec<(f64, Vec<EventCount>)>,
     notes: Vec<String>,
     repeat: u32,
-    source: crate::report::Source,
+    source: crate::schema::Source,
 ) -> Result<Measurement> {
     let samples: Vec<f64> = runs.iter().map(|r| r.0).collect();
     let median_run = median_index(&samples);
@@ -764,7 +764,7 @@ impl SimulatedKernel {
             eprintln!("roofline: {w}");
         }
         let mut counted = perf::to_measurement(specs, &counts, Vec::new());
-        crate::counters::trust::mark(&mut counted, specs, &counts, crate::report::Source::Simulated);
+        crate::counters::trust::mark(&mut counted, specs, &counts, crate::schema::Source::Simulated);
         let mut m = crate::counters::team::merge(m, counted, notes.clone());
         if let Some(p) = m.provenance.as_mut() {
             p.notes
@@ -791,8 +791,8 @@ fn trace_instance(kernel: &dyn Kernel, n: usize, variant: Variant, seed: u64) ->
 /// Replace the analytic W and core Q of `m` by the traced ones, summed over the team's
 /// instances; DRAM Q stays analytic (the trace backend has no cache model in flops mode).
 fn use_traced_counts(m: &mut Measurement, tallies: &[Tally]) {
-    use crate::report::Source;
-    use crate::report::schema::level;
+    use crate::schema::Source;
+    use crate::schema::report::level;
     let mut sum = Tally::default();
     for t in tallies {
         sum.add_scaled(t, 1);
@@ -804,7 +804,7 @@ fn use_traced_counts(m: &mut Measurement, tallies: &[Tally]) {
         .filter(|(_, v)| **v > 0)
         .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v as f64))
         .collect();
-    m.flops = crate::report::Flops::of_classes(by_class);
+    m.flops = crate::schema::Flops::of_classes(by_class);
     m.flops.effective = (sum.effective_unknown == 0).then_some(sum.effective as f64);
     m.flops.fma = Some(sum.fma_flops as f64);
     if m.flops.int_ops.is_some() {

@@ -449,7 +449,7 @@ pub struct Traffic {
 
 impl Traffic {
     /// The byte levels as a report's `bytes` map.
-    pub fn report_bytes(&self) -> crate::report::Bytes {
+    pub fn report_bytes(&self) -> crate::schema::Bytes {
         self.bytes.iter().map(|(k, v)| (k.clone(), *v as f64)).collect()
     }
 

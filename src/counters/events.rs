@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 #[cfg(feature = "analysis")]
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
-use crate::report::{Bytes, Flops};
+use crate::schema::{Bytes, Flops};
 
 /// A count scaled for multiplexing, with the fraction of the time it was really counting.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,9 +81,9 @@ pub struct Derived {
 
 fn level_of(quantity: &str) -> Option<&'static str> {
     Some(match quantity {
-        "bytes.l2" => crate::report::schema::level::L2,
-        "bytes.l3" => crate::report::schema::level::L3,
-        "bytes.dram" | "bytes.dram_read" | "bytes.dram_write" => crate::report::schema::level::DRAM,
+        "bytes.l2" => crate::schema::report::level::L2,
+        "bytes.l3" => crate::schema::report::level::L3,
+        "bytes.dram" | "bytes.dram_read" | "bytes.dram_write" => crate::schema::report::level::DRAM,
         _ => return None,
     })
 }

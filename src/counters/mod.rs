@@ -27,7 +27,7 @@ pub mod trust;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use crate::report::{Bytes, Flops, Point, Provenance};
+use crate::schema::{Bytes, Flops, Point, Provenance};
 
 /// Which backend to use; `Auto` picks perf when a usable core PMU exists, else trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -31,7 +31,7 @@ use perf_event::{Builder, Counter, ReadFormat};
 use super::Measurement;
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
-use crate::report::{Bytes, Flops, Provenance, Source};
+use crate::schema::{Bytes, Flops, Provenance, Source};
 
 /// Where the kernel lists PMUs.
 pub const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::events::{self, Amount, EventValue};
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
-use crate::report::{Environment, Point, Provenance, Report, Source};
+use crate::schema::{Environment, Point, Provenance, Report, Source};
 
 /// Whether perf counted the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -550,7 +550,7 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         ));
     }
     let d = events::derive(&values, Some(platform));
-    if let Some(dram) = d.bytes.get(crate::report::schema::level::DRAM) {
+    if let Some(dram) = d.bytes.get(crate::schema::report::level::DRAM) {
         events::check_dram_plausible(*dram, seconds, &platform.key).map_err(|e| match e {
             Error::Input { cause, hint } => Error::input(format!("{origin}: {cause}"), hint),
             other => other,

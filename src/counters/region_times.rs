@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::report::Point;
+use crate::schema::Point;
 
 /// The directory a session writes its region times into, when set.
 pub const ENV: &str = "ROOFLINE_REGION_TIMES";

@@ -37,7 +37,7 @@ use crate::counters::team::EventSet;
 use crate::counters::trace::{self, AccessKind, AccessSink, TraceMode};
 use crate::error::{Error, Result};
 use crate::machine::Platform;
-use crate::report::Source;
+use crate::schema::Source;
 
 /// The environment variable holding the fault spec.
 pub const FAULTS_ENV: &str = "ROOFLINE_SIMULATED_PMU";

@@ -16,7 +16,7 @@ use crate::counters::Measurement;
 use crate::counters::analytic::{self, KernelRun};
 use crate::counters::perf::{self, CounterSet, CounterSpec, EventCount, Scaled, Scope, Target};
 use crate::error::{Error, Result};
-use crate::report::Source;
+use crate::schema::Source;
 
 /// Which events a kernel run counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,7 +312,7 @@ mod tests {
         counted.flops.total = 123.0;
         counted.flops.by_class.insert("double_any_width".into(), 123.0);
         counted.bytes.insert("l2".into(), 456.0);
-        counted.provenance = Some(crate::report::Provenance {
+        counted.provenance = Some(crate::schema::Provenance {
             flops: Some(Source::Perf),
             bytes: [("l2".to_string(), Source::Perf)].into(),
             seconds: Some(Source::Native),

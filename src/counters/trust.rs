@@ -14,7 +14,7 @@ use crate::counters::Measurement;
 use crate::counters::perf::{CounterSpec, EventCount};
 #[cfg(feature = "trace")]
 use crate::error::{Error, Result};
-use crate::report::Source;
+use crate::schema::Source;
 
 /// A verdict on one event class (`roofline validate --backend perf`), as the trust table
 /// keeps it.

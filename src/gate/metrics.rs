@@ -1,8 +1,8 @@
 //! Metric paths of a point: `flops.total`, `flops.effective`, `flops.fma`, `flops.by_class.<class>`,
 //! `bytes.<level>`, `ai.<level>`, `gbs.<level>`, `seconds`, `gflops`, `roof_fraction`, `threads`.
 
-use crate::report::Point;
-use crate::report::schema::level;
+use crate::schema::Point;
+use crate::schema::report::level;
 
 use super::glob::glob_match;
 

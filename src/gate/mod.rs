@@ -18,8 +18,8 @@ pub mod stats;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::report::schema::median;
-use crate::report::{Point, Report};
+use crate::schema::report::median;
+use crate::schema::{Point, Report};
 
 pub use format::{Format, render};
 pub use rules::{Check, Rule, RuleSet, Severity};

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::report::{Bytes, Environment, Flops, Provenance, Source};
+use crate::schema::{Bytes, Environment, Flops, Provenance, Source};
 
 /// splitmix64 and Box-Muller: seeded samples with a known answer.
 struct Rng(u64);
@@ -251,7 +251,7 @@ fn new_and_vanished_points_follow_the_settings() {
 fn a_point_the_current_run_could_not_run_warns_with_the_reason() {
     let p = |n: &str| point(n, 1.0, 1.0, vec![1.0]);
     let mut cur = report(vec![p("dot/avx2")]);
-    cur.not_run.push(crate::report::schema::NotRun {
+    cur.not_run.push(crate::schema::report::NotRun {
         name: "dot/avx512".into(),
         reason: "this CPU lacks the avx512 instructions".into(),
     });

@@ -21,8 +21,8 @@
 use std::collections::BTreeMap;
 
 use super::ncu::Capture;
-use crate::report::Point;
-use crate::report::schema::FusionChain;
+use crate::schema::Point;
+use crate::schema::report::FusionChain;
 
 /// Chains moving less DRAM traffic than this are left out: there are no bytes to save (a
 /// run of tiny launches is overhead-bound, which its regime already says).

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::{csv, kernel_name};
 use crate::error::{Error, Result};
-use crate::report::{Bytes, Flops, Point, Provenance, Source};
+use crate::schema::{Bytes, Flops, Point, Provenance, Source};
 
 /// Metrics for the hierarchical roofline (W by precision, tensor ops, bytes per level, T).
 pub const HIERARCHICAL_METRICS: &[&str] = &[

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::ncu::{Capture, KernelSummary, Launch, aggregate};
-use crate::report::Point;
+use crate::schema::Point;
 
 /// The separator of a region path.
 pub const PATH_SEP: &str = "/";

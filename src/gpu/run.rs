@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::device::{self, GpuMachine};
 use super::kernels::{KArg, Suite, cuda_err, grid_for, time_median};
 use crate::error::{Error, Result};
-use crate::report::{Bytes, Flops, Point, Provenance, Source};
+use crate::schema::{Bytes, Flops, Point, Provenance, Source};
 use cudarc::driver::LaunchConfig;
 
 /// Flops of one `poly_cos` in kernels.cu: x·(1/2π), r², and 9 FMAs (range reduction, 7
@@ -275,7 +275,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
         if kernel.name == "dgemm" {
             p.provenance.notes.push(format!("the GEMM is cuBLAS's: {}", g.describe()));
         } else {
-            let own = w / (crate::report::schema::median(&samples).unwrap_or(0.0) * 1e-3) / 1e9;
+            let own = w / (crate::schema::report::median(&samples).unwrap_or(0.0) * 1e-3) / 1e9;
             p.provenance.notes.push(format!(
                 "our tiled kernel: {:.0} GFLOP/s, {:.2}x of {} ({:.0} GFLOP/s)",
                 own,

@@ -167,7 +167,7 @@ pub fn theoretical_peaks(cc: (i32, i32), sms: u32, sm_ghz: Option<f64>, mem_ghz:
 /// FP32 FMA peaks (no-FMA: half, one add or multiply per FMA slot), HBM bandwidth as the `dram`
 /// roof, and the L2/L1 bandwidths when `gpu machine --ncu` measured them. None for any other
 /// machine block, or one without peaks.
-pub fn roofs_from_machine(machine: &serde_json::Value) -> Option<crate::report::schema::Roofs> {
+pub fn roofs_from_machine(machine: &serde_json::Value) -> Option<crate::schema::report::Roofs> {
     if machine.get("schema").and_then(|s| s.as_str()) != Some(GPU_MACHINE_SCHEMA) {
         return None;
     }
@@ -197,7 +197,7 @@ pub fn roofs_from_machine(machine: &serde_json::Value) -> Option<crate::report::
     if compute.is_empty() && bandwidth.is_empty() {
         return None;
     }
-    Some(crate::report::schema::Roofs {
+    Some(crate::schema::report::Roofs {
         kind: "theoretical".into(),
         compute_gflops: compute,
         bandwidth_traffic_gbs: bandwidth.clone(),
@@ -406,7 +406,7 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
 /// Empirical roofs from a `roofline.gpu-ceilings/1` document (`gpu ceilings`): FP64/FP32/FP16
 /// FMA and tensor (bf16) kernels, HBM/L2/shared bandwidth (best kernel per level; shared as
 /// `l1`). None when it holds none.
-pub fn roofs_from_gpu_ceilings(doc: &serde_json::Value) -> Option<crate::report::schema::Roofs> {
+pub fn roofs_from_gpu_ceilings(doc: &serde_json::Value) -> Option<crate::schema::report::Roofs> {
     if doc.get("schema").and_then(|s| s.as_str()) != Some("roofline.gpu-ceilings/1") {
         return None;
     }
@@ -444,7 +444,7 @@ pub fn roofs_from_gpu_ceilings(doc: &serde_json::Value) -> Option<crate::report:
     if compute.is_empty() && bandwidth.is_empty() {
         return None;
     }
-    Some(crate::report::schema::Roofs {
+    Some(crate::schema::report::Roofs {
         kind: "empirical".into(),
         compute_gflops: compute,
         bandwidth_traffic_gbs: bandwidth.clone(),
@@ -467,7 +467,7 @@ pub fn ceilings_cache_path(device_name: &str) -> Option<std::path::PathBuf> {
 /// The roofs a GPU report carries: the empirical ceilings cached for this GPU (when `gpu
 /// ceilings` ran on it), the theoretical peaks of `machine` beside them for what they lack.
 /// Returns the roofs and one line saying where they came from.
-pub fn report_roofs(machine: &GpuMachine) -> (Option<crate::report::schema::Roofs>, Option<String>) {
+pub fn report_roofs(machine: &GpuMachine) -> (Option<crate::schema::report::Roofs>, Option<String>) {
     let theory = serde_json::to_value(machine).ok().and_then(|v| roofs_from_machine(&v));
     let cached = ceilings_cache_path(&machine.name).and_then(|p| {
         let text = std::fs::read_to_string(&p).ok()?;
@@ -533,7 +533,7 @@ pub fn launch_floor(name: &str) -> (f64, String) {
 
 /// Set `extra.regime` ("compute", "bandwidth", "overhead") and `extra.regime_reason` of every
 /// point that can be classed, against `roofs` and the launch floor.
-pub fn set_regimes(points: &mut [crate::report::Point], roofs: Option<&crate::report::Roofs>, launch_floor_s: f64) {
+pub fn set_regimes(points: &mut [crate::schema::Point], roofs: Option<&crate::schema::Roofs>, launch_floor_s: f64) {
     for p in points {
         if let Some((r, why)) = regime::classify(p, roofs, launch_floor_s) {
             p.extra.insert("regime".into(), r.key().into());

@@ -8,7 +8,7 @@
 //!   own roof (the compute roof of its dominant precision over the HBM roof), **bandwidth**
 //!   below it (and for kernels with no flops).
 
-use crate::report::{Point, Roofs};
+use crate::schema::{Point, Roofs};
 
 /// "Near the launch floor": at most this many times the floor per launch.
 pub const OVERHEAD_FLOOR_FACTOR: f64 = 2.0;
@@ -78,7 +78,7 @@ pub fn classify(p: &Point, roofs: Option<&Roofs>, launch_floor_s: f64) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Flops, Provenance};
+    use crate::schema::{Flops, Provenance};
 
     fn point(flops: f64, dram: f64, seconds: f64, launches: u64) -> Point {
         let mut p = Point::new(

@@ -5,7 +5,7 @@
 use super::{Exporter, View};
 use crate::error::Result;
 use crate::model::{ModelKind, level_rank};
-use crate::report::schema::Bound;
+use crate::schema::report::Bound;
 
 pub struct CsvExporter;
 

@@ -8,8 +8,8 @@ use std::fmt::Write;
 use super::{Exporter, PlotKind, View};
 use crate::error::Result;
 use crate::model::{ModelKind, level_label};
-use crate::report::schema::{Environment, Point};
 use crate::report::table::{bound_text, seconds, si, sig3};
+use crate::schema::report::{Environment, Point};
 
 pub struct HtmlExporter;
 
@@ -388,7 +388,7 @@ fn render_rest(view: &View) -> Result<String> {
     }
     o.push_str("</div>");
     // GPU fusion candidates (gpu::fusion): one line per chain with its kernels.
-    let chains: Vec<&crate::report::schema::FusionChain> = view.reports.iter().flat_map(|r| r.report.fusion.iter()).collect();
+    let chains: Vec<&crate::schema::report::FusionChain> = view.reports.iter().flat_map(|r| r.report.fusion.iter()).collect();
     if !chains.is_empty() {
         o.push_str("<h2>Fusion candidates</h2><p class=\"muted\">Consecutive memory-bound kernels on one stream inside the same NVTX ranges; the fused bytes are a lower bound (the first kernel's reads, the last one's writes).</p><ul>");
         for c in chains {

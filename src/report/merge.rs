@@ -2,7 +2,7 @@
 //! names its source report; `sources[]` keeps each source's machine and environment (host,
 //! rank). Merging merged reports keeps their sources rather than nesting them.
 
-use super::schema::{Environment, Report, SourceReport};
+use crate::schema::report::{Environment, Report, SourceReport};
 
 /// The merged report and warnings (differing ceilings, repeated names).
 pub fn merge(inputs: Vec<(String, Report)>, environment: Environment) -> (Report, Vec<String>) {
@@ -64,7 +64,7 @@ fn unique_name(name: &str, seen: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::schema::{Bytes, Flops, Point, Provenance};
+    use crate::schema::report::{Bytes, Flops, Point, Provenance};
 
     fn report(host: &str, rank: u32, names: &[&str]) -> Report {
         let env = Environment {

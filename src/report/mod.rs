@@ -6,7 +6,6 @@
 #[cfg(feature = "plot")]
 pub mod bundle;
 pub mod csv;
-pub mod environment;
 #[cfg(feature = "plot")]
 pub mod html;
 #[cfg(any(feature = "analysis", feature = "plot"))]
@@ -17,10 +16,9 @@ pub mod labels;
 pub mod merge;
 #[cfg(feature = "plot")]
 pub mod plot;
-pub mod schema;
 pub mod table;
 
-pub use schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
+pub use crate::schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
 
 use std::path::Path;
 

@@ -439,7 +439,7 @@ pub fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
         return None;
     }
     t.sort_by(f64::total_cmp);
-    let (q1, q3) = (crate::report::schema::quantile(&t, 0.25), crate::report::schema::quantile(&t, 0.75));
+    let (q1, q3) = (crate::schema::report::quantile(&t, 0.25), crate::schema::report::quantile(&t, 0.75));
     let w = crate::model::point_work(p);
     (q1 > 0.0).then(|| (w / q3 / 1e9, w / q1 / 1e9))
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::{Exporter, View};
 use crate::error::Result;
 use crate::model::{ModelKind, isa_label, level_label, level_rank};
-use crate::report::schema::{Bound, Point};
+use crate::schema::report::{Bound, Point};
 
 pub struct TableExporter;
 

@@ -274,7 +274,7 @@ pub fn validate_suite(
     seed: u64,
     mode: TraceMode,
     sim: Option<&CacheHierarchy>,
-) -> Result<(Vec<Row>, Vec<crate::report::schema::NotRun>)> {
+) -> Result<(Vec<Row>, Vec<crate::schema::report::NotRun>)> {
     let suite = api::all();
     for name in kernels {
         if !suite.iter().any(|k| k.name() == name) {
@@ -291,14 +291,14 @@ pub fn validate_suite(
         };
         for &v in k.variants() {
             if !v.supported() {
-                not_run.push(crate::report::schema::NotRun {
+                not_run.push(crate::schema::report::NotRun {
                     name: format!("{}/{}", k.name(), v.name()),
                     reason: format!("this CPU lacks the {} instructions", v.name()),
                 });
                 continue;
             }
             if let Some(why) = k.unavailable(v) {
-                not_run.push(crate::report::schema::NotRun {
+                not_run.push(crate::schema::report::NotRun {
                     name: format!("{}/{}", k.name(), v.name()),
                     reason: why,
                 });
@@ -312,8 +312,8 @@ pub fn validate_suite(
 
 /// The validation rows as a `roofline.report/1`: W as measured by the backend, core Q as
 /// measured less the constant harness bytes (zero time: for exact-count gates, not plots).
-pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Report {
-    use crate::report::{Bytes, Flops, Point, Provenance, Report, Source};
+pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::schema::Report {
+    use crate::schema::{Bytes, Flops, Point, Provenance, Report, Source};
     let src = match backend {
         ValidateBackend::Trace => Source::Trace,
         ValidateBackend::Analytic => Source::Analytic,
@@ -322,7 +322,7 @@ pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::report::Rep
         .ok()
         .and_then(|m| serde_json::to_value(m).ok())
         .unwrap_or_default();
-    let mut r = Report::new(machine, crate::report::environment::collect(&std::env::args().collect::<Vec<_>>()));
+    let mut r = Report::new(machine, crate::schema::environment::collect(&std::env::args().collect::<Vec<_>>()));
     for row in rows {
         let by_class: BTreeMap<String, f64> = row.flops_measured.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
         let core = row.core_measured as i64 - row.core_harness_bytes.unwrap_or(0);

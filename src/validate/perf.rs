@@ -36,7 +36,7 @@ use crate::counters::{Measurement, analytic::KernelRun};
 use crate::error::{Error, Result};
 use crate::kernels::runner::Repeat;
 use crate::kernels::{Kernel, Variant, api};
-use crate::report::Source;
+use crate::schema::Source;
 
 /// The counters validated: this machine's PMU, or the simulated one.
 pub enum Counters {
@@ -315,7 +315,7 @@ fn measure_w(
                     acc.flops.by_class.insert(c.clone(), *f);
                 }
                 let (effective, int_effective) = (acc.flops.effective, acc.flops.int_ops_effective);
-                acc.flops = crate::report::Flops::of_classes(std::mem::take(&mut acc.flops.by_class));
+                acc.flops = crate::schema::Flops::of_classes(std::mem::take(&mut acc.flops.by_class));
                 (acc.flops.effective, acc.flops.int_ops_effective) = (effective, int_effective);
                 for key in ["multiplex_running_ratio", "counts"] {
                     if let Some(serde_json::Value::Object(more)) = m.extra.get(key) {

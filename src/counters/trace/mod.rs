@@ -29,8 +29,8 @@ use std::rc::Rc;
 
 use crate::counters::{Measurement, RegionMeasurement};
 use crate::error::{Error, Result};
-use crate::report::schema::level;
-use crate::report::{Flops, Provenance, Source};
+use crate::schema::report::level;
+use crate::schema::{Flops, Provenance, Source};
 use sources::ChainFrame;
 use tally::Tally;
 use tracer::{DriverStats, Ending, Tracer};

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::report::schema::Environment;
+use crate::schema::report::Environment;
 
 /// The environment of this process now. `command_line` is recorded as given.
 /// `compiler` is left `null`: the measured program's compiler is unknown in general; use

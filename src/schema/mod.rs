@@ -1,0 +1,11 @@
+//! The ground floor: the documents every layer reads and writes, and the units and
+//! statistics they are written in. Nothing here imports from the layers above (machine,
+//! counters, model, report views, cli).
+//!
+//! - [`report`]: `roofline.report/1` (Report, Point, Flops, Bytes, Provenance, Roofs);
+//! - [`environment`]: where and how a report was produced.
+
+pub mod environment;
+pub mod report;
+
+pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
