@@ -1155,7 +1155,7 @@ pub fn unit_advice(p: &Point, bound: &Bound, roofs: &RoofSet) -> Option<String> 
         return Some(format!(
             "a tile unit exists: {} reaches {} {} here{} — use AMX tiles (oneDNN, _tile_dp* intrinsics)",
             tile.label(),
-            crate::report::table::sig3(tile.gflops),
+            crate::schema::units::sig3(tile.gflops),
             tile.unit(),
             own.map(|o| format!(" ({:.1}x this code's roof)", tile.gflops / o))
                 .unwrap_or_default()
@@ -1174,7 +1174,7 @@ pub fn unit_advice(p: &Point, bound: &Bound, roofs: &RoofSet) -> Option<String> 
         format!(
             "a lower precision is faster here: {} reaches {} {} ({:.1}x the {} peak) — where accuracy allows (e.g. {} inputs, fp32 accumulation)",
             lower.label(),
-            crate::report::table::sig3(lower.gflops),
+            crate::schema::units::sig3(lower.gflops),
             lower.unit(),
             lower.gflops / peak,
             precision_label(prec),

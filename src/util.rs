@@ -131,23 +131,6 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
     Ok(v.round() as u64)
 }
 
-/// Human-readable binary size.
-#[cfg(any(feature = "analysis", feature = "plot"))]
-pub fn fmt_bytes(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} {}", units[i])
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
-
 /// An output file checked before any measuring and written atomically (temp file + rename),
 /// so nothing half-written is ever left behind.
 #[cfg(feature = "cli")]

@@ -303,11 +303,11 @@ fn svg_has_every_roof_label_and_one_marker_per_point() {
     let text = std::fs::read_to_string(&svg).unwrap();
     let src = read_json(&fixture("several.json"));
     for (lvl, g) in src["ceilings"]["bandwidth_gbs"].as_object().unwrap() {
-        let label = format!("{} {} GB/s", lvl.to_uppercase(), roofline::report::table::sig3(g.as_f64().unwrap()));
+        let label = format!("{} {} GB/s", lvl.to_uppercase(), roofline::schema::units::sig3(g.as_f64().unwrap()));
         assert!(text.contains(&label), "missing roof label {label}");
     }
     for (key, g) in src["ceilings"]["compute_gflops"].as_object().unwrap() {
-        let value = format!("{} GFLOP/s", roofline::report::table::sig3(g.as_f64().unwrap()));
+        let value = format!("{} GFLOP/s", roofline::schema::units::sig3(g.as_f64().unwrap()));
         let fma = if key.ends_with(".fma") { "FMA" } else { "no-FMA" };
         assert!(text.contains(&format!("{fma} {value}")), "missing compute roof label for {key}");
     }

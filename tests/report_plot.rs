@@ -201,7 +201,7 @@ fn random_reports_lay_out_without_overlap() {
             let gflops = 10f64.powf(-0.5 + rng.f() * 2.5);
             let t = flops / gflops / 1e9;
             p.seconds_samples = (0..3).map(|_| t * (1.0 + 0.1 * rng.f())).collect();
-            p.seconds = roofline::schema::report::median(&p.seconds_samples).unwrap();
+            p.seconds = roofline::schema::stats::median(&p.seconds_samples).unwrap();
             r.points.push(p);
         }
         for kind in [PlotKind::Carm, PlotKind::Dram, PlotKind::Hierarchical] {

@@ -96,8 +96,8 @@ pub fn level_sizes(host: &Host, threads: usize) -> (Vec<(String, u64)>, Vec<Stri
         dram = avail / 2;
         notes.push(format!(
             "DRAM working set capped at {} (half of available memory) instead of 4× LLC = {}",
-            crate::util::fmt_bytes(dram as f64),
-            crate::util::fmt_bytes(want as f64)
+            crate::schema::units::fmt_bytes(dram as f64),
+            crate::schema::units::fmt_bytes(want as f64)
         ));
     }
     out.push(("DRAM".to_string(), (dram / t).max(4096)));

@@ -189,7 +189,7 @@ pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -
     let s = stats(&team_peak);
     let median = |mut v: Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
-        crate::schema::report::quantile(&v, 0.5)
+        crate::schema::stats::quantile(&v, 0.5)
     };
     Some(PairedFigures {
         gflops: flops * threads / s.median / 1e9,

@@ -144,7 +144,7 @@ pub struct Stats {
     pub samples: usize,
 }
 
-use crate::schema::report::quantile;
+use crate::schema::stats::quantile;
 
 pub fn stats(samples: &[f64]) -> Stats {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();

@@ -172,7 +172,7 @@ fn out_of_order(bw: &[BandwidthCeiling], threads: u32, inner: &str, outer: &str)
         "{inner} roof {a:.1} GB/s is not 10 % above {outer}'s {b:.1} GB/s (×{threads}, measured at {} per thread; {slower} of \
          {} kernels not 10 % faster than at {outer}): that level does not serve this working set here; re-measure with \
          `roofline ceilings --refresh`",
-        crate::util::fmt_bytes(ws as f64),
+        crate::schema::units::fmt_bytes(ws as f64),
         pairs.len()
     ))
 }
@@ -310,8 +310,8 @@ fn remeasure_disordered(
                     *bw = trial;
                     notes.push(format!(
                         "{level} ×{t}: measured at {} per thread, where it serves; at the nominal {} (between the inner level's share and CPUID's): {why}",
-                        crate::util::fmt_bytes(size as f64),
-                        crate::util::fmt_bytes(*nominal as f64)
+                        crate::schema::units::fmt_bytes(size as f64),
+                        crate::schema::units::fmt_bytes(*nominal as f64)
                     ));
                     break;
                 }

@@ -84,7 +84,7 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
             format!(
                 "L{} {} /{}",
                 x.level,
-                crate::util::fmt_bytes(x.size_bytes as f64),
+                crate::schema::units::fmt_bytes(x.size_bytes as f64),
                 x.shared_by_threads
             )
         })
@@ -132,7 +132,7 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
             x.kernel,
             x.isa,
             x.threads,
-            crate::util::fmt_bytes(x.working_set_bytes as f64),
+            crate::schema::units::fmt_bytes(x.working_set_bytes as f64),
             x.gbs,
             x.gbs_write_allocate,
             100.0 * x.spread
@@ -152,8 +152,8 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
                 s,
                 "  plateau {}: {} … {}: {:.1} GB/s ({} points)",
                 p.index,
-                crate::util::fmt_bytes(p.from_bytes as f64),
-                crate::util::fmt_bytes(p.to_bytes as f64),
+                crate::schema::units::fmt_bytes(p.from_bytes as f64),
+                crate::schema::units::fmt_bytes(p.to_bytes as f64),
                 p.value,
                 p.points
             );
@@ -163,11 +163,11 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
                 s,
                 "  {} ends near {} (between {} and {}); CPUID: {} (×{})",
                 b.level,
-                crate::util::fmt_bytes(b.detected.estimate_bytes as f64),
-                crate::util::fmt_bytes(b.detected.last_inside_bytes as f64),
-                crate::util::fmt_bytes(b.detected.first_outside_bytes as f64),
+                crate::schema::units::fmt_bytes(b.detected.estimate_bytes as f64),
+                crate::schema::units::fmt_bytes(b.detected.last_inside_bytes as f64),
+                crate::schema::units::fmt_bytes(b.detected.first_outside_bytes as f64),
                 b.cpuid_bytes
-                    .map(|x| crate::util::fmt_bytes(x as f64))
+                    .map(|x| crate::schema::units::fmt_bytes(x as f64))
                     .unwrap_or_else(|| "-".into()),
                 opt(b.ratio, 2)
             );

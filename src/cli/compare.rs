@@ -122,7 +122,7 @@ pub fn precision_line(cpu: (&str, Option<&ComputeRoof>), gpu: (&str, Option<&Com
             "{} (roof {} {} {}{})",
             crate::model::precision_label(prec),
             r.label(),
-            crate::report::table::sig3(r.gflops),
+            crate::schema::units::sig3(r.gflops),
             r.unit(),
             if r.empirical { "" } else { ", theoretical" }
         ),

@@ -331,10 +331,10 @@ fn machine_table(m: &device::GpuMachine) -> String {
         "  SMs {}   SM clock max {} GHz   memory {} at {} GHz x {} bits   L2 {}\n",
         m.sms,
         opt(m.sm_clock_max_ghz, 1.0, 3),
-        crate::util::fmt_bytes(m.memory_bytes as f64),
+        crate::schema::units::fmt_bytes(m.memory_bytes as f64),
         opt(m.memory_clock_ghz, 1.0, 3),
         m.memory_bus_bits.map(|b| b.to_string()).unwrap_or("-".into()),
-        m.l2_bytes.map(|b| crate::util::fmt_bytes(b as f64)).unwrap_or("-".into())
+        m.l2_bytes.map(|b| crate::schema::units::fmt_bytes(b as f64)).unwrap_or("-".into())
     );
     let p = &m.peaks;
     s += &format!(
@@ -389,7 +389,7 @@ fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
             "  {:<14} {:<12} {:>12} {:>10.0}\n",
             b.level,
             b.kernel,
-            crate::util::fmt_bytes(b.working_set_bytes as f64),
+            crate::schema::units::fmt_bytes(b.working_set_bytes as f64),
             b.gbs
         );
     }
@@ -399,7 +399,7 @@ fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
             s += &format!(
                 "  {:<14} {:>11} {:>9} {:>16.0} {:>27}\n",
                 "",
-                crate::util::fmt_bytes(p.working_set_bytes as f64),
+                crate::schema::units::fmt_bytes(p.working_set_bytes as f64),
                 format!("x{}", p.rotated_buffers),
                 p.gbs,
                 opt(p.gbs_l2_resident, 1.0, 0)

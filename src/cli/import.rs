@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::common::{OutputArgs, PlatformArg};
 use crate::counters::perf_stat::{self, ImportOptions};
 use crate::error::Error;
-use crate::util::fmt_bytes;
+use crate::schema::units::fmt_bytes;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {

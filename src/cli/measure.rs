@@ -132,7 +132,7 @@ fn print_table(r: &Report, show: Show) {
             s += "  W not counted\n";
         }
         for (lvl, b) in &p.bytes {
-            s += &format!("  Q {lvl:<5} {}", crate::util::fmt_bytes(*b));
+            s += &format!("  Q {lvl:<5} {}", crate::schema::units::fmt_bytes(*b));
             if let Some(g) = p.gbs.get(lvl) {
                 s += &format!("  ({g:.3} GB/s, AI {:.3})", p.ai.get(lvl).copied().unwrap_or(0.0));
             }

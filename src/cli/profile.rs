@@ -177,7 +177,7 @@ impl Steps for Wired {
             let n = k.size_for_bytes(bytes);
             bar.set_message(format!(
                 "kernel suite: {name} ({v}, {})",
-                crate::util::fmt_bytes(k.working_set_bytes(n) as f64)
+                crate::schema::units::fmt_bytes(k.working_set_bytes(n) as f64)
             ));
             let repeat = Repeat {
                 min_total: std::time::Duration::from_millis(150),
@@ -213,7 +213,10 @@ impl Steps for Wired {
             let mut label = if dram {
                 format!("{name}@dram")
             } else {
-                format!("{name}@{}", crate::util::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', ""))
+                format!(
+                    "{name}@{}",
+                    crate::schema::units::fmt_bytes(k.working_set_bytes(n) as f64).replace(' ', "")
+                )
             };
             if threads > 1 {
                 label.push_str(&format!("×{threads}"));

@@ -98,7 +98,7 @@ fn plan(args: &Args) -> crate::Result<Plan> {
             format!(
                 "--to {}: more than the available memory ({})",
                 args.to,
-                crate::util::fmt_bytes(avail as f64)
+                crate::schema::units::fmt_bytes(avail as f64)
             ),
             "choose a smaller --to",
         ));
@@ -176,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for p in &s.points {
         println!(
             "{:>11} {:>10} {:>9.3}µs {:>9.2} {:>9.2} {:>6} {:>4} {:<14}",
-            crate::util::fmt_bytes(p.working_set_bytes as f64),
+            crate::schema::units::fmt_bytes(p.working_set_bytes as f64),
             p.n,
             p.seconds * 1e6,
             p.gflops,
@@ -198,9 +198,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!(
             "{} ends near {}; CPUID {}",
             b.level,
-            crate::util::fmt_bytes(b.detected.estimate_bytes as f64),
+            crate::schema::units::fmt_bytes(b.detected.estimate_bytes as f64),
             b.cpuid_bytes
-                .map(|x| crate::util::fmt_bytes(x as f64))
+                .map(|x| crate::schema::units::fmt_bytes(x as f64))
                 .unwrap_or_else(|| "-".into())
         );
     }

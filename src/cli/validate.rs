@@ -191,7 +191,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
              streaming kernels at 4× its last level ({}), DRAM Q within {:.0} % of their compulsory traffic; \
              each kernel also against single-stepping on a small instance",
             h.note(),
-            crate::util::fmt_bytes((4 * llc) as f64),
+            crate::schema::units::fmt_bytes((4 * llc) as f64),
             100.0 * DRAM_TOLERANCE
         );
         Some((h, llc))

@@ -223,7 +223,7 @@ pub fn cache_model(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usi
             None => level::DRAM,
         };
         let cap = share(closer, threads);
-        let fmt = |b: u64| crate::util::fmt_bytes(b as f64);
+        let fmt = |b: u64| crate::schema::units::fmt_bytes(b as f64);
         let (bytes, why) = if ws.saturating_mul(2) <= cap {
             (
                 Some(0),

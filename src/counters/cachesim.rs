@@ -880,7 +880,7 @@ impl CacheHierarchy {
                 format!(
                     "{} {} {}-way {} {}",
                     c.name,
-                    crate::util::fmt_bytes(c.size_bytes as f64),
+                    crate::schema::units::fmt_bytes(c.size_bytes as f64),
                     c.ways,
                     match c.replacement {
                         Replacement::Lru => "LRU",

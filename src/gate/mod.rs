@@ -18,7 +18,7 @@ pub mod stats;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::schema::report::median;
+use crate::schema::stats::median;
 use crate::schema::{Point, Report};
 
 pub use format::{Format, render};

@@ -277,7 +277,7 @@ impl<'a> Blas<'a> {
                     let Ok(samples) = self.time(ty, &plan, h, &a, &b, &mut d, reps) else {
                         continue; // an algorithm the heuristic offered but that refuses to run
                     };
-                    let ms = crate::schema::report::median(&samples).unwrap_or(0.0);
+                    let ms = crate::schema::stats::median(&samples).unwrap_or(0.0);
                     let fastest = samples.iter().copied().fold(f64::INFINITY, f64::min);
                     if ms <= 0.0 || fastest.is_nan() || fastest <= 0.0 {
                         continue;

@@ -131,7 +131,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         for _ in 0..if opts.quick { 5 } else { 21 } {
             v.push(super::kernels::timed_launches(&suite, &f, cfg, &[KArg::U64(0)], per_batch)? / per_batch as f64);
         }
-        let ms = crate::schema::report::median(&v).unwrap_or(0.0);
+        let ms = crate::schema::stats::median(&v).unwrap_or(0.0);
         (ms > 0.0).then_some(ms * 1e-3)
     };
 

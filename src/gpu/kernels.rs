@@ -158,7 +158,7 @@ pub fn time_median(
     for _ in 0..reps {
         v.push(timed_launch(suite, f, cfg, args)?);
     }
-    let med = crate::schema::report::median(&v).unwrap_or(0.0);
+    let med = crate::schema::stats::median(&v).unwrap_or(0.0);
     Ok((med, v))
 }
 
@@ -183,7 +183,7 @@ pub fn time_median_rotated(
     for i in 0..reps {
         v.push(timed_launch(suite, f, cfg, &arg_sets[i % arg_sets.len()])?);
     }
-    let med = crate::schema::report::median(&v).unwrap_or(0.0);
+    let med = crate::schema::stats::median(&v).unwrap_or(0.0);
     Ok((med, v))
 }
 

@@ -97,8 +97,8 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
         return Err(Error::input(
             format!(
                 "size {n} needs {} of GPU memory, the GPU has {}",
-                crate::util::fmt_bytes(need as f64),
-                crate::util::fmt_bytes(machine.memory_bytes as f64)
+                crate::schema::units::fmt_bytes(need as f64),
+                crate::schema::units::fmt_bytes(machine.memory_bytes as f64)
             ),
             "choose a smaller --size",
         ));
@@ -275,7 +275,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
         if kernel.name == "dgemm" {
             p.provenance.notes.push(format!("the GEMM is cuBLAS's: {}", g.describe()));
         } else {
-            let own = w / (crate::schema::report::median(&samples).unwrap_or(0.0) * 1e-3) / 1e9;
+            let own = w / (crate::schema::stats::median(&samples).unwrap_or(0.0) * 1e-3) / 1e9;
             p.provenance.notes.push(format!(
                 "our tiled kernel: {:.0} GFLOP/s, {:.2}x of {} ({:.0} GFLOP/s)",
                 own,

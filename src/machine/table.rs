@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{ByIsa, MachineModel};
-use crate::util::fmt_bytes;
+use crate::schema::units::fmt_bytes;
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "—".into())

@@ -8,8 +8,9 @@ use std::fmt::Write;
 use super::{Exporter, PlotKind, View};
 use crate::error::Result;
 use crate::model::{ModelKind, level_label};
-use crate::report::table::{bound_text, seconds, si, sig3};
+use crate::report::table::bound_text;
 use crate::schema::report::{Environment, Point};
+use crate::schema::units::{seconds, si, sig3};
 
 pub struct HtmlExporter;
 
@@ -121,7 +122,10 @@ fn machine_rows(m: &serde_json::Value) -> Vec<(&'static str, Option<String>)> {
                 if kind == "instruction" {
                     return None;
                 }
-                Some(format!("L{lvl} {}", crate::util::fmt_bytes(c.get("size_bytes")?.as_f64()?)))
+                Some(format!(
+                    "L{lvl} {}",
+                    crate::schema::units::fmt_bytes(c.get("size_bytes")?.as_f64()?)
+                ))
             })
             .collect::<Vec<_>>()
             .join(", ")

@@ -18,9 +18,9 @@ use serde_json::Value;
 
 #[cfg(feature = "plot")]
 use super::plot::{FONT_FAMILY, FONT_SIZE, register_font, report_color};
-use super::table::{si, sig3};
 use crate::error::{Error, Result};
 use crate::schema::report::Point;
+use crate::schema::units::{si, sig3};
 
 /// The levels in drawing order, with their labels.
 /// Global-memory walls in sectors per warp-level global instruction: 1 (every thread the

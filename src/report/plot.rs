@@ -15,7 +15,7 @@ use super::labels::{self, Label, Rect};
 use super::{Exporter, PlotKind, View};
 use crate::error::{Error, Result};
 use crate::model::{ComputeRoof, RoofSet, level_label, level_rank, point_precision, point_rate, precision_family, precision_label};
-use crate::report::table::sig3;
+use crate::schema::units::sig3;
 
 /// DejaVu Sans (Bitstream Vera license, assets/DejaVuSans-LICENSE.txt).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -439,7 +439,7 @@ pub fn error_bar(p: &crate::report::Point) -> Option<(f64, f64)> {
         return None;
     }
     t.sort_by(f64::total_cmp);
-    let (q1, q3) = (crate::schema::report::quantile(&t, 0.25), crate::schema::report::quantile(&t, 0.75));
+    let (q1, q3) = (crate::schema::stats::quantile(&t, 0.25), crate::schema::stats::quantile(&t, 0.75));
     let w = crate::model::point_work(p);
     (q1 > 0.0).then(|| (w / q3 / 1e9, w / q1 / 1e9))
 }

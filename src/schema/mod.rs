@@ -3,9 +3,12 @@
 //! counters, model, report views, cli).
 //!
 //! - [`report`]: `roofline.report/1` (Report, Point, Flops, Bytes, Provenance, Roofs);
-//! - [`environment`]: where and how a report was produced.
+//! - [`environment`]: where and how a report was produced;
+//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
 
 pub mod environment;
 pub mod report;
+pub mod stats;
+pub mod units;
 
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
