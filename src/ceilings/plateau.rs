@@ -24,16 +24,7 @@ pub struct Plateau {
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
+    crate::schema::stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// Plateaus of `(working_set_bytes, value)` points (any order; sorted by size here).

@@ -98,9 +98,8 @@ pub fn measure_sm_clock(suite: &Suite, sms: u32) -> Result<f64> {
     };
     time_median(suite, &f, cfg, 1, 1, &[suite.ptr(&out), KArg::I64(spin_ns)])?;
     let host = suite.stream.clone_dtoh(&out).map_err(cuda_err("copy back"))?;
-    let mut ghz: Vec<f64> = host.chunks(2).filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64).collect();
-    ghz.sort_by(|a, b| a.total_cmp(b));
-    Ok(ghz.get(ghz.len() / 2).copied().unwrap_or(0.0))
+    let ghz: Vec<f64> = host.chunks(2).filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64).collect();
+    Ok(crate::schema::stats::median(&ghz).unwrap_or(0.0))
 }
 
 /// The largest power of two not above `x` (0 for 0).
