@@ -22,6 +22,8 @@ pub mod cli;
 pub mod counters;
 #[cfg(feature = "trace")]
 pub mod criterion_support;
+#[cfg(feature = "cli")]
+pub mod doctor;
 pub mod error;
 #[cfg(feature = "analysis")]
 pub mod gate;

@@ -4,8 +4,8 @@ use clap::Args as ClapArgs;
 
 use super::common::{OutputArgs, PlatformArg};
 use crate::counters::simulated::SimulatedPmu;
+use crate::doctor::{self, Inputs, LiveProbe, SimulatedProbe};
 use crate::machine::Platform;
-use crate::machine::doctor::{self, Inputs, LiveProbe, SimulatedProbe};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {

@@ -14,8 +14,6 @@ pub mod clock;
 pub mod cpuid;
 #[cfg(feature = "analysis")]
 pub mod detect;
-#[cfg(feature = "cli")]
-pub mod doctor;
 #[cfg(feature = "analysis")]
 pub mod dump;
 pub mod host;
