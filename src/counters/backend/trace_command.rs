@@ -1,0 +1,102 @@
+//! `--backend trace`: the command traced once for W and Q, then timed natively; a suite
+//! kernel's instances traced for W and core Q.
+
+use std::collections::BTreeMap;
+
+use roofline_kernels::{Kernel, Variant};
+
+use super::*;
+use crate::counters::trace::{self, TraceMode, tally::Tally};
+use crate::counters::{Measurement, region_times};
+use crate::error::{Error, Result};
+
+/// `--backend trace`: W and core Q by tracing the command once; with `--trace memory`, Q per
+/// level from the cache simulator. T from `--repeat` native runs of the command afterwards
+/// (argv, no shell, stdin/stdout/stderr inherited as in the perf path). The command's own
+/// failure is passed through as its status.
+pub(super) fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+    let mut m = if opts.trace == TraceMode::Memory || (opts.trace == TraceMode::Reference && opts.cache.is_some()) {
+        let sim = cache_hierarchy(opts.cache.as_deref())?;
+        // The levels' bytes and the simulator's note are in `m` already (trace_command).
+        trace::measure_command_with_sink(argv, opts.by_function, Box::new(sim), opts.trace == TraceMode::Reference)?.0
+    } else {
+        let o = trace::TraceOptions {
+            mode: opts.trace,
+            by_function: opts.by_function,
+            sink: None,
+        };
+        trace::measure_command(argv, &o)?
+    };
+    if !opts.trace_timing {
+        return Ok(CommandOutcome::Measured(Box::new(m)));
+    }
+    let collector = if m.regions.is_empty() {
+        None
+    } else {
+        Some(region_times::Collector::new()?)
+    };
+    let (samples, runs) = match native_runs_with_regions(argv, opts.repeat, "after the trace", collector.as_ref())? {
+        Ok(x) => x,
+        Err(status) => return Ok(CommandOutcome::Failed { status }),
+    };
+    m.seconds_samples = samples;
+    regions_timed(&mut m.regions, &runs);
+    m.extra.insert("repeats".into(), serde_json::json!(opts.repeat));
+    if let Some(p) = m.provenance.as_mut() {
+        p.seconds = Some(crate::schema::Source::Native);
+        p.notes.push(format!(
+            "W and Q from one traced run; T from {} native run(s) after it",
+            opts.repeat
+        ));
+    }
+    Ok(CommandOutcome::Measured(Box::new(m)))
+}
+
+/// The seed `counters::analytic::run` gives thread `t`'s instance: `ANALYTIC_SEED + t`.
+pub(super) const ANALYTIC_SEED: u64 = 0x5EED;
+
+/// W and core Q of one `run()` of a fresh instance, traced in a forked child (as `roofline
+/// validate` does). The count includes the few bytes of the call path around `run()`.
+pub(super) fn trace_instance(kernel: &dyn Kernel, n: usize, variant: Variant, seed: u64) -> Result<Tally> {
+    let mut inst = kernel
+        .instance(n, variant, seed)
+        .map_err(|e| Error::input(format!("{} at size {n}: {e}", kernel.name()), "use a valid --size or --bytes"))?;
+    let mut work = || inst.run();
+    Ok(trace::trace_forked(&mut work, TraceMode::Flops, false)?.total)
+}
+
+/// Replace the analytic W and core Q of `m` by the traced ones, summed over the team's
+/// instances; DRAM Q stays analytic (the trace backend has no cache model in flops mode).
+pub(super) fn use_traced_counts(m: &mut Measurement, tallies: &[Tally]) {
+    use crate::schema::Source;
+    use crate::schema::report::level;
+    let mut sum = Tally::default();
+    for t in tallies {
+        sum.add_scaled(t, 1);
+    }
+    let by_class: BTreeMap<String, f64> = sum
+        .flops
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v > 0)
+        .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v as f64))
+        .collect();
+    m.flops = crate::schema::Flops::of_classes(by_class);
+    m.flops.effective = (sum.effective_unknown == 0).then_some(sum.effective as f64);
+    m.flops.fma = Some(sum.fma_flops as f64);
+    if m.flops.int_ops.is_some() {
+        m.flops.int_ops_effective = (sum.effective_unknown == 0).then_some(sum.effective_int as f64);
+    }
+    m.bytes.insert(level::CORE.to_string(), (sum.core_load + sum.core_store) as f64);
+    m.extra.insert("core_load_bytes".into(), sum.core_load.into());
+    m.extra.insert("core_store_bytes".into(), sum.core_store.into());
+    m.extra.insert("traced_instructions".into(), sum.instructions.into());
+    if let Some(p) = m.provenance.as_mut() {
+        p.flops = Some(Source::Trace);
+        p.bytes.insert(level::CORE.to_string(), Source::Trace);
+        p.notes.push(
+            "W and core Q traced (one run() per thread's instance; core Q includes the call path's few bytes around run(), under 1 KiB per instance, see `roofline validate`); dram analytic; T native"
+                .into(),
+        );
+    }
+}
