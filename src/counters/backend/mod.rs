@@ -23,15 +23,15 @@ use crate::error::{Error, Result};
 
 mod kernel;
 mod native;
-mod perf_command;
+mod perf_backend;
 mod report;
-mod trace_command;
+mod trace_backend;
 
 pub use kernel::*;
 pub(crate) use native::*;
-pub use perf_command::*;
+pub use perf_backend::*;
 pub use report::*;
-use trace_command::*;
+use trace_backend::*;
 
 /// How to measure a command (the options of `roofline measure`).
 #[derive(Debug, Clone)]
@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn zen1_says_q_dram_is_unavailable() {
-        // The notes perf_command prints and keeps: Zen 1 says Q_dram is unavailable.
+        // The notes perf_backend prints and keeps: Zen 1 says Q_dram is unavailable.
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("cpu")).unwrap();
         std::fs::write(dir.path().join("cpu/type"), "4\n").unwrap();
