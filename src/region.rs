@@ -208,23 +208,11 @@ impl Session {
                 let (specs, notes) = platform_counters(pmus)?;
                 Session::with_events_and_notes(specs, notes)
             }
-            Backend::Auto => {
-                if perf::core_pmu(pmus).is_ok() {
-                    Session::new(Backend::Perf)
-                } else if traced() {
-                    Ok(Session::time_only(Mode::Traced))
-                } else if region_times::under_measure() {
-                    // A native run of `roofline measure`: time only, written back at drop.
-                    Ok(Session::time_only(Mode::TimeOnly))
-                } else {
-                    // The perf error explains the missing PMU and names the way out.
-                    let e = perf::core_pmu(pmus).unwrap_err();
-                    Err(Error::unavailable(
-                        e.to_string().lines().next().unwrap_or("no hardware core PMU").to_string(),
-                        "run the program under `roofline measure --backend trace -- …` (the markers are traced), or use Backend::Analytic for time only",
-                    ))
-                }
-            }
+            Backend::Auto => match crate::counters::choose(Backend::Auto, crate::counters::Target::Region, pmus)?.0 {
+                Backend::Perf => Session::new(Backend::Perf),
+                Backend::Trace => Ok(Session::time_only(Mode::Traced)),
+                _ => Ok(Session::time_only(Mode::TimeOnly)),
+            },
             Backend::Trace => Ok(Session::time_only(Mode::Traced)),
             Backend::Analytic => Ok(Session::time_only(Mode::TimeOnly)),
             #[cfg(feature = "trace")]
@@ -710,14 +698,6 @@ fn platform_counters(pmus: &Path) -> Result<(Vec<CounterSpec>, Vec<String>)> {
     Ok((specs, notes))
 }
 
-/// Whether a tracer (the trace backend) is attached to this process.
-fn traced() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("TracerPid:").map(|v| v.trim().to_string())))
-        .is_some_and(|pid| pid != "0")
-}
-
 // ---- C ABI (include/roofline.h) -------------------------------------------------------
 
 /// Process-wide state of the C ABI: what each thread counts, and totals merged over threads.
@@ -832,15 +812,13 @@ fn backend_from_env() -> std::result::Result<CBackend, String> {
         "trace" => CBackend::Traced,
         "analytic" => CBackend::TimeOnly,
         "simulated" => CBackend::Simulated,
-        "auto" | "" => {
-            if perf::core_pmu(Path::new(SYSFS_PMUS)).is_ok() {
-                CBackend::Perf
-            } else if traced() {
-                CBackend::Traced
-            } else {
-                CBackend::TimeOnly
-            }
-        }
+        // No counters and no tracer outside a native run of `roofline measure`: regions keep
+        // time only here (the C marker API never fails the program for want of counters).
+        "auto" | "" => match crate::counters::choose(Backend::Auto, crate::counters::Target::Region, Path::new(SYSFS_PMUS)) {
+            Ok((Backend::Perf, _)) => CBackend::Perf,
+            Ok((Backend::Trace, _)) => CBackend::Traced,
+            _ => CBackend::TimeOnly,
+        },
         other => {
             return Err(format!(
                 "ROOFLINE_BACKEND={other} is not one of auto, perf, software, trace, analytic, simulated"

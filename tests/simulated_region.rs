@@ -30,7 +30,7 @@ fn random(lo: u64, hi: u64) -> u64 {
 /// round(T/G) ≥ 1 ns of it, so the ratio is ≥ max(1/G − 1/(2T), 1/T) ≥ 2/(3G) (1 for G = 1).
 fn least_running_ratio() -> f64 {
     use roofline::counters::perf::{Scope, plan_groups};
-    let pmu = SimulatedPmu::new(roofline::counters::backend::platform(None).unwrap(), Faults::default());
+    let pmu = SimulatedPmu::new(roofline::counters::platform(None).unwrap(), Faults::default());
     let (specs, counters, _) = pmu.counters(false, true).unwrap();
     let groups = plan_groups(&specs, counters)
         .iter()

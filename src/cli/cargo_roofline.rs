@@ -7,7 +7,7 @@
 //! `roofline measure`'s own code, its JSON kept under `<target dir>/roofline/NAME.json`.
 
 use anyhow::Context;
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use std::ffi::OsString;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -120,13 +120,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     // `auto` resolved here (said once on stderr), so the trace backend's attribution can be
     // asked for below.
-    let chosen = crate::counters::backend::choose_backend(
+    let (chosen, why) = crate::counters::choose(
         args.backend,
-        crate::counters::team::EventSet::Platform,
+        crate::counters::Target::Command { software_only: false },
         Path::new(crate::counters::perf::SYSFS_PMUS),
-    );
-    let backend = chosen.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
-    let mut measure_argv: Vec<OsString> = ["roofline", "measure", "--backend", &backend].map(OsString::from).into();
+    )?;
+    if args.backend == BackendKind::Auto {
+        eprintln!("roofline: backend auto → {} ({why})", chosen.name());
+    }
+    let backend = chosen.name();
+    let mut measure_argv: Vec<OsString> = ["roofline", "measure", "--backend", backend].map(OsString::from).into();
     // Where the trace backend runs (chosen, or `auto` without a PMU), the report says which
     // function and line of the program did the work: the build has line tables for it.
     if chosen == BackendKind::Trace {

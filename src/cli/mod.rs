@@ -20,6 +20,7 @@ pub mod report_cmd;
 pub mod run;
 pub mod sweep;
 pub mod validate;
+mod values;
 
 use clap::{Parser, Subcommand};
 

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 use super::common::PlatformArg;
-use crate::counters::backend::KernelCounting;
+use crate::counters::backend::{self, AnalyticBackend, Backend};
 use crate::error::Error;
 use crate::machine::MachineModel;
 use crate::model::RoofSet;
@@ -162,7 +162,7 @@ impl Steps for Wired {
         let llc = machine.caches.iter().map(|c| c.size_bytes).max().unwrap_or(32 << 20);
         // W and the cache/memory levels from perf where a core PMU exists; otherwise (or when
         // the events cannot be opened) analytic, each point saying why.
-        let (counting, no_perf) = KernelCounting::perf_or_analytic();
+        let (counting, no_perf) = backend::for_profile();
         let mut points = Vec::new();
         for (name, bytes) in PROFILE_KERNELS {
             if !self.kernels.is_empty() && !self.kernels.iter().any(|k| k == name) {
@@ -196,10 +196,10 @@ impl Steps for Wired {
             };
             // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
             // traffic beyond twice it, nothing claimed in between (each level says why).
-            let mut m = match counting.measure(&spec, &machine.caches, &|_, _| {}) {
+            let mut m = match counting.measure_kernel(&spec, &machine.caches, &|_, _| {}) {
                 Ok(m) => m,
-                Err(e) if matches!(counting, KernelCounting::Perf(_)) => {
-                    let mut m = KernelCounting::Analytic.measure(&spec, &machine.caches, &|_, _| {})?;
+                Err(e) if counting.kind() == crate::counters::BackendKind::Perf => {
+                    let mut m = AnalyticBackend.measure_kernel(&spec, &machine.caches, &|_, _| {})?;
                     if let Some(p) = m.provenance.as_mut() {
                         p.notes.push(format!("perf: {e}; W and Q analytic"));
                     }
@@ -235,7 +235,7 @@ impl Steps for Wired {
                     k.as_ref(),
                     v,
                     small,
-                    crate::validate::ValidateBackend::Trace,
+                    crate::counters::BackendKind::Trace,
                     0x5eed,
                     crate::counters::trace::TraceMode::Flops,
                 ) {

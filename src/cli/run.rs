@@ -12,7 +12,7 @@ use crate::cli::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::cli::kernels_cmd::widest_runnable;
 use crate::counters::BackendKind;
 use crate::counters::analytic::KernelRun;
-use crate::counters::backend::{self, KernelCounting};
+use crate::counters::backend;
 use crate::error::Error;
 use crate::kernels::runner::Repeat;
 use crate::kernels::{Kernel, Variant, api, check};
@@ -163,7 +163,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let out = args.output.check(&["json"])?;
     let plan = plan(&args)?;
-    let backend = backend::resolve_kernel_backend(args.backend);
+    let (backend, _) = crate::counters::choose(
+        args.backend,
+        crate::counters::Target::Kernel,
+        std::path::Path::new(crate::counters::perf::SYSFS_PMUS),
+    )?;
     if args.split && matches!(backend, BackendKind::Trace | BackendKind::Simulated) {
         return Err(Error::input(
             "--split: the trace backend counts one independent instance per thread",
@@ -172,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .into());
     }
     // Events chosen and checked before anything runs (one line and exit 2 without a PMU).
-    let mut counting = KernelCounting::select(backend, args.events, args.platform.platform.as_deref(), args.optional_events)?;
+    let mut counting = backend::for_kernels(backend, args.events, args.platform.platform.as_deref(), args.optional_events)?;
     let command_line: Vec<String> = std::env::args().collect();
     let mut env = collect(&command_line);
     env.compiler = Some(own_compiler());
@@ -183,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut report = Report::new(machine, env);
     // Trace before any timing thread exists (the traced child is forked from this process).
     let most = plan.threads.iter().copied().max().unwrap_or(1);
-    counting.prepare(plan.kernel.as_ref(), plan.n, plan.variant, most)?;
+    counting.prepare_kernel(plan.kernel.as_ref(), plan.n, plan.variant, most)?;
     for (i, &threads) in plan.threads.iter().enumerate() {
         let spec = KernelRun {
             kernel: plan.kernel.as_ref(),
@@ -206,7 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             bar.set_message(format!("{label}: {count} samples, last {secs:.3e} s"));
             bar.tick();
         };
-        let m = counting.measure(&spec, &model.caches, &on_sample)?;
+        let m = counting.measure_kernel(&spec, &model.caches, &on_sample)?;
         bar.finish_and_clear();
         report
             .points

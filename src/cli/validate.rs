@@ -6,10 +6,11 @@ use anyhow::Context;
 use clap::Args as ClapArgs;
 
 use crate::cli::common::{OutputArgs, PlatformArg};
+use crate::counters::BackendKind;
 use crate::counters::cachesim;
 use crate::counters::trace::{self, TraceMode, TraceOptions};
 use crate::error::Error;
-use crate::validate::{DEFAULT_VALIDATE_CACHE, DRAM_TOLERANCE, Row, ValidateBackend, rel_err, rows_report, validate_suite};
+use crate::validate::{DEFAULT_VALIDATE_CACHE, DRAM_TOLERANCE, Row, rel_err, rows_report, validate_suite};
 
 /// The backends `validate` validates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -74,13 +75,10 @@ fn fresh_seed() -> u64 {
         .unwrap_or(7)
 }
 
-fn table(rows: &[Row], backend: ValidateBackend) -> String {
+fn table(rows: &[Row], backend: BackendKind) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let b = match backend {
-        ValidateBackend::Trace => "trace",
-        ValidateBackend::Analytic => "analytic",
-    };
+    let b = backend.name();
     let _ = writeln!(
         s,
         "{:<18} {:<7} {:>9} {:>14} {:>14} {:>8} {:>14} {:>14} {:>14} {:>14} {:>8} {:>8} {:>12} {:>18}  verdict",
@@ -172,18 +170,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let ws = crate::util::parse_bytes(&args.working_set).context("--working-set")?;
     let backend = match args.backend {
-        BackendArg::Trace => ValidateBackend::Trace,
-        BackendArg::Analytic => ValidateBackend::Analytic,
+        BackendArg::Trace => BackendKind::Trace,
+        BackendArg::Analytic => BackendKind::Analytic,
         BackendArg::Perf | BackendArg::Simulated => return run_perf(&args, ws, out),
     };
     let seed = args.seed.unwrap_or_else(fresh_seed);
-    if args.cache.is_some() && (args.trace_mode != TraceMode::Memory || backend != ValidateBackend::Trace) {
+    if args.cache.is_some() && (args.trace_mode != TraceMode::Memory || backend != BackendKind::Trace) {
         anyhow::bail!(Error::input(
             "--cache needs --trace memory (and the trace backend)",
             "roofline validate --trace memory --cache L1=4KiB:4,L2=32KiB:8"
         ));
     }
-    let sim = if backend == ValidateBackend::Trace && args.trace_mode == TraceMode::Memory {
+    let sim = if backend == BackendKind::Trace && args.trace_mode == TraceMode::Memory {
         let h = cachesim::parse_cache_hierarchy(args.cache.as_deref().unwrap_or(DEFAULT_VALIDATE_CACHE))?;
         let llc = h.levels().last().map(|l| l.size_bytes).unwrap_or(0);
         eprintln!(
@@ -205,7 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let all_ok = rows.iter().all(|r| r.ok);
     let doc = serde_json::json!({
         "schema": "roofline.validate/1",
-        "backend": match backend { ValidateBackend::Trace => "trace", ValidateBackend::Analytic => "analytic" },
+        "backend": backend.name(),
         "seed": seed,
         "tolerance": if sim.is_some() {
             serde_json::json!({"flops": 0.0, "core_bytes": 0.0, "dram_bytes": DRAM_TOLERANCE})

@@ -11,6 +11,7 @@ pub mod analytic;
 pub mod backend;
 #[cfg(feature = "analysis")]
 pub mod cachesim;
+pub mod choose;
 pub mod events;
 pub mod perf;
 #[cfg(feature = "analysis")]
@@ -27,12 +28,14 @@ pub mod trust;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+pub use choose::{Target, choose};
+
+use crate::error::{Error, Result};
 use crate::schema::{Bytes, Flops, Point, Provenance};
 
 /// Which backend to use; `Auto` picks perf when a usable core PMU exists, else trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     Auto,
@@ -42,6 +45,33 @@ pub enum BackendKind {
     /// The simulated PMU (`simulated.rs`): the perf path with counts from a trace of the same
     /// run and injected faults, for tests. Never chosen by `auto`.
     Simulated,
+}
+
+impl BackendKind {
+    /// Every backend, in the order the CLI lists them.
+    pub const ALL: [BackendKind; 5] = [
+        BackendKind::Auto,
+        BackendKind::Perf,
+        BackendKind::Trace,
+        BackendKind::Analytic,
+        BackendKind::Simulated,
+    ];
+
+    /// The name the CLI, the reports and `ROOFLINE_BACKEND` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Auto => "auto",
+            BackendKind::Perf => "perf",
+            BackendKind::Trace => "trace",
+            BackendKind::Analytic => "analytic",
+            BackendKind::Simulated => "simulated",
+        }
+    }
+
+    /// The backend of that name.
+    pub fn from_name(name: &str) -> Option<BackendKind> {
+        BackendKind::ALL.into_iter().find(|b| b.name() == name)
+    }
 }
 
 /// W, Q and T of one measured thing, with the provenance of each: what every backend
@@ -97,4 +127,17 @@ impl Measurement {
         p.extra = self.extra;
         p
     }
+}
+
+/// The identified platform (or `--platform`).
+pub fn platform(spec: Option<&str>) -> Result<crate::machine::Platform> {
+    if let Some(spec) = spec {
+        return crate::machine::Platform::load(spec);
+    }
+    perf::identify_platform().ok_or_else(|| {
+        Error::input(
+            "unknown microarchitecture: no platform file matches this CPU's vendor, family and model",
+            "pass `--platform NAME|FILE` (see `platforms/`), or use `--backend trace`",
+        )
+    })
 }

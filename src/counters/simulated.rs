@@ -30,10 +30,8 @@ use std::collections::BTreeMap;
 use std::io;
 
 use crate::counters::Measurement;
-use crate::counters::backend::{self, CommandOptions, CommandOutcome};
 use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::perf::{self, CounterSource, CounterSpec, EventCount, RawCount, Scope};
-use crate::counters::team::EventSet;
 use crate::counters::trace::{self, AccessKind, AccessSink, TraceMode};
 use crate::error::{Error, Result};
 use crate::machine::Platform;
@@ -356,7 +354,7 @@ impl SimulatedPmu {
     /// The identified platform (or `platform`, a `--platform` NAME|FILE) with the faults of
     /// `ROOFLINE_SIMULATED_PMU`.
     pub fn from_env(platform: Option<&str>) -> Result<SimulatedPmu> {
-        let platform = crate::counters::backend::platform(platform)?;
+        let platform = crate::counters::platform(platform)?;
         Ok(SimulatedPmu::new(platform, Faults::from_env()?))
     }
 
@@ -690,7 +688,7 @@ fn dram_split(h: &CacheHierarchy) -> Option<(f64, f64)> {
 }
 
 /// The truth of one command: traced once in memory mode through `hierarchy`.
-fn trace_command_truth(argv: &[String], hierarchy: CacheHierarchy) -> Result<Measurement> {
+pub(crate) fn trace_command_truth(argv: &[String], hierarchy: CacheHierarchy) -> Result<Measurement> {
     let shared = SharedHierarchy(std::rc::Rc::new(std::cell::RefCell::new(hierarchy)));
     let (m, _) = trace::measure_command_with_sink(argv, false, Box::new(shared.clone()), false)?;
     let split = dram_split(&shared.0.borrow());
@@ -706,67 +704,6 @@ pub fn trace_work_truth(work: &mut dyn FnMut(), hierarchy: &CacheHierarchy, seco
     let r = trace::trace_forked_with_sink(work, TraceMode::Memory, false, Some(&mut h))?;
     let m = trace::to_measurement(&r, false);
     Ok(Truth::from_trace(&m, dram_split(&h), seconds))
-}
-
-/// `roofline measure --backend simulated -- CMD`: the perf path of a command with the
-/// simulated PMU. The command is traced once (memory mode: W per class, bytes per level),
-/// then run natively `repeat` times (T); each run's counts are the simulated counters' over
-/// that run, read, scaled and turned into W and Q exactly as perf's are.
-pub fn measure_command(argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
-    if opts.events == EventSet::Software {
-        return Err(Error::input(
-            "--backend simulated simulates the platform's hardware events, not software ones",
-            "drop `--events software`, or use `--backend perf --events software`",
-        ));
-    }
-    let pmu = SimulatedPmu::from_env(opts.platform.as_deref())?;
-    let (specs, counters, notes) = pmu.counters(opts.optional_events, opts.uncore)?;
-    let plan = perf::plan_groups(&specs, counters);
-    backend::say_multiplexed_groups(&specs, &plan);
-    for n in &notes {
-        eprintln!("roofline: {n}");
-    }
-    let mut set = pmu.open(specs.clone(), &plan)?;
-    let hierarchy = backend::cache_hierarchy(opts.cache.as_deref())?;
-    let traced = trace_command_truth(argv, hierarchy)?;
-    let split = traced
-        .extra
-        .get("simulated_dram_split")
-        .and_then(|v| serde_json::from_value::<Option<(f64, f64)>>(v.clone()).ok())
-        .flatten();
-    let samples = match backend::native_runs(argv, opts.repeat, "after the trace")? {
-        Ok(s) => s,
-        Err(status) => return Ok(CommandOutcome::Failed { status }),
-    };
-    let mut runs = Vec::with_capacity(samples.len());
-    for &secs in &samples {
-        let counts = set.counts_of(&Truth::from_trace(&traced, split, secs))?;
-        for w in perf::multiplex_warnings(&counts) {
-            eprintln!("roofline: {w}");
-        }
-        runs.push((secs, counts));
-    }
-    let mut m = backend::counted_measurement(&specs, &plan, runs, notes, opts.repeat, Source::Simulated)?;
-    let seconds = m.seconds_samples.iter().copied().fold(f64::NAN, f64::max);
-    backend::check_plausible(&m, seconds, Some(&pmu.platform.key))?;
-    if opts.idle_baseline {
-        // The simulated machine runs nothing else: its idle background is zero, counted
-        // through the same path (and the same faults) as real counters.
-        let idle = |specs: &[CounterSpec], d: std::time::Duration| -> Result<Vec<EventCount>> {
-            let mut idle_set = pmu.open(specs.to_vec(), &perf::plan_groups(specs, counters))?;
-            idle_set.counts_of(&Truth {
-                seconds: d.as_secs_f64(),
-                ..Truth::default()
-            })
-        };
-        backend::idle_baseline(&specs, &mut m, seconds, &idle)?;
-    }
-    m.extra.insert(
-        "traced_instructions".into(),
-        traced.extra.get("instructions").cloned().unwrap_or_default(),
-    );
-    mark_simulated(&mut m, &pmu);
-    Ok(CommandOutcome::Measured(Box::new(m)))
 }
 
 #[cfg(test)]

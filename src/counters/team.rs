@@ -20,7 +20,6 @@ use crate::schema::Source;
 
 /// Which events a kernel run counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum EventSet {
     /// The identified platform's FP, cache and memory events (needs a hardware PMU).
     Platform,

@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use super::{GateOutcome, Method, Row, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     Text,
     Json,

@@ -27,7 +27,6 @@ use crate::model::{self, Analysis, RoofSet};
 
 /// Which roofline view(s) a plot draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum PlotKind {
     /// Cache-aware: core-side AI against every level's roof.
     Carm,

@@ -13,17 +13,11 @@ pub mod perf;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+use crate::counters::BackendKind;
 use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::trace::{self, TraceMode};
 use crate::error::{Error, Result};
 use crate::kernels::{Counts, Variant, api};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-pub enum ValidateBackend {
-    Trace,
-    Analytic,
-}
 
 /// One row of the validation table.
 #[derive(Debug, Clone, Serialize)]
@@ -106,7 +100,7 @@ pub fn is_streaming(name: &str) -> bool {
 /// call, the instance's fields): the same at every size, reported, and bounded by this.
 const HARNESS_BYTES_MAX: u64 = 1024;
 
-pub fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: ValidateBackend, seed: u64, mode: TraceMode) -> Result<Row> {
+pub fn validate_one(k: &dyn api::Kernel, v: Variant, n: usize, backend: BackendKind, seed: u64, mode: TraceMode) -> Result<Row> {
     validate_one_with(k, v, n, backend, seed, mode, None)
 }
 
@@ -117,7 +111,7 @@ pub fn validate_one_with(
     k: &dyn api::Kernel,
     v: Variant,
     n: usize,
-    backend: ValidateBackend,
+    backend: BackendKind,
     seed: u64,
     mode: TraceMode,
     sim: Option<&CacheHierarchy>,
@@ -132,12 +126,21 @@ pub fn validate_one_with(
     let mut stepped_detail = None;
     let mut dram_measured = None;
     let (flops_measured, fma_measured, core_measured, detail) = match backend {
-        ValidateBackend::Analytic => {
+        BackendKind::Auto | BackendKind::Perf | BackendKind::Simulated => {
+            return Err(Error::input(
+                format!(
+                    "validating with {} counts events group by group, not per kernel run here",
+                    backend.name()
+                ),
+                "use validate::perf for the perf backend and the simulated PMU; this validates trace and analytic",
+            ));
+        }
+        BackendKind::Analytic => {
             // The kernel-level formula against the instance's own: two derivations of one count.
             let c = k.counts(n, v);
             (flops_map(&c), c.fma_flops, c.core_bytes(), None)
         }
-        ValidateBackend::Trace => {
+        BackendKind::Trace => {
             let (t, dram) = run_traced(&mut inst, mode, sim)?;
             let t = &t;
             if mode == TraceMode::Memory
@@ -270,7 +273,7 @@ pub fn validate_one_with(
 pub fn validate_suite(
     kernels: &[String],
     working_set: u64,
-    backend: ValidateBackend,
+    backend: BackendKind,
     seed: u64,
     mode: TraceMode,
     sim: Option<&CacheHierarchy>,
@@ -312,11 +315,13 @@ pub fn validate_suite(
 
 /// The validation rows as a `roofline.report/1`: W as measured by the backend, core Q as
 /// measured less the constant harness bytes (zero time: for exact-count gates, not plots).
-pub fn rows_report(rows: &[Row], backend: ValidateBackend) -> crate::schema::Report {
+pub fn rows_report(rows: &[Row], backend: BackendKind) -> crate::schema::Report {
     use crate::schema::{Bytes, Flops, Point, Provenance, Report, Source};
     let src = match backend {
-        ValidateBackend::Trace => Source::Trace,
-        ValidateBackend::Analytic => Source::Analytic,
+        BackendKind::Trace => Source::Trace,
+        BackendKind::Perf => Source::Perf,
+        BackendKind::Simulated => Source::Simulated,
+        BackendKind::Analytic | BackendKind::Auto => Source::Analytic,
     };
     let machine = crate::machine::detect_static(&Default::default())
         .ok()
@@ -398,19 +403,11 @@ mod tests {
         let n = 17 + (seed % 1000) as usize;
         // The scalar triad multiplies then adds: 2n flops, none of them an FMA.
         let triad = || api::find("triad").unwrap();
-        let row = validate_one(
-            triad().as_ref(),
-            Variant::Scalar,
-            n,
-            ValidateBackend::Analytic,
-            seed,
-            TraceMode::Flops,
-        )
-        .unwrap();
+        let row = validate_one(triad().as_ref(), Variant::Scalar, n, BackendKind::Analytic, seed, TraceMode::Flops).unwrap();
         assert!(row.ok, "n={n}: {row:?}");
         assert_eq!((row.fma_analytic, row.fma_measured), (0, 0));
         let lying = ClaimsFma(triad());
-        let row = validate_one(&lying, Variant::Scalar, n, ValidateBackend::Analytic, seed, TraceMode::Flops).unwrap();
+        let row = validate_one(&lying, Variant::Scalar, n, BackendKind::Analytic, seed, TraceMode::Flops).unwrap();
         assert_eq!(row.flops_analytic, row.flops_measured, "the classes of W agree");
         assert_eq!((row.fma_analytic, row.fma_measured), (0, 2 * n as u64));
         assert!(!row.ok, "n={n}: an FMA mismatch must fail the row");

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::counters::backend::{KernelCounting, SimulatedKernel};
+use crate::counters::backend::{Backend, PerfBackend, SimulatedBackend, SimulatedKernel};
 use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::perf::{self, CounterSet, CounterSpec, Scope, Target};
 use crate::counters::simulated::{self, SimulatedPmu, class_covers};
@@ -188,7 +188,7 @@ fn select(counters: &Counters, platform: Option<&str>) -> Result<Selected> {
             let pmus = Path::new(perf::SYSFS_PMUS);
             perf::core_pmu(pmus).map_err(|e| no_pmu(&e))?;
             perf::check_paranoid(perf::paranoid(), false).map_err(|e| no_pmu(&e))?;
-            let plat = crate::counters::backend::platform(platform)?;
+            let plat = crate::counters::platform(platform)?;
             let uncore = perf::check_paranoid(perf::paranoid(), true).is_ok();
             let (specs, mut notes) = perf::counters_for_platform(&plat, pmus, true, uncore, perf::nmi_watchdog_on())?;
             if !uncore {
@@ -265,17 +265,22 @@ fn measure(
         split: false,
     };
     let mut counting = match counters {
-        Counters::Perf => KernelCounting::Perf(selection.clone()),
-        Counters::Simulated { pmu, hierarchy } => KernelCounting::Simulated(Box::new(SimulatedKernel {
-            pmu: pmu.as_ref().clone(),
-            selection: selection.clone(),
-            hierarchy: hierarchy.as_ref().clone(),
-            truths: Vec::new(),
-        })),
+        Counters::Perf => Box::new(PerfBackend {
+            pmus: crate::counters::perf::SYSFS_PMUS.into(),
+            kernel_events: Some(selection.clone()),
+        }) as Box<dyn Backend>,
+        Counters::Simulated { pmu, hierarchy } => Box::new(SimulatedBackend {
+            kernel: Some(Box::new(SimulatedKernel {
+                pmu: pmu.as_ref().clone(),
+                selection: selection.clone(),
+                hierarchy: hierarchy.as_ref().clone(),
+                truths: Vec::new(),
+            })),
+        }),
     };
-    counting.prepare(k, n, v, 1)?;
+    counting.prepare_kernel(k, n, v, 1)?;
     // No cache model: only what the counters counted is judged.
-    counting.measure(&spec, &[], &|_, _| {})
+    counting.measure_kernel(&spec, &[], &|_, _| {})
 }
 
 /// W of `k` by event class, the FP events counted group by group (as LIKWID validates one
@@ -370,7 +375,7 @@ fn idle_dram_rate(counters: &Counters, specs: &[CounterSpec], seconds: f64) -> R
 pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
     let (specs, n_counters, mut notes, failed_to_open) = select(counters, opts.platform.as_deref())?;
     let platform = match counters {
-        Counters::Perf => crate::counters::backend::platform(opts.platform.as_deref())?.key,
+        Counters::Perf => crate::counters::platform(opts.platform.as_deref())?.key,
         Counters::Simulated { pmu, .. } => pmu.platform.key.clone(),
     };
     let w_kernels = find_kernels(&opts.kernels, DEFAULT_W_KERNELS)?;

@@ -1,13 +1,15 @@
-//! One interface to the backends: "measure this command / this suite kernel with backend B".
+//! One interface to the backends, the [`Backend`] trait: "measure this command / count this
+//! suite kernel". Its peers, one file each:
 //!
-//! `roofline measure`, `gate -- CMD`, `run`, `profile` and `validate` call these functions; the
-//! CLI only parses arguments and prints. A backend is a [`BackendKind`]:
+//! - [`PerfBackend`]: perf_event counters (`perf/`, `team.rs`), W and Q through the event formulas;
+//! - [`TraceBackend`]: ptrace + decoding (`trace/`), exact W and core Q, Q per level with `cachesim`;
+//! - [`AnalyticBackend`]: the kernel suite's own formulas (suite kernels only);
+//! - [`SimulatedBackend`]: the simulated PMU (`simulated.rs`): the perf path end to end, with
+//!   counts made from a trace of the same run and faults a test injects. Never chosen by `auto`.
 //!
-//! - `perf`: perf_event counters (`perf.rs`, `team.rs`), W and Q through the event formulas;
-//! - `trace`: ptrace + decoding (`trace/`), exact W and core Q, Q per level with `cachesim`;
-//! - `analytic`: the kernel suite's own formulas (suite kernels only);
-//! - `simulated`: the simulated PMU (`simulated.rs`): the perf path end to end, with counts
-//!   made from a trace of the same run and faults a test injects. Never chosen by `auto`.
+//! `roofline measure`, `gate -- CMD`, `run`, `profile` and `validate` open one with
+//! [`for_commands`] or [`for_kernels`] after [`crate::counters::choose`] resolved `auto`; the
+//! CLI only parses arguments and prints.
 //!
 //! Timing is native in every backend (the command or kernel run again, uncounted, where the
 //! counting itself would distort it). The region API ([`crate::region::Session`]) and the
@@ -15,23 +17,120 @@
 
 use std::path::Path;
 
-use crate::counters::perf::{self};
+use roofline_kernels::{Kernel, Variant};
+
+use crate::counters::analytic::{self, KernelRun};
+use crate::counters::perf;
 use crate::counters::team::EventSet;
 use crate::counters::trace::{self, TraceMode};
-use crate::counters::{BackendKind, Measurement, simulated};
+use crate::counters::{BackendKind, Measurement, Target, choose};
 use crate::error::{Error, Result};
+use crate::machine::Cache;
 
-mod kernel;
+mod analytic_backend;
 mod native;
 mod perf_backend;
 mod report;
+mod simulated_backend;
 mod trace_backend;
 
-pub use kernel::*;
+pub use analytic_backend::AnalyticBackend;
 pub(crate) use native::*;
 pub use perf_backend::*;
 pub use report::*;
+pub use simulated_backend::{SimulatedBackend, SimulatedKernel};
+pub use trace_backend::TraceBackend;
 use trace_backend::*;
+
+/// Called with each timed sample of a suite kernel: (sample index, seconds).
+pub type OnSample<'a> = dyn Fn(usize, f64) + Sync + 'a;
+
+/// One way of counting W and Q, T timed natively in every one (the command or kernel run
+/// again, uncounted, where counting would distort it). Perf, trace, analytic and the
+/// simulated PMU implement it as peers; a test double is one more implementation.
+pub trait Backend {
+    /// Which backend this is (never `Auto`).
+    fn kind(&self) -> BackendKind;
+
+    /// Measure `argv` (run directly, never through a shell). The command's own failure (said
+    /// on stderr) comes back as [`CommandOutcome::Failed`] with the status to pass on.
+    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome>;
+
+    /// Work done before any timing thread exists, for `most_threads` instances of `kernel`
+    /// (the trace backend and the simulated PMU trace them here: the traced child is forked
+    /// from this process, which must not have other threads yet).
+    fn prepare_kernel(&mut self, kernel: &dyn Kernel, n: usize, variant: Variant, most_threads: usize) -> Result<()> {
+        let _ = (kernel, n, variant, most_threads);
+        Ok(())
+    }
+
+    /// Run `spec` natively (T) and count its W and Q.
+    fn count_kernel(&self, spec: &KernelRun, on_sample: &OnSample<'_>) -> Result<Measurement>;
+
+    /// [`Backend::count_kernel`], then L2/L3/DRAM Q that nothing counted from the cache model
+    /// of `caches` (0 below half a cache, the compulsory traffic beyond twice it).
+    fn measure_kernel(&self, spec: &KernelRun, caches: &[Cache], on_sample: &OnSample<'_>) -> Result<Measurement> {
+        let mut m = self.count_kernel(spec, on_sample)?;
+        analytic::apply_cache_model(&mut m, spec.kernel, spec.n, spec.variant, spec.threads, caches);
+        Ok(m)
+    }
+}
+
+/// The backend `kind` for commands; `Auto` must be resolved first ([`crate::counters::choose`]).
+pub fn for_commands(kind: BackendKind) -> Result<Box<dyn Backend>> {
+    Ok(match kind {
+        BackendKind::Perf => Box::new(PerfBackend {
+            pmus: perf::SYSFS_PMUS.into(),
+            kernel_events: None,
+        }),
+        BackendKind::Trace => Box::new(TraceBackend::default()),
+        BackendKind::Analytic => Box::new(AnalyticBackend),
+        BackendKind::Simulated => Box::new(SimulatedBackend::default()),
+        BackendKind::Auto => return Err(auto_unresolved()),
+    })
+}
+
+/// The backend `kind` for suite kernels, its events chosen and checked now (one line and
+/// exit 2 without a PMU), before anything runs. `optional`: the platform's opt-in events
+/// too (single precision, FP16, AMD's FMA flops). `Auto` must be resolved first.
+pub fn for_kernels(kind: BackendKind, events: EventSet, platform: Option<&str>, optional: bool) -> Result<Box<dyn Backend>> {
+    Ok(match kind {
+        BackendKind::Perf => {
+            let pmus = Path::new(perf::SYSFS_PMUS);
+            let selection = crate::counters::team::select_events(events, pmus, platform, optional, true)?;
+            Box::new(PerfBackend {
+                pmus: pmus.into(),
+                kernel_events: Some(selection),
+            })
+        }
+        BackendKind::Simulated => Box::new(SimulatedBackend {
+            kernel: Some(Box::new(SimulatedKernel::select(events, platform, optional)?)),
+        }),
+        BackendKind::Trace | BackendKind::Analytic => for_commands(kind)?,
+        BackendKind::Auto => return Err(auto_unresolved()),
+    })
+}
+
+/// The profile's choice for suite kernels: the platform's events when a core PMU exists and
+/// they can be opened, else analytic and why.
+pub fn for_profile() -> (Box<dyn Backend>, Option<String>) {
+    let pmus = Path::new(perf::SYSFS_PMUS);
+    match crate::counters::choose(BackendKind::Auto, Target::Kernel, pmus) {
+        Ok((BackendKind::Perf, _)) => match for_kernels(BackendKind::Perf, EventSet::Platform, None, false) {
+            Ok(b) => (b, None),
+            Err(e) => (
+                Box::new(AnalyticBackend),
+                Some(format!("W and Q analytic: perf events unavailable ({e})")),
+            ),
+        },
+        Ok((_, why)) => (Box::new(AnalyticBackend), Some(format!("W and Q analytic: {why}"))),
+        Err(e) => (Box::new(AnalyticBackend), Some(format!("W and Q analytic: {e}"))),
+    }
+}
+
+fn auto_unresolved() -> Error {
+    Error::input("backend `auto` was not resolved", "resolve it with counters::choose first")
+}
 
 /// How to measure a command (the options of `roofline measure`).
 #[derive(Debug, Clone)]
@@ -81,31 +180,6 @@ pub enum CommandOutcome {
     Failed { status: i32 },
 }
 
-/// `auto`: perf when a usable core PMU exists (or only software events are asked for),
-/// else trace; says which and why on stderr. Never the simulated PMU.
-pub fn choose_backend(asked: BackendKind, events: EventSet, pmus: &Path) -> BackendKind {
-    if asked != BackendKind::Auto {
-        return asked;
-    }
-    if events == EventSet::Software {
-        eprintln!("roofline: backend auto → perf (software events need no hardware PMU)");
-        return BackendKind::Perf;
-    }
-    let paranoid = perf::paranoid();
-    match perf::core_pmu(pmus).and_then(|pmu| perf::check_paranoid(paranoid, false).map(|_| pmu)) {
-        Ok(pmu) => {
-            let lvl = paranoid.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into());
-            eprintln!("roofline: backend auto → perf (core PMU `{pmu}` present, perf_event_paranoid {lvl})");
-            BackendKind::Perf
-        }
-        Err(e) => {
-            let why = e.to_string();
-            eprintln!("roofline: backend auto → trace ({})", why.lines().next().unwrap_or(""));
-            BackendKind::Trace
-        }
-    }
-}
-
 /// `--cache` only means something to the cache simulator: `--backend trace --trace memory`
 /// (it does not switch memory mode on by itself, which single-steps and is far slower), or
 /// the simulated PMU (whose DRAM bytes come from it). Called with the backend asked for and
@@ -145,31 +219,18 @@ pub fn measure_command(asked: BackendKind, argv: &[String], opts: &CommandOption
     trace::sys::resolve_command(program)?;
     let pmus = Path::new(perf::SYSFS_PMUS);
     check_command_options(opts, asked)?;
-    let backend = choose_backend(asked, opts.events, pmus);
+    let (backend, why) = choose(
+        asked,
+        Target::Command {
+            software_only: opts.events == EventSet::Software,
+        },
+        pmus,
+    )?;
+    if asked == BackendKind::Auto {
+        eprintln!("roofline: backend auto → {} ({why})", backend.name());
+    }
     check_command_options(opts, backend)?;
-    match backend {
-        BackendKind::Trace => trace_command(argv, opts),
-        BackendKind::Perf => perf_command(argv, opts, pmus),
-        BackendKind::Simulated => simulated::measure_command(argv, opts),
-        BackendKind::Analytic => Err(Error::input(
-            "`--backend analytic` counts suite kernels, not commands",
-            "use `roofline run KERNEL --backend analytic`, or `--backend perf|trace` here",
-        )),
-        BackendKind::Auto => unreachable!("resolved by choose_backend"),
-    }
-}
-
-/// The identified platform (or `--platform`).
-pub fn platform(spec: Option<&str>) -> Result<crate::machine::Platform> {
-    if let Some(spec) = spec {
-        return crate::machine::Platform::load(spec);
-    }
-    perf::identify_platform().ok_or_else(|| {
-        Error::input(
-            "unknown microarchitecture: no platform file matches this CPU's vendor, family and model",
-            "pass `--platform NAME|FILE` (see `platforms/`), or use `--backend trace`",
-        )
-    })
+    for_commands(backend)?.measure_command(argv, opts)
 }
 
 /// The cache hierarchy the simulator uses: `--cache SPEC`, else this machine's caches.
@@ -204,25 +265,6 @@ mod tests {
         // The simulated PMU's DRAM bytes come from the cache simulator: --cache is its own.
         assert!(check_command_options(&flops, BackendKind::Simulated).is_ok());
         assert!(check_command_options(&with(TraceMode::Flops, None), BackendKind::Perf).is_ok());
-    }
-
-    #[test]
-    fn auto_never_chooses_the_simulated_pmu() {
-        let dir = tempfile::tempdir().unwrap();
-        for events in [EventSet::Platform, EventSet::Software] {
-            let b = choose_backend(BackendKind::Auto, events, dir.path());
-            assert!(matches!(b, BackendKind::Perf | BackendKind::Trace), "{b:?}");
-        }
-        std::fs::create_dir(dir.path().join("cpu")).unwrap();
-        std::fs::write(dir.path().join("cpu/type"), "4\n").unwrap();
-        assert_ne!(
-            choose_backend(BackendKind::Auto, EventSet::Platform, dir.path()),
-            BackendKind::Simulated
-        );
-        assert_eq!(
-            choose_backend(BackendKind::Simulated, EventSet::Platform, dir.path()),
-            BackendKind::Simulated
-        );
     }
 
     fn with_dram(bytes: f64) -> Measurement {

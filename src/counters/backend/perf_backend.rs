@@ -5,17 +5,48 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::counters::analytic::KernelRun;
 use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, Scope};
 use crate::counters::team::EventSet;
-use crate::counters::{Measurement, RegionMeasurement, events, region_times};
+use crate::counters::{BackendKind, Measurement, RegionMeasurement, events, region_times};
 use crate::error::{Error, Result};
+
+/// perf_event counters: the platform's events around a command's runs, or on every team
+/// thread around exactly the timed calls of a suite kernel.
+pub struct PerfBackend {
+    /// Where the kernel lists its PMUs (`/sys/bus/event_source/devices`).
+    pub pmus: std::path::PathBuf,
+    /// The events a suite kernel is counted with: set by [`for_kernels`], chosen and checked
+    /// before anything runs.
+    pub kernel_events: Option<crate::counters::team::Selection>,
+}
+
+impl Backend for PerfBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Perf
+    }
+
+    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+        perf_command(argv, opts, &self.pmus)
+    }
+
+    fn count_kernel(&self, spec: &KernelRun, on_sample: &OnSample<'_>) -> Result<Measurement> {
+        let Some((specs, counters, notes)) = &self.kernel_events else {
+            return Err(Error::unavailable(
+                "this perf backend was opened for commands: no events are chosen for suite kernels",
+                "open it with counters::backend::for_kernels",
+            ));
+        };
+        crate::counters::team::run_kernel(spec, specs.clone(), *counters, notes.clone(), on_sample)
+    }
+}
 
 pub(super) fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<CommandOutcome> {
     let (specs, counters, notes) =
         crate::counters::team::select_events(opts.events, pmus, opts.platform.as_deref(), opts.optional_events, opts.uncore)?;
     let plat = match opts.events {
         EventSet::Software => None,
-        EventSet::Platform => Some(platform(opts.platform.as_deref())?),
+        EventSet::Platform => Some(crate::counters::platform(opts.platform.as_deref())?),
     };
     let plan = perf::plan_groups(&specs, counters);
     say_multiplexed_groups(&specs, &plan);

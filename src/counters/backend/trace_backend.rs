@@ -6,9 +6,51 @@ use std::collections::BTreeMap;
 use roofline_kernels::{Kernel, Variant};
 
 use super::*;
+use crate::counters::analytic::{self, KernelRun};
 use crate::counters::trace::{self, TraceMode, tally::Tally};
-use crate::counters::{Measurement, region_times};
+use crate::counters::{BackendKind, Measurement, region_times};
 use crate::error::{Error, Result};
+
+/// The trace backend: ptrace and decoding count W and core Q exactly; with `--trace memory`
+/// the cache simulator gives Q per level.
+#[derive(Default)]
+pub struct TraceBackend {
+    /// W and core Q of one traced `run()` per team thread's instance of the suite kernel
+    /// being counted (traced by [`Backend::prepare_kernel`]).
+    tallies: Vec<Tally>,
+}
+
+impl Backend for TraceBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Trace
+    }
+
+    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+        trace_command(argv, opts)
+    }
+
+    fn prepare_kernel(&mut self, kernel: &dyn Kernel, n: usize, variant: Variant, most_threads: usize) -> Result<()> {
+        eprintln!(
+            "roofline: tracing {} {} n={} ({} instance(s)) for W and core Q",
+            kernel.name(),
+            variant,
+            n,
+            most_threads
+        );
+        self.tallies.clear();
+        for t in 0..most_threads {
+            self.tallies.push(trace_instance(kernel, n, variant, ANALYTIC_SEED + t as u64)?);
+        }
+        Ok(())
+    }
+
+    /// T native and the rest analytic, W and core Q from the traced instances.
+    fn count_kernel(&self, spec: &KernelRun, on_sample: &OnSample<'_>) -> Result<Measurement> {
+        let mut m = analytic::run(spec, on_sample)?;
+        use_traced_counts(&mut m, &self.tallies[..spec.threads.min(self.tallies.len())]);
+        Ok(m)
+    }
+}
 
 /// `--backend trace`: W and core Q by tracing the command once; with `--trace memory`, Q per
 /// level from the cache simulator. T from `--repeat` native runs of the command afterwards

@@ -40,7 +40,7 @@ use tracer::{DriverStats, Ending, Tracer};
 const CHAINS_PER_LINE: usize = 8;
 
 /// What the trace counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TraceMode {
     /// W and core-side Q only: block breakpoints, loops run natively (fast).
     #[default]
