@@ -1,9 +1,15 @@
 //! Embeds every `platforms/*.toml` into the binary so a fresh install works without the
 //! source tree (a user can still pass their own file with `--platform FILE`): the TOML text
-//! (its digest is the tables' version). The library reads the tables as Rust data
-//! (src/machine/platform_tables.rs, generated from the TOML and checked against it by a test).
+//! (its digest is the tables' version), and the tables as Rust data, which is what the library
+//! reads (OUT_DIR/platform_tables.rs, written by build/platform_tables.rs). No dependencies:
+//! the TOML is read by build/toml_subset.rs.
 
 use std::{env, fs, path::Path};
+
+#[path = "build/platform_tables.rs"]
+mod platform_tables;
+#[path = "build/toml_subset.rs"]
+mod toml_subset;
 
 fn main() {
     let dir = Path::new("platforms");
@@ -17,6 +23,16 @@ fn main() {
         })
         .unwrap_or_default();
     names.sort();
+    let out_dir = env::var("OUT_DIR").unwrap();
+    let files: Vec<(String, String)> = names
+        .iter()
+        .map(|n| {
+            let text = fs::read_to_string(dir.join(n)).expect("platform file");
+            (n.trim_end_matches(".toml").to_string(), text)
+        })
+        .collect();
+    let tables = platform_tables::rust(&files);
+    fs::write(Path::new(&out_dir).join("platform_tables.rs"), tables).expect("write platform_tables.rs");
     let mut out =
         String::from("/// (file stem, TOML text) of every embedded platform file.\npub const EMBEDDED_PLATFORMS: &[(&str, &str)] = &[\n");
     for n in &names {
@@ -38,7 +54,7 @@ fn main() {
     out.push_str(&format!(
         "/// FNV-1a 64 of every embedded platform file (stem, NUL, text, NUL; sorted by name).\npub const EMBEDDED_PLATFORMS_DIGEST: &str = \"{hash:016x}\";\n"
     ));
-    let dest = Path::new(&env::var("OUT_DIR").unwrap()).join("embedded_platforms.rs");
+    let dest = Path::new(&out_dir).join("embedded_platforms.rs");
     fs::write(dest, out).expect("write embedded_platforms.rs");
     // Git SHA for `--version` and the report's environment, only when this crate's own
     // directory is the top of a git work tree: a tarball unpacked inside some other repository

@@ -22,7 +22,7 @@ const HEAVY: &[&str] = &[
 
 /// Crates a regions-only dependent does not compile at all (docs/region-api.md, "A light
 /// dependency", what the build time was spent on): TOML (the platform tables are embedded as
-/// Rust data, src/machine/platform_tables.rs, and build.rs has no dependencies) and the Rust
+/// Rust data, which build.rs writes with its own TOML reader: it has no dependencies) and the Rust
 /// demangler (symbol names of the trace backend).
 const NOT_LINKED: &[&str] = &["toml", "toml_parser", "winnow", "serde_spanned", "rustc-demangle"];
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 fn compile(dir: &Path, src: &str, flags: &[&str]) -> Option<PathBuf> {
     let exe = dir.join(src.trim_end_matches(".c"));
     // ROOFLINE_TEST_FIXTURES: where the sources are when this test executable runs on another
-    // machine (scripts/mixprec/device.sh).
+    // machine (`scripts/mixprec/mixprec.sh run trace`).
     let dir_of_sources = std::env::var_os("ROOFLINE_TEST_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace"));

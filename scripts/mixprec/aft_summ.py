@@ -1,5 +1,6 @@
 """The trace's core bytes of tile_rounds() in amx_first_touch (--by-function JSON) against
-what the program says its tile instructions move, and the tracer's tile restarts."""
+what the program says its tile instructions move, and the tracer's tile restarts (the
+`baseline` step of scripts/mixprec/mixprec.sh)."""
 import json
 import sys
 

@@ -1,5 +1,5 @@
 """One line per roofline report point: name, threads, median seconds, and its rate (GFLOP/s,
-or GOP/s for integer work), for the device logs of scripts/mixprec/device3.sh."""
+or GOP/s for integer work), for the logs of scripts/mixprec/mixprec.sh."""
 import json
 import sys
 

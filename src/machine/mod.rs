@@ -21,9 +21,11 @@ pub mod identify;
 #[cfg(feature = "analysis")]
 pub mod peaks;
 pub mod platform;
-// platforms/*.toml as Rust data, generated (src/machine/platform.rs tests write and check it).
-#[rustfmt::skip]
-mod platform_tables;
+// platforms/*.toml as Rust data (static `TableData`), written by build.rs into OUT_DIR; the
+// tests of src/machine/platform.rs check it against what the `toml` crate reads.
+mod platform_tables {
+    include!(concat!(env!("OUT_DIR"), "/platform_tables.rs"));
+}
 #[cfg(feature = "analysis")]
 pub mod table;
 pub mod topology;

@@ -222,8 +222,8 @@ pub struct Platform {
     pub notes: Vec<String>,
 }
 
-/// One platform table as static data (`platform_tables.rs`): the fields of [`Platform`] with
-/// borrowed strings and slices, maps as sorted `(key, value)` pairs.
+/// One platform table as static data (`machine::platform_tables`, written by build.rs): the
+/// fields of [`Platform`] with borrowed strings and slices, maps as sorted `(key, value)` pairs.
 pub(crate) struct TableData {
     pub key: &'static str,
     pub name: &'static str,
@@ -375,7 +375,7 @@ impl TableData {
 
 impl Platform {
     /// Parse a platform TOML; errors carry the origin, line and what is wrong. (With the
-    /// `analysis` feature: the light build reads only the embedded tables, as JSON.)
+    /// `analysis` feature: the light build reads only the embedded tables, as Rust data.)
     #[cfg(feature = "analysis")]
     pub fn parse(text: &str, origin: &str) -> Result<Platform> {
         let p = toml::from_str::<Platform>(text).map_err(|e| {
@@ -503,9 +503,10 @@ impl Platform {
         format!("{} tables, digest {}", EMBEDDED_PLATFORMS.len(), EMBEDDED_PLATFORMS_DIGEST)
     }
 
-    /// All embedded platforms: `platforms/*.toml` as Rust data (`platform_tables.rs`, written
-    /// from the TOML by a unit test, which fails when the two disagree), so a program that
-    /// only marks regions parses nothing at run time and compiles no deserializer for them.
+    /// All embedded platforms: `platforms/*.toml` as Rust data (`machine::platform_tables`,
+    /// written from the TOML by build.rs; a unit test fails when the two disagree), so a
+    /// program that only marks regions parses nothing at run time and compiles no
+    /// deserializer for them.
     pub fn embedded() -> Vec<Platform> {
         super::platform_tables::TABLES.iter().map(TableData::to_platform).collect()
     }
@@ -647,131 +648,18 @@ mod tests {
         }
     }
 
-    /// `platform_tables.rs`: every `platforms/*.toml` as Rust data (what the library embeds, so
-    /// a regions-only build neither parses nor compiles a deserializer for them). The TOML is
-    /// the source: this writes the file from it, and the test below fails when they disagree.
-    fn tables_rust(tables: &[Platform]) -> String {
-        let strs = |v: &[String]| format!("&{v:?}");
-        let pairs = |v: Vec<String>| format!("&[{}]", v.join(", "));
-        let hex = |v: &[u32]| pairs(v.iter().map(|n| format!("{n:#x}")).collect());
-        let mut o = String::from(
-            "//! Generated from platforms/*.toml by `UPDATE_PLATFORM_TABLES=1 cargo test --release --lib platform`\n\
-             //! (src/machine/platform.rs, `the_embedded_tables_are_the_toml`): do not edit, edit the TOML.\n\n\
-             use super::platform::{EventData, IdentifyData, Latency, Pipes, TableData};\n\n\
-             const E: EventData = EventData::DEFAULT;\n\n\
-             pub(crate) static TABLES: &[TableData] = &[\n",
-        );
-        for p in tables {
-            let i = &p.identify;
-            let pipes = |m: &BTreeMap<String, Pipes>| pairs(m.iter().map(|(k, v)| format!("({k:?}, {v:?})")).collect());
-            let nums = |m: &BTreeMap<String, f64>| pairs(m.iter().map(|(k, v)| format!("({k:?}, {v:?})")).collect());
-            o += &format!(
-                "    TableData {{\n        key: {:?},\n        name: {:?},\n        identify: IdentifyData {{ vendor: {:?}, families: {}, models: {}, requires: {}, lacks: {}, priority: {}, l2_kib: {:?}, l3_kib: {:?} }},\n",
-                p.key,
-                p.name,
-                i.vendor,
-                hex(&i.families),
-                hex(&i.models),
-                strs(&i.requires),
-                strs(&i.lacks),
-                i.priority,
-                i.l2_kib,
-                i.l3_kib
-            );
-            o += &format!(
-                "        fp_pipes: {},\n        fp_pipes_e: {},\n        fp512_units_vary: {},\n        bytes_per_cycle: {},\n        mixed_ops_per_cycle: {},\n        mixed_unrated: {},\n",
-                pipes(&p.fp_pipes),
-                pipes(&p.fp_pipes_e),
-                p.fp512_units_vary,
-                nums(&p.bytes_per_cycle),
-                nums(&p.mixed_ops_per_cycle),
-                pairs(p.mixed_unrated.iter().map(|(k, v)| format!("({k:?}, {v:?})")).collect())
-            );
-            o += &format!(
-                "        core_counters: {:?},\n        core_counters_smt_off: {:?},\n        llc_inclusive: {:?},\n        latency: {:?},\n        events: &[\n",
-                p.core_counters, p.core_counters_smt_off, p.llc_inclusive, p.latency
-            );
-            for e in &p.events {
-                let d = EventData::DEFAULT;
-                let mut f = vec![format!("name: {:?}", e.name)];
-                if e.pmu != d.pmu {
-                    f.push(format!("pmu: {:?}", e.pmu));
-                }
-                f.push(format!("event: {:#x}", e.event));
-                for (k, v, dv) in [
-                    ("umask", e.umask, d.umask),
-                    ("cmask", e.cmask, d.cmask),
-                    ("config1", e.config1, d.config1),
-                ] {
-                    if v != dv {
-                        f.push(format!("{k}: {v:#x}"));
-                    }
-                }
-                for (k, v) in [
-                    ("inv", e.inv),
-                    ("edge", e.edge),
-                    ("paired", e.paired),
-                    ("unreliable", e.unreliable),
-                    ("optional", e.optional),
-                ] {
-                    if v {
-                        f.push(format!("{k}: true"));
-                    }
-                }
-                if let Some(c) = &e.counters {
-                    f.push(format!("counters: Some(&{c:?})"));
-                }
-                f.push(format!("quantity: {:?}", e.quantity));
-                if e.weight != d.weight {
-                    f.push(format!("weight: {:?}", e.weight));
-                }
-                if e.rdwrmask != d.rdwrmask {
-                    f.push(format!("rdwrmask: {}", e.rdwrmask));
-                }
-                if !e.aliases.is_empty() {
-                    f.push(format!("aliases: {}", strs(&e.aliases)));
-                }
-                for (k, v) in [
-                    ("class", &e.class),
-                    ("caveat", &e.caveat),
-                    ("perf_name", &e.perf_name),
-                    ("unchecked", &e.unchecked),
-                    ("part_of", &e.part_of),
-                ] {
-                    if v.is_some() {
-                        f.push(format!("{k}: {v:?}"));
-                    }
-                }
-                o += &format!("            EventData {{ {}, ..E }},\n", f.join(", "));
-            }
-            o += &format!("        ],\n        notes: {},\n    }},\n", strs(&p.notes));
-        }
-        o + "];\n"
-    }
-
+    /// What the library embeds (build.rs's tables, read by its own TOML reader) is what the
+    /// `toml` crate reads from the same files, table by table and field by field.
     #[test]
     fn the_embedded_tables_are_the_toml() {
         let from_toml: Vec<Platform> = EMBEDDED_PLATFORMS
             .iter()
             .map(|(stem, text)| Platform::parse(text, stem).unwrap())
             .collect();
-        let want = tables_rust(&from_toml);
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/machine/platform_tables.rs");
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
-            let update = std::env::var_os("UPDATE_PLATFORM_TABLES").is_some_and(|v| v == "1");
-            if update {
-                std::fs::write(&path, &want).unwrap();
-                return; // rewritten: the next build embeds it
-            }
-            panic!(
-                "src/machine/platform_tables.rs does not match platforms/*.toml: run `UPDATE_PLATFORM_TABLES=1 cargo test --release --lib platform` and commit it"
-            );
-        }
-        // What the library embeds is what the TOML says, table by table and field by field.
         let embedded = Platform::embedded();
         assert_eq!(embedded.len(), from_toml.len());
         for (a, b) in embedded.iter().zip(&from_toml) {
-            assert_eq!(a, b, "{}: platform_tables.rs differs from platforms/{}.toml", b.key, b.key);
+            assert_eq!(a, b, "{}: the embedded table differs from platforms/{}.toml", b.key, b.key);
         }
         assert!(embedded.iter().map(|p| p.events.len()).sum::<usize>() > 200);
     }

@@ -312,13 +312,13 @@ mod tests {
                 "/rustc/4a5c1b2/library/core/src/ops/arith.rs",
                 215,
             ),
-            frame("app::daxpy::{{closure}}", "/home/u/app/src/main.rs", 37),
+            frame("app::daxpy::{{closure}}", "/u/app/src/main.rs", 37),
             frame(
                 "rayon::iter::plumbing::bridge_producer_consumer::helper",
-                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/rayon-1.12.0/src/iter/plumbing/mod.rs",
+                "/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/rayon-1.12.0/src/iter/plumbing/mod.rs",
                 470,
             ),
-            frame("app::main", "/home/u/app/src/main.rs", 50),
+            frame("app::main", "/u/app/src/main.rs", 50),
         ];
         assert_eq!(pick(&frames).unwrap().line, Some(37));
         // Nothing of the program's own: the innermost frame outside the toolchain (rayon's).
@@ -341,7 +341,7 @@ mod tests {
         );
         assert_eq!(
             shorten(
-                "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/rayon-1.12.0/src/iter/plumbing/mod.rs",
+                "/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/rayon-1.12.0/src/iter/plumbing/mod.rs",
                 None
             ),
             "rayon-1.12.0/src/iter/plumbing/mod.rs"
@@ -364,10 +364,10 @@ mod tests {
         ),
         (
             "<alloc::vec::Vec<f64> as core::ops::index::Index<usize>>::index",
-            Some("/home/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/src/rust/library/alloc/src/vec/mod.rs"),
+            Some("/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/src/rust/library/alloc/src/vec/mod.rs"),
         ),
         ("std::io::stdio::_print", Some("/usr/src/rustc-1.85.0/library/std/src/io/stdio.rs")),
-        ("get_unchecked", Some("/home/u/src/rust/library/core/src/slice/index.rs")),
+        ("get_unchecked", Some("/u/src/rust/library/core/src/slice/index.rs")),
         ("core::ptr::read", None),
         ("_mm256_fmadd_pd", Some("/usr/lib/gcc/x86_64-linux-gnu/12/include/fmaintrin.h")),
         (
@@ -380,19 +380,19 @@ mod tests {
     ];
     /// The program's own frames.
     const OWN: [(&str, Option<&str>); 3] = [
-        ("app::kernel", Some("/home/u/app/src/kernel.rs")),
+        ("app::kernel", Some("/u/app/src/kernel.rs")),
         ("app::main::{closure#0}", Some("src/main.rs")),
-        ("fma_loop", Some("/home/u/cproj/fma.c")),
+        ("fma_loop", Some("/u/cproj/fma.c")),
     ];
     /// Dependencies' frames (not the program's own, not the toolchain's).
     const DEPENDENCY: [(&str, Option<&str>); 3] = [
         (
             "matrixmultiply::dgemm_kernel::kernel_target_avx512",
-            Some("/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/matrixmultiply-0.3.9/src/dgemm_kernel.rs"),
+            Some("/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/matrixmultiply-0.3.9/src/dgemm_kernel.rs"),
         ),
         (
             "rayon::iter::plumbing::bridge_producer_consumer::helper",
-            Some("/home/u/.cargo/git/checkouts/rayon-1a2b3c/0123abc/src/iter/plumbing/mod.rs"),
+            Some("/u/.cargo/git/checkouts/rayon-1a2b3c/0123abc/src/iter/plumbing/mod.rs"),
         ),
         ("cblas_dgemm", Some("/usr/src/openblas/interface/gemm.c")),
     ];
@@ -453,10 +453,10 @@ mod tests {
             assert!(!toolchain(&frame), "{f} {file:?}");
         }
         // Whole directory names only; a user's impl of a core trait is the user's.
-        assert!(!rust_sysroot_file("/home/u/mylibrary/core/src/lib.rs"));
-        assert!(!rust_sysroot_file("/home/u/app/src/core_arch.rs"));
-        assert!(!compiler_header("/home/u/proj/include/simd_intrin.h"));
-        assert!(!compiler_header("/home/u/lib/gcc/notes.c"));
+        assert!(!rust_sysroot_file("/u/mylibrary/core/src/lib.rs"));
+        assert!(!rust_sysroot_file("/u/app/src/core_arch.rs"));
+        assert!(!compiler_header("/u/proj/include/simd_intrin.h"));
+        assert!(!compiler_header("/u/lib/gcc/notes.c"));
         assert!(!toolchain_function("<app::V as core::ops::Add>::add"));
         assert!(!toolchain_function("stdx::f"));
         assert!(toolchain_function("<<core::slice::Iter<f64> as core::iter::Iterator>::next"));
@@ -530,7 +530,7 @@ mod tests {
     fn frames_without_a_name_or_file() {
         let unnamed = Frame {
             function: None,
-            file: Some("/home/u/app/src/main.rs".into()),
+            file: Some("/u/app/src/main.rs".into()),
             line: Some(3),
         };
         let intrinsic = frame("_mm256_fmadd_pd", "/usr/lib/gcc/x86_64-linux-gnu/12/include/fmaintrin.h", 49);
