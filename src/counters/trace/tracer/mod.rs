@@ -308,7 +308,7 @@ impl Space {
 
     /// With several threads in the space, breakpoint writes are not deferred: other threads
     /// run while this one's stop is handled. (Deferred writes there coincided with a crashed
-    /// and a miscounted OpenBLAS run under 2 threads in CI, cause not yet understood.)
+    /// and a miscounted OpenBLAS run under 2 threads in CI.)
     fn write_now_if_shared(&mut self) {
         if self.threads > 1 {
             self.flush();
@@ -356,9 +356,8 @@ impl Space {
         }
     }
 
-    /// Make `addr` a block start: a breakpoint record, and the block holding it split there.
-    /// Make `addr` a block start; true when that split a decoded block (which is dropped, to
-    /// be decoded again in two).
+    /// Make `addr` a block start (a breakpoint record, and the block holding it split there);
+    /// true when that split a decoded block (which is dropped, to be decoded again in two).
     fn mark_block_start(&mut self, addr: u64) -> bool {
         let bp = self.bps.entry(addr).or_default();
         if bp.block {
@@ -923,7 +922,6 @@ fn unsafe_zero_regs() -> libc::user_regs_struct {
     unsafe { std::mem::zeroed() }
 }
 
-/// A run-ahead path (see `Tracer::run_ahead`).
 /// The other threads of a space held stopped while one runs a run-ahead path
 /// (`Tracer::hold_others`, docs/trace.md "Run-ahead with several threads").
 struct Hold {
@@ -945,6 +943,7 @@ type FastMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<super::emu::Word
 /// Bytes of code read at once (`Space::code_pages`).
 const CODE_PAGE: usize = 4096;
 
+/// A run-ahead path (see `Tracer::run_ahead`).
 struct RunAhead {
     /// The trapped block as it is now.
     first: Rc<Block>,
@@ -2717,7 +2716,6 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    /// Feed every access still waiting for its turn (a thread ended, or the trace).
     /// The counters now, for a region's window: the accesses threads have queued are fed to
     /// the cache simulator first (they ran before this instant).
     pub fn snapshot(&mut self) -> Snapshot {
@@ -2729,15 +2727,13 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// Feed every access still waiting for its turn (a thread ended, or the trace).
     fn finish_feeding(&mut self) {
         if let Some(sink) = self.sink.as_deref_mut() {
             self.interleave.finish(sink, &mut asleep_in(&self.sink_ids));
         }
     }
 
-    /// Memory mode without stepping: the effective addresses of a block, in program order,
-    /// from the registers at its entry through the emulator (`emu.rs`, exact or unknown).
-    /// None when one cannot be computed (the caller steps through the block instead).
     /// The general registers at the `syscall` that ends `block`, emulated from `regs` at its
     /// entry (None where the block has nothing else or the emulator does not know them).
     fn regs_at_syscall(&mut self, pid: Pid, si: usize, block: &Block, regs: &libc::user_regs_struct) -> Option<[Option<u64>; 16]> {
@@ -2749,6 +2745,9 @@ impl<'s> Tracer<'s> {
         Some(emu.gprs())
     }
 
+    /// Memory mode without stepping: the effective addresses of a block, in program order,
+    /// from the registers at its entry through the emulator (`emu.rs`, exact or unknown).
+    /// None when one cannot be computed (the caller steps through the block instead).
     fn block_accesses(
         &mut self,
         pid: Pid,
@@ -3554,7 +3553,6 @@ impl<'s> Tracer<'s> {
         made
     }
 
-    /// Opmask values of a block's masked instructions, read at its entry.
     /// The opmask values `block`'s masked instructions will run with, from the thread at the
     /// block's entry (`regs`): read at entry, or, for a block that writes a mask before using
     /// it (glibc's `*_evex` string functions: `kmovd k1, ecx` then a masked load), computed by
@@ -3575,6 +3573,7 @@ impl<'s> Tracer<'s> {
         masks
     }
 
+    /// Opmask values of a block's masked instructions, read at its entry.
     fn masks_for(&self, pid: Pid, block: &Block) -> Vec<Option<u64>> {
         if block.masked.iter().any(|(_, s)| matches!(s, MaskSrc::Entry(_))) {
             let xs = self.xstate(pid);
@@ -3599,6 +3598,13 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// The vector registers of stopped thread `pid`, read from its XSAVE state only if an
+    /// emulation asks for them.
+    fn vector_seed(&self, pid: Pid) -> Rc<VectorSeed> {
+        let layout = self.xsave;
+        VectorSeed::new(layout, Box::new(move || sys::get_xstate(pid, layout.size)))
+    }
+
     /// The path from the block at `pc` (trapped, registers `regs`): the block as it is now, the
     /// blocks after it the thread will certainly run, in order and with repeats (a loop whose
     /// branches the emulator decides runs all its iterations here), and the addresses control
@@ -3613,13 +3619,6 @@ impl<'s> Tracer<'s> {
     /// first occurrence. Successors the path does not take are installed too (a safety net:
     /// the emulator decided they are not taken), and the registers the emulator expects at the
     /// exit are checked when the thread traps there (`Thread::expect_regs`).
-    /// The vector registers of stopped thread `pid`, read from its XSAVE state only if an
-    /// emulation asks for them.
-    fn vector_seed(&self, pid: Pid) -> Rc<VectorSeed> {
-        let layout = self.xsave;
-        VectorSeed::new(layout, Box::new(move || sys::get_xstate(pid, layout.size)))
-    }
-
     fn run_ahead(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct, want_accesses: bool) -> Option<RunAhead> {
         // (One XSAVE read at most for every round's emulation.)
         let seed = self.vector_seed(pid);
@@ -4003,17 +4002,12 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    /// Tear down: remove our breakpoints from live tracees and detach (used after errors).
+    /// How the traced program ended, once it has.
     pub fn ending(&self) -> Option<Ending> {
         self.ending
     }
 }
 
-/// The accesses of a `rep movs`/`rep stos` block from the registers at its entry: exactly rcx
-/// iterations (a signal may interrupt it; it resumes where it was), rsi/rdi advancing by the
-/// element size, backwards when the direction flag is set. None for `repe/repne cmps/scas`
-/// (they stop on a comparison) and for more than 16 M elements.
-/// Whether the registers at a trap agree with every register the emulator knew for it.
 /// A run-ahead path whose exit registers differed from the emulator's prediction.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ExitStateDetail {
@@ -4049,6 +4043,7 @@ fn regs_differing(expected: &[Option<u64>; 16], regs: &libc::user_regs_struct) -
         .collect()
 }
 
+/// Whether the registers at a trap agree with every register the emulator knew for it.
 fn regs_agree(expected: &[Option<u64>; 16], regs: &libc::user_regs_struct) -> bool {
     expected.iter().zip(gpr_values(regs)).all(|(e, a)| e.is_none_or(|e| e == a))
 }
@@ -4078,6 +4073,10 @@ fn emulated_accesses_masked(emu: &Emu, insn: &Insn, mask: Option<u64>, trap: &li
     accesses_of(insn, &mut reg, mask, false, out)
 }
 
+/// The accesses of a `rep movs`/`rep stos` block from the registers at its entry: exactly rcx
+/// iterations (a signal may interrupt it; it resumes where it was), rsi/rdi advancing by the
+/// element size, backwards when the direction flag is set. None for `repe/repne cmps/scas`
+/// (they stop on a comparison) and for more than 16 M elements.
 fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
     let insn = block.insns.first()?;
     let s = insn.string?;
@@ -4130,10 +4129,6 @@ fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Acce
     Some(out)
 }
 
-/// The accesses of `insn` in program order, addresses from `reg` (a register's value, or a
-/// vector register's element `elem` of `esize` bytes), per active element where a mask
-/// applies. With `lenient`, an address that cannot be computed is left out (single-stepping
-/// always has the registers); otherwise it makes the answer false.
 /// The rows a tile load or store moves: one access of `colsb` bytes per row from `start_row`
 /// on, row r at base + displacement + r × stride (the index register times the scale).
 fn tile_accesses(insn: &Insn, cfg: &TileConfig, reg: &mut dyn FnMut(Register, usize, usize) -> Option<u64>, out: &mut Vec<Access>) {
@@ -4168,6 +4163,10 @@ fn tile_accesses(insn: &Insn, cfg: &TileConfig, reg: &mut dyn FnMut(Register, us
     }
 }
 
+/// The accesses of `insn` in program order, addresses from `reg` (a register's value, or a
+/// vector register's element `elem` of `esize` bytes), per active element where a mask
+/// applies. With `lenient`, an address that cannot be computed is left out (single-stepping
+/// always has the registers); otherwise it makes the answer false.
 fn accesses_of(
     insn: &Insn,
     reg: &mut dyn FnMut(Register, usize, usize) -> Option<u64>,
@@ -4251,7 +4250,6 @@ fn accesses_of(
     true
 }
 
-/// The masked instructions of one block execution.
 /// Emulate `block` from `emu`'s state up to its last masked instruction, reading each masked
 /// instruction's opmask just before it: the masks it runs with, or None where one is unknown.
 /// (The emulator is exact or unknown, and the thread runs the block from the same state.)
@@ -4269,6 +4267,7 @@ fn emulate_masks(emu: &mut Emu, block: &Block, f: &mut InstructionInfoFactory) -
     Some(out)
 }
 
+/// The masked instructions of one block execution.
 fn dynamic_tally(block: &Block, masks: &[Option<u64>]) -> Tally {
     let mut t = Tally::default();
     for ((idx, _), m) in block.masked.iter().zip(masks.iter()) {
