@@ -151,7 +151,46 @@ pub(super) fn build_block(
         (Vec::new(), Vec::new())
     };
     let end = insns.last().map(|i| i.next()).unwrap_or(start + 1);
-    let last = insns.last().cloned();
+    let body = scan_body(&insns);
+    let (succ, exit) = match insns.last() {
+        Some(l) => exits_of(&insns, l, end, factory),
+        None => (Vec::new(), Exit::Static),
+    };
+    let (induction, affine) = counted_loop(start, &insns, &body, factory);
+    Block {
+        start,
+        end,
+        insns,
+        stat: body.stat,
+        masked: body.masked,
+        needs_step: body.needs_step,
+        emu_masks: body.needs_step && !body.tiles,
+        succ_marked: std::cell::Cell::new(0),
+        succ,
+        exit,
+        induction,
+        affine,
+        rep: body.rep,
+        site,
+        sites,
+        insn_site,
+    }
+}
+
+/// What a block's instructions add to its static tally, and where its masked instructions'
+/// opmasks come from (`build_block`).
+struct BodyScan {
+    stat: Tally,
+    masked: Vec<(usize, MaskSrc)>,
+    needs_step: bool,
+    /// AMX work whose shapes are read at each tile instruction.
+    tiles: bool,
+    /// The opmasks some instruction of the block writes.
+    kwritten: [bool; 8],
+    rep: bool,
+}
+
+fn scan_body(insns: &[Rc<Insn>]) -> BodyScan {
     let mut stat = Tally::default();
     let mut masked = Vec::new();
     let mut needs_step = false;
@@ -198,93 +237,125 @@ pub(super) fn build_block(
             }
         }
     }
+    BodyScan {
+        stat,
+        masked,
+        needs_step,
+        tiles,
+        kwritten,
+        rep,
+    }
+}
+
+/// The static successors of a block of `insns` ending in `l` (the next instruction at `end`),
+/// and how it exits.
+fn exits_of(insns: &[Rc<Insn>], l: &Insn, end: u64, factory: &mut InstructionInfoFactory) -> (Vec<u64>, Exit) {
     let mut succ = Vec::new();
     let mut exit = Exit::Static;
-    if let Some(l) = &last {
-        match l.flow {
-            Flow::Next | Flow::Stop => succ.push(end),
-            Flow::Jump(t) => succ.push(t),
-            Flow::CondJump(t) | Flow::Call(t) => {
-                succ.push(t);
+    match l.flow {
+        Flow::Next | Flow::Stop => succ.push(end),
+        Flow::Jump(t) => succ.push(t),
+        Flow::CondJump(t) | Flow::Call(t) => {
+            succ.push(t);
+            succ.push(end);
+        }
+        Flow::IndirectJump | Flow::IndirectCall => {
+            if l.flow == Flow::IndirectCall {
                 succ.push(end);
             }
-            Flow::IndirectJump | Flow::IndirectCall => {
-                if l.flow == Flow::IndirectCall {
-                    succ.push(end);
-                }
-                // The target is computable at entry when no earlier instruction writes the registers it reads.
-                let mut read: Vec<Register> = Vec::new();
-                let i = &l.instr;
-                for o in 0..i.op_count() {
-                    match i.op_kind(o) {
-                        OpKind::Register => read.push(full_gpr(i.op_register(o))),
-                        OpKind::Memory => {
-                            read.push(full_gpr(i.memory_base()));
-                            read.push(full_gpr(i.memory_index()));
-                        }
-                        _ => {}
-                    }
-                }
-                let clobbered = insns[..insns.len() - 1]
-                    .iter()
-                    .flat_map(|x| writes_of(x, factory))
-                    .any(|w| w != Register::None && read.contains(&w));
-                exit = Exit::Indirect { at_entry: !clobbered };
+            exit = Exit::Indirect {
+                at_entry: indirect_target_at_entry(insns, l, factory),
+            };
+        }
+        Flow::Return => exit = Exit::Ret(return_slot(insns, factory)),
+    }
+    (succ, exit)
+}
+
+/// Whether the target of the indirect jump or call `l` that ends `insns` is computable at the
+/// block's entry: no earlier instruction writes the registers it reads.
+fn indirect_target_at_entry(insns: &[Rc<Insn>], l: &Insn, factory: &mut InstructionInfoFactory) -> bool {
+    let mut read: Vec<Register> = Vec::new();
+    let i = &l.instr;
+    for o in 0..i.op_count() {
+        match i.op_kind(o) {
+            OpKind::Register => read.push(full_gpr(i.op_register(o))),
+            OpKind::Memory => {
+                read.push(full_gpr(i.memory_base()));
+                read.push(full_gpr(i.memory_index()));
             }
-            Flow::Return => {
-                let mut at = RspAt::Rsp(0);
-                let mut rbp_written = false;
-                for x in &insns[..insns.len() - 1] {
-                    let m = x.instr.mnemonic();
-                    let writes = writes_of(x, factory);
-                    let inc = x.instr.stack_pointer_increment() as i64;
-                    at = match (at, m) {
-                        (_, Mnemonic::Leave) => {
-                            if rbp_written {
-                                RspAt::Unknown
-                            } else {
-                                RspAt::Rbp(8)
-                            }
-                        }
-                        (RspAt::Rsp(d), Mnemonic::Add | Mnemonic::Sub)
-                            if x.instr.op0_register() == Register::RSP
-                                && matches!(x.instr.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
-                        {
-                            let v = x.instr.immediate(1) as i64;
-                            RspAt::Rsp(if m == Mnemonic::Add { d + v } else { d - v })
-                        }
-                        (RspAt::Rsp(d), Mnemonic::Lea)
-                            if x.instr.op0_register() == Register::RSP
-                                && x.instr.memory_base() == Register::RSP
-                                && x.instr.memory_index() == Register::None =>
-                        {
-                            RspAt::Rsp(d + x.instr.memory_displacement64() as i64)
-                        }
-                        (RspAt::Rsp(d), _) if inc != 0 => RspAt::Rsp(d + inc),
-                        (RspAt::Rbp(d), _) if inc != 0 => RspAt::Rbp(d + inc),
-                        (a, _) if writes.contains(&Register::RSP) => {
-                            let _ = a;
-                            RspAt::Unknown
-                        }
-                        (a, _) => a,
-                    };
-                    if writes.contains(&Register::RBP) && m != Mnemonic::Leave {
-                        rbp_written = true;
-                    }
-                }
-                exit = Exit::Ret(at);
-            }
+            _ => {}
         }
     }
-    // A counted loop that is one block: `…; add r, imm; …; jcc start`, r written only there.
+    let clobbered = insns[..insns.len() - 1]
+        .iter()
+        .flat_map(|x| writes_of(x, factory))
+        .any(|w| w != Register::None && read.contains(&w));
+    !clobbered
+}
+
+/// Where the return address of the `ret` that ends `insns` lies, relative to rsp or rbp at the
+/// block's entry, following what the instructions before it do to the two.
+fn return_slot(insns: &[Rc<Insn>], factory: &mut InstructionInfoFactory) -> RspAt {
+    let mut at = RspAt::Rsp(0);
+    let mut rbp_written = false;
+    for x in &insns[..insns.len() - 1] {
+        let m = x.instr.mnemonic();
+        let writes = writes_of(x, factory);
+        let inc = x.instr.stack_pointer_increment() as i64;
+        at = match (at, m) {
+            (_, Mnemonic::Leave) => {
+                if rbp_written {
+                    RspAt::Unknown
+                } else {
+                    RspAt::Rbp(8)
+                }
+            }
+            (RspAt::Rsp(d), Mnemonic::Add | Mnemonic::Sub)
+                if x.instr.op0_register() == Register::RSP
+                    && matches!(x.instr.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
+            {
+                let v = x.instr.immediate(1) as i64;
+                RspAt::Rsp(if m == Mnemonic::Add { d + v } else { d - v })
+            }
+            (RspAt::Rsp(d), Mnemonic::Lea)
+                if x.instr.op0_register() == Register::RSP
+                    && x.instr.memory_base() == Register::RSP
+                    && x.instr.memory_index() == Register::None =>
+            {
+                RspAt::Rsp(d + x.instr.memory_displacement64() as i64)
+            }
+            (RspAt::Rsp(d), _) if inc != 0 => RspAt::Rsp(d + inc),
+            (RspAt::Rbp(d), _) if inc != 0 => RspAt::Rbp(d + inc),
+            (a, _) if writes.contains(&Register::RSP) => {
+                let _ = a;
+                RspAt::Unknown
+            }
+            (a, _) => a,
+        };
+        if writes.contains(&Register::RBP) && m != Mnemonic::Leave {
+            rbp_written = true;
+        }
+    }
+    at
+}
+
+/// A counted loop that is one block: `…; add r, imm; …; jcc start`, r written only there. Its
+/// induction register, and in memory mode its address registers as functions of the iteration.
+fn counted_loop(
+    start: u64,
+    insns: &[Rc<Insn>],
+    body: &BodyScan,
+    factory: &mut InstructionInfoFactory,
+) -> (Option<Induction>, Option<Vec<Stride>>) {
     let mut induction = None;
     let mut affine = None;
-    if let Some(l) = &last
+    if let Some(l) = insns.last()
         && l.flow == Flow::CondJump(start)
-        && !needs_step
-        && !rep
-        && masked.iter().all(|(_, s)| match s {
-            MaskSrc::Entry(k) => !kwritten[*k as usize],
+        && !body.needs_step
+        && !body.rep
+        && body.masked.iter().all(|(_, s)| match s {
+            MaskSrc::Entry(k) => !body.kwritten[*k as usize],
             MaskSrc::Const(_) => true,
             MaskSrc::Dynamic => false,
         })
@@ -309,27 +380,10 @@ pub(super) fn build_block(
             }
         }
         if induction.is_some() {
-            affine = affine_strides(&insns, &writers);
+            affine = affine_strides(insns, &writers);
         }
     }
-    Block {
-        start,
-        end,
-        insns,
-        stat,
-        masked,
-        needs_step,
-        emu_masks: needs_step && !tiles,
-        succ_marked: std::cell::Cell::new(0),
-        succ,
-        exit,
-        induction,
-        affine,
-        rep,
-        site,
-        sites,
-        insn_site,
-    }
+    (induction, affine)
 }
 
 /// The per-iteration stride of `reg` when `x` (its only writer in a loop) is `add/sub reg, imm`,
