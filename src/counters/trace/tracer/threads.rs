@@ -432,49 +432,8 @@ impl Tracer<'_> {
         if sig == Signal::SIGTRAP {
             let step = th.step;
             let si = th.space;
-            if step != StepKind::None
-                && let sys::StepStop::Interrupted(restart) = sys::judge_step_stop(&regs)
-            {
-                // Nothing after the interrupted call ran: restart it where it is and ask the
-                // same step again (its instruction was counted when the step was asked).
-                self.stats.interrupted_steps += 1;
-                if ptrace::setregs(pid, *restart).is_ok() {
-                    self.step(pid, None);
-                    return;
-                }
-            }
-            if matches!(
-                step,
-                StepKind::Through { .. } | StepKind::Feed { .. } | StepKind::Single | StepKind::Over { .. }
-            ) && let Some(at) = self.stepped_into_bp(pid, si, &regs)
-            {
-                // Nothing ran: step again from `at`, through the breakpoint's displaced copy.
-                // (Its instruction was already counted or fed when the step was asked for.)
-                self.stats.stepped_into_bps += 1;
-                if self.debug {
-                    eprintln!("stepped into a breakpoint armed meanwhile at {at:#x} ({step:?})");
-                }
-                if let Some(t) = self.threads.get_mut(&pid) {
-                    t.step = StepKind::None;
-                }
-                self.move_rip(pid, &mut regs, at);
-                let then = match step {
-                    StepKind::Through { start, end } => Some(Then::Through { start, end }),
-                    StepKind::Feed { start, end } => Some(Then::Feed { start, end }),
-                    StepKind::Single => Some(Then::Arrive),
-                    _ => None,
-                };
-                self.pass_bp(pid, si, at, regs, then);
-                return;
-            }
             if step != StepKind::None {
-                self.resolve_rep(pid, &regs);
-                self.do_reinstall(pid);
-                if stepped_tile == Some(regs.rip) {
-                    self.tile_restart = Some((pid, regs.rip));
-                }
-                self.on_step(pid, step, regs);
-                self.tile_restart = None;
+                self.on_step_stop(pid, si, step, regs, stepped_tile);
                 return;
             }
             let at = regs.rip.wrapping_sub(1);
@@ -520,45 +479,7 @@ impl Tracer<'_> {
                     }
                     return;
                 }
-                if let Some(th) = self.threads.get_mut(&pid) {
-                    let exp = th.expect.take();
-                    let exp_regs = th.expect_regs.take();
-                    if let Some(e) = exp.as_ref().filter(|e| !e.contains(&at)) {
-                        if self.debug {
-                            eprintln!("[{pid}] mispredict: trap at {at:#x}, expected {e:x?}");
-                        }
-                        self.stats.mispredicts += 1;
-                        if self.stats.exit_state_details.len() < 4 {
-                            let (from, blocks, last) = th.expect_path;
-                            // (No register differs: the trap itself was not an exit of the path.)
-                            self.stats.exit_state_details.push(ExitStateDetail {
-                                at,
-                                from,
-                                blocks,
-                                last,
-                                differing: Vec::new(),
-                            });
-                        }
-                    } else if let Some(er) = exp_regs
-                        && !regs_agree(&er, &regs)
-                    {
-                        if self.debug {
-                            eprintln!("exit state: trap at {at:#x}, expected {er:x?}, regs {regs:x?}");
-                        }
-                        self.stats.mispredicts += 1;
-                        self.stats.exit_state_mismatches += 1;
-                        if self.stats.exit_state_details.len() < 4 {
-                            let (from, blocks, last) = th.expect_path;
-                            self.stats.exit_state_details.push(ExitStateDetail {
-                                at,
-                                from,
-                                blocks,
-                                last,
-                                differing: regs_differing(&er, &regs),
-                            });
-                        }
-                    }
-                }
+                self.check_prediction(pid, at, &regs);
                 self.move_rip(pid, &mut regs, at);
                 self.resolve_rep(pid, &regs);
                 self.do_reinstall(pid);
@@ -567,6 +488,98 @@ impl Tracer<'_> {
             }
         }
         self.deliver(pid, sig, regs);
+    }
+
+    /// The SIGTRAP of a thread that was single-stepped (`step`, not `StepKind::None`): a step the
+    /// kernel cut short inside a system call is asked again, a step that ran one of our
+    /// breakpoints armed meanwhile is redone through its displaced copy, and a completed step
+    /// goes on as `step` says (`on_step`). `stepped_tile`: the AMX tile load or store stepped.
+    fn on_step_stop(&mut self, pid: Pid, si: usize, step: StepKind, mut regs: libc::user_regs_struct, stepped_tile: Option<u64>) {
+        if let sys::StepStop::Interrupted(restart) = sys::judge_step_stop(&regs) {
+            // Nothing after the interrupted call ran: restart it where it is and ask the
+            // same step again (its instruction was counted when the step was asked).
+            self.stats.interrupted_steps += 1;
+            if ptrace::setregs(pid, *restart).is_ok() {
+                self.step(pid, None);
+                return;
+            }
+        }
+        if matches!(
+            step,
+            StepKind::Through { .. } | StepKind::Feed { .. } | StepKind::Single | StepKind::Over { .. }
+        ) && let Some(at) = self.stepped_into_bp(pid, si, &regs)
+        {
+            // Nothing ran: step again from `at`, through the breakpoint's displaced copy.
+            // (Its instruction was already counted or fed when the step was asked for.)
+            self.stats.stepped_into_bps += 1;
+            if self.debug {
+                eprintln!("stepped into a breakpoint armed meanwhile at {at:#x} ({step:?})");
+            }
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.step = StepKind::None;
+            }
+            self.move_rip(pid, &mut regs, at);
+            let then = match step {
+                StepKind::Through { start, end } => Some(Then::Through { start, end }),
+                StepKind::Feed { start, end } => Some(Then::Feed { start, end }),
+                StepKind::Single => Some(Then::Arrive),
+                _ => None,
+            };
+            self.pass_bp(pid, si, at, regs, then);
+            return;
+        }
+        self.resolve_rep(pid, &regs);
+        self.do_reinstall(pid);
+        if stepped_tile == Some(regs.rip) {
+            self.tile_restart = Some((pid, regs.rip));
+        }
+        self.on_step(pid, step, regs);
+        self.tile_restart = None;
+    }
+
+    /// A trap of `pid` at our breakpoint `at` after a run-ahead path: a trap at no exit the path
+    /// predicted, or registers other than the emulator computed for the exit, is a mispredict
+    /// (counted, and the first few kept for the report).
+    fn check_prediction(&mut self, pid: Pid, at: u64, regs: &libc::user_regs_struct) {
+        if let Some(th) = self.threads.get_mut(&pid) {
+            let exp = th.expect.take();
+            let exp_regs = th.expect_regs.take();
+            if let Some(e) = exp.as_ref().filter(|e| !e.contains(&at)) {
+                if self.debug {
+                    eprintln!("[{pid}] mispredict: trap at {at:#x}, expected {e:x?}");
+                }
+                self.stats.mispredicts += 1;
+                if self.stats.exit_state_details.len() < 4 {
+                    let (from, blocks, last) = th.expect_path;
+                    // (No register differs: the trap itself was not an exit of the path.)
+                    self.stats.exit_state_details.push(ExitStateDetail {
+                        at,
+                        from,
+                        blocks,
+                        last,
+                        differing: Vec::new(),
+                    });
+                }
+            } else if let Some(er) = exp_regs
+                && !regs_agree(&er, regs)
+            {
+                if self.debug {
+                    eprintln!("exit state: trap at {at:#x}, expected {er:x?}, regs {regs:x?}");
+                }
+                self.stats.mispredicts += 1;
+                self.stats.exit_state_mismatches += 1;
+                if self.stats.exit_state_details.len() < 4 {
+                    let (from, blocks, last) = th.expect_path;
+                    self.stats.exit_state_details.push(ExitStateDetail {
+                        at,
+                        from,
+                        blocks,
+                        last,
+                        differing: regs_differing(&er, regs),
+                    });
+                }
+            }
+        }
     }
 
     /// Deliver `sig` with a single step, judged from `old_pc` (nothing counted before it).
