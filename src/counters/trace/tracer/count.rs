@@ -12,12 +12,13 @@ use crate::counters::trace::classify::TileOp;
 use crate::counters::trace::emu::Emu;
 use crate::counters::trace::interleave::{Access, Call};
 use crate::counters::trace::sources::Site;
-use crate::counters::trace::sys;
+use crate::counters::trace::sys::{self, Memory};
 use crate::counters::trace::tally::Tally;
 
 use super::Tracer;
 use super::block::{Block, Exit, MaskSrc, RspAt, dynamic_tally, ends_in_stop, reg_value};
 use super::feed::{accesses_of, tile_accesses};
+use super::run_ahead::RunAhead;
 use super::space::FastMap;
 use super::threads::{Native, StepKind, Then};
 
@@ -277,87 +278,21 @@ impl Tracer<'_> {
         self.block_enter(pid, si, pc, regs, bp.sticky());
     }
 
-    fn block_enter(&mut self, pid: Pid, si: usize, pc: u64, mut regs: libc::user_regs_struct, sticky: bool) {
+    fn block_enter(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, sticky: bool) {
+        let at = BlockTrap { pid, si, pc, sticky };
         self.returns_from_call(pid, pc, regs.rax);
         if let Some(th) = self.threads.get(&pid)
             && let Some(s) = self.stats.per_thread.get_mut(th.index)
         {
             s.block_traps += 1;
         }
-        let f = &mut self.factory;
-        let sp = &mut self.spaces[si];
-        let known = sp.blocks.contains_key(&pc);
-        sp.mark_block_start(pc);
-        let mut block = sp.block_at(pc, f);
-        if !known {
-            self.stats.blocks_decoded += 1;
-        }
-        for &s in &block.succ {
-            sp.mark_block_start(s);
-            sp.install(s);
-        }
-        // Return and indirect targets, read now.
-        let mut targets = block.succ.clone();
-        let mut unresolved = false;
-        match block.exit {
-            Exit::Static => {}
-            Exit::Ret(at) => {
-                let slot = match at {
-                    RspAt::Rsp(d) => Some(regs.rsp.wrapping_add(d as u64)),
-                    RspAt::Rbp(d) => Some(regs.rbp.wrapping_add(d as u64)),
-                    RspAt::Unknown => None,
-                };
-                match slot.and_then(|a| sp.mem.read_u64(a)) {
-                    Some(t) => targets.push(t),
-                    None => unresolved = true,
-                }
-            }
-            Exit::Indirect { at_entry } => {
-                let last = block.insns.last().cloned();
-                let target = last.filter(|_| at_entry).and_then(|l| {
-                    let i = &l.instr;
-                    match i.op0_kind() {
-                        OpKind::Register => reg_value(&regs, i.op0_register()),
-                        OpKind::Memory => {
-                            let um = iced_x86::UsedMemory::new(
-                                i.memory_segment(),
-                                i.memory_base(),
-                                i.memory_index(),
-                                i.memory_index_scale(),
-                                i.memory_displacement64(),
-                                iced_x86::MemorySize::UInt64,
-                                OpAccess::Read,
-                            );
-                            let a = um.virtual_address(0, |r, _, _| match r {
-                                Register::FS => Some(regs.fs_base),
-                                Register::GS => Some(regs.gs_base),
-                                Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
-                                _ => reg_value(&regs, r),
-                            })?;
-                            sp.mem.read_u64(a)
-                        }
-                        _ => None,
-                    }
-                });
-                match target {
-                    Some(t) => targets.push(t),
-                    None => unresolved = true,
-                }
-            }
-        }
-        for &t in &targets[block.succ.len()..] {
-            sp.mark_block_start(t);
-            sp.install(t);
-        }
-        if !sp.blocks.contains_key(&pc) {
-            block = sp.block_at(pc, f);
-        }
+        let (mut block, mut targets, unresolved) = self.decode_at_trap(si, pc, &regs);
         // An exit not computable from the registers at entry (a computed `goto` whose target
         // the block loads, a `ret` after the block moved rsp in a way not followed): the
         // run-ahead's emulator may compute it, from the same registers and memory, exactly or
         // not at all; the block is stepped through only where it does not.
         // A mask written inside the block: computed by the emulator where it can be.
-        let Some(masks) = self.masks_at(pid, si, &block, &regs) else {
+        let Some(mut masks) = self.masks_at(pid, si, &block, &regs) else {
             let why = if block.emu_masks && self.mode == TraceMode::Flops {
                 "masks unknown to the emulator"
             } else {
@@ -371,107 +306,12 @@ impl Tracer<'_> {
             self.step_through(pid, si, pc, &block, regs, "exit unknown (rep, sticky)");
             return;
         }
-        let sp = &mut self.spaces[si];
-        // A counted single-block loop on a single thread: run it natively to its exit.
-        let memory = self.mode == TraceMode::Memory;
-        // Memory mode runs a loop natively only when its addresses can be replayed.
-        let native_ok = !memory || block.affine.is_some();
-        let replay = memory.then(|| Box::new(regs));
-        if let Some(ind) = block.induction
-            && !emulate_exit
-            && native_ok
-            && sp.threads <= 1
-            && !sticky
-            && let Some(entry) = reg_value(&regs, ind.reg)
-        {
-            sp.uninstall(pc);
-            sp.install(block.end);
-            self.stats.native_loops += 1;
-            if let Some(t) = self.threads.get_mut(&pid) {
-                t.native = Some(Native {
-                    head: pc,
-                    block: block.clone(),
-                    exit: block.end,
-                    ind,
-                    entry,
-                    masks,
-                    regs: replay,
-                });
-            }
-            self.cont(pid, None);
+        if !emulate_exit && !sticky && self.run_loop_natively(at, &block, regs, &mut masks) {
             return;
         }
-        // The same with other threads in the space: the loop runs as a displaced copy (its head
-        // breakpoint stays in for them), and its exit falls into a trap of the copy.
-        if let Some(ind) = block.induction
-            && !emulate_exit
-            && native_ok
-            && self.spaces[si].threads > 1
-            && !sticky
-            && let Some(entry) = reg_value(&regs, ind.reg)
-            && let Some(lc) = self.loop_for(pid, si, &block)
-        {
-            self.stats.native_loops += 1;
-            if let Some(th) = self.threads.get(&pid)
-                && let Some(s) = self.stats.per_thread.get_mut(th.index)
-            {
-                s.native_loops += 1;
-            }
-            if let Some(t) = self.threads.get_mut(&pid) {
-                t.native = Some(Native {
-                    head: pc,
-                    block: block.clone(),
-                    exit: lc.exit_trap,
-                    ind,
-                    entry,
-                    masks,
-                    regs: replay,
-                });
-            }
-            self.move_rip(pid, &mut regs, lc.at);
-            self.cont(pid, None);
-            return;
-        }
-        let mut masks = masks;
-        // Run ahead: the blocks this thread will certainly run next (static single successors,
-        // and branches, returns and indirect jumps whose outcome the emulator computes from the
-        // registers and memory now, through as many loop iterations as it can decide) are
-        // counted at this trap, their breakpoints left out, so only the path's exits trap. In
-        // memory mode the emulator also gives every address on the path.
-        let feed = memory && self.sink.is_some();
+        let feed = self.mode == TraceMode::Memory && self.sink.is_some();
         let mut path_accesses: Option<Vec<Access>> = None;
-        let eligible = !block.rep && (!memory || (feed && block.masked.is_empty())) && !sticky;
-        let alone = eligible && (self.spaces[si].threads <= 1 || (self.hold_worth_trying(si, pc) && self.hold_others(si, pid)));
-        let ra = if alone { self.run_ahead(pid, si, pc, &regs, feed) } else { None };
-        if !alone {
-            self.stats.path_end(if !eligible {
-                "none: not eligible (rep, sticky, memory mode masks)"
-            } else {
-                "none: other threads not held"
-            });
-        }
-        // Only a hold this thread made is this trap's: a thread of another process (a forked
-        // child) traps while its parent's hold lasts, and must neither end that hold nor hand
-        // it its breakpoints (they would go back in when the holder has not passed them, and
-        // into the wrong process).
-        let my_hold = self.hold.as_ref().is_some_and(|h| h.holder == pid);
-        if my_hold {
-            // Worth the stops of the other threads only where a path runs far.
-            let members = ra.as_ref().map_or(0, |r| r.members.len());
-            let skip = &mut self.spaces[si].hold_skip;
-            if members < 4 {
-                let e = skip.entry(pc).or_insert((0, 0));
-                e.1 = (e.1 + 1).min(8);
-                e.0 = 8 << e.1;
-            } else {
-                skip.remove(&pc);
-            }
-            if ra.is_some() {
-                self.stats.held_paths += 1;
-            } else {
-                self.release_hold();
-            }
-        }
+        let (ra, my_hold) = self.try_run_ahead(at, &block, &regs);
         if emulate_exit && ra.is_none() {
             // The emulator could not compute the exit either: step through.
             self.step_through(pid, si, pc, &block, regs, "exit unknown to the emulator");
@@ -486,35 +326,7 @@ impl Tracer<'_> {
             let last = ra.members.last().unwrap_or(&ra.first);
             path_ends_in_stop = Some(ends_in_stop(last));
             path_call = path_ends_in_stop.filter(|e| *e).map(|_| (ra.call_regs, last.end));
-            let sp = &mut self.spaces[si];
-            for &t in &ra.keep {
-                sp.install(t);
-            }
-            // Each member counted once per occurrence on the path.
-            let mut times: FastMap<(Rc<Block>, u64)> = FastMap::default();
-            // (Masked members each with the masks of their occurrence.)
-            let mut masked: Vec<(&Rc<Block>, &[Option<u64>])> = Vec::new();
-            for (b, m) in ra.members.iter().zip(ra.member_masks.iter()) {
-                if b.masked.is_empty() {
-                    times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
-                } else {
-                    masked.push((b, m));
-                    times.entry(b.start).or_insert_with(|| (b.clone(), 0));
-                }
-            }
-            for (start, _) in times.values() {
-                sp.uninstall(start.start);
-                if let Some(h) = self.hold.as_mut().filter(|_| my_hold) {
-                    h.reinstall.push(start.start);
-                }
-            }
-            for (b, n) in times.values() {
-                self.add_block(pid, b, &[], *n);
-            }
-            for (b, m) in masked {
-                self.add_block(pid, b, m, 1);
-            }
-            self.stats.run_ahead_blocks += ra.members.len() as u64;
+            self.count_path(at, &ra, my_hold);
             let first = ra.first;
             if !Rc::ptr_eq(&first, &block) {
                 block = first;
@@ -554,29 +366,8 @@ impl Tracer<'_> {
             let tid = self.sink_id(pid);
             self.feed(tid, &acc);
             self.stats.emulated_blocks += 1;
-        } else if feed {
-            match self.block_accesses(pid, si, &block, &masks, &regs) {
-                Some(acc) => {
-                    let tid = self.sink_id(pid);
-                    self.feed(tid, &acc);
-                    self.stats.emulated_blocks += 1;
-                }
-                None => {
-                    // Addresses not computable at entry: step through the block feeding each
-                    // instruction's (its W is counted above).
-                    self.stats.fed_by_steps += 1;
-                    if block.rep
-                        && let Some(insn) = block.insns.first()
-                        && let Some(t) = self.threads.get_mut(&pid)
-                    {
-                        t.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
-                    }
-                    let (start, end) = (block.start, block.end);
-                    self.step_one(pid, si, pc, &regs, false);
-                    self.step_block(pid, si, pc, regs, Then::Feed { start, end });
-                    return;
-                }
-            }
+        } else if feed && !self.feed_block(at, &block, &masks, regs) {
+            return;
         }
         if feed && path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
             // A `futex` wait or wake, a `read`: how the thread's clock goes on after it
@@ -594,6 +385,234 @@ impl Tracer<'_> {
         {
             t.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
         }
+        self.leave_block(at, &block, regs, &targets, my_hold);
+    }
+
+    /// The block at the trap's `pc`, made a block start and decoded, with its static successors
+    /// and its return or indirect target (read from the registers at entry) installed; decoded
+    /// anew where installing one split it. (The block, those targets, whether the return or
+    /// indirect target could not be read.)
+    fn decode_at_trap(&mut self, si: usize, pc: u64, regs: &libc::user_regs_struct) -> (Rc<Block>, Vec<u64>, bool) {
+        let f = &mut self.factory;
+        let sp = &mut self.spaces[si];
+        let known = sp.blocks.contains_key(&pc);
+        sp.mark_block_start(pc);
+        let mut block = sp.block_at(pc, f);
+        if !known {
+            self.stats.blocks_decoded += 1;
+        }
+        for &s in &block.succ {
+            sp.mark_block_start(s);
+            sp.install(s);
+        }
+        // Return and indirect targets, read now.
+        let mut targets = block.succ.clone();
+        let mut unresolved = false;
+        if block.exit != Exit::Static {
+            match exit_target(&sp.mem, &block, regs) {
+                Some(t) => targets.push(t),
+                None => unresolved = true,
+            }
+        }
+        for &t in &targets[block.succ.len()..] {
+            sp.mark_block_start(t);
+            sp.install(t);
+        }
+        if !sp.blocks.contains_key(&pc) {
+            block = sp.block_at(pc, f);
+        }
+        (block, targets, unresolved)
+    }
+
+    /// A counted single-block loop on a single thread: run it natively to its exit. With other
+    /// threads in the space the loop runs as a displaced copy (its head breakpoint stays in for
+    /// them), and its exit falls into a trap of the copy. False, with nothing done, where the
+    /// block is no such loop or cannot run so (`masks` are taken only when it runs).
+    fn run_loop_natively(
+        &mut self,
+        at: BlockTrap,
+        block: &Rc<Block>,
+        mut regs: libc::user_regs_struct,
+        masks: &mut Vec<Option<u64>>,
+    ) -> bool {
+        let BlockTrap { pid, si, pc, .. } = at;
+        let sp = &mut self.spaces[si];
+        let memory = self.mode == TraceMode::Memory;
+        // Memory mode runs a loop natively only when its addresses can be replayed.
+        let native_ok = !memory || block.affine.is_some();
+        let replay = memory.then(|| Box::new(regs));
+        if let Some(ind) = block.induction
+            && native_ok
+            && sp.threads <= 1
+            && let Some(entry) = reg_value(&regs, ind.reg)
+        {
+            sp.uninstall(pc);
+            sp.install(block.end);
+            self.stats.native_loops += 1;
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.native = Some(Native {
+                    head: pc,
+                    block: block.clone(),
+                    exit: block.end,
+                    ind,
+                    entry,
+                    masks: std::mem::take(masks),
+                    regs: replay,
+                });
+            }
+            self.cont(pid, None);
+            return true;
+        }
+        if let Some(ind) = block.induction
+            && native_ok
+            && self.spaces[si].threads > 1
+            && let Some(entry) = reg_value(&regs, ind.reg)
+            && let Some(lc) = self.loop_for(pid, si, block)
+        {
+            self.stats.native_loops += 1;
+            if let Some(th) = self.threads.get(&pid)
+                && let Some(s) = self.stats.per_thread.get_mut(th.index)
+            {
+                s.native_loops += 1;
+            }
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.native = Some(Native {
+                    head: pc,
+                    block: block.clone(),
+                    exit: lc.exit_trap,
+                    ind,
+                    entry,
+                    masks: std::mem::take(masks),
+                    regs: replay,
+                });
+            }
+            self.move_rip(pid, &mut regs, lc.at);
+            self.cont(pid, None);
+            return true;
+        }
+        false
+    }
+
+    /// Run ahead from the trap where the block may start a path and the thread is alone in its
+    /// space or holds the others: the path (`run_ahead`), and whether the other threads are held
+    /// for it (the hold ends here when no path came of it).
+    fn try_run_ahead(&mut self, at: BlockTrap, block: &Block, regs: &libc::user_regs_struct) -> (Option<RunAhead>, bool) {
+        let BlockTrap { pid, si, pc, sticky } = at;
+        let memory = self.mode == TraceMode::Memory;
+        // Run ahead: the blocks this thread will certainly run next (static single successors,
+        // and branches, returns and indirect jumps whose outcome the emulator computes from the
+        // registers and memory now, through as many loop iterations as it can decide) are
+        // counted at this trap, their breakpoints left out, so only the path's exits trap. In
+        // memory mode the emulator also gives every address on the path.
+        let feed = memory && self.sink.is_some();
+        let eligible = !block.rep && (!memory || (feed && block.masked.is_empty())) && !sticky;
+        let alone = eligible && (self.spaces[si].threads <= 1 || (self.hold_worth_trying(si, pc) && self.hold_others(si, pid)));
+        let ra = if alone { self.run_ahead(pid, si, pc, regs, feed) } else { None };
+        if !alone {
+            self.stats.path_end(if !eligible {
+                "none: not eligible (rep, sticky, memory mode masks)"
+            } else {
+                "none: other threads not held"
+            });
+        }
+        // Only a hold this thread made is this trap's: a thread of another process (a forked
+        // child) traps while its parent's hold lasts, and must neither end that hold nor hand
+        // it its breakpoints (they would go back in when the holder has not passed them, and
+        // into the wrong process).
+        let my_hold = self.hold.as_ref().is_some_and(|h| h.holder == pid);
+        if my_hold {
+            // Worth the stops of the other threads only where a path runs far.
+            let members = ra.as_ref().map_or(0, |r| r.members.len());
+            let skip = &mut self.spaces[si].hold_skip;
+            if members < 4 {
+                let e = skip.entry(pc).or_insert((0, 0));
+                e.1 = (e.1 + 1).min(8);
+                e.0 = 8 << e.1;
+            } else {
+                skip.remove(&pc);
+            }
+            if ra.is_some() {
+                self.stats.held_paths += 1;
+            } else {
+                self.release_hold();
+            }
+        }
+        (ra, my_hold)
+    }
+
+    /// Count the blocks of run-ahead path `ra` at this trap, each once per occurrence, with
+    /// their breakpoints taken out (back in when this trap's hold ends, where it holds the
+    /// other threads) and those of the path's exits put in.
+    fn count_path(&mut self, at: BlockTrap, ra: &RunAhead, my_hold: bool) {
+        let BlockTrap { pid, si, .. } = at;
+        let sp = &mut self.spaces[si];
+        for &t in &ra.keep {
+            sp.install(t);
+        }
+        // Each member counted once per occurrence on the path.
+        let mut times: FastMap<(Rc<Block>, u64)> = FastMap::default();
+        // (Masked members each with the masks of their occurrence.)
+        let mut masked: Vec<(&Rc<Block>, &[Option<u64>])> = Vec::new();
+        for (b, m) in ra.members.iter().zip(ra.member_masks.iter()) {
+            if b.masked.is_empty() {
+                times.entry(b.start).or_insert_with(|| (b.clone(), 0)).1 += 1;
+            } else {
+                masked.push((b, m));
+                times.entry(b.start).or_insert_with(|| (b.clone(), 0));
+            }
+        }
+        for (start, _) in times.values() {
+            sp.uninstall(start.start);
+            if let Some(h) = self.hold.as_mut().filter(|_| my_hold) {
+                h.reinstall.push(start.start);
+            }
+        }
+        for (b, n) in times.values() {
+            self.add_block(pid, b, &[], *n);
+        }
+        for (b, m) in masked {
+            self.add_block(pid, b, m, 1);
+        }
+        self.stats.run_ahead_blocks += ra.members.len() as u64;
+    }
+
+    /// Memory mode: feed the addresses of the block counted at this trap, emulated from the
+    /// registers at its entry. Where they cannot be, the thread steps through the block feeding
+    /// each instruction's (its W is counted already), and this trap is done: false.
+    fn feed_block(&mut self, at: BlockTrap, block: &Block, masks: &[Option<u64>], regs: libc::user_regs_struct) -> bool {
+        let BlockTrap { pid, si, pc, .. } = at;
+        match self.block_accesses(pid, si, block, masks, &regs) {
+            Some(acc) => {
+                let tid = self.sink_id(pid);
+                self.feed(tid, &acc);
+                self.stats.emulated_blocks += 1;
+                true
+            }
+            None => {
+                // Addresses not computable at entry: step through the block feeding each
+                // instruction's (its W is counted above).
+                self.stats.fed_by_steps += 1;
+                if block.rep
+                    && let Some(insn) = block.insns.first()
+                    && let Some(t) = self.threads.get_mut(&pid)
+                {
+                    t.pending_rep = Some((insn.clone(), regs.rcx, block.site.clone()));
+                }
+                let (start, end) = (block.start, block.end);
+                self.step_one(pid, si, pc, &regs, false);
+                self.step_block(pid, si, pc, regs, Then::Feed { start, end });
+                false
+            }
+        }
+    }
+
+    /// The thread goes on from the block counted at its trap (`targets`: where it can trap
+    /// next): with the block's breakpoint left out until a predecessor puts it back (alone in
+    /// its space, or holding the others), past it through its displaced copy (other threads
+    /// must keep trapping there), or stepped over it (the block is one of its own exits, or the
+    /// breakpoint is sticky).
+    fn leave_block(&mut self, at: BlockTrap, block: &Block, regs: libc::user_regs_struct, targets: &[u64], my_hold: bool) {
+        let BlockTrap { pid, si, pc, sticky } = at;
         let sp = &mut self.spaces[si];
         let installed = sp.bps.get(&pc).is_some_and(|b| b.installed);
         if let Some(h) = self.hold.as_mut().filter(|_| my_hold)
@@ -724,6 +743,62 @@ impl Tracer<'_> {
             && self.sink.is_some()
         {
             self.replay_loop(pid, &block, strides, entry, &nat.masks, trips);
+        }
+    }
+}
+
+/// A thread at the breakpoint that starts a block, as the steps of `Tracer::block_enter` see it.
+#[derive(Clone, Copy)]
+struct BlockTrap {
+    pid: Pid,
+    /// Its address space.
+    si: usize,
+    /// The block's start.
+    pc: u64,
+    /// The breakpoint there is sticky (entry point, region marker).
+    sticky: bool,
+}
+
+/// The target of `block`'s return or indirect exit, from the registers at its entry and memory;
+/// None where it cannot be computed (and for a static exit).
+fn exit_target(mem: &Memory, block: &Block, regs: &libc::user_regs_struct) -> Option<u64> {
+    match block.exit {
+        Exit::Static => None,
+        Exit::Ret(at) => {
+            let slot = match at {
+                RspAt::Rsp(d) => Some(regs.rsp.wrapping_add(d as u64)),
+                RspAt::Rbp(d) => Some(regs.rbp.wrapping_add(d as u64)),
+                RspAt::Unknown => None,
+            };
+            slot.and_then(|a| mem.read_u64(a))
+        }
+        Exit::Indirect { at_entry } => {
+            let last = block.insns.last().cloned();
+            last.filter(|_| at_entry).and_then(|l| {
+                let i = &l.instr;
+                match i.op0_kind() {
+                    OpKind::Register => reg_value(regs, i.op0_register()),
+                    OpKind::Memory => {
+                        let um = iced_x86::UsedMemory::new(
+                            i.memory_segment(),
+                            i.memory_base(),
+                            i.memory_index(),
+                            i.memory_index_scale(),
+                            i.memory_displacement64(),
+                            iced_x86::MemorySize::UInt64,
+                            OpAccess::Read,
+                        );
+                        let a = um.virtual_address(0, |r, _, _| match r {
+                            Register::FS => Some(regs.fs_base),
+                            Register::GS => Some(regs.gs_base),
+                            Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                            _ => reg_value(regs, r),
+                        })?;
+                        mem.read_u64(a)
+                    }
+                    _ => None,
+                }
+            })
         }
     }
 }
