@@ -620,7 +620,7 @@ impl Tracer<'_> {
     fn debug_fault(&self, pid: Pid, sig: Signal, regs: &libc::user_regs_struct) {
         let Some(th) = self.threads.get(&pid) else { return };
         let sp = &self.spaces[th.space];
-        let addr = ptrace::getsiginfo(pid).map(|i| unsafe { i.si_addr() } as u64).unwrap_or(0);
+        let addr = fault_address(pid);
         let mut code = [0u8; 16];
         let n = sp.mem.read(regs.rip, &mut code);
         eprintln!(
@@ -803,4 +803,14 @@ impl Tracer<'_> {
     pub(super) fn arrive(&mut self, pid: Pid, pc: u64, regs: libc::user_regs_struct) {
         self.on_bp(pid, pc, regs);
     }
+}
+
+/// The address the kernel reported with the signal thread `pid` is stopped for (0 where it
+/// cannot be read).
+fn fault_address(pid: Pid) -> u64 {
+    // SAFETY: `si_addr` reads a union member of the siginfo_t that PTRACE_GETSIGINFO copied
+    // whole from the kernel: for the fault signals `debug_fault` reports (SIGSEGV, SIGBUS,
+    // SIGILL, SIGTRAP) the address the kernel gives with them, otherwise the bytes of another
+    // member; initialised plain integers either way.
+    ptrace::getsiginfo(pid).map(|i| unsafe { i.si_addr() } as u64).unwrap_or(0)
 }
