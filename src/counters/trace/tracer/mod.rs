@@ -15,6 +15,12 @@
 //! exactly; static successors always). Those blocks are counted at this trap with their
 //! breakpoints left out; every address control can leave the path to keeps one. A trap
 //! anywhere else afterwards is counted in `DriverStats::mispredicts` (and noted in the report).
+//!
+//! Rooms: this file drives (the run loop, ptrace events, resuming threads); `threads.rs` keeps
+//! the thread states (stops, steps, signals, joining counting, holds); `space.rs` an address
+//! space's code and breakpoints; `block.rs` decodes blocks; `count.rs` counts at block traps;
+//! `run_ahead.rs` emulates the paths ahead; `displaced.rs` places the scratch-slot copies;
+//! `feed.rs` feeds addresses to the cache simulator.
 
 mod block;
 mod count;
