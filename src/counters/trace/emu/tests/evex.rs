@@ -1,7 +1,9 @@
 //! AVX-512 (EVEX) and opmask instructions against the CPU; the opmasks' seeding from the
 //! XSAVE image.
 
+use super::super::vector::low_bits;
 use super::*;
+use crate::counters::trace::sys::XsaveLayout;
 
 /// ymm16–ymm19, k1–k3, rax and [rdi] around one AVX-512 instruction.
 #[derive(Debug, Clone, Copy, PartialEq)]

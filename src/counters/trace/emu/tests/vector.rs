@@ -1,7 +1,9 @@
 //! SSE and AVX instructions against the CPU; the vector registers' seeding from the XSAVE
 //! image.
 
+use super::super::vector::{low_bits, writes_only_op0};
 use super::*;
+use crate::counters::trace::sys::XsaveLayout;
 
 /// Registers around one vector instruction: ymm0–ymm3, rax (rdi points at `mem`).
 #[derive(Debug, Clone, Copy, PartialEq)]
