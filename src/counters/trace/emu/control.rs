@@ -143,4 +143,35 @@ impl Emu {
         }
         true
     }
+
+    /// The stack (`push`, `pop`, `leave`) and the direction flag the string instructions step by
+    /// (`cld`, `std`). False when `i` is none of these or its form is not modelled (nothing
+    /// changed).
+    pub(super) fn control_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        match (m, b0) {
+            (M::Push, _) if i.op_count() == 1 => {
+                let v = match i.op0_kind() {
+                    OpKind::Register if i.op0_register().is_gpr64() => self.get(i.op0_register()),
+                    OpKind::Memory if i.memory_size().size() == 8 => self.ea(i).and_then(|a| self.read_mem(a, 8)),
+                    OpKind::Immediate8to64 | OpKind::Immediate32to64 => Some(i.immediate(0)),
+                    _ => return false,
+                };
+                self.push(v);
+            }
+            (M::Pop, Some(8)) if i.op0_kind() == OpKind::Register => {
+                let v = self.pop();
+                self.set(i.op0_register(), v);
+            }
+            (M::Cld | M::Std, _) => self.df = Some(m == M::Std),
+            (M::Leave, _) => {
+                self.regs[4] = self.regs[5];
+                let v = self.pop();
+                self.regs[5] = v;
+            }
+            _ => return false,
+        }
+        true
+    }
 }
