@@ -576,20 +576,23 @@ impl Emu {
     /// Model a legacy SSE or VEX instruction; false when this form is not modelled (before
     /// any effect that `generic` would not also undo).
     fn vector_op(&mut self, i: &Instruction, vex: bool) -> bool {
+        // Each family models its own mnemonics (no mnemonic is in two).
+        self.vector_move(i, vex)
+            || self.scalar_move(i, vex)
+            || self.vector_shuffle(i, vex)
+            || self.vector_lanes(i, vex)
+            || self.vector_to_integer(i, vex)
+    }
+
+    /// Whole-register loads, stores and copies, and the legacy moves of one half. False when
+    /// `i` is none of these or its form is not modelled.
+    fn vector_move(&mut self, i: &Instruction, vex: bool) -> bool {
         use Mnemonic as M;
         let m = i.mnemonic();
         let k0 = i.op0_kind();
         let reg0 = (k0 == OpKind::Register).then(|| i.op0_register());
         let mem_len = i.memory_size().size();
         match m {
-            M::Vzeroupper | M::Vzeroall => {
-                for r in &mut self.vregs[..16] {
-                    let keep = if m == M::Vzeroupper { 16 } else { 0 };
-                    r.val[keep..].fill(0);
-                    r.known |= !low_bits(keep);
-                    r.fresh &= low_bits(keep);
-                }
-            }
             // Legacy moves of one half: the other half of the register stays.
             M::Movlpd | M::Movlps | M::Movhpd | M::Movhps if !vex && i.op_count() == 2 && mem_len == 8 => {
                 let off = if matches!(m, M::Movhpd | M::Movhps) { 8 } else { 0 };
@@ -609,35 +612,6 @@ impl Emu {
                     }
                     _ => return false,
                 }
-            }
-            // Byte shifts of the whole 128 bits.
-            M::Pslldq | M::Psrldq if !vex && i.op_count() == 2 && i.op1_kind() == OpKind::Immediate8 => {
-                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
-                let k = (i.immediate8() as usize).min(16);
-                let v = self.vread(d, 16).map(|a| {
-                    let mut r = [0u8; 64];
-                    if m == M::Pslldq {
-                        r[k..16].copy_from_slice(&a[..16 - k]);
-                    } else {
-                        r[..16 - k].copy_from_slice(&a[k..16]);
-                    }
-                    r
-                });
-                self.vwrite(d.number(), v, 16, false);
-            }
-            // Interleave one quadword of each: [dst, src], low or high halves.
-            M::Punpcklqdq | M::Punpckhqdq if !vex && i.op_count() == 2 => {
-                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
-                let off = if m == M::Punpckhqdq { 8 } else { 0 };
-                let a = self.vread(d, 16);
-                let b = self.vsrc(i, 1, 16, 16);
-                let v = a.zip(b).map(|(a, b)| {
-                    let mut r = [0u8; 64];
-                    r[..8].copy_from_slice(&a[off..off + 8]);
-                    r[8..16].copy_from_slice(&b[off..off + 8]);
-                    r
-                });
-                self.vwrite(d.number(), v, 16, false);
             }
             M::Movdqa
             | M::Movdqu
@@ -679,6 +653,20 @@ impl Emu {
                     _ => return false,
                 }
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Moves of one element: `movd`/`movq` (to and from general registers and memory),
+    /// `movss`/`movsd`. False when `i` is none of these or its form is not modelled.
+    fn scalar_move(&mut self, i: &Instruction, vex: bool) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register());
+        let mem_len = i.memory_size().size();
+        match m {
             M::Movd | M::Movq | M::Vmovd | M::Vmovq if i.op_count() == 2 => {
                 let n = if matches!(m, M::Movd | M::Vmovd) { 4 } else { 8 };
                 match (reg0, i.op1_kind()) {
@@ -744,6 +732,57 @@ impl Emu {
                     _ => return false,
                 }
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Zeroing (`vzeroupper`, `vzeroall`), byte shifts of 128 bits, quadword interleaves and
+    /// broadcasts. False when `i` is none of these or its form is not modelled.
+    fn vector_shuffle(&mut self, i: &Instruction, vex: bool) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register());
+        let mem_len = i.memory_size().size();
+        match m {
+            M::Vzeroupper | M::Vzeroall => {
+                for r in &mut self.vregs[..16] {
+                    let keep = if m == M::Vzeroupper { 16 } else { 0 };
+                    r.val[keep..].fill(0);
+                    r.known |= !low_bits(keep);
+                    r.fresh &= low_bits(keep);
+                }
+            }
+            // Byte shifts of the whole 128 bits.
+            M::Pslldq | M::Psrldq if !vex && i.op_count() == 2 && i.op1_kind() == OpKind::Immediate8 => {
+                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+                let k = (i.immediate8() as usize).min(16);
+                let v = self.vread(d, 16).map(|a| {
+                    let mut r = [0u8; 64];
+                    if m == M::Pslldq {
+                        r[k..16].copy_from_slice(&a[..16 - k]);
+                    } else {
+                        r[..16 - k].copy_from_slice(&a[k..16]);
+                    }
+                    r
+                });
+                self.vwrite(d.number(), v, 16, false);
+            }
+            // Interleave one quadword of each: [dst, src], low or high halves.
+            M::Punpcklqdq | M::Punpckhqdq if !vex && i.op_count() == 2 => {
+                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+                let off = if m == M::Punpckhqdq { 8 } else { 0 };
+                let a = self.vread(d, 16);
+                let b = self.vsrc(i, 1, 16, 16);
+                let v = a.zip(b).map(|(a, b)| {
+                    let mut r = [0u8; 64];
+                    r[..8].copy_from_slice(&a[off..off + 8]);
+                    r[8..16].copy_from_slice(&b[off..off + 8]);
+                    r
+                });
+                self.vwrite(d.number(), v, 16, false);
+            }
             M::Vpbroadcastb | M::Vpbroadcastw | M::Vpbroadcastd | M::Vpbroadcastq if i.op_count() == 2 => {
                 let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
                 let e = match m {
@@ -765,45 +804,69 @@ impl Emu {
                 });
                 self.vwrite(d.number(), v, w, true);
             }
-            _ if bits_op(m).is_some() || lane_op(m).is_some() => {
-                let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
-                let (a_op, b_op) = if vex { (1, 2) } else { (0, 1) };
-                if i.op_count() != b_op + 1 || (i.op_kind(b_op) == OpKind::Memory && mem_len != d.size()) {
-                    return false;
-                }
-                let w = d.size();
-                // The same register twice: `pxor x, x` is zero and `pcmpeqb x, x` all ones
-                // whatever x holds.
-                let same = i.op_kind(a_op) == OpKind::Register
-                    && i.op_kind(b_op) == OpKind::Register
-                    && i.op_register(a_op) == i.op_register(b_op);
-                let v = match (bits_op(m), lane_op(m)) {
-                    (Some(Bits::Xor | Bits::AndN), _) if same => Some([0u8; 64]),
-                    (_, Some((Lane::Eq, _))) if same => Some([0xff; 64]),
-                    (_, Some((Lane::GtSigned | Lane::Sub, _))) if same => Some([0u8; 64]),
-                    (op, lane) => {
-                        let a = self.vsrc(i, a_op, w, 1);
-                        let b = self.vsrc(i, b_op, w, Self::align_of(i, vex, w));
-                        a.zip(b).map(|(a, b)| match (op, lane) {
-                            (Some(op), _) => {
-                                let mut out = [0u8; 64];
-                                for k in 0..w {
-                                    out[k] = match op {
-                                        Bits::And => a[k] & b[k],
-                                        Bits::AndN => !a[k] & b[k],
-                                        Bits::Or => a[k] | b[k],
-                                        Bits::Xor => a[k] ^ b[k],
-                                    };
-                                }
-                                out
-                            }
-                            (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
-                            (None, None) => unreachable!("one of bits_op and lane_op matched"),
-                        })
+            _ => return false,
+        }
+        true
+    }
+
+    /// Element-wise operations: the bitwise ones and the compares, minimums, maximums, additions
+    /// and subtractions by lane. False when `i` is none of these or its form is not modelled.
+    fn vector_lanes(&mut self, i: &Instruction, vex: bool) -> bool {
+        let m = i.mnemonic();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register());
+        let mem_len = i.memory_size().size();
+        if bits_op(m).is_none() && lane_op(m).is_none() {
+            return false;
+        }
+        let Some(d) = reg0.filter(|d| is_vec(*d)) else { return false };
+        let (a_op, b_op) = if vex { (1, 2) } else { (0, 1) };
+        if i.op_count() != b_op + 1 || (i.op_kind(b_op) == OpKind::Memory && mem_len != d.size()) {
+            return false;
+        }
+        let w = d.size();
+        // The same register twice: `pxor x, x` is zero and `pcmpeqb x, x` all ones
+        // whatever x holds.
+        let same = i.op_kind(a_op) == OpKind::Register && i.op_kind(b_op) == OpKind::Register && i.op_register(a_op) == i.op_register(b_op);
+        let v = match (bits_op(m), lane_op(m)) {
+            (Some(Bits::Xor | Bits::AndN), _) if same => Some([0u8; 64]),
+            (_, Some((Lane::Eq, _))) if same => Some([0xff; 64]),
+            (_, Some((Lane::GtSigned | Lane::Sub, _))) if same => Some([0u8; 64]),
+            (op, lane) => {
+                let a = self.vsrc(i, a_op, w, 1);
+                let b = self.vsrc(i, b_op, w, Self::align_of(i, vex, w));
+                a.zip(b).map(|(a, b)| match (op, lane) {
+                    (Some(op), _) => {
+                        let mut out = [0u8; 64];
+                        for k in 0..w {
+                            out[k] = match op {
+                                Bits::And => a[k] & b[k],
+                                Bits::AndN => !a[k] & b[k],
+                                Bits::Or => a[k] | b[k],
+                                Bits::Xor => a[k] ^ b[k],
+                            };
+                        }
+                        out
                     }
-                };
-                self.vwrite(d.number(), v, w, vex);
+                    (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
+                    (None, None) => unreachable!("one of bits_op and lane_op matched"),
+                })
             }
+        };
+        self.vwrite(d.number(), v, w, vex);
+        true
+    }
+
+    /// What leaves the vector registers: sign masks (`pmovmskb`, `movmskp*`) into a general
+    /// register, `ptest` and `(u)comis*` into the flags, `cvtts*2si` into a general register.
+    /// False when `i` is none of these or its form is not modelled.
+    fn vector_to_integer(&mut self, i: &Instruction, vex: bool) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register());
+        let mem_len = i.memory_size().size();
+        match m {
             M::Pmovmskb | M::Vpmovmskb | M::Movmskps | M::Vmovmskps | M::Movmskpd | M::Vmovmskpd if i.op_count() == 2 => {
                 let Some(d) = reg0.filter(|d| d.is_gpr32() || d.is_gpr64()) else {
                     return false;
