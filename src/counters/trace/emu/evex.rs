@@ -41,6 +41,32 @@ fn evex_bits_op(m: Mnemonic) -> Option<Bits> {
     })
 }
 
+/// The compares into an opmask by kind (0: `f` decides; 1 and 2: `vpcmp*` and `vpcmpu*`,
+/// signed and unsigned, by the predicate in the immediate) and predicate.
+fn evex_compare_of(m: Mnemonic) -> Option<(usize, ElemPredicate)> {
+    use Mnemonic as M;
+    match m {
+        M::Vpcmpeqb | M::Vpcmpeqw | M::Vpcmpeqd | M::Vpcmpeqq => Some((0, |x, y, _| x == y)),
+        M::Vpcmpgtb | M::Vpcmpgtw | M::Vpcmpgtd | M::Vpcmpgtq => Some((0, |x, y, n| (sext(x, n) as i64) > (sext(y, n) as i64))),
+        M::Vptestmb | M::Vptestmw | M::Vptestmd | M::Vptestmq => Some((0, |x, y, _| x & y != 0)),
+        M::Vptestnmb | M::Vptestnmw | M::Vptestnmd | M::Vptestnmq => Some((0, |x, y, _| x & y == 0)),
+        M::Vpcmpb | M::Vpcmpw | M::Vpcmpd | M::Vpcmpq => Some((1, |_, _, _| false)),
+        M::Vpcmpub | M::Vpcmpuw | M::Vpcmpud | M::Vpcmpuq => Some((2, |_, _, _| false)),
+        _ => None,
+    }
+}
+
+/// The element size (bytes) an EVEX move's masking works in.
+fn elem_of(m: Mnemonic) -> usize {
+    use Mnemonic as M;
+    match m {
+        M::Vmovdqu8 => 1,
+        M::Vmovdqu16 => 2,
+        M::Vmovdqu32 | M::Vmovdqa32 | M::Vmovups | M::Vmovaps => 4,
+        _ => 8,
+    }
+}
+
 /// Opmask register k`n` from an XSAVE image (zero while the component is in its initial
 /// state, XSTATE_BV bit 5 clear; None without AVX-512).
 pub(super) fn opmask_in_image(layout: &XsaveLayout, xs: &[u8], n: usize) -> Option<u64> {
@@ -230,78 +256,10 @@ impl Emu {
         if i.is_broadcast() || i.rounding_control() != iced_x86::RoundingControl::None || i.suppress_all_exceptions() {
             return false;
         }
-        let mem_len = i.memory_size().size();
-        let op_mask = i.op_mask();
-        let masked = op_mask != Register::None;
-        let kmask = |e: &mut Emu| if masked { e.kread(k_index(op_mask)) } else { Some(u64::MAX) };
-        // Compares into an opmask: one bit per element, zero above, and-ed with the mask.
-        let cmp: Option<(usize, ElemPredicate)> = match m {
-            M::Vpcmpeqb | M::Vpcmpeqw | M::Vpcmpeqd | M::Vpcmpeqq => Some((0, |x, y, _| x == y)),
-            M::Vpcmpgtb | M::Vpcmpgtw | M::Vpcmpgtd | M::Vpcmpgtq => Some((0, |x, y, n| (sext(x, n) as i64) > (sext(y, n) as i64))),
-            M::Vptestmb | M::Vptestmw | M::Vptestmd | M::Vptestmq => Some((0, |x, y, _| x & y != 0)),
-            M::Vptestnmb | M::Vptestnmw | M::Vptestnmd | M::Vptestnmq => Some((0, |x, y, _| x & y == 0)),
-            M::Vpcmpb | M::Vpcmpw | M::Vpcmpd | M::Vpcmpq => Some((1, |_, _, _| false)),
-            M::Vpcmpub | M::Vpcmpuw | M::Vpcmpud | M::Vpcmpuq => Some((2, |_, _, _| false)),
-            _ => None,
-        };
-        if let Some((kind, f)) = cmp {
-            if !(i.op0_kind() == OpKind::Register && i.op0_register().is_k()) || i.op_count() < 3 {
-                return false;
-            }
-            let e = match m {
-                M::Vpcmpeqb | M::Vpcmpgtb | M::Vptestmb | M::Vptestnmb | M::Vpcmpb | M::Vpcmpub => 1,
-                M::Vpcmpeqw | M::Vpcmpgtw | M::Vptestmw | M::Vptestnmw | M::Vpcmpw | M::Vpcmpuw => 2,
-                M::Vpcmpeqd | M::Vpcmpgtd | M::Vptestmd | M::Vptestnmd | M::Vpcmpd | M::Vpcmpud => 4,
-                _ => 8,
-            };
-            let w = i.op1_register().size();
-            if !is_vec(i.op1_register()) || (i.op2_kind() == OpKind::Memory && mem_len != w) {
-                return false;
-            }
-            let a = self.vsrc(i, 1, w, 1);
-            let b = self.vsrc(i, 2, w, 1);
-            let k = kmask(self);
-            let imm = if kind == 0 { 0 } else { i.immediate8() & 7 };
-            let v = a.zip(b).zip(k).map(|((a, b), k)| {
-                let mut bits = 0u64;
-                for j in 0..w / e {
-                    let (x, y) = (elem(&a, j, e), elem(&b, j, e));
-                    let t = match kind {
-                        0 => f(x, y, e as u32),
-                        _ => {
-                            let (lt, eq) = if kind == 1 {
-                                ((sext(x, e as u32) as i64) < (sext(y, e as u32) as i64), x == y)
-                            } else {
-                                (x < y, x == y)
-                            };
-                            match imm {
-                                0 => eq,
-                                1 => lt,
-                                2 => lt || eq,
-                                3 => false,
-                                4 => !eq,
-                                5 => !lt,
-                                6 => !(lt || eq),
-                                _ => true,
-                            }
-                        }
-                    };
-                    bits |= u64::from(t) << j;
-                }
-                bits & k
-            });
-            self.kwrite(k_index(i.op0_register()), v);
-            return true;
+        if let Some(cmp) = evex_compare_of(m) {
+            return self.evex_compare(i, cmp);
         }
-        let k0 = i.op0_kind();
-        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register()).filter(|r| is_vec(*r));
-        // The element size masking works in.
-        let elem_of = |m: M| match m {
-            M::Vmovdqu8 => 1,
-            M::Vmovdqu16 => 2,
-            M::Vmovdqu32 | M::Vmovdqa32 | M::Vmovups | M::Vmovaps => 4,
-            _ => 8,
-        };
+        let masked = i.op_mask() != Register::None;
         match m {
             M::Vmovdqu8
             | M::Vmovdqu16
@@ -315,168 +273,266 @@ impl Emu {
             | M::Vmovapd
                 if i.op_count() == 2 =>
             {
-                let aligned = matches!(m, M::Vmovdqa32 | M::Vmovdqa64 | M::Vmovaps | M::Vmovapd);
-                match (reg0, i.op1_kind()) {
-                    (Some(d), k1) if k1 == OpKind::Register || mem_len == d.size() => {
-                        let w = d.size();
-                        if k1 == OpKind::Register && !is_vec(i.op1_register()) {
-                            return false;
-                        }
-                        let src = if masked && k1 == OpKind::Memory {
-                            // Masked-off elements are not read (and cannot fault): read the
-                            // active ones only, the others count as zero.
-                            let e = elem_of(m);
-                            let a = self.vector_ea(i, if aligned { w } else { 1 });
-                            match (a, kmask(self)) {
-                                (Some(a), Some(k)) => {
-                                    let mut out = Some([0u8; 64]);
-                                    for j in 0..w / e {
-                                        if k >> j & 1 == 1 {
-                                            let x = self.read_mem(a.wrapping_add((j * e) as u64), e as u32);
-                                            out = out.zip(x).map(|(mut o, x)| {
-                                                put_elem(&mut o, j, e, x);
-                                                o
-                                            });
-                                        }
-                                    }
-                                    out
-                                }
-                                _ => None,
-                            }
+                self.evex_move(i)
+            }
+            M::Vpbroadcastb | M::Vpbroadcastw | M::Vpbroadcastd | M::Vpbroadcastq if i.op_count() == 2 && !masked => self.evex_broadcast(i),
+            M::Vpternlogd | M::Vpternlogq if i.op_count() == 4 && !masked => self.evex_ternlog(i),
+            _ if !masked && (evex_bits_op(m).is_some() || lane_op(m).is_some()) => self.evex_lanes(i),
+            _ => false,
+        }
+    }
+
+    /// A compare into an opmask (`vpcmpeq*`, `vpcmpgt*`, `vptestm*`, `vptestnm*`, `vpcmp*`,
+    /// `vpcmpu*`): one bit per element, zero above, and-ed with the mask.
+    fn evex_compare(&mut self, i: &Instruction, (kind, f): (usize, ElemPredicate)) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let mem_len = i.memory_size().size();
+        if !(i.op0_kind() == OpKind::Register && i.op0_register().is_k()) || i.op_count() < 3 {
+            return false;
+        }
+        let e = match m {
+            M::Vpcmpeqb | M::Vpcmpgtb | M::Vptestmb | M::Vptestnmb | M::Vpcmpb | M::Vpcmpub => 1,
+            M::Vpcmpeqw | M::Vpcmpgtw | M::Vptestmw | M::Vptestnmw | M::Vpcmpw | M::Vpcmpuw => 2,
+            M::Vpcmpeqd | M::Vpcmpgtd | M::Vptestmd | M::Vptestnmd | M::Vpcmpd | M::Vpcmpud => 4,
+            _ => 8,
+        };
+        let w = i.op1_register().size();
+        if !is_vec(i.op1_register()) || (i.op2_kind() == OpKind::Memory && mem_len != w) {
+            return false;
+        }
+        let a = self.vsrc(i, 1, w, 1);
+        let b = self.vsrc(i, 2, w, 1);
+        let k = self.evex_mask(i);
+        let imm = if kind == 0 { 0 } else { i.immediate8() & 7 };
+        let v = a.zip(b).zip(k).map(|((a, b), k)| {
+            let mut bits = 0u64;
+            for j in 0..w / e {
+                let (x, y) = (elem(&a, j, e), elem(&b, j, e));
+                let t = match kind {
+                    0 => f(x, y, e as u32),
+                    _ => {
+                        let (lt, eq) = if kind == 1 {
+                            ((sext(x, e as u32) as i64) < (sext(y, e as u32) as i64), x == y)
                         } else {
-                            self.vsrc(i, 1, w, if aligned { w } else { 1 })
+                            (x < y, x == y)
                         };
-                        let v = if masked { self.apply_mask(i, d, src, elem_of(m), w) } else { src };
-                        self.vwrite(d.number(), v, w, true);
-                    }
-                    (None, OpKind::Register)
-                        if k0 == OpKind::Memory && is_vec(i.op1_register()) && mem_len == i.op1_register().size() && !masked =>
-                    {
-                        let s = i.op1_register();
-                        let w = s.size();
-                        let v = self.vread(s, w);
-                        let a = self.vector_ea(i, if aligned { w } else { 1 });
-                        self.write_bytes(a, v, w);
-                    }
-                    // A masked store (glibc's `*_evex` memcpy and memset tails): only the active
-                    // elements are written; the others keep their bytes (and cannot fault).
-                    (None, OpKind::Register)
-                        if k0 == OpKind::Memory
-                            && is_vec(i.op1_register())
-                            && mem_len == i.op1_register().size()
-                            && !i.zeroing_masking() =>
-                    {
-                        let s = i.op1_register();
-                        let (w, e) = (s.size(), elem_of(m));
-                        let v = self.vread(s, w);
-                        let a = self.vector_ea(i, if aligned { w } else { 1 });
-                        match (a, kmask(self)) {
-                            (Some(a), Some(k)) => {
-                                for j in 0..w / e {
-                                    if k >> j & 1 == 1 {
-                                        self.write_mem(Some(a.wrapping_add((j * e) as u64)), e as u32, v.map(|v| elem(&v, j, e)));
-                                    }
-                                }
-                            }
-                            // (Which bytes it writes is unknown: all of them unknown.)
-                            (Some(a), None) => self.write_mem(Some(a), w as u32, None),
-                            (None, _) => self.write_mem(None, w as u32, None),
+                        match imm {
+                            0 => eq,
+                            1 => lt,
+                            2 => lt || eq,
+                            3 => false,
+                            4 => !eq,
+                            5 => !lt,
+                            6 => !(lt || eq),
+                            _ => true,
                         }
                     }
-                    _ => return false,
-                }
-            }
-            M::Vpbroadcastb | M::Vpbroadcastw | M::Vpbroadcastd | M::Vpbroadcastq if i.op_count() == 2 && !masked => {
-                let Some(d) = reg0 else { return false };
-                let e = match m {
-                    M::Vpbroadcastb => 1,
-                    M::Vpbroadcastw => 2,
-                    M::Vpbroadcastd => 4,
-                    _ => 8,
                 };
-                let src = match i.op1_kind() {
-                    OpKind::Register if i.op1_register().is_gpr() => self.get(i.op1_register()).map(|x| {
-                        let mut b = [0u8; 64];
-                        put_elem(&mut b, 0, 8, x);
-                        b
-                    }),
-                    OpKind::Memory if mem_len == e => self.vsrc(i, 1, e, 1),
-                    OpKind::Register if is_vec(i.op1_register()) => self.vsrc(i, 1, e, 1),
-                    _ => return false,
-                };
-                let w = d.size();
-                let v = src.map(|s| {
-                    let mut out = [0u8; 64];
-                    for k in 0..w / e {
-                        out[k * e..k * e + e].copy_from_slice(&s[..e]);
-                    }
-                    out
-                });
-                self.vwrite(d.number(), v, w, true);
+                bits |= u64::from(t) << j;
             }
-            M::Vpternlogd | M::Vpternlogq if i.op_count() == 4 && !masked => {
-                let Some(d) = reg0 else { return false };
+            bits & k
+        });
+        self.kwrite(k_index(i.op0_register()), v);
+        true
+    }
+
+    /// Whole-register moves: loads (masked ones read only their active elements), stores
+    /// (masked ones write only their active elements) and copies, merging or zeroing.
+    fn evex_move(&mut self, i: &Instruction) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let mem_len = i.memory_size().size();
+        let masked = i.op_mask() != Register::None;
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register()).filter(|r| is_vec(*r));
+        let aligned = matches!(m, M::Vmovdqa32 | M::Vmovdqa64 | M::Vmovaps | M::Vmovapd);
+        match (reg0, i.op1_kind()) {
+            (Some(d), k1) if k1 == OpKind::Register || mem_len == d.size() => {
                 let w = d.size();
-                if i.op2_kind() == OpKind::Memory && mem_len != w {
+                if k1 == OpKind::Register && !is_vec(i.op1_register()) {
                     return false;
                 }
-                let imm = i.immediate8();
-                let (a, b, c) = (self.vread(d, w), self.vsrc(i, 1, w, 1), self.vsrc(i, 2, w, 1));
-                // Bit j of the result is bit (a<<2 | b<<1 | c) of the immediate, a the destination.
-                let v = a.zip(b).zip(c).map(|((a, b), c)| {
-                    let mut out = [0u8; 64];
-                    for k in 0..w {
-                        let mut r = 0u8;
-                        for idx in 0..8u8 {
-                            if imm >> idx & 1 == 1 {
-                                let pa = if idx & 4 != 0 { a[k] } else { !a[k] };
-                                let pb = if idx & 2 != 0 { b[k] } else { !b[k] };
-                                let pc = if idx & 1 != 0 { c[k] } else { !c[k] };
-                                r |= pa & pb & pc;
+                let src = if masked && k1 == OpKind::Memory {
+                    // Masked-off elements are not read (and cannot fault): read the
+                    // active ones only, the others count as zero.
+                    let e = elem_of(m);
+                    let a = self.vector_ea(i, if aligned { w } else { 1 });
+                    match (a, self.evex_mask(i)) {
+                        (Some(a), Some(k)) => {
+                            let mut out = Some([0u8; 64]);
+                            for j in 0..w / e {
+                                if k >> j & 1 == 1 {
+                                    let x = self.read_mem(a.wrapping_add((j * e) as u64), e as u32);
+                                    out = out.zip(x).map(|(mut o, x)| {
+                                        put_elem(&mut o, j, e, x);
+                                        o
+                                    });
+                                }
+                            }
+                            out
+                        }
+                        _ => None,
+                    }
+                } else {
+                    self.vsrc(i, 1, w, if aligned { w } else { 1 })
+                };
+                let v = if masked { self.apply_mask(i, d, src, elem_of(m), w) } else { src };
+                self.vwrite(d.number(), v, w, true);
+            }
+            (None, OpKind::Register)
+                if k0 == OpKind::Memory && is_vec(i.op1_register()) && mem_len == i.op1_register().size() && !masked =>
+            {
+                let s = i.op1_register();
+                let w = s.size();
+                let v = self.vread(s, w);
+                let a = self.vector_ea(i, if aligned { w } else { 1 });
+                self.write_bytes(a, v, w);
+            }
+            // A masked store (glibc's `*_evex` memcpy and memset tails): only the active
+            // elements are written; the others keep their bytes (and cannot fault).
+            (None, OpKind::Register)
+                if k0 == OpKind::Memory && is_vec(i.op1_register()) && mem_len == i.op1_register().size() && !i.zeroing_masking() =>
+            {
+                let s = i.op1_register();
+                let (w, e) = (s.size(), elem_of(m));
+                let v = self.vread(s, w);
+                let a = self.vector_ea(i, if aligned { w } else { 1 });
+                match (a, self.evex_mask(i)) {
+                    (Some(a), Some(k)) => {
+                        for j in 0..w / e {
+                            if k >> j & 1 == 1 {
+                                self.write_mem(Some(a.wrapping_add((j * e) as u64)), e as u32, v.map(|v| elem(&v, j, e)));
                             }
                         }
-                        out[k] = r;
                     }
-                    out
-                });
-                self.vwrite(d.number(), v, w, true);
-            }
-            _ if !masked && (evex_bits_op(m).is_some() || lane_op(m).is_some()) => {
-                let Some(d) = reg0 else { return false };
-                if i.op_count() != 3 || (i.op2_kind() == OpKind::Memory && mem_len != d.size()) {
-                    return false;
+                    // (Which bytes it writes is unknown: all of them unknown.)
+                    (Some(a), None) => self.write_mem(Some(a), w as u32, None),
+                    (None, _) => self.write_mem(None, w as u32, None),
                 }
-                let w = d.size();
-                let same = i.op1_kind() == OpKind::Register && i.op2_kind() == OpKind::Register && i.op1_register() == i.op2_register();
-                let v = match (evex_bits_op(m), lane_op(m)) {
-                    (Some(Bits::Xor | Bits::AndN), _) if same => Some([0u8; 64]),
-                    (_, Some((Lane::Sub, _))) if same => Some([0u8; 64]),
-                    (op, lane) => {
-                        let a = self.vsrc(i, 1, w, 1);
-                        let b = self.vsrc(i, 2, w, 1);
-                        a.zip(b).map(|(a, b)| match (op, lane) {
-                            (Some(op), _) => {
-                                let mut out = [0u8; 64];
-                                for k in 0..w {
-                                    out[k] = match op {
-                                        Bits::And => a[k] & b[k],
-                                        Bits::AndN => !a[k] & b[k],
-                                        Bits::Or => a[k] | b[k],
-                                        Bits::Xor => a[k] ^ b[k],
-                                    };
-                                }
-                                out
-                            }
-                            (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
-                            (None, None) => [0u8; 64],
-                        })
-                    }
-                };
-                self.vwrite(d.number(), v, w, true);
             }
             _ => return false,
         }
         true
+    }
+
+    /// `vpbroadcast*` from a general register, memory or a vector register, unmasked.
+    fn evex_broadcast(&mut self, i: &Instruction) -> bool {
+        use Mnemonic as M;
+        let m = i.mnemonic();
+        let mem_len = i.memory_size().size();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register()).filter(|r| is_vec(*r));
+        let Some(d) = reg0 else { return false };
+        let e = match m {
+            M::Vpbroadcastb => 1,
+            M::Vpbroadcastw => 2,
+            M::Vpbroadcastd => 4,
+            _ => 8,
+        };
+        let src = match i.op1_kind() {
+            OpKind::Register if i.op1_register().is_gpr() => self.get(i.op1_register()).map(|x| {
+                let mut b = [0u8; 64];
+                put_elem(&mut b, 0, 8, x);
+                b
+            }),
+            OpKind::Memory if mem_len == e => self.vsrc(i, 1, e, 1),
+            OpKind::Register if is_vec(i.op1_register()) => self.vsrc(i, 1, e, 1),
+            _ => return false,
+        };
+        let w = d.size();
+        let v = src.map(|s| {
+            let mut out = [0u8; 64];
+            for k in 0..w / e {
+                out[k * e..k * e + e].copy_from_slice(&s[..e]);
+            }
+            out
+        });
+        self.vwrite(d.number(), v, w, true);
+        true
+    }
+
+    /// `vpternlogd`/`vpternlogq`, unmasked.
+    fn evex_ternlog(&mut self, i: &Instruction) -> bool {
+        let mem_len = i.memory_size().size();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register()).filter(|r| is_vec(*r));
+        let Some(d) = reg0 else { return false };
+        let w = d.size();
+        if i.op2_kind() == OpKind::Memory && mem_len != w {
+            return false;
+        }
+        let imm = i.immediate8();
+        let (a, b, c) = (self.vread(d, w), self.vsrc(i, 1, w, 1), self.vsrc(i, 2, w, 1));
+        // Bit j of the result is bit (a<<2 | b<<1 | c) of the immediate, a the destination.
+        let v = a.zip(b).zip(c).map(|((a, b), c)| {
+            let mut out = [0u8; 64];
+            for k in 0..w {
+                let mut r = 0u8;
+                for idx in 0..8u8 {
+                    if imm >> idx & 1 == 1 {
+                        let pa = if idx & 4 != 0 { a[k] } else { !a[k] };
+                        let pb = if idx & 2 != 0 { b[k] } else { !b[k] };
+                        let pc = if idx & 1 != 0 { c[k] } else { !c[k] };
+                        r |= pa & pb & pc;
+                    }
+                }
+                out[k] = r;
+            }
+            out
+        });
+        self.vwrite(d.number(), v, w, true);
+        true
+    }
+
+    /// The bitwise and element-wise lane operations, unmasked.
+    fn evex_lanes(&mut self, i: &Instruction) -> bool {
+        let m = i.mnemonic();
+        let mem_len = i.memory_size().size();
+        let k0 = i.op0_kind();
+        let reg0 = (k0 == OpKind::Register).then(|| i.op0_register()).filter(|r| is_vec(*r));
+        let Some(d) = reg0 else { return false };
+        if i.op_count() != 3 || (i.op2_kind() == OpKind::Memory && mem_len != d.size()) {
+            return false;
+        }
+        let w = d.size();
+        let same = i.op1_kind() == OpKind::Register && i.op2_kind() == OpKind::Register && i.op1_register() == i.op2_register();
+        let v = match (evex_bits_op(m), lane_op(m)) {
+            (Some(Bits::Xor | Bits::AndN), _) if same => Some([0u8; 64]),
+            (_, Some((Lane::Sub, _))) if same => Some([0u8; 64]),
+            (op, lane) => {
+                let a = self.vsrc(i, 1, w, 1);
+                let b = self.vsrc(i, 2, w, 1);
+                a.zip(b).map(|(a, b)| match (op, lane) {
+                    (Some(op), _) => {
+                        let mut out = [0u8; 64];
+                        for k in 0..w {
+                            out[k] = match op {
+                                Bits::And => a[k] & b[k],
+                                Bits::AndN => !a[k] & b[k],
+                                Bits::Or => a[k] | b[k],
+                                Bits::Xor => a[k] ^ b[k],
+                            };
+                        }
+                        out
+                    }
+                    (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
+                    (None, None) => [0u8; 64],
+                })
+            }
+        };
+        self.vwrite(d.number(), v, w, true);
+        true
+    }
+
+    /// The instruction's opmask (all ones without one), when known.
+    fn evex_mask(&mut self, i: &Instruction) -> Option<u64> {
+        let op_mask = i.op_mask();
+        if op_mask != Register::None {
+            self.kread(k_index(op_mask))
+        } else {
+            Some(u64::MAX)
+        }
     }
 
     /// `src` under the instruction's opmask, elements of `e` bytes: masked-off ones zero
