@@ -4,6 +4,7 @@
 use super::super::vector::low_bits;
 use super::*;
 use crate::counters::trace::sys::XsaveLayout;
+use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
 
 /// ymm16–ymm19, k1–k3, rax and [rdi] around one AVX-512 instruction.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -146,23 +147,14 @@ fn evex_state(seed: &mut u64) -> EvexState {
     s
 }
 
-#[test]
-fn avx512_mask_and_evex_ops_match_the_cpu() {
-    use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
-    if !["avx512f", "avx512bw", "avx512vl", "avx512dq"].iter().all(|f| match *f {
-        "avx512f" => is_x86_feature_detected!("avx512f"),
-        "avx512bw" => is_x86_feature_detected!("avx512bw"),
-        "avx512vl" => is_x86_feature_detected!("avx512vl"),
-        _ => is_x86_feature_detected!("avx512dq"),
-    }) {
-        eprintln!("skipped: needs AVX-512 F/BW/VL/DQ");
-        return;
-    }
-    let mut seed = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
+/// The native run of one instruction's text from a state, and the flags after it.
+type Native = fn(EvexState) -> (EvexState, u64);
+
+/// Compares into an opmask: the instruction for the emulator and the native run of the same text.
+fn compare_cases() -> Vec<(I, Native)> {
     let m = || MemoryOperand::with_base(R::RDI);
-    let (y16, y17, y18) = (R::YMM16, R::YMM17, R::YMM18);
-    let (k1, k2, k3) = (R::K1, R::K2, R::K3);
-    let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
+    let (y16, y17) = (R::YMM16, R::YMM17);
+    let (k1, k2) = (R::K1, R::K2);
     let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
     let masked = |mut i: I, k: R, z: bool| {
         i.set_op_mask(k);
@@ -170,8 +162,7 @@ fn avx512_mask_and_evex_ops_match_the_cpu() {
         i
     };
     let cmpi = |c: C, imm: u32| I::with4(c, k1, y16, y17, imm).unwrap();
-    type Native = fn(EvexState) -> (EvexState, u64);
-    let cases: Vec<(I, Native)> = vec![
+    vec![
         (r3(C::EVEX_Vpcmpeqb_kr_k1_ymm_ymmm256, k1, y16, y17), |s| {
             native_evex!("vpcmpeqb k1, ymm16, ymm17", s)
         }),
@@ -229,6 +220,16 @@ fn avx512_mask_and_evex_ops_match_the_cpu() {
         (cmpi(C::EVEX_Vpcmpq_kr_k1_ymm_ymmm256b64_imm8, 6), |s| {
             native_evex!("vpcmpq k1, ymm16, ymm17, 6", s)
         }),
+    ]
+}
+
+/// The opmask instructions, as `compare_cases`.
+fn opmask_cases() -> Vec<(I, Native)> {
+    let m = || MemoryOperand::with_base(R::RDI);
+    let (k1, k2, k3) = (R::K1, R::K2, R::K3);
+    let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
+    let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
+    vec![
         (r2(C::VEX_Kmovd_r32_kr, R::EAX, k1), |s| native_evex!("kmovd eax, k1", s)),
         (r2(C::VEX_Kmovq_r64_kr, R::RAX, k1), |s| native_evex!("kmovq rax, k1", s)),
         (r2(C::VEX_Kmovb_r32_kr, R::EAX, k1), |s| native_evex!("kmovb eax, k1", s)),
@@ -266,6 +267,23 @@ fn avx512_mask_and_evex_ops_match_the_cpu() {
         (I::with3(C::VEX_Kshiftrw_kr_kr_imm8, k1, k2, 40u32).unwrap(), |s| {
             native_evex!("kshiftrw k1, k2, 40", s)
         }),
+    ]
+}
+
+/// EVEX moves (masked and not), bitwise and lane operations, `vpternlog`, broadcasts, as
+/// `compare_cases`.
+fn move_and_lane_cases() -> Vec<(I, Native)> {
+    let m = || MemoryOperand::with_base(R::RDI);
+    let (y16, y17, y18) = (R::YMM16, R::YMM17, R::YMM18);
+    let (k1, k2, k3) = (R::K1, R::K2, R::K3);
+    let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
+    let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
+    let masked = |mut i: I, k: R, z: bool| {
+        i.set_op_mask(k);
+        i.set_zeroing_masking(z);
+        i
+    };
+    vec![
         (I::with2(C::EVEX_Vmovdqu64_ymm_k1z_ymmm256, y16, m()).unwrap(), |s| {
             native_evex!("vmovdqu64 ymm16, [rdi]", s)
         }),
@@ -345,7 +363,22 @@ fn avx512_mask_and_evex_ops_match_the_cpu() {
         (r2(C::EVEX_Vpbroadcastq_ymm_k1z_r64, y16, R::RAX), |s| {
             native_evex!("vpbroadcastq ymm16, rax", s)
         }),
-    ];
+    ]
+}
+
+#[test]
+fn avx512_mask_and_evex_ops_match_the_cpu() {
+    if !["avx512f", "avx512bw", "avx512vl", "avx512dq"].iter().all(|f| match *f {
+        "avx512f" => is_x86_feature_detected!("avx512f"),
+        "avx512bw" => is_x86_feature_detected!("avx512bw"),
+        "avx512vl" => is_x86_feature_detected!("avx512vl"),
+        _ => is_x86_feature_detected!("avx512dq"),
+    }) {
+        eprintln!("skipped: needs AVX-512 F/BW/VL/DQ");
+        return;
+    }
+    let mut seed = 0x2545_f491_4f6c_dd1du64 ^ u64::from(std::process::id());
+    let cases = [compare_cases(), opmask_cases(), move_and_lane_cases()].concat();
     for (i, run) in &cases {
         for _ in 0..64 {
             let s = evex_state(&mut seed);

@@ -4,6 +4,7 @@
 use super::super::vector::{low_bits, writes_only_op0};
 use super::*;
 use crate::counters::trace::sys::XsaveLayout;
+use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
 
 /// Registers around one vector instruction: ymm0–ymm3, rax (rdi points at `mem`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -157,22 +158,15 @@ fn vec_state(seed: &mut u64) -> VecState {
     s
 }
 
-#[test]
-fn vector_ops_match_the_cpu() {
-    use iced_x86::{Code as C, Instruction as I, MemoryOperand, Register as R};
-    if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("sse4.2")) {
-        eprintln!("skipped: needs AVX2 and SSE4.2");
-        return;
-    }
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+/// The native run of one instruction's text from a state, and the flags after it.
+type Native = fn(VecState) -> (VecState, u64);
+
+/// The legacy SSE cases: the instruction for the emulator and the native run of the same text.
+fn sse_cases() -> Vec<(I, Native)> {
     let m = || MemoryOperand::with_base(R::RDI);
     let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
-    let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
     let (x0, x1, x2, x3) = (R::XMM0, R::XMM1, R::XMM2, R::XMM3);
-    let (y0, y1, y2) = (R::YMM0, R::YMM1, R::YMM2);
-    // Each case: the instruction for the emulator and the native run of the same text.
-    type Native = fn(VecState) -> (VecState, u64);
-    let cases: Vec<(I, Native)> = vec![
+    vec![
         (r2(C::Pcmpeqb_xmm_xmmm128, x0, x1), |s| native!("pcmpeqb xmm0, xmm1", s)),
         (r2(C::Pcmpeqw_xmm_xmmm128, x0, x1), |s| native!("pcmpeqw xmm0, xmm1", s)),
         (r2(C::Pcmpeqd_xmm_xmmm128, x0, x1), |s| native!("pcmpeqd xmm0, xmm1", s)),
@@ -258,6 +252,17 @@ fn vector_ops_match_the_cpu() {
         (I::with2(C::Movd_rm32_xmm, m(), x1).unwrap(), |s| native!("movd [rdi], xmm1", s)),
         (I::with2(C::Movsd_xmmm64_xmm, m(), x1).unwrap(), |s| native!("movsd [rdi], xmm1", s)),
         (I::with2(C::Movss_xmmm32_xmm, m(), x1).unwrap(), |s| native!("movss [rdi], xmm1", s)),
+    ]
+}
+
+/// The VEX (AVX, AVX2) cases, as `sse_cases`.
+fn avx_cases() -> Vec<(I, Native)> {
+    let m = || MemoryOperand::with_base(R::RDI);
+    let r2 = |c: C, a: R, b: R| I::with2(c, a, b).unwrap();
+    let r3 = |c: C, a: R, b: R, d: R| I::with3(c, a, b, d).unwrap();
+    let (x0, x1, x2) = (R::XMM0, R::XMM1, R::XMM2);
+    let (y0, y1, y2) = (R::YMM0, R::YMM1, R::YMM2);
+    vec![
         (r3(C::VEX_Vpcmpeqb_ymm_ymm_ymmm256, y0, y1, y2), |s| {
             native!("vpcmpeqb ymm0, ymm1, ymm2", s)
         }),
@@ -317,7 +322,17 @@ fn vector_ops_match_the_cpu() {
         (I::with(C::VEX_Vzeroupper), |s| native!("vzeroupper", s)),
         (r2(C::VEX_Vucomisd_xmm_xmmm64, x0, x1), |s| native!("vucomisd xmm0, xmm1", s)),
         (r2(C::VEX_Vcvttsd2si_r64_xmmm64, R::RAX, x1), |s| native!("vcvttsd2si rax, xmm1", s)),
-    ];
+    ]
+}
+
+#[test]
+fn vector_ops_match_the_cpu() {
+    if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("sse4.2")) {
+        eprintln!("skipped: needs AVX2 and SSE4.2");
+        return;
+    }
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+    let cases = [sse_cases(), avx_cases()].concat();
     for (i, run) in &cases {
         for _ in 0..64 {
             let mut s = vec_state(&mut seed);
