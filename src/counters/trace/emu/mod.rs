@@ -15,8 +15,17 @@
 //! comparisons (vector loads and stores, byte/word/dword/qword compares, min/max, add/sub, the
 //! bitwise operations, `pmovmskb`/`movmskp*`, `ptest`, `(u)comis*`, `cvtts*2si`): their
 //! values are seeded from the thread's XSAVE image, read only when a path first needs a value
-//! it did not compute itself ([`VectorSeed`]). AVX-512 (EVEX) forms and opmask registers are
-//! not modelled: what they write is unknown.
+//! it did not compute itself ([`VectorSeed`]). The opmask registers (k0–k7) are seeded the same
+//! way; of the AVX-512 (EVEX) forms, the moves (masked ones too), compares into an opmask,
+//! bitwise and lane operations, `vpternlog` and broadcasts are modelled, and whatever else
+//! writes a vector or opmask register makes it unknown.
+//!
+//! The rooms, by instruction family: this file holds the state, operand access, the `step`
+//! dispatcher and the fallback for what is not modelled (`generic`); `memory` the path's view
+//! of memory; `integer` the general-purpose families and their flags; `control` conditions,
+//! returns, indirect jumps, the stack and the string instructions; `vector` SSE and AVX with
+//! MXCSR and the XSAVE seed; `evex` AVX-512 and the opmasks. The tests beside, in `tests/`, by
+//! the same families.
 
 use iced_x86::{FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use std::rc::Rc;
@@ -162,8 +171,6 @@ impl Emu {
         }
     }
 
-    /// Vector registers and MXCSR at the trap come from `seed` when a path needs them
-    /// (without one they are unknown).
     /// Share `cache` of the tracee's pages with the other emulations of this stop.
     pub fn with_page_cache(mut self, cache: PageCache) -> Emu {
         self.page_cache = Some(cache);
@@ -177,6 +184,8 @@ impl Emu {
         self
     }
 
+    /// Vector registers, opmasks and MXCSR at the trap come from `seed` when a path needs
+    /// them (without one they are unknown).
     pub fn with_vectors(mut self, seed: Rc<VectorSeed>) -> Emu {
         self.vseed = Some(seed);
         self
