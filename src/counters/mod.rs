@@ -14,6 +14,7 @@ pub mod cachesim;
 pub mod events;
 pub mod perf;
 #[cfg(feature = "analysis")]
+#[path = "perf/stat_import.rs"]
 pub mod perf_stat;
 pub mod region_times;
 #[cfg(feature = "trace")]
