@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 use perf_event::events::{Raw, Software};
 use perf_event::{Builder, Counter, ReadFormat};
 
+#[cfg(feature = "analysis")]
+pub mod stat_import;
+
 use super::Measurement;
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};

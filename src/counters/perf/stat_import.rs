@@ -1,7 +1,7 @@
 //! Import `perf stat -x,` output measured on another machine: parse the CSV rows, resolve each
 //! event against a platform's table (raw `rUUEE`, `pmu/event=…,umask=…/`, symbolic names, sysfs
 //! aliases), and turn the counts into a `roofline.report/1` point through the same formulas as
-//! the perf backend ([`super::events`]).
+//! the perf backend ([`crate::counters::events`]).
 //!
 //! perf's printed counts are already scaled for multiplexing and its unit column already applies
 //! the sysfs scale (CAS counts in MiB): the import flags multiplexed events and never rescales.
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::events::{self, Amount, EventValue};
+use crate::counters::events::{self, Amount, EventValue};
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
 use crate::report::{Environment, Point, Provenance, Report, Source};
