@@ -137,14 +137,14 @@ pub fn measure_command(asked: BackendKind, argv: &[String], opts: &CommandOption
         return Err(Error::input("no command given", "roofline measure -- CMD [ARGS…]"));
     };
     // Missing, not executable, a directory: said with the path before anything starts.
-    trace::sys::resolve_command(program)?;
+    let program = crate::counters::command::resolve_program(program)?;
     let pmus = Path::new(perf::SYSFS_PMUS);
     check_command_options(opts, asked)?;
     let backend = choose_backend(asked, opts.events, pmus);
     check_command_options(opts, backend)?;
     match backend {
         BackendKind::Trace => trace_command(argv, opts),
-        BackendKind::Perf => perf_command(argv, opts, pmus),
+        BackendKind::Perf => perf_command(program, argv, opts, pmus),
         BackendKind::Simulated => simulated::measure_command(argv, opts),
         BackendKind::Analytic => Err(Error::input(
             "`--backend analytic` counts suite kernels, not commands",
@@ -278,7 +278,7 @@ fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegions]) {
 /// One native run of `argv` (no shell, stdio inherited), timed from spawn to exit:
 /// `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what happened)))` when it failed.
 fn native_run(argv: &[String], env: Option<(&str, &Path)>) -> Result<std::result::Result<f64, (i32, String)>> {
-    let program = trace::sys::resolve_command(&argv[0])?;
+    let program = crate::counters::command::resolve_program(&argv[0])?;
     let mut cmd = std::process::Command::new(&program);
     cmd.args(&argv[1..]);
     if let Some((k, v)) = env {
@@ -320,7 +320,7 @@ pub fn platform(spec: Option<&str>) -> Result<crate::machine::Platform> {
     })
 }
 
-fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<CommandOutcome> {
+fn perf_command(program: std::path::PathBuf, argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<CommandOutcome> {
     let (specs, counters, notes) =
         crate::counters::team::select_events(opts.events, pmus, opts.platform.as_deref(), opts.optional_events, opts.uncore)?;
     let plat = match opts.events {
@@ -337,6 +337,7 @@ fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<C
     let collector = region_times::Collector::new()?;
     let (k, v) = collector.env();
     let cmd = CommandSpec {
+        program,
         argv: argv.to_vec(),
         env: vec![(k.to_string(), v.to_string_lossy().into_owned())],
     };

@@ -3,6 +3,8 @@
 //! - `perf`: Linux perf_event (core FP events, per-level traffic, uncore CAS counts);
 //! - `trace`: ptrace + x86 decoding (exact W, core-side Q) with `cachesim` for Q per level;
 //! - `analytic`: the kernel suite's own formulas;
+//! - `command`: the commands measured, found once the way `execvp` will (one cause and hint for
+//!   every backend);
 //! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf::stat_import`).
 
 #[cfg(feature = "analysis")]
@@ -11,6 +13,7 @@ pub mod analytic;
 pub mod backend;
 #[cfg(feature = "analysis")]
 pub mod cachesim;
+pub mod command;
 pub mod events;
 pub mod perf;
 pub mod region_times;

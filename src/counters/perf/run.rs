@@ -1,6 +1,6 @@
 //! Run a command under the counters, count the idle background, and pass its exit status on.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 #[cfg(feature = "trace")]
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
+    /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
+    /// once, before anything started; the child gets this path as its `argv[0]`.
+    pub program: PathBuf,
     pub argv: Vec<String>,
     /// Variables added to the command's environment.
     pub env: Vec<(String, String)>,
@@ -25,35 +28,6 @@ pub struct CommandRun {
     pub status: ExitStatus,
 }
 
-/// Find CMD like execvp would: a path with a slash as is, else the first executable in PATH.
-#[cfg(feature = "trace")]
-pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let not_found = || {
-        Error::input(
-            format!("command not found: {cmd}"),
-            "give the program's path or make sure it is in PATH (commands run without a shell)",
-        )
-    };
-    let executable = |p: &Path| {
-        p.metadata()
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
-    if cmd.is_empty() {
-        return Err(not_found());
-    }
-    if cmd.contains('/') {
-        let p = PathBuf::from(cmd);
-        return if executable(&p) { Ok(p) } else { Err(not_found()) };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(cmd))
-        .find(|p| executable(p))
-        .ok_or_else(not_found)
-}
-
 /// Run CMD (argv, never a shell) once under the counters: per-task groups opened on this
 /// thread with inherit + enable_on_exec (so they start at the child's exec and follow its
 /// threads and children), system-wide groups enabled just before the spawn.
@@ -62,15 +36,16 @@ pub fn resolve_program(cmd: &str) -> Result<PathBuf> {
 /// counted too): the CLI's main thread.
 #[cfg(feature = "trace")]
 pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec) -> Result<CommandRun> {
-    let program = resolve_program(cmd.argv.first().map(String::as_str).unwrap_or(""))?;
     let mut set = CounterSet::open(specs.to_vec(), plan, Target::InheritOnExec)?;
-    let mut command = Command::new(&program);
-    command.args(&cmd.argv[1..]).envs(cmd.env.iter().map(|(k, v)| (k, v)));
+    let mut command = Command::new(&cmd.program);
+    command
+        .args(cmd.argv.get(1..).unwrap_or_default())
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)));
     set.enable(true)?;
     let t0 = Instant::now();
     let mut child = command.spawn().map_err(|e| {
         Error::input(
-            format!("cannot run {}: {e}", program.display()),
+            format!("cannot run {}: {e}", cmd.program.display()),
             "check the command and its permissions",
         )
     })?;
