@@ -20,6 +20,8 @@ use std::path::Path;
 use perf_event::events::{Raw, Software};
 use perf_event::{Builder, ReadFormat};
 
+use crate::machine::EventSpec;
+
 mod access;
 mod formulas;
 mod group;
@@ -94,6 +96,32 @@ pub struct CounterSpec {
 }
 
 impl CounterSpec {
+    /// Event `e` of a platform table as a counter named `name` on PMU directory `pmu`. How the
+    /// kernel opens it is the caller's: `type_` is the PMU that `perf_event_attr.type` names
+    /// (`PERF_TYPE_HARDWARE` for a generic event whose encoding and counter the kernel picks,
+    /// `PERF_TYPE_RAW` or the core PMU's own number for a raw `config`, a dynamic PMU's number
+    /// from its sysfs `type` file), `config` is `[config, config1]` in that PMU's format, and
+    /// `scope` says per task or per CPU. What the count means is the table's: quantity, class,
+    /// weight, the counters it may use, pairing and caveats.
+    pub fn for_event(e: &EventSpec, name: String, pmu: &str, type_: u32, config: [u64; 2], scope: Scope) -> CounterSpec {
+        CounterSpec {
+            name,
+            pmu: pmu.to_string(),
+            type_,
+            config: config[0],
+            config1: config[1],
+            scope,
+            counters: e.counters.clone(),
+            paired: e.paired,
+            quantity: e.quantity.clone(),
+            class: e.class.clone(),
+            weight: e.weight,
+            unreliable: e.unreliable,
+            caveat: e.caveat.clone(),
+            part_of: e.part_of.clone(),
+        }
+    }
+
     /// A kernel software event by its `perf stat` name.
     pub fn software(name: &str) -> Option<CounterSpec> {
         let (id, quantity) = match name {

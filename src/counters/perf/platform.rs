@@ -59,21 +59,8 @@ pub fn resolve_platform_events(
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for e in platform.events.iter().filter(|e| with_optional || !e.optional) {
-        let spec = |name: String, pmu: &str, type_: u32, config: [u64; 2], scope: Scope| CounterSpec {
-            name,
-            pmu: pmu.to_string(),
-            type_,
-            config: config[0],
-            config1: config[1],
-            scope,
-            counters: e.counters.clone(),
-            paired: e.paired,
-            quantity: e.quantity.clone(),
-            class: e.class.clone(),
-            weight: e.weight,
-            unreliable: e.unreliable,
-            caveat: e.caveat.clone(),
-            part_of: e.part_of.clone(),
+        let spec = |name: String, pmu: &str, type_: u32, config: [u64; 2], scope: Scope| {
+            CounterSpec::for_event(e, name, pmu, type_, config, scope)
         };
         // An event perf knows by name is opened as perf opens it: a generic hardware event
         // (the kernel picks this core's encoding and counter, e.g. Intel's fixed counters),
