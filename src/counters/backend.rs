@@ -3,7 +3,7 @@
 //! `roofline measure`, `gate -- CMD`, `run`, `profile` and `validate` call these functions; the
 //! CLI only parses arguments and prints. A backend is a [`BackendKind`]:
 //!
-//! - `perf`: perf_event counters (`perf.rs`, `team.rs`), W and Q through the event formulas;
+//! - `perf`: perf_event counters (`perf/`, `team.rs`), W and Q through the event formulas;
 //! - `trace`: ptrace + decoding (`trace/`), exact W and core Q, Q per level with `cachesim`;
 //! - `analytic`: the kernel suite's own formulas (suite kernels only);
 //! - `simulated`: the simulated PMU (`simulated.rs`): the perf path end to end, with counts

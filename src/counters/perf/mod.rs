@@ -14,6 +14,17 @@
 //!
 //! Software events (task-clock, page-faults, context-switches, msr/tsc) go through the same
 //! code, which is how the path is tested on machines without a hardware PMU.
+//!
+//! One room per concern, each re-exported here:
+//! - `sysfs`: the PMUs the kernel lists (types, instances and their CPUs, formats, aliases);
+//! - `access`: what `perf_event_paranoid` and the capabilities allow, and why an open failed;
+//! - `platform`: a platform table's events as counters here, the counters one CPU has, the
+//!   NMI watchdog's claim on one, the software events;
+//! - `plan`: groups the kernel can schedule at once;
+//! - `group`: opening, enabling and reading groups (`read()` or rdpmc), scaling;
+//! - `formulas`: W, Q and T from the counts;
+//! - `run`: a command under the counters, the idle baseline, exit statuses;
+//! - `stat_import`: `perf stat -x,` output measured elsewhere.
 
 use std::path::Path;
 
@@ -51,7 +62,10 @@ pub use platform::{
 pub use run::{CommandRun, CommandSpec, exit_code, idle_baseline, run_command};
 pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, parse_format, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
 
-/// Every group we open reads as one record: times once, then (value, id) per member.
+/// Every group we open reads as one record (`PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED
+/// | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID`): a `read()` of the leader returns `nr`,
+/// the group's time enabled and time running once (the kernel schedules a group onto the
+/// counters all or nothing), then `(value, id)` per member, leader first.
 pub fn group_read_format() -> ReadFormat {
     ReadFormat::GROUP | ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING | ReadFormat::ID
 }

@@ -8,7 +8,6 @@ use super::{CounterSet, CounterSpec, EventCount, Scaled, Scope, Target};
 use crate::error::{Error, Result};
 
 /// A command line to run under counters.
-#[cfg(feature = "trace")]
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
     /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
@@ -20,7 +19,6 @@ pub struct CommandSpec {
 }
 
 /// The outcome of one counted run.
-#[cfg(feature = "trace")]
 #[derive(Debug)]
 pub struct CommandRun {
     pub counts: Vec<EventCount>,
@@ -34,7 +32,6 @@ pub struct CommandRun {
 ///
 /// Must be called from a thread that starts no other children meanwhile (they would be
 /// counted too): the CLI's main thread.
-#[cfg(feature = "trace")]
 pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec) -> Result<CommandRun> {
     let mut set = CounterSet::open(specs.to_vec(), plan, Target::InheritOnExec)?;
     let mut command = Command::new(&cmd.program);
@@ -61,7 +58,6 @@ pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec
 }
 
 /// Count system-wide groups only, for `duration`, with no command: the background traffic.
-#[cfg(feature = "trace")]
 pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<EventCount>> {
     let idx: Vec<usize> = (0..specs.len())
         .filter(|&i| matches!(specs[i].scope, Scope::Uncore { .. }))
@@ -92,7 +88,6 @@ pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<Ev
 }
 
 /// The exit code to pass through for a finished command: its status, or 128 + signal.
-#[cfg(feature = "trace")]
 pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
