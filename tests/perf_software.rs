@@ -92,6 +92,7 @@ fn command_counters_start_at_exec_and_follow_threads_and_children() {
     // The helper touches N pages in a thread and N in a grandchild process.
     let n = 300;
     let cmd = CommandSpec {
+        program: std::env::current_exe().unwrap(),
         argv: helper_argv(),
         env: vec![(TOUCH_ENV.to_string(), n.to_string())],
     };

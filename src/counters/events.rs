@@ -1,5 +1,5 @@
-//! What counter events mean, shared by the perf backend (`perf.rs`) and the perf-stat import
-//! (`perf_stat.rs`): event → W (flops by class) and Q (bytes per level) formulas, the
+//! What counter events mean, shared by the perf backend (`perf/`) and the perf-stat import
+//! (`perf/stat_import.rs`): event → W (flops by class) and Q (bytes per level) formulas, the
 //! multiplexing scale, counter-constrained grouping, and perf's event syntax.
 //!
 //! Quantities (see [`EventSpec::quantity`]): `flops` adds `count × weight` to its class;

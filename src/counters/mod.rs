@@ -3,7 +3,9 @@
 //! - `perf`: Linux perf_event (core FP events, per-level traffic, uncore CAS counts);
 //! - `trace`: ptrace + x86 decoding (exact W, core-side Q) with `cachesim` for Q per level;
 //! - `analytic`: the kernel suite's own formulas;
-//! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf_stat`).
+//! - `command`: the commands measured, found once the way `execvp` will (one cause and hint for
+//!   every backend);
+//! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf::stat_import`).
 
 #[cfg(feature = "analysis")]
 pub mod analytic;
@@ -12,10 +14,9 @@ pub mod backend;
 #[cfg(feature = "analysis")]
 pub mod cachesim;
 pub mod choose;
+pub mod command;
 pub mod events;
 pub mod perf;
-#[cfg(feature = "analysis")]
-pub mod perf_stat;
 pub mod region_times;
 #[cfg(feature = "trace")]
 pub mod simulated;
@@ -24,6 +25,10 @@ pub mod team;
 #[cfg(feature = "trace")]
 pub mod trace;
 pub mod trust;
+
+/// The `perf stat` import under its old path (`counters::perf_stat`).
+#[cfg(feature = "analysis")]
+pub use perf::stat_import as perf_stat;
 
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -379,22 +379,14 @@ impl SimulatedPmu {
             if !core && !with_uncore {
                 continue;
             }
-            let spec = CounterSpec {
-                name: if core { e.name.clone() } else { format!("{}/{}", e.pmu, e.name) },
-                pmu: e.pmu.clone(),
-                type_: if core { SIMULATED_CORE_TYPE } else { SIMULATED_UNCORE_TYPE },
-                config: perf::raw_config(e),
-                config1: e.config1,
-                scope: if core { Scope::Core } else { Scope::Uncore { cpus: vec![0] } },
-                counters: e.counters.clone(),
-                paired: e.paired,
-                quantity: e.quantity.clone(),
-                class: e.class.clone(),
-                weight: e.weight,
-                unreliable: e.unreliable,
-                caveat: e.caveat.clone(),
-                part_of: e.part_of.clone(),
-            };
+            let spec = CounterSpec::for_event(
+                e,
+                if core { e.name.clone() } else { format!("{}/{}", e.pmu, e.name) },
+                &e.pmu,
+                if core { SIMULATED_CORE_TYPE } else { SIMULATED_UNCORE_TYPE },
+                [perf::raw_config(e), e.config1],
+                if core { Scope::Core } else { Scope::Uncore { cpus: vec![0] } },
+            );
             if simulable(&spec) {
                 specs.push(spec);
             } else {

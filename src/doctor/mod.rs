@@ -496,22 +496,7 @@ fn try_platform_events(platform: &Platform, pmus: &Path, have_core: bool, probe:
 /// its own errno; uncore events on their PMU when it exists.
 fn without_core_pmu(e: &EventSpec, pmus: &Path) -> (Vec<CounterSpec>, Option<String>) {
     let alias = e.perf_name.as_deref().and_then(perf::split_perf_name).map(|(_, t)| t);
-    let spec = |pmu: &str, type_: u32, config: [u64; 2], scope: Scope| CounterSpec {
-        name: e.name.clone(),
-        pmu: pmu.to_string(),
-        type_,
-        config: config[0],
-        config1: config[1],
-        scope,
-        counters: e.counters.clone(),
-        paired: e.paired,
-        quantity: e.quantity.clone(),
-        class: e.class.clone(),
-        weight: e.weight,
-        unreliable: e.unreliable,
-        caveat: e.caveat.clone(),
-        part_of: e.part_of.clone(),
-    };
+    let spec = |pmu: &str, type_: u32, config: [u64; 2], scope: Scope| CounterSpec::for_event(e, e.name.clone(), pmu, type_, config, scope);
     if e.pmu == "cpu" || e.pmu == "cpu_core" {
         let s = match alias.and_then(perf::generic_hw_event) {
             Some(id) => spec(&e.pmu, PERF_TYPE_HARDWARE, [id, 0], Scope::Core),

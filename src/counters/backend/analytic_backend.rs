@@ -14,7 +14,7 @@ impl Backend for AnalyticBackend {
         BackendKind::Analytic
     }
 
-    fn measure_command(&self, _argv: &[String], _opts: &CommandOptions) -> Result<CommandOutcome> {
+    fn measure_command(&self, _program: &Path, _argv: &[String], _opts: &CommandOptions) -> Result<CommandOutcome> {
         Err(Error::input(
             "`--backend analytic` counts suite kernels, not commands",
             "use `roofline run KERNEL --backend analytic`, or `--backend perf|trace` here",

@@ -22,7 +22,7 @@ use roofline_kernels::{Kernel, Variant};
 use crate::counters::analytic::{self, KernelRun};
 use crate::counters::perf;
 use crate::counters::team::EventSet;
-use crate::counters::trace::{self, TraceMode};
+use crate::counters::trace::TraceMode;
 use crate::counters::{BackendKind, Measurement, Target, choose};
 use crate::error::{Error, Result};
 use crate::machine::Cache;
@@ -52,9 +52,11 @@ pub trait Backend {
     /// Which backend this is (never `Auto`).
     fn kind(&self) -> BackendKind;
 
-    /// Measure `argv` (run directly, never through a shell). The command's own failure (said
-    /// on stderr) comes back as [`CommandOutcome::Failed`] with the status to pass on.
-    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome>;
+    /// Measure `argv` (run directly, never through a shell), `program` being its `argv[0]`
+    /// as [`crate::counters::command::resolve_program`] found it, once, before anything
+    /// started. The command's own failure (said on stderr) comes back as
+    /// [`CommandOutcome::Failed`] with the status to pass on.
+    fn measure_command(&self, program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome>;
 
     /// Work done before any timing thread exists, for `most_threads` instances of `kernel`
     /// (the trace backend and the simulated PMU trace them here: the traced child is forked
@@ -216,7 +218,7 @@ pub fn measure_command(asked: BackendKind, argv: &[String], opts: &CommandOption
         return Err(Error::input("no command given", "roofline measure -- CMD [ARGS…]"));
     };
     // Missing, not executable, a directory: said with the path before anything starts.
-    trace::sys::resolve_command(program)?;
+    let program = crate::counters::command::resolve_program(program)?;
     let pmus = Path::new(perf::SYSFS_PMUS);
     check_command_options(opts, asked)?;
     let (backend, why) = choose(
@@ -230,7 +232,7 @@ pub fn measure_command(asked: BackendKind, argv: &[String], opts: &CommandOption
         eprintln!("roofline: backend auto → {} ({why})", backend.name());
     }
     check_command_options(opts, backend)?;
-    for_commands(backend)?.measure_command(argv, opts)
+    for_commands(backend)?.measure_command(&program, argv, opts)
 }
 
 /// The cache hierarchy the simulator uses: `--cache SPEC`, else this machine's caches.

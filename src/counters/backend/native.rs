@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::counters::perf::{self};
-use crate::counters::trace::{self};
 use crate::counters::{RegionMeasurement, region_times};
 use crate::error::{Error, Result};
 
@@ -87,7 +86,7 @@ pub(super) fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegion
 /// One native run of `argv` (no shell, stdio inherited), timed from spawn to exit:
 /// `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what happened)))` when it failed.
 pub(super) fn native_run(argv: &[String], env: Option<(&str, &Path)>) -> Result<std::result::Result<f64, (i32, String)>> {
-    let program = trace::sys::resolve_command(&argv[0])?;
+    let program = crate::counters::command::resolve_program(&argv[0])?;
     let mut cmd = std::process::Command::new(&program);
     cmd.args(&argv[1..]);
     if let Some((k, v)) = env {

@@ -26,8 +26,8 @@ impl Backend for PerfBackend {
         BackendKind::Perf
     }
 
-    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
-        perf_command(argv, opts, &self.pmus)
+    fn measure_command(&self, program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+        perf_command(program, argv, opts, &self.pmus)
     }
 
     fn count_kernel(&self, spec: &KernelRun, on_sample: &OnSample<'_>) -> Result<Measurement> {
@@ -41,7 +41,7 @@ impl Backend for PerfBackend {
     }
 }
 
-pub(super) fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<CommandOutcome> {
+pub(super) fn perf_command(program: &Path, argv: &[String], opts: &CommandOptions, pmus: &Path) -> Result<CommandOutcome> {
     let (specs, counters, notes) =
         crate::counters::team::select_events(opts.events, pmus, opts.platform.as_deref(), opts.optional_events, opts.uncore)?;
     let plat = match opts.events {
@@ -58,6 +58,7 @@ pub(super) fn perf_command(argv: &[String], opts: &CommandOptions, pmus: &Path) 
     let collector = region_times::Collector::new()?;
     let (k, v) = collector.env();
     let cmd = CommandSpec {
+        program: program.to_path_buf(),
         argv: argv.to_vec(),
         env: vec![(k.to_string(), v.to_string_lossy().into_owned())],
     };

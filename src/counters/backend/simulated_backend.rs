@@ -62,7 +62,7 @@ impl Backend for SimulatedBackend {
     /// mode: W per class, bytes per level), then run natively `repeat` times (T); each run's
     /// counts are the simulated counters' over that run, read, scaled and turned into W and Q
     /// exactly as perf's are.
-    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+    fn measure_command(&self, _program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
         if opts.events == EventSet::Software {
             return Err(Error::input(
                 "--backend simulated simulates the platform's hardware events, not software ones",

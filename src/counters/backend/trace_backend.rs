@@ -25,7 +25,7 @@ impl Backend for TraceBackend {
         BackendKind::Trace
     }
 
-    fn measure_command(&self, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+    fn measure_command(&self, _program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
         trace_command(argv, opts)
     }
 

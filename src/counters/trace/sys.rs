@@ -332,54 +332,6 @@ pub fn auxv_entry(pid: Pid) -> Option<u64> {
     })
 }
 
-/// Resolve CMD the way execvp will, so a missing or non-executable command is reported with
-/// its path before anything starts: "PATH is a directory", "PATH is not executable", "CMD: no
-/// such file", "command not found: CMD (not in PATH)". In PATH, non-executable matches are skipped
-/// (as execvp does) and reported only when nothing executable is found.
-pub fn resolve_command(cmd: &str) -> Result<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let check = |p: &std::path::Path| -> Option<Result<std::path::PathBuf>> {
-        let md = std::fs::metadata(p).ok()?;
-        if md.is_dir() {
-            return Some(Err(Error::input(
-                format!("{} is a directory", p.display()),
-                "give the path of a program, not of a directory",
-            )));
-        }
-        if md.permissions().mode() & 0o111 == 0 {
-            return Some(Err(Error::input(
-                format!("{} is not executable", p.display()),
-                "give the path of a program (chmod +x if it is yours)",
-            )));
-        }
-        Some(Ok(p.to_path_buf()))
-    };
-    if cmd.is_empty() {
-        return Err(Error::input("no command given", "roofline measure -- CMD [ARGS…]"));
-    }
-    if cmd.contains('/') {
-        let p = std::path::Path::new(cmd);
-        return check(p).unwrap_or_else(|| Err(Error::input(format!("{cmd}: no such file"), "check the command's path")));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let mut first_refusal = None;
-    for dir in std::env::split_paths(&path) {
-        match check(&dir.join(cmd)) {
-            Some(Ok(p)) => return Ok(p),
-            Some(Err(e)) => {
-                first_refusal.get_or_insert(e);
-            }
-            None => {}
-        }
-    }
-    Err(first_refusal.unwrap_or_else(|| {
-        Error::input(
-            format!("command not found: {cmd} (not in PATH)"),
-            "give the program's full path (commands run without a shell)",
-        )
-    }))
-}
-
 /// Why ptrace is refused here, as an `Unavailable` error with a hint.
 pub fn ptrace_refused(errno: i32) -> Error {
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
@@ -403,7 +355,7 @@ pub fn ptrace_refused(errno: i32) -> Error {
 /// Fork and exec `argv` under PTRACE_TRACEME. Returns the child stopped at its exec SIGTRAP
 /// (not yet waited for by the caller: the first wait is done here).
 pub fn spawn_traced(argv: &[String]) -> Result<Pid> {
-    let path = resolve_command(&argv[0])?;
+    let path = crate::counters::command::resolve_program(&argv[0])?;
     let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::input("command contains a NUL byte", "fix CMD"))?;
     let cargs: Vec<CString> = argv
         .iter()
@@ -562,27 +514,6 @@ mod tests {
         assert!(layout.tile_config(&xs[..2800]).is_none(), "a short image");
         assert!(XsaveLayout { tilecfg: 0, ..layout }.tile_config(&xs).is_none(), "no AMX");
     }
-    use super::resolve_command;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn resolve_says_what_is_wrong_with_the_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("plain.txt");
-        std::fs::write(&plain, "text").unwrap();
-        let e = resolve_command(plain.to_str().unwrap()).unwrap_err().to_string();
-        assert!(e.contains("not executable") && e.contains("plain.txt"), "{e}");
-        let d = resolve_command(dir.path().to_str().unwrap()).unwrap_err().to_string();
-        assert!(d.contains("is a directory") && d.contains(dir.path().to_str().unwrap()), "{d}");
-        let m = resolve_command("/no/such/prog").unwrap_err().to_string();
-        assert!(m.contains("/no/such/prog: no such file"), "{m}");
-        let exe = dir.path().join("run.sh");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(resolve_command(exe.to_str().unwrap()).unwrap(), exe);
-        assert!(resolve_command("sh").is_ok());
-    }
-
     /// A page holding `syscall; int3` (a displaced copy of a `syscall`, as xol.rs makes them),
     /// mapped before the fork so the traced child has it at the same address.
     fn syscall_copy_page() -> u64 {

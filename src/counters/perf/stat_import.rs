@@ -1,7 +1,7 @@
 //! Import `perf stat -x,` output measured on another machine: parse the CSV rows, resolve each
 //! event against a platform's table (raw `rUUEE`, `pmu/event=…,umask=…/`, symbolic names, sysfs
 //! aliases), and turn the counts into a `roofline.report/1` point through the same formulas as
-//! the perf backend ([`super::events`]).
+//! the perf backend ([`crate::counters::events`]).
 //!
 //! perf's printed counts are already scaled for multiplexing and its unit column already applies
 //! the sysfs scale (CAS counts in MiB): the import flags multiplexed events and never rescales.
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::events::{self, Amount, EventValue};
+use crate::counters::events::{self, Amount, EventValue};
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
 use crate::schema::{Environment, Point, Provenance, Report, Source};
@@ -427,109 +427,190 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
             parsed.skipped_lines[0]
         ));
     }
-    // Sum rows per resolved event (per-CPU, per-socket, per-instance and interval rows).
-    let mut sums = Sums::new();
-    let mut duration_ns: Option<f64> = None;
-    let mut interval_ns = 0.0;
-    let mut task_clock_s: Option<f64> = None;
-    let mut unknown: Vec<String> = Vec::new();
-    let mut not_counted: Vec<String> = Vec::new();
-    let mut borrowed: BTreeMap<String, String> = BTreeMap::new();
-    let mut rows_json = Vec::new();
-    for r in &parsed.rows {
+    let mut rows = tally_rows(&parsed.rows, platform, &mut warnings);
+    let values = event_values(std::mem::take(&mut rows.sums));
+    require_w_or_q(&values, &rows.unknown, origin, platform)?;
+    let seconds = wall_seconds(opts, rows.duration_ns, rows.interval_ns, origin)?;
+    let d = events::derive(&values, Some(platform));
+    if let Some(dram) = d.bytes.get(crate::schema::report::level::DRAM) {
+        events::check_dram_plausible(*dram, seconds, &platform.key).map_err(|e| match e {
+            Error::Input { cause, hint } => Error::input(format!("{origin}: {cause}"), hint),
+            other => other,
+        })?;
+    }
+    let prov = Provenance {
+        flops: d.flops.as_ref().map(|_| Source::PerfStat),
+        bytes: d.bytes.keys().map(|k| (k.clone(), Source::PerfStat)).collect(),
+        seconds: Some(Source::PerfStat),
+        notes: import_notes(&d, &rows, platform, opts),
+        untrusted: Vec::new(),
+    };
+    let mut point = Point::new(
+        opts.name.clone(),
+        prov,
+        d.flops.clone().unwrap_or_default(),
+        d.bytes.clone(),
+        1,
+        vec![seconds],
+    );
+    if d.flops.is_none() {
+        point.gflops = None;
+    }
+    point.extra = point_extra(&d, platform, rows.task_clock_s, std::mem::take(&mut rows.rows_json));
+    let report = imported_report(point, platform, opts, parsed.started.clone(), origin)?;
+    Ok((report, warnings))
+}
+
+/// What the rows add up to: the sums per resolved event, the run's wall and CPU time, and what
+/// was not counted or has no meaning here.
+#[derive(Default)]
+struct RowTally {
+    sums: Sums,
+    /// The run's `duration_time`: per-socket or per-CPU copies of it are the one run (the
+    /// largest is kept).
+    duration_ns: Option<f64>,
+    /// `duration_time` of `-I` intervals, which add up.
+    interval_ns: f64,
+    task_clock_s: Option<f64>,
+    /// Events that no platform table gives a meaning, once each.
+    unknown: Vec<String>,
+    /// What a row perf did not count leaves out, once each.
+    not_counted: Vec<String>,
+    /// Events read through another platform's table: event → that platform.
+    borrowed: BTreeMap<String, String>,
+    /// Every row as read and as resolved (the point's `perf_stat_rows`).
+    rows_json: Vec<serde_json::Value>,
+}
+
+/// Resolve each row and add it up (rows per CPU, socket, instance or interval).
+fn tally_rows(rows: &[Row], platform: &Platform, warnings: &mut Vec<String>) -> RowTally {
+    let mut t = RowTally::default();
+    for r in rows {
         let res = resolve(&r.event, platform);
-        let resolved_name = match &res {
-            Resolved::Event(s) | Resolved::Borrowed(s, _) => s.name.clone(),
-            Resolved::DurationTime => "duration_time".into(),
-            Resolved::TaskClock => "task-clock".into(),
-            Resolved::Unknown => String::new(),
-        };
-        rows_json.push(json!({
-            "line": r.line, "event": r.event, "value": r.value, "unit": r.unit,
-            "status": match r.status { Status::Counted => "counted", Status::NotCounted => "not counted", Status::NotSupported => "not supported" },
-            "running_pct": r.running_pct, "resolved": if resolved_name.is_empty() { None } else { Some(&resolved_name) },
-        }));
+        t.rows_json.push(row_json(r, &res));
         if r.status != Status::Counted {
-            let missing = match &res {
-                Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops" => ": W is missing its share",
-                Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops.fma" => ": flops.fma (the FMA share) is not reported",
-                Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity.starts_with("bytes.") => ": Q is missing its share",
-                _ => "",
-            };
-            let what = if r.status == Status::NotSupported {
-                "not supported"
-            } else {
-                "not counted"
-            };
-            let n = format!("{} was {what}{missing}", r.event);
-            if !not_counted.contains(&n) {
-                not_counted.push(n);
+            let n = not_counted_note(r, &res);
+            if !t.not_counted.contains(&n) {
+                t.not_counted.push(n);
             }
             continue;
         }
         match res {
             Resolved::DurationTime => {
-                let ns = match r.unit.as_str() {
-                    "" | "ns" => r.value,
-                    "us" | "usec" => r.value * 1e3,
-                    "ms" | "msec" => r.value * 1e6,
-                    "s" | "sec" => r.value * 1e9,
-                    _ => r.value,
-                };
+                let ns = duration_ns(r);
                 // Intervals (-I) add up; per-socket or per-CPU copies of the one run do not.
                 if r.interval().is_some() {
-                    interval_ns += ns;
+                    t.interval_ns += ns;
                 } else {
-                    duration_ns = Some(duration_ns.unwrap_or(0.0).max(ns));
+                    t.duration_ns = Some(t.duration_ns.unwrap_or(0.0).max(ns));
                 }
             }
-            Resolved::TaskClock => {
-                let s = match r.unit.as_str() {
-                    "msec" | "ms" => r.value / 1e3,
-                    "ns" => r.value / 1e9,
-                    "usec" | "us" => r.value / 1e6,
-                    _ => r.value / 1e3,
-                };
-                *task_clock_s.get_or_insert(0.0) += s;
-            }
+            Resolved::TaskClock => *t.task_clock_s.get_or_insert(0.0) += task_clock_seconds(r),
             Resolved::Unknown => {
-                if !unknown.contains(&r.event) {
-                    unknown.push(r.event.clone());
+                if !t.unknown.contains(&r.event) {
+                    t.unknown.push(r.event.clone());
                 }
             }
-            Resolved::Event(spec) => add(spec, r, &mut sums, &mut warnings),
+            Resolved::Event(spec) => add(spec, r, &mut t.sums, warnings),
             Resolved::Borrowed(spec, from) => {
-                borrowed.insert(r.event.clone(), from);
-                add(spec, r, &mut sums, &mut warnings);
+                t.borrowed.insert(r.event.clone(), from);
+                add(spec, r, &mut t.sums, warnings);
             }
         }
     }
+    t
+}
 
-    let values: Vec<EventValue> = sums
-        .into_values()
+/// A row as read and the event it resolved to, for the point's `perf_stat_rows`.
+fn row_json(r: &Row, res: &Resolved) -> serde_json::Value {
+    let resolved_name = match res {
+        Resolved::Event(s) | Resolved::Borrowed(s, _) => s.name.clone(),
+        Resolved::DurationTime => "duration_time".into(),
+        Resolved::TaskClock => "task-clock".into(),
+        Resolved::Unknown => String::new(),
+    };
+    json!({
+        "line": r.line, "event": r.event, "value": r.value, "unit": r.unit,
+        "status": match r.status { Status::Counted => "counted", Status::NotCounted => "not counted", Status::NotSupported => "not supported" },
+        "running_pct": r.running_pct, "resolved": if resolved_name.is_empty() { None } else { Some(&resolved_name) },
+    })
+}
+
+/// The note for a row perf did not count: which event, and what W or Q lacks for it.
+fn not_counted_note(r: &Row, res: &Resolved) -> String {
+    let missing = match res {
+        Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops" => ": W is missing its share",
+        Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity == "flops.fma" => ": flops.fma (the FMA share) is not reported",
+        Resolved::Event(s) | Resolved::Borrowed(s, _) if s.quantity.starts_with("bytes.") => ": Q is missing its share",
+        _ => "",
+    };
+    let what = if r.status == Status::NotSupported {
+        "not supported"
+    } else {
+        "not counted"
+    };
+    format!("{} was {what}{missing}", r.event)
+}
+
+/// A `duration_time` row in nanoseconds (perf prints ns; other units are converted).
+fn duration_ns(r: &Row) -> f64 {
+    match r.unit.as_str() {
+        "" | "ns" => r.value,
+        "us" | "usec" => r.value * 1e3,
+        "ms" | "msec" => r.value * 1e6,
+        "s" | "sec" => r.value * 1e9,
+        _ => r.value,
+    }
+}
+
+/// A `task-clock` row in seconds (perf prints msec).
+fn task_clock_seconds(r: &Row) -> f64 {
+    match r.unit.as_str() {
+        "msec" | "ms" => r.value / 1e3,
+        "ns" => r.value / 1e9,
+        "usec" | "us" => r.value / 1e6,
+        _ => r.value / 1e3,
+    }
+}
+
+/// The summed events as the event formulas take them: bytes where the unit was a byte unit.
+fn event_values(sums: Sums) -> Vec<EventValue> {
+    sums.into_values()
         .map(|(spec, v, is_bytes, frac)| EventValue {
             spec,
             amount: if is_bytes { Amount::Bytes(v) } else { Amount::Count(v) },
             running_fraction: frac,
         })
-        .collect();
-    if !values
+        .collect()
+}
+
+/// Refuse a file in which no event counts W or Q on `platform`: the wrong platform, or the
+/// wrong events collected.
+fn require_w_or_q(values: &[EventValue], unknown: &[String], origin: &str, platform: &Platform) -> Result<()> {
+    if values
         .iter()
         .any(|v| v.spec.quantity == "flops" || v.spec.quantity.starts_with("bytes."))
     {
-        return Err(Error::input(
-            format!(
-                "{origin}: no event in it is a {} FP or memory-traffic event (unresolved: {})",
-                platform.name,
-                if unknown.is_empty() {
-                    "none".to_string()
-                } else {
-                    unknown.join(", ")
-                }
-            ),
-            "pass the platform the file was measured on (--platform) and collect the events `roofline events` prints",
-        ));
+        return Ok(());
     }
+    Err(Error::input(
+        format!(
+            "{origin}: no event in it is a {} FP or memory-traffic event (unresolved: {})",
+            platform.name,
+            if unknown.is_empty() {
+                "none".to_string()
+            } else {
+                unknown.join(", ")
+            }
+        ),
+        "pass the platform the file was measured on (--platform) and collect the events `roofline events` prints",
+    ))
+}
+
+/// T: `--seconds` when given, else perf's `duration_time` (the run's, or its intervals' sum
+/// when larger).
+fn wall_seconds(opts: &ImportOptions, duration_ns: Option<f64>, interval_ns: f64, origin: &str) -> Result<f64> {
+    let mut duration_ns = duration_ns;
     if interval_ns > 0.0 {
         duration_ns = Some(duration_ns.unwrap_or(0.0).max(interval_ns));
     }
@@ -549,49 +630,41 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
             "e.g. --seconds 1.5",
         ));
     }
-    let d = events::derive(&values, Some(platform));
-    if let Some(dram) = d.bytes.get(crate::schema::report::level::DRAM) {
-        events::check_dram_plausible(*dram, seconds, &platform.key).map_err(|e| match e {
-            Error::Input { cause, hint } => Error::input(format!("{origin}: {cause}"), hint),
-            other => other,
-        })?;
-    }
+    Ok(seconds)
+}
+
+/// The point's notes: the formulas' own, then multiplexing, rows not counted, events borrowed
+/// from another table, events ignored, and where T came from.
+fn import_notes(d: &events::Derived, rows: &RowTally, platform: &Platform, opts: &ImportOptions) -> Vec<String> {
     let mut notes = d.notes.clone();
     if !d.multiplexed.is_empty() {
         notes.push("perf-stat counts are printed already scaled for multiplexing: imported as printed, not rescaled".into());
     }
-    notes.extend(not_counted.iter().cloned());
-    for (ev, from) in &borrowed {
+    notes.extend(rows.not_counted.iter().cloned());
+    for (ev, from) in &rows.borrowed {
         notes.push(format!(
             "{ev} is not in the {} table: its meaning was taken from platform {from}",
             platform.key
         ));
     }
-    if !unknown.is_empty() {
-        notes.push(format!("ignored events with no W/Q formula: {}", unknown.join(", ")));
+    if !rows.unknown.is_empty() {
+        notes.push(format!("ignored events with no W/Q formula: {}", rows.unknown.join(", ")));
     }
     notes.push(match opts.seconds {
         Some(_) => "T from --seconds".to_string(),
         None => "T from perf's duration_time".to_string(),
     });
-    let prov = Provenance {
-        flops: d.flops.as_ref().map(|_| Source::PerfStat),
-        bytes: d.bytes.keys().map(|k| (k.clone(), Source::PerfStat)).collect(),
-        seconds: Some(Source::PerfStat),
-        notes,
-        untrusted: Vec::new(),
-    };
-    let mut point = Point::new(
-        opts.name.clone(),
-        prov,
-        d.flops.clone().unwrap_or_default(),
-        d.bytes.clone(),
-        1,
-        vec![seconds],
-    );
-    if d.flops.is_none() {
-        point.gflops = None;
-    }
+    notes
+}
+
+/// The point's extras: the platform, multiplexing, the DRAM split, cycles, instructions, the
+/// clock, and every row as read.
+fn point_extra(
+    d: &events::Derived,
+    platform: &Platform,
+    task_clock_s: Option<f64>,
+    rows_json: Vec<serde_json::Value>,
+) -> BTreeMap<String, serde_json::Value> {
     let mut extra = BTreeMap::new();
     extra.insert("platform".into(), json!(platform.key));
     extra.insert("multiplexing".into(), json!(d.multiplexed));
@@ -620,7 +693,12 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         extra.insert("effective_ghz".into(), json!(c / t / 1e9));
     }
     extra.insert("perf_stat_rows".into(), json!(rows_json));
-    point.extra = extra;
+    extra
+}
+
+/// The one-point report, its machine named by the platform (the measuring machine was not
+/// probed), validated.
+fn imported_report(point: Point, platform: &Platform, opts: &ImportOptions, started: Option<String>, origin: &str) -> Result<Report> {
     let machine = json!({
         "microarchitecture": platform.key,
         "microarchitecture_name": platform.name,
@@ -631,13 +709,13 @@ pub fn import(text: &str, origin: &str, platform: &Platform, opts: &ImportOption
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         git_sha: option_env!("ROOFLINE_GIT_SHA").map(String::from),
         command_line: std::env::args().collect(),
-        timestamp: parsed.started.clone(),
+        timestamp: started,
         ..Environment::default()
     };
     let mut report = Report::new(machine, env);
     report.points.push(point);
     report.validate(origin)?;
-    Ok((report, warnings))
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -1,0 +1,105 @@
+//! Groups the kernel can schedule at once: events on distinct counters within each one's
+//! constraints (general-purpose masks, AMD's paired counters, Intel's fixed counters).
+
+use super::{CounterSpec, Scope};
+
+/// Split events into groups the kernel can schedule at once. Per-task hardware events go
+/// into groups whose members can be assigned distinct general-purpose counters (respecting
+/// each event's `counters` list, paired events taking two adjacent ones, at most
+/// `core_counters`; fixed-counter events take their fixed counter and join the first group);
+/// software events form their own group; each uncore event is its own group (its own PMU,
+/// its own CPU). More than one hardware group means the kernel multiplexes them: reported,
+/// never silent.
+pub fn plan_groups(specs: &[CounterSpec], core_counters: u32) -> Vec<Vec<usize>> {
+    let mut hw: Vec<Vec<usize>> = Vec::new();
+    let mut soft: Vec<usize> = Vec::new();
+    let mut uncore: Vec<Vec<usize>> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        match s.scope {
+            Scope::Core => {
+                // A group is one PMU's (the E-cores' cycles never join the P-cores' group).
+                if let Some(g) = hw.iter_mut().find(|g| {
+                    if g.first().is_some_and(|&j| specs[j].pmu != s.pmu) {
+                        return false;
+                    }
+                    let mut trial: Vec<&CounterSpec> = g.iter().map(|&j| &specs[j]).collect();
+                    trial.push(s);
+                    schedulable(&trial, core_counters)
+                }) {
+                    g.push(i);
+                } else {
+                    hw.push(vec![i]);
+                }
+            }
+            Scope::Software | Scope::NoExclude => soft.push(i),
+            Scope::Uncore { .. } => uncore.push(vec![i]),
+        }
+    }
+    let mut out = hw;
+    if !soft.is_empty() {
+        out.push(soft);
+    }
+    out.extend(uncore);
+    out
+}
+
+/// Counter indices from this one up are fixed-function counters (the kernel's
+/// `INTEL_PMC_IDX_FIXED`; the platforms' `counters = [32]` is fixed counter 0).
+pub const FIXED_COUNTER_BASE: u32 = 32;
+
+/// Whether the events can sit on distinct counters at once: each on one of its `counters`
+/// (or any general-purpose one of `0..n`), paired events on an even counter and the next.
+/// Fixed counters (index ≥ [`FIXED_COUNTER_BASE`]) are slots of their own: an event bound to
+/// one takes it and no general-purpose counter, so INST_RETIRED.ANY & co. join any group.
+/// Groups are a handful of events on at most ~8 + 4 counters, so a backtracking search is
+/// exact and cheap.
+pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
+    fn choices(s: &CounterSpec, n: u32) -> Vec<Vec<usize>> {
+        let allowed: Vec<u32> = s.counters.clone().unwrap_or_else(|| (0..n).collect());
+        allowed
+            .into_iter()
+            .filter(|&c| {
+                if c >= FIXED_COUNTER_BASE {
+                    !s.paired
+                } else {
+                    c < n && (!s.paired || (c % 2 == 0 && c + 1 < n))
+                }
+            })
+            .map(|c| {
+                if s.paired {
+                    vec![c as usize, c as usize + 1]
+                } else {
+                    vec![c as usize]
+                }
+            })
+            .collect()
+    }
+    fn place(i: usize, events: &[&CounterSpec], n: u32, used: &mut Vec<bool>) -> bool {
+        if i == events.len() {
+            return true;
+        }
+        for slots in choices(events[i], n) {
+            if let Some(&top) = slots.iter().max()
+                && top >= used.len()
+            {
+                used.resize(top + 1, false);
+            }
+            if slots.iter().all(|&c| !used[c]) {
+                slots.iter().for_each(|&c| used[c] = true);
+                if place(i + 1, events, n, used) {
+                    return true;
+                }
+                slots.iter().for_each(|&c| used[c] = false);
+            }
+        }
+        false
+    }
+    // Quick refusal: more general-purpose counters needed than exist.
+    let fixed_only = |e: &CounterSpec| {
+        e.counters
+            .as_ref()
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|&c| c >= FIXED_COUNTER_BASE))
+    };
+    let need: usize = events.iter().filter(|e| !fixed_only(e)).map(|e| if e.paired { 2 } else { 1 }).sum();
+    need <= n as usize && place(0, events, n, &mut vec![false; n as usize])
+}
