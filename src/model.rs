@@ -24,8 +24,6 @@
 //! ([`RoofSet::from_ceilings_json`]) or from the machine model's theoretical peaks
 //! ([`RoofSet::theoretical`]).
 
-#[cfg(feature = "analysis")]
-use serde::Deserialize;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,7 +31,7 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 use crate::machine::MachineModel;
 #[cfg(feature = "analysis")]
-use crate::schema::report::check_schema;
+use crate::schema::ceilings::Ceilings;
 use crate::schema::report::{Bound, Point, Report, Roofs, Source, level};
 use crate::util::map_of;
 
@@ -43,8 +41,6 @@ pub const OVERHEAD_SECONDS: f64 = 20e-6;
 pub const OVERHEAD_ROOF_FRACTION: f64 = 0.10;
 /// A sweep's fitted fixed cost `a` at or above this share of T means overhead-bound.
 pub const OVERHEAD_FIXED_SHARE: f64 = 0.5;
-
-pub const CEILINGS_SCHEMA: &str = "roofline.ceilings/1";
 
 /// Which roofline model a number comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -255,54 +251,6 @@ fn roof_level_for(level: &str) -> &str {
     if level == level::CORE { level::L1 } else { level }
 }
 
-/// `roofline.ceilings/1` as written by `roofline ceilings` (only the fields read here).
-#[cfg(feature = "analysis")]
-#[derive(Debug, Clone, Deserialize)]
-struct CeilingsDoc {
-    schema: String,
-    #[serde(default)]
-    compute: Vec<CeilingsCompute>,
-    #[serde(default)]
-    bandwidth: Vec<CeilingsBandwidth>,
-}
-
-#[cfg(feature = "analysis")]
-#[derive(Debug, Clone, Deserialize)]
-struct CeilingsCompute {
-    precision: String,
-    isa: String,
-    fma: bool,
-    /// `fma`, `mul+add` or `fma+add` (absent in older files).
-    #[serde(default)]
-    mode: String,
-    #[serde(default = "one")]
-    threads: u32,
-    gflops: f64,
-    #[serde(default)]
-    spread: f64,
-}
-
-#[cfg(feature = "analysis")]
-#[derive(Debug, Clone, Deserialize)]
-struct CeilingsBandwidth {
-    level: String,
-    #[serde(default = "one")]
-    threads: u32,
-    gbs: f64,
-    #[serde(default)]
-    kernel: String,
-    /// Absent in older files: then the core-side figure stands for both conventions.
-    #[serde(default)]
-    gbs_write_allocate: Option<f64>,
-    #[serde(default)]
-    spread: f64,
-}
-
-#[cfg(feature = "analysis")]
-fn one() -> u32 {
-    1
-}
-
 impl RoofSet {
     /// The roofs stored in a report (`Report.ceilings`). Keys are `precision.isa[.fma|.nofma]`.
     pub fn from_roofs(r: &Roofs) -> RoofSet {
@@ -396,26 +344,13 @@ impl RoofSet {
         }
     }
 
-    /// Read a `roofline.ceilings/1` file. Where several thread counts were measured, the roofs
-    /// of `threads` are used (or the largest count when `threads` is None or absent); where
+    /// Read a `roofline.ceilings/1` file (through its one reader, `Ceilings::from_json`) into
+    /// the roofs of work at `threads`: those measured at the nearest measured thread count
+    /// (`schema::ceilings::nearest_threads`; no count given: the largest measured); where
     /// several kernels measured one level, the fastest one is that level's roof.
     #[cfg(feature = "analysis")]
     pub fn from_ceilings_json(text: &str, origin: &str, threads: Option<u32>) -> Result<RoofSet, Error> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            Error::input(
-                format!("{origin}: not JSON ({e})"),
-                "pass a file written by `roofline ceilings -o ceilings.json`",
-            )
-        })?;
-        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
-        check_schema(schema, "roofline.ceilings", 1, origin)?;
-        let doc: CeilingsDoc = serde_json::from_value(v).map_err(|e| {
-            Error::input(
-                format!("{origin}: not a valid {CEILINGS_SCHEMA} document ({e})"),
-                "re-create it with `roofline ceilings`",
-            )
-        })?;
-        debug_assert!(doc.schema.starts_with("roofline.ceilings"));
+        let doc = Ceilings::from_json(text, origin)?;
         let bad = |what: String| Error::input(format!("{origin}: {what}"), "re-create it with `roofline ceilings`");
         for c in &doc.compute {
             if !(c.gflops.is_finite() && c.gflops > 0.0) {
@@ -430,70 +365,10 @@ impl RoofSet {
                 return Err(bad(format!("bandwidth roof {} has an impossible value {}", b.level, b.gbs)));
             }
         }
-        let pick = |available: Vec<u32>| -> Option<u32> {
-            match threads {
-                Some(t) if available.contains(&t) => Some(t),
-                _ => available.into_iter().max(),
-            }
-        };
-        let ct = pick(doc.compute.iter().map(|c| c.threads).collect());
-        let bt = pick(doc.bandwidth.iter().map(|b| b.threads).collect());
-        let mut compute: Vec<ComputeRoof> = Vec::new();
-        for c in doc.compute.iter().filter(|c| Some(c.threads) == ct) {
-            let roof = ComputeRoof {
-                precision: c.precision.to_ascii_lowercase(),
-                isa: c.isa.to_ascii_lowercase(),
-                fma: c.fma,
-                mix: c.fma && c.mode.contains("add"),
-                gflops: c.gflops,
-                empirical: true,
-                spread: c.spread.max(0.0),
-            };
-            match compute.iter_mut().find(|r| r.same_kind(&roof)) {
-                Some(r) if roof.gflops > r.gflops => *r = roof,
-                Some(_) => {}
-                None => compute.push(roof),
-            }
-        }
-        let mut bandwidth: Vec<BandwidthRoof> = Vec::new();
-        for b in doc.bandwidth.iter().filter(|b| Some(b.threads) == bt) {
-            let lvl = b.level.to_ascii_lowercase();
-            // Core-side roof: kernels with ordinary stores or none (a non-temporal store is
-            // another kernel); traffic roof: every kernel, write-allocate reads included.
-            let core = if b.kernel.contains("_nt") { 0.0 } else { b.gbs };
-            let traffic = b.gbs_write_allocate.filter(|t| t.is_finite() && *t > 0.0).unwrap_or(b.gbs);
-            match bandwidth.iter_mut().find(|r| r.level == lvl) {
-                Some(r) => {
-                    if core > r.gbs {
-                        r.spread = b.spread.max(0.0);
-                    }
-                    r.gbs = r.gbs.max(core);
-                    r.traffic_gbs = r.traffic_gbs.max(traffic);
-                }
-                None => bandwidth.push(BandwidthRoof {
-                    level: lvl,
-                    gbs: core,
-                    traffic_gbs: traffic,
-                    empirical: true,
-                    spread: b.spread.max(0.0),
-                }),
-            }
-        }
-        // A level measured only with non-temporal stores: its core-side roof is that figure.
-        for r in &mut bandwidth {
-            if r.gbs <= 0.0 {
-                r.gbs = r.traffic_gbs;
-            }
-        }
-        if compute.is_empty() && bandwidth.is_empty() {
+        let s = RoofSet::from_roofs(&doc.roofs(threads.unwrap_or(u32::MAX)));
+        if s.is_empty() {
             return Err(bad("holds no roofs".into()));
         }
-        let mut s = RoofSet {
-            compute,
-            bandwidth,
-            threads: ct.or(bt),
-        };
-        s.sort();
         Ok(s)
     }
 
@@ -1807,6 +1682,11 @@ mod tests {
         assert_eq!(s.compute.len(), 2);
         let s1 = RoofSet::from_ceilings_json(&doc.to_string(), "c.json", Some(1)).unwrap();
         assert_eq!(s1.peak("double").unwrap().gflops, 80.0);
+        // Not measured at 3 or 16 threads: the nearest measured count, 2.
+        for t in [3, 16] {
+            let s = RoofSet::from_ceilings_json(&doc.to_string(), "c.json", Some(t)).unwrap();
+            assert_eq!((s.threads, s.peak("double").unwrap().gflops), (Some(2), 150.0));
+        }
         // round trip through the report's summary
         let back = RoofSet::from_roofs(&s.to_roofs());
         assert_eq!(back, s);

@@ -127,6 +127,8 @@ pub fn read_cache(path: &std::path::Path, host: &Host, opts: &Options) -> (Cache
     };
     match Ceilings::from_json(&text, &path.display().to_string()) {
         Err(e) => (CacheState::Corrupt(e.to_string().lines().next().unwrap_or("").to_string()), None),
+        // The reader takes files without a machine summary; a cache cannot be told to be ours.
+        Ok(c) if c.machine.fingerprint.is_empty() => (CacheState::Corrupt("no machine summary".to_string()), None),
         Ok(c) if c.machine.fingerprint != host.fingerprint || c.machine.compute_fingerprint() != c.machine.fingerprint => (
             CacheState::OtherMachine {
                 cached: format!("{} ({})", c.machine.brand, c.machine.fingerprint),
@@ -571,6 +573,11 @@ mod tests {
         assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Missing);
         std::fs::write(&p, "{ not json").unwrap();
         assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Corrupt(_)));
+        std::fs::write(&p, include_str!("../../tests/fixtures/reports/ceilings.json")).unwrap();
+        assert_eq!(
+            read_cache(&p, &h, &opts(true, vec![1])).0,
+            CacheState::Corrupt("no machine summary".into())
+        );
         let c = sample(&h);
         std::fs::write(&p, c.to_json()).unwrap();
         assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Usable);
