@@ -129,7 +129,7 @@ pub const INSTRUCTION_LEVELS: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
-pub use crate::gpu_model::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
+pub use crate::model::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
 
 /// The two prefixes ncu gives the SASS instruction counters (device-wide sums either way).
 pub const SASS_PREFIXES: [&str; 2] = ["sm__sass", "smsp__sass"];

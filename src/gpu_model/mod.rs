@@ -3,7 +3,7 @@
 //! ([`GpuMachine`], [`GpuPeaks`]), theoretical peaks at a given SM clock, the peaks a capture's
 //! ncu `*.peak_sustained` metrics and device attributes give, the datasheet table of
 //! `platforms/gpu/nvidia.toml` ([`table`]), the roofs a report carries ([`roofs_from_machine`],
-//! [`roofs_from_gpu_ceilings`]), and the instruction roofline's memory walls.
+//! [`roofs_from_gpu_ceilings`]). The instruction roofline's memory walls are `model::walls`.
 //!
 //! `gpu/` (device query, ncu, our kernels) builds on it; `report/` reads it; it reads neither
 //! (only the report schema's `Roofs`, as `model.rs` does). No cudarc here: `gpu import` of a
@@ -561,41 +561,9 @@ pub fn apply_ncu_peaks(m: &mut GpuMachine, ncu: &BTreeMap<String, f64>) {
     m.ncu_peaks = ncu.clone();
 }
 
-/// The walls live with the instruction-roofline view, which the light build keeps.
-pub use crate::report::instruction::{GLOBAL_WALLS, SHARED_WALLS};
-
-/// Where `x` (transactions per instruction) sits among `walls` (ascending): on a wall when
-/// within 3 % of it, else between two walls, below the first or above the last.
-pub fn wall_position(x: f64, walls: &[f64]) -> serde_json::Value {
-    if let Some(w) = walls.iter().find(|w| (x - **w).abs() <= 0.03 * **w) {
-        return serde_json::json!({"on_wall": w, "text": format!("on the {w} wall")});
-    }
-    let below = walls.iter().rev().find(|w| **w < x).copied();
-    let above = walls.iter().find(|w| **w > x).copied();
-    let text = match (below, above) {
-        (Some(b), Some(a)) => format!("between the {b} and {a} walls"),
-        (None, Some(a)) => format!("below the {a} wall"),
-        (Some(b), None) => format!("beyond the {b} wall"),
-        (None, None) => "no walls".to_string(),
-    };
-    serde_json::json!({"between": [below, above], "text": text})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn positions_against_the_walls() {
-        // 8.0 and 7.8 (within 3 %) sit on the 8 wall; 6 between 4 and 8; 0.5 below 1; 40 beyond 32.
-        assert_eq!(wall_position(8.0, &GLOBAL_WALLS)["on_wall"], 8.0);
-        assert_eq!(wall_position(7.8, &GLOBAL_WALLS)["on_wall"], 8.0);
-        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["between"], serde_json::json!([4.0, 8.0]));
-        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["text"], "between the 4 and 8 walls");
-        assert_eq!(wall_position(0.5, &GLOBAL_WALLS)["text"], "below the 1 wall");
-        assert_eq!(wall_position(40.0, &SHARED_WALLS)["text"], "beyond the 32 wall");
-        assert_eq!(wall_position(2.0, &SHARED_WALLS)["between"], serde_json::json!([1.0, 32.0]));
-    }
 
     #[test]
     fn h100_h200_peaks_from_the_table() {

@@ -30,6 +30,7 @@ mod labels;
 mod mix;
 mod point;
 mod roofs;
+mod walls;
 
 pub use advice::{advice, mix_advice, unit_advice};
 pub use analysis::{
@@ -41,6 +42,7 @@ pub use labels::{is_integer_precision, isa_label, isa_rank, level_label, level_r
 pub use mix::{ComputeRoofUsed, fma_share, point_compute_roof};
 pub use point::{point_isa, point_precision, point_rate, point_work};
 pub use roofs::{BandwidthRoof, ComputeRoof, RoofSet};
+pub use walls::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
 
 #[cfg(test)]
 mod tests;
