@@ -27,8 +27,6 @@ pub mod error;
 pub mod gate;
 #[cfg(feature = "analysis")]
 pub mod gpu;
-#[cfg(feature = "analysis")]
-pub mod gpu_model;
 pub mod machine;
 pub mod model;
 pub mod region;
@@ -37,6 +35,9 @@ pub mod schema;
 pub mod util;
 #[cfg(feature = "trace")]
 pub mod validate;
+
+#[cfg(feature = "analysis")]
+pub use model::gpu as gpu_model;
 
 pub use error::{Error, Result};
 pub use region::{Backend, Session};

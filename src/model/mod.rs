@@ -26,6 +26,8 @@
 
 mod advice;
 mod analysis;
+#[cfg(feature = "analysis")]
+pub mod gpu;
 mod labels;
 mod mix;
 mod point;
