@@ -36,9 +36,6 @@ pub mod util;
 #[cfg(feature = "trace")]
 pub mod validate;
 
-#[cfg(feature = "analysis")]
-pub use model::gpu as gpu_model;
-
 pub use error::{Error, Result};
 pub use region::{Backend, Session};
 pub use roofline_kernels as kernels;

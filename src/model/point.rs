@@ -10,7 +10,7 @@ use super::labels::{is_integer_precision, isa_rank};
 /// are their format too: `tile_bf16` is `bf16`), double when none is known. GPU points (ncu's
 /// classes) may also be `tensor_<type>` (tensor-core ops dominate; the type with most ops in
 /// `extra.tensor_ops_by_type`: `tensor_bf16`, `tensor_fp64`, …), matching the GPU roofs' keys
-/// (`gpu_model::roofs_from_machine`). The roofs a point is read against are those of this
+/// (`gpu::roofs_from_machine`). The roofs a point is read against are those of this
 /// precision ([`RoofSet::peak`](super::RoofSet::peak)).
 pub fn point_precision(p: &Point) -> &'static str {
     // Work per format of `FORMATS` (the only ones a point's precision can be), most work

@@ -1,12 +1,13 @@
-//! The GPU model below `report/`: what a GPU can do, independent of how it
+//! The GPU model beside the CPU one, below `report/`: what a GPU can do, independent of how it
 //! was measured. Per-architecture rates ([`arch_rates`]), the `roofline.gpu-machine/1` block
 //! ([`GpuMachine`], [`GpuPeaks`]), theoretical peaks at a given SM clock, the peaks a capture's
 //! ncu `*.peak_sustained` metrics and device attributes give, the datasheet table of
 //! `platforms/gpu/nvidia.toml` ([`table`]), the roofs a report carries ([`roofs_from_machine`],
-//! [`roofs_from_gpu_ceilings`]). The instruction roofline's memory walls are `model::walls`.
+//! [`roofs_from_gpu_ceilings`]). The instruction roofline's memory walls are the model's
+//! (`model::GLOBAL_WALLS`, `model::SHARED_WALLS`).
 //!
 //! `gpu/` (device query, ncu, our kernels) builds on it; `report/` reads it; it reads neither
-//! (only the report schema's `Roofs`, as `model.rs` does). No cudarc here: `gpu import` of a
+//! (only the schema's `Roofs` and `Point`, as the rest of `model/` does). No cudarc here: `gpu import` of a
 //! capture works without the `gpu` feature or a driver.
 
 use serde::{Deserialize, Serialize};
