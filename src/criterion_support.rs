@@ -217,7 +217,7 @@ impl Roof {
             sweep: false,
             progress: false,
         };
-        let host = crate::ceilings::Host::detect();
+        let host = crate::schema::ceilings::Host::detect();
         let path = crate::ceilings::cache_path();
         let cached = match &path {
             Some(p) => matches!(crate::ceilings::read_cache(p, &host, &opts).0, crate::ceilings::CacheState::Usable),
@@ -236,7 +236,7 @@ impl Roof {
     /// The roofs of measured ceilings at `threads`: per precision the best compute figure of
     /// any ISA (the double one as `peak_gflops`), the core-side L1 bandwidth for core bytes,
     /// and for bytes counted at L2, L3 or DRAM the traffic each level serves.
-    pub fn from_ceilings(c: &crate::ceilings::Ceilings, threads: u32) -> Roof {
+    pub fn from_ceilings(c: &crate::schema::ceilings::Ceilings, threads: u32) -> Roof {
         let roofs = c.roofs(threads);
         let mut by_precision: BTreeMap<String, f64> = BTreeMap::new();
         for (key, g) in &roofs.compute_gflops {
@@ -508,8 +508,8 @@ mod tests {
         }
     }
 
-    fn compute(precision: &str, isa: &str, mode: &str, threads: u32, gflops: f64) -> crate::ceilings::ComputeCeiling {
-        crate::ceilings::ComputeCeiling {
+    fn compute(precision: &str, isa: &str, mode: &str, threads: u32, gflops: f64) -> crate::schema::ceilings::ComputeCeiling {
+        crate::schema::ceilings::ComputeCeiling {
             precision: precision.into(),
             isa: isa.into(),
             fma: mode.contains("fma"),
@@ -526,8 +526,8 @@ mod tests {
         }
     }
 
-    fn bandwidth(level: &str, kernel: &str, threads: u32, gbs: f64, with_wa: f64) -> crate::ceilings::BandwidthCeiling {
-        crate::ceilings::BandwidthCeiling {
+    fn bandwidth(level: &str, kernel: &str, threads: u32, gbs: f64, with_wa: f64) -> crate::schema::ceilings::BandwidthCeiling {
+        crate::schema::ceilings::BandwidthCeiling {
             level: level.into(),
             kernel: kernel.into(),
             isa: "avx2".into(),
@@ -546,13 +546,13 @@ mod tests {
     #[test]
     fn machine_roof_takes_each_precisions_best_and_level_traffic_below_l1() {
         let x = 1.0 + (std::process::id() % 89) as f64 / 100.0; // a random scale
-        let c = crate::ceilings::Ceilings {
-            schema: crate::ceilings::CEILINGS_SCHEMA.into(),
+        let c = crate::schema::ceilings::Ceilings {
+            schema: crate::schema::ceilings::CEILINGS_SCHEMA.into(),
             tool_version: "t".into(),
             measured_at_unix: 0,
             quick: true,
             threads: vec![1, 2],
-            machine: crate::ceilings::Host::detect(),
+            machine: crate::schema::ceilings::Host::detect(),
             compute: vec![
                 compute("double", "avx2", "fma", 1, 50.0 * x),
                 compute("double", "sse", "fma", 1, 25.0 * x),

@@ -29,8 +29,6 @@ pub mod error;
 pub mod gate;
 #[cfg(feature = "analysis")]
 pub mod gpu;
-#[cfg(feature = "analysis")]
-pub mod gpu_model;
 pub mod machine;
 pub mod model;
 pub mod region;

@@ -4,10 +4,9 @@
 use roofline_kernels::api::Kernel;
 use roofline_kernels::stream::{Op, StreamKernel};
 use roofline_kernels::{Instance, Precision, Variant};
-use serde::{Deserialize, Serialize};
 
-use super::host::Host;
 use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
+use crate::schema::ceilings::{BandwidthCeiling, Host};
 
 /// What `gbs` counts: the bytes the kernel's load and store instructions move.
 pub const CORE: &str = "core";
@@ -15,29 +14,6 @@ pub const CORE: &str = "core";
 /// (ordinary stores to lines the kernel did not read first; none for non-temporal stores or
 /// daxpy's in-place update): the kernel's analytic DRAM traffic.
 pub const WITH_WRITE_ALLOCATE: &str = "core+write-allocate";
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BandwidthCeiling {
-    /// `L1`, `L2`, `L3`, `DRAM`.
-    pub level: String,
-    /// Suite kernel: `load`, `copy`, `triad`, `store`, `store_nt`.
-    pub kernel: String,
-    pub isa: String,
-    pub threads: u32,
-    /// All threads together.
-    pub working_set_bytes: u64,
-    pub working_set_per_thread_bytes: u64,
-    /// GB/s (10⁹ bytes), median, in the `bytes_convention` of this figure.
-    pub gbs: f64,
-    /// `core`: explicit loads + stores, write-allocate excluded (what STREAM reports).
-    pub bytes_convention: String,
-    /// GB/s counting write-allocate reads too (equal to `gbs` for load-only, daxpy and NT stores).
-    pub gbs_write_allocate: f64,
-    pub gbs_best: f64,
-    /// (Q3 − Q1) / median of the sample times.
-    pub spread: f64,
-    pub samples: usize,
-}
 
 /// The widest variant this CPU runs.
 pub fn widest_variant() -> Variant {
@@ -161,7 +137,7 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ceilings::host::CacheLevel;
+    use crate::schema::ceilings::CacheLevel;
 
     fn host(caches: Vec<CacheLevel>, cpus: u32) -> Host {
         let mut h = Host::detect();

@@ -8,38 +8,10 @@ use roofline_kernels::lowp::Unit;
 use roofline_kernels::peak::{CLOCK_CYCLES_PER_ROUND, PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::peak_mixed;
 use roofline_kernels::{Counts, Instance, Precision};
-use serde::{Deserialize, Serialize};
 
 use super::measure::{Budget, ClockInstance, PeakInstance, reps_for, stats, time_instances, time_one};
 use crate::machine::Platform;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ComputeCeiling {
-    /// `double` or `single`; for the low-precision units `half`, `bf16`, `int8`, `int16`
-    /// (integer units: `gflops` and its companions are GOP/s, operations not flops).
-    pub precision: String,
-    /// `scalar`, `sse`, `avx`, `avx2`, `avx512`, or `amx` (tiles).
-    pub isa: String,
-    /// Whether FMA instructions are used.
-    pub fma: bool,
-    /// `fma`, `mul+add` or `fma+add`.
-    pub mode: String,
-    pub threads: u32,
-    /// Median over the samples.
-    pub gflops: f64,
-    /// Best sample.
-    pub gflops_best: f64,
-    /// (Q3 − Q1) / median of the sample times.
-    pub spread: f64,
-    pub samples: usize,
-    /// Clock measured while running this ISA on `threads` threads (GHz).
-    pub ghz: Option<f64>,
-    /// Flops per cycle per thread at that clock.
-    pub flop_per_cycle: Option<f64>,
-    /// Pipes × lanes × flops per instruction × measured clock × threads.
-    pub theoretical_gflops: Option<f64>,
-    pub percent_of_theoretical: Option<f64>,
-}
+use crate::schema::ceilings::ComputeCeiling;
 
 pub fn precision_name(p: Precision) -> &'static str {
     match p {

@@ -4,50 +4,21 @@
 //! - [`compute`]: peak GFLOP/s per precision × ISA × instruction mix, clock per ISA;
 //! - [`bandwidth`]: load/copy/triad/store/NT-store per memory level and thread count;
 //! - [`sweep`]: performance against working-set size, levels marked by [`plateau`];
-//! - [`host`]: identity, fingerprint and cache hierarchy used to size everything.
+//!
+//! The document itself (`Ceilings`, the machine summary `Host`) is `schema::ceilings`; the host's
+//! identification, fingerprint and cache hierarchy, used to size everything, `machine::host`.
 
 pub mod bandwidth;
 pub mod compute;
-/// The host description moved to the machine model (light builds need it); its old path.
-pub use crate::machine::host;
 pub mod measure;
 pub mod plateau;
 pub mod sweep;
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{Error, Result};
-use crate::schema::Roofs;
-pub use bandwidth::BandwidthCeiling;
-pub use compute::ComputeCeiling;
-pub use host::Host;
+use crate::schema::ceilings::{BandwidthCeiling, CEILINGS_SCHEMA, Ceilings, Host};
 use measure::Budget;
-
-pub const CEILINGS_SCHEMA: &str = "roofline.ceilings/1";
-const CEILINGS_MAJOR: u32 = 1;
-
-/// `roofline.ceilings/1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ceilings {
-    pub schema: String,
-    pub tool_version: String,
-    /// Seconds since the Unix epoch when measured.
-    pub measured_at_unix: u64,
-    /// Measured with `--quick` (fewer loops, shorter samples).
-    pub quick: bool,
-    pub threads: Vec<u32>,
-    pub machine: Host,
-    pub compute: Vec<ComputeCeiling>,
-    pub bandwidth: Vec<BandwidthCeiling>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<sweep::Sweep>,
-    #[serde(default)]
-    pub notes: Vec<String>,
-    #[serde(default)]
-    pub warnings: Vec<String>,
-}
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -59,63 +30,9 @@ pub struct Options {
     pub progress: bool,
 }
 
+/// What the ceilings module adds to the document: the order check of its bandwidth roofs and
+/// whether a cached one answers a request.
 impl Ceilings {
-    /// Parse and check a ceilings document; `origin` names it in errors.
-    pub fn from_json(text: &str, origin: &str) -> Result<Ceilings> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| Error::input(format!("{origin}: not JSON ({e})"), "re-measure with --refresh"))?;
-        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
-        crate::schema::report::check_schema(schema, "roofline.ceilings", CEILINGS_MAJOR, origin)?;
-        serde_json::from_value(v).map_err(|e| Error::input(format!("{origin}: not a ceilings document ({e})"), "re-measure with --refresh"))
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-
-    /// The roofs for a report at `threads` (the nearest measured thread count): the best
-    /// compute figure per `precision.isa.mode`, and per level the best core-side bandwidth of
-    /// the kernels with ordinary stores or none, and the best traffic (write-allocate reads
-    /// included, every kernel) for bytes counted at the level.
-    pub fn roofs(&self, threads: u32) -> Roofs {
-        let t = self
-            .threads
-            .iter()
-            .copied()
-            .min_by_key(|&t| (t as i64 - threads as i64).abs())
-            .unwrap_or(threads);
-        let mut r = Roofs {
-            kind: "empirical".to_string(),
-            compute_gflops: Default::default(),
-            bandwidth_gbs: Default::default(),
-            bandwidth_traffic_gbs: Default::default(),
-            theoretical: Default::default(),
-            spread: Default::default(),
-            threads: Some(t),
-        };
-        for c in self.compute.iter().filter(|c| c.threads == t) {
-            let key = format!("{}.{}.{}", c.precision, c.isa, c.mode.replace('+', "_"));
-            let e = r.compute_gflops.entry(key.clone()).or_insert(0.0);
-            if c.gflops > *e {
-                *e = c.gflops;
-                r.spread.insert(key, c.spread);
-            }
-        }
-        for b in self.bandwidth.iter().filter(|b| b.threads == t) {
-            let level = b.level.to_ascii_lowercase();
-            if !b.kernel.contains("_nt") {
-                let e = r.bandwidth_gbs.entry(level.clone()).or_insert(0.0);
-                if b.gbs > *e {
-                    *e = b.gbs;
-                    r.spread.insert(level.clone(), b.spread);
-                }
-            }
-            let e = r.bandwidth_traffic_gbs.entry(level).or_insert(0.0);
-            *e = e.max(b.gbs_write_allocate);
-        }
-        r
-    }
-
     /// Bandwidth roofs out of order: per measured thread count, each cache level that is not
     /// faster than the next outer level (`out_of_order`). A level measured at a working set it
     /// does not serve (a guest given a slice of a large L3) reads as the level beyond it; such
@@ -210,6 +127,8 @@ pub fn read_cache(path: &std::path::Path, host: &Host, opts: &Options) -> (Cache
     };
     match Ceilings::from_json(&text, &path.display().to_string()) {
         Err(e) => (CacheState::Corrupt(e.to_string().lines().next().unwrap_or("").to_string()), None),
+        // The reader takes files without a machine summary; a cache cannot be told to be ours.
+        Ok(c) if c.machine.fingerprint.is_empty() => (CacheState::Corrupt("no machine summary".to_string()), None),
         Ok(c) if c.machine.fingerprint != host.fingerprint || c.machine.compute_fingerprint() != c.machine.fingerprint => (
             CacheState::OtherMachine {
                 cached: format!("{} ({})", c.machine.brand, c.machine.fingerprint),
@@ -480,6 +399,7 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::ceilings::ComputeCeiling;
 
     fn sample(host: &Host) -> Ceilings {
         let bw = |level: &str, kernel: &str, gbs: f64| BandwidthCeiling {
@@ -653,6 +573,11 @@ mod tests {
         assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Missing);
         std::fs::write(&p, "{ not json").unwrap();
         assert!(matches!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Corrupt(_)));
+        std::fs::write(&p, include_str!("../../tests/fixtures/reports/ceilings.json")).unwrap();
+        assert_eq!(
+            read_cache(&p, &h, &opts(true, vec![1])).0,
+            CacheState::Corrupt("no machine summary".into())
+        );
         let c = sample(&h);
         std::fs::write(&p, c.to_json()).unwrap();
         assert_eq!(read_cache(&p, &h, &opts(true, vec![1])).0, CacheState::Usable);

@@ -4,24 +4,12 @@
 //! current level's plateau. Values that rise by more than 5 % restart the current level's
 //! plateau (small sizes are often overhead-bound and climb before they settle).
 
-use serde::{Deserialize, Serialize};
+use crate::schema::sweep::{Boundary, Plateau};
 
 /// Points within this fraction of the plateau's median belong to it.
 pub const PLATEAU_TOLERANCE: f64 = 0.05;
 /// A drop by more than this factor starts a new level.
 pub const LEVEL_DROP: f64 = 1.25;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plateau {
-    /// 0 for the fastest level (L1 on a CPU), 1 for the next, …
-    pub index: usize,
-    /// First and last working-set size on the plateau.
-    pub from_bytes: u64,
-    pub to_bytes: u64,
-    /// Median value of the plateau's points.
-    pub value: f64,
-    pub points: usize,
-}
 
 fn median(v: &[f64]) -> f64 {
     crate::schema::stats::median(v).unwrap_or(f64::NAN)
@@ -84,16 +72,6 @@ pub fn detect(points: &[(u64, f64)]) -> Vec<Plateau> {
             points: l.len(),
         })
         .collect()
-}
-
-/// A detected boundary between two plateaus: the capacity lies between `last_inside` and
-/// `first_outside`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Boundary {
-    pub last_inside_bytes: u64,
-    pub first_outside_bytes: u64,
-    /// Geometric mean of the two: the estimate compared with CPUID.
-    pub estimate_bytes: u64,
 }
 
 pub fn boundaries(plateaus: &[Plateau]) -> Vec<Boundary> {

@@ -1,13 +1,12 @@
 //! Sweeps: a suite kernel against working-set size (×factor steps), with the plateau detector
 //! marking levels, each size classified, and a fit T(n) = a + b·n exposing the fixed overhead.
 
+use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
+use super::plateau;
+use crate::schema::ceilings::Host;
+use crate::schema::sweep::{LevelBoundary, LinearFit, Plateau, Sweep, SweepPoint};
 use roofline_kernels::api::Kernel;
 use roofline_kernels::{Instance, Variant};
-use serde::{Deserialize, Serialize};
-
-use super::host::Host;
-use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
-use super::plateau::{self, Boundary, Plateau};
 
 /// Working-set sizes from `from` to `to` (inclusive where reached), ×`factor` each step.
 pub fn sizes(from: u64, to: u64, factor: f64) -> Vec<u64> {
@@ -21,40 +20,6 @@ pub fn sizes(from: u64, to: u64, factor: f64) -> Vec<u64> {
         s *= factor;
     }
     v
-}
-
-/// One measured size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    pub working_set_bytes: u64,
-    /// Elements (or the kernel's size unit) per thread.
-    pub n: u64,
-    /// Median seconds of one invocation.
-    pub seconds: f64,
-    pub spread: f64,
-    pub gflops: f64,
-    /// Core-side GB/s (explicit loads + stores).
-    pub gbs: f64,
-    /// Flops per core-side byte.
-    pub ai: Option<f64>,
-    /// The cache level the working set fits in by CPUID sizes (per-thread share): `L1`…`DRAM`.
-    pub cpuid_level: String,
-    /// Index of the detected plateau this point lies on, if any.
-    pub plateau: Option<usize>,
-    /// `overhead`, `compute`, or `memory (L2)` etc. (filled when ceilings are known).
-    pub bound: Option<String>,
-}
-
-/// Least-squares fit T(n) = a + b·n with relative weights (each point's error relative to
-/// its time), so that small sizes, where the overhead `a` shows, count as much as large ones.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LinearFit {
-    /// Fixed overhead per invocation, seconds.
-    pub a: f64,
-    /// Seconds per unit of n.
-    pub b: f64,
-    /// Weighted coefficient of determination.
-    pub r2: f64,
 }
 
 pub fn fit(points: &[(f64, f64)]) -> Option<LinearFit> {
@@ -103,18 +68,6 @@ pub fn cpuid_level(host: &Host, per_thread: u64, threads: usize) -> String {
     "DRAM".to_string()
 }
 
-/// A detected boundary against the CPUID capacity of the level it ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelBoundary {
-    pub level: String,
-    #[serde(flatten)]
-    pub detected: Boundary,
-    /// CPUID capacity of that level (per-thread share).
-    pub cpuid_bytes: Option<u64>,
-    /// detected estimate / CPUID capacity.
-    pub ratio: Option<f64>,
-}
-
 /// Name plateaus by the CPUID level of their sizes and pair boundaries with capacities.
 pub fn level_boundaries(host: &Host, plateaus: &[Plateau], threads: usize) -> Vec<LevelBoundary> {
     plateau::boundaries(plateaus)
@@ -137,20 +90,6 @@ pub fn level_boundaries(host: &Host, plateaus: &[Plateau], threads: usize) -> Ve
             }
         })
         .collect()
-}
-
-/// A sweep's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sweep {
-    pub kernel: String,
-    pub variant: String,
-    pub threads: u32,
-    pub factor: f64,
-    pub points: Vec<SweepPoint>,
-    /// Plateaus of core-side GB/s.
-    pub plateaus: Vec<Plateau>,
-    pub boundaries: Vec<LevelBoundary>,
-    pub fit: Option<LinearFit>,
 }
 
 /// Run `kernel` at each size on `threads` threads. `progress` is called after each size.

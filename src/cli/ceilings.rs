@@ -3,7 +3,8 @@
 use clap::Args as ClapArgs;
 
 use super::common::{OutputArgs, PlatformArg, ThreadsArg};
-use crate::ceilings::{self, Ceilings, Options};
+use crate::ceilings::{self, Options};
+use crate::schema::ceilings::{Ceilings, Host};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -193,7 +194,7 @@ fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
         else {
             anyhow::bail!(crate::Error::unavailable("no FMA on this CPU", "compare mul+add instead"));
         };
-        let platform = ceilings::Host::detect().platform();
+        let platform = Host::detect().platform();
         let c = compute::measure_peak(s, threads, budget, platform.as_ref());
         println!(
             "{:.3} {} {} {}",

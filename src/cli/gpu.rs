@@ -176,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let table = ceilings_table(&c);
             let doc = serde_json::to_value(&c)?;
             // Cached per GPU name: later `gpu run|measure|import` reports on this GPU carry them.
-            if let Some(path) = crate::gpu_model::ceilings_cache_path(&c.machine.name) {
+            if let Some(path) = crate::model::gpu::ceilings_cache_path(&c.machine.name) {
                 let written = path
                     .parent()
                     .map_or(Ok(()), std::fs::create_dir_all)
@@ -200,14 +200,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let k = gpurun::find(&kernel)?;
             let file = out.check(&["json"])?.map(|f| f.0);
             let (mut m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord)?;
-            let (roofs, said) = crate::gpu_model::report_roofs(&m);
+            let (roofs, said) = crate::model::gpu::report_roofs(&m);
             m.provenance.extend(said);
             let mut r = Report::new(serde_json::to_value(&m)?, environment());
             r.ceilings = roofs;
             r.points.push(p);
             analyse(&mut r);
-            let (floor, floor_said) = crate::gpu_model::launch_floor(&m.name);
-            crate::gpu_model::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
+            let (floor, floor_said) = crate::model::gpu::launch_floor(&m.name);
+            crate::model::gpu::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
             if let Some(p) = r.points.first_mut() {
                 p.provenance.notes.push(floor_said);
             }
@@ -221,11 +221,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 .map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass an ncu --csv capture"))?;
             let cap = ncu::parse(&text, &origin)?;
             if let Some(g) = &gpu
-                && crate::gpu_model::table::find(g).is_none()
+                && crate::model::gpu::table::find(g).is_none()
             {
                 return Err(Error::input(
                     format!("--gpu {g}: not a GPU of platforms/gpu/nvidia.toml"),
-                    format!("known: {}", crate::gpu_model::table::keys().join(", ")),
+                    format!("known: {}", crate::model::gpu::table::keys().join(", ")),
                 )
                 .into());
             }
@@ -288,8 +288,8 @@ fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str, gpu_na
         let display = cap.kernels().into_iter().map(|k| (k.full_name, k.name)).collect();
         pts.extend(crate::gpu::regions::region_points(cap, &display));
     }
-    let mut m = crate::gpu_model::machine_for_capture(&cap.device(), gpu_name);
-    let (roofs, said) = crate::gpu_model::report_roofs(&m);
+    let mut m = crate::model::gpu::machine_for_capture(&cap.device(), gpu_name);
+    let (roofs, said) = crate::model::gpu::report_roofs(&m);
     m.provenance.extend(said);
     for w in &m.warnings {
         eprintln!("roofline: {origin}: {w}");
@@ -300,8 +300,8 @@ fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str, gpu_na
     r.ceilings = roofs;
     r.points = pts;
     analyse(&mut r);
-    let (floor, floor_said) = crate::gpu_model::launch_floor(&m.name);
-    crate::gpu_model::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
+    let (floor, floor_said) = crate::model::gpu::launch_floor(&m.name);
+    crate::model::gpu::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
     for p in &mut r.points {
         if p.extra.contains_key("regime") {
             p.provenance.notes.push(floor_said.clone());

@@ -90,7 +90,7 @@ pub struct Wired {
     /// Every thread count of the run: the ceilings of all are measured (or read from the cache)
     /// in one go, so the cache holds them together.
     pub thread_counts: Vec<u32>,
-    ceilings: Option<crate::ceilings::Ceilings>,
+    ceilings: Option<crate::schema::ceilings::Ceilings>,
 }
 
 impl Wired {

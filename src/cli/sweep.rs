@@ -7,6 +7,7 @@ use super::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::ceilings::{self, measure::Budget, sweep};
 use crate::error::Error;
 use crate::kernels::Variant;
+use crate::schema::ceilings::Host;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -121,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let plan = plan(&args)?;
     let out = args.output.check(&["json"])?;
-    let host = ceilings::Host::detect();
+    let host = Host::detect();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

@@ -143,7 +143,7 @@ pub fn path_for(source: Source) -> Option<PathBuf> {
 /// This machine's fingerprint (the ceilings cache's).
 pub fn this_machine() -> String {
     static FP: OnceLock<String> = OnceLock::new();
-    FP.get_or_init(|| crate::machine::host::Host::detect().fingerprint).clone()
+    FP.get_or_init(|| crate::schema::ceilings::Host::detect().fingerprint).clone()
 }
 
 /// The quantity of a measurement an event feeds (`flops.<class>`, `flops.fma`, `bytes.<level>`).

@@ -71,7 +71,7 @@ pub struct GpuCeilings {
     pub sweep: Vec<SweepPoint>,
     /// The launch floor: seconds per launch of an empty kernel launched back to back (CUDA
     /// events around 200 launches, median of the batches).
-    /// Kernels whose time per launch is near it are overhead-bound (`gpu_model::regime`).
+    /// Kernels whose time per launch is near it are overhead-bound (`model::gpu::regime`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_floor_s: Option<f64>,
     /// What could not be measured, and why (no cuBLASLt, a GEMM type cuBLASLt refused).
@@ -202,8 +202,8 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     let mut gemm_rates = Vec::new();
     match super::blas::Blas::new(&suite) {
         Ok(blas) => {
-            let has_fp8 = crate::gpu_model::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp8.is_some());
-            let has_dmma = crate::gpu_model::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp64 > 0.0);
+            let has_fp8 = crate::model::gpu::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp8.is_some());
+            let has_dmma = crate::model::gpu::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp64 > 0.0);
             let sizes: &[usize] = if opts.quick { &[8192] } else { &[8192, 16384] };
             // A roof bounds every rate a kernel can reach, a short burst on a cool GPU
             // included: GEMMs run power-limited, their rate falls as the GPU heats (the same

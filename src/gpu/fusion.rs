@@ -4,7 +4,7 @@
 //! would read each input once and write each final output once.
 //!
 //! **Chains.** Consecutive launches of one process on one stream, inside the same NVTX
-//! ranges, whose kernels are bandwidth- or overhead-bound ([`crate::gpu_model::regime`]) and
+//! ranges, whose kernels are bandwidth- or overhead-bound ([`crate::model::gpu::regime`]) and
 //! do no tensor work; two launches or more. A compute-bound kernel, another stream, or a
 //! range boundary ends a chain. ncu's CSV carries no kernel arguments, so whether
 //! consecutive kernels really pass a tensor is not checked: the chain is the candidate a

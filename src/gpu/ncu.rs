@@ -129,7 +129,7 @@ pub const INSTRUCTION_LEVELS: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
-pub use crate::gpu_model::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
+pub use crate::model::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
 
 /// The two prefixes ncu gives the SASS instruction counters (device-wide sums either way).
 pub const SASS_PREFIXES: [&str; 2] = ["sm__sass", "smsp__sass"];
@@ -487,7 +487,7 @@ impl Capture {
     /// What the capture says about its GPU: the device attributes and `*.peak_sustained`
     /// metrics where captured (first launch that has each), the CC column, and the median SM
     /// clock over the launches.
-    pub fn device(&self) -> crate::gpu_model::CaptureDevice {
+    pub fn device(&self) -> crate::model::gpu::CaptureDevice {
         let first = |k: &str| self.launches.iter().find_map(|l| l.metrics.get(k).copied());
         let mut clocks: Vec<f64> = self
             .launches
@@ -508,7 +508,7 @@ impl Capture {
             let (a, b) = l.cc.trim().split_once('.')?;
             Some((a.parse().ok()?, b.parse().ok()?))
         });
-        crate::gpu_model::CaptureDevice {
+        crate::model::gpu::CaptureDevice {
             name: self
                 .launches
                 .iter()

@@ -234,7 +234,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
     // cuBLAS's DGEMM runs on the FP64 tensor cores (DMMA) where the GPU has them: read
     // against the FP64 tensor roof, not the FP64 FMA roof it exceeds (H100: 56 vs 33.5 TFLOP/s).
     let cc: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
-    let dmma = crate::gpu_model::arch_rates((cc.first().copied().unwrap_or(0), cc.get(1).copied().unwrap_or(0)))
+    let dmma = crate::model::gpu::arch_rates((cc.first().copied().unwrap_or(0), cc.get(1).copied().unwrap_or(0)))
         .is_some_and(|r| r.tensor_fp64 > 0.0);
     let tensor_fp64 = kernel.name == "dgemm" && dmma;
     by_class.insert(if tensor_fp64 { "tensor" } else { "double_any_width" }.to_string(), w);

@@ -1,39 +1,10 @@
 //! What the ceilings need to know about this machine: identity (for the cache fingerprint),
 //! the data-cache hierarchy (to size working sets) and the platform table (theoretical peaks).
 
-use serde::Serialize;
-
 use crate::machine::Platform;
+use crate::schema::ceilings::{CacheLevel, Host};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
-pub struct CacheLevel {
-    pub level: u32,
-    pub size_bytes: u64,
-    /// Logical CPUs sharing one instance.
-    pub shared_by_threads: u32,
-}
-
-/// The machine summary written into `roofline.ceilings/1`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
-pub struct Host {
-    pub fingerprint: String,
-    pub vendor: String,
-    pub brand: String,
-    pub family: u32,
-    pub model: u32,
-    pub stepping: u32,
-    pub logical_cpus: u32,
-    /// Data and unified caches, L1 first.
-    pub caches: Vec<CacheLevel>,
-    /// Platform key (`zen4`, `spr`, …) when the platform tables know this CPU.
-    pub microarchitecture: Option<String>,
-    pub hypervisor: Option<String>,
-    /// Where the cache sizes came from: `sysfs` or `default` (with a warning).
-    pub caches_source: String,
-}
-
+/// Identification and fingerprint of the machine summary (`schema::ceilings::Host`).
 impl Host {
     pub fn detect() -> Host {
         let (vendor, brand, family, model, stepping, hypervisor) = cpuid_identity();

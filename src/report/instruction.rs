@@ -19,17 +19,11 @@ use serde_json::Value;
 #[cfg(feature = "plot")]
 use super::plot::{FONT_FAMILY, FONT_SIZE, register_font, report_color};
 use crate::error::{Error, Result};
+use crate::model::{GLOBAL_WALLS, SHARED_WALLS};
 use crate::schema::report::Point;
 use crate::schema::units::{si, sig3};
 
 /// The levels in drawing order, with their labels.
-/// Global-memory walls in sectors per warp-level global instruction: 1 (every thread the
-/// same address), 4 (unit-stride 4-byte), 8 (unit-stride 8-byte), 32 (fully uncoalesced).
-pub const GLOBAL_WALLS: [f64; 4] = [1.0, 4.0, 8.0, 32.0];
-/// Shared-memory walls in wavefronts per shared instruction: 1 (no bank conflict), 32 (every
-/// thread of the warp in one bank).
-pub const SHARED_WALLS: [f64; 2] = [1.0, 32.0];
-
 pub const LEVELS: [(&str, &str); 4] = [
     ("global_l1", "L1 (global sectors)"),
     ("shared", "shared (wavefronts)"),

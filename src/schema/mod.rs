@@ -3,12 +3,17 @@
 //! counters, model, report views, cli).
 //!
 //! - [`report`]: `roofline.report/1` (Report, Point, Flops, Bytes, Provenance, Roofs);
+//! - [`ceilings`]: `roofline.ceilings/1` (Ceilings, the machine summary Host); [`sweep`]: a
+//!   sweep against working-set size and its plateaus;
 //! - [`environment`]: where and how a report was produced;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
 
+pub mod ceilings;
 pub mod environment;
 pub mod report;
 pub mod stats;
+#[cfg(feature = "analysis")]
+pub mod sweep;
 pub mod units;
 
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};

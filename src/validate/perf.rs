@@ -492,7 +492,7 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
     let mut idle_rate = None;
     if rows.contains_key("bytes.dram") {
         let llc = match counters {
-            Counters::Perf => crate::machine::host::Host::detect().llc_total_bytes(),
+            Counters::Perf => crate::schema::ceilings::Host::detect().llc_total_bytes(),
             Counters::Simulated { hierarchy, .. } => hierarchy.levels().last().map(|l| l.size_bytes).unwrap_or(0),
         };
         idle_rate = idle_dram_rate(counters, &specs, 0.2)?;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::GpuPeaks;
 
-const NVIDIA_TOML: &str = include_str!("../../platforms/gpu/nvidia.toml");
+const NVIDIA_TOML: &str = include_str!("../../../platforms/gpu/nvidia.toml");
 
 /// One GPU of the table (figures at the boost clock, dense).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -1,12 +1,13 @@
-//! The GPU model below `report/`: what a GPU can do, independent of how it
+//! The GPU model beside the CPU one, below `report/`: what a GPU can do, independent of how it
 //! was measured. Per-architecture rates ([`arch_rates`]), the `roofline.gpu-machine/1` block
 //! ([`GpuMachine`], [`GpuPeaks`]), theoretical peaks at a given SM clock, the peaks a capture's
 //! ncu `*.peak_sustained` metrics and device attributes give, the datasheet table of
 //! `platforms/gpu/nvidia.toml` ([`table`]), the roofs a report carries ([`roofs_from_machine`],
-//! [`roofs_from_gpu_ceilings`]), and the instruction roofline's memory walls.
+//! [`roofs_from_gpu_ceilings`]). The instruction roofline's memory walls are the model's
+//! (`model::GLOBAL_WALLS`, `model::SHARED_WALLS`).
 //!
 //! `gpu/` (device query, ncu, our kernels) builds on it; `report/` reads it; it reads neither
-//! (only the report schema's `Roofs`, as `model.rs` does). No cudarc here: `gpu import` of a
+//! (only the schema's `Roofs` and `Point`, as the rest of `model/` does). No cudarc here: `gpu import` of a
 //! capture works without the `gpu` feature or a driver.
 
 use serde::{Deserialize, Serialize};
@@ -249,7 +250,6 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
         .max_sm_ghz
         .or_else(|| spec.as_ref().and_then(|s| s.boost_clock_mhz.map(|m| m / 1e3)));
     let clock = dev.sm_ghz.or(max_ghz);
-    let mut prov: Vec<String> = Vec::new();
     let clock_text = match (dev.sm_ghz, clock) {
         (Some(c), _) => format!("the capture's SM clock {c:.3} GHz"),
         (None, Some(c)) => format!("the maximum SM clock {c:.3} GHz (the capture has no sm__cycles_elapsed.avg.per_second)"),
@@ -274,7 +274,7 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
         provenance: Vec::new(),
     };
     if let Some(n) = &name {
-        prov.push(format!(
+        m.provenance.push(format!(
             "device: {n} ({})",
             if gpu_name.is_some() {
                 "named by --gpu"
@@ -284,27 +284,51 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
         ));
     }
     // 1. Architecture table at the capture's clock (compute), memory clock × bus (DRAM).
+    table_peaks(&mut m, dev, spec.as_ref(), (cc, sms), clock, &clock_text);
+    // 2. ncu's own per-cycle peaks, where captured, override the tables.
+    captured_peaks(&mut m, dev, clock, &clock_text);
+    // 3. Gaps filled from the datasheet table.
+    if let Some(s) = &spec {
+        fill_from_datasheet(&mut m, s, clock, &clock_text);
+    }
+    warn_of_missing_roofs(&mut m);
+    m
+}
+
+/// The peaks of the architecture table (compute capability × SMs at `clock`; DRAM from the
+/// memory clock × bus) where the capture tells the architecture, else the datasheet entry's.
+fn table_peaks(
+    m: &mut GpuMachine,
+    dev: &CaptureDevice,
+    spec: Option<&table::GpuSpec>,
+    (cc, sms): (Option<(i32, i32)>, Option<u32>),
+    clock: Option<f64>,
+    clock_text: &str,
+) {
     if let (Some(cc), Some(sms)) = (cc, sms)
         && arch_rates(cc).is_some()
     {
         m.peaks = theoretical_peaks(cc, sms, clock, dev.max_mem_ghz, dev.bus_bits);
-        prov.push(format!(
+        m.provenance.push(format!(
             "compute peaks: architecture rates of compute capability {}.{} × {sms} SMs at {clock_text}",
             cc.0, cc.1
         ));
         if m.peaks.dram_gbs.is_some() {
-            prov.push("dram: the capture's maximum memory clock × 2 × bus width".into());
+            m.provenance.push("dram: the capture's maximum memory clock × 2 × bus width".into());
         }
-    } else if let Some(s) = &spec {
+    } else if let Some(s) = spec {
         let (p, note) = s.peaks(clock);
         m.peaks = p;
-        prov.push(format!(
+        m.provenance.push(format!(
             "compute peaks: datasheet table platforms/gpu/nvidia.toml ({}) at {clock_text}",
             s.key
         ));
         m.warnings.extend(note);
     }
-    // 2. ncu's own per-cycle peaks, where captured, override the tables.
+}
+
+/// The capture's own `*.peak_sustained` figures at `clock`, over the tables' where present.
+fn captured_peaks(m: &mut GpuMachine, dev: &CaptureDevice, clock: Option<f64>, clock_text: &str) {
     let get = |k: &str| dev.peaks.get(k).copied().filter(|v| v.is_finite() && *v > 0.0);
     if let Some(ghz) = clock {
         let mut from_ncu: Vec<String> = Vec::new();
@@ -332,7 +356,7 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
         }
         if !from_ncu.is_empty() {
             m.peaks.at_sm_ghz = Some(ghz);
-            prov.push(format!(
+            m.provenance.push(format!(
                 "{}: the capture's *.peak_sustained per cycle × {clock_text} (tensor: dense, half ncu's sparse rate; fp64 DMMA as is)",
                 from_ncu.join(", ")
             ));
@@ -340,39 +364,45 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
     }
     if let (Some(b), Some(hz)) = (get("dram__bytes.sum.peak_sustained"), get("dram__cycles_elapsed.avg.per_second")) {
         m.peaks.dram_gbs = Some(b * hz / 1e9);
-        prov.push("dram: the capture's dram__bytes.sum.peak_sustained × DRAM clock".into());
+        m.provenance
+            .push("dram: the capture's dram__bytes.sum.peak_sustained × DRAM clock".into());
     }
-    // 3. Gaps filled from the datasheet table.
-    if let Some(s) = &spec {
-        let (t, _) = s.peaks(clock);
-        let mut filled: Vec<String> = Vec::new();
-        let mut fill = |dst: &mut Option<f64>, src: Option<f64>, what: &str| {
-            if dst.is_none() && src.is_some() {
-                *dst = src;
-                filled.push(what.to_string());
-            }
-        };
-        fill(&mut m.peaks.fp64_gflops, t.fp64_gflops, "fp64");
-        fill(&mut m.peaks.fp32_gflops, t.fp32_gflops, "fp32");
-        fill(&mut m.peaks.fp16_gflops, t.fp16_gflops, "fp16");
-        fill(&mut m.peaks.dram_gbs, t.dram_gbs, "dram");
-        for (k, v) in t.tensor_gflops {
-            if let std::collections::btree_map::Entry::Vacant(e) = m.peaks.tensor_gflops.entry(k.clone()) {
-                e.insert(v);
-                filled.push(format!("tensor {k}"));
-            }
+}
+
+/// The datasheet entry's figures for the peaks still unknown.
+fn fill_from_datasheet(m: &mut GpuMachine, s: &table::GpuSpec, clock: Option<f64>, clock_text: &str) {
+    let (t, _) = s.peaks(clock);
+    let mut filled: Vec<String> = Vec::new();
+    let mut fill = |dst: &mut Option<f64>, src: Option<f64>, what: &str| {
+        if dst.is_none() && src.is_some() {
+            *dst = src;
+            filled.push(what.to_string());
         }
-        if !filled.is_empty() && !prov.iter().any(|p| p.contains("datasheet table")) {
-            prov.push(format!(
-                "{}: datasheet table platforms/gpu/nvidia.toml ({}) at {clock_text}",
-                filled.join(", "),
-                s.key
-            ));
-        }
-        if m.peaks.at_sm_ghz.is_none() {
-            m.peaks.at_sm_ghz = t.at_sm_ghz;
+    };
+    fill(&mut m.peaks.fp64_gflops, t.fp64_gflops, "fp64");
+    fill(&mut m.peaks.fp32_gflops, t.fp32_gflops, "fp32");
+    fill(&mut m.peaks.fp16_gflops, t.fp16_gflops, "fp16");
+    fill(&mut m.peaks.dram_gbs, t.dram_gbs, "dram");
+    for (k, v) in t.tensor_gflops {
+        if let std::collections::btree_map::Entry::Vacant(e) = m.peaks.tensor_gflops.entry(k.clone()) {
+            e.insert(v);
+            filled.push(format!("tensor {k}"));
         }
     }
+    if !filled.is_empty() && !m.provenance.iter().any(|p| p.contains("datasheet table")) {
+        m.provenance.push(format!(
+            "{}: datasheet table platforms/gpu/nvidia.toml ({}) at {clock_text}",
+            filled.join(", "),
+            s.key
+        ));
+    }
+    if m.peaks.at_sm_ghz.is_none() {
+        m.peaks.at_sm_ghz = t.at_sm_ghz;
+    }
+}
+
+/// A warning naming the roofs still missing and how to add them.
+fn warn_of_missing_roofs(m: &mut GpuMachine) {
     let mut missing: Vec<&str> = Vec::new();
     if m.peaks.fp64_gflops.is_none() {
         missing.push("FP64");
@@ -399,8 +429,6 @@ pub fn machine_for_capture(dev: &CaptureDevice, gpu_name: Option<&str>) -> GpuMa
             table::keys().join(", ")
         ));
     }
-    m.provenance = prov;
-    m
 }
 
 /// Empirical roofs from a `roofline.gpu-ceilings/1` document (`gpu ceilings`): FP64/FP32/FP16
@@ -561,41 +589,9 @@ pub fn apply_ncu_peaks(m: &mut GpuMachine, ncu: &BTreeMap<String, f64>) {
     m.ncu_peaks = ncu.clone();
 }
 
-/// The walls live with the instruction-roofline view, which the light build keeps.
-pub use crate::report::instruction::{GLOBAL_WALLS, SHARED_WALLS};
-
-/// Where `x` (transactions per instruction) sits among `walls` (ascending): on a wall when
-/// within 3 % of it, else between two walls, below the first or above the last.
-pub fn wall_position(x: f64, walls: &[f64]) -> serde_json::Value {
-    if let Some(w) = walls.iter().find(|w| (x - **w).abs() <= 0.03 * **w) {
-        return serde_json::json!({"on_wall": w, "text": format!("on the {w} wall")});
-    }
-    let below = walls.iter().rev().find(|w| **w < x).copied();
-    let above = walls.iter().find(|w| **w > x).copied();
-    let text = match (below, above) {
-        (Some(b), Some(a)) => format!("between the {b} and {a} walls"),
-        (None, Some(a)) => format!("below the {a} wall"),
-        (Some(b), None) => format!("beyond the {b} wall"),
-        (None, None) => "no walls".to_string(),
-    };
-    serde_json::json!({"between": [below, above], "text": text})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn positions_against_the_walls() {
-        // 8.0 and 7.8 (within 3 %) sit on the 8 wall; 6 between 4 and 8; 0.5 below 1; 40 beyond 32.
-        assert_eq!(wall_position(8.0, &GLOBAL_WALLS)["on_wall"], 8.0);
-        assert_eq!(wall_position(7.8, &GLOBAL_WALLS)["on_wall"], 8.0);
-        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["between"], serde_json::json!([4.0, 8.0]));
-        assert_eq!(wall_position(6.0, &GLOBAL_WALLS)["text"], "between the 4 and 8 walls");
-        assert_eq!(wall_position(0.5, &GLOBAL_WALLS)["text"], "below the 1 wall");
-        assert_eq!(wall_position(40.0, &SHARED_WALLS)["text"], "beyond the 32 wall");
-        assert_eq!(wall_position(2.0, &SHARED_WALLS)["between"], serde_json::json!([1.0, 32.0]));
-    }
 
     #[test]
     fn h100_h200_peaks_from_the_table() {
