@@ -4,7 +4,6 @@ use iced_x86::{Instruction, Mnemonic, OpKind, Register};
 
 use super::vector::{Bits, Lane, bits_op, elem, is_vec, lane_op, lanes, put_elem};
 use super::{Emu, Flags, mask, sext};
-use crate::counters::trace::sys::XsaveLayout;
 
 /// One opmask register (k0–k7) along a path: `fresh` while it still holds what the thread
 /// had at the trap (not yet read from the XSAVE image).
@@ -65,14 +64,6 @@ fn elem_of(m: Mnemonic) -> usize {
         M::Vmovdqu32 | M::Vmovdqa32 | M::Vmovups | M::Vmovaps => 4,
         _ => 8,
     }
-}
-
-/// Opmask register k`n` from an XSAVE image (zero while the component is in its initial
-/// state, XSTATE_BV bit 5 clear; None without AVX-512).
-pub(super) fn opmask_in_image(layout: &XsaveLayout, xs: &[u8], n: usize) -> Option<u64> {
-    let v = layout.opmask(xs, n as u8)?;
-    let bv = xs.get(512..520).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
-    Some(if bv >> 5 & 1 == 0 { 0 } else { v })
 }
 
 impl Emu {

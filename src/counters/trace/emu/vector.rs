@@ -5,7 +5,6 @@ use iced_x86::{EncodingKind, Instruction, InstructionInfoFactory, Mnemonic, OpKi
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::evex::opmask_in_image;
 use super::{Emu, Flags, mask, sext};
 use crate::counters::trace::sys::XsaveLayout;
 
@@ -1009,4 +1008,12 @@ impl Emu {
         }
         Some((t as i64 as u64) & mask(dst))
     }
+}
+
+/// Opmask register k`n` from an XSAVE image (zero while the component is in its initial
+/// state, XSTATE_BV bit 5 clear; None without AVX-512).
+pub(super) fn opmask_in_image(layout: &XsaveLayout, xs: &[u8], n: usize) -> Option<u64> {
+    let v = layout.opmask(xs, n as u8)?;
+    let bv = xs.get(512..520).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    Some(if bv >> 5 & 1 == 0 { 0 } else { v })
 }
