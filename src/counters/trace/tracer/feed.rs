@@ -228,7 +228,7 @@ impl Tracer<'_> {
     }
 
     /// Memory mode without stepping: the effective addresses of a block, in program order,
-    /// from the registers at its entry through the emulator (`emu.rs`, exact or unknown).
+    /// from the registers at its entry through the emulator (`emu/`, exact or unknown).
     /// None when one cannot be computed (the caller steps through the block instead).
     pub(super) fn block_accesses(
         &mut self,
