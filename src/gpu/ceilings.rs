@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::device::{self, GpuMachine};
 use super::kernels::{KArg, Suite, cuda_err, grid_for, rotation_count, time_median, time_median_rotated};
 use crate::error::Result;
+use cudarc::driver::CudaSlice;
 use cudarc::driver::DevicePtr;
 use cudarc::driver::LaunchConfig;
 
@@ -115,42 +116,122 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     progress("SM clock");
     let clock0 = measure_sm_clock(&suite, machine.sms)?;
     progress("launch floor (empty kernel)");
-    let launch_floor_s = {
-        let f = suite.function("empty_kernel")?;
-        let cfg = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // Back-to-back launches between one pair of events, per launch: the spacing a stream
-        // of launches cannot go under (one launch between events would add the events' cost).
-        let per_batch = 200;
-        super::kernels::timed_launches(&suite, &f, cfg, &[KArg::U64(0)], per_batch)?;
-        let mut v = Vec::new();
-        for _ in 0..if opts.quick { 5 } else { 21 } {
-            v.push(super::kernels::timed_launches(&suite, &f, cfg, &[KArg::U64(0)], per_batch)? / per_batch as f64);
-        }
-        let ms = crate::schema::stats::median(&v).unwrap_or(0.0);
-        (ms > 0.0).then_some(ms * 1e-3)
-    };
+    let launch_floor_s = measure_launch_floor(&suite, opts.quick)?;
 
-    // Compute peaks: 8 SM-resident blocks of 1024 threads per SM.
-    let threads = machine.sms as usize * 8 * 1024;
-    let cfg = LaunchConfig {
-        grid_dim: (machine.sms * 8, 1, 1),
-        block_dim: (1024, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut compute = Vec::new();
+    let threads = compute_threads(machine.sms);
     let out_f64 = suite.stream.alloc_zeros::<f64>(threads).map_err(cuda_err("alloc"))?;
     let out_f32 = suite
         .stream
         .alloc_zeros::<f32>(threads * 256 / 32 + threads)
         .map_err(cuda_err("alloc"))?;
-    let iters: i32 = if opts.quick { 4000 } else { 20000 };
+    let mut compute = measure_fma_peaks(&suite, machine.sms, (&out_f64, &out_f32), opts.quick, reps, progress)?;
+    // The clock of the FMA kernels: measured before and right after them, not after the
+    // GEMMs below (which run power-limited, clocks lowered, and would pull the average under
+    // the clock the FMA kernels ran at: FFMA read 102.6 % of a peak "at 1.880 GHz").
+    let clock1 = measure_sm_clock(&suite, machine.sms)?;
+    let mut notes = Vec::new();
+    let gemm_rates = measure_gemm_ceilings(&suite, &machine, opts.quick, progress, &mut notes);
+    compute.extend(
+        gemm_rates
+            .iter()
+            .map(|g| (gemm_precision(g.ty), "cublaslt_gemm", g.gflops, g.samples_ms.clone())),
+    );
+    let clock = if clock0 > 0.0 && clock1 > 0.0 {
+        Some(0.5 * (clock0 + clock1))
+    } else {
+        None
+    };
+    let peak_clock = clock_for_peaks(clock, machine.sm_clock_max_ghz, &mut notes);
+    let cc: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
+    let at_clock = device::theoretical_peaks((cc[0], cc.get(1).copied().unwrap_or(0)), machine.sms, peak_clock, None, None);
+    let compute = compute_ceilings(compute, &at_clock, &gemm_rates);
+
+    let arrays = StreamArrays::alloc(&suite, opts.quick)?;
+    progress("HBM triad/copy/load");
+    let mut bandwidth = measure_dram_bandwidth(&suite, &arrays, machine.sms, reps)?;
+    // Working-set sweep with one pass of the load kernel per launch, buffers rotated: at each
+    // set size the launches go round enough windows of the big array to span 4 × L2, so a set
+    // that fits in L2 is read from DRAM again, not hit in L2 from the previous launch
+    // (`gbs`); beside it the same set swept many times inside one launch, L2-resident where it
+    // fits (`gbs_l2_resident`).
+    progress("working-set sweep (rotated buffers, and L2-resident passes)");
+    let sweep = measure_sweep(&suite, &arrays, &machine, opts.quick)?;
+    if let Some(l2) = machine.l2_bytes {
+        progress("L2 bandwidth (load, copy, triad)");
+        bandwidth.extend(measure_l2_bandwidth(&suite, &arrays, machine.sms, l2, opts.quick, reps)?);
+    }
+    progress("shared-memory bandwidth (load, copy, triad)");
+    bandwidth.extend(measure_shared_bandwidth(&suite, machine.sms, &out_f32, opts.quick, reps)?);
+    machine.peaks = device::theoretical_peaks(
+        (cc[0], cc.get(1).copied().unwrap_or(0)),
+        machine.sms,
+        machine.sm_clock_max_ghz,
+        machine.memory_clock_ghz,
+        machine.memory_bus_bits,
+    );
+    Ok(GpuCeilings {
+        schema: GPU_CEILINGS_SCHEMA.into(),
+        machine,
+        sm_clock_ghz_measured: clock,
+        compute,
+        bandwidth,
+        sweep,
+        launch_floor_s,
+        notes,
+    })
+}
+
+/// The launch floor in seconds, median of the batches (`None` where the timing read zero).
+fn measure_launch_floor(suite: &Suite, quick: bool) -> Result<Option<f64>> {
+    let f = suite.function("empty_kernel")?;
+    let cfg = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // Back-to-back launches between one pair of events, per launch: the spacing a stream
+    // of launches cannot go under (one launch between events would add the events' cost).
+    let per_batch = 200;
+    super::kernels::timed_launches(suite, &f, cfg, &[KArg::U64(0)], per_batch)?;
+    let mut v = Vec::new();
+    for _ in 0..if quick { 5 } else { 21 } {
+        v.push(super::kernels::timed_launches(suite, &f, cfg, &[KArg::U64(0)], per_batch)? / per_batch as f64);
+    }
+    let ms = crate::schema::stats::median(&v).unwrap_or(0.0);
+    Ok((ms > 0.0).then_some(ms * 1e-3))
+}
+
+/// A compute rate before it is set against the theoretical peak: precision, kernel, GFLOP/s
+/// and the samples (ms).
+type MeasuredCompute = (&'static str, &'static str, f64, Vec<f64>);
+
+/// Threads of the compute-peak launches: 8 SM-resident blocks of 1024 threads per SM.
+fn compute_threads(sms: u32) -> usize {
+    sms as usize * 8 * 1024
+}
+
+/// The FP64, FP32 and FP16 FMA peaks and the bf16 WMMA peak of our own kernels, each launch
+/// `compute_threads` threads writing into `outs` (an f64 and an f32 buffer of that many).
+fn measure_fma_peaks(
+    suite: &Suite,
+    sms: u32,
+    outs: (&CudaSlice<f64>, &CudaSlice<f32>),
+    quick: bool,
+    reps: usize,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<MeasuredCompute>> {
+    let (out_f64, out_f32) = outs;
+    let threads = compute_threads(sms);
+    let cfg = LaunchConfig {
+        grid_dim: (sms * 8, 1, 1),
+        block_dim: (1024, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut compute = Vec::new();
+    let iters: i32 = if quick { 4000 } else { 20000 };
     progress("FP64 FMA peak");
     let f = suite.function("dfma_peak")?;
-    let (ms, s) = time_median(&suite, &f, cfg, 1, reps, &[suite.ptr(&out_f64), KArg::I32(iters)])?;
+    let (ms, s) = time_median(suite, &f, cfg, 1, reps, &[suite.ptr(out_f64), KArg::I32(iters)])?;
     compute.push((
         "fp64",
         "dfma_peak",
@@ -159,7 +240,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     ));
     progress("FP32 FMA peak");
     let f = suite.function("ffma_peak")?;
-    let (ms, s) = time_median(&suite, &f, cfg, 1, reps, &[suite.ptr(&out_f32), KArg::I32(iters)])?;
+    let (ms, s) = time_median(suite, &f, cfg, 1, reps, &[suite.ptr(out_f32), KArg::I32(iters)])?;
     compute.push((
         "fp32",
         "ffma_peak",
@@ -169,7 +250,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     progress("FP16 HFMA2 peak");
     let f = suite.function("hfma2_peak")?;
     let out_h = suite.stream.alloc_zeros::<u32>(threads).map_err(cuda_err("alloc"))?;
-    let (ms, s) = time_median(&suite, &f, cfg, 1, reps, &[suite.ptr(&out_h), KArg::I32(iters)])?;
+    let (ms, s) = time_median(suite, &f, cfg, 1, reps, &[suite.ptr(&out_h), KArg::I32(iters)])?;
     compute.push((
         "fp16",
         "hfma2_peak",
@@ -179,97 +260,106 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     progress("bf16 tensor peak");
     let f = suite.function("bf16_mma_peak")?;
     let warps = threads / 32;
-    let (ms, s) = time_median(&suite, &f, cfg, 1, reps, &[suite.ptr(&out_f32), KArg::I32(iters)])?;
+    let (ms, s) = time_median(suite, &f, cfg, 1, reps, &[suite.ptr(out_f32), KArg::I32(iters)])?;
     compute.push((
         "tensor_bf16",
         "bf16_mma_peak",
         2.0 * 4096.0 * 4.0 * iters as f64 * warps as f64 / (ms * 1e-3) / 1e9,
         s,
     ));
-    // The clock of the FMA kernels: measured before and right after them, not after the
-    // GEMMs below (which run power-limited, clocks lowered, and would pull the average under
-    // the clock the FMA kernels ran at: FFMA read 102.6 % of a peak "at 1.880 GHz").
-    let clock1 = measure_sm_clock(&suite, machine.sms)?;
-    // Tensor ceilings from cuBLASLt GEMMs at sizes that fill the GPU (a roof below what
-    // cuBLAS reaches is no roof): bf16, fp16, tf32, fp8 where the architecture has it, FP64
-    // DMMA; each the fastest (size, layout, algorithm) found. Where cuBLASLt cannot be
-    // loaded the WMMA figure stays alone, said in `notes`.
+    Ok(compute)
+}
+
+/// Tensor ceilings from cuBLASLt GEMMs at sizes that fill the GPU (a roof below what
+/// cuBLAS reaches is no roof): bf16, fp16, tf32, fp8 where the architecture has it, FP64
+/// DMMA; each the fastest (size, layout, algorithm) found. Where cuBLASLt cannot be
+/// loaded the WMMA figure stays alone, said in `notes`; so is a type cuBLASLt refused.
+fn measure_gemm_ceilings(
+    suite: &Suite,
+    machine: &GpuMachine,
+    quick: bool,
+    progress: &dyn Fn(&str),
+    notes: &mut Vec<String>,
+) -> Vec<super::blas::GemmRate> {
     let cc_pair = {
         let v: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
         (v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(0))
     };
-    let mut notes = Vec::new();
-    let mut gemm_rates = Vec::new();
-    match super::blas::Blas::new(&suite) {
-        Ok(blas) => {
-            let has_fp8 = crate::model::gpu::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp8.is_some());
-            let has_dmma = crate::model::gpu::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp64 > 0.0);
-            let sizes: &[usize] = if opts.quick { &[8192] } else { &[8192, 16384] };
-            // A roof bounds every rate a kernel can reach, a short burst on a cool GPU
-            // included: GEMMs run power-limited, their rate falls as the GPU heats (the same
-            // bf16 GEMM: 805 TFLOP/s in one session, 758 in another; fp8 1354 and 685).
-            // So each type is measured after a second of idle, in two passes (the second in
-            // reverse order), and its ceiling is the fastest launch seen. FP64 first: DMMA
-            // draws the most power.
-            let mut types: Vec<super::blas::GemmType> = [
-                super::blas::GemmType::Fp64,
-                super::blas::GemmType::Bf16,
-                super::blas::GemmType::Fp16,
-                super::blas::GemmType::Tf32,
-                super::blas::GemmType::Fp8,
-            ]
-            .into_iter()
-            .filter(|ty| (has_dmma || *ty != super::blas::GemmType::Fp64) && (has_fp8 || *ty != super::blas::GemmType::Fp8))
-            .collect();
-            if !opts.quick {
-                let back: Vec<_> = types.iter().rev().copied().collect();
-                types.extend(back);
-            }
-            let mut best: Vec<super::blas::GemmRate> = Vec::new();
-            for ty in types {
-                if notes.iter().any(|n: &String| n.starts_with(&format!("cuBLASLt {}:", ty.key()))) {
-                    continue;
-                }
-                progress(&format!("cuBLASLt {} GEMM", ty.key()));
-                std::thread::sleep(std::time::Duration::from_secs(1));
-                // FP64 at 16384 takes ~0.16 s a launch: 8192 is enough to fill the GPU.
-                let sz: &[usize] = if ty == super::blas::GemmType::Fp64 { &sizes[..1] } else { sizes };
-                match blas.best(ty, sz, if opts.quick { 5 } else { 20 }) {
-                    Ok(g) => match best.iter_mut().find(|b| b.ty == ty) {
-                        Some(b) if g.gflops > b.gflops => *b = g,
-                        Some(_) => {}
-                        None => best.push(g),
-                    },
-                    Err(e) => notes.push(format!("cuBLASLt {}: {e}", ty.key())),
-                }
-            }
-            for g in best {
-                compute.push((
-                    match g.ty {
-                        super::blas::GemmType::Bf16 => "tensor_bf16",
-                        super::blas::GemmType::Fp16 => "tensor_fp16",
-                        super::blas::GemmType::Tf32 => "tensor_tf32",
-                        super::blas::GemmType::Fp8 => "tensor_fp8",
-                        super::blas::GemmType::Fp64 => "tensor_fp64",
-                    },
-                    "cublaslt_gemm",
-                    g.gflops,
-                    g.samples_ms.clone(),
-                ));
-                gemm_rates.push(g);
-            }
+    let blas = match super::blas::Blas::new(suite) {
+        Ok(blas) => blas,
+        Err(e) => {
+            notes.push(format!("no cuBLASLt tensor ceilings: {e}"));
+            return Vec::new();
         }
-        Err(e) => notes.push(format!("no cuBLASLt tensor ceilings: {e}")),
-    }
-    let clock = if clock0 > 0.0 && clock1 > 0.0 {
-        Some(0.5 * (clock0 + clock1))
-    } else {
-        None
     };
-    // No SM runs above the driver's maximum clock: a measured clock above it is the
-    // clock64-against-%globaltimer comparison overstating (2.033 GHz on an H100 whose
-    // maximum is 1.980), and the peaks are taken at the maximum.
-    let peak_clock = match (clock, machine.sm_clock_max_ghz) {
+    let has_fp8 = crate::model::gpu::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp8.is_some());
+    let has_dmma = crate::model::gpu::arch_rates(cc_pair).is_some_and(|r| r.tensor_fp64 > 0.0);
+    let sizes: &[usize] = if quick { &[8192] } else { &[8192, 16384] };
+    let mut best: Vec<super::blas::GemmRate> = Vec::new();
+    for ty in gemm_order(has_dmma, has_fp8, quick) {
+        if notes.iter().any(|n: &String| n.starts_with(&format!("cuBLASLt {}:", ty.key()))) {
+            continue;
+        }
+        progress(&format!("cuBLASLt {} GEMM", ty.key()));
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        // FP64 at 16384 takes ~0.16 s a launch: 8192 is enough to fill the GPU.
+        let sz: &[usize] = if ty == super::blas::GemmType::Fp64 { &sizes[..1] } else { sizes };
+        match blas.best(ty, sz, if quick { 5 } else { 20 }) {
+            Ok(g) => match best.iter_mut().find(|b| b.ty == ty) {
+                Some(b) if g.gflops > b.gflops => *b = g,
+                Some(_) => {}
+                None => best.push(g),
+            },
+            Err(e) => notes.push(format!("cuBLASLt {}: {e}", ty.key())),
+        }
+    }
+    best
+}
+
+/// The GEMM types in the order they are measured.
+///
+/// A roof bounds every rate a kernel can reach, a short burst on a cool GPU included: GEMMs
+/// run power-limited, their rate falls as the GPU heats (the same bf16 GEMM: 805 TFLOP/s in
+/// one session, 758 in another; fp8 1354 and 685). So each type is measured after a second
+/// of idle, in two passes (the second in reverse order; one pass when `quick`), and its
+/// ceiling is the fastest launch seen. FP64 first: DMMA draws the most power.
+fn gemm_order(has_dmma: bool, has_fp8: bool, quick: bool) -> Vec<super::blas::GemmType> {
+    let mut types: Vec<super::blas::GemmType> = [
+        super::blas::GemmType::Fp64,
+        super::blas::GemmType::Bf16,
+        super::blas::GemmType::Fp16,
+        super::blas::GemmType::Tf32,
+        super::blas::GemmType::Fp8,
+    ]
+    .into_iter()
+    .filter(|ty| (has_dmma || *ty != super::blas::GemmType::Fp64) && (has_fp8 || *ty != super::blas::GemmType::Fp8))
+    .collect();
+    if !quick {
+        let back: Vec<_> = types.iter().rev().copied().collect();
+        types.extend(back);
+    }
+    types
+}
+
+/// The `precision` a cuBLASLt GEMM type's ceiling is filed under.
+fn gemm_precision(ty: super::blas::GemmType) -> &'static str {
+    match ty {
+        super::blas::GemmType::Bf16 => "tensor_bf16",
+        super::blas::GemmType::Fp16 => "tensor_fp16",
+        super::blas::GemmType::Tf32 => "tensor_tf32",
+        super::blas::GemmType::Fp8 => "tensor_fp8",
+        super::blas::GemmType::Fp64 => "tensor_fp64",
+    }
+}
+
+/// The SM clock the theoretical peaks are taken at: the measured one, or the driver's maximum
+/// where the measurement reads above it (said in `notes`).
+///
+/// No SM runs above the driver's maximum clock: a measured clock above it is the
+/// clock64-against-%globaltimer comparison overstating (2.033 GHz on an H100 whose
+/// maximum is 1.980), and the peaks are taken at the maximum.
+fn clock_for_peaks(clock: Option<f64>, sm_clock_max_ghz: Option<f64>, notes: &mut Vec<String>) -> Option<f64> {
+    match (clock, sm_clock_max_ghz) {
         (Some(c), Some(max)) if c > max => {
             notes.push(format!(
                 "SM clock measured {c:.3} GHz, above the driver's maximum {max:.3} GHz: peaks at {max:.3} GHz"
@@ -277,10 +367,17 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
             Some(max)
         }
         (c, _) => c,
-    };
-    let cc: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
-    let at_clock = device::theoretical_peaks((cc[0], cc.get(1).copied().unwrap_or(0)), machine.sms, peak_clock, None, None);
-    let compute: Vec<ComputeCeiling> = compute
+    }
+}
+
+/// The measured compute rates as ceilings, each against the theoretical peak at the clock
+/// (`at_clock`), the cuBLASLt ones with what ran.
+fn compute_ceilings(
+    measured: Vec<MeasuredCompute>,
+    at_clock: &device::GpuPeaks,
+    gemm_rates: &[super::blas::GemmRate],
+) -> Vec<ComputeCeiling> {
+    measured
         .into_iter()
         .map(|(prec, kernel, gflops, samples_ms)| {
             let peak = match prec {
@@ -302,25 +399,47 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
                 samples_ms,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Bandwidth at HBM size: arrays far beyond L2 (1 GiB each in the full run).
-    let n: usize = if opts.quick { 1 << 25 } else { 1 << 27 };
+/// The triad's scalar, in HBM and in L2.
+const TRIAD_SCALAR: f64 = 3.0;
+
+/// The arrays of the bandwidth measurements: three of `n` f64 at HBM size (far beyond L2,
+/// 1 GiB each in the full run) and the load kernels' one-element sink.
+struct StreamArrays {
+    n: usize,
+    a: CudaSlice<f64>,
+    b: CudaSlice<f64>,
+    c: CudaSlice<f64>,
+    sink: CudaSlice<f64>,
+}
+
+impl StreamArrays {
+    fn alloc(suite: &Suite, quick: bool) -> Result<StreamArrays> {
+        let n: usize = if quick { 1 << 25 } else { 1 << 27 };
+        let a = suite.stream.alloc_zeros::<f64>(n).map_err(cuda_err("alloc"))?;
+        let b = suite.stream.alloc_zeros::<f64>(n).map_err(cuda_err("alloc"))?;
+        let c = suite.stream.alloc_zeros::<f64>(n).map_err(cuda_err("alloc"))?;
+        let sink = suite.stream.alloc_zeros::<f64>(1).map_err(cuda_err("alloc"))?;
+        Ok(StreamArrays { n, a, b, c, sink })
+    }
+}
+
+/// HBM bandwidth: triad, copy and load over the arrays at HBM size.
+fn measure_dram_bandwidth(suite: &Suite, arrays: &StreamArrays, sms: u32, reps: usize) -> Result<Vec<BandwidthCeiling>> {
+    let StreamArrays { n, a, b, c, sink } = arrays;
+    let n = *n;
     let mut bandwidth = Vec::new();
-    let a = suite.stream.alloc_zeros::<f64>(n).map_err(cuda_err("alloc"))?;
-    let b = suite.stream.alloc_zeros::<f64>(n).map_err(cuda_err("alloc"))?;
-    let c = suite.stream.alloc_zeros::<f64>(n).map_err(cuda_err("alloc"))?;
-    progress("HBM triad/copy/load");
     let ul = n as u64;
-    let s_val = 3.0f64;
     let f = suite.function("triad")?;
     let (ms, s) = time_median(
-        &suite,
+        suite,
         &f,
         grid_for(n, 256),
         2,
         reps,
-        &[suite.ptr(&c), suite.ptr(&a), suite.ptr(&b), KArg::F64(s_val), KArg::U64(ul)],
+        &[suite.ptr(c), suite.ptr(a), suite.ptr(b), KArg::F64(TRIAD_SCALAR), KArg::U64(ul)],
     )?;
     bandwidth.push(BandwidthCeiling {
         level: "dram".into(),
@@ -333,12 +452,12 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     let n2 = (n / 2) as u64;
     let f = suite.function("copy_f64")?;
     let (ms, s) = time_median(
-        &suite,
+        suite,
         &f,
         grid_for(n / 2, 256),
         2,
         reps,
-        &[suite.ptr(&a), suite.ptr(&c), KArg::U64(n2)],
+        &[suite.ptr(a), suite.ptr(c), KArg::U64(n2)],
     )?;
     bandwidth.push(BandwidthCeiling {
         level: "dram".into(),
@@ -349,13 +468,12 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         samples_ms: s,
     });
     let f = suite.function("load_f64")?;
-    let sink = suite.stream.alloc_zeros::<f64>(1).map_err(cuda_err("alloc"))?;
     let load_cfg = LaunchConfig {
-        grid_dim: (machine.sms * 16, 1, 1),
+        grid_dim: (sms * 16, 1, 1),
         block_dim: (512, 1, 1),
         shared_mem_bytes: 0,
     };
-    let (ms, s) = time_median(&suite, &f, load_cfg, 2, reps, &[suite.ptr(&a), suite.ptr(&sink), KArg::U64(n2)])?;
+    let (ms, s) = time_median(suite, &f, load_cfg, 2, reps, &[suite.ptr(a), suite.ptr(sink), KArg::U64(n2)])?;
     bandwidth.push(BandwidthCeiling {
         level: "dram".into(),
         kernel: "load".into(),
@@ -364,24 +482,29 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         bytes_convention: "requested bytes".into(),
         samples_ms: s,
     });
+    Ok(bandwidth)
+}
 
-    // Working-set sweep with one pass of the load kernel per launch, buffers rotated: at each
-    // set size the launches go round enough windows of the big array to span 4 × L2, so a set
-    // that fits in L2 is read from DRAM again, not hit in L2 from the previous launch
-    // (`gbs`); beside it the same set swept many times inside one launch, L2-resident where it
-    // fits (`gbs_l2_resident`).
-    progress("working-set sweep (rotated buffers, and L2-resident passes)");
-    let wrap_cfg = LaunchConfig {
-        grid_dim: (machine.sms.max(1) * 8, 1, 1),
+/// The launch of the wrapping (`*_wrap_f64`) kernels of the sweep and the L2 measurements.
+fn wrap_launch_config(sms: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (sms.max(1) * 8, 1, 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
-    };
+    }
+}
+
+/// The working-set sweep, from 1 MiB up to the room of the first array, doubling: at each set
+/// one pass per launch with buffers rotated over 4 × L2 (`gbs`), and many passes inside one
+/// launch (`gbs_l2_resident`).
+fn measure_sweep(suite: &Suite, arrays: &StreamArrays, machine: &GpuMachine, quick: bool) -> Result<Vec<SweepPoint>> {
+    let wrap_cfg = wrap_launch_config(machine.sms);
     let f_load = suite.function("load_wrap_f64")?;
     let l2_bytes = machine.l2_bytes.unwrap_or(64 << 20);
-    let room = 8 * ul;
-    let resident_target: u64 = if opts.quick { 256 << 20 } else { 1 << 30 };
+    let room = 8 * arrays.n as u64;
+    let resident_target: u64 = if quick { 256 << 20 } else { 1 << 30 };
     let base = {
-        let (p, _sync) = a.device_ptr(&suite.stream);
+        let (p, _sync) = arrays.a.device_ptr(&suite.stream);
         p
     };
     let mut sweep = Vec::new();
@@ -390,17 +513,24 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         let n2 = bytes / 16;
         let k = rotation_count(bytes, 4 * l2_bytes, room);
         let sets: Vec<Vec<KArg>> = (0..k)
-            .map(|i| vec![KArg::Ptr(base + i * bytes), suite.ptr(&sink), KArg::U64(n2 - 1), KArg::U64(n2)])
+            .map(|i| {
+                vec![
+                    KArg::Ptr(base + i * bytes),
+                    suite.ptr(&arrays.sink),
+                    KArg::U64(n2 - 1),
+                    KArg::U64(n2),
+                ]
+            })
             .collect();
-        let (ms, _) = time_median_rotated(&suite, &f_load, wrap_cfg, if opts.quick { 7 } else { 21 }, &sets)?;
+        let (ms, _) = time_median_rotated(suite, &f_load, wrap_cfg, if quick { 7 } else { 21 }, &sets)?;
         let total = (resident_target / 16).max(n2);
         let (ms_hot, _) = time_median(
-            &suite,
+            suite,
             &f_load,
             wrap_cfg,
             1,
-            if opts.quick { 3 } else { 7 },
-            &[KArg::Ptr(base), suite.ptr(&sink), KArg::U64(n2 - 1), KArg::U64(total)],
+            if quick { 3 } else { 7 },
+            &[KArg::Ptr(base), suite.ptr(&arrays.sink), KArg::U64(n2 - 1), KArg::U64(total)],
         )?;
         sweep.push(SweepPoint {
             working_set_bytes: bytes,
@@ -410,75 +540,93 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         });
         bytes *= 2;
     }
-    // L2 bandwidth: load, copy and triad over L2-resident arrays (together at most a quarter
-    // of the L2, each a power of two), many passes inside one launch.
-    if let Some(l2) = machine.l2_bytes {
-        progress("L2 bandwidth (load, copy, triad)");
-        let f_copy = suite.function("copy_wrap_f64")?;
-        let f_triad = suite.function("triad_wrap_f64")?;
-        let l2_target: u64 = if opts.quick { 1 << 30 } else { 4 << 30 };
-        for (kernel, arrays, bytes_per_step) in [("load", 1u64, 16u64), ("copy", 2, 32), ("triad", 3, 48)] {
-            let per_array = pow2_floor(l2 / (4 * arrays)).max(1 << 16);
-            let n2 = per_array / 16;
-            let total = (l2_target / bytes_per_step).max(n2);
-            let (ms, s) = match kernel {
-                "load" => time_median(
-                    &suite,
-                    &f_load,
-                    wrap_cfg,
-                    2,
-                    reps,
-                    &[suite.ptr(&a), suite.ptr(&sink), KArg::U64(n2 - 1), KArg::U64(total)],
-                )?,
-                "copy" => time_median(
-                    &suite,
-                    &f_copy,
-                    wrap_cfg,
-                    2,
-                    reps,
-                    &[suite.ptr(&a), suite.ptr(&b), KArg::U64(n2 - 1), KArg::U64(total)],
-                )?,
-                _ => time_median(
-                    &suite,
-                    &f_triad,
-                    wrap_cfg,
-                    2,
-                    reps,
-                    &[
-                        suite.ptr(&c),
-                        suite.ptr(&a),
-                        suite.ptr(&b),
-                        KArg::F64(s_val),
-                        KArg::U64(n2 - 1),
-                        KArg::U64(total),
-                    ],
-                )?,
-            };
-            bandwidth.push(BandwidthCeiling {
-                level: "l2".into(),
-                kernel: kernel.into(),
-                working_set_bytes: arrays * per_array,
-                gbs: bytes_per_step as f64 * total as f64 / (ms * 1e-3) / 1e9,
-                bytes_convention: "requested bytes; loads through ld.global.cg (L2, not L1)".into(),
-                samples_ms: s,
-            });
-        }
+    Ok(sweep)
+}
+
+/// L2 bandwidth: load, copy and triad over L2-resident arrays (together at most a quarter
+/// of the L2 of `l2` bytes, each a power of two), many passes inside one launch.
+fn measure_l2_bandwidth(
+    suite: &Suite,
+    buffers: &StreamArrays,
+    sms: u32,
+    l2: u64,
+    quick: bool,
+    reps: usize,
+) -> Result<Vec<BandwidthCeiling>> {
+    let StreamArrays { a, b, c, sink, .. } = buffers;
+    let wrap_cfg = wrap_launch_config(sms);
+    let f_load = suite.function("load_wrap_f64")?;
+    let f_copy = suite.function("copy_wrap_f64")?;
+    let f_triad = suite.function("triad_wrap_f64")?;
+    let l2_target: u64 = if quick { 1 << 30 } else { 4 << 30 };
+    let mut bandwidth = Vec::new();
+    for (kernel, arrays, bytes_per_step) in [("load", 1u64, 16u64), ("copy", 2, 32), ("triad", 3, 48)] {
+        let per_array = pow2_floor(l2 / (4 * arrays)).max(1 << 16);
+        let n2 = per_array / 16;
+        let total = (l2_target / bytes_per_step).max(n2);
+        let (ms, s) = match kernel {
+            "load" => time_median(
+                suite,
+                &f_load,
+                wrap_cfg,
+                2,
+                reps,
+                &[suite.ptr(a), suite.ptr(sink), KArg::U64(n2 - 1), KArg::U64(total)],
+            )?,
+            "copy" => time_median(
+                suite,
+                &f_copy,
+                wrap_cfg,
+                2,
+                reps,
+                &[suite.ptr(a), suite.ptr(b), KArg::U64(n2 - 1), KArg::U64(total)],
+            )?,
+            _ => time_median(
+                suite,
+                &f_triad,
+                wrap_cfg,
+                2,
+                reps,
+                &[
+                    suite.ptr(c),
+                    suite.ptr(a),
+                    suite.ptr(b),
+                    KArg::F64(TRIAD_SCALAR),
+                    KArg::U64(n2 - 1),
+                    KArg::U64(total),
+                ],
+            )?,
+        };
+        bandwidth.push(BandwidthCeiling {
+            level: "l2".into(),
+            kernel: kernel.into(),
+            working_set_bytes: arrays * per_array,
+            gbs: bytes_per_step as f64 * total as f64 / (ms * 1e-3) / 1e9,
+            bytes_convention: "requested bytes; loads through ld.global.cg (L2, not L1)".into(),
+            samples_ms: s,
+        });
     }
-    progress("shared-memory bandwidth (load, copy, triad)");
-    let sh_iters: i32 = if opts.quick { 20000 } else { 100000 };
+    Ok(bandwidth)
+}
+
+/// Shared-memory bandwidth: load, copy and triad kernels looping inside shared memory, two
+/// blocks of 1024 threads per SM writing their result into `out_f32`.
+fn measure_shared_bandwidth(suite: &Suite, sms: u32, out_f32: &CudaSlice<f32>, quick: bool, reps: usize) -> Result<Vec<BandwidthCeiling>> {
+    let sh_iters: i32 = if quick { 20000 } else { 100000 };
     let sh_cfg = LaunchConfig {
-        grid_dim: (machine.sms * 2, 1, 1),
+        grid_dim: (sms * 2, 1, 1),
         block_dim: (1024, 1, 1),
         shared_mem_bytes: 0,
     };
-    let sh_threads = machine.sms as f64 * 2.0 * 1024.0;
+    let sh_threads = sms as f64 * 2.0 * 1024.0;
+    let mut bandwidth = Vec::new();
     for (kernel, bytes_per_iter, set) in [("load", 16.0, 16u64 << 10), ("copy", 32.0, 32 << 10), ("triad", 48.0, 48 << 10)] {
         let f = suite.function(&format!("shared_{kernel}"))?;
-        let mut args = vec![suite.ptr(&out_f32), KArg::I32(sh_iters)];
+        let mut args = vec![suite.ptr(out_f32), KArg::I32(sh_iters)];
         if kernel == "triad" {
             args.push(KArg::F32(3.0));
         }
-        let (ms, s) = time_median(&suite, &f, sh_cfg, 1, reps, &args)?;
+        let (ms, s) = time_median(suite, &f, sh_cfg, 1, reps, &args)?;
         bandwidth.push(BandwidthCeiling {
             level: "shared".into(),
             kernel: kernel.into(),
@@ -488,23 +636,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
             samples_ms: s,
         });
     }
-    machine.peaks = device::theoretical_peaks(
-        (cc[0], cc.get(1).copied().unwrap_or(0)),
-        machine.sms,
-        machine.sm_clock_max_ghz,
-        machine.memory_clock_ghz,
-        machine.memory_bus_bits,
-    );
-    Ok(GpuCeilings {
-        schema: GPU_CEILINGS_SCHEMA.into(),
-        machine,
-        sm_clock_ghz_measured: clock,
-        compute,
-        bandwidth,
-        sweep,
-        launch_floor_s,
-        notes,
-    })
+    Ok(bandwidth)
 }
 
 #[cfg(test)]

@@ -651,125 +651,40 @@ impl KernelSummary {
     /// per shared instruction) with the kernel's position against them. A figure whose
     /// metrics the capture lacks is null, with a note saying which metric is missing.
     pub fn instruction_roofline(&self) -> Option<serde_json::Value> {
-        use serde_json::{Map, Value, json};
+        use serde_json::json;
         let inst = self.m("smsp__inst_executed.sum")?;
         let t = self.seconds().filter(|t| *t > 0.0)?;
-        let sum2 = |a: &str, b: &str| -> Option<f64> { Some(self.m(a)? + self.m(b)?) };
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-            _ => None,
-        };
         let mut notes: Vec<String> = Vec::new();
         let sm_hz = self.m("sm__cycles_elapsed.avg.per_second");
-        // Warp-GIPS ceiling.
-        let inst_peak = self
-            .m("sm__inst_executed.sum.peak_sustained")
-            .or_else(|| Some(self.m("sm__inst_executed.avg.peak_sustained")? * self.m("device__attribute_multiprocessor_count")?));
-        let warp_gips_peak = match (inst_peak, sm_hz) {
-            (Some(p), Some(hz)) => Some(p * hz / 1e9),
-            (None, _) => {
-                notes.push("no warp-GIPS ceiling: the capture lacks sm__inst_executed.sum.peak_sustained (or .avg.peak_sustained with device__attribute_multiprocessor_count)".into());
-                None
-            }
-            (_, None) => {
-                notes.push("no warp-GIPS ceiling: the capture lacks the SM clock sm__cycles_elapsed.avg.per_second".into());
-                None
-            }
-        };
+        let warp_gips_peak = self.warp_gips_ceiling(sm_hz, &mut notes);
         let counts = [
-            sum2(
+            self.sum2(
                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
                 "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
             ),
-            sum2(
+            self.sum2(
                 "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
                 "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
             ),
             self.m("lts__t_sectors.sum"),
-            sum2("dram__sectors_read.sum", "dram__sectors_write.sum"),
+            self.sum2("dram__sectors_read.sum", "dram__sectors_write.sum"),
         ];
-        let (mut tx, mut ii, mut rate) = (Map::new(), Map::new(), Map::new());
-        let (mut tx_peak, mut att, mut binding) = (Map::new(), Map::new(), Map::new());
-        let mut bound: Option<(String, f64)> = None;
-        for ((lvl, what, peak_metric, clock_metric), n) in INSTRUCTION_LEVELS.iter().zip(counts) {
-            let Some(n) = n else {
-                notes.push(format!("{lvl}: the capture lacks the {what} counters"));
-                continue;
-            };
-            tx.insert((*lvl).into(), n.into());
-            rate.insert((*lvl).into(), (n / t / 1e9).into());
-            let intensity = (n > 0.0).then(|| inst / n);
-            if let Some(x) = intensity {
-                ii.insert((*lvl).into(), x.into());
-            }
-            // L1 runs on the SM clock: where l1tex's own clock is missing, the SM's stands in.
-            let clock = self.m(clock_metric).or_else(|| {
-                if lvl.starts_with("global") || *lvl == "shared" {
-                    sm_hz
-                } else {
-                    None
-                }
-            });
-            let peak = match (self.m(peak_metric), clock) {
-                (Some(p), Some(hz)) => Some(p * hz / 1e9),
-                (None, _) => {
-                    notes.push(format!("{lvl}: no transaction ceiling (the capture lacks {peak_metric})"));
-                    None
-                }
-                (_, None) => {
-                    notes.push(format!("{lvl}: no transaction ceiling (the capture lacks {clock_metric})"));
-                    None
-                }
-            };
-            tx_peak.insert((*lvl).into(), peak.into());
-            let (a, b) = match (intensity, peak, warp_gips_peak) {
-                (Some(x), Some(p), Some(w)) => {
-                    if x * p < w {
-                        (Some(x * p), Some("transactions"))
-                    } else {
-                        (Some(w), Some("warp_gips"))
-                    }
-                }
-                (Some(x), Some(p), None) => (Some(x * p), Some("transactions")),
-                (None, _, Some(w)) if n == 0.0 => (Some(w), Some("warp_gips")),
-                _ => (None, None),
-            };
-            att.insert((*lvl).into(), a.into());
-            binding.insert((*lvl).into(), b.into());
-            if let (Some(a), Some(b)) = (a, b)
-                && bound.as_ref().is_none_or(|(_, g)| a < *g)
-            {
-                bound = Some((if b == "warp_gips" { b.to_string() } else { (*lvl).to_string() }, a));
-            }
-        }
+        let levels = self.level_figures(inst, t, sm_hz, warp_gips_peak, counts, &mut notes);
         let gips = inst / t / 1e9;
-        let global_inst = sum2("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum");
-        let shared_inst = sum2("smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum");
+        let global_inst = self.sum2("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum");
+        let shared_inst = self.sum2("smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum");
         let global_spi = ratio(counts[0], global_inst);
         let shared_wpi = ratio(counts[1], shared_inst);
-        let pattern = |inst: Option<f64>, per: Option<f64>, walls: &[f64], unit: &str| -> Value {
-            match (inst, per) {
-                (Some(i), Some(p)) => json!({
-                    "instructions": i,
-                    "gips": i / t / 1e9,
-                    "instruction_intensity": 1.0 / p,
-                    format!("{unit}_per_instruction"): p,
-                    "position": wall_position(p, walls),
-                }),
-                (Some(i), None) => json!({"instructions": i, "gips": i / t / 1e9}),
-                _ => Value::Null,
-            }
-        };
         if global_inst.is_none() {
             notes.push("global walls: the capture lacks smsp__inst_executed_op_global_ld/st".into());
         }
         if shared_inst.is_none() {
             notes.push("shared walls: the capture lacks smsp__inst_executed_op_shared_ld/st".into());
         }
-        let mut shared = pattern(shared_inst, shared_wpi, &SHARED_WALLS, "wavefronts");
+        let mut shared = memory_pattern(t, shared_inst, shared_wpi, &SHARED_WALLS, "wavefronts");
         if let (Some(obj), Some(c)) = (
             shared.as_object_mut(),
-            sum2(
+            self.sum2(
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
             ),
@@ -780,27 +695,121 @@ impl KernelSummary {
             "warp_instructions": inst,
             "warp_gips": gips,
             "sm_clock_ghz": sm_hz.map(|h| h / 1e9),
-            "transactions": tx,
-            "instruction_intensity": ii,
-            "transactions_gtxn_per_s": rate,
+            "transactions": levels.tx,
+            "instruction_intensity": levels.ii,
+            "transactions_gtxn_per_s": levels.rate,
             "ceilings": {
                 "warp_gips": warp_gips_peak,
-                "transactions_gtxn_per_s": tx_peak,
+                "transactions_gtxn_per_s": levels.tx_peak,
             },
-            "attainable_gips": att,
-            "binding": binding,
-            "bound_by": bound.as_ref().map(|b| b.0.clone()),
-            "attainable_gips_min": bound.as_ref().map(|b| b.1),
-            "fraction_of_attainable": bound.as_ref().filter(|b| b.1 > 0.0).map(|b| gips / b.1),
+            "attainable_gips": levels.att,
+            "binding": levels.binding,
+            "bound_by": levels.bound.as_ref().map(|b| b.0.clone()),
+            "attainable_gips_min": levels.bound.as_ref().map(|b| b.1),
+            "fraction_of_attainable": levels.bound.as_ref().filter(|b| b.1 > 0.0).map(|b| gips / b.1),
             "fraction_of_warp_gips": warp_gips_peak.filter(|w| *w > 0.0).map(|w| gips / w),
             "global_sectors_per_instruction": global_spi,
             "shared_wavefronts_per_instruction": shared_wpi,
-            "global_memory": pattern(global_inst, global_spi, &GLOBAL_WALLS, "sectors"),
+            "global_memory": memory_pattern(t, global_inst, global_spi, &GLOBAL_WALLS, "sectors"),
             "shared_memory": shared,
             "global_walls_sectors_per_instruction": GLOBAL_WALLS,
             "shared_walls_wavefronts_per_instruction": SHARED_WALLS,
             "notes": notes,
         }))
+    }
+
+    /// The sum of two metrics, where the capture has both.
+    fn sum2(&self, a: &str, b: &str) -> Option<f64> {
+        Some(self.m(a)? + self.m(b)?)
+    }
+
+    /// The warp-GIPS ceiling: `sm__inst_executed.sum.peak_sustained` (or `.avg.peak_sustained`
+    /// × SM count) × the SM clock `sm_hz`; where a metric is missing, None and a note.
+    fn warp_gips_ceiling(&self, sm_hz: Option<f64>, notes: &mut Vec<String>) -> Option<f64> {
+        let inst_peak = self
+            .m("sm__inst_executed.sum.peak_sustained")
+            .or_else(|| Some(self.m("sm__inst_executed.avg.peak_sustained")? * self.m("device__attribute_multiprocessor_count")?));
+        match (inst_peak, sm_hz) {
+            (Some(p), Some(hz)) => Some(p * hz / 1e9),
+            (None, _) => {
+                notes.push("no warp-GIPS ceiling: the capture lacks sm__inst_executed.sum.peak_sustained (or .avg.peak_sustained with device__attribute_multiprocessor_count)".into());
+                None
+            }
+            (_, None) => {
+                notes.push("no warp-GIPS ceiling: the capture lacks the SM clock sm__cycles_elapsed.avg.per_second".into());
+                None
+            }
+        }
+    }
+
+    /// The figures per memory level of [`INSTRUCTION_LEVELS`], from `counts` (its transactions,
+    /// in that order): `inst` warp instructions in `t` seconds against each level's
+    /// transaction ceiling and the warp-GIPS ceiling. A level whose metrics the capture lacks
+    /// is left out or null, with a note.
+    fn level_figures(
+        &self,
+        inst: f64,
+        t: f64,
+        sm_hz: Option<f64>,
+        warp_gips_peak: Option<f64>,
+        counts: [Option<f64>; 4],
+        notes: &mut Vec<String>,
+    ) -> LevelFigures {
+        let mut f = LevelFigures::default();
+        for ((lvl, what, peak_metric, clock_metric), n) in INSTRUCTION_LEVELS.iter().zip(counts) {
+            let Some(n) = n else {
+                notes.push(format!("{lvl}: the capture lacks the {what} counters"));
+                continue;
+            };
+            f.tx.insert((*lvl).into(), n.into());
+            f.rate.insert((*lvl).into(), (n / t / 1e9).into());
+            let intensity = (n > 0.0).then(|| inst / n);
+            if let Some(x) = intensity {
+                f.ii.insert((*lvl).into(), x.into());
+            }
+            let peak = self.transaction_ceiling(lvl, peak_metric, clock_metric, sm_hz, notes);
+            f.tx_peak.insert((*lvl).into(), peak.into());
+            let (a, b) = attainable(intensity, peak, warp_gips_peak, n);
+            f.att.insert((*lvl).into(), a.into());
+            f.binding.insert((*lvl).into(), b.into());
+            if let (Some(a), Some(b)) = (a, b)
+                && f.bound.as_ref().is_none_or(|(_, g)| a < *g)
+            {
+                f.bound = Some((if b == "warp_gips" { b.to_string() } else { (*lvl).to_string() }, a));
+            }
+        }
+        f
+    }
+
+    /// A level's transaction ceiling (G transactions/s): its `*.peak_sustained` per cycle ×
+    /// its unit's clock; where a metric is missing, None and a note.
+    fn transaction_ceiling(
+        &self,
+        lvl: &str,
+        peak_metric: &str,
+        clock_metric: &str,
+        sm_hz: Option<f64>,
+        notes: &mut Vec<String>,
+    ) -> Option<f64> {
+        // L1 runs on the SM clock: where l1tex's own clock is missing, the SM's stands in.
+        let clock = self.m(clock_metric).or_else(|| {
+            if lvl.starts_with("global") || lvl == "shared" {
+                sm_hz
+            } else {
+                None
+            }
+        });
+        match (self.m(peak_metric), clock) {
+            (Some(p), Some(hz)) => Some(p * hz / 1e9),
+            (None, _) => {
+                notes.push(format!("{lvl}: no transaction ceiling (the capture lacks {peak_metric})"));
+                None
+            }
+            (_, None) => {
+                notes.push(format!("{lvl}: no transaction ceiling (the capture lacks {clock_metric})"));
+                None
+            }
+        }
     }
 
     /// Sectors per request for global loads and stores (4 ideal for 4-byte, 8 for 8-byte
@@ -881,6 +890,63 @@ impl KernelSummary {
             p.extra.insert("time_share".into(), s.into());
         }
         p
+    }
+}
+
+/// The instruction roofline's figures per memory level, each map keyed by level, and the
+/// lowest attainable GIPS of them all with what binds it (`warp_gips` or the level).
+#[derive(Default)]
+struct LevelFigures {
+    tx: serde_json::Map<String, serde_json::Value>,
+    ii: serde_json::Map<String, serde_json::Value>,
+    rate: serde_json::Map<String, serde_json::Value>,
+    tx_peak: serde_json::Map<String, serde_json::Value>,
+    att: serde_json::Map<String, serde_json::Value>,
+    binding: serde_json::Map<String, serde_json::Value>,
+    bound: Option<(String, f64)>,
+}
+
+/// `a / b`, where both are there and `b` is positive.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// A level's attainable GIPS, min(warp-GIPS ceiling, intensity × transaction ceiling), and
+/// which of the two binds (`warp_gips` or `transactions`); a level with no transactions (`n`
+/// zero) is bound by the warp-GIPS ceiling alone.
+fn attainable(intensity: Option<f64>, peak: Option<f64>, warp_gips_peak: Option<f64>, n: f64) -> (Option<f64>, Option<&'static str>) {
+    match (intensity, peak, warp_gips_peak) {
+        (Some(x), Some(p), Some(w)) => {
+            if x * p < w {
+                (Some(x * p), Some("transactions"))
+            } else {
+                (Some(w), Some("warp_gips"))
+            }
+        }
+        (Some(x), Some(p), None) => (Some(x * p), Some("transactions")),
+        (None, _, Some(w)) if n == 0.0 => (Some(w), Some("warp_gips")),
+        _ => (None, None),
+    }
+}
+
+/// A memory access pattern against its walls: `inst` instructions in `t` seconds, `per`
+/// transactions (`unit`) per instruction, and its position against `walls` (null where the
+/// instructions were not captured).
+fn memory_pattern(t: f64, inst: Option<f64>, per: Option<f64>, walls: &[f64], unit: &str) -> serde_json::Value {
+    use serde_json::{Value, json};
+    match (inst, per) {
+        (Some(i), Some(p)) => json!({
+            "instructions": i,
+            "gips": i / t / 1e9,
+            "instruction_intensity": 1.0 / p,
+            format!("{unit}_per_instruction"): p,
+            "position": wall_position(p, walls),
+        }),
+        (Some(i), None) => json!({"instructions": i, "gips": i / t / 1e9}),
+        _ => Value::Null,
     }
 }
 

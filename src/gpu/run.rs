@@ -7,7 +7,7 @@ use super::device::{self, GpuMachine};
 use super::kernels::{KArg, Suite, cuda_err, grid_for, time_median};
 use crate::error::{Error, Result};
 use crate::schema::{Bytes, Flops, Point, Provenance, Source};
-use cudarc::driver::LaunchConfig;
+use cudarc::driver::{CudaSlice, LaunchConfig};
 
 /// Flops of one `poly_cos` in kernels.cu: x·(1/2π), r², and 9 FMAs (range reduction, 7
 /// polynomial steps, the last step) = 2 + 18.
@@ -89,6 +89,18 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
     }
     let ctx = device::open(ordinal)?;
     let machine = device::query(&ctx, None)?;
+    check_fits(kernel, n, &machine)?;
+    let suite = Suite::compile(ctx)?;
+    let len = if kernel.name.starts_with("dgemm") { n * n } else { n };
+    let arrays = Operands::upload(&suite, len)?;
+    let (samples, library) = time_kernel(&suite, kernel, n, reps, &arrays)?;
+    let point = to_point(kernel, n, &machine, &samples, library.as_ref());
+    Ok((machine, point))
+}
+
+/// An input error where the kernel's three arrays at size `n` would take more than 90 % of the
+/// GPU's memory.
+fn check_fits(kernel: &GpuKernel, n: usize, machine: &GpuMachine) -> Result<()> {
     let need = match kernel.name {
         "dgemm" | "dgemm_tiled" => 3 * n * n * 8,
         _ => 3 * n * 8,
@@ -103,57 +115,83 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
             "choose a smaller --size",
         ));
     }
-    let suite = Suite::compile(ctx)?;
-    let s = &suite.stream;
-    let init = |len: usize, seed: u64| -> Vec<f64> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-            })
-            .collect()
-    };
-    let len = if kernel.name.starts_with("dgemm") { n * n } else { n };
-    let a = s.clone_htod(&init(len, 1)).map_err(cuda_err("copy to GPU"))?;
-    let b = s.clone_htod(&init(len, 2)).map_err(cuda_err("copy to GPU"))?;
-    let c = s.clone_htod(&init(len, 3)).map_err(cuda_err("copy to GPU"))?;
+    Ok(())
+}
+
+/// `len` pseudo-random values in [-0.5, 0.5) (xorshift from `seed`).
+fn pseudo_random(len: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+/// The three FP64 arrays the kernels read and write, on the GPU.
+struct Operands {
+    a: CudaSlice<f64>,
+    b: CudaSlice<f64>,
+    c: CudaSlice<f64>,
+}
+
+impl Operands {
+    /// Three arrays of `len` pseudo-random values each (seeds 1, 2, 3), copied to the GPU.
+    fn upload(suite: &Suite, len: usize) -> Result<Operands> {
+        let s = &suite.stream;
+        let a = s.clone_htod(&pseudo_random(len, 1)).map_err(cuda_err("copy to GPU"))?;
+        let b = s.clone_htod(&pseudo_random(len, 2)).map_err(cuda_err("copy to GPU"))?;
+        let c = s.clone_htod(&pseudo_random(len, 3)).map_err(cuda_err("copy to GPU"))?;
+        Ok(Operands { a, b, c })
+    }
+}
+
+/// The kernel's timed repetitions (ms each) and, for dgemm and dgemm_tiled, the library's GEMM
+/// at this size (the point itself for dgemm, beside it for dgemm_tiled).
+fn time_kernel(
+    suite: &Suite,
+    kernel: &GpuKernel,
+    n: usize,
+    reps: usize,
+    arrays: &Operands,
+) -> Result<(Vec<f64>, Option<super::blas::GemmRate>)> {
+    let Operands { a, b, c } = arrays;
     let un = n as u64;
     let sv = 3.0f64;
-    // The library's GEMM at this size, for dgemm (the point itself) and dgemm_tiled (beside it).
     let mut library: Option<super::blas::GemmRate> = None;
     let (_, samples) = match kernel.name {
         "triad" => {
             let f = suite.function("triad")?;
             time_median(
-                &suite,
+                suite,
                 &f,
                 grid_for(n, 256),
                 2,
                 reps,
-                &[suite.ptr(&c), suite.ptr(&a), suite.ptr(&b), KArg::F64(sv), KArg::U64(un)],
+                &[suite.ptr(c), suite.ptr(a), suite.ptr(b), KArg::F64(sv), KArg::U64(un)],
             )?
         }
         "daxpy" => {
             let f = suite.function("daxpy")?;
             time_median(
-                &suite,
+                suite,
                 &f,
                 grid_for(n, 256),
                 2,
                 reps,
-                &[KArg::F64(sv), suite.ptr(&a), suite.ptr(&c), KArg::U64(un)],
+                &[KArg::F64(sv), suite.ptr(a), suite.ptr(c), KArg::U64(un)],
             )?
         }
         "dgemm" => {
-            let g = super::blas::Blas::new(&suite)?.best(super::blas::GemmType::Fp64, &[n], reps)?;
+            let g = super::blas::Blas::new(suite)?.best(super::blas::GemmType::Fp64, &[n], reps)?;
             library = Some(g.clone());
             (g.median_ms, g.samples_ms)
         }
         "dgemm_tiled" => {
-            library = Some(super::blas::Blas::new(&suite)?.best(super::blas::GemmType::Fp64, &[n], reps.min(5))?);
+            library = Some(super::blas::Blas::new(suite)?.best(super::blas::GemmType::Fp64, &[n], reps.min(5))?);
             let f = suite.function("dgemm")?;
             let t = n.div_ceil(32) as u32;
             let cfg = LaunchConfig {
@@ -162,14 +200,7 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
                 shared_mem_bytes: 0,
             };
             let ni = n as i32;
-            time_median(
-                &suite,
-                &f,
-                cfg,
-                1,
-                reps,
-                &[suite.ptr(&a), suite.ptr(&b), suite.ptr(&c), KArg::I32(ni)],
-            )?
+            time_median(suite, &f, cfg, 1, reps, &[suite.ptr(a), suite.ptr(b), suite.ptr(c), KArg::I32(ni)])?
         }
         "normalize_naive" | "normalize_fused" => {
             let rows = (n / 512) as i32;
@@ -185,49 +216,34 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
             };
             let cols = 512i32;
             time_median(
-                &suite,
+                suite,
                 &f,
                 cfg,
                 2,
                 reps,
-                &[suite.ptr(&a), suite.ptr(&c), KArg::I32(rows), KArg::I32(cols)],
+                &[suite.ptr(a), suite.ptr(c), KArg::I32(rows), KArg::I32(cols)],
             )?
         }
         "cos_chain_fused" => {
             let f = suite.function("cos_cos_fused")?;
-            time_median(
-                &suite,
-                &f,
-                grid_for(n, 256),
-                2,
-                reps,
-                &[suite.ptr(&a), suite.ptr(&c), KArg::U64(un)],
-            )?
+            time_median(suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(a), suite.ptr(c), KArg::U64(un)])?
         }
         "cos_chain_unfused" => {
             // Two launches per repetition: time each pass and add them.
             let f = suite.function("cos_pass")?;
-            let (_, s1) = time_median(
-                &suite,
-                &f,
-                grid_for(n, 256),
-                2,
-                reps,
-                &[suite.ptr(&a), suite.ptr(&b), KArg::U64(un)],
-            )?;
-            let (_, s2) = time_median(
-                &suite,
-                &f,
-                grid_for(n, 256),
-                2,
-                reps,
-                &[suite.ptr(&b), suite.ptr(&c), KArg::U64(un)],
-            )?;
+            let (_, s1) = time_median(suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(a), suite.ptr(b), KArg::U64(un)])?;
+            let (_, s2) = time_median(suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(b), suite.ptr(c), KArg::U64(un)])?;
             let v: Vec<f64> = s1.iter().zip(&s2).map(|(x, y)| x + y).collect();
             (0.0, v)
         }
         other => return Err(Error::input(format!("no GPU kernel '{other}'"), "see `roofline gpu run --help`")),
     };
+    Ok((samples, library))
+}
+
+/// The report point of a run: the kernel's analytic W and compulsory DRAM Q, the timed
+/// repetitions (ms) as T, and the library's GEMM beside it where one ran.
+fn to_point(kernel: &GpuKernel, n: usize, machine: &GpuMachine, samples: &[f64], library: Option<&super::blas::GemmRate>) -> Point {
     let nn = n as f64;
     let (w, q) = (kernel.counts)(nn);
     let mut by_class = BTreeMap::new();
@@ -267,23 +283,27 @@ pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<
     if tensor_fp64 {
         p.extra.insert("tensor_ops_by_type".into(), serde_json::json!({"fp64": w}));
     }
-    if let Some(g) = &library {
-        // What the vendor library reaches on the same GEMM in the same process: `compare`
-        // says when a point is not near it.
-        p.extra.insert("library".into(), g.describe().into());
-        p.extra.insert("library_gflops".into(), g.median_gflops().into());
-        if kernel.name == "dgemm" {
-            p.provenance.notes.push(format!("the GEMM is cuBLAS's: {}", g.describe()));
-        } else {
-            let own = w / (crate::schema::stats::median(&samples).unwrap_or(0.0) * 1e-3) / 1e9;
-            p.provenance.notes.push(format!(
-                "our tiled kernel: {:.0} GFLOP/s, {:.2}x of {} ({:.0} GFLOP/s)",
-                own,
-                own / g.median_gflops(),
-                g.describe(),
-                g.median_gflops()
-            ));
-        }
+    if let Some(g) = library {
+        add_library(&mut p, kernel, w, samples, g);
     }
-    Ok((machine, p))
+    p
+}
+
+/// What the vendor library reaches on the same GEMM in the same process, on the point:
+/// `compare` says when a point is not near it.
+fn add_library(p: &mut Point, kernel: &GpuKernel, w: f64, samples: &[f64], g: &super::blas::GemmRate) {
+    p.extra.insert("library".into(), g.describe().into());
+    p.extra.insert("library_gflops".into(), g.median_gflops().into());
+    if kernel.name == "dgemm" {
+        p.provenance.notes.push(format!("the GEMM is cuBLAS's: {}", g.describe()));
+    } else {
+        let own = w / (crate::schema::stats::median(samples).unwrap_or(0.0) * 1e-3) / 1e9;
+        p.provenance.notes.push(format!(
+            "our tiled kernel: {:.0} GFLOP/s, {:.2}x of {} ({:.0} GFLOP/s)",
+            own,
+            own / g.median_gflops(),
+            g.describe(),
+            g.median_gflops()
+        ));
+    }
 }

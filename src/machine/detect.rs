@@ -311,38 +311,71 @@ fn chain_width(isa: &str) -> u32 {
 /// The measured part: clocks, FP throughput, thread scaling. Mutates `m` and recomputes peaks.
 fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     let secs = opts.run_secs.unwrap_or(0.002).clamp(0.001, 1.0);
+    let platform = measurement_platform(m, opts);
+    let has_fma = m.isa.iter().any(|i| i == "fma");
+    let fp_lat = fp_chain_latency(m, platform.as_ref(), has_fma);
+    let cpus = clock::allowed_cpus();
+    let first = [cpus.first().copied().unwrap_or(0)];
+    let bar = crate::util::Progress::new(opts.progress, 4, "{spinner} {msg} [{bar:20}] {pos}/{len}");
+    bar.set_message("measuring clocks");
+    let imul = measure_integer_clock(m, &first, secs);
+    bar.inc(1);
+    let chains = FpChains { secs, has_fma, fp_lat };
+    let by_width_one = measure_fp_clocks(m, &first, &cpus, chains, imul);
+    bar.inc(1);
+    let stream_widths = measure_fp_throughput(m, platform.as_ref(), &first, chains, &by_width_one, imul);
+    bar.inc(1);
+    // 1 → N thread scaling of the widest stream kernel.
+    if let Some(&w) = stream_widths.last() {
+        measure_thread_scaling(m, &cpus, w, secs, has_fma);
+    }
+    bar.finish_and_clear();
+    m.measured = true;
+    set_peaks(m);
+}
+
+/// The platform table the measurements read latencies and unit counts from: `--platform`,
+/// else the override, else the identified microarchitecture's.
+fn measurement_platform(m: &MachineModel, opts: &DetectOptions) -> Option<Platform> {
     let platform = match m.identified_by {
         IdentifiedBy::Generic => None,
         _ => Platform::embedded().into_iter().find(|p| p.key == m.microarchitecture),
     };
-    let platform = match (&opts.platform, platform) {
+    match (&opts.platform, platform) {
         (Some(spec), _) => Platform::load(spec).ok(),
         (None, p) => PLATFORM_OVERRIDE.get().cloned().or(p),
-    };
-    let has_fma = m.isa.iter().any(|i| i == "fma");
-    let lat = platform.as_ref().map(|p| p.latency).unwrap_or_default();
+    }
+}
+
+/// The latency (cycles) of one link of the FP clock chains: the FMA's where the CPU has FMA,
+/// else the FP add's, from the platform table (4 where it has none, with a warning).
+fn fp_chain_latency(m: &mut MachineModel, platform: Option<&Platform>, has_fma: bool) -> u32 {
+    let lat = platform.map(|p| p.latency).unwrap_or_default();
     let fp_lat = if has_fma { lat.fma } else { lat.fadd };
-    let fp_lat = fp_lat.unwrap_or_else(|| {
+    fp_lat.unwrap_or_else(|| {
         m.warnings.push(format!(
             "no {} latency in the platform table: assuming 4 cycles for the FP clock chains",
             if has_fma { "FMA" } else { "FP add" }
         ));
         4
-    });
-    let cpus = clock::allowed_cpus();
-    let first = [cpus.first().copied().unwrap_or(0)];
-    let one = |k: Kernel, lat: u32| -> Option<f64> {
-        let iters = k.calibrate(secs)?;
-        clock::chain_ghz(k, lat, iters, REPS)
-    };
-    let bar = crate::util::Progress::new(opts.progress, 4, "{spinner} {msg} [{bar:20}] {pos}/{len}");
-    bar.set_message("measuring clocks");
-    // Integer chains, interleaved, on the first allowed CPU.
-    let results = clock::on_cpus(&first, || {
+    })
+}
+
+/// The clock (GHz) a dependency chain of `k`, each link `lat` cycles, runs at, calibrated to
+/// run about `secs`.
+fn chain_clock(k: Kernel, lat: u32, secs: f64) -> Option<f64> {
+    let iters = k.calibrate(secs)?;
+    clock::chain_ghz(k, lat, iters, REPS)
+}
+
+/// The integer clock chains (imul, xor), interleaved, best of two, on the first allowed CPU:
+/// the measured clock, with a warning where they disagree. Returns imul's (0: not measured).
+fn measure_integer_clock(m: &mut MachineModel, first: &[usize], secs: f64) -> f64 {
+    let results = clock::on_cpus(first, || {
         let mut best = [0.0f64; 2];
         for _ in 0..2 {
             for (i, (k, l)) in [(Kernel::Imul, 3), (Kernel::Xor, 1)].into_iter().enumerate() {
-                best[i] = best[i].max(one(k, l).unwrap_or(0.0));
+                best[i] = best[i].max(chain_clock(k, l, secs).unwrap_or(0.0));
             }
         }
         best
@@ -361,30 +394,41 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
             "the clock chains disagree: imul says {imul:.3} GHz, xor {xor:.3} GHz (a busy or oversubscribed machine; rerun)"
         ));
     }
-    bar.inc(1);
-    // FP chains per ISA, one thread then all threads.
+    imul
+}
+
+/// How the FP chain and stream kernels run: calibrated to about `secs`, FMA or add, and the
+/// chains' link latency.
+#[derive(Clone, Copy)]
+struct FpChains {
+    secs: f64,
+    has_fma: bool,
+    fp_lat: u32,
+}
+
+/// The FP chains' clocks per ISA, one thread then all threads (the median thread), into
+/// `m.frequency_ghz`; a warning where the narrow chains disagree with the integer clock
+/// `imul`. Returns the one-thread clock per chain width.
+fn measure_fp_clocks(m: &mut MachineModel, first: &[usize], cpus: &[usize], chains: FpChains, imul: f64) -> BTreeMap<u32, f64> {
+    let FpChains { secs, has_fma, fp_lat } = chains;
     let isas: Vec<&str> = ByIsa::ISAS.iter().copied().filter(|i| has_isa(&m.isa, i)).collect();
     let widths: Vec<u32> = {
         let mut w: Vec<u32> = isas.iter().map(|i| chain_width(i)).collect();
         w.dedup();
         w
     };
-    let by_width_one: BTreeMap<u32, f64> = clock::on_cpus(&first, || {
+    let by_width_one: BTreeMap<u32, f64> = clock::on_cpus(first, || {
         widths
             .iter()
-            .filter_map(|&w| one(Kernel::FpChain { width: w, fma: has_fma }, fp_lat).map(|g| (w, g)))
+            .filter_map(|&w| chain_clock(Kernel::FpChain { width: w, fma: has_fma }, fp_lat, secs).map(|g| (w, g)))
             .collect()
     })
     .remove(0);
     let by_width_all: BTreeMap<u32, f64> = {
-        let per_thread = clock::on_cpus(&cpus, || {
+        let per_thread = clock::on_cpus(cpus, || {
             widths
                 .iter()
-                .filter_map(|&w| {
-                    let k = Kernel::FpChain { width: w, fma: has_fma };
-                    let iters = k.calibrate(secs)?;
-                    clock::chain_ghz(k, fp_lat, iters, REPS).map(|g| (w, g))
-                })
+                .filter_map(|&w| chain_clock(Kernel::FpChain { width: w, fma: has_fma }, fp_lat, secs).map(|g| (w, g)))
                 .collect::<BTreeMap<u32, f64>>()
         });
         widths
@@ -404,13 +448,27 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     if imul > 0.0 {
         m.warnings.extend(narrow_chain_disagreement(imul, &by_width_one, fp_lat));
     }
-    bar.inc(1);
-    // Throughput: instructions per cycle per width on one core (12 independent streams).
+    by_width_one
+}
+
+/// Throughput: instructions per cycle per width on one core (12 independent streams), at
+/// each width's own clock (else the integer clock), checked against the platform table's
+/// pipes; where the table says the 512-bit units vary, their count is taken from the
+/// measurement. Returns the widths measured.
+fn measure_fp_throughput(
+    m: &mut MachineModel,
+    platform: Option<&Platform>,
+    first: &[usize],
+    chains: FpChains,
+    by_width_one: &BTreeMap<u32, f64>,
+    imul: f64,
+) -> Vec<u32> {
+    let FpChains { secs, has_fma, .. } = chains;
     let stream_widths: Vec<u32> = [128u32, 256, 512]
         .into_iter()
         .filter(|w| m.fp_pipes.contains_key(&w.to_string()))
         .collect();
-    let ops: BTreeMap<u32, f64> = clock::on_cpus(&first, || {
+    let ops: BTreeMap<u32, f64> = clock::on_cpus(first, || {
         stream_widths
             .iter()
             .filter_map(|&w| {
@@ -423,10 +481,10 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
     })
     .remove(0);
     m.fp_ops_per_cycle_measured = ops.iter().map(|(w, v)| (w.to_string(), (v * 100.0).round() / 100.0)).collect();
-    if has_fma && !platform.as_ref().is_some_and(|p| p.fp512_units_vary) {
+    if has_fma && !platform.is_some_and(|p| p.fp512_units_vary) {
         m.warnings.extend(pipe_mismatches(&m.fp_pipes, &m.fp_ops_per_cycle_measured));
     }
-    if platform.as_ref().is_some_and(|p| p.fp512_units_vary)
+    if platform.is_some_and(|p| p.fp512_units_vary)
         && let (Some(v), Some(p)) = (ops.get(&512), m.fp_pipes.get_mut("512"))
     {
         let units = v.round().clamp(1.0, 2.0) as u32;
@@ -435,36 +493,36 @@ fn measure(m: &mut MachineModel, opts: &DetectOptions) {
         }
         m.fp_pipes_source = format!("platform table; 512-bit FMA units measured ({v:.2} per cycle → {units})");
     }
-    bar.inc(1);
-    // 1 → N thread scaling of the widest stream kernel.
-    if let Some(&w) = stream_widths.last() {
-        let k = Kernel::FpStreams { width: w, fma: has_fma };
-        if let Some(iters) = k.calibrate(secs) {
-            let mut counts: Vec<usize> = Vec::new();
-            let mut n = 1;
-            while n < cpus.len() {
-                counts.push(n);
-                n *= 2;
-            }
-            counts.push(cpus.len().max(1));
-            let mut base = None;
-            for n in counts {
-                let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || {
-                    clock::streams_ops_per_sec(k, iters, REPS).unwrap_or(0.0)
-                });
-                let gflops = rates.iter().sum::<f64>() * k.flops_per_op() / 1e9;
-                let b = *base.get_or_insert(gflops);
-                m.thread_scaling.push(ThreadScaling {
-                    threads: n as u32,
-                    gflops,
-                    efficiency: if b > 0.0 { gflops / (b * n as f64) } else { 0.0 },
-                });
-            }
-        }
+    stream_widths
+}
+
+/// GFLOP/s of the `width`-bit stream kernel on 1, 2, 4, … and all allowed CPUs, each against
+/// the one-thread rate, into `m.thread_scaling`.
+fn measure_thread_scaling(m: &mut MachineModel, cpus: &[usize], width: u32, secs: f64, has_fma: bool) {
+    let k = Kernel::FpStreams { width, fma: has_fma };
+    let Some(iters) = k.calibrate(secs) else {
+        return;
+    };
+    let mut counts: Vec<usize> = Vec::new();
+    let mut n = 1;
+    while n < cpus.len() {
+        counts.push(n);
+        n *= 2;
     }
-    bar.finish_and_clear();
-    m.measured = true;
-    set_peaks(m);
+    counts.push(cpus.len().max(1));
+    let mut base = None;
+    for n in counts {
+        let rates = clock::on_cpus(&cpus[..n.min(cpus.len()).max(1)], || {
+            clock::streams_ops_per_sec(k, iters, REPS).unwrap_or(0.0)
+        });
+        let gflops = rates.iter().sum::<f64>() * k.flops_per_op() / 1e9;
+        let b = *base.get_or_insert(gflops);
+        m.thread_scaling.push(ThreadScaling {
+            threads: n as u32,
+            gflops,
+            efficiency: if b > 0.0 { gflops / (b * n as f64) } else { 0.0 },
+        });
+    }
 }
 
 /// Where the measured FMA throughput (instructions per cycle at that width's own clock)

@@ -120,12 +120,7 @@ pub fn validate_one_with(
         .instance(n, v, seed)
         .map_err(|e| Error::input(format!("{} {}: {e}", k.name(), v), "try another --working-set"))?;
     let analytic = inst.counts();
-    let mut harness_out = None;
-    let mut core_ok = None;
-    let mut stepped_ok = None;
-    let mut stepped_detail = None;
-    let mut dram_measured = None;
-    let (flops_measured, fma_measured, core_measured, detail) = match backend {
+    let measured = match backend {
         BackendKind::Auto | BackendKind::Perf | BackendKind::Simulated => {
             return Err(Error::input(
                 format!(
@@ -138,117 +133,222 @@ pub fn validate_one_with(
         BackendKind::Analytic => {
             // The kernel-level formula against the instance's own: two derivations of one count.
             let c = k.counts(n, v);
-            (flops_map(&c), c.fma_flops, c.core_bytes(), None)
+            Measured {
+                flops: flops_map(&c),
+                fma: c.fma_flops,
+                core: c.core_bytes(),
+                detail: None,
+                dram: None,
+                harness_bytes: None,
+                core_ok: None,
+                stepped_ok: None,
+                stepped_detail: None,
+            }
         }
         BackendKind::Trace => {
-            let (t, dram) = run_traced(&mut inst, mode, sim)?;
-            let t = &t;
-            if mode == TraceMode::Memory
-                && let Some(h) = sim
-            {
-                // The fast memory mode against single-stepping, on a small instance (the same
-                // process layout: both trace a fork of this one).
-                // Small enough to single-step quickly (at most ~150 k instructions, measured by a
-                // flops-mode trace of the candidate size).
-                let mut ns = (n / 16).max(1);
-                while ns > 1
-                    && let Ok(mut c) = k.instance(ns, v, seed ^ 0x51)
-                    && run_traced(&mut c, TraceMode::Flops, None)?.0.instructions > 150_000
-                {
-                    ns /= 4;
-                }
-                if let Ok(mut small) = k.instance(ns, v, seed ^ 0x51) {
-                    let mut levels = Vec::new();
-                    for m in [TraceMode::Memory, TraceMode::Reference] {
-                        let mut hc = h.clone();
-                        let mut work = || small.run();
-                        levels.push(trace::trace_forked_with_sink(&mut work, m, false, Some(&mut hc))?.levels);
-                    }
-                    let same = levels[0] == levels[1];
-                    stepped_ok = Some(same);
-                    if !same {
-                        stepped_detail = Some(format!("memory mode at n={ns}: {:?}, single-stepped: {:?}", levels[0], levels[1]));
-                    }
-                }
-            }
-            dram_measured = dram.map(|d| d.round() as u64);
-            // A second, smaller size: the difference of the two traces is the kernel's own
-            // traffic, which must equal the difference of the analytic counts exactly.
-            let n2 = (n / 2).max(1);
-            let second = match k.instance(n2, v, seed ^ 0x9e37) {
-                Ok(mut i2) => Some((i2.counts(), run_traced(&mut i2, mode, None)?.0)),
-                Err(_) => None,
+            let case = Case {
+                kernel: k,
+                variant: v,
+                n,
+                seed,
             };
-            let by: BTreeMap<String, u64> = t
-                .flops
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| **v > 0)
-                .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v))
-                .collect();
-            let detail = (t.unclassified > 0).then(|| format!("{} unclassified instructions", t.unclassified));
-            let core = t.core_load + t.core_store;
-            let mut detail = detail;
-            if let Some((c2, t2)) = second {
-                let dm = core as i128 - (t2.core_load + t2.core_store) as i128;
-                let da = analytic.core_bytes() as i128 - c2.core_bytes() as i128;
-                let harness = core as i128 - analytic.core_bytes() as i128;
-                harness_out = Some(harness as i64);
-                let good = dm == da && harness >= 0 && harness as u64 <= HARNESS_BYTES_MAX;
-                core_ok = Some(good);
-                if !good {
-                    detail = Some(format!(
-                        "core bytes: trace(n)-trace(n/2) = {dm}, analytic difference {da}, harness bytes {harness}"
-                    ));
-                }
-            }
-            (by, t.fma_flops, core, detail)
+            measure_traced(case, &mut inst, &analytic, mode, sim)?
         }
     };
-    let flops_analytic = flops_map(&analytic);
-    let mut detail = detail;
-    let fma_ok = analytic.fma_flops == fma_measured;
-    if !fma_ok {
-        let msg = format!("FMA flops: analytic {}, measured {fma_measured}", analytic.fma_flops);
-        detail = Some(match detail {
-            Some(x) => format!("{x}; {msg}"),
-            None => msg,
-        });
+    Ok(judge_row(k, v, n, &analytic, measured))
+}
+
+/// A kernel variant at one size, and the seed of its inputs.
+#[derive(Clone, Copy)]
+struct Case<'a> {
+    kernel: &'a dyn api::Kernel,
+    variant: Variant,
+    n: usize,
+    seed: u64,
+}
+
+/// What a backend measured of one kernel instance, and the checks only the trace backend makes.
+struct Measured {
+    /// W by class.
+    flops: BTreeMap<String, u64>,
+    fma: u64,
+    core: u64,
+    detail: Option<String>,
+    /// Simulated DRAM bytes (`--trace memory`).
+    dram: Option<u64>,
+    /// Bytes of the call path around the kernel (trace(n) - analytic(n)).
+    harness_bytes: Option<i64>,
+    /// Whether the traces at n and n/2 differ by exactly the analytic difference, with the
+    /// harness bytes within [`HARNESS_BYTES_MAX`].
+    core_ok: Option<bool>,
+    /// Whether memory mode gave the same bytes per level as single-stepping.
+    stepped_ok: Option<bool>,
+    stepped_detail: Option<String>,
+}
+
+/// The trace backend's counts of `inst` (the case at n), with its checks: memory mode against
+/// single-stepping (`--trace memory`), and the harness bytes from a second trace at n/2.
+fn measure_traced(
+    case: Case,
+    inst: &mut Box<dyn api::Instance>,
+    analytic: &Counts,
+    mode: TraceMode,
+    sim: Option<&CacheHierarchy>,
+) -> Result<Measured> {
+    let Case {
+        kernel: k,
+        variant: v,
+        n,
+        seed,
+    } = case;
+    let (t, dram) = run_traced(inst, mode, sim)?;
+    let t = &t;
+    let (stepped_ok, stepped_detail) = if mode == TraceMode::Memory
+        && let Some(h) = sim
+    {
+        memory_mode_against_stepping(case, h)?
+    } else {
+        (None, None)
+    };
+    let dram = dram.map(|d| d.round() as u64);
+    // A second, smaller size: the difference of the two traces is the kernel's own
+    // traffic, which must equal the difference of the analytic counts exactly.
+    let n2 = (n / 2).max(1);
+    let second = match k.instance(n2, v, seed ^ 0x9e37) {
+        Ok(mut i2) => Some((i2.counts(), run_traced(&mut i2, mode, None)?.0)),
+        Err(_) => None,
+    };
+    let by: BTreeMap<String, u64> = t
+        .flops
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v > 0)
+        .map(|(i, v)| (trace::tally::class_key(i).to_string(), *v))
+        .collect();
+    let detail = (t.unclassified > 0).then(|| format!("{} unclassified instructions", t.unclassified));
+    let core = t.core_load + t.core_store;
+    let mut measured = Measured {
+        flops: by,
+        fma: t.fma_flops,
+        core,
+        detail,
+        dram,
+        harness_bytes: None,
+        core_ok: None,
+        stepped_ok,
+        stepped_detail,
+    };
+    if let Some((c2, t2)) = second {
+        let dm = core as i128 - (t2.core_load + t2.core_store) as i128;
+        let da = analytic.core_bytes() as i128 - c2.core_bytes() as i128;
+        let harness = core as i128 - analytic.core_bytes() as i128;
+        measured.harness_bytes = Some(harness as i64);
+        let good = dm == da && harness >= 0 && harness as u64 <= HARNESS_BYTES_MAX;
+        measured.core_ok = Some(good);
+        if !good {
+            measured.detail = Some(format!(
+                "core bytes: trace(n)-trace(n/2) = {dm}, analytic difference {da}, harness bytes {harness}"
+            ));
+        }
     }
-    // DRAM Q: checked for the streaming kernels (their compulsory traffic is what a cold,
-    // too-small hierarchy must move); the others' figure is shown, not judged.
-    let dram_ok = match dram_measured {
-        Some(d) if is_streaming(k.name()) => {
+    Ok(measured)
+}
+
+/// The fast memory mode against single-stepping, on a small instance (the same process
+/// layout: both trace a fork of this one): whether the bytes per level are the same, and
+/// both where they are not. `(None, None)` where no small instance could be made.
+fn memory_mode_against_stepping(case: Case, h: &CacheHierarchy) -> Result<(Option<bool>, Option<String>)> {
+    let Case {
+        kernel: k,
+        variant: v,
+        n,
+        seed,
+    } = case;
+    // Small enough to single-step quickly (at most ~150 k instructions, measured by a
+    // flops-mode trace of the candidate size).
+    let mut ns = (n / 16).max(1);
+    while ns > 1
+        && let Ok(mut c) = k.instance(ns, v, seed ^ 0x51)
+        && run_traced(&mut c, TraceMode::Flops, None)?.0.instructions > 150_000
+    {
+        ns /= 4;
+    }
+    let Ok(mut small) = k.instance(ns, v, seed ^ 0x51) else {
+        return Ok((None, None));
+    };
+    let mut levels = Vec::new();
+    for m in [TraceMode::Memory, TraceMode::Reference] {
+        let mut hc = h.clone();
+        let mut work = || small.run();
+        levels.push(trace::trace_forked_with_sink(&mut work, m, false, Some(&mut hc))?.levels);
+    }
+    let same = levels[0] == levels[1];
+    let detail = (!same).then(|| format!("memory mode at n={ns}: {:?}, single-stepped: {:?}", levels[0], levels[1]));
+    Ok((Some(same), detail))
+}
+
+/// `detail` with `msg` added after what it already says.
+fn add_detail(detail: Option<String>, msg: String) -> Option<String> {
+    Some(match detail {
+        Some(x) => format!("{x}; {msg}"),
+        None => msg,
+    })
+}
+
+/// DRAM Q: checked for the streaming kernels (their compulsory traffic is what a cold,
+/// too-small hierarchy must move); the others' figure is shown, not judged. Whether it
+/// passed, and why not.
+fn judge_dram(kernel: &str, analytic: &Counts, dram_measured: Option<u64>) -> (bool, Option<String>) {
+    match dram_measured {
+        Some(d) if is_streaming(kernel) => {
             let e = rel_err(analytic.dram_bytes, d);
             let good = e <= DRAM_TOLERANCE;
-            if !good {
-                let msg = format!(
+            let why = (!good).then(|| {
+                format!(
                     "DRAM bytes: simulated {d}, compulsory {} ({:+.2} %, tolerance {:.0} %)",
                     analytic.dram_bytes,
                     100.0 * (d as f64 - analytic.dram_bytes as f64) / analytic.dram_bytes.max(1) as f64,
                     100.0 * DRAM_TOLERANCE
-                );
-                detail = Some(match detail {
-                    Some(x) => format!("{x}; {msg}"),
-                    None => msg,
-                });
-            }
-            good
+                )
+            });
+            (good, why)
         }
-        _ => true,
-    };
+        _ => (true, None),
+    }
+}
+
+/// The row of one kernel variant at `n`: what was measured against the analytic counts.
+fn judge_row(k: &dyn api::Kernel, v: Variant, n: usize, analytic: &Counts, measured: Measured) -> Row {
+    let Measured {
+        flops: flops_measured,
+        fma: fma_measured,
+        core: core_measured,
+        mut detail,
+        dram: dram_measured,
+        harness_bytes,
+        core_ok,
+        stepped_ok,
+        stepped_detail,
+    } = measured;
+    let flops_analytic = flops_map(analytic);
+    let fma_ok = analytic.fma_flops == fma_measured;
+    if !fma_ok {
+        let msg = format!("FMA flops: analytic {}, measured {fma_measured}", analytic.fma_flops);
+        detail = add_detail(detail, msg);
+    }
+    let (dram_ok, dram_why) = judge_dram(k.name(), analytic, dram_measured);
+    if let Some(msg) = dram_why {
+        detail = add_detail(detail, msg);
+    }
     if let Some(m) = stepped_detail {
-        detail = Some(match detail {
-            Some(x) => format!("{x}; {m}"),
-            None => m,
-        });
+        detail = add_detail(detail, m);
     }
     let ok = flops_analytic == flops_measured
         && fma_ok
         && core_ok.unwrap_or(analytic.core_bytes() == core_measured)
         && dram_ok
         && stepped_ok.unwrap_or(true);
-    Ok(Row {
+    Row {
         kernel: k.name().to_string(),
         variant: v.name().to_string(),
         n,
@@ -260,11 +360,11 @@ pub fn validate_one_with(
         core_measured,
         dram_analytic: analytic.dram_bytes,
         dram_measured,
-        core_harness_bytes: harness_out,
+        core_harness_bytes: harness_bytes,
         memory_matches_stepping: stepped_ok,
         ok,
         detail,
-    })
+    }
 }
 
 /// Every runnable variant of the selected suite kernels (`kernels` empty: all) against the

@@ -381,24 +381,52 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
     let w_kernels = find_kernels(&opts.kernels, DEFAULT_W_KERNELS)?;
     let dram_kernels = find_kernels(&opts.dram_kernels, DEFAULT_DRAM_KERNELS)?;
     let selection = (specs.clone(), n_counters, notes.clone());
+    let mut rows = class_rows(counters, &specs, &failed_to_open)?;
+    validate_w(&mut rows, counters, &selection, &w_kernels, opts)?;
+    add_uncovered_flops(&mut rows, &w_kernels, opts.working_set, &platform);
+    let idle_rate = if rows.contains_key("bytes.dram") {
+        validate_dram(&mut rows, counters, &selection, &dram_kernels, opts.min_time)?
+    } else {
+        None
+    };
+    let rows = judged_rows(rows);
+    if let Counters::Simulated { pmu, .. } = counters {
+        notes.retain(|n| *n != pmu.note());
+        notes.insert(0, pmu.note());
+    }
+    Ok(PerfValidation {
+        source: counters.source(),
+        platform,
+        rows,
+        failed_to_open,
+        idle_dram_bytes_per_second: idle_rate,
+        notes,
+    })
+}
+
+/// The row of `class` in `rows`, added empty where it is not there yet.
+fn row_of<'a>(rows: &'a mut BTreeMap<String, ClassRow>, class: &str) -> &'a mut ClassRow {
+    rows.entry(class.to_string()).or_insert_with(|| ClassRow {
+        class: class.to_string(),
+        events: Vec::new(),
+        samples: Vec::new(),
+        verdict: Verdict::Exact,
+        detail: Vec::new(),
+    })
+}
+
+/// One row per event class (W's classes, the FMA events' row, `bytes.dram`) with its events,
+/// those that failed to open included and said in the row's detail.
+fn class_rows(counters: &Counters, specs: &[CounterSpec], failed_to_open: &BTreeMap<String, String>) -> Result<BTreeMap<String, ClassRow>> {
     let all_specs: Vec<CounterSpec> = {
         // Every event of the platform, opened or not, for the class rows.
-        let mut v = specs.clone();
+        let mut v = specs.to_vec();
         if let Counters::Simulated { pmu, .. } = counters {
             v = pmu.counters(true, true)?.0;
         }
         v
     };
     let mut rows: BTreeMap<String, ClassRow> = BTreeMap::new();
-    let row = |rows: &mut BTreeMap<String, ClassRow>, class: &str| {
-        rows.entry(class.to_string()).or_insert_with(|| ClassRow {
-            class: class.to_string(),
-            events: Vec::new(),
-            samples: Vec::new(),
-            verdict: Verdict::Exact,
-            detail: Vec::new(),
-        });
-    };
     // Classes and their events, failed ones included.
     for s in all_specs.iter().chain(specs.iter()) {
         let class = match s.quantity.as_str() {
@@ -407,72 +435,95 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
             q if q.starts_with("bytes.dram") => "bytes.dram".to_string(),
             _ => continue,
         };
-        row(&mut rows, &class);
-        let r = rows.get_mut(&class).expect("inserted");
+        let r = row_of(&mut rows, &class);
         if !r.events.contains(&s.name) {
             r.events.push(s.name.clone());
         }
     }
-    for (name, why) in &failed_to_open {
+    for (name, why) in failed_to_open {
         if let Some(r) = rows.values_mut().find(|r| r.events.contains(name)) {
             r.detail.push(format!("{name} failed to open: {why}"));
         }
     }
-    // W: every runnable variant, at a cache-resident size.
-    for k in &w_kernels {
+    Ok(rows)
+}
+
+/// W: every runnable variant of the W kernels, at a cache-resident size, a sample in the FMA
+/// row and in every W class row the variant says something about.
+fn validate_w(
+    rows: &mut BTreeMap<String, ClassRow>,
+    counters: &Counters,
+    selection: &(Vec<CounterSpec>, u32, Vec<String>),
+    w_kernels: &[Box<dyn Kernel>],
+    opts: &Options,
+) -> Result<()> {
+    let specs = &selection.0;
+    for k in w_kernels {
         let n = k.size_for_bytes(opts.working_set);
         for &v in k.variants().iter().filter(|v| v.supported()) {
             eprintln!("roofline validate: {} {} n={n} (W)", k.name(), v);
-            let m = measure_w(counters, &selection, k.as_ref(), n, v, opts.min_time)?;
+            let m = measure_w(counters, selection, k.as_ref(), n, v, opts.min_time)?;
             if let Some(r) = rows.get_mut(FMA_ROW)
-                && let Some(sample) = fma_sample(k.as_ref(), n, v, &specs, &m)
+                && let Some(sample) = fma_sample(k.as_ref(), n, v, specs, &m)
             {
                 r.samples.push(sample);
             }
             for r in rows.values_mut().filter(|r| r.class.starts_with("flops.") && r.class != FMA_ROW) {
-                let class = &r.class["flops.".len()..];
-                let analytic = analytic_by_event_class(k.as_ref(), n, v, class);
-                if analytic == 0.0 && !m.flops.by_class.get(class).is_some_and(|x| *x > 0.5) {
-                    continue; // this kernel variant says nothing about this class
+                if let Some(sample) = flops_sample(r, k.as_ref(), n, v, specs, &m) {
+                    r.samples.push(sample);
                 }
-                let counted = r.events.iter().any(|e| specs.iter().any(|s| &s.name == e))
-                    && !m
-                        .extra
-                        .get("not_counted")
-                        .and_then(|v| v.as_array())
-                        .is_some_and(|nc| r.events.iter().all(|e| nc.iter().any(|x| x.as_str() == Some(e))));
-                let measured = if counted {
-                    Some(m.flops.by_class.get(class).copied().unwrap_or(0.0))
-                } else {
-                    None
-                };
-                let verdict = judge(analytic, measured, FLOPS_TOLERANCE);
-                r.samples.push(Sample {
-                    kernel: k.name().into(),
-                    variant: v.name().into(),
-                    n,
-                    analytic,
-                    measured,
-                    verdict,
-                });
             }
-            note_multiplexing(&mut rows, &m);
+            note_multiplexing(rows, &m);
         }
     }
-    // Analytic flops no event class covers at all: not counted.
+    Ok(())
+}
+
+/// The W of `k` at `n`, `v` in the class of row `r` against what its events read: None where
+/// this kernel variant says nothing about the class (no analytic flops there, none counted).
+/// The events count nothing where none opened or the measurement says none was counted.
+fn flops_sample(r: &ClassRow, k: &dyn Kernel, n: usize, v: Variant, specs: &[CounterSpec], m: &Measurement) -> Option<Sample> {
+    let class = &r.class["flops.".len()..];
+    let analytic = analytic_by_event_class(k, n, v, class);
+    if analytic == 0.0 && !m.flops.by_class.get(class).is_some_and(|x| *x > 0.5) {
+        return None;
+    }
+    let counted = r.events.iter().any(|e| specs.iter().any(|s| &s.name == e))
+        && !m
+            .extra
+            .get("not_counted")
+            .and_then(|v| v.as_array())
+            .is_some_and(|nc| r.events.iter().all(|e| nc.iter().any(|x| x.as_str() == Some(e))));
+    let measured = if counted {
+        Some(m.flops.by_class.get(class).copied().unwrap_or(0.0))
+    } else {
+        None
+    };
+    let verdict = judge(analytic, measured, FLOPS_TOLERANCE);
+    Some(Sample {
+        kernel: k.name().into(),
+        variant: v.name().into(),
+        n,
+        analytic,
+        measured,
+        verdict,
+    })
+}
+
+/// Analytic flops no event class covers at all: a row per such class, its samples not counted.
+fn add_uncovered_flops(rows: &mut BTreeMap<String, ClassRow>, w_kernels: &[Box<dyn Kernel>], working_set: u64, platform: &str) {
     let covered: Vec<String> = rows
         .keys()
         .filter(|c| *c != FMA_ROW)
         .filter_map(|c| c.strip_prefix("flops.").map(String::from))
         .collect();
-    for k in &w_kernels {
-        let n = k.size_for_bytes(opts.working_set);
+    for k in w_kernels {
+        let n = k.size_for_bytes(working_set);
         for &v in k.variants().iter().filter(|v| v.supported()) {
             for (c, f) in k.counts(n, v).flops.iter().filter(|(_, f)| **f > 0) {
                 if !covered.iter().any(|e| class_covers(e, c.key())) {
                     let class = format!("flops.{}", c.key());
-                    row(&mut rows, &class);
-                    let r = rows.get_mut(&class).expect("inserted");
+                    let r = row_of(rows, &class);
                     if r.detail.is_empty() {
                         r.detail.push(format!("no event of platform {platform} counts {}", c.key()));
                     }
@@ -488,59 +539,79 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
             }
         }
     }
-    // DRAM Q: streaming kernels past the last level, the idle background subtracted.
-    let mut idle_rate = None;
-    if rows.contains_key("bytes.dram") {
-        let llc = match counters {
-            Counters::Perf => crate::schema::ceilings::Host::detect().llc_total_bytes(),
-            Counters::Simulated { hierarchy, .. } => hierarchy.levels().last().map(|l| l.size_bytes).unwrap_or(0),
+}
+
+/// DRAM Q: the streaming kernels past the last level (their last runnable variant), the idle
+/// background subtracted; samples in the `bytes.dram` row, which must be there. Returns the
+/// idle background's rate.
+fn validate_dram(
+    rows: &mut BTreeMap<String, ClassRow>,
+    counters: &Counters,
+    selection: &(Vec<CounterSpec>, u32, Vec<String>),
+    dram_kernels: &[Box<dyn Kernel>],
+    min_time: f64,
+) -> Result<Option<f64>> {
+    let llc = match counters {
+        Counters::Perf => crate::schema::ceilings::Host::detect().llc_total_bytes(),
+        Counters::Simulated { hierarchy, .. } => hierarchy.levels().last().map(|l| l.size_bytes).unwrap_or(0),
+    };
+    let idle_rate = idle_dram_rate(counters, &selection.0, 0.2)?;
+    for k in dram_kernels {
+        let Some(v) = k.variants().iter().rev().copied().find(|v| v.supported()) else {
+            continue;
         };
-        idle_rate = idle_dram_rate(counters, &specs, 0.2)?;
-        for k in &dram_kernels {
-            let Some(v) = k.variants().iter().rev().copied().find(|v| v.supported()) else {
-                continue;
-            };
-            let n = k.size_for_bytes(4 * llc.max(1 << 16));
-            eprintln!("roofline validate: {} {} n={n} (DRAM Q at 4x the last level)", k.name(), v);
-            let m = measure(counters, &selection, k.as_ref(), n, v, opts.min_time)?;
-            let analytic = k.counts(n, v).dram_bytes as f64;
-            let r = rows.get_mut("bytes.dram").expect("present");
-            let counted = m
-                .provenance
-                .as_ref()
-                .and_then(|p| p.bytes.get("dram"))
-                .is_some_and(|s| *s != Source::Analytic);
-            let measured = if counted {
-                let raw = m.bytes.get("dram").copied().unwrap_or(0.0);
-                let secs = m.seconds_samples.iter().copied().fold(f64::NAN, f64::min);
-                let background = idle_rate.unwrap_or(0.0) * if secs.is_finite() { secs } else { 0.0 };
-                Some((raw - background).max(0.0))
-            } else {
-                None
-            };
-            if measured == Some(0.0) && analytic > 0.0 && !r.detail.iter().any(|d| d.contains("reads zero")) {
-                r.detail.push(
-                    "the uncore DRAM events read zero: an uncore PMU the hypervisor does not pass through, or a wrong NPS/channel mapping"
-                        .into(),
-                );
-            }
-            let verdict = judge(analytic, measured, DRAM_TOLERANCE);
-            r.samples.push(Sample {
-                kernel: k.name().into(),
-                variant: v.name().into(),
-                n,
-                analytic,
-                measured,
-                verdict,
-            });
+        let n = k.size_for_bytes(4 * llc.max(1 << 16));
+        eprintln!("roofline validate: {} {} n={n} (DRAM Q at 4x the last level)", k.name(), v);
+        let m = measure(counters, selection, k.as_ref(), n, v, min_time)?;
+        let analytic = k.counts(n, v).dram_bytes as f64;
+        let r = rows.get_mut("bytes.dram").expect("present");
+        let measured = dram_bytes_less_idle(&m, idle_rate);
+        if measured == Some(0.0) && analytic > 0.0 && !r.detail.iter().any(|d| d.contains("reads zero")) {
+            r.detail.push(
+                "the uncore DRAM events read zero: an uncore PMU the hypervisor does not pass through, or a wrong NPS/channel mapping"
+                    .into(),
+            );
         }
-        if let Some(rate) = idle_rate {
-            rows.get_mut("bytes.dram").expect("present").detail.push(format!(
-                "idle background {:.3} MB/s subtracted (system-wide events, nothing running)",
-                rate / 1e6
-            ));
-        }
+        let verdict = judge(analytic, measured, DRAM_TOLERANCE);
+        r.samples.push(Sample {
+            kernel: k.name().into(),
+            variant: v.name().into(),
+            n,
+            analytic,
+            measured,
+            verdict,
+        });
     }
+    if let Some(rate) = idle_rate {
+        rows.get_mut("bytes.dram").expect("present").detail.push(format!(
+            "idle background {:.3} MB/s subtracted (system-wide events, nothing running)",
+            rate / 1e6
+        ));
+    }
+    Ok(idle_rate)
+}
+
+/// The DRAM bytes the counters read in `m`, less the idle background over the fastest
+/// sample's time (`None`: DRAM bytes not counted).
+fn dram_bytes_less_idle(m: &Measurement, idle_rate: Option<f64>) -> Option<f64> {
+    let counted = m
+        .provenance
+        .as_ref()
+        .and_then(|p| p.bytes.get("dram"))
+        .is_some_and(|s| *s != Source::Analytic);
+    if counted {
+        let raw = m.bytes.get("dram").copied().unwrap_or(0.0);
+        let secs = m.seconds_samples.iter().copied().fold(f64::NAN, f64::min);
+        let background = idle_rate.unwrap_or(0.0) * if secs.is_finite() { secs } else { 0.0 };
+        Some((raw - background).max(0.0))
+    } else {
+        None
+    }
+}
+
+/// Each row's verdict, the worst of its samples; the rows that say something (samples, or
+/// events that failed to open), in class order.
+fn judged_rows(mut rows: BTreeMap<String, ClassRow>) -> Vec<ClassRow> {
     for r in rows.values_mut() {
         r.verdict = r.samples.iter().fold(Verdict::Exact, |v, s| v.worse(s.verdict));
         if r.samples.is_empty() {
@@ -553,22 +624,9 @@ pub fn validate(counters: &Counters, opts: &Options) -> Result<PerfValidation> {
             };
         }
     }
-    let rows: Vec<ClassRow> = rows
-        .into_values()
+    rows.into_values()
         .filter(|r| !r.samples.is_empty() || r.verdict == Verdict::NotCounted)
-        .collect();
-    if let Counters::Simulated { pmu, .. } = counters {
-        notes.retain(|n| *n != pmu.note());
-        notes.insert(0, pmu.note());
-    }
-    Ok(PerfValidation {
-        source: counters.source(),
-        platform,
-        rows,
-        failed_to_open,
-        idle_dram_bytes_per_second: idle_rate,
-        notes,
-    })
+        .collect()
 }
 
 /// The row of the FMA (MAC) events.

@@ -425,74 +425,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     let (flops, bytes, prov_bytes) = work_and_traffic(t, &r.levels);
     let memory = !r.levels.is_empty();
     let mut notes = r.notes.clone();
-    if t.unclassified > 0 {
-        notes.push(format!(
-            "{} executed instructions could not be decoded (see extra.unclassified)",
-            t.unclassified
-        ));
-    }
-    if t.effective_unknown > 0 {
-        notes.push("flops.effective unknown: some opmask values could not be read".into());
-    }
-    if t.tile_unknown > 0 {
-        notes.push(format!(
-            "{} AMX tile instructions ran while the tile configuration could not be read (see extra.tile_unknown): their work and bytes are not counted",
-            t.tile_unknown
-        ));
-    }
-    if r.stats.mispredicts > 0 {
-        notes.push(format!(
-            "{} traps were not where the run-ahead predicted: counts may be inexact (please report)",
-            r.stats.mispredicts
-        ));
-    }
-    if !r.stats.gaps.is_empty() {
-        let at: Vec<String> = r
-            .stats
-            .gaps
-            .iter()
-            .take(4)
-            .map(|(t, a)| {
-                if *a == 0 {
-                    format!("thread {t}, running")
-                } else {
-                    format!("thread {t} at {a:#x}")
-                }
-            })
-            .collect();
-        notes.push(format!(
-            "NOT COUNTED: {} stretch(es) ran natively while counting was on ({}): W and Q miss their work (please report)",
-            r.stats.gaps.len(),
-            at.join(", ")
-        ));
-    }
-    if r.stats.racy_passes > 0 {
-        let at: Vec<String> = r.stats.racy_at.iter().map(|a| format!("{a:#x}")).collect();
-        notes.push(format!(
-            "{} breakpoint(s) were stepped over with other threads running (no displaced copy could be made, at {}): \
-             a thread passing there meanwhile ran uncounted; W and Q may be low",
-            r.stats.racy_passes,
-            at.join(", ")
-        ));
-    }
-    if !r.stats.restart_hazards.is_empty() || r.stats.scratch_overwrites > 0 {
-        let at: Vec<String> = r
-            .stats
-            .restart_hazards
-            .iter()
-            .map(|(t, a)| format!("thread {t} to {a:#x}"))
-            .collect();
-        notes.push(format!(
-            "TRACER INVARIANT BROKEN: {} move(s) of a thread with a system call restart pending ({}), {} scratch slot(s) \
-             found written: the program may have run wrongly under trace (please report)",
-            r.stats.restart_hazards.len(),
-            at.join(", "),
-            r.stats.scratch_overwrites
-        ));
-    }
-    if r.stats.loop_count_errors > 0 {
-        notes.push(format!("{} native loop trip counts were inexact", r.stats.loop_count_errors));
-    }
+    notes.extend(counting_notes(t));
+    notes.extend(tracer_notes(&r.stats));
     let mut extra = BTreeMap::new();
     let mut put = |k: &str, v: serde_json::Value| {
         extra.insert(k.to_string(), v);
@@ -506,108 +440,12 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     if t.tile_unknown > 0 {
         put("tile_unknown", t.tile_unknown.into());
     }
-    put(
-        "trace",
-        serde_json::json!({
-            "stops": r.stats.stops,
-            "single_steps": r.stats.steps,
-            "blocks_decoded": r.stats.blocks_decoded,
-            "native_loops": r.stats.native_loops,
-            "step_overs": r.stats.step_overs,
-            "step_throughs": r.stats.step_throughs,
-            "run_ahead_blocks": r.stats.run_ahead_blocks,
-            "emulated_instructions": r.stats.emulated_instructions,
-            "xstate_reads": r.stats.xstate_reads,
-            "mispredicts": r.stats.mispredicts,
-            "exit_state_mismatches": r.stats.exit_state_mismatches,
-            "processes": r.stats.processes,
-            "threads": r.stats.threads,
-            "displaced": r.stats.displaced,
-            "racy_passes": r.stats.racy_passes,
-            "stepped_into_breakpoints": r.stats.stepped_into_bps,
-            "inside_counted_blocks": r.stats.inside_counted,
-            "tile_restarts": r.stats.tile_restarts,
-            "joined": r.stats.joined,
-            "emulated_blocks": r.stats.emulated_blocks,
-            "fed_by_steps": r.stats.fed_by_steps,
-            "replayed_loops": r.stats.replayed_loops,
-            "held_paths": r.stats.held_paths,
-            "hold_timeouts": r.stats.hold_timeouts,
-            "interrupted_steps": r.stats.interrupted_steps,
-            "restart_hazards": r.stats.restart_hazards.len(),
-            "exit_state_details": r.stats.exit_state_details.iter().map(|d| serde_json::json!({
-                "at": format!("{:#x}", d.at),
-                "from": format!("{:#x}", d.from),
-                "blocks": d.blocks,
-                "last": format!("{:#x}", d.last),
-                "differing": d.differing.iter().map(|(r, e, a)| format!("{r}: predicted {e:#x}, actual {a:#x}")).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "scratch_overwrites": r.stats.scratch_overwrites,
-            "step_through_causes": r.stats.step_through_causes,
-            "path_ends": r.stats.path_ends,
-            "emulator_page_reads": r.stats.emulator_page_reads,
-            "gaps": r.stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
-        }),
-    );
+    put("trace", trace_stats_json(&r.stats));
     // Per thread: what it counted and how it was let run (docs/trace.md, "Every thread").
-    let per_thread: Vec<serde_json::Value> = r
-        .stats
-        .per_thread
-        .iter()
-        .map(|t| {
-            serde_json::json!({
-                "thread": t.tid,
-                "process": t.process,
-                "instructions": t.instructions,
-                "flops": t.flops,
-                "core_bytes": t.core_bytes,
-                "block_traps": t.block_traps,
-                "single_steps": t.steps,
-                "native_loops": t.native_loops,
-                "resumed_outside_counting": t.outside_resumes,
-            })
-        })
-        .collect();
-    put("per_thread", per_thread.into());
+    put("per_thread", per_thread_json(&r.stats));
     if by_function {
-        let rows: Vec<serde_json::Value> = r
-            .per_function
-            .iter()
-            .map(|(name, f)| {
-                serde_json::json!({
-                    "function": name,
-                    "instructions": f.instructions,
-                    "flops": f.flops_total(),
-                    "flops_by_class": f.flops.iter().enumerate().filter(|(_, v)| **v > 0).map(|(i, v)| (tally::class_key(i).to_string(), *v)).collect::<BTreeMap<_, _>>(),
-                    "core_bytes": f.core_load + f.core_store,
-                    "stack_bytes": f.stack,
-                })
-            })
-            .collect();
-        put("by_function", rows.into());
-        let lines: Vec<serde_json::Value> = r
-            .per_line
-            .iter()
-            .map(|l| {
-                let mut row = serde_json::json!({
-                    "line": l.line,
-                    "function": l.function,
-                    "instructions": l.tally.instructions,
-                    "flops": l.tally.flops_total(),
-                    "core_bytes": l.tally.core_load + l.tally.core_store,
-                    "chains": l.chains.iter().take(CHAINS_PER_LINE).map(|(frames, t)| serde_json::json!({
-                        "frames": frames.iter().map(|f| serde_json::json!({"function": &*f.function, "line": f.line.as_deref()})).collect::<Vec<_>>(),
-                        "instructions": t.instructions,
-                        "flops": t.flops_total(),
-                    })).collect::<Vec<_>>(),
-                });
-                if l.chains.len() > CHAINS_PER_LINE {
-                    row["chains_left_off"] = (l.chains.len() - CHAINS_PER_LINE).into();
-                }
-                row
-            })
-            .collect();
-        put("by_line", lines.into());
+        put("by_function", by_function_json(&r.per_function));
+        put("by_line", by_line_json(&r.per_line));
     }
     Measurement {
         flops,
@@ -625,6 +463,194 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
         extra,
         regions: r.regions.iter().map(|g| region_measurement(g, memory)).collect(),
     }
+}
+
+/// Notes on what the count leaves out: instructions not decoded, opmasks and tile
+/// configurations not read.
+fn counting_notes(t: &Tally) -> Vec<String> {
+    let mut notes = Vec::new();
+    if t.unclassified > 0 {
+        notes.push(format!(
+            "{} executed instructions could not be decoded (see extra.unclassified)",
+            t.unclassified
+        ));
+    }
+    if t.effective_unknown > 0 {
+        notes.push("flops.effective unknown: some opmask values could not be read".into());
+    }
+    if t.tile_unknown > 0 {
+        notes.push(format!(
+            "{} AMX tile instructions ran while the tile configuration could not be read (see extra.tile_unknown): their work and bytes are not counted",
+            t.tile_unknown
+        ));
+    }
+    notes
+}
+
+/// Notes on where the tracer itself may have counted wrongly: mispredicted traps, stretches run
+/// natively while counting, racy step-overs, broken invariants, inexact loop trip counts.
+fn tracer_notes(stats: &DriverStats) -> Vec<String> {
+    let mut notes = Vec::new();
+    if stats.mispredicts > 0 {
+        notes.push(format!(
+            "{} traps were not where the run-ahead predicted: counts may be inexact (please report)",
+            stats.mispredicts
+        ));
+    }
+    if !stats.gaps.is_empty() {
+        let at: Vec<String> = stats
+            .gaps
+            .iter()
+            .take(4)
+            .map(|(t, a)| {
+                if *a == 0 {
+                    format!("thread {t}, running")
+                } else {
+                    format!("thread {t} at {a:#x}")
+                }
+            })
+            .collect();
+        notes.push(format!(
+            "NOT COUNTED: {} stretch(es) ran natively while counting was on ({}): W and Q miss their work (please report)",
+            stats.gaps.len(),
+            at.join(", ")
+        ));
+    }
+    if stats.racy_passes > 0 {
+        let at: Vec<String> = stats.racy_at.iter().map(|a| format!("{a:#x}")).collect();
+        notes.push(format!(
+            "{} breakpoint(s) were stepped over with other threads running (no displaced copy could be made, at {}): \
+             a thread passing there meanwhile ran uncounted; W and Q may be low",
+            stats.racy_passes,
+            at.join(", ")
+        ));
+    }
+    if !stats.restart_hazards.is_empty() || stats.scratch_overwrites > 0 {
+        let at: Vec<String> = stats.restart_hazards.iter().map(|(t, a)| format!("thread {t} to {a:#x}")).collect();
+        notes.push(format!(
+            "TRACER INVARIANT BROKEN: {} move(s) of a thread with a system call restart pending ({}), {} scratch slot(s) \
+             found written: the program may have run wrongly under trace (please report)",
+            stats.restart_hazards.len(),
+            at.join(", "),
+            stats.scratch_overwrites
+        ));
+    }
+    if stats.loop_count_errors > 0 {
+        notes.push(format!("{} native loop trip counts were inexact", stats.loop_count_errors));
+    }
+    notes
+}
+
+/// `extra.trace`: how the tracer ran (stops, steps, blocks, run-ahead, displaced execution)
+/// and what went wrong.
+fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
+    serde_json::json!({
+        "stops": stats.stops,
+        "single_steps": stats.steps,
+        "blocks_decoded": stats.blocks_decoded,
+        "native_loops": stats.native_loops,
+        "step_overs": stats.step_overs,
+        "step_throughs": stats.step_throughs,
+        "run_ahead_blocks": stats.run_ahead_blocks,
+        "emulated_instructions": stats.emulated_instructions,
+        "xstate_reads": stats.xstate_reads,
+        "mispredicts": stats.mispredicts,
+        "exit_state_mismatches": stats.exit_state_mismatches,
+        "processes": stats.processes,
+        "threads": stats.threads,
+        "displaced": stats.displaced,
+        "racy_passes": stats.racy_passes,
+        "stepped_into_breakpoints": stats.stepped_into_bps,
+        "inside_counted_blocks": stats.inside_counted,
+        "tile_restarts": stats.tile_restarts,
+        "joined": stats.joined,
+        "emulated_blocks": stats.emulated_blocks,
+        "fed_by_steps": stats.fed_by_steps,
+        "replayed_loops": stats.replayed_loops,
+        "held_paths": stats.held_paths,
+        "hold_timeouts": stats.hold_timeouts,
+        "interrupted_steps": stats.interrupted_steps,
+        "restart_hazards": stats.restart_hazards.len(),
+        "exit_state_details": stats.exit_state_details.iter().map(|d| serde_json::json!({
+            "at": format!("{:#x}", d.at),
+            "from": format!("{:#x}", d.from),
+            "blocks": d.blocks,
+            "last": format!("{:#x}", d.last),
+            "differing": d.differing.iter().map(|(r, e, a)| format!("{r}: predicted {e:#x}, actual {a:#x}")).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "scratch_overwrites": stats.scratch_overwrites,
+        "step_through_causes": stats.step_through_causes,
+        "path_ends": stats.path_ends,
+        "emulator_page_reads": stats.emulator_page_reads,
+        "gaps": stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
+    })
+}
+
+/// `extra.per_thread`: what each thread counted and how it was let run.
+fn per_thread_json(stats: &DriverStats) -> serde_json::Value {
+    let per_thread: Vec<serde_json::Value> = stats
+        .per_thread
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "thread": t.tid,
+                "process": t.process,
+                "instructions": t.instructions,
+                "flops": t.flops,
+                "core_bytes": t.core_bytes,
+                "block_traps": t.block_traps,
+                "single_steps": t.steps,
+                "native_loops": t.native_loops,
+                "resumed_outside_counting": t.outside_resumes,
+            })
+        })
+        .collect();
+    per_thread.into()
+}
+
+/// `extra.by_function` (`--by-function`): work per function.
+fn by_function_json(per_function: &[(String, Tally)]) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = per_function
+        .iter()
+        .map(|(name, f)| {
+            serde_json::json!({
+                "function": name,
+                "instructions": f.instructions,
+                "flops": f.flops_total(),
+                "flops_by_class": f.flops.iter().enumerate().filter(|(_, v)| **v > 0).map(|(i, v)| (tally::class_key(i).to_string(), *v)).collect::<BTreeMap<_, _>>(),
+                "core_bytes": f.core_load + f.core_store,
+                "stack_bytes": f.stack,
+            })
+        })
+        .collect();
+    rows.into()
+}
+
+/// `extra.by_line` (`--by-function`): work per source line, with its first
+/// `CHAINS_PER_LINE` inline chains.
+fn by_line_json(per_line: &[SourceLine]) -> serde_json::Value {
+    let lines: Vec<serde_json::Value> = per_line
+        .iter()
+        .map(|l| {
+            let mut row = serde_json::json!({
+                "line": l.line,
+                "function": l.function,
+                "instructions": l.tally.instructions,
+                "flops": l.tally.flops_total(),
+                "core_bytes": l.tally.core_load + l.tally.core_store,
+                "chains": l.chains.iter().take(CHAINS_PER_LINE).map(|(frames, t)| serde_json::json!({
+                    "frames": frames.iter().map(|f| serde_json::json!({"function": &*f.function, "line": f.line.as_deref()})).collect::<Vec<_>>(),
+                    "instructions": t.instructions,
+                    "flops": t.flops_total(),
+                })).collect::<Vec<_>>(),
+            });
+            if l.chains.len() > CHAINS_PER_LINE {
+                row["chains_left_off"] = (l.chains.len() - CHAINS_PER_LINE).into();
+            }
+            row
+        })
+        .collect();
+    lines.into()
 }
 
 /// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q.
