@@ -1,5 +1,6 @@
-//! `trace_forked` (what `roofline validate --backend trace` runs each kernel through).
-//! Its own test binary with one test: the tracer waits for any child of this process.
+//! `trace_forked` (what `roofline validate --backend trace` runs each kernel through), and a
+//! tracer beside other threads of the same process that have children of their own: it waits
+//! only for the children of its own thread.
 
 use roofline::counters::trace::{self, TraceMode};
 
@@ -55,4 +56,46 @@ fn forked_work_is_counted_exactly_and_only_the_work() {
     assert_eq!(t.core_load - base.core_load, 32 * (n - n0));
     assert_eq!(t.core_store, base.core_store);
     assert!(r.stats.stops < 64, "the loop runs natively: {} stops", r.stats.stops);
+}
+
+/// A tracer in one thread while another thread of the process spawns and waits for children
+/// of its own (as a test harness, a doctor probe or the traced program's host does): the
+/// tracer must not take those children's stops or exits, nor they the tracer's. Before the
+/// tracer waited only for its own thread's children, both sides could hang, or the other
+/// thread's wait failed with ECHILD.
+#[test]
+fn a_tracer_takes_no_other_threads_children() {
+    let rounds = 8;
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let tracer_done = done_tx.clone();
+    std::thread::spawn(move || {
+        let x = [1.0f64, 2.0, 3.0, 4.0];
+        for i in 0..rounds {
+            let n = 200 + 37 * i as u64;
+            let mut f = || work(std::hint::black_box(n), &x);
+            let r = trace::trace_forked(&mut f, TraceMode::Flops, false).map(|r| r.total.instructions);
+            tracer_done.send(("tracer", r.map(|_| ()).map_err(|e| e.to_string()))).unwrap();
+        }
+    });
+    std::thread::spawn(move || {
+        for _ in 0..rounds * 4 {
+            let r = std::process::Command::new("true").status();
+            let outcome = match r {
+                Ok(s) if s.success() => Ok(()),
+                Ok(s) => Err(format!("true exited with {s}")),
+                Err(e) => Err(format!("waiting for our own child failed: {e}")),
+            };
+            done_tx.send(("spawner", outcome)).unwrap();
+        }
+    });
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..rounds * 5 {
+        let (who, outcome) = done_rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("a side hung: finished so far {seen:?}"));
+        outcome.unwrap_or_else(|e| panic!("{who}: {e}"));
+        *seen.entry(who).or_insert(0) += 1;
+    }
+    assert_eq!(seen.get("tracer"), Some(&rounds));
+    assert_eq!(seen.get("spawner"), Some(&(rounds * 4)));
 }

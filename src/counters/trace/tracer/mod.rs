@@ -416,7 +416,7 @@ impl<'s> Tracer<'s> {
                     Err(e) => return Err(io("waitpid", e)),
                 }
             } else {
-                match waitpid(None, Some(WaitPidFlag::__WALL)) {
+                match waitpid(None, Some(any_own_child())) {
                     Ok(s) => s,
                     Err(Errno::EINTR) => continue,
                     Err(Errno::ECHILD) => break,
@@ -479,7 +479,7 @@ impl<'s> Tracer<'s> {
     /// the next wait status comes. None when the stepping thread went idle (asleep in a system
     /// call) or the wait was interrupted: ask again.
     fn lockstep_wait(&mut self) -> std::result::Result<Option<WaitStatus>, Errno> {
-        let now_only = Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG);
+        let now_only = Some(any_own_child() | WaitPidFlag::WNOHANG);
         // Statuses already there first: threads outside the turns, idle threads woken.
         match waitpid(None, now_only)? {
             WaitStatus::StillAlive => {}
@@ -498,7 +498,7 @@ impl<'s> Tracer<'s> {
         };
         if !turn.syscall {
             // One instruction: its stop comes.
-            return waitpid(None, Some(WaitPidFlag::__WALL)).map(Some);
+            return waitpid(None, Some(any_own_child())).map(Some);
         }
         let mut rounds = 0u32;
         loop {
@@ -553,7 +553,7 @@ impl<'s> Tracer<'s> {
         for p in pids {
             let _ = nix::sys::signal::kill(p, Signal::SIGKILL);
         }
-        while let Ok(s) = waitpid(None, Some(WaitPidFlag::__WALL)) {
+        while let Ok(s) = waitpid(None, Some(any_own_child())) {
             match s {
                 WaitStatus::StillAlive => break,
                 // Killed tracees stop once more at their exit event (PTRACE_O_TRACEEXIT):
@@ -805,4 +805,14 @@ pub struct ExitStateDetail {
     pub last: u64,
     /// (register, predicted, actual) of each register that differs.
     pub differing: Vec<(&'static str, u64, u64)>,
+}
+
+/// The flags of a wait for any tracee of this tracer: every thread (`__WALL`), and only the
+/// children of the calling thread (`__WNOTHREAD`). The tracer forks or spawns its tracee
+/// from the thread that then waits, and the kernel attaches the tracee's new threads to that
+/// thread; without `__WNOTHREAD` a wait for "any child" also takes the stops of children
+/// another thread of this process traces or waits for (two tracers in one test binary, or a
+/// program's own child), and both hang.
+fn any_own_child() -> WaitPidFlag {
+    WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD
 }
