@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use super::common::OutputArgs;
 use crate::model::{ComputeRoof, RoofSet};
 use crate::report::{self, PlotKind, Point, View};
+use crate::schema::documents::{COMPARE_SCHEMA, CompareDocument, CompareRoof, CompareRow, Document};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -141,6 +142,16 @@ pub fn precision_line(cpu: (&str, Option<&ComputeRoof>), gpu: (&str, Option<&Com
     line
 }
 
+/// The roof a compared point was read against, as the document names it.
+fn compare_roof(r: &ComputeRoof) -> CompareRoof {
+    CompareRoof {
+        key: r.key(),
+        label: r.label(),
+        gflops: r.gflops,
+        empirical: r.empirical,
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut aliases = Vec::new();
     for p in &args.pair {
@@ -209,27 +220,41 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for w in &caveats {
             table += &format!("  note: {w}\n");
         }
-        doc.push(
-            serde_json::json!({"kernel": k, "cpu": c.name, "gpu": g.name, "cpu_seconds": c.seconds, "gpu_seconds": g.seconds,
-            "cpu_gflops": c.gflops, "gpu_gflops": g.gflops, "cpu_roof_fraction": frac(c), "gpu_roof_fraction": frac(g),
-            "speedup_time": speedup, "speedup_rate": per_work, "caveats": caveats,
-            "cpu_precision": cpu_prec.0, "gpu_precision": gpu_prec.0,
-            "cpu_roof": cpu_prec.1.map(|r| serde_json::json!({"key": r.key(), "label": r.label(), "gflops": r.gflops, "empirical": r.empirical})),
-            "gpu_roof": gpu_prec.1.map(|r| serde_json::json!({"key": r.key(), "label": r.label(), "gflops": r.gflops, "empirical": r.empirical})),
-            "same_precision": crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0)}),
-        );
+        doc.push(CompareRow {
+            kernel: k.clone(),
+            cpu: c.name.clone(),
+            gpu: g.name.clone(),
+            cpu_seconds: c.seconds,
+            gpu_seconds: g.seconds,
+            cpu_gflops: c.gflops,
+            gpu_gflops: g.gflops,
+            cpu_roof_fraction: frac(c),
+            gpu_roof_fraction: frac(g),
+            speedup_time: speedup,
+            speedup_rate: per_work,
+            caveats,
+            cpu_precision: cpu_prec.0.into(),
+            gpu_precision: gpu_prec.0.into(),
+            cpu_roof: cpu_prec.1.map(compare_roof),
+            gpu_roof: gpu_prec.1.map(compare_roof),
+            same_precision: crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0),
+        });
     }
-    let json = serde_json::json!({"schema": "roofline.compare/1", "rows": doc});
+    let json = CompareDocument {
+        schema: COMPARE_SCHEMA.into(),
+        rows: doc,
+    }
+    .to_json();
     if let Some((file, ext)) = out {
         if ext == "json" {
-            file.write(&serde_json::to_vec_pretty(&json)?)?;
+            file.write(json.as_bytes())?;
         } else {
             report::write_view(&view, &file.path)?;
         }
         eprintln!("roofline: wrote {}", file.path.display());
     }
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        println!("{json}");
     } else {
         print!("{table}");
     }

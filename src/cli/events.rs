@@ -8,6 +8,7 @@ use super::common::{OutputArgs, PlatformArg};
 use crate::counters::events::{self as ev, PerfStatPlan};
 use crate::error::Error;
 use crate::machine::Platform;
+use crate::schema::documents::{Document, EVENTS_SCHEMA, EventEntry, EventsDocument};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -55,26 +56,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let plan = PerfStatPlan::new(&platform, !args.no_smt, args.optional, !args.no_uncore);
     let line = plan.command_line(&args.command);
     let selected = ev::selected(&platform, args.optional, !args.no_uncore);
-    let doc = serde_json::json!({
-        "schema": "roofline.events/1",
-        "platform": platform.key,
-        "platform_name": platform.name,
-        "platform_from": how,
-        "smt": !args.no_smt,
-        "gp_counters": plan.gp_counters,
-        "perf_command": line,
-        "event_args": plan.event_args,
-        "system_wide": plan.system_wide,
-        "events": selected.iter().map(|e| serde_json::json!({
-            "name": e.name, "perf": ev::perf_event_syntax(e), "pmu": e.pmu, "quantity": e.quantity,
-            "class": e.class, "weight": e.weight, "counters": e.counters, "paired": e.paired,
-            "unreliable": e.unreliable, "optional": e.optional, "caveat": e.caveat,
-        })).collect::<Vec<_>>(),
-        "notes": plan.notes,
-    });
+    let doc = EventsDocument {
+        schema: EVENTS_SCHEMA.into(),
+        platform: platform.key.clone(),
+        platform_name: platform.name.clone(),
+        platform_from: how.clone(),
+        smt: !args.no_smt,
+        gp_counters: plan.gp_counters,
+        perf_command: line.clone(),
+        event_args: plan.event_args.clone(),
+        system_wide: plan.system_wide,
+        events: selected
+            .iter()
+            .map(|e| EventEntry {
+                name: e.name.clone(),
+                perf: ev::perf_event_syntax(e),
+                pmu: e.pmu.clone(),
+                quantity: e.quantity.clone(),
+                class: e.class.clone(),
+                weight: e.weight,
+                counters: e.counters.clone(),
+                paired: e.paired,
+                unreliable: e.unreliable,
+                optional: e.optional,
+                caveat: e.caveat.clone(),
+            })
+            .collect(),
+        notes: plan.notes.clone(),
+    };
     if let Some((file, ext)) = out {
         let data = match ext.as_str() {
-            "json" => serde_json::to_string_pretty(&doc)? + "\n",
+            "json" => doc.to_json() + "\n",
             _ => format!(
                 "#!/bin/sh\n# {} ({}): counters for `roofline import perf-stat perf-stat.csv`\n{line}\n",
                 platform.name, platform.key
@@ -83,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         file.write(data.as_bytes())?;
     }
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", doc.to_json());
         return Ok(0);
     }
     println!(

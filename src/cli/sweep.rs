@@ -7,6 +7,7 @@ use super::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::ceilings::{self, measure::Budget, sweep};
 use crate::error::Error;
 use crate::kernels::Variant;
+use crate::schema::documents::{Document, SweepDocument};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -160,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
         sweep::classify(&mut s, peak, &|level| roofs.bandwidth_gbs.get(&level.to_ascii_lowercase()).copied());
     }
-    let json = serde_json::to_string_pretty(&serde_json::json!({ "schema": "roofline.sweep/1", "sweep": s }))?;
+    let json = SweepDocument::new(&s).to_json();
     if let Some((f, _)) = out {
         f.write(json.as_bytes())?;
     }

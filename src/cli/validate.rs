@@ -10,6 +10,7 @@ use crate::counters::BackendKind;
 use crate::counters::cachesim;
 use crate::counters::trace::{self, TraceMode, TraceOptions};
 use crate::error::Error;
+use crate::schema::documents::{Document, Tolerance, VALIDATE_PERF_SCHEMA, VALIDATE_SCHEMA, ValidateDocument, ValidatePerfDocument};
 use crate::validate::{DEFAULT_VALIDATE_CACHE, DRAM_TOLERANCE, Row, rel_err, rows_report, validate_suite};
 
 /// The backends `validate` validates.
@@ -201,20 +202,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         eprintln!("roofline validate: no kernel variant to validate (the suite is empty or none runs on this CPU)");
     }
     let all_ok = rows.iter().all(|r| r.ok);
-    let doc = serde_json::json!({
-        "schema": "roofline.validate/1",
-        "backend": backend.name(),
-        "seed": seed,
-        "tolerance": if sim.is_some() {
-            serde_json::json!({"flops": 0.0, "core_bytes": 0.0, "dram_bytes": DRAM_TOLERANCE})
-        } else {
-            serde_json::json!({"flops": 0.0, "core_bytes": 0.0})
+    let doc = ValidateDocument {
+        schema: VALIDATE_SCHEMA.into(),
+        backend: backend.name().into(),
+        seed,
+        tolerance: Tolerance {
+            flops: 0.0,
+            core_bytes: Some(0.0),
+            dram_bytes: sim.is_some().then_some(DRAM_TOLERANCE),
         },
-        "cache": sim.as_ref().map(|(h, _)| h.note()),
-        "ok": all_ok,
-        "rows": rows,
-    });
-    let text = serde_json::to_string_pretty(&doc)?;
+        cache: sim.as_ref().map(|(h, _)| h.note()),
+        ok: all_ok,
+        rows: rows.iter().collect(),
+    };
+    let text = doc.to_json();
     if let Some((file, _)) = out {
         file.write(text.as_bytes())?;
     }
@@ -280,14 +281,18 @@ fn run_perf(args: &Args, working_set: u64, out: Option<(crate::util::OutputFile,
         Ok(path) => eprintln!("roofline validate: trust table written to {}", path.display()),
         Err(e) => eprintln!("roofline validate: trust table not saved: {}", e.to_string().replace('\n', ";")),
     }
-    let doc = serde_json::json!({
-        "schema": "roofline.validate-perf/1",
-        "backend": v.source.name(),
-        "tolerance": {"flops": perf::FLOPS_TOLERANCE, "dram_bytes": perf::DRAM_TOLERANCE},
-        "ok": v.all_passed(),
-        "validation": v,
-    });
-    let text = serde_json::to_string_pretty(&doc)?;
+    let doc = ValidatePerfDocument {
+        schema: VALIDATE_PERF_SCHEMA.into(),
+        backend: v.source.name().into(),
+        tolerance: Tolerance {
+            flops: perf::FLOPS_TOLERANCE,
+            core_bytes: None,
+            dram_bytes: Some(perf::DRAM_TOLERANCE),
+        },
+        ok: v.all_passed(),
+        validation: &v,
+    };
+    let text = doc.to_json();
     if let Some((file, _)) = out {
         file.write(text.as_bytes())?;
     }

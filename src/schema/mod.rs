@@ -3,9 +3,12 @@
 //! counters, model, report views, cli).
 //!
 //! - [`report`]: `roofline.report/1` (Report, Point, Flops, Bytes, Provenance, Roofs);
+//! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
+//!   the kernel list;
 //! - [`environment`]: where and how a report was produced;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
 
+pub mod documents;
 pub mod environment;
 pub mod report;
 pub mod stats;
