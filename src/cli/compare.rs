@@ -142,6 +142,46 @@ pub fn precision_line(cpu: (&str, Option<&ComputeRoof>), gpu: (&str, Option<&Com
     line
 }
 
+/// The compute roofs the two sides of a compared row were read against, CPU then GPU.
+pub type RowRoofs<'a> = (Option<&'a ComputeRoof>, Option<&'a ComputeRoof>);
+
+/// Per kernel: times, rates, roof fractions and the speedup, then the precision line and the
+/// caveats. `roofs` holds each row's roofs, in the rows' order.
+fn compare_table(rows: &[CompareRow], roofs: &[RowRoofs]) -> String {
+    let mut table =
+        String::from("kernel            CPU ms     GPU ms   CPU GFLOP/s   GPU GFLOP/s  CPU roof%  GPU roof%  GPU/CPU speedup\n");
+    for (r, (cpu_roof, gpu_roof)) in rows.iter().zip(roofs) {
+        // Unknown values print as "-", never as 0.0 or NaN.
+        let num = |x: Option<f64>, scale: f64, prec: usize| {
+            x.filter(|v| v.is_finite())
+                .map(|v| format!("{:.*}", prec, v * scale))
+                .unwrap_or_else(|| "-".into())
+        };
+        let times = |x: Option<f64>| x.map(|v| format!("{v:.1}x")).unwrap_or_else(|| "-".into());
+        let time = |t: f64| (t > 0.0).then_some(t);
+        table += &format!(
+            "{:<16} {:>8} {:>10} {:>13} {:>13} {:>10} {:>10} {:>10} (rate {})\n",
+            r.kernel,
+            num(time(r.cpu_seconds), 1e3, 3),
+            num(time(r.gpu_seconds), 1e3, 3),
+            num(r.cpu_gflops, 1.0, 1),
+            num(r.gpu_gflops, 1.0, 1),
+            num(r.cpu_roof_fraction, 100.0, 1),
+            num(r.gpu_roof_fraction, 100.0, 1),
+            times(r.speedup_time),
+            times(r.speedup_rate)
+        );
+        table += &format!(
+            "  {}\n",
+            precision_line((&r.cpu_precision, *cpu_roof), (&r.gpu_precision, *gpu_roof))
+        );
+        for w in &r.caveats {
+            table += &format!("  note: {w}\n");
+        }
+    }
+    table
+}
+
 /// The roof a compared point was read against, as the document names it.
 fn compare_roof(r: &ComputeRoof) -> CompareRoof {
     CompareRoof {
@@ -179,9 +219,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ));
     }
     let frac = |p: &Point| p.roof_fraction.filter(|f| f.is_finite());
-    let mut table =
-        String::from("kernel            CPU ms     GPU ms   CPU GFLOP/s   GPU GFLOP/s  CPU roof%  GPU roof%  GPU/CPU speedup\n");
     let mut doc = Vec::new();
+    let mut roofs = Vec::new();
     for (k, c, g) in &rows {
         let finite = |x: f64| x.is_finite().then_some(x);
         let speedup = if g.seconds > 0.0 { finite(c.seconds / g.seconds) } else { None };
@@ -190,36 +229,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (Some(cg), Some(gg)) if cg > 0.0 => finite(gg / cg),
             _ => None,
         };
-        // Unknown values print as "-", never as 0.0 or NaN.
-        let num = |x: Option<f64>, scale: f64, prec: usize| {
-            x.filter(|v| v.is_finite())
-                .map(|v| format!("{:.*}", prec, v * scale))
-                .unwrap_or_else(|| "-".into())
-        };
-        let times = |x: Option<f64>| x.map(|v| format!("{v:.1}x")).unwrap_or_else(|| "-".into());
-        let time = |t: f64| (t > 0.0).then_some(t);
-        table += &format!(
-            "{:<16} {:>8} {:>10} {:>13} {:>13} {:>10} {:>10} {:>10} (rate {})\n",
-            k,
-            num(time(c.seconds), 1e3, 3),
-            num(time(g.seconds), 1e3, 3),
-            num(c.gflops, 1.0, 1),
-            num(g.gflops, 1.0, 1),
-            num(frac(c), 100.0, 1),
-            num(frac(g), 100.0, 1),
-            times(speedup),
-            times(per_work)
-        );
         let caveats: Vec<String> = [("CPU", *c), ("GPU", *g)]
             .iter()
             .filter_map(|(side, p)| not_near_best(side, p))
             .collect();
         let cpu_prec = precision_roof(c, &view.reports[0].roofs);
         let gpu_prec = precision_roof(g, &view.reports[1].roofs);
-        table += &format!("  {}\n", precision_line(cpu_prec, gpu_prec));
-        for w in &caveats {
-            table += &format!("  note: {w}\n");
-        }
+        roofs.push((cpu_prec.1, gpu_prec.1));
         doc.push(CompareRow {
             kernel: k.clone(),
             cpu: c.name.clone(),
@@ -240,6 +256,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             same_precision: crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0),
         });
     }
+    let table = compare_table(&doc, &roofs);
     let json = CompareDocument {
         schema: COMPARE_SCHEMA.into(),
         rows: doc,

@@ -98,17 +98,27 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", doc.to_json());
         return Ok(0);
     }
-    println!(
-        "# {} ({}, from {how}); import with: roofline import perf-stat perf-stat.csv --platform {}",
-        platform.name, platform.key, platform.key
+    print!("{}", events_table(&doc));
+    for n in &plan.notes {
+        eprintln!("note: {n}");
+    }
+    Ok(0)
+}
+
+/// The perf line under a comment naming the platform, then the events: PMU, quantity, class,
+/// weight, the counters each can use and its flags.
+fn events_table(doc: &EventsDocument) -> String {
+    let mut s = format!(
+        "# {} ({}, from {}); import with: roofline import perf-stat perf-stat.csv --platform {}\n",
+        doc.platform_name, doc.platform, doc.platform_from, doc.platform
     );
-    println!("{line}");
-    println!();
-    println!(
-        "{:<44} {:<10} {:<17} {:<20} {:>6}  counters",
+    s += &format!("{}\n", doc.perf_command);
+    s += "\n";
+    s += &format!(
+        "{:<44} {:<10} {:<17} {:<20} {:>6}  counters\n",
         "event", "pmu", "quantity", "class", "weight"
     );
-    for e in &selected {
+    for e in &doc.events {
         let ctr = match &e.counters {
             Some(c) if c.iter().all(|&c| c >= 32) => "fixed".to_string(),
             Some(c) => c.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
@@ -124,8 +134,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if e.optional {
             flags.push("opt-in");
         }
-        println!(
-            "{:<44} {:<10} {:<17} {:<20} {:>6}  {ctr}{}",
+        s += &format!(
+            "{:<44} {:<10} {:<17} {:<20} {:>6}  {ctr}{}\n",
             e.name,
             e.pmu,
             e.quantity,
@@ -138,8 +148,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         );
     }
-    for n in &plan.notes {
-        eprintln!("note: {n}");
-    }
-    Ok(0)
+    s
 }

@@ -99,31 +99,36 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
         println!("{json}");
         return Ok(0);
     }
-    let p = &report.points[0];
-    println!("{} (perf-stat), {} ({})", p.name, platform.name, platform.key);
-    println!("  T      {:.6} s", p.seconds);
+    print!("{}", perf_stat_table(&report.points[0], &platform.name, &platform.key));
+    Ok(0)
+}
+
+/// The imported point: T, W by class, Q per level with GB/s and AI, the clock, the notes.
+fn perf_stat_table(p: &crate::schema::Point, platform_name: &str, platform_key: &str) -> String {
+    let mut s = format!("{} (perf-stat), {platform_name} ({platform_key})\n", p.name);
+    s += &format!("  T      {:.6} s\n", p.seconds);
     match (&p.provenance.flops, p.gflops) {
         (Some(_), Some(g)) => {
-            println!("  W      {:.4e} flop   {:.3} GFLOP/s", p.flops.total, g);
+            s += &format!("  W      {:.4e} flop   {:.3} GFLOP/s\n", p.flops.total, g);
             for (c, v) in &p.flops.by_class {
-                println!("         {c:<22} {v:.4e}");
+                s += &format!("         {c:<22} {v:.4e}\n");
             }
         }
-        _ => println!("  W      unavailable"),
+        _ => s += "  W      unavailable\n",
     }
     for (lvl, b) in &p.bytes {
-        println!(
-            "  Q_{lvl:<5}{:>12}   {:.3} GB/s   AI {}",
+        s += &format!(
+            "  Q_{lvl:<5}{:>12}   {:.3} GB/s   AI {}\n",
             fmt_bytes(*b),
             p.gbs.get(lvl).copied().unwrap_or(0.0),
             p.ai.get(lvl).map(|x| format!("{x:.3} flop/B")).unwrap_or_else(|| "-".into())
         );
     }
     if let Some(g) = p.extra.get("effective_ghz").and_then(|v| v.as_f64()) {
-        println!("  clock  {g:.3} GHz (cycles / task-clock)");
+        s += &format!("  clock  {g:.3} GHz (cycles / task-clock)\n");
     }
     for n in &p.provenance.notes {
-        println!("  note: {n}");
+        s += &format!("  note: {n}\n");
     }
-    Ok(0)
+    s
 }

@@ -39,24 +39,33 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 .collect(),
         })
         .collect();
+    let doc = KernelsDocument { kernels: infos };
     if args.json {
-        println!("{}", KernelsDocument { kernels: infos }.to_json());
-        return Ok(0);
+        println!("{}", doc.to_json());
+    } else {
+        print!("{}", kernels_table(&doc, args.all_formulas));
     }
-    let w = infos.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
-    println!(
-        "{:<w$}  {:<9}  {:<28}  {:<26}  DESCRIPTION",
+    Ok(0)
+}
+
+/// One line per kernel: precision, variants (runnable ones starred), size unit, description;
+/// under it the formula of the default variant, or of every variant with `all_formulas`.
+fn kernels_table(doc: &KernelsDocument, all_formulas: bool) -> String {
+    let mut s = String::new();
+    let w = doc.kernels.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
+    s += &format!(
+        "{:<w$}  {:<9}  {:<28}  {:<26}  DESCRIPTION\n",
         "KERNEL", "PRECISION", "VARIANTS (* = runnable)", "SIZE N"
     );
-    for k in &infos {
+    for k in &doc.kernels {
         let vs: Vec<String> = k
             .variants
             .iter()
             .map(|v| format!("{}{}", v.name, if v.runnable { "*" } else { "" }))
             .collect();
         let prec = format!("{:?}", k.precision).to_lowercase();
-        println!(
-            "{:<w$}  {:<9}  {:<28}  {:<26}  {}",
+        s += &format!(
+            "{:<w$}  {:<9}  {:<28}  {:<26}  {}\n",
             k.name,
             prec,
             vs.join(" "),
@@ -64,10 +73,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             k.description
         );
         for v in &k.variants {
-            if args.all_formulas || Some(&v.name) == k.default_variant.as_ref() {
-                println!("{:<w$}    {}: {}", "", v.name, v.formula);
+            if all_formulas || Some(&v.name) == k.default_variant.as_ref() {
+                s += &format!("{:<w$}    {}: {}\n", "", v.name, v.formula);
             }
         }
     }
-    Ok(0)
+    s
 }

@@ -104,18 +104,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(f) = json_stdout.as_mut() {
         writeln!(f, "{json}").context("writing the JSON document")?;
     } else {
-        print_table(
-            &report,
-            Show {
-                functions: args.by_function,
-                lines: args.by_line,
-            },
-        );
+        let show = Show {
+            functions: args.by_function,
+            lines: args.by_line,
+        };
+        let _ = std::io::stdout()
+            .write_all(measure_table(&report, show).as_bytes())
+            .context("writing the table");
     }
     Ok(0)
 }
 
-fn print_table(r: &Report, show: Show) {
+/// Per point: T, W by class, Q per level with GB/s and AI, raw counts, the attribution tables
+/// asked for, the effective clock and the notes.
+fn measure_table(r: &Report, show: Show) -> String {
     let mut s = String::new();
     for p in &r.points {
         s += &format!("{}: T {:.6} s (median of {})\n", p.name, p.seconds, p.seconds_samples.len());
@@ -160,7 +162,7 @@ fn print_table(r: &Report, show: Show) {
             s += &format!("  note: {n}\n");
         }
     }
-    let _ = std::io::stdout().write_all(s.as_bytes()).context("writing the table");
+    s
 }
 
 /// Rows of the per-function table printed at most; the rest are summed in one line.

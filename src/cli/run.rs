@@ -224,12 +224,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.json {
         println!("{json}");
     } else {
-        print_table(&report.points, plan.kernel.as_ref());
+        print!("{}", run_table(&report.points, plan.kernel.size_unit()));
     }
     Ok(0)
 }
 
-fn print_table(points: &[Point], kernel: &dyn Kernel) {
+/// The points as a table: times, rates, bandwidth per level, AI, samples; then where each
+/// quantity came from.
+fn run_table(points: &[Point], size_unit: &str) -> String {
+    let mut s = String::new();
     // One GB/s column per level any point has (core first, then outwards).
     let levels: Vec<&str> = ["core", "l2", "l3", "dram"]
         .into_iter()
@@ -243,7 +246,7 @@ fn print_table(points: &[Point], kernel: &dyn Kernel) {
         head.push_str(&format!(" {:>10}", format!("{l} GB/s")));
     }
     head.push_str(&format!(" {:>8} {:>8} {:>7}", "AI core", "AI dram", "SAMPLES"));
-    println!("{head}");
+    s += &format!("{head}\n");
     for p in points {
         let min = p.seconds_samples.iter().copied().fold(f64::INFINITY, f64::min);
         let f = |x: Option<&f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
@@ -265,21 +268,22 @@ fn print_table(points: &[Point], kernel: &dyn Kernel) {
             f(p.ai.get("dram")),
             p.seconds_samples.len()
         ));
-        println!("{line}");
+        s += &format!("{line}\n");
     }
     // Where each quantity came from, and the model's or the counters' notes, once.
     if let Some(p) = points.first() {
         let pr = &p.provenance;
         let src = |s: Option<&crate::schema::Source>| s.map(|s| s.name()).unwrap_or("-");
         let levels: Vec<String> = p.bytes.keys().map(|l| format!("{l} {}", src(pr.bytes.get(l)))).collect();
-        println!(
-            "W {}, Q: {} (per call, {} as the size unit), T native.",
+        s += &format!(
+            "W {}, Q: {} (per call, {} as the size unit), T native.\n",
             src(pr.flops.as_ref()),
             levels.join(", "),
-            kernel.size_unit()
+            size_unit
         );
         for n in &pr.notes {
-            println!("  {n}");
+            s += &format!("  {n}\n");
         }
     }
+    s
 }
