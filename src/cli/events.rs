@@ -8,6 +8,7 @@ use super::common::{OutputArgs, PlatformArg};
 use crate::counters::events::{self as ev, PerfStatPlan};
 use crate::error::Error;
 use crate::machine::Platform;
+use crate::report::tables::events::events_table;
 use crate::schema::documents::{Document, EVENTS_SCHEMA, EventEntry, EventsDocument};
 
 #[derive(Debug, ClapArgs)]
@@ -103,50 +104,4 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         eprintln!("note: {n}");
     }
     Ok(0)
-}
-
-/// The perf line under a comment naming the platform, then the events: PMU, quantity, class,
-/// weight, the counters each can use and its flags.
-fn events_table(doc: &EventsDocument) -> String {
-    let mut s = format!(
-        "# {} ({}, from {}); import with: roofline import perf-stat perf-stat.csv --platform {}\n",
-        doc.platform_name, doc.platform, doc.platform_from, doc.platform
-    );
-    s += &format!("{}\n", doc.perf_command);
-    s += "\n";
-    s += &format!(
-        "{:<44} {:<10} {:<17} {:<20} {:>6}  counters\n",
-        "event", "pmu", "quantity", "class", "weight"
-    );
-    for e in &doc.events {
-        let ctr = match &e.counters {
-            Some(c) if c.iter().all(|&c| c >= 32) => "fixed".to_string(),
-            Some(c) => c.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
-            None => "any".into(),
-        };
-        let mut flags = Vec::new();
-        if e.paired {
-            flags.push("paired");
-        }
-        if e.unreliable {
-            flags.push("approximate");
-        }
-        if e.optional {
-            flags.push("opt-in");
-        }
-        s += &format!(
-            "{:<44} {:<10} {:<17} {:<20} {:>6}  {ctr}{}\n",
-            e.name,
-            e.pmu,
-            e.quantity,
-            e.class.as_deref().unwrap_or("-"),
-            e.weight,
-            if flags.is_empty() {
-                String::new()
-            } else {
-                format!("  [{}]", flags.join(", "))
-            }
-        );
-    }
-    s
 }

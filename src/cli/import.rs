@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::common::{OutputArgs, PlatformArg};
 use crate::counters::perf_stat::{self, ImportOptions};
 use crate::error::Error;
-use crate::schema::units::fmt_bytes;
+use crate::report::tables::perf_stat::perf_stat_table;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -101,34 +101,4 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
     }
     print!("{}", perf_stat_table(&report.points[0], &platform.name, &platform.key));
     Ok(0)
-}
-
-/// The imported point: T, W by class, Q per level with GB/s and AI, the clock, the notes.
-fn perf_stat_table(p: &crate::schema::Point, platform_name: &str, platform_key: &str) -> String {
-    let mut s = format!("{} (perf-stat), {platform_name} ({platform_key})\n", p.name);
-    s += &format!("  T      {:.6} s\n", p.seconds);
-    match (&p.provenance.flops, p.gflops) {
-        (Some(_), Some(g)) => {
-            s += &format!("  W      {:.4e} flop   {:.3} GFLOP/s\n", p.flops.total, g);
-            for (c, v) in &p.flops.by_class {
-                s += &format!("         {c:<22} {v:.4e}\n");
-            }
-        }
-        _ => s += "  W      unavailable\n",
-    }
-    for (lvl, b) in &p.bytes {
-        s += &format!(
-            "  Q_{lvl:<5}{:>12}   {:.3} GB/s   AI {}\n",
-            fmt_bytes(*b),
-            p.gbs.get(lvl).copied().unwrap_or(0.0),
-            p.ai.get(lvl).map(|x| format!("{x:.3} flop/B")).unwrap_or_else(|| "-".into())
-        );
-    }
-    if let Some(g) = p.extra.get("effective_ghz").and_then(|v| v.as_f64()) {
-        s += &format!("  clock  {g:.3} GHz (cycles / task-clock)\n");
-    }
-    for n in &p.provenance.notes {
-        s += &format!("  note: {n}\n");
-    }
-    s
 }
