@@ -4,7 +4,8 @@ use clap::Args as ClapArgs;
 
 use super::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::ceilings::{self, Options};
-use crate::report::tables::ceilings::{opt, table};
+use crate::report::tables::ceilings::table;
+use crate::report::tables::or_dash;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -79,9 +80,9 @@ fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
         println!(
             "{:.3} {} {} {}",
             c.gflops,
-            opt(c.ghz, 3),
-            opt(c.theoretical_gflops, 3),
-            opt(c.percent_of_theoretical, 2)
+            or_dash(c.ghz, 3),
+            or_dash(c.theoretical_gflops, 3),
+            or_dash(c.percent_of_theoretical, 2)
         );
         return Ok(0);
     }

@@ -1,10 +1,7 @@
 //! `roofline ceilings`: the empirical roofs as text.
 
+use super::{Columns, or_dash};
 use crate::ceilings::{Ceilings, Options};
-
-pub fn opt(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".to_string())
-}
 
 /// The human-readable table (only the thread counts asked for).
 pub fn table(c: &Ceilings, opts: &Options) -> String {
@@ -38,48 +35,65 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
         s,
         "\ncompute (GFLOP/s median, GOP/s for int8/int16; flop/cycle per thread at the clock measured at that ISA; isa amx = tiles)"
     );
+    let cols = Columns::new(" ")
+        .left(7)
+        .left(7)
+        .left(8)
+        .right(3)
+        .right(10)
+        .right(6)
+        .right(10)
+        .right(8)
+        .right(7);
     let _ = writeln!(
         s,
-        "{:<7} {:<7} {:<8} {:>3} {:>10} {:>6} {:>10} {:>8} {:>7}",
-        "prec", "isa", "mode", "thr", "GFLOP/s", "GHz", "flop/cyc", "% peak", "spread"
+        "{}",
+        cols.line(["prec", "isa", "mode", "thr", "GFLOP/s", "GHz", "flop/cyc", "% peak", "spread"])
     );
     for x in c.compute.iter().filter(|x| want(x.threads)) {
-        let _ = writeln!(
-            s,
-            "{:<7} {:<7} {:<8} {:>3} {:>10.1} {:>6} {:>10} {:>8} {:>6.1}%",
-            x.precision,
-            x.isa,
-            x.mode,
-            x.threads,
-            x.gflops,
-            opt(x.ghz, 2),
-            opt(x.flop_per_cycle, 2),
-            opt(x.percent_of_theoretical, 1),
-            100.0 * x.spread
-        );
+        let cells = [
+            x.precision.clone(),
+            x.isa.clone(),
+            x.mode.clone(),
+            x.threads.to_string(),
+            format!("{:.1}", x.gflops),
+            or_dash(x.ghz, 2),
+            or_dash(x.flop_per_cycle, 2),
+            or_dash(x.percent_of_theoretical, 1),
+            format!("{:.1}%", 100.0 * x.spread),
+        ];
+        let _ = writeln!(s, "{}", cols.line(cells));
     }
     let _ = writeln!(
         s,
         "\nbandwidth (GB/s = 1e9 B/s; `core` = load+store instructions, `+WA` adds write-allocate reads)"
     );
+    let cols = Columns::new(" ")
+        .left(5)
+        .left(9)
+        .left(7)
+        .right(3)
+        .right(11)
+        .right(10)
+        .right(10)
+        .right(7);
     let _ = writeln!(
         s,
-        "{:<5} {:<9} {:<7} {:>3} {:>11} {:>10} {:>10} {:>7}",
-        "level", "kernel", "isa", "thr", "working set", "core", "+WA", "spread"
+        "{}",
+        cols.line(["level", "kernel", "isa", "thr", "working set", "core", "+WA", "spread"])
     );
     for x in c.bandwidth.iter().filter(|x| want(x.threads)) {
-        let _ = writeln!(
-            s,
-            "{:<5} {:<9} {:<7} {:>3} {:>11} {:>10.1} {:>10.1} {:>6.1}%",
-            x.level,
-            x.kernel,
-            x.isa,
-            x.threads,
+        let cells = [
+            x.level.clone(),
+            x.kernel.clone(),
+            x.isa.clone(),
+            x.threads.to_string(),
             crate::schema::units::fmt_bytes(x.working_set_bytes as f64),
-            x.gbs,
-            x.gbs_write_allocate,
-            100.0 * x.spread
-        );
+            format!("{:.1}", x.gbs),
+            format!("{:.1}", x.gbs_write_allocate),
+            format!("{:.1}%", 100.0 * x.spread),
+        ];
+        let _ = writeln!(s, "{}", cols.line(cells));
     }
     if let Some(sw) = &c.sweep {
         let _ = writeln!(
@@ -112,7 +126,7 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
                 b.cpuid_bytes
                     .map(|x| crate::schema::units::fmt_bytes(x as f64))
                     .unwrap_or_else(|| "-".into()),
-                opt(b.ratio, 2)
+                or_dash(b.ratio, 2)
             );
         }
     }
@@ -121,3 +135,7 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
     }
     s
 }
+
+#[cfg(test)]
+#[path = "ceilings_tests.rs"]
+mod tests;

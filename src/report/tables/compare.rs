@@ -69,3 +69,78 @@ pub fn compare_table(rows: &[CompareRow], roofs: &[RowRoofs]) -> String {
     }
     table
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roof(precision: &str, isa: &str, gflops: f64, empirical: bool) -> ComputeRoof {
+        ComputeRoof {
+            precision: precision.into(),
+            isa: isa.into(),
+            fma: true,
+            mix: false,
+            gflops,
+            empirical,
+            spread: 0.0,
+        }
+    }
+
+    fn row(kernel: &str) -> CompareRow {
+        CompareRow {
+            kernel: kernel.into(),
+            cpu: format!("{kernel}@dram"),
+            gpu: kernel.into(),
+            cpu_seconds: 0.5,
+            gpu_seconds: 0.002,
+            cpu_gflops: Some(100.0),
+            gpu_gflops: Some(25000.0),
+            cpu_roof_fraction: Some(0.25),
+            gpu_roof_fraction: Some(0.5),
+            speedup_time: Some(250.0),
+            speedup_rate: Some(250.0),
+            caveats: Vec::new(),
+            cpu_precision: "double".into(),
+            gpu_precision: "double".into(),
+            cpu_roof: None,
+            gpu_roof: None,
+            same_precision: true,
+        }
+    }
+
+    #[test]
+    fn rows_with_their_precision_line_and_caveats() {
+        let (c, g) = (roof("double", "avx512", 400.0, true), roof("double", "gpu", 50000.0, false));
+        let mut unknown = row("a_kernel_name_wider_than_16");
+        unknown.gpu_seconds = 0.0;
+        unknown.gpu_gflops = None;
+        unknown.gpu_roof_fraction = None;
+        unknown.speedup_time = None;
+        unknown.speedup_rate = None;
+        unknown.gpu_precision = "tensor_bf16".into();
+        unknown.caveats = vec!["GPU a: compute-bound at 5% of its roof".into()];
+        let t = compare_table(&[row("dgemm"), unknown], &[(Some(&c), Some(&g)), (Some(&c), None)]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 6, "{t}");
+        assert_eq!(
+            lines[1],
+            "dgemm             500.000      2.000         100.0       25000.0       25.0       50.0     250.0x (rate 250.0x)"
+        );
+        assert_eq!(
+            lines[2],
+            "  precision: CPU FP64 (roof AVX-512 FMA 400 GFLOP/s) vs GPU FP64 (roof GPU FMA 50000 GFLOP/s, theoretical); \
+             GPU/CPU roof 125.0x"
+        );
+        // Unknown values are dashes, never 0 or NaN; a wide kernel name pushes its row.
+        assert_eq!(
+            lines[3],
+            "a_kernel_name_wider_than_16  500.000          -         100.0             -       25.0          -          - (rate -)"
+        );
+        assert_eq!(
+            lines[4],
+            "  precision: CPU FP64 (roof AVX-512 FMA 400 GFLOP/s) vs GPU BF16 tensor (no roof of this precision on that \
+             machine); the two sides ran different precisions: the speedup compares unequal work"
+        );
+        assert_eq!(lines[5], "  note: GPU a: compute-bound at 5% of its roof");
+    }
+}

@@ -210,3 +210,7 @@ fn rows_table(what: &str, points: &[&Point]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+#[path = "gpu_tests.rs"]
+mod tests;

@@ -1,5 +1,6 @@
 //! `roofline measure`: the measured points as text.
 
+use super::Columns;
 use crate::schema::Report;
 
 /// Per point: T, W by class, Q per level with GB/s and AI, raw counts, the attribution tables
@@ -107,33 +108,29 @@ fn work_table(rows: &[serde_json::Value], total_flops: f64, what: Attribution) -
         Attribution::Function => ("by function", "function"),
         Attribution::Line => ("by source line", "line  function"),
     };
+    let cols = Columns::new(" ").left(width).right(14).right(14).right(14).right(7);
+    let line = |name: String, instructions: u64, flops: u64, core_bytes: u64| {
+        let cells = [
+            name,
+            instructions.to_string(),
+            flops.to_string(),
+            core_bytes.to_string(),
+            share(flops),
+        ];
+        format!("    {}\n", cols.line(cells))
+    };
     let mut s = format!(
-        "  {title} (most flops first)\n    {head:<width$} {:>14} {:>14} {:>14} {:>7}\n",
-        "instructions", "flops", "core bytes", "share"
+        "  {title} (most flops first)\n    {}\n",
+        cols.line([head, "instructions", "flops", "core bytes", "share"])
     );
     for r in rows.iter().take(BY_FUNCTION_ROWS) {
-        let name = label(r);
-        let f = num(r, "flops");
-        s += &format!(
-            "    {name:<width$} {:>14} {:>14} {:>14} {:>7}\n",
-            num(r, "instructions"),
-            f,
-            num(r, "core_bytes"),
-            share(f)
-        );
+        s += &line(label(r), num(r, "instructions"), num(r, "flops"), num(r, "core_bytes"));
     }
     if rows.len() > BY_FUNCTION_ROWS {
         let rest = &rows[BY_FUNCTION_ROWS..];
         let sum = |k: &str| rest.iter().map(|r| num(r, k)).sum::<u64>();
-        let f = sum("flops");
-        s += &format!(
-            "    {:<width$} {:>14} {:>14} {:>14} {:>7}\n",
-            format!("({} more, see --json)", rest.len()),
-            sum("instructions"),
-            f,
-            sum("core_bytes"),
-            share(f)
-        );
+        let more = format!("({} more, see --json)", rest.len());
+        s += &line(more, sum("instructions"), sum("flops"), sum("core_bytes"));
     }
     s
 }
@@ -141,6 +138,8 @@ fn work_table(rows: &[serde_json::Value], total_flops: f64, what: Attribution) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::tables::end_of;
+    use crate::report::tables::tests::point;
 
     #[test]
     fn by_function_table_sorts_by_flops_and_gives_shares() {
@@ -173,5 +172,85 @@ mod tests {
         let rows: Vec<&str> = t.lines().collect();
         assert!(rows[0].contains("by source line"), "{t}");
         assert_eq!(cols(rows[2]), ["src/a.rs:9", "g", "(a)", "4", "6", "8", "75.0%"]);
+    }
+
+    fn row(function: &str, flops: u64) -> serde_json::Value {
+        serde_json::json!({"function": function, "line": "src/a.rs:1", "instructions": 10 * flops + 1, "flops": flops, "core_bytes": 8})
+    }
+
+    #[test]
+    fn a_name_wider_than_its_header_widens_the_column_for_every_row() {
+        let wide = "a_function_name_much_wider_than_the_header::<T> (libfoo.so)";
+        let rows = [row("f", 3), row(wide, 2), row("g", 1)];
+        let t = work_table(&rows, 6.0, Attribution::Function);
+        let lines: Vec<&str> = t.lines().skip(1).collect();
+        let width = lines[0].chars().count();
+        assert!(lines.iter().all(|l| l.chars().count() == width), "{t}");
+        for (l, share) in lines.iter().zip(["share", "50.0%", "33.3%", "16.7%"]) {
+            assert!(l.ends_with(share), "{t}");
+        }
+        assert_eq!(end_of(lines[0], "flops", 0), end_of(lines[2], " 2 ", 10) - 1, "{t}");
+        // Wider than 90 characters: the column stops growing and the row is pushed right.
+        let huge = "h".repeat(120);
+        let t = work_table(&[row(&huge, 1), row("f", 1)], 2.0, Attribution::Function);
+        let lines: Vec<&str> = t.lines().skip(1).collect();
+        assert_eq!(lines[0].chars().count(), 4 + 90 + 3 * 15 + 8, "{t}");
+        assert_eq!(lines[1].chars().count(), 4 + 120 + 3 * 15 + 8, "{t}");
+        assert_eq!(lines[2].chars().count(), lines[0].chars().count(), "{t}");
+    }
+
+    #[test]
+    fn rows_past_the_first_25_are_summed_in_one_line() {
+        let rows: Vec<serde_json::Value> = (1..=30).map(|i| row(&format!("f{i}"), i)).collect();
+        let t = work_table(&rows, 465.0, Attribution::Function);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2 + 25 + 1, "{t}");
+        assert!(lines[2].starts_with("    f30 "), "{t}");
+        // f1..f5: 15 flops, 155 instructions, 40 bytes, 3.2 % of 465.
+        let cols: Vec<&str> = lines[27].split_whitespace().collect();
+        assert_eq!(cols, ["(5", "more,", "see", "--json)", "155", "15", "40", "3.2%"], "{t}");
+    }
+
+    #[test]
+    fn the_point_summary_lists_counts_and_the_tables_asked_for() {
+        let mut r = Report::new(serde_json::json!({}), Default::default());
+        let mut p = point("triad", 2e6, &[("core", 2.4e7), ("dram", 3.2e7)], vec![1e-3, 1e-3]);
+        p.extra
+            .insert("counts".into(), serde_json::json!({"cycles": 1234567.0, "text": "x"}));
+        p.extra.insert("effective_ghz".into(), serde_json::json!(3.4567));
+        p.extra.insert("by_function".into(), serde_json::json!([row("f", 1)]));
+        p.extra.insert("by_line".into(), serde_json::json!([row("f", 1)]));
+        r.points = vec![p, point("copy", 0.0, &[("l2", 1.0)], vec![0.0])];
+        let plain = measure_table(&r, Show::default());
+        assert_eq!(
+            plain.lines().take(8).collect::<Vec<_>>(),
+            [
+                "triad: T 0.001000 s (median of 2)",
+                "  W 2.0000e6 flop  (2.000 GFLOP/s)",
+                "    packed256_double     1.5000e6",
+                "    scalar_double        5.0000e5",
+                "  Q core  22.9 MiB  (24.000 GB/s, AI 0.083)",
+                "  Q dram  30.5 MiB  (32.000 GB/s, AI 0.062)",
+                "  cycles                   1234567",
+                "  text                     ",
+            ]
+        );
+        assert!(
+            plain.contains("  effective clock 3.457 GHz (cycles / task-clock)\n  note: a note\n"),
+            "{plain}"
+        );
+        assert!(
+            plain.contains("copy: T 0.000000 s (median of 1)\n  W not counted\n  Q l2    1 B\n"),
+            "{plain}"
+        );
+        assert!(!plain.contains("by function") && !plain.contains("by source line"), "{plain}");
+        let both = measure_table(
+            &r,
+            Show {
+                functions: true,
+                lines: true,
+            },
+        );
+        assert!(both.find("by function").unwrap() < both.find("by source line").unwrap(), "{both}");
     }
 }
