@@ -11,6 +11,8 @@ pub mod events;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod kernels;
+#[cfg(feature = "analysis")]
+pub mod machine;
 pub mod measure;
 pub mod perf_stat;
 pub mod run;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{ByIsa, MachineModel};
+use crate::machine::{ByIsa, IdentifiedBy, MachineModel};
 use crate::schema::units::fmt_bytes;
 
 fn opt(v: Option<f64>, prec: usize) -> String {
@@ -12,10 +12,10 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 pub fn render(m: &MachineModel) -> String {
     let mut s = String::new();
     let by = match m.identified_by {
-        super::IdentifiedBy::CpuidModel => "cpuid model",
-        super::IdentifiedBy::FeatureFlags => "feature flags",
-        super::IdentifiedBy::PlatformOption => "platform option",
-        super::IdentifiedBy::Generic => "generic",
+        IdentifiedBy::CpuidModel => "cpuid model",
+        IdentifiedBy::FeatureFlags => "feature flags",
+        IdentifiedBy::PlatformOption => "platform option",
+        IdentifiedBy::Generic => "generic",
     };
     let _ = writeln!(s, "CPU            {} ({})", m.brand, m.vendor);
     let _ = writeln!(
