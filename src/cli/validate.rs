@@ -11,6 +11,7 @@ use crate::counters::cachesim;
 use crate::counters::trace::{self, TraceMode, TraceOptions};
 use crate::error::Error;
 use crate::report::tables::validate::table;
+use crate::report::tables::validate_perf;
 use crate::schema::documents::{Document, Tolerance, VALIDATE_PERF_SCHEMA, VALIDATE_SCHEMA, ValidateDocument, ValidatePerfDocument};
 use crate::validate::{DEFAULT_VALIDATE_CACHE, DRAM_TOLERANCE, rows_report, validate_suite};
 
@@ -241,7 +242,7 @@ fn run_perf(args: &Args, working_set: u64, out: Option<(crate::util::OutputFile,
     if args.output.json {
         println!("{text}");
     } else {
-        print!("{}", perf::table(&v));
+        print!("{}", validate_perf::table(&v));
     }
     if !v.all_passed() {
         anyhow::bail!(Error::CheckFailed(format!(

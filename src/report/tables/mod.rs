@@ -20,6 +20,8 @@ pub mod run;
 pub mod sweep;
 #[cfg(feature = "trace")]
 pub mod validate;
+#[cfg(feature = "trace")]
+pub mod validate_perf;
 
 /// Which side of its column a cell keeps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
