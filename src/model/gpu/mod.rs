@@ -582,7 +582,10 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(r.compute_gflops["double.gpu.fma"], best("compute", "precision", "fp64", "gflops"));
-        assert_eq!(r.compute_gflops["tensor_bf16.gpu.fma"], best("compute", "precision", "tensor_bf16", "gflops"));
+        assert_eq!(
+            r.compute_gflops["tensor_bf16.gpu.fma"],
+            best("compute", "precision", "tensor_bf16", "gflops")
+        );
         assert_eq!(r.bandwidth_gbs["dram"], best("bandwidth", "level", "dram", "gbs"));
         assert_eq!(r.bandwidth_gbs["l1"], best("bandwidth", "level", "shared", "gbs"));
         assert_eq!(r.bandwidth_traffic_gbs, r.bandwidth_gbs);
