@@ -158,8 +158,6 @@ impl Steps for Wired {
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
         use crate::counters::analytic;
         use crate::kernels::{api, runner::Repeat};
-        // Cap the DRAM-sized working sets by the LLC: 4x the LLC is enough to stream from DRAM.
-        let llc = machine.caches.iter().map(|c| c.size_bytes).max().unwrap_or(32 << 20);
         // W and the cache/memory levels from perf where a core PMU exists; otherwise (or when
         // the events cannot be opened) analytic, each point saying why.
         let (counting, no_perf) = backend::for_profile();
@@ -173,7 +171,11 @@ impl Steps for Wired {
                 continue;
             };
             let dram = *bytes >= 256 << 20;
-            let bytes = if dram { (*bytes).max(4 * llc).min(1 << 30) } else { *bytes };
+            let bytes = if dram {
+                dram_working_set(*bytes, &machine.caches, threads)
+            } else {
+                *bytes
+            };
             let n = k.size_for_bytes(bytes);
             bar.set_message(format!(
                 "kernel suite: {name} ({v}, {})",
@@ -263,6 +265,18 @@ impl Steps for Wired {
         }
         Ok(points)
     }
+}
+
+/// Each thread's working set for a kernel placed in DRAM: together the team streams at least
+/// `nominal` and 4× the last level (the shared level cannot hold it), at most 1 GiB; each
+/// thread's share is at least 4× the largest level below the last (its private caches cannot
+/// hold it either). Every thread works on its own copy, so giving each the whole set would
+/// allocate and first-touch `threads` GiB to learn what a GiB shared out shows.
+fn dram_working_set(nominal: u64, caches: &[crate::machine::Cache], threads: u32) -> u64 {
+    let llc = caches.iter().map(|c| c.size_bytes).max().unwrap_or(32 << 20);
+    let inner = caches.iter().map(|c| c.size_bytes).filter(|&b| b < llc).max().unwrap_or(0);
+    let team = nominal.max(4 * llc).min(1 << 30);
+    (team / u64::from(threads.max(1))).max(4 * inner).min(team)
 }
 
 /// Run a step that draws its own progress (a bar of its own, messages on stderr): the
@@ -445,6 +459,56 @@ mod tests {
                 )
             };
             Ok(vec![mk("triad", 2e7, 3.2e8, 3.2e8, 0.02), mk("dgemm", 2e9, 2e9, 2e7, 0.05)])
+        }
+    }
+
+    #[test]
+    fn a_team_streams_beyond_the_last_level_from_working_sets_its_private_caches_cannot_hold() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut draw = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..2000 {
+            let l1 = (16 + draw(64)) << 10;
+            let l2 = (256 + draw(4096)) << 10;
+            let l3 = l2 + ((1 + draw(1024)) << 20);
+            let cache = |level: u32, size_bytes: u64| crate::machine::Cache {
+                level,
+                kind: "data".into(),
+                size_bytes,
+                line_bytes: 64,
+                ways: 8,
+                sets: 64,
+                shared_by_threads: 1,
+                shared_by_source: "test".into(),
+                instances: None,
+            };
+            let caches = vec![cache(1, l1), cache(2, l2), cache(3, l3)];
+            let threads = 1 + draw(256) as u32;
+            let nominal = 256 << 20;
+            let each = dram_working_set(nominal, &caches, threads);
+            let team_goal = (4 * l3).max(nominal).min(1 << 30);
+            // One thread: the whole set, as before teams shared it out.
+            if threads == 1 {
+                assert_eq!(each, team_goal);
+            }
+            // The team together streams the goal (up to the rounding of one byte per thread).
+            assert!(
+                each * u64::from(threads) + u64::from(threads) > team_goal,
+                "{each} × {threads} < {team_goal}"
+            );
+            // No thread's share fits its private levels, and none exceeds the goal.
+            assert!(each >= (4 * l2).min(team_goal), "{each} under 4 × L2 {l2}");
+            assert!(each <= team_goal);
+            // Shared out: the team allocates no more than the goal or its private floors.
+            let team_total = each * u64::from(threads);
+            assert!(
+                team_total <= team_goal.max(4 * l2 * u64::from(threads)),
+                "{threads} threads allocate {team_total} for a goal of {team_goal}"
+            );
         }
     }
 
