@@ -28,10 +28,6 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::machine::{MachineModel, Platform};
 
-/// The caveat every report with simulated traffic must carry in its provenance notes (the
-/// trace backend's note, [`CacheHierarchy::note`], also names the levels and their policies).
-pub const PROVENANCE_NOTE: &str = "cache traffic simulated (write-back, write-allocate); hardware prefetchers not modelled";
-
 /// What an instruction does to memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AccessKind {

@@ -612,10 +612,6 @@ impl CounterSource for SimulatedCounterSet {
         self.enabled = true;
         Ok(())
     }
-    fn disable(&mut self) -> Result<()> {
-        self.enabled = false;
-        Ok(())
-    }
     fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()> {
         out.clear();
         out.extend_from_slice(&self.acc);

@@ -282,27 +282,6 @@ pub fn classify(p: &Point, roofs: &RoofSet, primary: Option<&Attainable>, roof_f
     }
 }
 
-/// Fit `T(n) = a + b·n` by least squares over a sweep; returns `(a, b)`. None with fewer than
-/// two distinct sizes. The fixed cost `a` (clamped at 0) goes in `extra.fixed_seconds` of
-/// each swept point so [`classify`] can call it overhead.
-pub fn fixed_cost_fit(sizes: &[f64], seconds: &[f64]) -> Option<(f64, f64)> {
-    let n = sizes.len().min(seconds.len());
-    if n < 2 {
-        return None;
-    }
-    let (xs, ys) = (&sizes[..n], &seconds[..n]);
-    let mx = xs.iter().sum::<f64>() / n as f64;
-    let my = ys.iter().sum::<f64>() / n as f64;
-    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-    if sxx.is_nan() || sxx <= 0.0 {
-        return None;
-    }
-    let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let b = sxy / sxx;
-    let a = my - b * mx;
-    (a.is_finite() && b.is_finite()).then_some((a.max(0.0), b))
-}
-
 /// A point above its roof (achieved GFLOP/s over what the primary model allows): a roof set too
 /// low (an empirical ceiling under what a library reaches, a peak at the wrong clock) or a
 /// count that is wrong. The warning names both numbers; None when the point is at or under.

@@ -19,7 +19,7 @@ pub mod plot;
 pub mod table;
 pub mod tables;
 
-pub use crate::schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
+pub use crate::schema::{Bound, Environment, Point, Report};
 
 use std::path::Path;
 

@@ -376,7 +376,6 @@ pub trait CounterSource {
     fn specs(&self) -> &[CounterSpec];
     /// Start counting (`only_system_wide`: the groups exec does not start).
     fn enable(&mut self, only_system_wide: bool) -> Result<()>;
-    fn disable(&mut self) -> Result<()>;
     /// Raw readings per spec into `out` (resized to the specs).
     fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()>;
     /// Whether reads go through rdpmc (no system call).
@@ -405,9 +404,6 @@ impl CounterSource for CounterSet {
     }
     fn enable(&mut self, only_system_wide: bool) -> Result<()> {
         CounterSet::enable(self, only_system_wide)
-    }
-    fn disable(&mut self) -> Result<()> {
-        CounterSet::disable(self)
     }
     fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()> {
         CounterSet::read_raw_into(self, out)

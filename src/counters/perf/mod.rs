@@ -46,21 +46,21 @@ mod sysfs;
 #[cfg(test)]
 mod tests;
 
-pub use access::{can_open, check_paranoid, kernel_counting_allowed, open_error, paranoid, paranoid_decision};
+pub use access::{can_open, check_paranoid, kernel_counting_allowed, open_error, paranoid};
 #[cfg(feature = "trace")]
 pub use formulas::multiplex_warnings;
 pub use formulas::to_measurement;
-pub use group::{CounterSet, CounterSource, EventCount, RawCount, Scaled, Target, other_threads, scale};
 #[cfg(any(test, feature = "analysis"))]
-pub use group::{GroupReading, parse_group_read};
-pub use plan::{FIXED_COUNTER_BASE, plan_groups, schedulable};
+pub use group::parse_group_read;
+pub use group::{CounterSet, CounterSource, EventCount, RawCount, Scaled, Target, scale};
+pub use plan::{FIXED_COUNTER_BASE, plan_groups};
 pub use platform::{
     ECORE_CYCLES, core_counters, core_counters_for, counters_for_platform, generic_hw_event, identify_platform, nmi_watchdog_on,
-    raw_config, resolve_platform_events, software_events, yield_fixed_cycles_to_watchdog,
+    raw_config, resolve_platform_events, software_events,
 };
 #[cfg(feature = "trace")]
-pub use run::{CommandRun, CommandSpec, exit_code, idle_baseline, run_command};
-pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, parse_format, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
+pub use run::{CommandSpec, exit_code, idle_baseline, run_command};
+pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
 
 /// Every group we open reads as one record (`PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED
 /// | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID`): a `read()` of the leader returns `nr`,
