@@ -338,7 +338,9 @@ fn simulable(spec: &CounterSpec) -> bool {
 /// The simulated PMU of one platform, with its faults.
 #[derive(Debug, Clone)]
 pub struct SimulatedPmu {
+    /// The platform whose events it offers.
     pub platform: Platform,
+    /// What it gets wrong on purpose.
     pub faults: Faults,
 }
 
@@ -347,6 +349,7 @@ pub struct SimulatedPmu {
 pub type Selection = (Vec<CounterSpec>, u32, Vec<String>);
 
 impl SimulatedPmu {
+    /// A simulated PMU of `platform` with `faults`.
     pub fn new(platform: Platform, faults: Faults) -> SimulatedPmu {
         SimulatedPmu { platform, faults }
     }

@@ -36,16 +36,20 @@ pub use detect::{DetectOptions, detect, detect_static, from_dump};
 pub use identify::{set_platform, this_platform};
 pub use platform::{EventSpec, Pipes, Platform};
 
+/// The schema name and major version of [`MachineModel`] documents.
 pub const MACHINE_SCHEMA: &str = "roofline.machine/1";
 
 /// How the microarchitecture was identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub enum IdentifiedBy {
+    /// The CPUID family/model matched a platform table.
     #[serde(rename = "cpuid model")]
     CpuidModel,
+    /// The feature flags matched one platform (the model number alone did not).
     #[serde(rename = "feature flags")]
     FeatureFlags,
+    /// The user named the platform (`--platform`).
     #[serde(rename = "platform option")]
     PlatformOption,
     /// No platform matched: a generic model from CPUID alone.
@@ -155,29 +159,46 @@ pub struct CoreType {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct MachineModel {
+    /// [`MACHINE_SCHEMA`].
     pub schema: String,
+    /// CPUID vendor string (`GenuineIntel`, `AuthenticAMD`).
     pub vendor: String,
+    /// CPUID display family.
     pub family: u32,
+    /// CPUID display model.
     pub model: u32,
+    /// CPUID stepping.
     pub stepping: u32,
+    /// CPUID brand string.
     pub brand: String,
     /// Platform key (`gnr`, `zen4`, …) or `generic`.
     pub microarchitecture: String,
+    /// The microarchitecture's full name (`Granite Rapids`).
     pub microarchitecture_name: String,
+    /// How the microarchitecture was identified.
     pub identified_by: IdentifiedBy,
     /// Other platforms the flags could not rule out, when identification was ambiguous.
     #[serde(default)]
     pub candidates: Vec<String>,
+    /// What could not be measured or decided, one line each.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The hypervisor's name when running in a virtual machine.
     pub hypervisor: Option<String>,
+    /// Sockets.
     pub sockets: u32,
+    /// Physical cores, all sockets.
     pub cores: u32,
+    /// Hardware threads, all sockets.
     pub threads: u32,
+    /// Whether a core runs more than one hardware thread.
     pub smt: bool,
+    /// Hybrid parts: the CPUs of each core type.
     #[serde(default)]
     pub core_types: Vec<CoreType>,
+    /// Data and unified caches, L1 first.
     pub caches: Vec<Cache>,
+    /// Instruction-set extensions the CPU has (`sse4_2`, `avx2`, `fma`, `avx512f`, …).
     pub isa: Vec<String>,
     /// FP pipes per core per vector width: `{"128": {"fma": n, "add": n, "mul": n}, …}`.
     pub fp_pipes: BTreeMap<String, Pipes>,
@@ -187,10 +208,13 @@ pub struct MachineModel {
     pub fp_pipes_e_core: BTreeMap<String, Pipes>,
     /// How `fp_pipes` was decided: `platform table`, `measured`, `generic guess`.
     pub fp_pipes_source: String,
+    /// Clocks, GHz.
     pub frequency_ghz: Frequency,
     /// All cores, GFLOP/s.
     pub peak_gflops: Peaks,
+    /// One core, GFLOP/s.
     pub peak_gflops_per_core: Peaks,
+    /// FMA throughput at increasing thread counts.
     #[serde(default)]
     pub thread_scaling: Vec<ThreadScaling>,
     /// Theoretical bytes/cycle per core per level, where the platform knows them.

@@ -34,6 +34,7 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
+    /// The name reports print (`classic (DRAM)`, `cache-aware`, `hierarchical`).
     pub fn name(self) -> &'static str {
         match self {
             ModelKind::Dram => "classic (DRAM)",
@@ -41,6 +42,7 @@ impl ModelKind {
             ModelKind::Hierarchical => "hierarchical",
         }
     }
+    /// The key in JSON and CSV (`dram`, `cache-aware`, `hierarchical`).
     pub fn key(self) -> &'static str {
         match self {
             ModelKind::Dram => "dram",
@@ -55,16 +57,29 @@ impl ModelKind {
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Limiter {
-    Compute { isa: String, fma: bool },
-    Memory { level: String },
+    /// A compute roof.
+    Compute {
+        /// The ISA of the roof (`scalar`, `avx2`, `avx512`, …).
+        isa: String,
+        /// Whether the roof counts FMA (two flops per instruction).
+        fma: bool,
+    },
+    /// A bandwidth roof.
+    Memory {
+        /// The level whose bandwidth limits (`l1`, …, `dram`).
+        level: String,
+    },
 }
 
 /// An attainable performance and the model it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Attainable {
+    /// The model.
     pub model: ModelKind,
+    /// Attainable performance, GFLOP/s (GOP/s for integer work).
     pub gflops: f64,
+    /// The roof that sets it.
     pub limiter: Limiter,
 }
 
@@ -78,8 +93,11 @@ pub struct Analysis {
     pub attainable: Vec<Attainable>,
     /// The model `roof_fraction` and the bound are read from (the tightest available).
     pub primary: Option<ModelKind>,
+    /// Achieved over attainable performance under the primary model (1.0: at the roof).
     pub roof_fraction: Option<f64>,
+    /// What limits the point.
     pub bound: Bound,
+    /// One line on what to try, for this bound.
     pub advice: String,
     /// The compute roof the point is judged against and why that one (its FMA share, or why
     /// the highest roof was taken); None for a point that cannot be placed or has no roof.
@@ -90,6 +108,7 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The attainable figure under `model`, if the roofs and bytes allowed it.
     pub fn get(&self, model: ModelKind) -> Option<&Attainable> {
         self.attainable.iter().find(|a| a.model == model)
     }

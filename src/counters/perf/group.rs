@@ -90,6 +90,7 @@ pub fn scale(raw: u64, time_enabled: u64, time_running: u64) -> Option<Scaled> {
 /// The final count of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventCount {
+    /// The counter's display name ([`CounterSpec::name`]).
     pub name: String,
     /// `None`: never scheduled (multiplexed out the whole time).
     pub scaled: Option<Scaled>,
@@ -206,6 +207,7 @@ struct OpenGroup {
 
 /// Open counter groups, enabled and disabled together, read into [`EventCount`]s.
 pub struct CounterSet {
+    /// The counters, in the order their counts are read.
     pub specs: Vec<CounterSpec>,
     groups: Vec<OpenGroup>,
 }
@@ -298,6 +300,7 @@ impl CounterSet {
         Ok(())
     }
 
+    /// Stop every group counting.
     pub fn disable(&mut self) -> Result<()> {
         for g in &mut self.groups {
             let spec = &self.specs[g.specs[0]];

@@ -80,7 +80,10 @@ pub enum Scope {
     /// A PMU that refuses exclude_* bits (msr), per task.
     NoExclude,
     /// An uncore event: system-wide, one fd per CPU listed (one per socket, from `cpumask`).
-    Uncore { cpus: Vec<usize> },
+    Uncore {
+        /// The CPUs to open it on.
+        cpus: Vec<usize>,
+    },
 }
 
 /// One counter to open: the `perf_event_attr` fields plus what its count means.
@@ -92,8 +95,11 @@ pub struct CounterSpec {
     pub pmu: String,
     /// `perf_event_attr.type`.
     pub type_: u32,
+    /// `perf_event_attr.config`: the event's encoding for its PMU.
     pub config: u64,
+    /// `perf_event_attr.config1` (extra event bits: offcore response, load latency).
     pub config1: u64,
+    /// How the event is opened.
     pub scope: Scope,
     /// General-purpose counters it may use (`None`: any).
     pub counters: Option<Vec<u32>>,
@@ -101,9 +107,13 @@ pub struct CounterSpec {
     pub paired: bool,
     /// `flops`, `bytes.l2`, …, `cycles`, `seconds.task`, `software`.
     pub quantity: String,
+    /// The flop class (`packed256_double`, …) for `flops` events.
     pub class: Option<String>,
+    /// What one count is worth in the quantity's unit (flops per instruction, bytes per line).
     pub weight: f64,
+    /// Known to miscount on this platform: counted, flagged in the notes.
     pub unreliable: bool,
+    /// Why it is unreliable, or what it misses.
     pub caveat: Option<String>,
     /// See `EventSpec::part_of`.
     pub part_of: Option<String>,
