@@ -8,7 +8,8 @@
 //! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
 //!   the kernel list;
 //! - [`environment`]: where and how a report was produced;
-//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
+//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
+//! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
 
 pub mod ceilings;
 pub mod documents;
@@ -18,5 +19,6 @@ pub mod stats;
 #[cfg(feature = "analysis")]
 pub mod sweep;
 pub mod units;
+pub mod validation;
 
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
