@@ -77,5 +77,5 @@ impl Error {
     }
 }
 
-/// The library's result type, [`Error`] by default.
+/// The library's result type, [`Error`](enum@Error) by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

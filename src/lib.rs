@@ -1,20 +1,40 @@
 //! `roofline`: work W, traffic Q and time T of a kernel or a command, the machine's roofs,
 //! and reports that say how close it is to them and why.
 //!
-//! The data path is machine → counters → model → report:
-//! - [`machine`]: CPUID, topology, caches, clocks, theoretical peaks, `platforms/` data;
-//! - [`counters`]: backends producing W/Q/T (perf, trace, analytic), [`gpu`] for ncu;
-//! - [`ceilings`]: empirical roofs; [`model`]: AI per level, attainable performance, bounds;
-//! - [`report`]: the one `roofline.report/1` schema and its views; [`gate`]: CI checks.
-
+//! The data path is machine → counters → model → report, and the library's surface follows it:
+//! - **Regions**: [`Session`] marks regions of a program and counts their W, Q and T with a
+//!   [`Backend`] (perf counters, the tracer outside the process, or time only); the C ABI
+//!   (`include/roofline.h`) does the same for C, C++ and Fortran.
+//! - **Reports**: [`Report`] is the one `roofline.report/1` document: the machine, its roofs
+//!   ([`Roofs`]) and the measured [`Point`]s, each with its [`Flops`], [`Bytes`] and
+//!   [`Provenance`]. [`Report::write`] renders it by extension (JSON, CSV, text, SVG, PNG,
+//!   HTML); a [`View`] renders several together.
+//! - **Roofs and the model**: a [`RoofSet`] of [`ComputeRoof`]s and [`BandwidthRoof`]s, and
+//!   [`analyse`], which places a point against them ([`Analysis`]: attainable performance
+//!   per model, the [`Bound`], advice).
+//! - **The machine**: [`MachineModel`] (CPUID, topology, caches, clocks, theoretical peaks)
+//!   and the [`Platform`] tables of `platforms/`; [`Ceilings`] are the measured roofs.
+//! - [`criterion_support`] turns criterion's samples into a report; [`kernels`] is the kernel
+//!   suite with its analytic counts.
+//!
+//! ```no_run
+//! use roofline::{Backend, Session};
+//! let mut session = Session::new(Backend::Auto)?;
+//! let v = vec![1.0f64; 1 << 20];
+//! let sum: f64 = session.region("sum", || v.iter().sum())?;
+//! println!("{sum}");
+//! session.report().write(std::path::Path::new("regions.json"))?;
+//! # Ok::<(), roofline::Error>(())
+//! ```
 //!
 //! Cargo features (all on by default; docs/region-api.md, "A light dependency"): `cli` (the
-//! binaries' `cli` module), `trace` (the ptrace backend, the simulated PMU, `validate`,
-//! `criterion_support`), `plot` (SVG, PNG and HTML views), `gpu` (CUDA device query and
-//! ceilings), `analysis` (the kernel suite and what is built on it, the machine model,
-//! reading reports back). Without them the library is the region API, the perf and
+//! `roofline` and `cargo-roofline` binaries), `trace` (the ptrace backend, the simulated PMU,
+//! `validate`, `criterion_support`), `plot` (SVG, PNG and HTML views), `gpu` (CUDA device
+//! query and ceilings), `analysis` (the kernel suite and what is built on it, the machine
+//! model, reading reports back). Without them the library is the region API, the perf and
 //! time-only backends, CPU identification and the report schema.
 
+#![deny(missing_docs)]
 // Modules are private and shared by the features: what only a left-out feature uses (the CLI's
 // tables, the analysis' environment probes) is dead in a reduced build. Dead code is checked in
 // the full build (every feature).
@@ -60,10 +80,10 @@ pub use region::{
 };
 
 // Reports: the one document every backend produces and every view reads.
-pub use report::{PlotKind, View};
+pub use report::{NamedReport, PlotKind, View};
 #[cfg(feature = "analysis")]
 pub use report::{read_ceilings, read_report};
-pub use schema::report::{REPORT_SCHEMA, level};
+pub use schema::report::{FusionChain, NotRun, REPORT_SCHEMA, SourceReport, level};
 pub use schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
 
 // Roofs and the model read against them.

@@ -458,7 +458,7 @@ impl SimulatedPmu {
     /// names it; user-space rdpmc allowed), `software`, and one instance (`<pmu>_0`, on CPU 0)
     /// of each uncore PMU the table names, with the sysfs aliases of the events it opens by
     /// perf name. The types are the simulated PMU's own (no real PMU has them), so
-    /// [`perf::resolve_platform_events`] resolves the events as on a machine with this PMU.
+    /// `perf::resolve_platform_events` resolves the events as on a machine with this PMU.
     pub fn write_sysfs(&self, pmus: &std::path::Path) -> std::io::Result<()> {
         use std::fs;
         let core = if self.platform.events.iter().any(|e| e.pmu == "cpu_core") {

@@ -342,7 +342,7 @@ pub fn above_roof(p: &Point, a: &Analysis, roofs: &RoofSet) -> Option<String> {
 
 /// Fill each point's `bound` and `roof_fraction` and record the model's figures in
 /// `extra.model` (attainable per model, primary model, advice, skip reason). A point above its
-/// roof gets the [`above_roof`] warning in its provenance notes and `extra.model.above_roof`.
+/// roof gets the `above_roof` warning in its provenance notes and `extra.model.above_roof`.
 pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
     annotate_by_threads(report, roofs, &[])
 }

@@ -416,7 +416,7 @@ impl RoofSet {
         v
     }
 
-    /// The roofs of one family ([`precision_family`]): `bf16` gives a CPU's `bf16` roofs and a
+    /// The roofs of one family (`precision_family`): `bf16` gives a CPU's `bf16` roofs and a
     /// GPU's `tensor_bf16` roof.
     pub fn of_family<'a>(&'a self, family: &'a str) -> impl Iterator<Item = &'a ComputeRoof> + 'a {
         self.compute.iter().filter(move |c| precision_family(&c.precision) == family)

@@ -22,7 +22,7 @@ pub struct GroupReading {
     pub values: Vec<(u64, u64)>,
 }
 
-/// Parse the bytes of a `read()` of a group leader opened with [`group_read_format`]
+/// Parse the bytes of a `read()` of a group leader opened with `group_read_format`
 /// (`nr, time_enabled, time_running, (value, id) × nr`, native endian) with the parser
 /// perf-event2 uses on live counters. Any bytes give a reading or an error, never a panic;
 /// trailing bytes past the `nr` entries are ignored.
