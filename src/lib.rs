@@ -87,12 +87,16 @@ pub use schema::report::{FusionChain, NotRun, REPORT_SCHEMA, SourceReport, level
 pub use schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
 
 // Roofs and the model read against them.
-pub use model::{Analysis, Attainable, BandwidthRoof, ComputeRoof, Limiter, ModelKind, RoofSet, analyse, annotate};
+pub use model::{Analysis, Attainable, BandwidthRoof, ComputeRoof, ComputeRoofUsed, Limiter, ModelKind, RoofSet, analyse, annotate};
 
 // The machine.
+pub use machine::platform::{Identify, Latency};
+pub use machine::{
+    ByIsa, Cache, CoreType, EventSpec, Frequency, IdentifiedBy, MACHINE_SCHEMA, MachineModel, Peaks, Pipes, Platform, ThreadScaling,
+    set_platform, this_platform,
+};
 #[cfg(feature = "analysis")]
 pub use machine::{DetectOptions, detect, detect_static};
-pub use machine::{MACHINE_SCHEMA, MachineModel, Platform};
 
 // Empirical roofs.
 #[cfg(feature = "analysis")]
@@ -147,7 +151,6 @@ pub mod __private {
     /// The machine's identification.
     pub mod machine {
         pub use crate::machine::platform::MIXED_UNITS;
-        pub use crate::machine::{EventSpec, IdentifiedBy, set_platform, this_platform};
         #[cfg(feature = "analysis")]
         pub use crate::machine::{
             cpuid::CpuidFacts,

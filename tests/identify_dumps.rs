@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use roofline::__private::machine::CpuidDump;
-use roofline::__private::machine::{IdentifiedBy, from_dump};
+use roofline::__private::machine::from_dump;
+use roofline::IdentifiedBy;
 use roofline::{DetectOptions, MachineModel, Platform};
 
 /// `$ROOFLINE_SHARED/cpuid`, else `../shared/cpuid` beside the repository.

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use roofline::__private::machine::EventSpec;
+use roofline::EventSpec;
 use roofline::Platform;
 use serde_json::Value;
 

@@ -2,9 +2,9 @@
 //! `set_platform` (`--platform`) reaches them. Its own test binary: the choice is global to
 //! the process.
 
-use roofline::__private::machine::{set_platform, this_platform};
 use roofline::Platform;
 use roofline::{Backend, Session};
+use roofline::{set_platform, this_platform};
 
 #[test]
 fn sessions_report_the_platform_set_for_the_process() {

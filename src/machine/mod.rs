@@ -57,6 +57,7 @@ pub enum IdentifiedBy {
     Generic,
 }
 
+/// One cache of the machine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Cache {
@@ -64,9 +65,13 @@ pub struct Cache {
     pub level: u32,
     /// `data`, `instruction`, `unified`.
     pub kind: String,
+    /// Capacity in bytes.
     pub size_bytes: u64,
+    /// Line size in bytes.
     pub line_bytes: u32,
+    /// Associativity.
     pub ways: u32,
+    /// Sets.
     pub sets: u32,
     /// Threads actually sharing one instance (sysfs `shared_cpu_list`), else CPUID's maximum.
     pub shared_by_threads: u32,
@@ -80,14 +85,20 @@ pub struct Cache {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct ByIsa {
+    /// Scalar code.
     pub scalar: Option<f64>,
+    /// SSE (128-bit).
     pub sse: Option<f64>,
+    /// AVX (256-bit, no FMA).
     pub avx: Option<f64>,
+    /// AVX2 with FMA (256-bit).
     pub avx2: Option<f64>,
+    /// AVX-512 (512-bit).
     pub avx512: Option<f64>,
 }
 
 impl ByIsa {
+    /// The figure of ISA `isa` (one of [`ByIsa::ISAS`]); None for an unknown name.
     pub fn get(&self, isa: &str) -> Option<f64> {
         match isa {
             "scalar" => self.scalar,
@@ -98,6 +109,7 @@ impl ByIsa {
             _ => None,
         }
     }
+    /// Set the figure of ISA `isa`; an unknown name is ignored.
     pub fn set(&mut self, isa: &str, v: Option<f64>) {
         match isa {
             "scalar" => self.scalar = v,
@@ -108,12 +120,15 @@ impl ByIsa {
             _ => {}
         }
     }
+    /// The ISA names, narrowest first.
     pub const ISAS: [&'static str; 5] = ["scalar", "sse", "avx", "avx2", "avx512"];
 }
 
+/// Clocks of the machine, GHz.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Frequency {
+    /// Nominal (base) clock.
     pub nominal: Option<f64>,
     /// Where `nominal` came from: `cpuid 0x16`, `brand string`, `/proc/cpuinfo`, `tsc calibration`.
     pub nominal_source: Option<String>,
@@ -130,16 +145,21 @@ pub struct Frequency {
     pub override_ghz: Option<f64>,
 }
 
+/// Peak GFLOP/s per ISA, by precision.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Peaks {
+    /// Double precision.
     pub double: ByIsa,
+    /// Single precision.
     pub single: ByIsa,
 }
 
+/// Throughput at one thread count.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct ThreadScaling {
+    /// Threads.
     pub threads: u32,
     /// FMA throughput (GFLOP/s, double, widest ISA) with this many threads.
     pub gflops: f64,
@@ -147,11 +167,13 @@ pub struct ThreadScaling {
     pub efficiency: f64,
 }
 
+/// The CPUs of one core type.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct CoreType {
     /// `P` or `E` (hybrid parts), `core` otherwise.
     pub kind: String,
+    /// Its logical CPUs.
     pub cpus: Vec<u32>,
 }
 

@@ -32,18 +32,23 @@ pub const MIXED_UNITS: [(&str, &str); 9] = [
     ("int16.avx2", "avx_vnni"),
 ];
 
+/// FP pipes of one vector width, per core.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct Pipes {
+    /// Pipes that execute FMA.
     #[serde(default)]
     pub fma: u32,
+    /// Pipes that execute adds.
     #[serde(default)]
     pub add: u32,
+    /// Pipes that execute multiplies.
     #[serde(default)]
     pub mul: u32,
 }
 
+/// How a CPU is matched to a platform table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
@@ -55,7 +60,7 @@ pub struct Identify {
     /// Display models (model + extended model << 4).
     #[serde(default)]
     pub models: Vec<u32>,
-    /// Feature flags (names as in [`crate::machine::cpuid`]) that must be present.
+    /// Feature flags (named as CPUID facts name them) that must be present.
     #[serde(default)]
     pub requires: Vec<String>,
     /// Feature flags that must be absent.
