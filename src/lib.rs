@@ -217,6 +217,7 @@ pub mod __private {
     #[cfg(feature = "analysis")]
     pub mod gpu {
         pub use crate::model::gpu::{arch_rates, roofs_from_gpu_ceilings};
+        pub use crate::schema::gpu::GpuCeilings;
 
         /// Nsight Compute captures.
         pub mod ncu {
