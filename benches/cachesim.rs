@@ -2,7 +2,7 @@
 //! a three-level hierarchy of this kind of machine's geometry (Zen 4: 32 KiB/8, 1 MiB/8, 32 MiB/16).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use roofline::counters::cachesim::{AccessKind, CacheHierarchy, LevelConfig, Replacement};
+use roofline::__private::cachesim::{AccessKind, CacheHierarchy, LevelConfig, Replacement};
 
 fn hierarchy(repl: Replacement) -> CacheHierarchy {
     CacheHierarchy::new(vec![

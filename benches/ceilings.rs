@@ -33,7 +33,7 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     c.bench_function("plateau/detect/60", |b| {
-        b.iter(|| roofline::ceilings::plateau::detect(std::hint::black_box(&pts)))
+        b.iter(|| roofline::__private::detect_plateau(std::hint::black_box(&pts)))
     });
 }
 

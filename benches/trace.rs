@@ -14,7 +14,7 @@
 //! Run: `cargo bench --bench trace -- --noplot`. Throughput is reported in traced instructions per second.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use roofline::counters::trace::{self, CountingSink, TraceMode, TraceOptions};
+use roofline::__private::trace::{self, CountingSink, TraceMode, TraceOptions};
 
 /// A suite-style streaming loop: one block per iteration (load, multiply, add, advance).
 #[inline(never)]
@@ -169,7 +169,7 @@ fn bench_threads(c: &mut Criterion) {
             let mut argv = vec![exe.clone(), "1000000".to_string(), "4".to_string()];
             argv.extend(extra.map(String::from));
             let sim = || {
-                Box::new(roofline::counters::cachesim::parse_cache_hierarchy("L1=32KiB:8,L2=1MiB:16,L3=8MiB:16").unwrap())
+                Box::new(roofline::__private::cachesim::parse_cache_hierarchy("L1=32KiB:8,L2=1MiB:16,L3=8MiB:16").unwrap())
                     as Box<dyn trace::AccessSink>
             };
             let mut o = TraceOptions {

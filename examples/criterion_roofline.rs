@@ -87,7 +87,7 @@ fn run() -> roofline::Result<()> {
     }
     let out = target_dir.join("criterion-roofline.json");
     std::fs::create_dir_all(&target_dir).map_err(|e| roofline::Error::io(format!("creating {}", target_dir.display()), e))?;
-    roofline::util::write_atomic(&out, report.to_json().as_bytes())?;
+    std::fs::write(&out, report.to_json()).map_err(|e| roofline::Error::io(format!("writing {}", out.display()), e))?;
     println!("wrote {}", out.display());
     Ok(())
 }

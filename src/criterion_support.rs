@@ -34,7 +34,9 @@ use crate::schema::{Bytes, Environment, Flops, Point, Provenance, Report, Source
 /// W and Q of one benchmark iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchWork {
+    /// Floating-point work of one iteration, by class.
     pub flops: Flops,
+    /// Bytes of one iteration, per level.
     pub bytes: Bytes,
     /// Where W and Q came from: `analytic` or `trace`.
     pub source: Source,
@@ -122,6 +124,7 @@ struct CachedWork {
 const WORK_SCHEMA: &str = "roofline.benchwork/1";
 
 impl WorkCache {
+    /// A cache in directory `dir` (created when first written).
     pub fn new(dir: impl Into<PathBuf>) -> WorkCache {
         WorkCache { dir: dir.into() }
     }
@@ -177,9 +180,10 @@ pub struct Roof {
     pub ceilings: Option<crate::schema::Roofs>,
 }
 
-/// Environment variables that replace the machine's roofs: a peak in GFLOP/s, and
-/// `level=GB/s` pairs separated by commas (`l1=300,dram=20`).
+/// The environment variable that replaces the machine's compute roof: a peak in GFLOP/s.
 pub const PEAK_ENV: &str = "ROOFLINE_PEAK_GFLOPS";
+/// The environment variable that replaces the machine's bandwidth roofs: `level=GB/s` pairs
+/// separated by commas (`l1=300,dram=20`).
 pub const BANDWIDTH_ENV: &str = "ROOFLINE_ROOF_GBS";
 
 impl Roof {

@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(roofline::cli::main());
+    std::process::exit(roofline::cli_main());
 }

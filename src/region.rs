@@ -323,6 +323,7 @@ impl Session {
         }
     }
 
+    /// What the session counts with.
     pub fn mode(&self) -> Mode {
         self.mode
     }
@@ -662,7 +663,9 @@ impl Drop for Session {
 /// Totals of one region over its calls.
 #[derive(Debug, Clone)]
 pub struct RegionTotals {
+    /// The region's name.
     pub name: String,
+    /// How many times it was measured (begin/end pairs, `region` and `measure` calls).
     pub calls: u64,
     /// Sum of the calls' wall time (all calls).
     pub seconds: f64,

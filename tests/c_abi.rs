@@ -1,7 +1,7 @@
 //! The C header compiled and used by a C program (tests/c/markers.c) through the LIKWID
 //! compatibility macros, linked against the cdylib and against the staticlib.
 
-use roofline::report::Report;
+use roofline::Report;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -111,7 +111,7 @@ fn c_program_uses_the_header_with_the_shared_library() {
 
     // Without a hardware PMU, the perf backend refuses at init with one line, and says
     // what the regions fall back to.
-    if roofline::counters::perf::core_pmu(std::path::Path::new(roofline::counters::perf::SYSFS_PMUS)).is_err() {
+    if roofline::__private::perf::core_pmu(std::path::Path::new(roofline::__private::perf::SYSFS_PMUS)).is_err() {
         let out = Command::new(&exe)
             .arg("10")
             .env_remove("LD_LIBRARY_PATH")

@@ -18,8 +18,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use roofline::counters::cachesim::{AccessKind, CacheHierarchy, LevelConfig, Sharing, Traffic};
-use roofline::counters::trace::{self, TraceMode};
+use roofline::__private::cachesim::{AccessKind, CacheHierarchy, LevelConfig, Sharing, Traffic};
+use roofline::__private::trace::{self, TraceMode};
 use roofline::kernels::{Variant, api};
 
 /// The random walk: 64 KiB (2× D1, ¼ LL), 200 000 updates.

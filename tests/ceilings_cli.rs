@@ -30,7 +30,7 @@ fn refused(args: &[&str], needle: &str) {
 
 #[test]
 fn ceilings_bad_threads_and_output() {
-    let too_many = (roofline::util::available_cpus() + 1).to_string();
+    let too_many = (roofline::__private::available_cpus() + 1).to_string();
     refused(&["ceilings", "--threads", &too_many], "CPUs");
     refused(&["ceilings", "--threads", "two"], "not a number");
     refused(&["ceilings", "--quick", "-o", "/nonexistent-dir/c.json"], "does not exist");

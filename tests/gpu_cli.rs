@@ -22,7 +22,7 @@ fn import_writes_a_valid_report() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
-    let r = roofline::report::Report::from_json(&text, "gpu.json").unwrap();
+    let r = roofline::Report::from_json(&text, "gpu.json").unwrap();
     assert_eq!(r.points.len(), 1);
     assert_eq!(r.points[0].name, "dgemm");
     assert!(r.points[0].gflops.unwrap() > 1000.0);
@@ -88,7 +88,7 @@ fn measure_without_ncu_on_path_exits_2() {
 
 #[test]
 fn driver_commands_skip_cleanly_without_a_gpu() {
-    if roofline::gpu::device::driver_present() {
+    if roofline::__private::gpu::device::driver_present() {
         eprintln!("skipped: an NVIDIA driver is present (run the GPU tests per README)");
         return;
     }

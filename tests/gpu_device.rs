@@ -5,7 +5,7 @@
 //! gpu_device`, copy the test executable and `target/release/roofline`, and run
 //! `ROOFLINE_BIN=./roofline ./gpu_device-* --test-threads=1` (scripts/gpu-test.sh does it).
 
-use roofline::gpu::{ceilings, device, kernels::Suite, ncu, run};
+use roofline::__private::gpu::{Suite, ceilings, device, ncu, run};
 
 fn gpu() -> bool {
     if device::driver_present() {
@@ -104,7 +104,7 @@ fn quick_ceilings_are_sane() {
     }
     // cuBLASLt's bf16 GEMM beside the WMMA loop, above it (H100: ~780 vs ~620 TFLOP/s); the
     // launch floor of an empty kernel between 0.5 and 20 µs.
-    if roofline::gpu::blas::present() {
+    if roofline::__private::gpu::blas::present() {
         let rate = |k: &str| {
             c.compute
                 .iter()

@@ -5,7 +5,7 @@
 use assert_cmd::Command;
 use std::collections::BTreeSet;
 
-use roofline::gpu::ncu;
+use roofline::__private::gpu::ncu;
 
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/ncu/{name}", env!("CARGO_MANIFEST_DIR"))

@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use roofline::machine::dump::CpuidDump;
-use roofline::machine::{DetectOptions, IdentifiedBy, MachineModel, Platform, from_dump};
+use roofline::__private::machine::CpuidDump;
+use roofline::__private::machine::from_dump;
+use roofline::IdentifiedBy;
+use roofline::{DetectOptions, MachineModel, Platform};
 
 /// `$ROOFLINE_SHARED/cpuid`, else `../shared/cpuid` beside the repository.
 fn shared_cpuid() -> Option<PathBuf> {
@@ -320,8 +322,8 @@ fn peaks_follow_the_platform_table_at_the_given_clock() {
 /// core and all cores) or the reason, never a unit the CPU lacks.
 #[test]
 fn every_recorded_mixed_precision_unit_is_rated_or_says_why_not() {
-    use roofline::machine::cpuid::CpuidFacts;
-    use roofline::machine::platform::MIXED_UNITS;
+    use roofline::__private::machine::CpuidFacts;
+    use roofline::__private::machine::MIXED_UNITS;
     let Some(dir) = shared_cpuid() else { return };
     let ghz = 1.5 + f64::from(std::process::id() % 200) / 100.0;
     let opts = DetectOptions {

@@ -195,8 +195,8 @@ fn output_file_is_the_same_report() {
         .assert()
         .success();
     let text = std::fs::read_to_string(&out).unwrap();
-    let r = roofline::report::Report::from_json(&text, "r.json").unwrap();
-    assert_eq!(r.points[0].provenance.seconds, Some(roofline::report::Source::PerfStat));
+    let r = roofline::Report::from_json(&text, "r.json").unwrap();
+    assert_eq!(r.points[0].provenance.seconds, Some(roofline::Source::PerfStat));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
 }
 
@@ -270,7 +270,7 @@ fn random_bytes_never_panic() {
         .as_nanos() as u64
         | 1;
     let mut x = seed;
-    let skx = roofline::machine::Platform::load("skx").unwrap();
+    let skx = roofline::Platform::load("skx").unwrap();
     let base = std::fs::read_to_string(fixture("skx_triad.csv")).unwrap();
     for _ in 0..300 {
         // Mutate a real fixture: flip, insert and delete bytes.
@@ -289,13 +289,13 @@ fn random_bytes_never_panic() {
             }
         }
         let text = String::from_utf8_lossy(&b);
-        let opts = roofline::counters::perf_stat::ImportOptions {
+        let opts = roofline::__private::perf_stat::ImportOptions {
             seconds: None,
             name: "fuzz".into(),
             platform_source: "test".into(),
         };
         // Either a valid report or an input error; never a panic (seed printed on failure).
-        if let Ok((r, _)) = roofline::counters::perf_stat::import(&text, "fuzz", &skx, &opts) {
+        if let Ok((r, _)) = roofline::__private::perf_stat::import(&text, "fuzz", &skx, &opts) {
             assert!(r.validate("fuzz").is_ok(), "seed {seed}");
         }
     }
@@ -318,7 +318,7 @@ fn a_real_perf_stat_file_from_this_machine() {
         return;
     }
     let text = std::fs::read_to_string(&f).unwrap();
-    let parsed = roofline::counters::perf_stat::parse(&text, "real.csv").unwrap();
+    let parsed = roofline::__private::perf_stat::parse(&text, "real.csv").unwrap();
     assert!(parsed.started.is_some(), "perf writes '# started on' with -o");
     let tc = parsed.rows.iter().find(|r| r.event == "task-clock").expect("task-clock row");
     assert_eq!(tc.unit, "msec");
@@ -357,17 +357,17 @@ fn a_real_perf_stat_file_from_this_machine() {
         ],
         &["true"],
     ) {
-        let p = roofline::counters::perf_stat::parse(&t, "terms.csv").unwrap();
+        let p = roofline::__private::perf_stat::parse(&t, "terms.csv").unwrap();
         let events: Vec<&str> = p.rows.iter().map(|r| r.event.as_str()).collect();
         assert_eq!(events, ["software/config=0x2/", "foo", "software/config=0x0/u"], "{t}");
     }
     if let Some(t) = run(&["-r", "3", "-e", "task-clock"], &["true"]) {
-        let p = roofline::counters::perf_stat::parse(&t, "repeat.csv").unwrap();
+        let p = roofline::__private::perf_stat::parse(&t, "repeat.csv").unwrap();
         assert_eq!(p.rows.len(), 1, "{t}");
         assert_eq!((p.rows[0].unit.as_str(), p.rows[0].running_pct), ("msec", Some(100.0)), "{t}");
     }
     if let Some(t) = run(&["-I", "20", "-e", "task-clock"], &["sleep", "0.07"]) {
-        let p = roofline::counters::perf_stat::parse(&t, "interval.csv").unwrap();
+        let p = roofline::__private::perf_stat::parse(&t, "interval.csv").unwrap();
         assert!(p.rows.len() >= 2, "{t}");
         assert!(p.rows.iter().all(|r| r.event == "task-clock" && r.unit == "msec"), "{t}");
         assert!(p.skipped_lines.is_empty(), "{t}");
@@ -446,11 +446,11 @@ fn events_line_round_trips_through_import() {
     for key in [
         "snb", "hsw", "bdx", "skx", "icx", "adl", "spr", "gnr", "zen1", "zen2", "zen3", "zen4", "zen5",
     ] {
-        let p = roofline::machine::Platform::load(key).unwrap();
-        for e in roofline::counters::events::selected(&p, true, true) {
-            let printed = roofline::counters::events::perf_event_syntax(e);
-            match roofline::counters::perf_stat::resolve(&printed, &p) {
-                roofline::counters::perf_stat::Resolved::Event(s) => assert_eq!(s.name, e.name, "{key}: {printed}"),
+        let p = roofline::Platform::load(key).unwrap();
+        for e in roofline::__private::perf_stat::selected(&p, true, true) {
+            let printed = roofline::__private::perf_stat::perf_event_syntax(e);
+            match roofline::__private::perf_stat::resolve(&printed, &p) {
+                roofline::__private::perf_stat::Resolved::Event(s) => assert_eq!(s.name, e.name, "{key}: {printed}"),
                 other => panic!("{key}: {printed} resolved to {other:?}"),
             }
         }

@@ -6,8 +6,8 @@
 use assert_cmd::Command;
 use std::path::Path;
 
-use roofline::report::plot::{plot_size, svg_sized};
-use roofline::report::{PlotKind, Report, View};
+use roofline::__private::plot::{plot_size, svg_sized};
+use roofline::{PlotKind, Report, View};
 
 fn roofline() -> Command {
     Command::cargo_bin("roofline").unwrap()

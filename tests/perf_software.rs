@@ -4,8 +4,8 @@
 //! exit-status pass-through and signal deaths. Hardware-PMU assertions adapt to the machine.
 
 use assert_cmd::Command;
-use roofline::counters::perf::{self, CommandSpec, CounterSet, Target};
-use roofline::report::Report;
+use roofline::__private::perf::{self, CommandSpec, CounterSet, Target};
+use roofline::Report;
 use roofline::{Backend, Session};
 use std::path::Path;
 

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use roofline::machine::{EventSpec, Platform};
+use roofline::EventSpec;
+use roofline::Platform;
 use serde_json::Value;
 
 fn shared_dir() -> Option<PathBuf> {
@@ -357,7 +358,7 @@ fn assignable(masks: &[Vec<u32>]) -> bool {
 
 #[test]
 fn planned_groups_fit_the_vendors_counter_masks() {
-    use roofline::counters::perf;
+    use roofline::__private::perf;
     let Some(perfmon) = shared_dir() else {
         eprintln!("SKIP platforms_perfmon: ../shared/perfmon is absent");
         return;

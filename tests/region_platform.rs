@@ -2,8 +2,9 @@
 //! `set_platform` (`--platform`) reaches them. Its own test binary: the choice is global to
 //! the process.
 
-use roofline::machine::{Platform, set_platform, this_platform};
+use roofline::Platform;
 use roofline::{Backend, Session};
+use roofline::{set_platform, this_platform};
 
 #[test]
 fn sessions_report_the_platform_set_for_the_process() {
@@ -16,7 +17,7 @@ fn sessions_report_the_platform_set_for_the_process() {
         .collect();
     let pick = &others[(std::process::id() as usize) % others.len()];
     set_platform(pick).unwrap();
-    assert_eq!(roofline::counters::perf::identify_platform().map(|p| p.key).as_ref(), Some(pick));
+    assert_eq!(roofline::__private::perf::identify_platform().map(|p| p.key).as_ref(), Some(pick));
     let mut s = Session::new(Backend::Analytic).unwrap();
     let v: u64 = s.region("sum", || (1..=100u64).sum()).unwrap();
     assert_eq!(v, 5050);

@@ -3,7 +3,7 @@
 //! the churn of threads would disturb the other tests' sessions in a shared process.
 
 use roofline::Session;
-use roofline::region::software_events;
+use roofline::software_events;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -268,8 +268,8 @@ fn json_round_trips_and_fills_the_model() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0);
-    let back = roofline::report::read_report(&out).unwrap();
-    let orig = roofline::report::read_report(&fixture("several.json")).unwrap();
+    let back = roofline::read_report(&out).unwrap();
+    let orig = roofline::read_report(&fixture("several.json")).unwrap();
     assert_eq!(back.points.len(), orig.points.len());
     for (a, b) in back.points.iter().zip(&orig.points) {
         assert_eq!(a.name, b.name);
@@ -279,11 +279,11 @@ fn json_round_trips_and_fills_the_model() {
         assert_eq!(a.bound.is_some(), b.seconds > 0.0, "{}", a.name);
     }
     let triad = back.points.iter().find(|p| p.name == "triad").unwrap();
-    assert_eq!(triad.bound, Some(roofline::report::Bound::Memory { level: "dram".into() }));
+    assert_eq!(triad.bound, Some(roofline::Bound::Memory { level: "dram".into() }));
     // --json prints the same document
     let (code, stdout, _) = run(&["report", "show", fixture("several.json").to_str().unwrap(), "--json"]);
     assert_eq!(code, 0);
-    let printed = roofline::report::Report::from_json(&stdout, "stdout").unwrap();
+    let printed = roofline::Report::from_json(&stdout, "stdout").unwrap();
     assert_eq!(printed, back);
 }
 
@@ -303,11 +303,11 @@ fn svg_has_every_roof_label_and_one_marker_per_point() {
     let text = std::fs::read_to_string(&svg).unwrap();
     let src = read_json(&fixture("several.json"));
     for (lvl, g) in src["ceilings"]["bandwidth_gbs"].as_object().unwrap() {
-        let label = format!("{} {} GB/s", lvl.to_uppercase(), roofline::schema::units::sig3(g.as_f64().unwrap()));
+        let label = format!("{} {} GB/s", lvl.to_uppercase(), roofline::__private::sig3(g.as_f64().unwrap()));
         assert!(text.contains(&label), "missing roof label {label}");
     }
     for (key, g) in src["ceilings"]["compute_gflops"].as_object().unwrap() {
-        let value = format!("{} GFLOP/s", roofline::schema::units::sig3(g.as_f64().unwrap()));
+        let value = format!("{} GFLOP/s", roofline::__private::sig3(g.as_f64().unwrap()));
         let fma = if key.ends_with(".fma") { "FMA" } else { "no-FMA" };
         assert!(text.contains(&format!("{fma} {value}")), "missing compute roof label for {key}");
     }
@@ -350,7 +350,7 @@ fn png_and_html_outputs() {
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     // IHDR: width of three panels side by side, not a blank few bytes
     let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
-    assert_eq!(w, roofline::report::plot::plot_size(roofline::report::PlotKind::All).0);
+    assert_eq!(w, roofline::__private::plot::plot_size(roofline::PlotKind::All).0);
     assert!(bytes.len() > 20_000);
     let html = dir.path().join("r.html");
     let (code, _, _) = run(&[

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use roofline::report::labels::{MARKER_NUDGE, any_overlap};
-use roofline::report::plot::{COMPACT, MIN_COLOR_DISTANCE, Panel, color_distance, plot_size, svg_sized, text_pixels};
-use roofline::report::{PlotKind, Report, View, read_report};
+use roofline::__private::plot::{COMPACT, MIN_COLOR_DISTANCE, Panel, color_distance, plot_size, svg_sized, text_pixels};
+use roofline::__private::plot::{MARKER_NUDGE, any_overlap};
+use roofline::{PlotKind, Report, View, read_report};
 
 fn fixture(name: &str) -> Report {
     read_report(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports").join(name)).unwrap()
@@ -201,7 +201,7 @@ fn random_reports_lay_out_without_overlap() {
             let gflops = 10f64.powf(-0.5 + rng.f() * 2.5);
             let t = flops / gflops / 1e9;
             p.seconds_samples = (0..3).map(|_| t * (1.0 + 0.1 * rng.f())).collect();
-            p.seconds = roofline::schema::stats::median(&p.seconds_samples).unwrap();
+            p.seconds = roofline::__private::median(&p.seconds_samples).unwrap();
             r.points.push(p);
         }
         for kind in [PlotKind::Carm, PlotKind::Dram, PlotKind::Hierarchical] {

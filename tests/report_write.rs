@@ -1,8 +1,8 @@
 //! `Report::write(path)`: the format follows the extension (the CLI's `-o` path), the file is
 //! written atomically, and an unknown extension is an error naming the known ones.
 
-use roofline::report::{Report, read_report};
 use roofline::{Backend, Session};
+use roofline::{Report, read_report};
 
 /// A session report with regions of random names and calls.
 fn session_report() -> (Report, Vec<(String, u64)>) {

@@ -71,8 +71,8 @@ fn run_json_is_a_report_with_analytic_provenance() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = roofline::report::Report::from_json(&String::from_utf8_lossy(&out.stdout), "stdout").unwrap();
-    let written = roofline::report::Report::from_json(&std::fs::read_to_string(&file).unwrap(), "r.json").unwrap();
+    let report = roofline::Report::from_json(&String::from_utf8_lossy(&out.stdout), "stdout").unwrap();
+    let written = roofline::Report::from_json(&std::fs::read_to_string(&file).unwrap(), "r.json").unwrap();
     assert_eq!(written.points.len(), 1);
     let p = &report.points[0];
     assert_eq!(p.name, "stencil2d/scalar/n=37");

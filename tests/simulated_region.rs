@@ -3,10 +3,10 @@
 //! perf's formulas, the region run in the process. A test binary of its own: the in-process
 //! tracer waits for any child of the process, so no other test may spawn commands meanwhile.
 
-use roofline::counters::simulated::{Faults, SimulatedPmu};
-use roofline::machine::Platform;
-use roofline::report::Source;
+use roofline::Platform;
+use roofline::Source;
 use roofline::{Backend, Session};
+use roofline::{Faults, SimulatedPmu};
 
 fn ptrace_allowed() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").map_or(true, |s| s.trim() != "3")
@@ -29,8 +29,8 @@ fn random(lo: u64, hi: u64) -> u64 {
 /// faults: its G core groups take turns (1/G each) and a run of T ns is said running
 /// round(T/G) ≥ 1 ns of it, so the ratio is ≥ max(1/G − 1/(2T), 1/T) ≥ 2/(3G) (1 for G = 1).
 fn least_running_ratio() -> f64 {
-    use roofline::counters::perf::{Scope, plan_groups};
-    let pmu = SimulatedPmu::new(roofline::counters::platform(None).unwrap(), Faults::default());
+    use roofline::__private::perf::{Scope, plan_groups};
+    let pmu = SimulatedPmu::new(roofline::__private::platform(None).unwrap(), Faults::default());
     let (specs, counters, _) = pmu.counters(false, true).unwrap();
     let groups = plan_groups(&specs, counters)
         .iter()

@@ -2,7 +2,7 @@
 //! tracer beside other threads of the same process that have children of their own: it waits
 //! only for the children of its own thread.
 
-use roofline::counters::trace::{self, TraceMode};
+use roofline::__private::trace::{self, TraceMode};
 
 /// A pinned loop: per iteration one 256-bit FMA with a 32-byte load and one scalar add.
 #[inline(never)]
@@ -49,7 +49,7 @@ fn forked_work_is_counted_exactly_and_only_the_work() {
         .iter()
         .enumerate()
         .filter(|(_, v)| **v > 0)
-        .map(|(i, v)| (trace::tally::class_key(i), *v))
+        .map(|(i, v)| (trace::class_key(i), *v))
         .collect();
     assert_eq!(by.get("packed256_double"), Some(&(8 * n)));
     assert_eq!(by.get("scalar_double"), Some(&n));

@@ -346,7 +346,7 @@ fn criterion_example_reports_a_roof_fraction_with_no_configuration() {
     }
     // The report carries the same fractions, the roofs they came from and the machine.
     let text = std::fs::read_to_string(dir.path().join("target/criterion-roofline.json")).unwrap();
-    let report = roofline::report::Report::from_json(&text, "criterion-roofline.json").unwrap();
+    let report = roofline::Report::from_json(&text, "criterion-roofline.json").unwrap();
     for (p, (_, f)) in report.points.iter().zip(&found) {
         let rf = p.roof_fraction.expect("roof fraction in the report");
         assert!((rf - f).abs() < 1e-3, "{}: {rf} vs printed {f}", p.name);

@@ -2,7 +2,7 @@
 //! `--cache` specs: parsing never panics; whatever parses builds a hierarchy that takes accesses.
 
 use libfuzzer_sys::fuzz_target;
-use roofline::counters::cachesim::{AccessKind, CacheHierarchy, parse_cache_spec};
+use roofline::__private::cachesim::{AccessKind, CacheHierarchy, parse_cache_spec};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(spec) = std::str::from_utf8(data) else { return };

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roofline::counters::perf::{parse_cpu_list, parse_group_read, scale};
+use roofline::__private::perf::{parse_cpu_list, parse_group_read, scale};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(g) = parse_group_read(data) {

@@ -2,8 +2,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roofline::counters::perf_stat::{self, ImportOptions};
-use roofline::machine::Platform;
+use roofline::__private::perf_stat::{self, ImportOptions};
+use roofline::Platform;
 use std::sync::OnceLock;
 
 static PLATFORMS: OnceLock<Vec<Platform>> = OnceLock::new();

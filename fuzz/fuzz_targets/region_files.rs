@@ -2,7 +2,7 @@
 //! counted region points): read back without panicking, or counted as bad.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use roofline::counters::region_times::TakenRun;
+use roofline::__private::TakenRun;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, rest)) = data.split_first() else { return };

@@ -2,7 +2,8 @@
 //! view (model, table, CSV, JSON, SVG) renders without panicking.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use roofline::report::{PlotKind, Report, View, csv, json, plot, table};
+use roofline::__private::{plot, views};
+use roofline::{PlotKind, Report, View};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -11,8 +12,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let view = View::new(vec![("fuzz".into(), report)], None, PlotKind::All);
-    let _ = table::render(&view);
-    let _ = csv::to_csv(&view);
-    let _ = json::document(&view).to_json();
+    let _ = views::render(&view);
+    let _ = views::to_csv(&view);
+    let _ = views::document(&view).to_json();
     let _ = plot::svg(&view);
 });

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roofline::counters::trace::{classify, symbols};
+use roofline::__private::trace::{classify, symbols};
 
 fuzz_target!(|data: &[u8]| {
     if let Some(info) = symbols::parse_elf(data) {

@@ -1,4 +1,4 @@
 //! `cargo roofline`: build a target in release, measure it, write the report.
 fn main() {
-    std::process::exit(roofline::cli::cargo_roofline::main());
+    std::process::exit(roofline::cargo_roofline_main());
 }

@@ -10,10 +10,6 @@ use crate::schema::ceilings::{BandwidthCeiling, Host};
 
 /// What `gbs` counts: the bytes the kernel's load and store instructions move.
 pub const CORE: &str = "core";
-/// `gbs_write_allocate` also counts the read of each written line before it is written
-/// (ordinary stores to lines the kernel did not read first; none for non-temporal stores or
-/// daxpy's in-place update): the kernel's analytic DRAM traffic.
-pub const WITH_WRITE_ALLOCATE: &str = "core+write-allocate";
 
 /// The widest variant this CPU runs.
 pub fn widest_variant() -> Variant {

@@ -61,21 +61,6 @@ pub fn theoretical_flop_per_cycle(platform: &Platform, spec: &PeakSpec) -> Optio
     if per_cycle > 0.0 { Some(per_cycle * lanes) } else { None }
 }
 
-/// Measured clock (GHz) at `isa` on `threads` pinned threads (the slowest thread's), from
-/// the fastest sample (the least disturbed by other tenants).
-pub fn measure_clock(isa: PeakIsa, threads: usize, budget: Budget) -> Option<f64> {
-    roofline_kernels::peak::clock_probe(isa, 1)?;
-    let mut probe = ClockInstance { isa, rounds: 10_000 };
-    let per_round = time_one(&mut probe) / 10_000.0;
-    let rounds = reps_for(per_round, budget.sample);
-    let team: Vec<Box<dyn Instance>> = (0..threads)
-        .map(|_| Box::new(ClockInstance { isa, rounds }) as Box<dyn Instance>)
-        .collect();
-    let samples = time_instances(team, budget);
-    let s = stats(&samples);
-    Some(rounds as f64 * CLOCK_CYCLES_PER_ROUND as f64 / s.min / 1e9)
-}
-
 /// One peak sample with its own clock: the clock probe of the same ISA runs right before the
 /// peak loop on the same thread, each timed. A sample's flop/cycle is then the ratio of two
 /// figures taken under the same conditions: a hypervisor's steal, another tenant's time

@@ -1,6 +1,6 @@
 //! The analytic backend: W and Q from the kernel suite's own formulas, T from a native run.
 //!
-//! [`run_kernel`] is the one entry point `roofline run`, `roofline sweep` and the profile job
+//! [`run`] is the one entry point `roofline run`, `roofline sweep` and the profile job
 //! use: one instance per thread (each its own data), a pinned team timed by
 //! `roofline_kernels::runner::time_team`, and a [`Measurement`] whose provenance says
 //! flops = analytic, bytes (core, dram) = analytic, seconds = native.
@@ -33,8 +33,10 @@ pub struct KernelRun<'a> {
 }
 
 /// Run `kernel` at size `n` and `variant` on `threads` pinned threads and measure it:
-/// W and Q analytic (summed over the threads' instances), T native (every repetition).
-pub fn run_kernel(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usize, repeat: Repeat) -> Result<Measurement> {
+/// W and Q analytic (summed over the threads' instances), T native (every repetition). The
+/// unit tests' shorthand for [`run`].
+#[cfg(test)]
+fn run_kernel(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usize, repeat: Repeat) -> Result<Measurement> {
     run(
         &KernelRun {
             kernel,
@@ -49,7 +51,7 @@ pub fn run_kernel(kernel: &dyn Kernel, n: usize, variant: Variant, threads: usiz
     )
 }
 
-/// [`run_kernel`] with options and a per-sample callback (`(count, seconds)`, for progress).
+/// Run a kernel as `spec` says, with a per-sample callback (`(count, seconds)`, for progress).
 pub fn run(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync)) -> Result<Measurement> {
     run_hooked(spec, on_sample, None)
 }

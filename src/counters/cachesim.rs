@@ -28,14 +28,12 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::machine::{MachineModel, Platform};
 
-/// The caveat every report with simulated traffic must carry in its provenance notes (the
-/// trace backend's note, [`CacheHierarchy::note`], also names the levels and their policies).
-pub const PROVENANCE_NOTE: &str = "cache traffic simulated (write-back, write-allocate); hardware prefetchers not modelled";
-
 /// What an instruction does to memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AccessKind {
+    /// A read (fills the line on a miss).
     Load,
+    /// A write (write-allocate: fills the line on a miss, marks it dirty).
     Store,
     /// Non-temporal store (`movnt*`): bypasses the caches, counts to DRAM.
     NtStore,
@@ -43,14 +41,17 @@ pub enum AccessKind {
     Prefetch,
 }
 
+/// Which line of a set a miss evicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Replacement {
+    /// Least recently used.
     #[default]
     Lru,
     /// Tree pseudo-LRU (what most L1/L2 caches implement).
     TreePlru,
 }
 
+/// Whether a level is one cache per core or one for the whole machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sharing {
     /// One instance per core.
@@ -64,10 +65,15 @@ pub enum Sharing {
 pub struct LevelConfig {
     /// `L1`, `L2`, …: lower-cased, it keys the traffic into this level.
     pub name: String,
+    /// Capacity in bytes.
     pub size_bytes: u64,
+    /// Associativity (lines per set).
     pub ways: u32,
+    /// Line size in bytes (a power of two).
     pub line_bytes: u32,
+    /// Which line a miss evicts.
     pub replacement: Replacement,
+    /// One per core or one shared.
     pub sharing: Sharing,
 }
 
@@ -96,21 +102,25 @@ impl LevelConfig {
         }
     }
 
+    /// This level with replacement policy `r`.
     pub fn with_replacement(mut self, r: Replacement) -> LevelConfig {
         self.replacement = r;
         self
     }
 
+    /// This level with sharing `s`.
     pub fn with_sharing(mut self, s: Sharing) -> LevelConfig {
         self.sharing = s;
         self
     }
 
+    /// This level with lines of `line_bytes`.
     pub fn with_line(mut self, line_bytes: u32) -> LevelConfig {
         self.line_bytes = line_bytes;
         self
     }
 
+    /// Sets: size over ways × line.
     pub fn sets(&self) -> u64 {
         self.size_bytes / (u64::from(self.ways) * u64::from(self.line_bytes))
     }
@@ -438,6 +448,7 @@ pub struct LevelCounts {
 /// Per-level figures after a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Traffic {
+    /// Line size in bytes of the hierarchy.
     pub line_bytes: u32,
     /// Level name (`L1`, …) and its counters, top first.
     pub levels: Vec<(String, LevelCounts)>,
@@ -453,6 +464,7 @@ impl Traffic {
         self.bytes.iter().map(|(k, v)| (k.clone(), *v as f64)).collect()
     }
 
+    /// The counters of the level named `name` (case-insensitive).
     pub fn level(&self, name: &str) -> Option<LevelCounts> {
         self.levels.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, c)| *c)
     }
@@ -573,6 +585,7 @@ impl CacheHierarchy {
         Ok(CacheHierarchy::new(levels)?.with_inclusive_llc(inclusive))
     }
 
+    /// Line size in bytes (every level's).
     pub fn line_bytes(&self) -> u32 {
         1 << self.line_shift
     }
@@ -861,10 +874,12 @@ impl CacheHierarchy {
         }
     }
 
+    /// Each level's geometry and policy, top first.
     pub fn levels(&self) -> impl Iterator<Item = &LevelConfig> {
         self.levels.iter().map(|l| &l.cfg)
     }
 
+    /// Whether the last level is inclusive (an eviction there invalidates the copies above).
     pub fn inclusive_llc(&self) -> bool {
         self.inclusive
     }

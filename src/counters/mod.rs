@@ -43,9 +43,13 @@ use crate::schema::{Bytes, Flops, Point, Provenance};
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    /// Perf when a usable core PMU exists, else trace (`counters::choose`).
     Auto,
+    /// perf_event hardware counters: W and Q from the PMU, T native.
     Perf,
+    /// ptrace single-stepping with instruction decoding: W exact, Q from the addresses touched (a cache simulator for the levels below the core).
     Trace,
+    /// W and Q from the kernel suite's own formulas, T native: kernels of the suite only.
     Analytic,
     /// The simulated PMU (`simulated.rs`): the perf path with counts from a trace of the same
     /// run and injected faults, for tests. Never chosen by `auto`.
@@ -83,11 +87,17 @@ impl BackendKind {
 /// produces, and what becomes a [`Point`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Measurement {
+    /// Floating-point work W, by class.
     pub flops: Flops,
+    /// Traffic Q in bytes, per level (`core`, `l1`, …, `dram`).
     pub bytes: Bytes,
+    /// Where each figure came from; None where the backend claims none.
     pub provenance: Option<Provenance>,
+    /// Wall time of each repetition, seconds.
     pub seconds_samples: Vec<f64>,
+    /// Threads that ran the work.
     pub threads: u32,
+    /// Figures beside W, Q and T, keyed by name (they become the point's `extra`).
     pub extra: BTreeMap<String, serde_json::Value>,
     /// The command's regions (the region API's markers), when the backend tells them apart:
     /// each becomes a point of its own beside the whole run's.
@@ -120,6 +130,7 @@ impl From<Point> for Measurement {
 }
 
 impl Measurement {
+    /// The point named `name` this measurement makes: W, Q and T with their provenance (an absent provenance: none claimed), at least one thread.
     pub fn into_point(self, name: impl Into<String>) -> Point {
         let prov = self.provenance.unwrap_or(Provenance {
             flops: None,

@@ -338,7 +338,9 @@ fn simulable(spec: &CounterSpec) -> bool {
 /// The simulated PMU of one platform, with its faults.
 #[derive(Debug, Clone)]
 pub struct SimulatedPmu {
+    /// The platform whose events it offers.
     pub platform: Platform,
+    /// What it gets wrong on purpose.
     pub faults: Faults,
 }
 
@@ -347,6 +349,7 @@ pub struct SimulatedPmu {
 pub type Selection = (Vec<CounterSpec>, u32, Vec<String>);
 
 impl SimulatedPmu {
+    /// A simulated PMU of `platform` with `faults`.
     pub fn new(platform: Platform, faults: Faults) -> SimulatedPmu {
         SimulatedPmu { platform, faults }
     }
@@ -455,7 +458,7 @@ impl SimulatedPmu {
     /// names it; user-space rdpmc allowed), `software`, and one instance (`<pmu>_0`, on CPU 0)
     /// of each uncore PMU the table names, with the sysfs aliases of the events it opens by
     /// perf name. The types are the simulated PMU's own (no real PMU has them), so
-    /// [`perf::resolve_platform_events`] resolves the events as on a machine with this PMU.
+    /// `perf::resolve_platform_events` resolves the events as on a machine with this PMU.
     pub fn write_sysfs(&self, pmus: &std::path::Path) -> std::io::Result<()> {
         use std::fs;
         let core = if self.platform.events.iter().any(|e| e.pmu == "cpu_core") {
@@ -610,10 +613,6 @@ impl CounterSource for SimulatedCounterSet {
     }
     fn enable(&mut self, _only_system_wide: bool) -> Result<()> {
         self.enabled = true;
-        Ok(())
-    }
-    fn disable(&mut self) -> Result<()> {
-        self.enabled = false;
         Ok(())
     }
     fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()> {

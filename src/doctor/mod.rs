@@ -130,6 +130,8 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
+    /// The capability named `name` (the unit tests' look-up).
+    #[cfg(test)]
     pub fn get(&self, name: &str) -> Option<&Capability> {
         self.capabilities.iter().find(|c| c.name == name)
     }

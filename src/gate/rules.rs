@@ -85,11 +85,16 @@ pub struct Rule {
     pub severity: Severity,
 }
 
+/// A gate's rules (a rules file's `[settings]` and `[[rule]]`s, over the defaults unless they are turned off).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleSet {
+    /// Significance level of the statistical time checks.
     pub alpha: f64,
+    /// What a point only in the current report is.
     pub new_points: Severity,
+    /// What a point only in the baseline is.
     pub vanished_points: Severity,
+    /// The rules, in order: for one point and metric a later rule replaces an earlier one of its kind.
     pub rules: Vec<Rule>,
 }
 

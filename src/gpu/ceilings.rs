@@ -18,7 +18,9 @@ use cudarc::driver::LaunchConfig;
 
 /// Options: `quick` uses fewer repetitions and a shorter sweep.
 pub struct Options {
+    /// Fewer repetitions and a shorter sweep.
     pub quick: bool,
+    /// The CUDA device ordinal.
     pub ordinal: usize,
 }
 
@@ -44,6 +46,7 @@ pub fn pow2_floor(x: u64) -> u64 {
     if x == 0 { 0 } else { 1 << (63 - x.leading_zeros()) }
 }
 
+/// Measure the device's ceilings (compute per precision, bandwidth per level); `progress` gets one line per step.
 pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     let ctx = device::open(opts.ordinal)?;
     let mut machine = device::query(&ctx, None)?;

@@ -12,8 +12,11 @@ pub const SOURCE: &str = include_str!("../../kernels/gpu/kernels.cu");
 
 /// A compiled module of the suite on one device.
 pub struct Suite {
+    /// The CUDA context of the device.
     pub ctx: Arc<CudaContext>,
+    /// The stream every launch goes on.
     pub stream: Arc<CudaStream>,
+    /// The compiled kernels.
     pub module: Arc<CudaModule>,
 }
 
@@ -36,6 +39,7 @@ fn nvrtc_present() -> bool {
 }
 
 impl Suite {
+    /// Compile the suite (NVRTC) for the device of `ctx`.
     pub fn compile(ctx: Arc<CudaContext>) -> Result<Suite> {
         if !nvrtc_present() {
             return Err(Error::unavailable(
@@ -68,6 +72,7 @@ impl Suite {
         Ok(Suite { ctx, stream, module })
     }
 
+    /// The kernel named `name`.
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
         self.module
             .load_function(name)

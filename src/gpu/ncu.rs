@@ -174,8 +174,11 @@ pub struct Launch {
 /// used), and the lines that were not CSV (program output, ncu).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capture {
+    /// Every kernel launch, in capture order.
     pub launches: Vec<Launch>,
+    /// The rule results of ncu's sections.
     pub rules: Vec<RuleResult>,
+    /// Lines that were not CSV (the program's output, ncu's messages).
     pub other_lines: Vec<String>,
 }
 
@@ -453,6 +456,7 @@ pub struct KernelSummary {
     pub full_name: String,
     /// `full_name` demangled (the same text where ncu printed it demangled).
     pub demangled: String,
+    /// Launches summed.
     pub launches: usize,
     /// Counters (`*.sum`, durations) summed over launches; rates and percentages averaged.
     pub metrics: BTreeMap<String, f64>,
@@ -611,6 +615,7 @@ impl KernelSummary {
             .collect()
     }
 
+    /// Time of all its launches together, seconds (`gpu__time_duration.sum`).
     pub fn seconds(&self) -> Option<f64> {
         self.m("gpu__time_duration.sum")
     }

@@ -23,6 +23,7 @@ pub struct GpuKernel {
     pub counts: fn(f64) -> (f64, f64),
 }
 
+/// The GPU kernels `roofline gpu run` offers.
 pub const KERNELS: &[GpuKernel] = &[
     GpuKernel {
         name: "triad",

@@ -127,11 +127,17 @@ pub fn known_flag(name: &str) -> bool {
 /// What identification needs from CPUID, decoded once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CpuidFacts {
+    /// CPUID vendor string.
     pub vendor: String,
+    /// Display family.
     pub family: u32,
+    /// Display model.
     pub model: u32,
+    /// Stepping.
     pub stepping: u32,
+    /// Brand string, trimmed.
     pub brand: String,
+    /// The feature flags present, by the names platform files use (`sse4_2`, `avx512f`, …).
     pub flags: BTreeSet<String>,
     /// Hypervisor vendor string (leaf 0x4000_0000) when the hypervisor bit is set.
     pub hypervisor: Option<String>,
@@ -140,6 +146,7 @@ pub struct CpuidFacts {
 }
 
 impl CpuidFacts {
+    /// Decode what identification needs from `src` (this CPU, or a dump).
     pub fn read(src: &dyn CpuidSource) -> CpuidFacts {
         let id = raw(src);
         let vendor = id.get_vendor_info().map(|v| v.as_str().to_string()).unwrap_or_default();
@@ -192,6 +199,7 @@ impl CpuidFacts {
         }
     }
 
+    /// Whether the CPU has feature `flag`.
     pub fn has(&self, flag: &str) -> bool {
         self.flags.contains(flag)
     }

@@ -1,5 +1,5 @@
 //! Building the machine model: the static part (CPUID, topology, caches, platform, nominal
-//! clock) from any [`CpuidSource`], and the measured part (clocks, FP throughput, thread
+//! clock) from any `CpuidSource`, and the measured part (clocks, FP throughput, thread
 //! scaling) on the live machine.
 
 use std::collections::BTreeMap;

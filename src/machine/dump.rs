@@ -49,6 +49,7 @@ impl DumpCpu {
 /// A parsed dump: its logical CPUs in order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CpuidDump {
+    /// The logical CPUs, in the dump's order.
     pub cpus: Vec<DumpCpu>,
 }
 
@@ -143,6 +144,7 @@ fn field_after(s: &str, key: &str) -> Option<u32> {
 }
 
 impl CpuidDump {
+    /// Read and parse the dump at `path`.
     pub fn load(path: &std::path::Path) -> Result<CpuidDump> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         parse(&String::from_utf8_lossy(&bytes), &path.display().to_string())

@@ -36,16 +36,20 @@ pub use detect::{DetectOptions, detect, detect_static, from_dump};
 pub use identify::{set_platform, this_platform};
 pub use platform::{EventSpec, Pipes, Platform};
 
+/// The schema name and major version of [`MachineModel`] documents.
 pub const MACHINE_SCHEMA: &str = "roofline.machine/1";
 
 /// How the microarchitecture was identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub enum IdentifiedBy {
+    /// The CPUID family/model matched a platform table.
     #[serde(rename = "cpuid model")]
     CpuidModel,
+    /// The feature flags matched one platform (the model number alone did not).
     #[serde(rename = "feature flags")]
     FeatureFlags,
+    /// The user named the platform (`--platform`).
     #[serde(rename = "platform option")]
     PlatformOption,
     /// No platform matched: a generic model from CPUID alone.
@@ -53,6 +57,7 @@ pub enum IdentifiedBy {
     Generic,
 }
 
+/// One cache of the machine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Cache {
@@ -60,9 +65,13 @@ pub struct Cache {
     pub level: u32,
     /// `data`, `instruction`, `unified`.
     pub kind: String,
+    /// Capacity in bytes.
     pub size_bytes: u64,
+    /// Line size in bytes.
     pub line_bytes: u32,
+    /// Associativity.
     pub ways: u32,
+    /// Sets.
     pub sets: u32,
     /// Threads actually sharing one instance (sysfs `shared_cpu_list`), else CPUID's maximum.
     pub shared_by_threads: u32,
@@ -76,14 +85,20 @@ pub struct Cache {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct ByIsa {
+    /// Scalar code.
     pub scalar: Option<f64>,
+    /// SSE (128-bit).
     pub sse: Option<f64>,
+    /// AVX (256-bit, no FMA).
     pub avx: Option<f64>,
+    /// AVX2 with FMA (256-bit).
     pub avx2: Option<f64>,
+    /// AVX-512 (512-bit).
     pub avx512: Option<f64>,
 }
 
 impl ByIsa {
+    /// The figure of ISA `isa` (one of [`ByIsa::ISAS`]); None for an unknown name.
     pub fn get(&self, isa: &str) -> Option<f64> {
         match isa {
             "scalar" => self.scalar,
@@ -94,6 +109,7 @@ impl ByIsa {
             _ => None,
         }
     }
+    /// Set the figure of ISA `isa`; an unknown name is ignored.
     pub fn set(&mut self, isa: &str, v: Option<f64>) {
         match isa {
             "scalar" => self.scalar = v,
@@ -104,12 +120,15 @@ impl ByIsa {
             _ => {}
         }
     }
+    /// The ISA names, narrowest first.
     pub const ISAS: [&'static str; 5] = ["scalar", "sse", "avx", "avx2", "avx512"];
 }
 
+/// Clocks of the machine, GHz.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Frequency {
+    /// Nominal (base) clock.
     pub nominal: Option<f64>,
     /// Where `nominal` came from: `cpuid 0x16`, `brand string`, `/proc/cpuinfo`, `tsc calibration`.
     pub nominal_source: Option<String>,
@@ -126,16 +145,21 @@ pub struct Frequency {
     pub override_ghz: Option<f64>,
 }
 
+/// Peak GFLOP/s per ISA, by precision.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Peaks {
+    /// Double precision.
     pub double: ByIsa,
+    /// Single precision.
     pub single: ByIsa,
 }
 
+/// Throughput at one thread count.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct ThreadScaling {
+    /// Threads.
     pub threads: u32,
     /// FMA throughput (GFLOP/s, double, widest ISA) with this many threads.
     pub gflops: f64,
@@ -143,11 +167,13 @@ pub struct ThreadScaling {
     pub efficiency: f64,
 }
 
+/// The CPUs of one core type.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct CoreType {
     /// `P` or `E` (hybrid parts), `core` otherwise.
     pub kind: String,
+    /// Its logical CPUs.
     pub cpus: Vec<u32>,
 }
 
@@ -155,29 +181,46 @@ pub struct CoreType {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct MachineModel {
+    /// [`MACHINE_SCHEMA`].
     pub schema: String,
+    /// CPUID vendor string (`GenuineIntel`, `AuthenticAMD`).
     pub vendor: String,
+    /// CPUID display family.
     pub family: u32,
+    /// CPUID display model.
     pub model: u32,
+    /// CPUID stepping.
     pub stepping: u32,
+    /// CPUID brand string.
     pub brand: String,
     /// Platform key (`gnr`, `zen4`, …) or `generic`.
     pub microarchitecture: String,
+    /// The microarchitecture's full name (`Granite Rapids`).
     pub microarchitecture_name: String,
+    /// How the microarchitecture was identified.
     pub identified_by: IdentifiedBy,
     /// Other platforms the flags could not rule out, when identification was ambiguous.
     #[serde(default)]
     pub candidates: Vec<String>,
+    /// What could not be measured or decided, one line each.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The hypervisor's name when running in a virtual machine.
     pub hypervisor: Option<String>,
+    /// Sockets.
     pub sockets: u32,
+    /// Physical cores, all sockets.
     pub cores: u32,
+    /// Hardware threads, all sockets.
     pub threads: u32,
+    /// Whether a core runs more than one hardware thread.
     pub smt: bool,
+    /// Hybrid parts: the CPUs of each core type.
     #[serde(default)]
     pub core_types: Vec<CoreType>,
+    /// Data and unified caches, L1 first.
     pub caches: Vec<Cache>,
+    /// Instruction-set extensions the CPU has (`sse4_2`, `avx2`, `fma`, `avx512f`, …).
     pub isa: Vec<String>,
     /// FP pipes per core per vector width: `{"128": {"fma": n, "add": n, "mul": n}, …}`.
     pub fp_pipes: BTreeMap<String, Pipes>,
@@ -187,10 +230,13 @@ pub struct MachineModel {
     pub fp_pipes_e_core: BTreeMap<String, Pipes>,
     /// How `fp_pipes` was decided: `platform table`, `measured`, `generic guess`.
     pub fp_pipes_source: String,
+    /// Clocks, GHz.
     pub frequency_ghz: Frequency,
     /// All cores, GFLOP/s.
     pub peak_gflops: Peaks,
+    /// One core, GFLOP/s.
     pub peak_gflops_per_core: Peaks,
+    /// FMA throughput at increasing thread counts.
     #[serde(default)]
     pub thread_scaling: Vec<ThreadScaling>,
     /// Theoretical bytes/cycle per core per level, where the platform knows them.

@@ -32,18 +32,23 @@ pub const MIXED_UNITS: [(&str, &str); 9] = [
     ("int16.avx2", "avx_vnni"),
 ];
 
+/// FP pipes of one vector width, per core.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
 pub struct Pipes {
+    /// Pipes that execute FMA.
     #[serde(default)]
     pub fma: u32,
+    /// Pipes that execute adds.
     #[serde(default)]
     pub add: u32,
+    /// Pipes that execute multiplies.
     #[serde(default)]
     pub mul: u32,
 }
 
+/// How a CPU is matched to a platform table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
@@ -55,7 +60,7 @@ pub struct Identify {
     /// Display models (model + extended model << 4).
     #[serde(default)]
     pub models: Vec<u32>,
-    /// Feature flags (names as in [`crate::machine::cpuid`]) that must be present.
+    /// Feature flags (named as CPUID facts name them) that must be present.
     #[serde(default)]
     pub requires: Vec<String>,
     /// Feature flags that must be absent.
@@ -98,13 +103,18 @@ pub struct EventSpec {
     /// `amd_df`, … (uncore PMUs name the prefix of their instances).
     #[serde(default = "default_pmu")]
     pub pmu: String,
+    /// Event select code.
     pub event: u64,
+    /// Unit mask.
     #[serde(default)]
     pub umask: u64,
+    /// Counter mask (count cycles with at least this many events; 0: count events).
     #[serde(default)]
     pub cmask: u64,
+    /// Invert the counter mask comparison.
     #[serde(default)]
     pub inv: bool,
+    /// Count edges (transitions into the condition) instead of cycles in it.
     #[serde(default)]
     pub edge: bool,
     /// Extra raw config bits (e.g. AMD's extended event select, uncore `config1`).
@@ -129,6 +139,7 @@ pub struct EventSpec {
     /// Counts executed rather than retired operations, or otherwise approximate.
     #[serde(default)]
     pub unreliable: bool,
+    /// What the event misses or overcounts, said in the notes when it is used.
     #[serde(default)]
     pub caveat: Option<String>,
     /// Opt-in events (single precision, FP16) are collected only when asked.
@@ -174,6 +185,7 @@ fn one() -> f64 {
     1.0
 }
 
+/// One microarchitecture's table (`platforms/*.toml`): how to identify it, its pipes and bandwidths, its counters and events.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(deny_unknown_fields)]
@@ -182,6 +194,7 @@ pub struct Platform {
     pub key: String,
     /// Display name, e.g. `Granite Rapids`.
     pub name: String,
+    /// How a CPU is matched to this table (vendor, family, models, flags).
     pub identify: Identify,
     /// FP pipes per core per vector width: keys `"128"`, `"256"`, `"512"` (scalar uses 128).
     pub fp_pipes: BTreeMap<String, Pipes>,
@@ -209,15 +222,19 @@ pub struct Platform {
     /// General-purpose core counters per logical CPU (SMT on / off).
     #[serde(default)]
     pub core_counters: Option<u32>,
+    /// General-purpose core counters per logical CPU with SMT off, where it differs.
     #[serde(default)]
     pub core_counters_smt_off: Option<u32>,
     /// Whether the LLC is inclusive of L2 (for the cache simulator).
     #[serde(default)]
     pub llc_inclusive: Option<bool>,
+    /// FP instruction latencies, cycles: the clock probes divide by them.
     #[serde(default)]
     pub latency: Latency,
+    /// The PMU events it counts W and Q with.
     #[serde(default)]
     pub events: Vec<EventSpec>,
+    /// Caveats of the platform, said in reports.
     #[serde(default)]
     pub notes: Vec<String>,
 }

@@ -34,6 +34,7 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
+    /// The name reports print (`classic (DRAM)`, `cache-aware`, `hierarchical`).
     pub fn name(self) -> &'static str {
         match self {
             ModelKind::Dram => "classic (DRAM)",
@@ -41,6 +42,7 @@ impl ModelKind {
             ModelKind::Hierarchical => "hierarchical",
         }
     }
+    /// The key in JSON and CSV (`dram`, `cache-aware`, `hierarchical`).
     pub fn key(self) -> &'static str {
         match self {
             ModelKind::Dram => "dram",
@@ -55,16 +57,29 @@ impl ModelKind {
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Limiter {
-    Compute { isa: String, fma: bool },
-    Memory { level: String },
+    /// A compute roof.
+    Compute {
+        /// The ISA of the roof (`scalar`, `avx2`, `avx512`, …).
+        isa: String,
+        /// Whether the roof counts FMA (two flops per instruction).
+        fma: bool,
+    },
+    /// A bandwidth roof.
+    Memory {
+        /// The level whose bandwidth limits (`l1`, …, `dram`).
+        level: String,
+    },
 }
 
 /// An attainable performance and the model it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Attainable {
+    /// The model.
     pub model: ModelKind,
+    /// Attainable performance, GFLOP/s (GOP/s for integer work).
     pub gflops: f64,
+    /// The roof that sets it.
     pub limiter: Limiter,
 }
 
@@ -78,8 +93,11 @@ pub struct Analysis {
     pub attainable: Vec<Attainable>,
     /// The model `roof_fraction` and the bound are read from (the tightest available).
     pub primary: Option<ModelKind>,
+    /// Achieved over attainable performance under the primary model (1.0: at the roof).
     pub roof_fraction: Option<f64>,
+    /// What limits the point.
     pub bound: Bound,
+    /// One line on what to try, for this bound.
     pub advice: String,
     /// The compute roof the point is judged against and why that one (its FMA share, or why
     /// the highest roof was taken); None for a point that cannot be placed or has no roof.
@@ -90,6 +108,7 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The attainable figure under `model`, if the roofs and bytes allowed it.
     pub fn get(&self, model: ModelKind) -> Option<&Attainable> {
         self.attainable.iter().find(|a| a.model == model)
     }
@@ -282,27 +301,6 @@ pub fn classify(p: &Point, roofs: &RoofSet, primary: Option<&Attainable>, roof_f
     }
 }
 
-/// Fit `T(n) = a + b·n` by least squares over a sweep; returns `(a, b)`. None with fewer than
-/// two distinct sizes. The fixed cost `a` (clamped at 0) goes in `extra.fixed_seconds` of
-/// each swept point so [`classify`] can call it overhead.
-pub fn fixed_cost_fit(sizes: &[f64], seconds: &[f64]) -> Option<(f64, f64)> {
-    let n = sizes.len().min(seconds.len());
-    if n < 2 {
-        return None;
-    }
-    let (xs, ys) = (&sizes[..n], &seconds[..n]);
-    let mx = xs.iter().sum::<f64>() / n as f64;
-    let my = ys.iter().sum::<f64>() / n as f64;
-    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-    if sxx.is_nan() || sxx <= 0.0 {
-        return None;
-    }
-    let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let b = sxy / sxx;
-    let a = my - b * mx;
-    (a.is_finite() && b.is_finite()).then_some((a.max(0.0), b))
-}
-
 /// A point above its roof (achieved GFLOP/s over what the primary model allows): a roof set too
 /// low (an empirical ceiling under what a library reaches, a peak at the wrong clock) or a
 /// count that is wrong. The warning names both numbers; None when the point is at or under.
@@ -344,7 +342,7 @@ pub fn above_roof(p: &Point, a: &Analysis, roofs: &RoofSet) -> Option<String> {
 
 /// Fill each point's `bound` and `roof_fraction` and record the model's figures in
 /// `extra.model` (attainable per model, primary model, advice, skip reason). A point above its
-/// roof gets the [`above_roof`] warning in its provenance notes and `extra.model.above_roof`.
+/// roof gets the `above_roof` warning in its provenance notes and `extra.model.above_roof`.
 pub fn annotate(report: &mut Report, roofs: &RoofSet) -> Vec<Analysis> {
     annotate_by_threads(report, roofs, &[])
 }

@@ -34,15 +34,10 @@ mod point;
 mod roofs;
 mod walls;
 
-pub use advice::{advice, mix_advice, unit_advice};
-pub use analysis::{
-    Analysis, Attainable, Limiter, ModelKind, OVERHEAD_FIXED_SHARE, OVERHEAD_ROOF_FRACTION, OVERHEAD_SECONDS, above_roof, ai_per_level,
-    analyse, annotate, annotate_by_threads, attainable_cache_aware, attainable_dram, attainable_hierarchical, classify, fixed_cost_fit,
-    unplaceable,
-};
-pub use labels::{is_integer_precision, isa_label, isa_rank, level_label, level_rank, precision_family, precision_label, rate_unit};
-pub use mix::{ComputeRoofUsed, fma_share, point_compute_roof};
-pub use point::{point_isa, point_precision, point_rate, point_work};
+pub use analysis::{Analysis, Attainable, Limiter, ModelKind, above_roof, analyse, annotate, annotate_by_threads, attainable_cache_aware};
+pub use labels::{is_integer_precision, isa_label, level_label, level_rank, precision_family, precision_label, rate_unit};
+pub use mix::ComputeRoofUsed;
+pub use point::{point_precision, point_rate, point_work};
 pub use roofs::{BandwidthRoof, ComputeRoof, RoofSet};
 pub use walls::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
 

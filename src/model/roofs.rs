@@ -14,12 +14,16 @@ use super::labels::{isa_label, isa_rank, level_rank, precision_family, precision
 /// One compute roof: GFLOP/s of a precision at an ISA, with or without FMA.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComputeRoof {
+    /// `double`, `single`, `half`, `bf16`, `int8`, … (a flop class's precision).
     pub precision: String,
+    /// `scalar`, `sse`, `avx`, `avx2`, `avx512`, `amx`, `gpu`.
     pub isa: String,
+    /// Whether FMA counts as two operations (the FMA roof) or the roof is of adds and multiplies.
     pub fma: bool,
     /// FMA issued together with separate adds (Zen's FADD pipes beside its FMA pipes): the
     /// highest figure such a core reaches, only for code that mixes the two.
     pub mix: bool,
+    /// GFLOP/s (GOP/s for integer precisions).
     pub gflops: f64,
     /// Measured (solid in plots) or theoretical (dashed).
     pub empirical: bool,
@@ -78,6 +82,7 @@ impl ComputeRoof {
 /// come in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BandwidthRoof {
+    /// `l1`, `l2`, `l3`, `dram` (or a GPU level).
     pub level: String,
     /// Core-side bytes (what load/store instructions move while the level serves them, no
     /// write-allocate): the roof for core-side AI (cache-aware model).
@@ -88,6 +93,7 @@ pub struct BandwidthRoof {
     /// ordinary stores moves 4/3 of its core bytes through DRAM; read against the core-side
     /// roof it would sit above 100 %.
     pub traffic_gbs: f64,
+    /// Measured (solid in plots) or theoretical (dashed).
     pub empirical: bool,
     /// The relative spread of its measurement (0 when theoretical or unknown).
     pub spread: f64,
@@ -103,8 +109,11 @@ impl BandwidthRoof {
 /// All roofs known for a report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RoofSet {
+    /// Compute roofs, by precision, then ISA from the narrowest.
     pub compute: Vec<ComputeRoof>,
+    /// Bandwidth roofs, closest level first.
     pub bandwidth: Vec<BandwidthRoof>,
+    /// The thread count the roofs were measured or computed for; None: not known.
     pub threads: Option<u32>,
 }
 
@@ -363,6 +372,7 @@ impl RoofSet {
         self.sort();
     }
 
+    /// Whether there is no roof at all.
     pub fn is_empty(&self) -> bool {
         self.compute.is_empty() && self.bandwidth.is_empty()
     }
@@ -406,7 +416,7 @@ impl RoofSet {
         v
     }
 
-    /// The roofs of one family ([`precision_family`]): `bf16` gives a CPU's `bf16` roofs and a
+    /// The roofs of one family (`precision_family`): `bf16` gives a CPU's `bf16` roofs and a
     /// GPU's `tensor_bf16` roof.
     pub fn of_family<'a>(&'a self, family: &'a str) -> impl Iterator<Item = &'a ComputeRoof> + 'a {
         self.compute.iter().filter(move |c| precision_family(&c.precision) == family)

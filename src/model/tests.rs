@@ -1,5 +1,9 @@
 use std::collections::BTreeMap;
 
+use super::advice::advice;
+use super::analysis::{ai_per_level, attainable_dram, attainable_hierarchical};
+use super::labels::isa_rank;
+use super::point::point_isa;
 use super::*;
 #[cfg(feature = "analysis")]
 use crate::machine::MachineModel;
@@ -268,17 +272,6 @@ fn overhead_rules() {
     let l1 = Bound::Memory { level: "l1".into() };
     assert!(!advice(&l1, None).contains("closer cache level"));
     assert!(advice(&Bound::Memory { level: "l3".into() }, None).contains("closer cache level"));
-}
-
-#[test]
-fn fit_recovers_fixed_cost() {
-    // T = 3e-6 + 2e-9·n exactly
-    let ns = [1e3, 1e4, 1e5, 1e6];
-    let ts: Vec<f64> = ns.iter().map(|n| 3e-6 + 2e-9 * n).collect();
-    let (a, b) = fixed_cost_fit(&ns, &ts).unwrap();
-    assert!((a - 3e-6).abs() < 1e-12, "{a}");
-    assert!((b - 2e-9).abs() < 1e-15, "{b}");
-    assert!(fixed_cost_fit(&[1.0, 1.0], &[1.0, 2.0]).is_none());
 }
 
 #[test]

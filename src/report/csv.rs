@@ -39,6 +39,7 @@ pub fn bound_key(b: &Bound) -> String {
     }
 }
 
+/// The view as CSV: a header and one row per point.
 pub fn to_csv(view: &View) -> String {
     let levels = levels(view);
     let mut header: Vec<String> = [

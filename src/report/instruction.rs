@@ -437,7 +437,7 @@ pub fn svg(points: &[Point]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Bytes, Flops, Provenance};
+    use crate::schema::{Bytes, Flops, Provenance};
 
     fn prov() -> Provenance {
         Provenance {

@@ -19,7 +19,7 @@ pub mod plot;
 pub mod table;
 pub mod tables;
 
-pub use crate::schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
+pub use crate::schema::{Bound, Environment, Point, Report};
 
 use std::path::Path;
 
@@ -52,7 +52,9 @@ impl PlotKind {
 /// One report with the name its points are shown under (file name or merge source).
 #[derive(Debug, Clone)]
 pub struct NamedReport {
+    /// The name its points are shown under.
     pub name: String,
+    /// The report.
     pub report: Report,
     /// The roofs its points were analysed against.
     pub roofs: RoofSet,
@@ -76,9 +78,11 @@ impl NamedReport {
 /// What every exporter reads.
 #[derive(Debug, Clone)]
 pub struct View {
+    /// The reports, each with its name and its points' analyses.
     pub reports: Vec<NamedReport>,
     /// The roofs drawn (the first report's, or `--ceilings`).
     pub roofs: RoofSet,
+    /// Which panels a plot draws.
     pub kind: PlotKind,
 }
 

@@ -109,6 +109,7 @@ const SPARE_COLORS: [(u8, u8, u8); 10] = [
 /// How far apart two roof colours must be (Euclidean RGB) to count as distinct.
 pub const MIN_COLOR_DISTANCE: f64 = 60.0;
 
+/// Euclidean distance of two colours in RGB.
 pub fn color_distance(a: RGBColor, b: RGBColor) -> f64 {
     let d = |x: u8, y: u8| f64::from(x) - f64::from(y);
     (d(a.0, b.0).powi(2) + d(a.1, b.1).powi(2) + d(a.2, b.2).powi(2)).sqrt()
@@ -218,17 +219,23 @@ pub struct PlacedLabel {
 /// Everything one panel draws, in data and pixel coordinates.
 #[derive(Debug, Clone)]
 pub struct Panel {
+    /// Which panel (classic, cache-aware, hierarchical, …).
     pub kind: PlotKind,
+    /// Its title.
     pub title: String,
+    /// Data to pixel coordinates.
     pub map: Mapper,
+    /// The roofs drawn.
     pub roofs: Vec<RoofLine>,
     /// Ridge points: where a memory roof meets the top compute roof.
     pub ridges: Vec<(f64, f64)>,
+    /// The points' markers.
     pub markers: Vec<Marker>,
     /// Hierarchical view: the markers of one point joined, per report colour.
     pub joins: Vec<(usize, Vec<(f64, f64)>)>,
     /// Before → after, in data coordinates.
     pub arrows: Vec<((f64, f64), (f64, f64))>,
+    /// The labels placed.
     pub labels: Vec<PlacedLabel>,
     /// Labels that found no free spot (listed under the plot).
     pub hidden: Vec<String>,
@@ -1089,6 +1096,7 @@ pub fn svg_sized(view: &View, size: (u32, u32)) -> Result<(String, Vec<Panel>)> 
     Ok((s, panels))
 }
 
+/// The view drawn as SVG, at its kind's size.
 pub fn svg(view: &View) -> Result<String> {
     Ok(svg_with_layout(view)?.0)
 }
@@ -1137,7 +1145,7 @@ mod png_text {
         Some((pens, x, sf.ascent() - sf.descent(), sf.ascent()))
     }
 
-    /// Pixels of `text` in the bundled font at font size `size` px (see [`em_scale`]),
+    /// Pixels of `text` in the bundled font at font size `size` px (see `em_scale`),
     /// relative to the anchor: (x, y, coverage). Glyphs are placed on one baseline at the
     /// font's ascent below the box's top, each at its pen position plus its own left bearing,
     /// advancing by the font's advance and kerning. (plotters' own ab_glyph path drops the left

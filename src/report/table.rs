@@ -36,6 +36,8 @@ fn prov(p: &Point, level: Option<&str>) -> String {
     s.map(|s| format!(" ({})", s.name())).unwrap_or_default()
 }
 
+/// The view as the text table the commands print (a section per thread count when the
+/// reports carry roofs at several).
 pub fn render(view: &View) -> String {
     let sets = view.by_threads();
     if sets.len() < 2 {

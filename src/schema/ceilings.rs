@@ -43,6 +43,7 @@ pub struct Host {
     pub caches_source: String,
 }
 
+/// The schema name and major version of [`Ceilings`] documents.
 pub const CEILINGS_SCHEMA: &str = "roofline.ceilings/1";
 #[cfg(feature = "analysis")]
 const CEILINGS_MAJOR: u32 = 1;
@@ -53,7 +54,9 @@ const CEILINGS_MAJOR: u32 = 1;
 #[cfg(feature = "analysis")]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceilings {
+    /// [`CEILINGS_SCHEMA`].
     pub schema: String,
+    /// The version of roofline that measured them.
     #[serde(default)]
     pub tool_version: String,
     /// Seconds since the Unix epoch when measured.
@@ -69,14 +72,19 @@ pub struct Ceilings {
     /// Absent in hand-written files: then empty, with no fingerprint.
     #[serde(default)]
     pub machine: Host,
+    /// Compute ceilings: each precision × ISA × mix at each thread count.
     #[serde(default)]
     pub compute: Vec<ComputeCeiling>,
+    /// Bandwidth ceilings: each level at each thread count.
     #[serde(default)]
     pub bandwidth: Vec<BandwidthCeiling>,
+    /// The working-set sweep the bandwidth levels were read from, when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// How the figures were measured, one line each.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// What went wrong or looks doubtful, one line each.
     #[serde(default)]
     pub warnings: Vec<String>,
 }
@@ -164,6 +172,7 @@ impl Ceilings {
         serde_json::from_value(v).map_err(|e| Error::input(format!("{origin}: not a valid {CEILINGS_SCHEMA} document ({e})"), HINT))
     }
 
+    /// The document as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
@@ -181,7 +190,7 @@ impl Ceilings {
         t
     }
 
-    /// The measured thread count whose roofs serve work at `threads` ([`nearest_threads`]).
+    /// The measured thread count whose roofs serve work at `threads` (`nearest_threads`).
     pub fn threads_for(&self, threads: u32) -> Option<u32> {
         nearest_threads(self.measured_threads(), threads)
     }

@@ -99,11 +99,17 @@ pub struct SweepPoint {
 /// `roofline.gpu-ceilings/1`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuCeilings {
+    /// `roofline.gpu-ceilings/1`.
     pub schema: String,
+    /// The device measured.
     pub machine: GpuMachine,
+    /// The SM clock measured by a kernel spinning on every SM, GHz.
     pub sm_clock_ghz_measured: Option<f64>,
+    /// Compute ceilings, one per kernel and precision.
     pub compute: Vec<ComputeCeiling>,
+    /// Bandwidth ceilings, one per level.
     pub bandwidth: Vec<BandwidthCeiling>,
+    /// The working-set sweep the bandwidth levels were read from.
     pub sweep: Vec<SweepPoint>,
     /// The launch floor: seconds per launch of an empty kernel launched back to back (CUDA
     /// events around 200 launches, median of the batches).

@@ -9,17 +9,24 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 use crate::schema::stats::{median, spread};
 
+/// The schema name and major version every report carries in its `schema` field.
 pub const REPORT_SCHEMA: &str = "roofline.report/1";
+/// The major version of [`REPORT_SCHEMA`] this library reads.
 pub const REPORT_MAJOR: u32 = 1;
 
 /// Which backend produced a quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
+    /// The kernel suite's own formulas.
     Analytic,
+    /// The ptrace backend (instructions decoded, addresses simulated).
     Trace,
+    /// perf_event hardware counters.
     Perf,
+    /// A `perf stat -x,` file imported.
     PerfStat,
+    /// An Nsight Compute capture imported.
     Ncu,
     /// Measured by our own clock around a native run (wall time of the kernel).
     Native,
@@ -28,6 +35,7 @@ pub enum Source {
 }
 
 impl Source {
+    /// The name in reports (`analytic`, `perf-stat`, …).
     pub fn name(self) -> &'static str {
         match self {
             Source::Analytic => "analytic",
@@ -46,10 +54,12 @@ impl Source {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Provenance {
+    /// Which backend produced the flop counts.
     pub flops: Option<Source>,
     /// Per byte level (`core`, `l2`, …): which backend produced it.
     #[serde(default)]
     pub bytes: BTreeMap<String, Source>,
+    /// Which backend produced the time.
     pub seconds: Option<Source>,
     /// Free-form caveats ("uncore counts are system-wide", "prefetchers not modelled").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -60,6 +70,7 @@ pub struct Provenance {
     pub untrusted: Vec<String>,
 }
 
+/// Floating-point work W of a point (and its integer operations beside it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Flops {
@@ -115,11 +126,17 @@ pub type Bytes = BTreeMap<String, f64>;
 
 /// Well-known byte levels.
 pub mod level {
+    /// What the core's load and store instructions move (the cache-aware model's bytes).
     pub const CORE: &str = "core";
+    /// The part of the core's traffic that is stack (spills, locals), where told apart.
     pub const STACK: &str = "stack";
+    /// Traffic L1 serves (GPUs; on CPUs the core-side traffic is [`CORE`]).
     pub const L1: &str = "l1";
+    /// Traffic between L2 and L1 (the lines L2 serves).
     pub const L2: &str = "l2";
+    /// Traffic between L3 and L2.
     pub const L3: &str = "l3";
+    /// Traffic to and from memory.
     pub const DRAM: &str = "dram";
 }
 
@@ -128,28 +145,46 @@ pub mod level {
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Bound {
-    Compute { isa: String },
-    Memory { level: String },
+    /// The compute roof of an ISA.
+    Compute {
+        /// The ISA the point's flops run at (`scalar`, `avx2`, `avx512`, …).
+        isa: String,
+    },
+    /// The bandwidth of a memory level.
+    Memory {
+        /// The level (`l1`, `l2`, `l3`, `dram`).
+        level: String,
+    },
+    /// A fixed cost dominates the time (launch, setup, a short run).
     Overhead,
+    /// Not classified: no roofs, or a point that cannot be placed.
     Unknown,
 }
 
+/// One measured thing (a kernel, a region, a command): its W, Q and T with their provenance,
+/// and what follows from them (rates, intensities, bound).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Point {
+    /// The point's name (kernel and size, region, command).
     pub name: String,
     /// The source report (file name or label) when this point came from a merge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Which backend produced each quantity.
     pub provenance: Provenance,
+    /// Work W.
     pub flops: Flops,
+    /// Traffic Q per level, bytes.
     pub bytes: Bytes,
+    /// Threads that ran it.
     pub threads: u32,
     /// Median over repetitions.
     pub seconds: f64,
     /// Every repetition, in order.
     #[serde(default)]
     pub seconds_samples: Vec<f64>,
+    /// `flops.total` over `seconds`, GFLOP/s; None without a time.
     pub gflops: Option<f64>,
     /// GB/s per level.
     #[serde(default)]
@@ -157,7 +192,9 @@ pub struct Point {
     /// Arithmetic intensity (flop/byte) per level; `core` uses core + stack bytes.
     #[serde(default)]
     pub ai: BTreeMap<String, f64>,
+    /// What limits it, once read against roofs.
     pub bound: Option<Bound>,
+    /// Achieved over attainable performance (1.0: at the roof), once read against roofs.
     pub roof_fraction: Option<f64>,
     /// Backend-specific figures: launch counts, multiplexing ratios, coalescing, …
     #[serde(default)]
@@ -240,10 +277,15 @@ impl Point {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Environment {
+    /// Host name.
     pub host: Option<String>,
+    /// Kernel release (`uname -r`).
     pub kernel: Option<String>,
+    /// CPU frequency governor of CPU 0.
     pub governor: Option<String>,
+    /// Whether turbo (boost) was enabled.
     pub turbo: Option<bool>,
+    /// Whether SMT was on.
     pub smt: Option<bool>,
     /// Hypervisor name when running in a VM (CPUID hypervisor bit / leaf 0x4000_0000).
     pub hypervisor: Option<String>,
@@ -251,13 +293,17 @@ pub struct Environment {
     pub steal_fraction: Option<f64>,
     /// Effective core clock measured during the run.
     pub measured_ghz: Option<f64>,
+    /// This library's version.
     pub tool_version: String,
+    /// The commit this library was built from, where known.
     pub git_sha: Option<String>,
     /// Compiler and flags of the measured program where known.
     pub compiler: Option<String>,
+    /// The command line that produced the report.
     pub command_line: Vec<String>,
     /// MPI/Slurm rank when one of their variables is set.
     pub rank: Option<u32>,
+    /// When the report was written, RFC 3339 UTC.
     pub timestamp: Option<String>,
 }
 
@@ -285,6 +331,7 @@ pub struct Roofs {
     /// like the roofs (compute keys, levels): a point within it of its roof is not above it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub spread: BTreeMap<String, f64>,
+    /// The thread count the roofs are for; None: not known.
     pub threads: Option<u32>,
 }
 
@@ -292,24 +339,33 @@ pub struct Roofs {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct SourceReport {
+    /// The source's name (file name or label).
     pub name: String,
+    /// Its machine model.
     pub machine: serde_json::Value,
+    /// Its environment.
     pub environment: Environment,
 }
 
+/// A `roofline.report/1` document: the machine, its roofs and the measured points. What every
+/// backend produces and every view reads.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct Report {
+    /// [`REPORT_SCHEMA`].
     pub schema: String,
     /// The machine model (`roofline.machine/1` document).
     pub machine: serde_json::Value,
+    /// Where and how it was produced.
     pub environment: Environment,
+    /// The roofs the points are read against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceilings: Option<Roofs>,
     /// Roof sets at other thread counts than `ceilings`' (the main job measures one thread
     /// and every core): each point is read against the set of its own thread count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ceilings_by_threads: Vec<Roofs>,
+    /// The measured points.
     pub points: Vec<Point>,
     /// Present in merged reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -339,9 +395,13 @@ pub struct FusionChain {
     pub kernels: Vec<String>,
     /// ncu launch IDs, in order.
     pub launch_ids: Vec<u64>,
+    /// DRAM bytes the kernels move together.
     pub dram_bytes: f64,
+    /// Their time together, seconds.
     pub seconds: f64,
+    /// DRAM bytes of the fused kernel, lower bound.
     pub fused_bytes: f64,
+    /// DRAM bytes of the fused kernel, upper bound.
     pub fused_bytes_high: f64,
     /// `fused_bytes` at the HBM roof.
     pub fused_seconds: Option<f64>,
@@ -355,11 +415,14 @@ pub struct FusionChain {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
 pub struct NotRun {
+    /// The point's name.
     pub name: String,
+    /// Why it was not run.
     pub reason: String,
 }
 
 impl Report {
+    /// An empty report (no roofs, no points) of `machine` in `environment`.
     pub fn new(machine: serde_json::Value, environment: Environment) -> Report {
         Report {
             schema: REPORT_SCHEMA.to_string(),
@@ -426,6 +489,7 @@ impl Report {
         Ok(())
     }
 
+    /// The report as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }

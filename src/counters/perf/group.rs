@@ -22,7 +22,7 @@ pub struct GroupReading {
     pub values: Vec<(u64, u64)>,
 }
 
-/// Parse the bytes of a `read()` of a group leader opened with [`group_read_format`]
+/// Parse the bytes of a `read()` of a group leader opened with `group_read_format`
 /// (`nr, time_enabled, time_running, (value, id) × nr`, native endian) with the parser
 /// perf-event2 uses on live counters. Any bytes give a reading or an error, never a panic;
 /// trailing bytes past the `nr` entries are ignored.
@@ -90,6 +90,7 @@ pub fn scale(raw: u64, time_enabled: u64, time_running: u64) -> Option<Scaled> {
 /// The final count of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventCount {
+    /// The counter's display name ([`CounterSpec::name`]).
     pub name: String,
     /// `None`: never scheduled (multiplexed out the whole time).
     pub scaled: Option<Scaled>,
@@ -206,6 +207,7 @@ struct OpenGroup {
 
 /// Open counter groups, enabled and disabled together, read into [`EventCount`]s.
 pub struct CounterSet {
+    /// The counters, in the order their counts are read.
     pub specs: Vec<CounterSpec>,
     groups: Vec<OpenGroup>,
 }
@@ -298,6 +300,7 @@ impl CounterSet {
         Ok(())
     }
 
+    /// Stop every group counting.
     pub fn disable(&mut self) -> Result<()> {
         for g in &mut self.groups {
             let spec = &self.specs[g.specs[0]];
@@ -376,7 +379,6 @@ pub trait CounterSource {
     fn specs(&self) -> &[CounterSpec];
     /// Start counting (`only_system_wide`: the groups exec does not start).
     fn enable(&mut self, only_system_wide: bool) -> Result<()>;
-    fn disable(&mut self) -> Result<()>;
     /// Raw readings per spec into `out` (resized to the specs).
     fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()>;
     /// Whether reads go through rdpmc (no system call).
@@ -405,9 +407,6 @@ impl CounterSource for CounterSet {
     }
     fn enable(&mut self, only_system_wide: bool) -> Result<()> {
         CounterSet::enable(self, only_system_wide)
-    }
-    fn disable(&mut self) -> Result<()> {
-        CounterSet::disable(self)
     }
     fn read_raw_into(&mut self, out: &mut Vec<RawCount>) -> Result<()> {
         CounterSet::read_raw_into(self, out)

@@ -46,21 +46,21 @@ mod sysfs;
 #[cfg(test)]
 mod tests;
 
-pub use access::{can_open, check_paranoid, kernel_counting_allowed, open_error, paranoid, paranoid_decision};
+pub use access::{can_open, check_paranoid, kernel_counting_allowed, open_error, paranoid};
 #[cfg(feature = "trace")]
 pub use formulas::multiplex_warnings;
 pub use formulas::to_measurement;
-pub use group::{CounterSet, CounterSource, EventCount, RawCount, Scaled, Target, other_threads, scale};
 #[cfg(any(test, feature = "analysis"))]
-pub use group::{GroupReading, parse_group_read};
-pub use plan::{FIXED_COUNTER_BASE, plan_groups, schedulable};
+pub use group::parse_group_read;
+pub use group::{CounterSet, CounterSource, EventCount, RawCount, Scaled, Target, scale};
+pub use plan::{FIXED_COUNTER_BASE, plan_groups};
 pub use platform::{
     ECORE_CYCLES, core_counters, core_counters_for, counters_for_platform, generic_hw_event, identify_platform, nmi_watchdog_on,
-    raw_config, resolve_platform_events, software_events, yield_fixed_cycles_to_watchdog,
+    raw_config, resolve_platform_events, software_events,
 };
 #[cfg(feature = "trace")]
-pub use run::{CommandRun, CommandSpec, exit_code, idle_baseline, run_command};
-pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, parse_format, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
+pub use run::{CommandSpec, exit_code, idle_baseline, run_command};
+pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
 
 /// Every group we open reads as one record (`PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED
 /// | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID`): a `read()` of the leader returns `nr`,
@@ -80,7 +80,10 @@ pub enum Scope {
     /// A PMU that refuses exclude_* bits (msr), per task.
     NoExclude,
     /// An uncore event: system-wide, one fd per CPU listed (one per socket, from `cpumask`).
-    Uncore { cpus: Vec<usize> },
+    Uncore {
+        /// The CPUs to open it on.
+        cpus: Vec<usize>,
+    },
 }
 
 /// One counter to open: the `perf_event_attr` fields plus what its count means.
@@ -92,8 +95,11 @@ pub struct CounterSpec {
     pub pmu: String,
     /// `perf_event_attr.type`.
     pub type_: u32,
+    /// `perf_event_attr.config`: the event's encoding for its PMU.
     pub config: u64,
+    /// `perf_event_attr.config1` (extra event bits: offcore response, load latency).
     pub config1: u64,
+    /// How the event is opened.
     pub scope: Scope,
     /// General-purpose counters it may use (`None`: any).
     pub counters: Option<Vec<u32>>,
@@ -101,9 +107,13 @@ pub struct CounterSpec {
     pub paired: bool,
     /// `flops`, `bytes.l2`, …, `cycles`, `seconds.task`, `software`.
     pub quantity: String,
+    /// The flop class (`packed256_double`, …) for `flops` events.
     pub class: Option<String>,
+    /// What one count is worth in the quantity's unit (flops per instruction, bytes per line).
     pub weight: f64,
+    /// Known to miscount on this platform: counted, flagged in the notes.
     pub unreliable: bool,
+    /// Why it is unreliable, or what it misses.
     pub caveat: Option<String>,
     /// See `EventSpec::part_of`.
     pub part_of: Option<String>,

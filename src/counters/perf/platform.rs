@@ -152,7 +152,7 @@ pub fn resolve_platform_events(
 }
 
 /// Everything a perf measurement of `platform` counts here: its events resolved against
-/// `pmus` ([`resolve_platform_events`]), cycles when the table has none, the software
+/// `pmus` (`resolve_platform_events`), cycles when the table has none, the software
 /// events, and the NMI watchdog's claim on the fixed cycles counter when `watchdog`. The
 /// notes say what will not be counted and why (missing PMUs, what the platform cannot
 /// count, e.g. Zen 1's "Q_dram unavailable").
@@ -217,7 +217,7 @@ pub fn core_counters(p: &Platform) -> u32 {
     core_counters_for(p, smt, nmi_watchdog_on())
 }
 
-/// [`core_counters`] for a given SMT and NMI-watchdog state.
+/// `core_counters` for a given SMT and NMI-watchdog state.
 pub fn core_counters_for(p: &Platform, smt: bool, watchdog: bool) -> u32 {
     let n = if smt {
         p.core_counters

@@ -10,9 +10,10 @@ use crate::error::{Error, Result};
 /// A command line to run under counters.
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
-    /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
+    /// `argv[0]` as `counters::command::resolve_program` found it,
     /// once, before anything started; the child gets this path as its `argv[0]`.
     pub program: PathBuf,
+    /// The command line, `argv[0]` as the user wrote it.
     pub argv: Vec<String>,
     /// Variables added to the command's environment.
     pub env: Vec<(String, String)>,

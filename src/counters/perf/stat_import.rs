@@ -219,11 +219,15 @@ fn same_pmu(spec_pmu: &str, row_pmu: &str) -> bool {
 /// How one perf event name resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resolved {
+    /// An event of this platform's table.
     Event(EventSpec),
     /// Found in another platform's table (the name is unambiguous); says which.
     Borrowed(EventSpec, String),
+    /// perf's `duration_time` (wall time).
     DurationTime,
+    /// perf's `task-clock` (CPU time of the task).
     TaskClock,
+    /// In no table: not counted, listed among the unknown events.
     Unknown,
 }
 

@@ -1,7 +1,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::access::has_cap_perfmon;
+use super::access::{has_cap_perfmon, paranoid_decision};
+use super::plan::schedulable;
+use super::sysfs::parse_format;
 use super::*;
 use crate::machine::{EventSpec, Platform};
 
@@ -122,6 +124,36 @@ fn group_read_parses_and_scales() {
     assert_eq!((s.value, s.running_ratio), (42.0, 1.0));
     // Never scheduled: not counted.
     assert_eq!(scale(0, 500, 0), None);
+    // running > enabled (clock rounding) never scales down
+    assert_eq!(scale(50, 9, 10).unwrap().value, 50.0);
+}
+
+#[test]
+fn scaling_back_by_the_running_ratio_gives_the_raw_count() {
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let seed = x;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..1000 {
+        let run = next() % 1_000_000 + 1;
+        let en = run + next() % 1_000_000;
+        let c = next() % 1_000_000_000;
+        let s = scale(c, en, run).unwrap();
+        let back = s.value * s.running_ratio;
+        // fl(fl(c · en / run) · fl(run / en)) with c exact in f64: a few roundings of ≤ u each.
+        assert!(
+            (back - c as f64).abs() <= 4.0 * f64::EPSILON * c as f64,
+            "seed {seed} c {c} en {en} run {run}"
+        );
+    }
 }
 
 #[test]

@@ -133,7 +133,7 @@ impl TileConfig {
     }
 
     /// The 64-byte format (what a program hands `ldtilecfg`).
-    pub fn to_bytes(&self) -> [u8; 64] {
+    pub fn to_bytes(self) -> [u8; 64] {
         let mut b = [0u8; 64];
         b[0] = self.palette;
         b[1] = self.start_row;

@@ -74,6 +74,7 @@ pub enum AccessKind {
 
 /// Receiver of effective addresses in `--trace memory` mode (implemented by the cache simulator).
 pub trait AccessSink {
+    /// An access of `size` bytes at `addr`.
     fn access(&mut self, addr: u64, size: u32, kind: AccessKind);
     /// An access by traced thread `thread`: a dense id (0 for the first thread seen, the lowest
     /// free one for a new thread; an exited thread's id is reused, as a core runs the next
@@ -101,11 +102,17 @@ pub trait AccessSink {
 /// Counts accesses and bytes (tests, and a sanity figure when no cache model is attached).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CountingSink {
+    /// Load accesses.
     pub loads: u64,
+    /// Store accesses (non-temporal ones included).
     pub stores: u64,
+    /// Non-temporal store accesses.
     pub nt_stores: u64,
+    /// Software prefetches.
     pub prefetches: u64,
+    /// Bytes loaded.
     pub load_bytes: u64,
+    /// Bytes stored.
     pub store_bytes: u64,
 }
 
@@ -131,6 +138,7 @@ impl AccessSink for CountingSink {
 /// Options of a trace run.
 #[derive(Default)]
 pub struct TraceOptions {
+    /// What to count (instructions only, or memory accesses too).
     pub mode: TraceMode,
     /// Attribute W and Q to the function holding each instruction (`--by function`).
     pub by_function: bool,

@@ -206,6 +206,8 @@ pub struct Mapping {
     pub path: String,
 }
 
+/// The file-backed mappings of a `/proc/PID/maps` text (anonymous ones and lines that do not
+/// parse skipped).
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
         .filter_map(|l| {

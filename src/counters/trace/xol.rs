@@ -81,11 +81,6 @@ impl Xol {
         self.loop_exits.get(&addr).copied()
     }
 
-    /// The stub containing `addr`, if any (a thread stepping through a displaced `call`).
-    pub fn stub_containing(&self, orig: u64, addr: u64) -> Option<Stub> {
-        self.stubs.get(&orig).copied().flatten().filter(|s| addr >= s.at && addr < s.end)
-    }
-
     /// The stub holding `addr`: (original address, stub).
     pub fn stub_at(&self, addr: u64) -> Option<(u64, Stub)> {
         self.stubs

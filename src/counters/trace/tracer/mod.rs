@@ -785,11 +785,6 @@ impl<'s> Tracer<'s> {
         };
         self.arrive(pid, regs.rip, regs);
     }
-
-    /// How the traced program ended, once it has.
-    pub fn ending(&self) -> Option<Ending> {
-        self.ending
-    }
 }
 
 /// A run-ahead path whose exit registers differed from the emulator's prediction.
