@@ -88,7 +88,8 @@ pub struct Measurement {
     pub provenance: Option<Provenance>,
     pub seconds_samples: Vec<f64>,
     pub threads: u32,
-    pub extra: BTreeMap<String, serde_json::Value>,
+    /// The point's `extra` figures.
+    pub extra: crate::schema::PointExtras,
     /// The command's regions (the region API's markers), when the backend tells them apart:
     /// each becomes a point of its own beside the whole run's.
     pub regions: Vec<RegionMeasurement>,

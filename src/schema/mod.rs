@@ -7,16 +7,19 @@
 //!   sweep against working-set size and its plateaus;
 //! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
 //!   the kernel list;
+//! - [`extras`]: a point's `extra` figures (PointExtras), typed where they are read back;
 //! - [`environment`]: where and how a report was produced;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
 
 pub mod ceilings;
 pub mod documents;
 pub mod environment;
+pub mod extras;
 pub mod report;
 pub mod stats;
 #[cfg(feature = "analysis")]
 pub mod sweep;
 pub mod units;
 
+pub use extras::PointExtras;
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};

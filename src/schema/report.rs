@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::error::Error;
+use crate::schema::extras::PointExtras;
 use crate::schema::stats::{median, spread};
 
 pub const REPORT_SCHEMA: &str = "roofline.report/1";
@@ -159,9 +160,10 @@ pub struct Point {
     pub ai: BTreeMap<String, f64>,
     pub bound: Option<Bound>,
     pub roof_fraction: Option<f64>,
-    /// Backend-specific figures: launch counts, multiplexing ratios, coalescing, …
+    /// Backend-specific figures: launch counts, multiplexing ratios, coalescing, … (typed
+    /// where this program reads them back, the rest kept as they came).
     #[serde(default)]
-    pub extra: BTreeMap<String, serde_json::Value>,
+    pub extra: PointExtras,
 }
 
 impl Point {
@@ -189,7 +191,7 @@ impl Point {
             ai: BTreeMap::new(),
             bound: None,
             roof_fraction: None,
-            extra: BTreeMap::new(),
+            extra: PointExtras::default(),
         };
         p.derive();
         p
