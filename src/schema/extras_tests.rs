@@ -227,3 +227,50 @@ fn random_extras_round_trip() {
         assert_round_trip(&extra, &format!("draw {i}: {extra}"));
     }
 }
+
+#[test]
+fn every_typed_field_is_listed_once_under_its_key() {
+    let all = PointExtras {
+        by_function: Some(vec![]),
+        by_line: Some(vec![]),
+        calls: Some(1),
+        coalescing: Some(BTreeMap::new()),
+        counts: Some(BTreeMap::new()),
+        effective_ghz: Some(1.0),
+        fixed_seconds: Some(1.0),
+        fma_flops_counted: Some(1.0),
+        instances: Some(1),
+        instruction_roofline: Some(json!({})),
+        instructions: Some(1.into()),
+        kernel: Some(String::new()),
+        kernel_demangled: Some(String::new()),
+        kernels: Some(vec![]),
+        launches: Some(1),
+        library: Some(String::new()),
+        library_gflops: Some(1.0),
+        multiplex_running_ratio: Some(BTreeMap::new()),
+        not_counted: Some(vec![]),
+        regime: Some(String::new()),
+        regime_reason: Some(String::new()),
+        region: Some(String::new()),
+        roof_bound: Some(String::new()),
+        roof_gflops: Some(1.0),
+        simulated_dram_split: Some((1.0, 2.0)),
+        tensor_ops_by_type: Some(BTreeMap::new()),
+        tensor_used: Some(true),
+        time_share: Some(1.0),
+        other: BTreeMap::new(),
+    };
+    let keys: Vec<String> = all.to_json().as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, PointExtras::TYPED_KEYS);
+    // `extend` takes every one of them.
+    let mut taken = PointExtras::default();
+    taken.extend(all.clone());
+    assert_eq!(taken, all);
+    // and leaves what `more` does not set.
+    taken.extend(PointExtras {
+        calls: Some(7),
+        ..PointExtras::default()
+    });
+    assert_eq!((taken.calls, taken.launches), (Some(7), Some(1)));
+}
