@@ -641,7 +641,7 @@ pub fn mark_simulated(m: &mut Measurement, pmu: &SimulatedPmu) {
     prov.notes.retain(|n| *n != note);
     prov.notes.insert(0, note);
     m.extra.insert(
-        "simulated_pmu".into(),
+        "simulated_pmu",
         serde_json::json!({
             "platform": pmu.platform.key,
             "faults": pmu.faults.describe(),

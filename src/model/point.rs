@@ -46,7 +46,7 @@ pub fn point_precision(p: &Point) -> &'static str {
     if tensor > 0.0 && tensor > top_work {
         let top = p.extra.tensor_ops_by_type.as_ref().and_then(|m| {
             m.iter()
-                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .max_by(|a, b| a.1.total_cmp(b.1))
                 .map(|(k, _)| k.split('_').next().unwrap_or(k).to_string())
         });
         return match top.as_deref() {

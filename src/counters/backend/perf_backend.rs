@@ -214,7 +214,7 @@ pub(crate) fn counted_measurement(
         m.extra.insert("runs", serde_json::Value::Array(per_run));
     }
     m.extra.insert(
-        "hardware_groups".into(),
+        "hardware_groups",
         serde_json::json!(
             plan.iter()
                 .filter(|g| specs[g[0]].scope == Scope::Core)
