@@ -9,7 +9,8 @@
 //!   the kernel list;
 //! - [`extras`]: a point's `extra` figures (PointExtras), typed where they are read back;
 //! - [`environment`]: where and how a report was produced;
-//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
+//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
+//! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
 
 pub mod ceilings;
 pub mod documents;
@@ -20,6 +21,7 @@ pub mod stats;
 #[cfg(feature = "analysis")]
 pub mod sweep;
 pub mod units;
+pub mod validation;
 
 pub use extras::PointExtras;
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};

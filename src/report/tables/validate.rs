@@ -2,7 +2,7 @@
 
 use super::Columns;
 use crate::counters::BackendKind;
-use crate::validate::{Row, rel_err};
+use crate::schema::validation::{Row, rel_err};
 
 /// One row per kernel variant: W (its FMA part), core Q net of the harness, DRAM Q, each
 /// analytic against measured, and the verdict; a row's detail under it.

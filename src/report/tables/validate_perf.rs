@@ -2,7 +2,7 @@
 
 use super::Columns;
 use crate::schema::Source;
-use crate::validate::perf::{PerfValidation, Sample};
+use crate::schema::validation::{PerfValidation, Sample};
 
 /// The table `roofline validate --backend perf` prints.
 pub fn table(v: &PerfValidation) -> String {
@@ -42,9 +42,9 @@ pub fn table(v: &PerfValidation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::trust::Verdict;
     use crate::report::tables::end_of;
-    use crate::validate::perf::ClassRow;
+    use crate::schema::validation::ClassRow;
+    use crate::schema::validation::Verdict;
 
     fn sample(kernel: &str, measured: Option<f64>, verdict: Verdict) -> Sample {
         Sample {
