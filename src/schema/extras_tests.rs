@@ -95,13 +95,12 @@ fn unknown_keys_are_kept_in_place() {
 #[test]
 fn absent_stays_absent_and_empty_is_an_empty_object() {
     assert_eq!(serde_json::to_string(&PointExtras::default()).unwrap(), "{}");
-    assert!(PointExtras::default().is_empty());
     let typed: PointExtras = serde_json::from_value(json!({})).unwrap();
     assert_eq!(typed, PointExtras::default());
     let mut one = PointExtras::default();
     one.insert("repeats", 5);
     assert_eq!(serde_json::to_string(&one).unwrap(), r#"{"repeats":5}"#);
-    assert_eq!(one.get("repeats"), Some(&json!(5)));
+    assert_eq!(one.other.get("repeats"), Some(&json!(5)));
 }
 
 /// A small deterministic generator (no dependency): xorshift64.
@@ -273,4 +272,41 @@ fn every_typed_field_is_listed_once_under_its_key() {
         ..PointExtras::default()
     });
     assert_eq!((taken.calls, taken.launches), (Some(7), Some(1)));
+}
+
+#[test]
+fn a_known_key_of_another_type_stays_unread_and_is_written_back() {
+    let extra = json!({
+        "calls": "three",
+        "counts": {"cycles": "many"},
+        "effective_ghz": null,
+        "kernel": 7,
+        "launches": 4,
+    });
+    let typed: PointExtras = serde_json::from_value(extra.clone()).unwrap();
+    assert_eq!(
+        (typed.calls, typed.counts.as_ref(), typed.effective_ghz, typed.kernel.as_deref()),
+        (None, None, None, None)
+    );
+    assert_eq!(typed.launches, Some(4));
+    assert_eq!(
+        typed.other.keys().collect::<Vec<_>>(),
+        ["calls", "counts", "effective_ghz", "kernel"]
+    );
+    assert_round_trip(&extra, "known keys of other types");
+    // The report around it still reads.
+    let mut doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/before.json")).unwrap(),
+    )
+    .unwrap();
+    doc["points"][0]["extra"] = extra;
+    crate::schema::Report::from_json(&doc.to_string(), "edited.json").unwrap();
+}
+
+#[test]
+fn a_typed_field_set_over_an_unread_value_is_the_one_written() {
+    let mut typed: PointExtras = serde_json::from_value(json!({"regime": 3})).unwrap();
+    assert_eq!(typed.regime, None);
+    typed.regime = Some("compute".into());
+    assert_eq!(typed.to_json(), json!({"regime": "compute"}));
 }
