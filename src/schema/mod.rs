@@ -8,6 +8,7 @@
 //! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
 //!   the kernel list;
 //! - [`extras`]: a point's `extra` figures (PointExtras), typed where they are read back;
+//! - [`gpu`]: `roofline.gpu-machine/1` and `roofline.gpu-ceilings/1`;
 //! - [`environment`]: where and how a report was produced;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
 //! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
@@ -16,6 +17,7 @@ pub mod ceilings;
 pub mod documents;
 pub mod environment;
 pub mod extras;
+pub mod gpu;
 pub mod report;
 pub mod stats;
 #[cfg(feature = "analysis")]
