@@ -385,8 +385,8 @@ pub fn report_from_criterion(
             let (attainable, bound) = roof.attainable(&p);
             if attainable > 0.0 {
                 p.roof_fraction = Some(g / attainable);
-                p.extra.insert("roof_gflops".into(), serde_json::json!(attainable));
-                p.extra.insert("roof_bound".into(), serde_json::json!(bound));
+                p.extra.roof_gflops = Some(attainable);
+                p.extra.roof_bound = Some(bound);
             }
         }
         report.points.push(p);
@@ -397,7 +397,7 @@ pub fn report_from_criterion(
 /// One line per point for a bench's output: `id: 12.3 GFLOP/s, 81.0 % of roof (dram)`.
 pub fn summary_line(p: &Point) -> String {
     let g = p.gflops.map(|g| format!("{g:.3} GFLOP/s")).unwrap_or_else(|| "no time".into());
-    match (p.roof_fraction, p.extra.get("roof_bound").and_then(|b| b.as_str())) {
+    match (p.roof_fraction, p.extra.roof_bound.as_deref()) {
         (Some(f), Some(b)) => format!("{}: {g}, {:.1} % of roof ({b})", p.name, f * 100.0),
         _ => format!("{}: {g}", p.name),
     }
@@ -479,7 +479,7 @@ mod tests {
         assert!((p.gflops.unwrap() - gflops).abs() < 1e-9);
         // AI dram = 2n / 32n = 1/16 → dram roof 2.5 GFLOP/s (below l1's 1000 × 1/12 and the peak)
         assert!((p.roof_fraction.unwrap() - gflops / 2.5).abs() < 1e-9);
-        assert_eq!(p.extra["roof_bound"], "dram");
+        assert_eq!(p.extra.roof_bound.as_deref(), Some("dram"));
         assert!(summary_line(p).contains("% of roof (dram)"));
         assert_eq!(p.provenance.flops, Some(Source::Analytic));
         // the report is a valid roofline.report/1 document

@@ -83,8 +83,9 @@ pub use region::{
 pub use report::{NamedReport, PlotKind, View};
 #[cfg(feature = "analysis")]
 pub use report::{read_ceilings, read_report};
+pub use schema::extras::{RegionKernel, WorkRow};
 pub use schema::report::{FusionChain, NotRun, REPORT_SCHEMA, SourceReport, level};
-pub use schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
+pub use schema::{Bound, Bytes, Environment, Flops, Point, PointExtras, Provenance, Report, Roofs, Source};
 
 // Roofs and the model read against them.
 pub use model::{Analysis, Attainable, BandwidthRoof, ComputeRoof, ComputeRoofUsed, Limiter, ModelKind, RoofSet, analyse, annotate};

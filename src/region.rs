@@ -592,7 +592,7 @@ impl Session {
                 ));
             }
         }
-        m.extra.insert("calls".into(), serde_json::json!(calls));
+        m.extra.calls = Some(calls);
         m
     }
 
@@ -1157,10 +1157,10 @@ pub extern "C" fn roofline_marker_close() -> c_int {
             m.threads.len(),
             m.seconds
         );
-        let mut counts = serde_json::Map::new();
+        let mut counts = std::collections::BTreeMap::new();
         for (e, v) in g.events.iter().zip(&m.counts) {
             line += &format!(", {e} {v:.0}");
-            counts.insert(e.clone(), serde_json::json!(v));
+            counts.insert(e.clone(), Some(*v));
         }
         if g.backend == CBackend::Simulated {
             line += " (SIMULATED PMU, a test instrument)";
@@ -1184,8 +1184,8 @@ pub extern "C" fn roofline_marker_close() -> c_int {
             threads: m.threads.len() as u32,
             ..Measurement::default()
         };
-        meas.extra.insert("calls".into(), serde_json::json!(m.calls));
-        meas.extra.insert("counts".into(), serde_json::Value::Object(counts));
+        meas.extra.calls = Some(m.calls);
+        meas.extra.counts = Some(counts);
         report.points.push(meas.into_point(name.clone()));
     }
     if let (Some(path), Some(report)) = (output, report)
@@ -1237,7 +1237,7 @@ mod tests {
             .unwrap();
         assert_eq!(sum, want);
         assert!(m.seconds_samples[0] >= 0.001, "{:?}", m.seconds_samples);
-        assert_eq!(m.extra["calls"], serde_json::json!(1));
+        assert_eq!(m.extra.calls, Some(1));
         // Both count in the totals; a failed region gives no value and no call.
         assert_eq!(s.totals("collect").map(|t| t.calls), Some(1));
         assert_eq!(s.region("sum", || 3).unwrap(), 3);

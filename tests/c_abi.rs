@@ -87,7 +87,7 @@ fn run_and_check(exe: &Path, dir: &Path) {
     let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["idle", "touch"]);
     assert_eq!(r.points[1].threads, 2);
-    assert_eq!(r.points[1].extra["calls"], 2);
+    assert_eq!(r.points[1].extra.to_json()["calls"], 2);
 }
 
 #[test]
@@ -193,8 +193,8 @@ fn likwid_marker_header_counts_with_likwid_perfmon_and_is_empty_without() {
         let r = Report::from_json(&std::fs::read_to_string(&report).unwrap(), "likwid").unwrap();
         let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["touch"], "{lang}: LIKWID_MARKER_RESET dropped 'scratch'");
-        assert_eq!(r.points[0].extra["calls"], 3);
-        let faults = r.points[0].extra["counts"]["page-faults"].as_f64().unwrap();
+        assert_eq!(r.points[0].extra.to_json()["calls"], 3);
+        let faults = r.points[0].extra.to_json()["counts"]["page-faults"].as_f64().unwrap();
         assert!(faults >= (3 * pages) as f64, "{lang}: page-faults {faults} < 3 × {pages}");
 
         // Without: every macro is empty, so the program links with no roofline library and

@@ -39,7 +39,7 @@ fn triad_details_page_w_q_t() {
     assert!(t > 4.0 * 0.15e-3 && t < 4.0 * 0.3e-3, "t = {t}");
     assert!((t - k.launch_seconds.iter().sum::<f64>()).abs() < 1e-12);
     assert_eq!(p.provenance.flops, Some(roofline::Source::Ncu));
-    assert_eq!(p.extra["launches"], 4);
+    assert_eq!(p.extra.to_json()["launches"], 4);
 }
 
 #[test]
@@ -276,13 +276,13 @@ fn two_kernel_process_critical_ranking() {
     assert_eq!(names, expect);
     assert_eq!(names[0], "dgemm");
     for (rank, p) in pts.iter().enumerate() {
-        assert_eq!(p.extra["critical_rank"], rank as u64 + 1);
+        assert_eq!(p.extra.to_json()["critical_rank"], rank as u64 + 1);
         let own = if p.name == "dgemm" { t_dgemm } else { t_triad };
-        let share = p.extra["time_share"].as_f64().unwrap();
+        let share = p.extra.to_json()["time_share"].as_f64().unwrap();
         assert!((share - own / (t_triad + t_dgemm)).abs() < 1e-12, "{}: {share}", p.name);
         assert!((p.seconds - own).abs() < 1e-15);
     }
-    let shares: f64 = pts.iter().map(|p| p.extra["time_share"].as_f64().unwrap()).sum();
+    let shares: f64 = pts.iter().map(|p| p.extra.to_json()["time_share"].as_f64().unwrap()).sum();
     assert!((shares - 1.0).abs() < 1e-12);
     let w = |name: &str| pts.iter().find(|p| p.name == name).unwrap().flops.total;
     assert_eq!(w("triad"), 8.0 * 2.0 * n);
@@ -290,7 +290,7 @@ fn two_kernel_process_critical_ranking() {
     // A filter keeps the ranking over the selected kernels only: one kernel, all the time.
     let only = ncu::points(&c, Some("triad"), "two").unwrap();
     assert_eq!(only.len(), 1);
-    assert_eq!(only[0].extra["time_share"].as_f64(), Some(1.0));
+    assert_eq!(only[0].extra.to_json()["time_share"].as_f64(), Some(1.0));
 }
 
 #[test]
@@ -316,7 +316,7 @@ fn coalescing_sectors_per_request() {
     // 8-byte unit-stride stores: 32 threads × 8 B = 8 sectors; stride 33 doubles: 32 sectors.
     assert_eq!(unit.coalescing()["store_sectors_per_request"], 8.0);
     assert_eq!(strided.coalescing()["store_sectors_per_request"], 32.0);
-    let ir = strided.to_point(None).extra["instruction_roofline"].clone();
+    let ir = strided.to_point(None).extra.to_json()["instruction_roofline"].clone();
     assert!(ir["warp_gips"].as_f64().unwrap() > 0.0);
     assert_eq!(ir["global_sectors_per_instruction"].as_f64().unwrap(), 32.0);
 }
@@ -346,8 +346,8 @@ fn mixed_output_ranking_and_filters() {
     let k = kernel(&c, "cos_pass");
     assert_eq!(k.launches, 6);
     let pts = ncu::points(&c, None, "mixed").unwrap();
-    assert_eq!(pts[0].extra["critical_rank"], 1);
-    assert!((pts[0].extra["time_share"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    assert_eq!(pts[0].extra.to_json()["critical_rank"], 1);
+    assert!((pts[0].extra.to_json()["time_share"].as_f64().unwrap() - 1.0).abs() < 1e-12);
     let e = ncu::points(&c, Some("no_such_kernel"), "mixed").unwrap_err().to_string();
     assert!(e.contains("no kernel matches") && e.contains("cos_pass"), "{e}");
 }

@@ -57,7 +57,7 @@ fn c_program_ranges_become_region_points() {
     assert_eq!((len("run"), len("run/triad"), len("run/cos_chain"), len("run/tiny")), (12, 2, 2, 8));
     assert!(cap.launches.iter().filter(|l| l.nvtx.is_empty()).all(|l| l.kernel == "empty_probe"));
     let pts = regions::region_points(&cap, &display(&cap));
-    let w = |p: &str| pts.iter().find(|x| x.extra["region"] == p).unwrap().flops.total;
+    let w = |p: &str| pts.iter().find(|x| x.extra.to_json()["region"] == p).unwrap().flops.total;
     // Inclusive: `run` holds exactly the work of its three sub-ranges.
     let parts = w("run/triad") + w("run/cos_chain") + w("run/tiny");
     assert!((w("run") - parts).abs() <= 1e-9 * parts, "{} vs {parts}", w("run"));
@@ -65,7 +65,8 @@ fn c_program_ranges_become_region_points() {
     assert_eq!(w("run/triad"), 2.0 * 2.0 * (1u64 << 24) as f64);
     assert_eq!(w("app:solver"), 2.0 * 1024f64.powi(3));
     // The kernels under `run`, each once with its launch count.
-    let ks = pts[0].extra["kernels"].as_array().unwrap();
+    let extra = pts[0].extra.to_json();
+    let ks = extra["kernels"].as_array().unwrap();
     let launches: BTreeMap<&str, u64> = ks
         .iter()
         .map(|k| (k["name"].as_str().unwrap(), k["launches"].as_u64().unwrap()))
@@ -88,13 +89,13 @@ fn torch_nested_ranges_two_iterations() {
         assert_eq!(norm.launches.len(), 10);
     }
     let pts = regions::region_points(&cap, &display(&cap));
-    let p = |path: &str| pts.iter().find(|x| x.extra["region"] == path).unwrap();
+    let p = |path: &str| pts.iter().find(|x| x.extra.to_json()["region"] == path).unwrap();
     // The linear range: x0 (4096×1024) @ W1 (1024×1024) in bf16 on the tensor cores, twice:
     // 2 · 2·4096·1024·1024 tensor ops.
     let lin = p("step/layer1/linear");
     assert_eq!(lin.flops.by_class["tensor"], 2.0 * 2.0 * 4096.0 * 1024.0 * 1024.0);
     let norm = p("step/layer1/norm");
-    assert_eq!(norm.extra["kernels"].as_array().unwrap().len(), 5);
+    assert_eq!(norm.extra.to_json()["kernels"].as_array().unwrap().len(), 5);
     assert!(!norm.flops.by_class.get("tensor").is_some_and(|t| *t > 0.0));
     // `step` holds every launch that has a range, and their GPU time.
     let ranged: f64 = cap

@@ -127,7 +127,7 @@ fn session_counts_software_events_per_region_and_per_thread() {
     let (sum, m) = s.measure("touch", || touch_pages(n)).unwrap();
     // The closure's value comes back through the region.
     assert_eq!(sum, (0..n as u64).map(|i| i % 251 + 1).sum::<u64>());
-    let faults = m.extra["counts"]["page-faults"].as_f64().unwrap();
+    let faults = m.extra.to_json()["counts"]["page-faults"].as_f64().unwrap();
     assert!(faults >= n as f64, "region page-faults {faults} < {n}");
     assert!(m.seconds_samples[0] > 0.0);
 
@@ -135,14 +135,14 @@ fn session_counts_software_events_per_region_and_per_thread() {
     let (_, m2) = s
         .measure("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
         .unwrap();
-    let f2 = m2.extra["counts"]["page-faults"].as_f64().unwrap();
+    let f2 = m2.extra.to_json()["counts"]["page-faults"].as_f64().unwrap();
     assert!(f2 >= (4 * n) as f64, "page-faults {f2} miss the other thread's {}", 4 * n);
     // ... but not a per-thread session's.
     let mut own = Session::software_this_thread().unwrap();
     let (_, m3) = own
         .measure("other-thread", || std::thread::spawn(move || touch_pages(4 * n)).join().unwrap())
         .unwrap();
-    let f3 = m3.extra["counts"]["page-faults"].as_f64().unwrap();
+    let f3 = m3.extra.to_json()["counts"]["page-faults"].as_f64().unwrap();
     assert!(f3 < (2 * n) as f64, "page-faults {f3} include the other thread's {}", 4 * n);
 
     s.region("touch", || touch_pages(n)).unwrap();
@@ -192,11 +192,11 @@ fn measure_reports_software_counts_over_repeats() {
     let r = Report::from_json(&std::fs::read_to_string(&out).unwrap(), "r.json").unwrap();
     let p = &r.points[0];
     assert_eq!(p.seconds_samples.len(), 3);
-    let runs = p.extra["runs"].as_array().unwrap();
+    let runs = p.extra.other["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     assert!(runs.iter().all(|r| r["counts"]["page-faults"].as_f64().unwrap() >= (2 * n) as f64));
-    assert!(p.extra["counts"]["page-faults"].as_f64().unwrap() >= (2 * n) as f64);
-    assert!(p.extra["task_clock_seconds"].as_f64().unwrap() > 0.0);
+    assert!(p.extra.to_json()["counts"]["page-faults"].as_f64().unwrap() >= (2 * n) as f64);
+    assert!(p.extra.to_json()["task_clock_seconds"].as_f64().unwrap() > 0.0);
     assert!(p.provenance.notes.iter().any(|n| n.contains("bytes.core is not counted")));
     assert_eq!(p.gflops, None, "no W counted, so no GFLOP/s");
 }

@@ -39,7 +39,7 @@ fn report_write_follows_the_extension() {
             .iter()
             .find(|p| &p.name == name)
             .unwrap_or_else(|| panic!("{name} missing"));
-        assert_eq!(p.extra["calls"], serde_json::json!(calls), "{name}");
+        assert_eq!(p.extra.to_json()["calls"], serde_json::json!(calls), "{name}");
     }
 
     let csv = dir.path().join("regions.CSV");

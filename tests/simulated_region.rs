@@ -92,12 +92,12 @@ fn regions_and_criterion_work_count_on_the_simulated_pmu() {
     let half = m.flops.by_class["any_precision"];
     // Off by the scaling of a count (1 flop each) on a counter `ratio` of the run: the PMU
     // counts round(n × ratio), scaling divides by ratio: ≤ ½ / ratio (f64 slack on top).
-    let ratio = m.extra["multiplex_running_ratio"]["fp_ret_sse_avx_ops.all"]
+    let ratio = m.extra.to_json()["multiplex_running_ratio"]["fp_ret_sse_avx_ops.all"]
         .as_f64()
         .unwrap_or_else(|| panic!("{:?}", m.extra));
     let bound = 0.5 / ratio + n as f64 * 1e-12;
     assert!((half - n as f64).abs() <= bound, "{half} for 2·{n} flops at half (bound {bound})");
-    assert!(m.extra["multiplex_running_ratio"].is_object(), "{:?}", m.extra);
+    assert!(m.extra.to_json()["multiplex_running_ratio"].is_object(), "{:?}", m.extra);
     // begin/end alone cannot be traced in-process: said, not counted as zero.
     let e = s.begin("manual").unwrap_err();
     assert!(e.to_string().contains("closures"), "{e}");

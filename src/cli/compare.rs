@@ -41,8 +41,8 @@ pub struct Args {
 /// The kernel a point measures: `extra.kernel` when set, else its name up to `@`.
 fn kernel_of(p: &Point) -> String {
     p.extra
-        .get("kernel")
-        .and_then(|k| k.as_str())
+        .kernel
+        .as_deref()
         .map(report_kernel_name)
         .unwrap_or_else(|| p.name.split('@').next().unwrap_or(&p.name).to_string())
 }
@@ -86,8 +86,8 @@ pub const NEAR_ROOF: f64 = 0.5;
 /// compute-bound. None when it is near, or when nothing tells.
 pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
     let g = p.gflops.filter(|g| g.is_finite() && *g > 0.0)?;
-    if let Some(lib) = p.extra.get("library_gflops").and_then(|v| v.as_f64()).filter(|l| *l > 0.0) {
-        let what = p.extra.get("library").and_then(|v| v.as_str()).unwrap_or("the library");
+    if let Some(lib) = p.extra.library_gflops.filter(|l| *l > 0.0) {
+        let what = p.extra.library.as_deref().unwrap_or("the library");
         return (g < NEAR_LIBRARY * lib).then(|| {
             format!(
                 "{side} {}: {:.1} GFLOP/s is {:.2}x of {what} ({:.1} GFLOP/s) on the same problem: the speedup compares unequal efforts",
@@ -98,8 +98,7 @@ pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
             )
         });
     }
-    let compute_bound =
-        matches!(p.bound, Some(crate::schema::Bound::Compute { .. })) || p.extra.get("regime").and_then(|v| v.as_str()) == Some("compute");
+    let compute_bound = matches!(p.bound, Some(crate::schema::Bound::Compute { .. })) || p.extra.regime.as_deref() == Some("compute");
     let f = p.roof_fraction.filter(|f| f.is_finite())?;
     (compute_bound && f < NEAR_ROOF).then(|| {
         format!(

@@ -304,7 +304,7 @@ fn capture_report(cap: &ncu::Capture, filter: Option<&str>, origin: &str, gpu_na
     let (floor, floor_said) = crate::model::gpu::launch_floor(&m.name);
     crate::model::gpu::set_regimes(&mut r.points, r.ceilings.as_ref(), floor);
     for p in &mut r.points {
-        if p.extra.contains_key("regime") {
+        if p.extra.regime.is_some() {
             p.provenance.notes.push(floor_said.clone());
         }
     }

@@ -224,9 +224,9 @@ impl Steps for Wired {
                 label.push_str(&format!("×{threads}"));
             }
             let mut p = m.into_point(label);
-            p.extra.insert("kernel".into(), (*name).into());
-            p.extra.insert("variant".into(), v.name().into());
-            p.extra.insert("size".into(), (n as u64).into());
+            p.extra.kernel = Some(name.to_string());
+            p.extra.insert("variant", v.name());
+            p.extra.insert("size", n as u64);
             // W and core Q checked by a flops-mode trace at a small size (skipped where ptrace
             // is not permitted: the point then says so).
             let key = format!("{name}/{v}");
@@ -255,7 +255,7 @@ impl Steps for Wired {
             if let Some((note, row)) = self.trace_checks.get(&key) {
                 p.provenance.notes.push(note.clone());
                 if let Some(row) = row {
-                    p.extra.insert("trace_check".into(), row.clone());
+                    p.extra.insert("trace_check", row.clone());
                 }
             }
             points.push(p);

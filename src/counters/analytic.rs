@@ -125,16 +125,16 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
     let mut m = measurement(&counts, k.effective_flops(spec.n, spec.variant).map(|e| e * copies), spec.threads);
     m.seconds_samples = samples;
     let extra = &mut m.extra;
-    extra.insert("kernel".into(), k.name().into());
-    extra.insert("variant".into(), spec.variant.name().into());
-    extra.insert("size".into(), spec.n.into());
-    extra.insert("size_unit".into(), k.size_unit().into());
-    extra.insert("working_set_bytes".into(), k.working_set_bytes(spec.n).into());
+    extra.kernel = Some(k.name().to_string());
+    extra.insert("variant", spec.variant.name());
+    extra.insert("size", spec.n);
+    extra.insert("size_unit", k.size_unit());
+    extra.insert("working_set_bytes", k.working_set_bytes(spec.n));
     if spec.split {
-        extra.insert("split".into(), true.into());
+        extra.insert("split", true);
     }
-    extra.insert("core_load_bytes".into(), counts.core_load_bytes.into());
-    extra.insert("core_store_bytes".into(), counts.core_store_bytes.into());
+    extra.insert("core_load_bytes", counts.core_load_bytes);
+    extra.insert("core_store_bytes", counts.core_store_bytes);
     Ok(m)
 }
 
@@ -170,7 +170,7 @@ pub fn measurement(counts: &Counts, effective: Option<u64>, threads: usize) -> M
         provenance: Some(prov),
         seconds_samples: Vec::new(),
         threads: threads as u32,
-        extra: BTreeMap::new(),
+        extra: Default::default(),
         regions: Vec::new(),
     }
 }

@@ -97,8 +97,8 @@ pub struct Measurement {
     pub seconds_samples: Vec<f64>,
     /// Threads that ran the work.
     pub threads: u32,
-    /// Figures beside W, Q and T, keyed by name (they become the point's `extra`).
-    pub extra: BTreeMap<String, serde_json::Value>,
+    /// Figures beside W, Q and T (they become the point's `extra`).
+    pub extra: crate::schema::PointExtras,
     /// The command's regions (the region API's markers), when the backend tells them apart:
     /// each becomes a point of its own beside the whole run's.
     pub regions: Vec<RegionMeasurement>,

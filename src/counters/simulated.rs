@@ -254,7 +254,7 @@ impl Truth {
                 .collect(),
             dram_read: dram_split.map(|s| s.0),
             dram_write: dram_split.map(|s| s.1),
-            instructions: m.extra.get("instructions").and_then(|v| v.as_f64()),
+            instructions: m.extra.instructions.as_ref().and_then(|i| i.as_f64()),
             seconds,
         }
     }
@@ -640,7 +640,7 @@ pub fn mark_simulated(m: &mut Measurement, pmu: &SimulatedPmu) {
     prov.notes.retain(|n| *n != note);
     prov.notes.insert(0, note);
     m.extra.insert(
-        "simulated_pmu".into(),
+        "simulated_pmu",
         serde_json::json!({
             "platform": pmu.platform.key,
             "faults": pmu.faults.describe(),
@@ -684,7 +684,7 @@ pub(crate) fn trace_command_truth(argv: &[String], hierarchy: CacheHierarchy) ->
     let (m, _) = trace::measure_command_with_sink(argv, false, Box::new(shared.clone()), false)?;
     let split = dram_split(&shared.0.borrow());
     let mut m = m;
-    m.extra.insert("simulated_dram_split".into(), serde_json::json!(split));
+    m.extra.simulated_dram_split = split;
     Ok(m)
 }
 
@@ -786,8 +786,11 @@ mod tests {
         let (m, _) = count(&half, &t, true);
         // Zen 4's opt-in events need two groups of its 6 counters: each on a counter half the
         // time, so a scaled count is off by its rounding, ≤ ½ count / ½.
-        let ratio = m.extra["multiplex_running_ratio"]["fp_ret_sse_avx_ops.mac_flops"]
-            .as_f64()
+        let ratio = m
+            .extra
+            .multiplex_running_ratio
+            .as_ref()
+            .and_then(|r| r.get("fp_ret_sse_avx_ops.mac_flops").copied())
             .unwrap_or(1.0);
         let bound = 0.5 / ratio;
         assert!(

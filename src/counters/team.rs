@@ -208,7 +208,7 @@ pub(crate) fn merge(mut m: Measurement, counted: Measurement, notes: Vec<String>
     let cprov = counted.provenance.unwrap_or_default();
     let prov = m.provenance.get_or_insert_with(Default::default);
     if cprov.flops == Some(Source::Perf) {
-        m.extra.insert("analytic_flops".into(), serde_json::json!(m.flops.total));
+        m.extra.insert("analytic_flops", serde_json::json!(m.flops.total));
         m.flops = counted.flops;
         prov.flops = Some(Source::Perf);
     }
@@ -227,9 +227,7 @@ pub(crate) fn merge(mut m: Measurement, counted: Measurement, notes: Vec<String>
     prov.notes.extend(notes);
     prov.notes
         .push("perf counts are per timed call: the team threads' counts around exactly the timed calls, divided by the calls".into());
-    for (k, v) in counted.extra {
-        m.extra.insert(k, v);
-    }
+    m.extra.extend(counted.extra);
     m
 }
 
@@ -322,7 +320,7 @@ mod tests {
         let out = merge(m, counted, vec!["platform note".into()]);
         assert_eq!(out.flops.total, 123.0);
         assert_eq!(out.flops.fma, None, "counted flops replace the analytic FMA share with theirs");
-        assert_eq!(out.extra["analytic_flops"], serde_json::json!(counts.flops_total() as f64));
+        assert_eq!(out.extra.other["analytic_flops"], serde_json::json!(counts.flops_total() as f64));
         assert_eq!(out.bytes["l2"], 456.0);
         assert_eq!(out.bytes["core"], counts.core_bytes() as f64, "core Q stays analytic");
         let p = out.provenance.unwrap();

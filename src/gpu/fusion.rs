@@ -34,9 +34,9 @@ pub fn chains(capture: &Capture, points: &[Point], hbm_gbs: Option<f64>) -> Vec<
     // Kernel identity → (display name, memory-side regime).
     let mut kind: BTreeMap<&str, (&str, bool)> = BTreeMap::new();
     for p in points {
-        if let Some(id) = p.extra.get("kernel").and_then(|v| v.as_str()) {
-            let regime = p.extra.get("regime").and_then(|v| v.as_str());
-            let tensor = p.extra.get("tensor_used").and_then(|v| v.as_bool()).unwrap_or(false);
+        if let Some(id) = p.extra.kernel.as_deref() {
+            let regime = p.extra.regime.as_deref();
+            let tensor = p.extra.tensor_used.unwrap_or(false);
             kind.insert(id, (p.name.as_str(), matches!(regime, Some("bandwidth" | "overhead")) && !tensor));
         }
     }

@@ -865,35 +865,29 @@ impl KernelSummary {
         let seconds = self.seconds().map(|s| vec![s]).unwrap_or_default();
         let mut p = Point::new(self.name.clone(), prov, flops, bytes, 1, seconds);
         p.threads = 0; // not a CPU thread count
-        p.extra.insert("launches".into(), (self.launches as u64).into());
-        p.extra.insert("kernel".into(), self.full_name.clone().into());
+        p.extra.launches = Some(self.launches as u64);
+        p.extra.kernel = Some(self.full_name.clone());
         if self.demangled != self.full_name {
-            p.extra.insert("kernel_demangled".into(), self.demangled.clone().into());
+            p.extra.kernel_demangled = Some(self.demangled.clone());
         }
-        p.extra.insert("launch_seconds".into(), serde_json::json!(self.launch_seconds));
+        p.extra.insert("launch_seconds", serde_json::json!(self.launch_seconds));
         if let Some(ghz) = self.m("sm__cycles_elapsed.avg.per_second") {
-            p.extra.insert("sm_clock_ghz".into(), (ghz / 1e9).into());
+            p.extra.insert("sm_clock_ghz", ghz / 1e9);
         }
         let tensor = self.tensor_ops_by_type();
         if !tensor.is_empty() {
-            p.extra.insert("tensor_ops_by_type".into(), serde_json::json!(tensor));
+            p.extra.tensor_ops_by_type = Some(tensor);
         }
-        if let Some(u) = self.tensor_used() {
-            p.extra.insert("tensor_used".into(), u.into());
-        }
+        p.extra.tensor_used = self.tensor_used();
         if let Some(pct) = self.m("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active") {
-            p.extra.insert("tensor_pipe_active_pct".into(), pct.into());
+            p.extra.insert("tensor_pipe_active_pct", pct);
         }
-        if let Some(ir) = self.instruction_roofline() {
-            p.extra.insert("instruction_roofline".into(), ir);
-        }
+        p.extra.instruction_roofline = self.instruction_roofline();
         let co = self.coalescing();
         if !co.is_empty() {
-            p.extra.insert("coalescing".into(), serde_json::json!(co));
+            p.extra.coalescing = Some(co.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
         }
-        if let Some(s) = time_share {
-            p.extra.insert("time_share".into(), s.into());
-        }
+        p.extra.time_share = time_share;
         p
     }
 }
@@ -975,7 +969,7 @@ pub fn points(capture: &Capture, filter: Option<&str>, origin: &str) -> Result<V
         .collect();
     pts.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     for (rank, p) in pts.iter_mut().enumerate() {
-        p.extra.insert("critical_rank".into(), (rank as u64 + 1).into());
+        p.extra.insert("critical_rank", rank as u64 + 1);
     }
     if pts.iter().all(|p| p.flops.total == 0.0 && p.bytes.is_empty() && p.seconds == 0.0) {
         return Err(Error::input(

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use super::ncu::{Capture, KernelSummary, Launch, aggregate};
 use crate::schema::Point;
+use crate::schema::extras::RegionKernel;
 
 /// The separator of a region path.
 pub const PATH_SEP: &str = "/";
@@ -76,11 +77,11 @@ pub fn region_points(capture: &Capture, display: &BTreeMap<String, String>) -> V
             launch_seconds: ls.iter().filter_map(|l| l.metrics.get("gpu__time_duration.sum").copied()).collect(),
         };
         let mut p = summary.to_point(None);
-        p.extra.remove("kernel"); // not a kernel: `compare` must not pair it with one
-        p.extra.remove("launch_seconds");
-        p.extra.insert("region".into(), r.path.clone().into());
-        p.extra.insert("region_depth".into(), (r.depth as u64).into());
-        p.extra.insert("instances".into(), (r.instances as u64).into());
+        p.extra.kernel = None; // not a kernel: `compare` must not pair it with one
+        p.extra.other.remove("launch_seconds");
+        p.extra.region = Some(r.path.clone());
+        p.extra.insert("region_depth", r.depth as u64);
+        p.extra.instances = Some(r.instances as u64);
         // Kernels under the region, by time, each once.
         let mut kernels: Vec<(String, usize, f64)> = Vec::new();
         for l in &ls {
@@ -96,17 +97,17 @@ pub fn region_points(capture: &Capture, display: &BTreeMap<String, String>) -> V
         }
         kernels.sort_by(|a, b| b.2.total_cmp(&a.2));
         let total: f64 = kernels.iter().map(|k| k.2).sum();
-        p.extra.insert(
-            "kernels".into(),
-            serde_json::json!(
-                kernels
-                    .iter()
-                    .map(|(n, c, t)| serde_json::json!({
-                        "name": n, "launches": c, "seconds": t,
-                        "time_share": if total > 0.0 { Some(t / total) } else { None },
-                    }))
-                    .collect::<Vec<_>>()
-            ),
+        p.extra.kernels = Some(
+            kernels
+                .iter()
+                .map(|(n, c, t)| RegionKernel {
+                    name: n.clone(),
+                    launches: *c as u64,
+                    seconds: *t,
+                    time_share: (total > 0.0).then(|| t / total),
+                    ..RegionKernel::default()
+                })
+                .collect(),
         );
         p.provenance.notes.push(format!(
             "NVTX region {}: {} launches of {} kernels in {} instance(s); T is the kernels' GPU time, not the range's wall time",
@@ -122,7 +123,7 @@ pub fn region_points(capture: &Capture, display: &BTreeMap<String, String>) -> V
 
 /// Whether a point is an NVTX region point.
 pub fn is_region(p: &Point) -> bool {
-    p.extra.contains_key("region")
+    p.extra.region.is_some()
 }
 
 #[cfg(test)]
@@ -171,6 +172,6 @@ mod tests {
         let pts = region_points(&cap, &BTreeMap::new());
         // T of `step`: launches 0, 1 and 3 → (1 + 2 + 4) µs.
         assert!((pts[0].seconds - 7e-6).abs() < 1e-12, "{}", pts[0].seconds);
-        assert!(is_region(&pts[0]) && !pts[0].extra.contains_key("kernel"));
+        assert!(is_region(&pts[0]) && pts[0].extra.kernel.is_none());
     }
 }

@@ -280,10 +280,10 @@ fn to_point(kernel: &GpuKernel, n: usize, machine: &GpuMachine, samples: &[f64],
         secs,
     );
     p.threads = 0;
-    p.extra.insert("size".into(), (n as u64).into());
-    p.extra.insert("device".into(), machine.name.clone().into());
+    p.extra.insert("size", n as u64);
+    p.extra.insert("device", machine.name.clone());
     if tensor_fp64 {
-        p.extra.insert("tensor_ops_by_type".into(), serde_json::json!({"fp64": w}));
+        p.extra.tensor_ops_by_type = Some([("fp64".to_string(), w)].into());
     }
     if let Some(g) = library {
         add_library(&mut p, kernel, w, samples, g);
@@ -294,8 +294,8 @@ fn to_point(kernel: &GpuKernel, n: usize, machine: &GpuMachine, samples: &[f64],
 /// What the vendor library reaches on the same GEMM in the same process, on the point:
 /// `compare` says when a point is not near it.
 fn add_library(p: &mut Point, kernel: &GpuKernel, w: f64, samples: &[f64], g: &super::blas::GemmRate) {
-    p.extra.insert("library".into(), g.describe().into());
-    p.extra.insert("library_gflops".into(), g.median_gflops().into());
+    p.extra.library = Some(g.describe());
+    p.extra.library_gflops = Some(g.median_gflops());
     if kernel.name == "dgemm" {
         p.provenance.notes.push(format!("the GEMM is cuBLAS's: {}", g.describe()));
     } else {

@@ -272,12 +272,7 @@ pub fn analyse(p: &Point, roofs: &RoofSet) -> Analysis {
 
 /// The bound of a placeable point given its primary attainable figure.
 pub fn classify(p: &Point, roofs: &RoofSet, primary: Option<&Attainable>, roof_fraction: Option<f64>) -> Bound {
-    let fixed_share = p
-        .extra
-        .get("fixed_seconds")
-        .and_then(|v| v.as_f64())
-        .filter(|a| a.is_finite() && *a >= 0.0)
-        .map(|a| a / p.seconds);
+    let fixed_share = p.extra.fixed_seconds.filter(|a| a.is_finite() && *a >= 0.0).map(|a| a / p.seconds);
     if fixed_share.is_some_and(|s| s >= OVERHEAD_FIXED_SHARE) {
         return Bound::Overhead;
     }
@@ -370,7 +365,7 @@ pub fn annotate_by_threads(report: &mut Report, roofs: &RoofSet, by_threads: &[R
                 .map(|x| (x.model.key().to_string(), serde_json::json!(x.gflops))),
         );
         p.extra.insert(
-            "model".into(),
+            "model",
             serde_json::json!({
                 "attainable_gflops": attainable,
                 "roof_fraction_model": a.primary.map(|m| m.key()),

@@ -44,11 +44,9 @@ pub fn point_precision(p: &Point) -> &'static str {
         .zip(by_format)
         .fold(("double", 0.0), |best, x| if x.1 > best.1 { x } else { best });
     if tensor > 0.0 && tensor > top_work {
-        let by_type = p.extra.get("tensor_ops_by_type").and_then(|v| v.as_object());
-        let top = by_type.and_then(|m| {
+        let top = p.extra.tensor_ops_by_type.as_ref().and_then(|m| {
             m.iter()
-                .filter_map(|(k, v)| Some((k, v.as_f64()?)))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .max_by(|a, b| a.1.total_cmp(b.1))
                 .map(|(k, _)| k.split('_').next().unwrap_or(k).to_string())
         });
         return match top.as_deref() {

@@ -260,7 +260,7 @@ fn overhead_rules() {
     assert_eq!(analyse(&p, &roofs()).bound, Bound::Memory { level: "dram".into() });
     // a fitted fixed cost above half of T
     let mut p = point(1e9, "packed512_double", &[("core", 1e9), ("dram", 1e9)], 1.0);
-    p.extra.insert("fixed_seconds".into(), serde_json::json!(0.6));
+    p.extra.fixed_seconds = Some(0.6);
     assert_eq!(analyse(&p, &roofs()).bound, Bound::Overhead);
     assert!(advice(&Bound::Overhead, None).contains("bigger batches"));
     // "Wider SIMD" only where the machine has a wider ISA than the point's.

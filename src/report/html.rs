@@ -9,6 +9,7 @@ use super::{Exporter, PlotKind, View};
 use crate::error::Result;
 use crate::model::{ModelKind, level_label};
 use crate::report::table::bound_text;
+use crate::schema::extras::WorkRow;
 use crate::schema::report::{Environment, Point};
 use crate::schema::units::{seconds, si, sig3};
 
@@ -67,9 +68,9 @@ fn strip_attr(tag: &str, name: &str) -> String {
 /// shortened display name.
 fn full_name_title(p: &Point) -> String {
     p.extra
-        .get("kernel_demangled")
-        .or_else(|| p.extra.get("kernel"))
-        .and_then(|k| k.as_str())
+        .kernel_demangled
+        .as_deref()
+        .or(p.extra.kernel.as_deref())
         .filter(|k| *k != p.name)
         .map(|k| format!(" title=\"{}\"", esc(k)))
         .unwrap_or_default()
@@ -350,26 +351,26 @@ fn render_rest(view: &View) -> Result<String> {
         // GPU points: the compute/bandwidth/overhead regime; NVTX regions: their kernels.
         let regime = p
             .extra
-            .get("regime")
-            .and_then(|v| v.as_str())
+            .regime
+            .as_deref()
             .map(|r| {
-                let why = p.extra.get("regime_reason").and_then(|v| v.as_str()).unwrap_or("");
+                let why = p.extra.regime_reason.as_deref().unwrap_or("");
                 format!("<p>GPU regime: <b>{}-bound</b> ({})</p>", esc(r), esc(why))
             })
             .unwrap_or_default();
         let kernels = p
             .extra
-            .get("kernels")
-            .and_then(|v| v.as_array())
+            .kernels
+            .as_ref()
             .map(|ks| {
                 let mut l = String::from("<p>Kernels in this region:</p><ul>");
                 for k in ks {
                     let _ = write!(
                         l,
                         "<li>{} — {} launch(es), {:.1}% of the region's GPU time</li>",
-                        esc(k.get("name").and_then(|v| v.as_str()).unwrap_or("")),
-                        k.get("launches").and_then(|v| v.as_u64()).unwrap_or(0),
-                        k.get("time_share").and_then(|v| v.as_f64()).unwrap_or(0.0) * 100.0
+                        esc(&k.name),
+                        k.launches,
+                        k.time_share.unwrap_or(0.0) * 100.0
                     );
                 }
                 l + "</ul>"
@@ -489,11 +490,13 @@ const ATTRIBUTION_ROWS: usize = 15;
 /// "Where the work is": the trace backend's per-function and per-line attribution
 /// (`extra.by_function`, `extra.by_line`) of each point that carries it, most flops first.
 fn attribution_tables(o: &mut String, view: &View) {
-    let num = |r: &serde_json::Value, k: &str| r.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
     let mut head = false;
     for (r, p, _) in view.points() {
-        for (key, what) in [("by_function", "function"), ("by_line", "source line")] {
-            let Some(rows) = p.extra.get(key).and_then(|v| v.as_array()) else {
+        for (key, what, rows) in [
+            ("by_function", "function", &p.extra.by_function),
+            ("by_line", "source line", &p.extra.by_line),
+        ] {
+            let Some(rows) = rows else {
                 continue;
             };
             if rows.is_empty() {
@@ -503,13 +506,9 @@ fn attribution_tables(o: &mut String, view: &View) {
                 o.push_str("<h2>Where the work is</h2>");
                 head = true;
             }
-            let mut rows: Vec<&serde_json::Value> = rows.iter().collect();
-            rows.sort_by(|a, b| {
-                num(b, "flops")
-                    .cmp(&num(a, "flops"))
-                    .then(num(b, "instructions").cmp(&num(a, "instructions")))
-            });
-            let total: u64 = rows.iter().map(|r| num(r, "flops")).sum();
+            let mut rows: Vec<&WorkRow> = rows.iter().collect();
+            rows.sort_by(|a, b| b.flops.cmp(&a.flops).then(b.instructions.cmp(&a.instructions)));
+            let total: u64 = rows.iter().map(|r| r.flops).sum();
             let _ = write!(
                 o,
                 "<h3>{} by {what}</h3><div class=\"scroll\"><table><tr>{}<th>function</th><th>instructions</th><th>W (flop)</th><th>core bytes</th><th>share of W</th></tr>",
@@ -517,19 +516,18 @@ fn attribution_tables(o: &mut String, view: &View) {
                 if key == "by_line" { "<th>line</th>" } else { "" }
             );
             for row in rows.iter().take(ATTRIBUTION_ROWS) {
-                let text = |k: &str| esc(row.get(k).and_then(|v| v.as_str()).unwrap_or("?"));
-                let f = num(row, "flops");
+                let f = row.flops;
                 o.push_str("<tr>");
                 if key == "by_line" {
-                    let _ = write!(o, "<td><code>{}</code></td>", text("line"));
+                    let _ = write!(o, "<td><code>{}</code></td>", esc(row.line.as_deref().unwrap_or("?")));
                 }
                 let _ = write!(
                     o,
                     "<td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    text("function"),
-                    num(row, "instructions"),
+                    esc(&row.function),
+                    row.instructions,
                     f,
-                    num(row, "core_bytes"),
+                    row.core_bytes,
                     if total > 0 {
                         format!("{:.1}%", 100.0 * f as f64 / total as f64)
                     } else {

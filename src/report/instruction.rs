@@ -33,7 +33,7 @@ pub const LEVELS: [(&str, &str); 4] = [
 
 /// The instruction-roofline block of a point, if it has one.
 pub fn block(p: &Point) -> Option<&Value> {
-    p.extra.get("instruction_roofline").filter(|v| v.is_object())
+    p.extra.instruction_roofline.as_ref().filter(|v| v.is_object())
 }
 
 fn num(v: &Value, path: &[&str]) -> Option<f64> {
@@ -451,7 +451,7 @@ mod tests {
 
     fn point(name: &str, ir: Value) -> Point {
         let mut p = Point::new(name, prov(), Flops::default(), Bytes::new(), 1, vec![1e-3]);
-        p.extra.insert("instruction_roofline".into(), ir);
+        p.extra.instruction_roofline = Some(ir);
         p
     }
 

@@ -7,6 +7,7 @@
 //!   sweep against working-set size and its plateaus;
 //! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
 //!   the kernel list;
+//! - [`extras`]: a point's `extra` figures (PointExtras), typed where they are read back;
 //! - [`gpu`]: `roofline.gpu-machine/1` and `roofline.gpu-ceilings/1`;
 //! - [`environment`]: where and how a report was produced;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
@@ -15,6 +16,7 @@
 pub mod ceilings;
 pub mod documents;
 pub mod environment;
+pub mod extras;
 pub mod gpu;
 pub mod report;
 pub mod stats;
@@ -23,4 +25,5 @@ pub mod sweep;
 pub mod units;
 pub mod validation;
 
+pub use extras::PointExtras;
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::error::Error;
+use crate::schema::extras::PointExtras;
 use crate::schema::stats::{median, spread};
 
 /// The schema name and major version every report carries in its `schema` field.
@@ -196,9 +197,10 @@ pub struct Point {
     pub bound: Option<Bound>,
     /// Achieved over attainable performance (1.0: at the roof), once read against roofs.
     pub roof_fraction: Option<f64>,
-    /// Backend-specific figures: launch counts, multiplexing ratios, coalescing, …
+    /// Backend-specific figures: launch counts, multiplexing ratios, coalescing, … (typed
+    /// where this program reads them back, the rest kept as they came).
     #[serde(default)]
-    pub extra: BTreeMap<String, serde_json::Value>,
+    pub extra: PointExtras,
 }
 
 impl Point {
@@ -226,7 +228,7 @@ impl Point {
             ai: BTreeMap::new(),
             bound: None,
             roof_fraction: None,
-            extra: BTreeMap::new(),
+            extra: PointExtras::default(),
         };
         p.derive();
         p

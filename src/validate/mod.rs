@@ -410,7 +410,7 @@ pub fn rows_report(rows: &[Row], backend: BackendKind) -> crate::schema::Report 
         let mut flops = Flops::of_classes(by_class);
         flops.fma = Some(row.fma_measured as f64);
         let mut p = Point::new(format!("{}/{}", row.kernel, row.variant), prov, flops, bytes, 1, vec![]);
-        p.extra.insert("n".into(), (row.n as u64).into());
+        p.extra.insert("n", row.n as u64);
         r.points.push(p);
     }
     r

@@ -268,7 +268,7 @@ fn measure_w(
     for group in perf::plan_groups(&fp, *n_counters) {
         let group_specs: Vec<CounterSpec> = group.iter().map(|&i| fp[i].clone()).collect();
         let m = measure(counters, &(group_specs, *n_counters, notes.clone()), k, n, v, min_time)?;
-        if let Some(f) = m.extra.get("fma_flops_counted").and_then(|v| v.as_f64()) {
+        if let Some(f) = m.extra.fma_flops_counted {
             *fma.get_or_insert(0.0) += f;
         }
         match out.as_mut() {
@@ -280,19 +280,14 @@ fn measure_w(
                 let (effective, int_effective) = (acc.flops.effective, acc.flops.int_ops_effective);
                 acc.flops = crate::schema::Flops::of_classes(std::mem::take(&mut acc.flops.by_class));
                 (acc.flops.effective, acc.flops.int_ops_effective) = (effective, int_effective);
-                for key in ["multiplex_running_ratio", "counts"] {
-                    if let Some(serde_json::Value::Object(more)) = m.extra.get(key) {
-                        let entry = acc.extra.entry(key.to_string()).or_insert_with(|| serde_json::json!({}));
-                        if let Some(obj) = entry.as_object_mut() {
-                            obj.extend(more.clone());
-                        }
-                    }
+                if let Some(more) = &m.extra.multiplex_running_ratio {
+                    acc.extra.multiplex_running_ratio.get_or_insert_default().extend(more.clone());
                 }
-                if let Some(serde_json::Value::Array(more)) = m.extra.get("not_counted") {
-                    let entry = acc.extra.entry("not_counted".to_string()).or_insert_with(|| serde_json::json!([]));
-                    if let Some(arr) = entry.as_array_mut() {
-                        arr.extend(more.clone());
-                    }
+                if let Some(more) = &m.extra.counts {
+                    acc.extra.counts.get_or_insert_default().extend(more.clone());
+                }
+                if let Some(more) = &m.extra.not_counted {
+                    acc.extra.not_counted.get_or_insert_default().extend(more.iter().cloned());
                 }
             }
         }
@@ -449,9 +444,9 @@ fn flops_sample(r: &ClassRow, k: &dyn Kernel, n: usize, v: Variant, specs: &[Cou
     let counted = r.events.iter().any(|e| specs.iter().any(|s| &s.name == e))
         && !m
             .extra
-            .get("not_counted")
-            .and_then(|v| v.as_array())
-            .is_some_and(|nc| r.events.iter().all(|e| nc.iter().any(|x| x.as_str() == Some(e))));
+            .not_counted
+            .as_ref()
+            .is_some_and(|nc| r.events.iter().all(|e| nc.contains(e)));
     let measured = if counted {
         Some(m.flops.by_class.get(class).copied().unwrap_or(0.0))
     } else {
@@ -630,7 +625,7 @@ fn fma_sample(k: &dyn Kernel, n: usize, v: Variant, specs: &[CounterSpec], m: &M
 
 /// Multiplexed events (scaled counts) are said in their class's detail, once.
 fn note_multiplexing(rows: &mut BTreeMap<String, ClassRow>, m: &Measurement) {
-    let Some(mux) = m.extra.get("multiplex_running_ratio").and_then(|v| v.as_object()) else {
+    let Some(mux) = &m.extra.multiplex_running_ratio else {
         return;
     };
     for (event, ratio) in mux {
@@ -640,7 +635,7 @@ fn note_multiplexing(rows: &mut BTreeMap<String, ClassRow>, m: &Measurement) {
         if r.detail.iter().any(|d| d.starts_with(&format!("{event} multiplexed"))) {
             continue;
         }
-        let ratio = ratio.as_f64().unwrap_or(1.0);
+        let ratio = *ratio;
         r.detail.push(format!(
             "{event} multiplexed: on a counter {:.1} % of the time, counts scaled x{:.2}",
             100.0 * ratio,

@@ -79,7 +79,7 @@ pub(super) fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegion
         if let Some(p) = m.provenance.as_mut() {
             p.seconds = Some(crate::schema::Source::Native);
         }
-        m.extra.insert("repeats".into(), serde_json::json!(times.len()));
+        m.extra.insert("repeats", serde_json::json!(times.len()));
     }
 }
 

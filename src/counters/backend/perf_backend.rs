@@ -115,7 +115,7 @@ pub(super) fn regions_counted_in_process(m: &mut Measurement, taken: &[region_ti
     let mut notes = Vec::new();
     for (name, (point, sessions, counting)) in &run.counted {
         let mut r = Measurement::from(point.clone());
-        let calls = r.extra.get("calls").and_then(|c| c.as_u64()).unwrap_or(0);
+        let calls = r.extra.calls.unwrap_or(0);
         // T: this region's summed wall time in every run that counted it.
         let samples: Vec<f64> = taken
             .iter()
@@ -144,7 +144,7 @@ pub(super) fn regions_counted_in_process(m: &mut Measurement, taken: &[region_ti
             ));
         }
         r.seconds_samples = samples;
-        r.extra.insert("repeats".into(), serde_json::json!(r.seconds_samples.len()));
+        r.extra.insert("repeats", serde_json::json!(r.seconds_samples.len()));
         m.regions.push(RegionMeasurement {
             name: name.clone(),
             calls,
@@ -199,7 +199,7 @@ pub(crate) fn counted_measurement(
     let median_run = median_index(&samples);
     let mut m = perf::to_measurement(specs, &runs[median_run].1, samples.clone());
     crate::counters::trust::mark(&mut m, specs, &runs[median_run].1, source);
-    m.extra.insert("repeats".into(), serde_json::json!(repeat));
+    m.extra.insert("repeats", serde_json::json!(repeat));
     if runs.len() > 1 {
         let per_run: Vec<serde_json::Value> = runs
             .iter()
@@ -211,10 +211,10 @@ pub(crate) fn counted_measurement(
                 serde_json::json!({ "seconds": wall, "counts": c })
             })
             .collect();
-        m.extra.insert("runs".into(), serde_json::Value::Array(per_run));
+        m.extra.insert("runs", serde_json::Value::Array(per_run));
     }
     m.extra.insert(
-        "hardware_groups".into(),
+        "hardware_groups",
         serde_json::json!(
             plan.iter()
                 .filter(|g| specs[g[0]].scope == Scope::Core)
@@ -248,7 +248,7 @@ pub(crate) fn idle_baseline(specs: &[CounterSpec], m: &mut Measurement, seconds:
             subtracted.insert(lvl.clone(), serde_json::json!(b));
         }
     }
-    m.extra.insert("idle_baseline_bytes".into(), serde_json::Value::Object(subtracted));
+    m.extra.insert("idle_baseline_bytes", serde_json::Value::Object(subtracted));
     if let Some(prov) = m.provenance.as_mut() {
         prov.notes
             .push("system-wide bytes have the idle background (same duration, no command) subtracted".into());

@@ -14,7 +14,7 @@ pub fn command_report(argv: &[String], measurement: Measurement) -> Report {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| argv[0].clone());
     let mut env = environment();
-    env.measured_ghz = measurement.extra.get("effective_ghz").and_then(|g| g.as_f64());
+    env.measured_ghz = measurement.extra.effective_ghz;
     let mut report = Report::new(machine_summary(), env);
     let mut measurement = measurement;
     let measurement_regions = std::mem::take(&mut measurement.regions);

@@ -79,11 +79,7 @@ impl Backend for SimulatedBackend {
         let mut set = pmu.open(specs.clone(), &plan)?;
         let hierarchy = cache_hierarchy(opts.cache.as_deref())?;
         let traced = simulated::trace_command_truth(argv, hierarchy)?;
-        let split = traced
-            .extra
-            .get("simulated_dram_split")
-            .and_then(|v| serde_json::from_value::<Option<(f64, f64)>>(v.clone()).ok())
-            .flatten();
+        let split = traced.extra.simulated_dram_split;
         let samples = match native_runs(argv, opts.repeat, "after the trace")? {
             Ok(s) => s,
             Err(status) => return Ok(CommandOutcome::Failed { status }),
@@ -111,10 +107,7 @@ impl Backend for SimulatedBackend {
             };
             idle_baseline(&specs, &mut m, seconds, &idle)?;
         }
-        m.extra.insert(
-            "traced_instructions".into(),
-            traced.extra.get("instructions").cloned().unwrap_or_default(),
-        );
+        m.extra.insert("traced_instructions", serde_json::json!(traced.extra.instructions));
         simulated::mark_simulated(&mut m, &pmu);
         Ok(CommandOutcome::Measured(Box::new(m)))
     }

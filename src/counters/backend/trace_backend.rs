@@ -83,7 +83,7 @@ pub(super) fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<Co
     };
     m.seconds_samples = samples;
     regions_timed(&mut m.regions, &runs);
-    m.extra.insert("repeats".into(), serde_json::json!(opts.repeat));
+    m.extra.insert("repeats", serde_json::json!(opts.repeat));
     if let Some(p) = m.provenance.as_mut() {
         p.seconds = Some(crate::schema::Source::Native);
         p.notes.push(format!(
@@ -130,9 +130,9 @@ pub(super) fn use_traced_counts(m: &mut Measurement, tallies: &[Tally]) {
         m.flops.int_ops_effective = (sum.effective_unknown == 0).then_some(sum.effective_int as f64);
     }
     m.bytes.insert(level::CORE.to_string(), (sum.core_load + sum.core_store) as f64);
-    m.extra.insert("core_load_bytes".into(), sum.core_load.into());
-    m.extra.insert("core_store_bytes".into(), sum.core_store.into());
-    m.extra.insert("traced_instructions".into(), sum.instructions.into());
+    m.extra.insert("core_load_bytes", sum.core_load);
+    m.extra.insert("core_store_bytes", sum.core_store);
+    m.extra.insert("traced_instructions", sum.instructions);
     if let Some(p) = m.provenance.as_mut() {
         p.flops = Some(Source::Trace);
         p.bytes.insert(level::CORE.to_string(), Source::Trace);

@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::{CounterSpec, ECORE_CYCLES, EventCount, Scope};
 use crate::counters::Measurement;
-use crate::schema::{Bytes, Flops, Provenance, Source};
+use crate::schema::{Bytes, Flops, PointExtras, Provenance, Source};
 
 /// W, Q and T from counts: each count times its event's weight, summed per quantity, then
 /// what the sums say together: the classes this CPU cannot count, flops moved between classes,
@@ -14,7 +14,7 @@ use crate::schema::{Bytes, Flops, Provenance, Source};
 pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samples: Vec<f64>) -> Measurement {
     let mut notes =
         vec!["bytes.core is not counted by hardware: use `--backend trace` or analytic counts for core-side traffic".to_string()];
-    let mut extra = BTreeMap::new();
+    let mut extra = PointExtras::default();
     let Tally {
         mut flops,
         mut bytes,
@@ -38,7 +38,7 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
     }
     // The FMA share where MAC events counted beside the W they are a part of.
     if let Some(f) = fma {
-        extra.insert("fma_flops_counted".into(), json!(f));
+        extra.fma_flops_counted = Some(f);
         if have_flops {
             match crate::counters::events::fma_share_of(f, flops.total, slack) {
                 Ok(f) => flops.fma = Some(f),
@@ -48,7 +48,7 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
     }
     // L1 fills are the lines L2 delivers to L1: Q at the L2 level when nothing better counts it.
     if let Some(f) = l1_fill {
-        extra.insert("bytes_l1_fill".into(), json!(f));
+        extra.insert("bytes_l1_fill", json!(f));
         if !bytes.contains_key("l2") {
             bytes.insert("l2".into(), f);
             levels.insert("l2".into(), Source::Perf);
@@ -58,13 +58,9 @@ pub fn to_measurement(specs: &[CounterSpec], counts: &[EventCount], seconds_samp
         notes.push("uncore (memory) counts are system-wide: other processes' traffic is included (see --idle-baseline)".into());
     }
     note_clock_and_ecores(specs, counts, &mut extra, &mut notes);
-    extra.insert("counts".into(), Value::Object(counts_json));
-    if !multiplex.is_empty() {
-        extra.insert("multiplex_running_ratio".into(), Value::Object(multiplex));
-    }
-    if !not_counted.is_empty() {
-        extra.insert("not_counted".into(), Value::Array(not_counted));
-    }
+    extra.counts = Some(counts_json);
+    extra.multiplex_running_ratio = (!multiplex.is_empty()).then_some(multiplex);
+    extra.not_counted = (!not_counted.is_empty()).then_some(not_counted);
     Measurement {
         flops,
         bytes,
@@ -97,11 +93,11 @@ struct Tally {
     l1_fill: Option<f64>,
     levels: BTreeMap<String, Source>,
     /// Every counted event's scaled value, by name.
-    counts: Map<String, Value>,
+    counts: BTreeMap<String, Option<f64>>,
     /// The running ratio of every multiplexed event.
-    multiplex: Map<String, Value>,
+    multiplex: BTreeMap<String, f64>,
     /// Events that never had a counter.
-    not_counted: Vec<Value>,
+    not_counted: Vec<String>,
 }
 
 /// Sum `count × weight` per quantity: flops by class (integer classes apart), bytes per level
@@ -111,12 +107,12 @@ fn tally(specs: &[CounterSpec], counts: &[EventCount], notes: &mut Vec<String>) 
     let mut t = Tally::default();
     for (s, c) in specs.iter().zip(counts) {
         let Some(sc) = c.scaled else {
-            t.not_counted.push(Value::from(s.name.clone()));
+            t.not_counted.push(s.name.clone());
             continue;
         };
-        t.counts.insert(s.name.clone(), json!(sc.value));
+        t.counts.insert(s.name.clone(), Some(sc.value));
         if sc.running_ratio < 1.0 {
-            t.multiplex.insert(s.name.clone(), json!(sc.running_ratio));
+            t.multiplex.insert(s.name.clone(), sc.running_ratio);
         }
         let v = sc.value * s.weight;
         if s.quantity.starts_with("flops") {
@@ -159,7 +155,7 @@ fn tally(specs: &[CounterSpec], counts: &[EventCount], notes: &mut Vec<String>) 
 
 /// The flop classes counted here that this CPU's events cannot see (from its CPUID features):
 /// listed in `extra` and said in `notes`.
-fn note_classes_not_countable(specs: &[CounterSpec], extra: &mut BTreeMap<String, Value>, notes: &mut Vec<String>) {
+fn note_classes_not_countable(specs: &[CounterSpec], extra: &mut PointExtras, notes: &mut Vec<String>) {
     let classes: Vec<&str> = specs
         .iter()
         .filter(|s| s.quantity == "flops")
@@ -168,14 +164,14 @@ fn note_classes_not_countable(specs: &[CounterSpec], extra: &mut BTreeMap<String
     let facts = crate::machine::cpuid::CpuidFacts::read(&crate::machine::cpuid::LiveCpuid);
     let missing = crate::counters::events::not_countable(&|f| facts.has(f), &classes);
     if !missing.is_empty() {
-        extra.insert("not_countable".into(), json!(missing.iter().map(|(f, _)| *f).collect::<Vec<_>>()));
+        extra.insert("not_countable", json!(missing.iter().map(|(f, _)| *f).collect::<Vec<_>>()));
         notes.extend(missing.into_iter().map(|(_, n)| n));
     }
 }
 
 /// task-clock, cycles and the effective clock (cycles over task-clock) in `extra`; on hybrid
 /// parts the E-cores' cycles, and in `notes` whether W is partial for them.
-fn note_clock_and_ecores(specs: &[CounterSpec], counts: &[EventCount], extra: &mut BTreeMap<String, Value>, notes: &mut Vec<String>) {
+fn note_clock_and_ecores(specs: &[CounterSpec], counts: &[EventCount], extra: &mut PointExtras, notes: &mut Vec<String>) {
     let value_of = |quantity: &str| {
         specs
             .iter()
@@ -186,10 +182,10 @@ fn note_clock_and_ecores(specs: &[CounterSpec], counts: &[EventCount], extra: &m
     let task_s: Option<f64> = value_of("seconds.task").map(|ns| ns * 1e-9);
     let cycles: Option<f64> = value_of("cycles");
     if let Some(t) = task_s {
-        extra.insert("task_clock_seconds".into(), json!(t));
+        extra.insert("task_clock_seconds", json!(t));
     }
     if let Some(e) = value_of(ECORE_CYCLES) {
-        extra.insert("ecore_cycles".into(), json!(e));
+        extra.insert("ecore_cycles", json!(e));
         let p = cycles.unwrap_or(0.0);
         if e > 0.0 {
             let share = if p + e > 0.0 { 100.0 * e / (p + e) } else { 100.0 };
@@ -201,10 +197,10 @@ fn note_clock_and_ecores(specs: &[CounterSpec], counts: &[EventCount], extra: &m
         }
     }
     if let Some(c) = cycles {
-        extra.insert("cycles".into(), json!(c));
+        extra.insert("cycles", json!(c));
         if let Some(t) = task_s.filter(|t| *t > 0.0) {
             // cycles / task-clock, not / wall time: inherited cycles add up over threads.
-            extra.insert("effective_ghz".into(), json!(c / t / 1e9));
+            extra.effective_ghz = Some(c / t / 1e9);
         }
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::counters::events::{self, Amount, EventValue};
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
-use crate::schema::{Environment, Point, Provenance, Report, Source};
+use crate::schema::{Environment, Point, PointExtras, Provenance, Report, Source};
 
 /// Whether perf counted the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -663,30 +663,27 @@ fn import_notes(d: &events::Derived, rows: &RowTally, platform: &Platform, opts:
 
 /// The point's extras: the platform, multiplexing, the DRAM split, cycles, instructions, the
 /// clock, and every row as read.
-fn point_extra(
-    d: &events::Derived,
-    platform: &Platform,
-    task_clock_s: Option<f64>,
-    rows_json: Vec<serde_json::Value>,
-) -> BTreeMap<String, serde_json::Value> {
-    let mut extra = BTreeMap::new();
-    extra.insert("platform".into(), json!(platform.key));
-    extra.insert("multiplexing".into(), json!(d.multiplexed));
-    extra.insert("flops_approximate".into(), json!(d.flops_approximate));
+fn point_extra(d: &events::Derived, platform: &Platform, task_clock_s: Option<f64>, rows_json: Vec<serde_json::Value>) -> PointExtras {
+    let mut extra = PointExtras {
+        instructions: d.instructions.and_then(serde_json::Number::from_f64),
+        ..PointExtras::default()
+    };
+    extra.insert("platform", json!(platform.key));
+    extra.insert("multiplexing", json!(d.multiplexed));
+    extra.insert("flops_approximate", json!(d.flops_approximate));
     if let Some(v) = d.dram_read_bytes {
-        extra.insert("dram_read_bytes".into(), json!(v));
+        extra.insert("dram_read_bytes", json!(v));
     }
     if let Some(v) = d.dram_write_bytes {
-        extra.insert("dram_write_bytes".into(), json!(v));
+        extra.insert("dram_write_bytes", json!(v));
     }
     for (k, v) in [
         ("cycles", d.cycles),
-        ("instructions", d.instructions),
         ("ref_cycles", d.ref_cycles),
         ("task_clock_seconds", task_clock_s),
     ] {
         if let Some(v) = v {
-            extra.insert(k.into(), json!(v));
+            extra.insert(k, json!(v));
         }
     }
     // Effective clock: cycles over task-clock (CPU time), not wall time — inherited and
@@ -694,9 +691,9 @@ fn point_extra(
     if let (Some(c), Some(t)) = (d.cycles, task_clock_s)
         && t > 0.0
     {
-        extra.insert("effective_ghz".into(), json!(c / t / 1e9));
+        extra.effective_ghz = Some(c / t / 1e9);
     }
-    extra.insert("perf_stat_rows".into(), json!(rows_json));
+    extra.insert("perf_stat_rows", json!(rows_json));
     extra
 }
 

@@ -29,8 +29,9 @@ use std::rc::Rc;
 
 use crate::counters::{Measurement, RegionMeasurement};
 use crate::error::{Error, Result};
+use crate::schema::extras::WorkRow;
 use crate::schema::report::level;
-use crate::schema::{Flops, Provenance, Source};
+use crate::schema::{Flops, PointExtras, Provenance, Source};
 use sources::ChainFrame;
 use tally::Tally;
 use tracer::{DriverStats, Ending, Tracer};
@@ -402,10 +403,12 @@ fn region_measurement(reg: &regions::TracedRegion, memory: bool) -> RegionMeasur
     if reg.open_at_exit {
         notes.push(format!("region '{}' was still open when the program ended: closed there", reg.name));
     }
-    let mut extra = BTreeMap::new();
-    extra.insert("calls".to_string(), serde_json::json!(reg.calls));
-    extra.insert("instructions".to_string(), serde_json::json!(reg.tally.instructions));
-    extra.insert("region".to_string(), serde_json::json!(reg.name));
+    let extra = PointExtras {
+        calls: Some(reg.calls),
+        instructions: Some(reg.tally.instructions.into()),
+        region: Some(reg.name.clone()),
+        ..PointExtras::default()
+    };
     RegionMeasurement {
         name: reg.name.clone(),
         calls: reg.calls,
@@ -435,11 +438,11 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     let mut notes = r.notes.clone();
     notes.extend(counting_notes(t));
     notes.extend(tracer_notes(&r.stats));
-    let mut extra = BTreeMap::new();
-    let mut put = |k: &str, v: serde_json::Value| {
-        extra.insert(k.to_string(), v);
+    let mut extra = PointExtras {
+        instructions: Some(t.instructions.into()),
+        ..PointExtras::default()
     };
-    put("instructions", t.instructions.into());
+    let mut put = |k: &str, v: serde_json::Value| extra.insert(k, v);
     put("core_load_bytes", t.core_load.into());
     put("core_store_bytes", t.core_store.into());
     put("nt_store_bytes", t.nt_store.into());
@@ -452,8 +455,8 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     // Per thread: what it counted and how it was let run (docs/trace.md, "Every thread").
     put("per_thread", per_thread_json(&r.stats));
     if by_function {
-        put("by_function", by_function_json(&r.per_function));
-        put("by_line", by_line_json(&r.per_line));
+        extra.by_function = Some(by_function_rows(&r.per_function));
+        extra.by_line = Some(by_line_rows(&r.per_line));
     }
     Measurement {
         flops,
@@ -617,48 +620,54 @@ fn per_thread_json(stats: &DriverStats) -> serde_json::Value {
 }
 
 /// `extra.by_function` (`--by-function`): work per function.
-fn by_function_json(per_function: &[(String, Tally)]) -> serde_json::Value {
-    let rows: Vec<serde_json::Value> = per_function
+fn by_function_rows(per_function: &[(String, Tally)]) -> Vec<WorkRow> {
+    per_function
         .iter()
-        .map(|(name, f)| {
-            serde_json::json!({
-                "function": name,
-                "instructions": f.instructions,
-                "flops": f.flops_total(),
-                "flops_by_class": f.flops.iter().enumerate().filter(|(_, v)| **v > 0).map(|(i, v)| (tally::class_key(i).to_string(), *v)).collect::<BTreeMap<_, _>>(),
-                "core_bytes": f.core_load + f.core_store,
-                "stack_bytes": f.stack,
-            })
+        .map(|(name, f)| WorkRow {
+            function: name.clone(),
+            instructions: f.instructions,
+            flops: f.flops_total(),
+            flops_by_class: Some(
+                f.flops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| **v > 0)
+                    .map(|(i, v)| (tally::class_key(i).to_string(), *v))
+                    .collect(),
+            ),
+            core_bytes: f.core_load + f.core_store,
+            stack_bytes: Some(f.stack),
+            ..WorkRow::default()
         })
-        .collect();
-    rows.into()
+        .collect()
 }
 
 /// `extra.by_line` (`--by-function`): work per source line, with its first
 /// `CHAINS_PER_LINE` inline chains.
-fn by_line_json(per_line: &[SourceLine]) -> serde_json::Value {
-    let lines: Vec<serde_json::Value> = per_line
+fn by_line_rows(per_line: &[SourceLine]) -> Vec<WorkRow> {
+    per_line
         .iter()
-        .map(|l| {
-            let mut row = serde_json::json!({
-                "line": l.line,
-                "function": l.function,
-                "instructions": l.tally.instructions,
-                "flops": l.tally.flops_total(),
-                "core_bytes": l.tally.core_load + l.tally.core_store,
-                "chains": l.chains.iter().take(CHAINS_PER_LINE).map(|(frames, t)| serde_json::json!({
-                    "frames": frames.iter().map(|f| serde_json::json!({"function": &*f.function, "line": f.line.as_deref()})).collect::<Vec<_>>(),
-                    "instructions": t.instructions,
-                    "flops": t.flops_total(),
-                })).collect::<Vec<_>>(),
-            });
-            if l.chains.len() > CHAINS_PER_LINE {
-                row["chains_left_off"] = (l.chains.len() - CHAINS_PER_LINE).into();
-            }
-            row
+        .map(|l| WorkRow {
+            line: Some(l.line.clone()),
+            function: l.function.clone(),
+            instructions: l.tally.instructions,
+            flops: l.tally.flops_total(),
+            core_bytes: l.tally.core_load + l.tally.core_store,
+            chains: Some(
+                l.chains
+                    .iter()
+                    .take(CHAINS_PER_LINE)
+                    .map(|(frames, t)| serde_json::json!({
+                        "frames": frames.iter().map(|f| serde_json::json!({"function": &*f.function, "line": f.line.as_deref()})).collect::<Vec<_>>(),
+                        "instructions": t.instructions,
+                        "flops": t.flops_total(),
+                    }))
+                    .collect(),
+            ),
+            chains_left_off: (l.chains.len() > CHAINS_PER_LINE).then(|| (l.chains.len() - CHAINS_PER_LINE) as u64),
+            ..WorkRow::default()
         })
-        .collect();
-    lines.into()
+        .collect()
 }
 
 /// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q.

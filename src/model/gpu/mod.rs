@@ -519,8 +519,8 @@ pub fn launch_floor(name: &str) -> (f64, String) {
 pub fn set_regimes(points: &mut [crate::schema::Point], roofs: Option<&crate::schema::Roofs>, launch_floor_s: f64) {
     for p in points {
         if let Some((r, why)) = regime::classify(p, roofs, launch_floor_s) {
-            p.extra.insert("regime".into(), r.key().into());
-            p.extra.insert("regime_reason".into(), why.into());
+            p.extra.regime = Some(r.key().to_string());
+            p.extra.regime_reason = Some(why);
         }
     }
 }

@@ -40,7 +40,7 @@ pub fn classify(p: &Point, roofs: Option<&Roofs>, launch_floor_s: f64) -> Option
     if p.seconds <= 0.0 {
         return None;
     }
-    let launches = p.extra.get("launches").and_then(|v| v.as_u64()).unwrap_or(1).max(1) as f64;
+    let launches = p.extra.launches.unwrap_or(1).max(1) as f64;
     let per = p.seconds / launches;
     if per <= OVERHEAD_FLOOR_FACTOR * launch_floor_s {
         return Some((
@@ -94,7 +94,7 @@ mod tests {
             0,
             vec![seconds],
         );
-        p.extra.insert("launches".into(), launches.into());
+        p.extra.launches = Some(launches);
         p
     }
 

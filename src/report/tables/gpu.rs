@@ -125,17 +125,13 @@ pub fn points_table(points: &[Point]) -> String {
         s += "\nNVTX regions (each holds its sub-ranges' kernels; T is GPU time, not wall time):\n";
         s += &rows_table("region", &regions);
         for p in &regions {
-            s += &format!(
-                "  {} ({} instance(s)):\n",
-                p.name,
-                p.extra.get("instances").and_then(|v| v.as_u64()).unwrap_or(0)
-            );
-            for k in p.extra.get("kernels").and_then(|v| v.as_array()).into_iter().flatten() {
+            s += &format!("  {} ({} instance(s)):\n", p.name, p.extra.instances.unwrap_or(0));
+            for k in p.extra.kernels.iter().flatten() {
                 s += &format!(
                     "      {:>5.1}%  {:>3} x  {}\n",
-                    k.get("time_share").and_then(|v| v.as_f64()).unwrap_or(0.0) * 100.0,
-                    k.get("launches").and_then(|v| v.as_u64()).unwrap_or(0),
-                    k.get("name").and_then(|v| v.as_str()).unwrap_or("")
+                    k.time_share.unwrap_or(0.0) * 100.0,
+                    k.launches,
+                    k.name
                 );
             }
         }
@@ -157,31 +153,27 @@ fn rows_table(what: &str, points: &[&Point]) -> String {
         let c = |k: &str| p.flops.by_class.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
         let b = |k: &str| p.bytes.get(k).map(|v| format!("{:.3}", v / 1e9)).unwrap_or("-".into());
         let mut notes = Vec::new();
-        if let Some(sh) = p.extra.get("time_share").and_then(|v| v.as_f64()) {
+        if let Some(sh) = p.extra.time_share {
             notes.push(format!("{:.0}% of time", sh * 100.0));
         }
-        if let Some(t) = p.extra.get("tensor_used").and_then(|v| v.as_bool()) {
+        if let Some(t) = p.extra.tensor_used {
             notes.push(if t {
                 "tensor cores used".into()
             } else {
                 "no tensor work".to_string()
             });
         }
-        if let Some(co) = p.extra.get("coalescing").and_then(|v| v.as_object()) {
-            for (k, v) in co {
-                if let Some(x) = v.as_f64() {
-                    notes.push(format!("{} {:.1}", k.replace('_', " "), x));
-                }
-            }
+        for (k, x) in p.extra.coalescing.iter().flatten() {
+            notes.push(format!("{} {:.1}", k.replace('_', " "), x));
         }
         if ncu::fp16_may_be_register_moves(&p.flops.by_class) {
             notes.push("FP16 count may be HFMA2 register moves".into());
         }
-        if let Some(r) = p.extra.get("regime").and_then(|v| v.as_str()) {
+        if let Some(r) = &p.extra.regime {
             notes.push(format!("{r}-bound"));
         }
-        if let Some(l) = p.extra.get("library_gflops").and_then(|v| v.as_f64())
-            && p.extra.contains_key("library")
+        if let Some(l) = p.extra.library_gflops
+            && p.extra.library.is_some()
             && let Some(g) = p.gflops
         {
             notes.push(format!("{:.2}x of cuBLAS", g / l));
@@ -189,11 +181,7 @@ fn rows_table(what: &str, points: &[&Point]) -> String {
         s += &format!(
             "{:<20}{:>8} {:>7.3}  ({}/{}/{}/{}) {:>10} {:>8} {:>8} {:>10.3} {:>9} {:>10} {:>8}  {}\n",
             p.name,
-            p.extra
-                .get("launches")
-                .and_then(|v| v.as_u64())
-                .map(|v| v.to_string())
-                .unwrap_or("-".into()),
+            p.extra.launches.map(|v| v.to_string()).unwrap_or("-".into()),
             p.flops.total / 1e9,
             c("double_any_width"),
             c("single_any_width"),

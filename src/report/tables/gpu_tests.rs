@@ -1,5 +1,6 @@
 use super::*;
 use crate::report::tables::tests::point;
+use crate::schema::extras::RegionKernel;
 
 fn h200() -> GpuMachine {
     let r: serde_json::Value = serde_json::from_str(include_str!("../../../tests/fixtures/ncu/gpu_run_dgemm.json")).unwrap();
@@ -73,25 +74,23 @@ fn ceilings_list_compute_bandwidth_and_the_sweep() {
 fn kernels_then_regions_with_their_kernels_then_the_warnings() {
     let mut k = point("gemm_kernel", 2e9, &[("dram", 1e8), ("l2", 2e8)], vec![1e-3]);
     k.flops.by_class = [("double_any_width".to_string(), 1.9e9), ("half_any_width".to_string(), 1e8)].into();
-    for (key, v) in [
-        ("launches", serde_json::json!(3)),
-        ("time_share", serde_json::json!(0.456)),
-        ("tensor_used", serde_json::json!(false)),
-        ("coalescing", serde_json::json!({"sectors_per_request": 4.25, "ignored": "text"})),
-        ("regime", serde_json::json!("memory")),
-        ("library", serde_json::json!("cuBLAS")),
-        ("library_gflops", serde_json::json!(1000.0)),
-    ] {
-        k.extra.insert(key.into(), v);
-    }
+    k.extra.launches = Some(3);
+    k.extra.time_share = Some(0.456);
+    k.extra.tensor_used = Some(false);
+    k.extra.coalescing = Some([("sectors_per_request".to_string(), 4.25)].into());
+    k.extra.regime = Some("memory".into());
+    k.extra.library = Some("cuBLAS".into());
+    k.extra.library_gflops = Some(1000.0);
     k.provenance.notes.push("above its roof: 2000 GFLOP/s > 1800".into());
     let mut r = point("step", 2e9, &[("dram", 1e8)], vec![2e-3]);
-    r.extra.insert("region".into(), serde_json::json!("step"));
-    r.extra.insert("instances".into(), serde_json::json!(2));
-    r.extra.insert(
-        "kernels".into(),
-        serde_json::json!([{"name": "gemm_kernel", "launches": 3, "time_share": 0.75}]),
-    );
+    r.extra.region = Some("step".into());
+    r.extra.instances = Some(2);
+    r.extra.kernels = Some(vec![RegionKernel {
+        name: "gemm_kernel".into(),
+        launches: 3,
+        time_share: Some(0.75),
+        ..RegionKernel::default()
+    }]);
     let t = points_table(&[r, k]);
     let lines: Vec<&str> = t.lines().collect();
     assert!(lines[0].starts_with("kernel              launches   GFLOP"), "{t}");

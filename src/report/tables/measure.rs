@@ -2,6 +2,7 @@
 
 use super::Columns;
 use crate::schema::Report;
+use crate::schema::extras::WorkRow;
 
 /// Per point: T, W by class, Q per level with GB/s and AI, raw counts, the attribution tables
 /// asked for, the effective clock and the notes.
@@ -28,22 +29,20 @@ pub fn measure_table(r: &Report, show: Show) -> String {
             }
             s += "\n";
         }
-        if let Some(counts) = p.extra.get("counts").and_then(|c| c.as_object()) {
-            for (k, v) in counts {
-                s += &format!("  {k:<24} {}\n", v.as_f64().map(|x| format!("{x:.0}")).unwrap_or_default());
-            }
+        for (k, v) in p.extra.counts.iter().flatten() {
+            s += &format!("  {k:<24} {}\n", v.map(|x| format!("{x:.0}")).unwrap_or_default());
         }
-        if let Some(rows) = p.extra.get("by_function").and_then(|r| r.as_array())
+        if let Some(rows) = &p.extra.by_function
             && show.functions
         {
             s += &work_table(rows, p.flops.total, Attribution::Function);
         }
-        if let Some(rows) = p.extra.get("by_line").and_then(|r| r.as_array())
+        if let Some(rows) = &p.extra.by_line
             && show.lines
         {
             s += &work_table(rows, p.flops.total, Attribution::Line);
         }
-        if let Some(g) = p.extra.get("effective_ghz").and_then(|g| g.as_f64()) {
+        if let Some(g) = p.extra.effective_ghz {
             s += &format!("  effective clock {g:.3} GHz (cycles / task-clock)\n");
         }
         for n in &p.provenance.notes {
@@ -73,23 +72,16 @@ enum Attribution {
 /// `--by-function` / `--by-line` as text: function (or `file:line  function`), instructions,
 /// flops, core bytes and the row's share of all flops, most flops first (then most
 /// instructions). Counts are exact integers.
-fn work_table(rows: &[serde_json::Value], total_flops: f64, what: Attribution) -> String {
-    let label = |r: &serde_json::Value| -> String {
-        let f = r.get("function").and_then(|f| f.as_str()).unwrap_or("?");
+fn work_table(rows: &[WorkRow], total_flops: f64, what: Attribution) -> String {
+    let label = |r: &WorkRow| -> String {
+        let f = &r.function;
         match what {
             Attribution::Function => f.to_string(),
-            Attribution::Line => format!("{}  {f}", r.get("line").and_then(|l| l.as_str()).unwrap_or("?")),
+            Attribution::Line => format!("{}  {f}", r.line.as_deref().unwrap_or("?")),
         }
     };
-    fn num(r: &serde_json::Value, k: &str) -> u64 {
-        r.get(k).and_then(|v| v.as_u64()).unwrap_or(0)
-    }
-    let mut rows: Vec<&serde_json::Value> = rows.iter().collect();
-    rows.sort_by(|a, b| {
-        num(b, "flops")
-            .cmp(&num(a, "flops"))
-            .then(num(b, "instructions").cmp(&num(a, "instructions")))
-    });
+    let mut rows: Vec<&WorkRow> = rows.iter().collect();
+    rows.sort_by(|a, b| b.flops.cmp(&a.flops).then(b.instructions.cmp(&a.instructions)));
     let share = |f: u64| {
         if total_flops > 0.0 {
             format!("{:.1}%", 100.0 * f as f64 / total_flops)
@@ -124,13 +116,13 @@ fn work_table(rows: &[serde_json::Value], total_flops: f64, what: Attribution) -
         cols.line([head, "instructions", "flops", "core bytes", "share"])
     );
     for r in rows.iter().take(BY_FUNCTION_ROWS) {
-        s += &line(label(r), num(r, "instructions"), num(r, "flops"), num(r, "core_bytes"));
+        s += &line(label(r), r.instructions, r.flops, r.core_bytes);
     }
     if rows.len() > BY_FUNCTION_ROWS {
         let rest = &rows[BY_FUNCTION_ROWS..];
-        let sum = |k: &str| rest.iter().map(|r| num(r, k)).sum::<u64>();
+        let sum = |k: fn(&WorkRow) -> u64| rest.iter().map(|r| k(r)).sum::<u64>();
         let more = format!("({} more, see --json)", rest.len());
-        s += &line(more, sum("instructions"), sum("flops"), sum("core_bytes"));
+        s += &line(more, sum(|r| r.instructions), sum(|r| r.flops), sum(|r| r.core_bytes));
     }
     s
 }
@@ -141,13 +133,18 @@ mod tests {
     use crate::report::tables::end_of;
     use crate::report::tables::tests::point;
 
+    /// Attribution rows as the JSON report has them.
+    fn typed(rows: Vec<serde_json::Value>) -> Vec<WorkRow> {
+        rows.into_iter().map(|r| serde_json::from_value(r).unwrap()).collect()
+    }
+
     #[test]
     fn by_function_table_sorts_by_flops_and_gives_shares() {
-        let rows = vec![
+        let rows = typed(vec![
             serde_json::json!({"function": "init (a.out)", "instructions": 900, "flops": 0, "core_bytes": 4000}),
             serde_json::json!({"function": "small (a.out)", "instructions": 50, "flops": 25, "core_bytes": 8}),
             serde_json::json!({"function": "big (a.out)", "instructions": 100, "flops": 75, "core_bytes": 16}),
-        ];
+        ]);
         let t = work_table(&rows, 100.0, Attribution::Function);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 5, "{t}");
@@ -164,18 +161,25 @@ mod tests {
                 .ends_with(" -")
         );
         // Lines: the row names the line, then the function.
-        let lines = vec![
+        let lines = typed(vec![
             serde_json::json!({"line": "src/a.rs:3", "function": "f (a)", "instructions": 4, "flops": 2, "core_bytes": 0}),
             serde_json::json!({"line": "src/a.rs:9", "function": "g (a)", "instructions": 4, "flops": 6, "core_bytes": 8}),
-        ];
+        ]);
         let t = work_table(&lines, 8.0, Attribution::Line);
         let rows: Vec<&str> = t.lines().collect();
         assert!(rows[0].contains("by source line"), "{t}");
         assert_eq!(cols(rows[2]), ["src/a.rs:9", "g", "(a)", "4", "6", "8", "75.0%"]);
     }
 
-    fn row(function: &str, flops: u64) -> serde_json::Value {
-        serde_json::json!({"function": function, "line": "src/a.rs:1", "instructions": 10 * flops + 1, "flops": flops, "core_bytes": 8})
+    fn row(function: &str, flops: u64) -> WorkRow {
+        WorkRow {
+            function: function.to_string(),
+            line: Some("src/a.rs:1".to_string()),
+            instructions: 10 * flops + 1,
+            flops,
+            core_bytes: 8,
+            ..WorkRow::default()
+        }
     }
 
     #[test]
@@ -201,7 +205,7 @@ mod tests {
 
     #[test]
     fn rows_past_the_first_25_are_summed_in_one_line() {
-        let rows: Vec<serde_json::Value> = (1..=30).map(|i| row(&format!("f{i}"), i)).collect();
+        let rows: Vec<WorkRow> = (1..=30).map(|i| row(&format!("f{i}"), i)).collect();
         let t = work_table(&rows, 465.0, Attribution::Function);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 2 + 25 + 1, "{t}");
@@ -215,11 +219,11 @@ mod tests {
     fn the_point_summary_lists_counts_and_the_tables_asked_for() {
         let mut r = Report::new(serde_json::json!({}), Default::default());
         let mut p = point("triad", 2e6, &[("core", 2.4e7), ("dram", 3.2e7)], vec![1e-3, 1e-3]);
-        p.extra
-            .insert("counts".into(), serde_json::json!({"cycles": 1234567.0, "text": "x"}));
-        p.extra.insert("effective_ghz".into(), serde_json::json!(3.4567));
-        p.extra.insert("by_function".into(), serde_json::json!([row("f", 1)]));
-        p.extra.insert("by_line".into(), serde_json::json!([row("f", 1)]));
+        // A count that is not a number (null: NaN in JSON) prints empty.
+        p.extra.counts = Some([("cycles".to_string(), Some(1234567.0)), ("text".to_string(), None)].into());
+        p.extra.effective_ghz = Some(3.4567);
+        p.extra.by_function = Some(vec![row("f", 1)]);
+        p.extra.by_line = Some(vec![row("f", 1)]);
         r.points = vec![p, point("copy", 0.0, &[("l2", 1.0)], vec![0.0])];
         let plain = measure_table(&r, Show::default());
         assert_eq!(

@@ -23,7 +23,7 @@ pub fn perf_stat_table(p: &crate::schema::Point, platform_name: &str, platform_k
             p.ai.get(lvl).map(|x| format!("{x:.3} flop/B")).unwrap_or_else(|| "-".into())
         );
     }
-    if let Some(g) = p.extra.get("effective_ghz").and_then(|v| v.as_f64()) {
+    if let Some(g) = p.extra.effective_ghz {
         s += &format!("  clock  {g:.3} GHz (cycles / task-clock)\n");
     }
     for n in &p.provenance.notes {
@@ -40,7 +40,7 @@ mod tests {
     #[test]
     fn the_point_with_its_rates_clock_and_notes() {
         let mut p = point("triad.csv", 2e9, &[("core", 1.6e10), ("dram", 0.0)], vec![0.5]);
-        p.extra.insert("effective_ghz".into(), serde_json::json!(2.95));
+        p.extra.effective_ghz = Some(2.95);
         assert_eq!(
             perf_stat_table(&p, "Skylake server", "skx"),
             "triad.csv (perf-stat), Skylake server (skx)\n  T      0.500000 s\n  W      2.0000e9 flop   4.000 GFLOP/s\n         \
