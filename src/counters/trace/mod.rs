@@ -380,7 +380,6 @@ fn work_and_traffic(t: &Tally, levels: &[(String, f64)]) -> (Flops, BTreeMap<Str
 
 /// One region's W and Q (T comes from native runs, see `counters::backend`).
 fn region_measurement(reg: &regions::TracedRegion, memory: bool) -> RegionMeasurement {
-    let (flops, bytes, prov_bytes) = work_and_traffic(&reg.tally, &reg.levels);
     let mut notes = vec![format!(
         "region '{}': what every thread ran while it was open ({} call(s); nested regions included)",
         reg.name, reg.calls
@@ -401,28 +400,13 @@ fn region_measurement(reg: &regions::TracedRegion, memory: bool) -> RegionMeasur
     RegionMeasurement {
         name: reg.name.clone(),
         calls: reg.calls,
-        measurement: Measurement {
-            flops,
-            bytes,
-            provenance: Some(Provenance {
-                flops: Some(Source::Trace),
-                bytes: prov_bytes,
-                seconds: None,
-                notes,
-                untrusted: Vec::new(),
-            }),
-            seconds_samples: Vec::new(),
-            threads: reg.threads.max(1) as u32,
-            extra,
-            regions: Vec::new(),
-        },
+        measurement: traced_measurement(&reg.tally, &reg.levels, notes, reg.threads, extra),
     }
 }
 
 /// W and Q of a trace as a [`Measurement`].
 pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     let t = &r.total;
-    let (flops, bytes, prov_bytes) = work_and_traffic(t, &r.levels);
     let memory = !r.levels.is_empty();
     let mut notes = r.notes.clone();
     notes.extend(counting_notes(t));
@@ -447,6 +431,25 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
         put("by_function", by_function_json(&r.per_function));
         put("by_line", by_line_json(&r.per_line));
     }
+    // Threads that ran counted work (a process whose main thread only waits counts its workers).
+    let threads = r.stats.per_thread.iter().filter(|t| t.instructions > 0).count();
+    Measurement {
+        regions: r.regions.iter().map(|g| region_measurement(g, memory)).collect(),
+        ..traced_measurement(t, &r.levels, notes, threads, extra)
+    }
+}
+
+/// A measurement whose W and Q the trace counted (`t`, and the cache simulator's `levels`),
+/// with the trace as their provenance; no time (native runs time it) and no regions.
+/// `threads`: those that ran counted work, at least one.
+fn traced_measurement(
+    t: &Tally,
+    levels: &[(String, f64)],
+    notes: Vec<String>,
+    threads: usize,
+    extra: BTreeMap<String, serde_json::Value>,
+) -> Measurement {
+    let (flops, bytes, prov_bytes) = work_and_traffic(t, levels);
     Measurement {
         flops,
         bytes,
@@ -458,10 +461,9 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             untrusted: Vec::new(),
         }),
         seconds_samples: Vec::new(),
-        // Threads that ran counted work (a process whose main thread only waits counts its workers).
-        threads: r.stats.per_thread.iter().filter(|t| t.instructions > 0).count().max(1) as u32,
+        threads: threads.max(1) as u32,
         extra,
-        regions: r.regions.iter().map(|g| region_measurement(g, memory)).collect(),
+        regions: Vec::new(),
     }
 }
 
