@@ -4,6 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 
 use crate::error::{Error, Result};
 
@@ -58,6 +59,16 @@ fn program_at(p: &Path) -> Option<Result<PathBuf>> {
         )));
     }
     Some(Ok(p.to_path_buf()))
+}
+
+/// The exit code to pass through for a finished command: its status, or 128 + signal.
+pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (c, None),
+        (None, Some(sig)) => (128 + sig, Some(sig)),
+        _ => (1, None),
+    }
 }
 
 #[cfg(test)]

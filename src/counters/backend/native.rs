@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::counters::perf::{self};
-use crate::counters::{RegionMeasurement, region_times};
+use crate::counters::{RegionMeasurement, command, region_times};
 use crate::error::{Error, Result};
 
 /// `repeat` native runs of `argv`, timed: the samples, or the status to pass on when one
@@ -101,7 +100,7 @@ pub(super) fn native_run(argv: &[String], env: Option<(&str, &Path)>) -> Result<
     })?;
     let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
     let secs = t0.elapsed().as_secs_f64();
-    let (code, signal) = perf::exit_code(&status);
+    let (code, signal) = command::exit_code(&status);
     Ok(match signal {
         Some(sig) => Err((code, format!("was killed by {}", signal_name(sig)))),
         None if code != 0 => Err((code, format!("exited with status {code}"))),

@@ -86,13 +86,3 @@ pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<Ev
     }
     Ok(full)
 }
-
-/// The exit code to pass through for a finished command: its status, or 128 + signal.
-pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => (c, None),
-        (None, Some(sig)) => (128 + sig, Some(sig)),
-        _ => (1, None),
-    }
-}
