@@ -4,7 +4,8 @@
 //! exit-status pass-through and signal deaths. Hardware-PMU assertions adapt to the machine.
 
 use assert_cmd::Command;
-use roofline::counters::perf::{self, CommandSpec, CounterSet, Target};
+use roofline::counters::command::CommandSpec;
+use roofline::counters::perf::{self, CounterSet, Target};
 use roofline::report::Report;
 use roofline::{Backend, Session};
 use std::path::Path;

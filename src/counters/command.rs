@@ -11,6 +11,17 @@ use crate::error::{Error, Result};
 /// The search path when the environment has no PATH.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// A command line to run under counters.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
+    /// once, before anything started; the child gets this path as its `argv[0]`.
+    pub program: PathBuf,
+    pub argv: Vec<String>,
+    /// Variables added to the command's environment.
+    pub env: Vec<(String, String)>,
+}
+
 /// Resolve CMD the way execvp will, so a missing or non-executable command is reported with
 /// its path before anything starts: "PATH is a directory", "PATH is not executable", "CMD: no
 /// such file", "command not found: CMD (not in PATH)". A CMD with a slash is taken as a path;

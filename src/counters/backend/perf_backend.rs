@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::counters::analytic::KernelRun;
-use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, Scope};
+use crate::counters::command::CommandSpec;
+use crate::counters::perf::{self, CounterSpec, EventCount, Scope};
 use crate::counters::team::EventSet;
 use crate::counters::{BackendKind, Measurement, RegionMeasurement, command, events, region_times};
 use crate::error::{Error, Result};

@@ -59,7 +59,7 @@ pub use platform::{
     raw_config, resolve_platform_events, software_events, yield_fixed_cycles_to_watchdog,
 };
 #[cfg(feature = "trace")]
-pub use run::{CommandRun, CommandSpec, idle_baseline, run_command};
+pub use run::{CommandRun, idle_baseline, run_command};
 pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, parse_format, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
 
 /// Every group we open reads as one record (`PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED

@@ -1,22 +1,11 @@
 //! Run a command under the counters, count the idle background, and pass its exit status on.
 
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::{CounterSet, CounterSpec, EventCount, Scaled, Scope, Target};
+use crate::counters::command::CommandSpec;
 use crate::error::{Error, Result};
-
-/// A command line to run under counters.
-#[derive(Debug, Clone)]
-pub struct CommandSpec {
-    /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
-    /// once, before anything started; the child gets this path as its `argv[0]`.
-    pub program: PathBuf,
-    pub argv: Vec<String>,
-    /// Variables added to the command's environment.
-    pub env: Vec<(String, String)>,
-}
 
 /// The outcome of one counted run.
 #[derive(Debug)]
