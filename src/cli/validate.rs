@@ -140,12 +140,12 @@ fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
         by_function: args.by_function,
         sink: None,
     };
+    let cmd = crate::counters::command::CommandSpec::resolve(&args.command)?;
     let m = if args.trace_mode == TraceMode::Memory {
-        let (m, _sink) =
-            trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()), false)?;
+        let (m, _sink) = trace::measure_command_with_sink(&cmd, args.by_function, Box::new(trace::CountingSink::default()), false)?;
         m
     } else {
-        trace::measure_command(&args.command, &opts)?
+        trace::measure_command(&cmd, &opts)?
     };
     let p = m.into_point(args.command.join(" "));
     let text = serde_json::to_string_pretty(&p)?;

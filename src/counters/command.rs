@@ -1,6 +1,6 @@
 //! The commands roofline measures: finding the program the way `execvp` will, once, before
 //! anything starts, so that every backend refuses a missing or unrunnable command with the same
-//! cause and hint.
+//! cause and hint; the exit code a finished one passes on.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// The search path when the environment has no PATH.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// A command line to run under counters.
+/// A command line to run: under counters, under the tracer or natively.
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
     /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
@@ -20,6 +20,21 @@ pub struct CommandSpec {
     pub argv: Vec<String>,
     /// Variables added to the command's environment.
     pub env: Vec<(String, String)>,
+}
+
+impl CommandSpec {
+    /// `argv` with its program resolved ([`resolve_program`]) and no variables added: a
+    /// missing, non-executable or empty command is an input error here, before anything runs.
+    pub fn resolve(argv: &[String]) -> Result<CommandSpec> {
+        let Some(program) = argv.first() else {
+            return Err(Error::input("no command given", "roofline measure -- CMD [ARGS…]"));
+        };
+        Ok(CommandSpec {
+            program: resolve_program(program)?,
+            argv: argv.to_vec(),
+            env: Vec::new(),
+        })
+    }
 }
 
 /// Resolve CMD the way execvp will, so a missing or non-executable command is reported with

@@ -27,6 +27,7 @@ pub mod xol;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::counters::command::CommandSpec;
 use crate::counters::{Measurement, RegionMeasurement};
 use crate::error::{Error, Result};
 use crate::schema::report::level;
@@ -249,9 +250,10 @@ fn collect(t: &mut Tracer<'_>) -> TraceResult {
     }
 }
 
-/// Trace `argv` (a command) to its end. The command's failure (non-zero exit, a signal,
-/// Ctrl-C) is an `Error::Child` carrying its status.
-pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceResult> {
+/// Trace `cmd` to its end. The command's failure (non-zero exit, a signal, Ctrl-C) is an
+/// `Error::Child` carrying its status.
+pub fn trace_command(cmd: &CommandSpec, opts: &mut TraceOptions) -> Result<TraceResult> {
+    let argv = &cmd.argv;
     if argv.is_empty() {
         return Err(Error::input("no command given", "roofline measure --backend trace -- CMD [ARGS…]"));
     }
@@ -261,7 +263,7 @@ pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceRe
             Some(b) => Some(b.as_mut()),
             None => None,
         };
-        let (mut t, end) = Tracer::run_command(argv, opts.mode, opts.by_function, s)?;
+        let (mut t, end) = Tracer::run_command(cmd, opts.mode, opts.by_function, s)?;
         ending_to_result(&argv[0], end)?;
         collect(&mut t)
     };
@@ -657,13 +659,13 @@ fn by_line_json(per_line: &[SourceLine]) -> serde_json::Value {
 
 /// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q.
 /// (`opts` is taken by reference for the dispatch; a sink, if any, is used once.)
-pub fn measure_command(argv: &[String], opts: &TraceOptions) -> Result<Measurement> {
+pub fn measure_command(cmd: &CommandSpec, opts: &TraceOptions) -> Result<Measurement> {
     let mut o = TraceOptions {
         mode: opts.mode,
         by_function: opts.by_function,
         sink: None,
     };
-    let r = trace_command(argv, &mut o)?;
+    let r = trace_command(cmd, &mut o)?;
     let mut m = to_measurement(&r, opts.by_function);
     if opts.mode == TraceMode::Memory
         && let Some(p) = m.provenance.as_mut()
@@ -677,7 +679,7 @@ pub fn measure_command(argv: &[String], opts: &TraceOptions) -> Result<Measureme
 /// `single_step` the reference mode (every instruction single-stepped, the addresses read
 /// from the registers at each step: the ground truth of memory mode).
 pub fn measure_command_with_sink(
-    argv: &[String],
+    cmd: &CommandSpec,
     by_function: bool,
     sink: Box<dyn AccessSink>,
     single_step: bool,
@@ -687,7 +689,7 @@ pub fn measure_command_with_sink(
         by_function,
         sink: Some(sink),
     };
-    let r = trace_command(argv, &mut o)?;
+    let r = trace_command(cmd, &mut o)?;
     let mut m = to_measurement(&r, by_function);
     // The sink's own note (the cache simulator's) says it already; said once.
     if let Some(p) = m.provenance.as_mut()
