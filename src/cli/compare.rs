@@ -17,7 +17,9 @@ use std::path::PathBuf;
 
 use super::common::OutputArgs;
 use crate::model::{ComputeRoof, RoofSet};
+use crate::report::tables::compare::compare_table;
 use crate::report::{self, PlotKind, Point, View};
+use crate::schema::documents::{COMPARE_SCHEMA, CompareDocument, CompareRoof, CompareRow, Document};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -114,31 +116,14 @@ pub fn precision_roof<'a>(p: &Point, roofs: &'a RoofSet) -> (&'static str, Optio
     (prec, roofs.peak(prec))
 }
 
-/// One line naming the precision and roof of each side of a pair, their ratio, and a warning
-/// when the two sides ran different precisions (different families of roofs).
-pub fn precision_line(cpu: (&str, Option<&ComputeRoof>), gpu: (&str, Option<&ComputeRoof>)) -> String {
-    let side = |(prec, roof): (&str, Option<&ComputeRoof>)| match roof {
-        Some(r) => format!(
-            "{} (roof {} {} {}{})",
-            crate::model::precision_label(prec),
-            r.label(),
-            crate::schema::units::sig3(r.gflops),
-            r.unit(),
-            if r.empirical { "" } else { ", theoretical" }
-        ),
-        None => format!(
-            "{} (no roof of this precision on that machine)",
-            crate::model::precision_label(prec)
-        ),
-    };
-    let mut line = format!("precision: CPU {} vs GPU {}", side(cpu), side(gpu));
-    if let (Some(c), Some(g)) = (cpu.1, gpu.1) {
-        line += &format!("; GPU/CPU roof {:.1}x", g.gflops / c.gflops);
+/// The roof a compared point was read against, as the document names it.
+fn compare_roof(r: &ComputeRoof) -> CompareRoof {
+    CompareRoof {
+        key: r.key(),
+        label: r.label(),
+        gflops: r.gflops,
+        empirical: r.empirical,
     }
-    if crate::model::precision_family(cpu.0) != crate::model::precision_family(gpu.0) {
-        line += "; the two sides ran different precisions: the speedup compares unequal work";
-    }
-    line
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -168,9 +153,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ));
     }
     let frac = |p: &Point| p.roof_fraction.filter(|f| f.is_finite());
-    let mut table =
-        String::from("kernel            CPU ms     GPU ms   CPU GFLOP/s   GPU GFLOP/s  CPU roof%  GPU roof%  GPU/CPU speedup\n");
     let mut doc = Vec::new();
+    let mut roofs = Vec::new();
     for (k, c, g) in &rows {
         let finite = |x: f64| x.is_finite().then_some(x);
         let speedup = if g.seconds > 0.0 { finite(c.seconds / g.seconds) } else { None };
@@ -179,57 +163,49 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (Some(cg), Some(gg)) if cg > 0.0 => finite(gg / cg),
             _ => None,
         };
-        // Unknown values print as "-", never as 0.0 or NaN.
-        let num = |x: Option<f64>, scale: f64, prec: usize| {
-            x.filter(|v| v.is_finite())
-                .map(|v| format!("{:.*}", prec, v * scale))
-                .unwrap_or_else(|| "-".into())
-        };
-        let times = |x: Option<f64>| x.map(|v| format!("{v:.1}x")).unwrap_or_else(|| "-".into());
-        let time = |t: f64| (t > 0.0).then_some(t);
-        table += &format!(
-            "{:<16} {:>8} {:>10} {:>13} {:>13} {:>10} {:>10} {:>10} (rate {})\n",
-            k,
-            num(time(c.seconds), 1e3, 3),
-            num(time(g.seconds), 1e3, 3),
-            num(c.gflops, 1.0, 1),
-            num(g.gflops, 1.0, 1),
-            num(frac(c), 100.0, 1),
-            num(frac(g), 100.0, 1),
-            times(speedup),
-            times(per_work)
-        );
         let caveats: Vec<String> = [("CPU", *c), ("GPU", *g)]
             .iter()
             .filter_map(|(side, p)| not_near_best(side, p))
             .collect();
         let cpu_prec = precision_roof(c, &view.reports[0].roofs);
         let gpu_prec = precision_roof(g, &view.reports[1].roofs);
-        table += &format!("  {}\n", precision_line(cpu_prec, gpu_prec));
-        for w in &caveats {
-            table += &format!("  note: {w}\n");
-        }
-        doc.push(
-            serde_json::json!({"kernel": k, "cpu": c.name, "gpu": g.name, "cpu_seconds": c.seconds, "gpu_seconds": g.seconds,
-            "cpu_gflops": c.gflops, "gpu_gflops": g.gflops, "cpu_roof_fraction": frac(c), "gpu_roof_fraction": frac(g),
-            "speedup_time": speedup, "speedup_rate": per_work, "caveats": caveats,
-            "cpu_precision": cpu_prec.0, "gpu_precision": gpu_prec.0,
-            "cpu_roof": cpu_prec.1.map(|r| serde_json::json!({"key": r.key(), "label": r.label(), "gflops": r.gflops, "empirical": r.empirical})),
-            "gpu_roof": gpu_prec.1.map(|r| serde_json::json!({"key": r.key(), "label": r.label(), "gflops": r.gflops, "empirical": r.empirical})),
-            "same_precision": crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0)}),
-        );
+        roofs.push((cpu_prec.1, gpu_prec.1));
+        doc.push(CompareRow {
+            kernel: k.clone(),
+            cpu: c.name.clone(),
+            gpu: g.name.clone(),
+            cpu_seconds: c.seconds,
+            gpu_seconds: g.seconds,
+            cpu_gflops: c.gflops,
+            gpu_gflops: g.gflops,
+            cpu_roof_fraction: frac(c),
+            gpu_roof_fraction: frac(g),
+            speedup_time: speedup,
+            speedup_rate: per_work,
+            caveats,
+            cpu_precision: cpu_prec.0.into(),
+            gpu_precision: gpu_prec.0.into(),
+            cpu_roof: cpu_prec.1.map(compare_roof),
+            gpu_roof: gpu_prec.1.map(compare_roof),
+            same_precision: crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0),
+        });
     }
-    let json = serde_json::json!({"schema": "roofline.compare/1", "rows": doc});
+    let table = compare_table(&doc, &roofs);
+    let json = CompareDocument {
+        schema: COMPARE_SCHEMA.into(),
+        rows: doc,
+    }
+    .to_json();
     if let Some((file, ext)) = out {
         if ext == "json" {
-            file.write(&serde_json::to_vec_pretty(&json)?)?;
+            file.write(json.as_bytes())?;
         } else {
             report::write_view(&view, &file.path)?;
         }
         eprintln!("roofline: wrote {}", file.path.display());
     }
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        println!("{json}");
     } else {
         print!("{table}");
     }

@@ -8,6 +8,8 @@ use super::common::{OutputArgs, PlatformArg};
 use crate::counters::events::{self as ev, PerfStatPlan};
 use crate::error::Error;
 use crate::machine::Platform;
+use crate::report::tables::events::events_table;
+use crate::schema::documents::{Document, EVENTS_SCHEMA, EventEntry, EventsDocument};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -55,26 +57,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let plan = PerfStatPlan::new(&platform, !args.no_smt, args.optional, !args.no_uncore);
     let line = plan.command_line(&args.command);
     let selected = ev::selected(&platform, args.optional, !args.no_uncore);
-    let doc = serde_json::json!({
-        "schema": "roofline.events/1",
-        "platform": platform.key,
-        "platform_name": platform.name,
-        "platform_from": how,
-        "smt": !args.no_smt,
-        "gp_counters": plan.gp_counters,
-        "perf_command": line,
-        "event_args": plan.event_args,
-        "system_wide": plan.system_wide,
-        "events": selected.iter().map(|e| serde_json::json!({
-            "name": e.name, "perf": ev::perf_event_syntax(e), "pmu": e.pmu, "quantity": e.quantity,
-            "class": e.class, "weight": e.weight, "counters": e.counters, "paired": e.paired,
-            "unreliable": e.unreliable, "optional": e.optional, "caveat": e.caveat,
-        })).collect::<Vec<_>>(),
-        "notes": plan.notes,
-    });
+    let doc = EventsDocument {
+        schema: EVENTS_SCHEMA.into(),
+        platform: platform.key.clone(),
+        platform_name: platform.name.clone(),
+        platform_from: how.clone(),
+        smt: !args.no_smt,
+        gp_counters: plan.gp_counters,
+        perf_command: line.clone(),
+        event_args: plan.event_args.clone(),
+        system_wide: plan.system_wide,
+        events: selected
+            .iter()
+            .map(|e| EventEntry {
+                name: e.name.clone(),
+                perf: ev::perf_event_syntax(e),
+                pmu: e.pmu.clone(),
+                quantity: e.quantity.clone(),
+                class: e.class.clone(),
+                weight: e.weight,
+                counters: e.counters.clone(),
+                paired: e.paired,
+                unreliable: e.unreliable,
+                optional: e.optional,
+                caveat: e.caveat.clone(),
+            })
+            .collect(),
+        notes: plan.notes.clone(),
+    };
     if let Some((file, ext)) = out {
         let data = match ext.as_str() {
-            "json" => serde_json::to_string_pretty(&doc)? + "\n",
+            "json" => doc.to_json() + "\n",
             _ => format!(
                 "#!/bin/sh\n# {} ({}): counters for `roofline import perf-stat perf-stat.csv`\n{line}\n",
                 platform.name, platform.key
@@ -83,49 +96,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         file.write(data.as_bytes())?;
     }
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", doc.to_json());
         return Ok(0);
     }
-    println!(
-        "# {} ({}, from {how}); import with: roofline import perf-stat perf-stat.csv --platform {}",
-        platform.name, platform.key, platform.key
-    );
-    println!("{line}");
-    println!();
-    println!(
-        "{:<44} {:<10} {:<17} {:<20} {:>6}  counters",
-        "event", "pmu", "quantity", "class", "weight"
-    );
-    for e in &selected {
-        let ctr = match &e.counters {
-            Some(c) if c.iter().all(|&c| c >= 32) => "fixed".to_string(),
-            Some(c) => c.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
-            None => "any".into(),
-        };
-        let mut flags = Vec::new();
-        if e.paired {
-            flags.push("paired");
-        }
-        if e.unreliable {
-            flags.push("approximate");
-        }
-        if e.optional {
-            flags.push("opt-in");
-        }
-        println!(
-            "{:<44} {:<10} {:<17} {:<20} {:>6}  {ctr}{}",
-            e.name,
-            e.pmu,
-            e.quantity,
-            e.class.as_deref().unwrap_or("-"),
-            e.weight,
-            if flags.is_empty() {
-                String::new()
-            } else {
-                format!("  [{}]", flags.join(", "))
-            }
-        );
-    }
+    print!("{}", events_table(&doc));
     for n in &plan.notes {
         eprintln!("note: {n}");
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::common::{OutputArgs, PlatformArg};
 use crate::counters::perf_stat::{self, ImportOptions};
 use crate::error::Error;
-use crate::schema::units::fmt_bytes;
+use crate::report::tables::perf_stat::perf_stat_table;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -99,31 +99,6 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
         println!("{json}");
         return Ok(0);
     }
-    let p = &report.points[0];
-    println!("{} (perf-stat), {} ({})", p.name, platform.name, platform.key);
-    println!("  T      {:.6} s", p.seconds);
-    match (&p.provenance.flops, p.gflops) {
-        (Some(_), Some(g)) => {
-            println!("  W      {:.4e} flop   {:.3} GFLOP/s", p.flops.total, g);
-            for (c, v) in &p.flops.by_class {
-                println!("         {c:<22} {v:.4e}");
-            }
-        }
-        _ => println!("  W      unavailable"),
-    }
-    for (lvl, b) in &p.bytes {
-        println!(
-            "  Q_{lvl:<5}{:>12}   {:.3} GB/s   AI {}",
-            fmt_bytes(*b),
-            p.gbs.get(lvl).copied().unwrap_or(0.0),
-            p.ai.get(lvl).map(|x| format!("{x:.3} flop/B")).unwrap_or_else(|| "-".into())
-        );
-    }
-    if let Some(g) = p.extra.get("effective_ghz").and_then(|v| v.as_f64()) {
-        println!("  clock  {g:.3} GHz (cycles / task-clock)");
-    }
-    for n in &p.provenance.notes {
-        println!("  note: {n}");
-    }
+    print!("{}", perf_stat_table(&report.points[0], &platform.name, &platform.key));
     Ok(0)
 }

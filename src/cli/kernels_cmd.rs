@@ -1,9 +1,9 @@
 //! `roofline kernels`: the suite, the variants this CPU can run, and the W/Q formulas.
 
-use clap::Args as ClapArgs;
-use serde::Serialize;
-
 use crate::kernels::{Variant, api, check};
+use crate::report::tables::kernels::kernels_table;
+use crate::schema::documents::{KernelInfo, KernelsDocument, VariantInfo};
+use clap::Args as ClapArgs;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -15,24 +15,6 @@ pub struct Args {
     pub all_formulas: bool,
 }
 
-#[derive(Debug, Serialize)]
-struct VariantInfo {
-    name: &'static str,
-    runnable: bool,
-    formula: String,
-}
-
-#[derive(Debug, Serialize)]
-struct KernelInfo {
-    name: &'static str,
-    description: &'static str,
-    precision: crate::kernels::Precision,
-    size_unit: &'static str,
-    /// The variant `roofline run` picks by default: the widest runnable one.
-    default_variant: Option<&'static str>,
-    variants: Vec<VariantInfo>,
-}
-
 /// The widest variant of `variants` this CPU runs.
 pub fn widest_runnable(variants: &[Variant]) -> Option<Variant> {
     variants.iter().copied().filter(|v| check::runnable(*v)).max()
@@ -42,51 +24,27 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let infos: Vec<KernelInfo> = api::all()
         .iter()
         .map(|k| KernelInfo {
-            name: k.name(),
-            description: k.description(),
+            name: k.name().into(),
+            description: k.description().into(),
             precision: k.precision(),
-            size_unit: k.size_unit(),
-            default_variant: widest_runnable(k.variants()).map(|v| v.name()),
+            size_unit: k.size_unit().into(),
+            default_variant: widest_runnable(k.variants()).map(|v| v.name().into()),
             variants: k
                 .variants()
                 .iter()
                 .map(|&v| VariantInfo {
-                    name: v.name(),
+                    name: v.name().into(),
                     runnable: check::runnable(v) && k.unavailable(v).is_none(),
                     formula: k.formula(v),
                 })
                 .collect(),
         })
         .collect();
+    let doc = KernelsDocument { kernels: infos };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "kernels": infos }))?);
-        return Ok(0);
-    }
-    let w = infos.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
-    println!(
-        "{:<w$}  {:<9}  {:<28}  {:<26}  DESCRIPTION",
-        "KERNEL", "PRECISION", "VARIANTS (* = runnable)", "SIZE N"
-    );
-    for k in &infos {
-        let vs: Vec<String> = k
-            .variants
-            .iter()
-            .map(|v| format!("{}{}", v.name, if v.runnable { "*" } else { "" }))
-            .collect();
-        let prec = format!("{:?}", k.precision).to_lowercase();
-        println!(
-            "{:<w$}  {:<9}  {:<28}  {:<26}  {}",
-            k.name,
-            prec,
-            vs.join(" "),
-            k.size_unit,
-            k.description
-        );
-        for v in &k.variants {
-            if args.all_formulas || Some(v.name) == k.default_variant {
-                println!("{:<w$}    {}: {}", "", v.name, v.formula);
-            }
-        }
+        println!("{}", doc.to_json());
+    } else {
+        print!("{}", kernels_table(&doc, args.all_formulas));
     }
     Ok(0)
 }

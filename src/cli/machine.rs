@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.out.json {
         println!("{json}");
     } else {
-        print!("{}", machine::table::render(&model));
+        print!("{}", crate::report::tables::machine::render(&model));
     }
     Ok(0)
 }

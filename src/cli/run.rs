@@ -16,8 +16,9 @@ use crate::counters::backend;
 use crate::error::Error;
 use crate::kernels::runner::Repeat;
 use crate::kernels::{Kernel, Variant, api, check};
+use crate::report::tables::run::run_table;
+use crate::schema::Report;
 use crate::schema::environment::{StealClock, collect, own_compiler};
-use crate::schema::{Point, Report};
 
 /// Default working set when neither --size nor --bytes is given.
 pub const DEFAULT_BYTES: u64 = 32 << 20;
@@ -224,62 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.json {
         println!("{json}");
     } else {
-        print_table(&report.points, plan.kernel.as_ref());
+        print!("{}", run_table(&report.points, plan.kernel.size_unit()));
     }
     Ok(0)
-}
-
-fn print_table(points: &[Point], kernel: &dyn Kernel) {
-    // One GB/s column per level any point has (core first, then outwards).
-    let levels: Vec<&str> = ["core", "l2", "l3", "dram"]
-        .into_iter()
-        .filter(|l| points.iter().any(|p| p.bytes.contains_key(*l)))
-        .collect();
-    let mut head = format!(
-        "{:<30} {:>7} {:>11} {:>11} {:>7} {:>9}",
-        "POINT", "THREADS", "MEDIAN s", "MIN s", "SPREAD", "GFLOP/s"
-    );
-    for l in &levels {
-        head.push_str(&format!(" {:>10}", format!("{l} GB/s")));
-    }
-    head.push_str(&format!(" {:>8} {:>8} {:>7}", "AI core", "AI dram", "SAMPLES"));
-    println!("{head}");
-    for p in points {
-        let min = p.seconds_samples.iter().copied().fold(f64::INFINITY, f64::min);
-        let f = |x: Option<&f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
-        let mut line = format!(
-            "{:<30} {:>7} {:>11.4e} {:>11.4e} {:>6.1}% {:>9}",
-            p.name,
-            p.threads,
-            p.seconds,
-            min,
-            100.0 * p.spread().unwrap_or(0.0),
-            p.gflops.map(|g| format!("{g:.2}")).unwrap_or_else(|| "-".into()),
-        );
-        for l in &levels {
-            line.push_str(&format!(" {:>10}", f(p.gbs.get(*l))));
-        }
-        line.push_str(&format!(
-            " {:>8} {:>8} {:>7}",
-            f(p.ai.get("core")),
-            f(p.ai.get("dram")),
-            p.seconds_samples.len()
-        ));
-        println!("{line}");
-    }
-    // Where each quantity came from, and the model's or the counters' notes, once.
-    if let Some(p) = points.first() {
-        let pr = &p.provenance;
-        let src = |s: Option<&crate::schema::Source>| s.map(|s| s.name()).unwrap_or("-");
-        let levels: Vec<String> = p.bytes.keys().map(|l| format!("{l} {}", src(pr.bytes.get(l)))).collect();
-        println!(
-            "W {}, Q: {} (per call, {} as the size unit), T native.",
-            src(pr.flops.as_ref()),
-            levels.join(", "),
-            kernel.size_unit()
-        );
-        for n in &pr.notes {
-            println!("  {n}");
-        }
-    }
 }

@@ -7,7 +7,9 @@ use super::common::{OutputArgs, PlatformArg, ThreadsArg};
 use crate::ceilings::{self, measure::Budget, sweep};
 use crate::error::Error;
 use crate::kernels::Variant;
+use crate::report::tables::sweep::sweep_table;
 use crate::schema::ceilings::Host;
+use crate::schema::documents::{Document, SweepDocument};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -161,7 +163,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
         sweep::classify(&mut s, peak, &|level| roofs.bandwidth_gbs.get(&level.to_ascii_lowercase()).copied());
     }
-    let json = serde_json::to_string_pretty(&serde_json::json!({ "schema": "roofline.sweep/1", "sweep": s }))?;
+    let json = SweepDocument::new(&s).to_json();
     if let Some((f, _)) = out {
         f.write(json.as_bytes())?;
     }
@@ -169,41 +171,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{json}");
         return Ok(0);
     }
-    println!("{} ({}) ×{} threads", s.kernel, s.variant, s.threads);
-    println!(
-        "{:>11} {:>10} {:>11} {:>9} {:>9} {:>6} {:>4} {:<14}",
-        "working set", "n", "T/call", "GFLOP/s", "GB/s", "level", "plat", "bound"
-    );
-    for p in &s.points {
-        println!(
-            "{:>11} {:>10} {:>9.3}µs {:>9.2} {:>9.2} {:>6} {:>4} {:<14}",
-            crate::schema::units::fmt_bytes(p.working_set_bytes as f64),
-            p.n,
-            p.seconds * 1e6,
-            p.gflops,
-            p.gbs,
-            p.cpuid_level,
-            p.plateau.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
-            p.bound.as_deref().unwrap_or("-")
-        );
-    }
-    if let Some(f) = s.fit {
-        println!(
-            "fit T(n) = a + b·n: a = {:.3} µs fixed overhead, b = {:.4} ns per unit, R² = {:.3}",
-            f.a * 1e6,
-            f.b * 1e9,
-            f.r2
-        );
-    }
-    for b in &s.boundaries {
-        println!(
-            "{} ends near {}; CPUID {}",
-            b.level,
-            crate::schema::units::fmt_bytes(b.detected.estimate_bytes as f64),
-            b.cpuid_bytes
-                .map(|x| crate::schema::units::fmt_bytes(x as f64))
-                .unwrap_or_else(|| "-".into())
-        );
-    }
+    print!("{}", sweep_table(&s));
     Ok(0)
 }

@@ -10,7 +10,10 @@ use crate::counters::BackendKind;
 use crate::counters::cachesim;
 use crate::counters::trace::{self, TraceMode, TraceOptions};
 use crate::error::Error;
-use crate::validate::{DEFAULT_VALIDATE_CACHE, DRAM_TOLERANCE, Row, rel_err, rows_report, validate_suite};
+use crate::report::tables::validate::table;
+use crate::report::tables::validate_perf;
+use crate::schema::documents::{Document, Tolerance, VALIDATE_PERF_SCHEMA, VALIDATE_SCHEMA, ValidateDocument, ValidatePerfDocument};
+use crate::validate::{DEFAULT_VALIDATE_CACHE, DRAM_TOLERANCE, rows_report, validate_suite};
 
 /// The backends `validate` validates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,65 +76,6 @@ fn fresh_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(7)
-}
-
-fn table(rows: &[Row], backend: BackendKind) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let b = backend.name();
-    let _ = writeln!(
-        s,
-        "{:<18} {:<7} {:>9} {:>14} {:>14} {:>8} {:>14} {:>14} {:>14} {:>14} {:>8} {:>8} {:>12} {:>18}  verdict",
-        "kernel",
-        "variant",
-        "n",
-        "W analytic",
-        format!("W {b}"),
-        "err",
-        "FMA analytic",
-        format!("FMA {b}"),
-        "Qcore analytic",
-        format!("Qcore {b}"),
-        "err",
-        "harness",
-        "DRAM analytic",
-        "DRAM"
-    );
-    for r in rows {
-        let wa: u64 = r.flops_analytic.values().sum();
-        let wm: u64 = r.flops_measured.values().sum();
-        let class_ok = r.flops_analytic == r.flops_measured;
-        let _ = writeln!(
-            s,
-            "{:<18} {:<7} {:>9} {:>14} {:>14} {:>7.2}% {:>14} {:>14} {:>14} {:>14} {:>7.2}% {:>8} {:>12} {:>18}  {}{}",
-            r.kernel,
-            r.variant,
-            r.n,
-            wa,
-            wm,
-            100.0 * rel_err(wa, wm),
-            r.fma_analytic,
-            r.fma_measured,
-            r.core_analytic,
-            r.core_measured,
-            100.0
-                * rel_err(
-                    r.core_analytic,
-                    r.core_measured.saturating_sub(r.core_harness_bytes.unwrap_or(0).max(0) as u64)
-                ),
-            r.core_harness_bytes.map(|h| h.to_string()).unwrap_or_else(|| "-".into()),
-            r.dram_analytic,
-            r.dram_measured
-                .map(|d| format!("{d} ({:.2}%)", 100.0 * rel_err(r.dram_analytic, d)))
-                .unwrap_or_else(|| "n/a".into()),
-            if r.ok { "ok" } else { "MISMATCH" },
-            if !class_ok && wa == wm { " (classes differ)" } else { "" }
-        );
-        if let Some(d) = &r.detail {
-            let _ = writeln!(s, "    {d}");
-        }
-    }
-    s
 }
 
 fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
@@ -201,20 +145,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         eprintln!("roofline validate: no kernel variant to validate (the suite is empty or none runs on this CPU)");
     }
     let all_ok = rows.iter().all(|r| r.ok);
-    let doc = serde_json::json!({
-        "schema": "roofline.validate/1",
-        "backend": backend.name(),
-        "seed": seed,
-        "tolerance": if sim.is_some() {
-            serde_json::json!({"flops": 0.0, "core_bytes": 0.0, "dram_bytes": DRAM_TOLERANCE})
-        } else {
-            serde_json::json!({"flops": 0.0, "core_bytes": 0.0})
+    let doc = ValidateDocument {
+        schema: VALIDATE_SCHEMA.into(),
+        backend: backend.name().into(),
+        seed,
+        tolerance: Tolerance {
+            flops: 0.0,
+            core_bytes: Some(0.0),
+            dram_bytes: sim.is_some().then_some(DRAM_TOLERANCE),
         },
-        "cache": sim.as_ref().map(|(h, _)| h.note()),
-        "ok": all_ok,
-        "rows": rows,
-    });
-    let text = serde_json::to_string_pretty(&doc)?;
+        cache: sim.as_ref().map(|(h, _)| h.note()),
+        ok: all_ok,
+        rows: rows.iter().collect(),
+    };
+    let text = doc.to_json();
     if let Some((file, _)) = out {
         file.write(text.as_bytes())?;
     }
@@ -280,21 +224,25 @@ fn run_perf(args: &Args, working_set: u64, out: Option<(crate::util::OutputFile,
         Ok(path) => eprintln!("roofline validate: trust table written to {}", path.display()),
         Err(e) => eprintln!("roofline validate: trust table not saved: {}", e.to_string().replace('\n', ";")),
     }
-    let doc = serde_json::json!({
-        "schema": "roofline.validate-perf/1",
-        "backend": v.source.name(),
-        "tolerance": {"flops": perf::FLOPS_TOLERANCE, "dram_bytes": perf::DRAM_TOLERANCE},
-        "ok": v.all_passed(),
-        "validation": v,
-    });
-    let text = serde_json::to_string_pretty(&doc)?;
+    let doc = ValidatePerfDocument {
+        schema: VALIDATE_PERF_SCHEMA.into(),
+        backend: v.source.name().into(),
+        tolerance: Tolerance {
+            flops: perf::FLOPS_TOLERANCE,
+            core_bytes: None,
+            dram_bytes: Some(perf::DRAM_TOLERANCE),
+        },
+        ok: v.all_passed(),
+        validation: &v,
+    };
+    let text = doc.to_json();
     if let Some((file, _)) = out {
         file.write(text.as_bytes())?;
     }
     if args.output.json {
         println!("{text}");
     } else {
-        print!("{}", perf::table(&v));
+        print!("{}", validate_perf::table(&v));
     }
     if !v.all_passed() {
         anyhow::bail!(Error::CheckFailed(format!(

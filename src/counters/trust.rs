@@ -15,45 +15,7 @@ use crate::counters::perf::{CounterSpec, EventCount};
 #[cfg(feature = "trace")]
 use crate::error::{Error, Result};
 use crate::schema::Source;
-
-/// A verdict on one event class (`roofline validate --backend perf`), as the trust table
-/// keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "verdict", content = "relative_error")]
-pub enum Verdict {
-    Exact,
-    WithinTolerance(f64),
-    /// Off by this relative error (signed: -0.5 is half the true count).
-    Off(f64),
-    NotCounted,
-}
-
-impl Verdict {
-    /// Whether numbers from events of this verdict can be trusted.
-    pub fn passed(self) -> bool {
-        matches!(self, Verdict::Exact | Verdict::WithinTolerance(_))
-    }
-
-    pub fn describe(self) -> String {
-        match self {
-            Verdict::Exact => "exact".into(),
-            Verdict::WithinTolerance(e) => format!("within tolerance ({:+.2} %)", 100.0 * e),
-            Verdict::Off(e) => format!("off by {:+.1} %", 100.0 * e),
-            Verdict::NotCounted => "not counted".into(),
-        }
-    }
-
-    /// The worse of two (not counted, then the largest error).
-    pub fn worse(self, o: Verdict) -> Verdict {
-        let rank = |v: Verdict| match v {
-            Verdict::Exact => (0, 0.0),
-            Verdict::WithinTolerance(e) => (1, e.abs()),
-            Verdict::Off(e) => (2, e.abs()),
-            Verdict::NotCounted => (3, 0.0),
-        };
-        if rank(o) > rank(self) { o } else { self }
-    }
-}
+use crate::schema::validation::Verdict;
 
 const SCHEMA: &str = "roofline.trust/1";
 

@@ -26,8 +26,6 @@ pub mod platform;
 mod platform_tables {
     include!(concat!(env!("OUT_DIR"), "/platform_tables.rs"));
 }
-#[cfg(feature = "analysis")]
-pub mod table;
 pub mod topology;
 
 use serde::Serialize;

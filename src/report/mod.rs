@@ -17,6 +17,7 @@ pub mod merge;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod table;
+pub mod tables;
 
 pub use crate::schema::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};
 

@@ -5,15 +5,20 @@
 //! - [`report`]: `roofline.report/1` (Report, Point, Flops, Bytes, Provenance, Roofs);
 //! - [`ceilings`]: `roofline.ceilings/1` (Ceilings, the machine summary Host); [`sweep`]: a
 //!   sweep against working-set size and its plateaus;
+//! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
+//!   the kernel list;
 //! - [`environment`]: where and how a report was produced;
-//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles.
+//! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
+//! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
 
 pub mod ceilings;
+pub mod documents;
 pub mod environment;
 pub mod report;
 pub mod stats;
 #[cfg(feature = "analysis")]
 pub mod sweep;
 pub mod units;
+pub mod validation;
 
 pub use report::{Bound, Bytes, Environment, Flops, Point, Provenance, Report, Roofs, Source};

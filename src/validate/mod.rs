@@ -10,7 +10,7 @@
 
 pub mod perf;
 
-use serde::Serialize;
+use crate::schema::validation::{Row, rel_err};
 use std::collections::BTreeMap;
 
 use crate::counters::BackendKind;
@@ -18,43 +18,6 @@ use crate::counters::cachesim::CacheHierarchy;
 use crate::counters::trace::{self, TraceMode};
 use crate::error::{Error, Result};
 use crate::kernels::{Counts, Variant, api};
-
-/// One row of the validation table.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub kernel: String,
-    pub variant: String,
-    pub n: usize,
-    pub flops_analytic: BTreeMap<String, u64>,
-    pub flops_measured: BTreeMap<String, u64>,
-    /// The part of W done by fused multiply-adds (`Counts::fma_flops`; 2 per lane), analytic…
-    pub fma_analytic: u64,
-    /// …and measured (trace: `Tally::fma_flops`): must be equal, like the classes of W.
-    pub fma_measured: u64,
-    pub core_analytic: u64,
-    pub core_measured: u64,
-    pub dram_analytic: u64,
-    /// None: this backend does not measure DRAM traffic here (trace: only `--trace memory`
-    /// measures it, for the streaming kernels, through the cache simulator).
-    pub dram_measured: Option<u64>,
-    /// Trace: bytes of the call path around the kernel (trace(n) - analytic(n)), shown to be
-    /// size-independent by a second trace at n/2.
-    pub core_harness_bytes: Option<i64>,
-    /// `--trace memory`: whether memory mode (addresses per block from the registers at its
-    /// entry, loops replayed) gave the same bytes per level as single-stepping every
-    /// instruction, on a small instance of the kernel (None: not checked).
-    pub memory_matches_stepping: Option<bool>,
-    pub ok: bool,
-    pub detail: Option<String>,
-}
-
-pub fn rel_err(a: u64, m: u64) -> f64 {
-    if a == 0 {
-        if m == 0 { 0.0 } else { f64::INFINITY }
-    } else {
-        (m as f64 - a as f64).abs() / a as f64
-    }
-}
 
 fn flops_map(c: &Counts) -> BTreeMap<String, u64> {
     c.flops

@@ -22,7 +22,6 @@
 //! The simulated PMU (`--backend simulated`) runs the same validation on machines without a
 //! PMU, with the faults a test injects.
 
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -82,7 +81,7 @@ pub const FLOPS_TOLERANCE: f64 = 0.01;
 /// DRAM Q tolerance (hardware prefetchers, page walks, the background's noise).
 pub const DRAM_TOLERANCE: f64 = 0.10;
 
-pub use crate::counters::trust::Verdict;
+use crate::schema::validation::{ClassRow, PerfValidation, Sample, Verdict};
 
 /// The verdict of a measured figure against the analytic one.
 pub fn judge(analytic: f64, measured: Option<f64>, tolerance: f64) -> Verdict {
@@ -103,48 +102,7 @@ pub fn judge(analytic: f64, measured: Option<f64>, tolerance: f64) -> Verdict {
     }
 }
 
-/// One measurement of one kernel variant for one event class.
-#[derive(Debug, Clone, Serialize)]
-pub struct Sample {
-    pub kernel: String,
-    pub variant: String,
-    pub n: usize,
-    pub analytic: f64,
-    pub measured: Option<f64>,
-    pub verdict: Verdict,
-}
-
-/// One event class (`flops.packed256_double`, `bytes.dram`): its events, its samples, and
-/// the worst verdict.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClassRow {
-    pub class: String,
-    pub events: Vec<String>,
-    pub samples: Vec<Sample>,
-    pub verdict: Verdict,
-    /// Why, where the verdict needs a reason (the errno of an event that failed to open, a
-    /// zero reading, multiplexing, the idle background).
-    pub detail: Vec<String>,
-}
-
-/// The whole validation.
-#[derive(Debug, Clone, Serialize)]
-pub struct PerfValidation {
-    pub source: Source,
-    pub platform: String,
-    pub rows: Vec<ClassRow>,
-    /// Events that failed to open, with the cause.
-    pub failed_to_open: BTreeMap<String, String>,
-    /// Bytes per second the uncore DRAM events counted with nothing running (subtracted).
-    pub idle_dram_bytes_per_second: Option<f64>,
-    pub notes: Vec<String>,
-}
-
 impl PerfValidation {
-    pub fn all_passed(&self) -> bool {
-        self.rows.iter().all(|r| r.verdict.passed())
-    }
-
     /// The trust table these verdicts give (one entry per event).
     pub fn trust_table(&self, fingerprint: &str) -> TrustTable {
         let mut events = BTreeMap::new();
@@ -689,51 +647,6 @@ fn note_multiplexing(rows: &mut BTreeMap<String, ClassRow>, m: &Measurement) {
             1.0 / ratio.max(1e-9)
         ));
     }
-}
-
-/// The table `roofline validate --backend perf` prints.
-pub fn table(v: &PerfValidation) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "counters: {} (platform {}){}",
-        v.source.name(),
-        v.platform,
-        if v.source == Source::Simulated {
-            " — SIMULATED PMU, a test instrument"
-        } else {
-            ""
-        }
-    );
-    let _ = writeln!(
-        s,
-        "{:<28} {:<28} {:>16} {:>16}  verdict",
-        "event class", "worst sample", "analytic", "measured"
-    );
-    for r in &v.rows {
-        let worst = r.samples.iter().fold(None::<&Sample>, |w, x| match w {
-            Some(w) if w.verdict.worse(x.verdict) == w.verdict => Some(w),
-            _ => Some(x),
-        });
-        let (what, a, m) = match worst {
-            Some(x) => (
-                format!("{}/{}", x.kernel, x.variant),
-                format!("{:.0}", x.analytic),
-                x.measured.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()),
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        let _ = writeln!(s, "{:<28} {:<28} {:>16} {:>16}  {}", r.class, what, a, m, r.verdict.describe());
-        let _ = writeln!(s, "    events: {}", r.events.join(", "));
-        for d in &r.detail {
-            let _ = writeln!(s, "    {d}");
-        }
-    }
-    for n in &v.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    s
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::{ByIsa, MachineModel};
+use super::Columns;
+use crate::machine::{ByIsa, IdentifiedBy, MachineModel};
 use crate::schema::units::fmt_bytes;
 
 fn opt(v: Option<f64>, prec: usize) -> String {
@@ -12,10 +13,10 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 pub fn render(m: &MachineModel) -> String {
     let mut s = String::new();
     let by = match m.identified_by {
-        super::IdentifiedBy::CpuidModel => "cpuid model",
-        super::IdentifiedBy::FeatureFlags => "feature flags",
-        super::IdentifiedBy::PlatformOption => "platform option",
-        super::IdentifiedBy::Generic => "generic",
+        IdentifiedBy::CpuidModel => "cpuid model",
+        IdentifiedBy::FeatureFlags => "feature flags",
+        IdentifiedBy::PlatformOption => "platform option",
+        IdentifiedBy::Generic => "generic",
     };
     let _ = writeln!(s, "CPU            {} ({})", m.brand, m.vendor);
     let _ = writeln!(
@@ -84,13 +85,12 @@ pub fn render(m: &MachineModel) -> String {
     if let Some(o) = f.override_ghz {
         let _ = writeln!(s, "               --frequency {o} (used for the peaks)");
     }
-    let _ = writeln!(s, "{:<15}{:>9}{:>9}{:>9}{:>9}{:>9}", "", "scalar", "sse", "avx", "avx2", "avx512");
+    // One column per ISA, in ByIsa::ISAS order.
+    let cols = ByIsa::ISAS.iter().fold(Columns::new("").left(15), |c, _| c.right(9));
+    let _ = writeln!(s, "{}", cols.line(std::iter::once("").chain(ByIsa::ISAS)));
     let row = |s: &mut String, name: &str, b: &ByIsa, prec: usize| {
-        let _ = write!(s, "{name:<15}");
-        for isa in ByIsa::ISAS {
-            let _ = write!(s, "{:>9}", opt(b.get(isa), prec));
-        }
-        let _ = writeln!(s);
+        let cells = std::iter::once(name.to_string()).chain(ByIsa::ISAS.iter().map(|isa| opt(b.get(isa), prec)));
+        let _ = writeln!(s, "{}", cols.line(cells));
     };
     if m.measured {
         row(&mut s, "clock 1 thread", &f.by_isa, 3);
@@ -136,4 +136,30 @@ pub fn render(m: &MachineModel) -> String {
         let _ = writeln!(s, "bytes/cycle    {}", b.join(", "));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tables::end_of;
+
+    #[test]
+    fn the_peaks_per_isa_sit_under_their_isa() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cpuid/bdw_client.txt");
+        let dump = crate::machine::dump::CpuidDump::load(std::path::Path::new(path)).unwrap();
+        let m = crate::machine::from_dump(&dump, &Default::default()).unwrap();
+        let t = render(&m);
+        let lines: Vec<&str> = t.lines().collect();
+        let head = lines.iter().position(|l| l.trim_start().starts_with("scalar")).unwrap();
+        assert_eq!(
+            lines[head],
+            format!("{:<15}{:>9}{:>9}{:>9}{:>9}{:>9}", "", "scalar", "sse", "avx", "avx2", "avx512")
+        );
+        let dp = lines[head + 1];
+        assert!(dp.starts_with("GF/s/core DP   "), "{t}");
+        assert_eq!(dp.chars().count(), lines[head].chars().count(), "{t}");
+        // Broadwell has no AVX-512: a dash under it.
+        assert_eq!(end_of(lines[head], "avx512", 0), end_of(dp, "—", 20), "{t}");
+        assert_eq!(end_of(lines[head], "avx2", 0), end_of(dp, "52.8", 30), "{t}");
+    }
 }

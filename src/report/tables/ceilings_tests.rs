@@ -1,0 +1,123 @@
+use super::*;
+use crate::report::tables::end_of;
+
+fn compute(isa: &str, mode: &str, threads: u32, gflops: f64, ghz: Option<f64>) -> serde_json::Value {
+    serde_json::json!({
+        "precision": "double", "isa": isa, "fma": mode == "fma", "mode": mode, "threads": threads,
+        "gflops": gflops, "gflops_best": gflops, "spread": 0.0191, "samples": 10, "ghz": ghz,
+        "flop_per_cycle": ghz.map(|g| gflops / g), "theoretical_gflops": null, "percent_of_theoretical": null
+    })
+}
+
+fn bandwidth(level: &str, kernel: &str, threads: u32, ws: u64, gbs: f64) -> serde_json::Value {
+    serde_json::json!({
+        "level": level, "kernel": kernel, "isa": "avx512", "threads": threads, "working_set_bytes": ws,
+        "working_set_per_thread_bytes": ws, "gbs": gbs, "bytes_convention": "core", "gbs_write_allocate": 1.5 * gbs,
+        "gbs_best": gbs, "spread": 2.065, "samples": 12
+    })
+}
+
+fn ceilings() -> Ceilings {
+    serde_json::from_value(serde_json::json!({
+        "schema": "roofline.ceilings/1", "tool_version": "test", "measured_at_unix": 1, "quick": true, "threads": [1, 2],
+        "machine": {
+            "fingerprint": "f", "vendor": "AuthenticAMD", "brand": "AMD EPYC", "family": 25, "model": 17, "stepping": 1,
+            "logical_cpus": 2, "caches": [{"level": 1, "size_bytes": 32768, "shared_by_threads": 1},
+            {"level": 3, "size_bytes": 33554432, "shared_by_threads": 2}],
+            "microarchitecture": null, "hypervisor": "KVM", "caches_source": "sysfs"
+        },
+        "compute": [
+            compute("scalar", "fma", 1, 14.62, Some(3.677)),
+            compute("avx512", "mul+add", 2, 123456789.0, None),
+        ],
+        "bandwidth": [
+            bandwidth("L1", "load", 1, 16384, 221.37),
+            bandwidth("DRAM", "a_long_kernel", 2, 1 << 30, 12.5),
+        ],
+        "notes": ["measured on a guest"],
+        "warnings": ["goes to stderr"]
+    }))
+    .unwrap()
+}
+
+fn options(threads: Vec<usize>) -> Options {
+    Options {
+        quick: true,
+        threads,
+        sweep: false,
+        progress: false,
+    }
+}
+
+#[test]
+fn only_the_thread_counts_asked_for_each_cell_under_its_header() {
+    let t = table(&ceilings(), &options(vec![1]));
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines[0], "AMD EPYC (unknown microarchitecture), 2 CPUs, hypervisor KVM, quick");
+    assert_eq!(lines[1], "caches: L1 32.0 KiB /1, L3 32.0 MiB /2");
+    let (head, row) = (lines[4], lines[5]);
+    assert!(head.starts_with("prec    isa     mode     thr"), "{t}");
+    for (h, cell) in [
+        ("GFLOP/s", "14.6"),
+        ("GHz", "3.68"),
+        ("flop/cyc", "3.98"),
+        ("% peak", "-"),
+        ("spread", "1.9%"),
+    ] {
+        assert_eq!(end_of(head, h, 0), end_of(row, cell, 30), "{h} in {t}");
+    }
+    assert_eq!(head.chars().count(), row.chars().count(), "{t}");
+    let (head, row) = (lines[8], lines[9]);
+    for (h, cell) in [
+        ("working set", "16.0 KiB"),
+        ("core", "221.4"),
+        ("+WA", "332.1"),
+        ("spread", "206.5%"),
+    ] {
+        assert_eq!(end_of(head, h, 0), end_of(row, cell, 0), "{h} in {t}");
+    }
+    assert_eq!(lines.len(), 11, "{t}");
+    assert_eq!(lines[10], "note: measured on a guest");
+    assert!(
+        !t.contains("123456789") && !t.contains("a_long_kernel") && !t.contains("stderr"),
+        "{t}"
+    );
+}
+
+#[test]
+fn wide_cells_push_only_their_row() {
+    let t = table(&ceilings(), &options(vec![2]));
+    let lines: Vec<&str> = t.lines().collect();
+    // 123456789.0 GFLOP/s is 11 characters in a 10-wide column.
+    assert!(
+        lines[5].starts_with("double  avx512  mul+add    2 123456789.0      -          -        -    1.9%"),
+        "{t}"
+    );
+    assert_eq!(lines[5].chars().count(), lines[4].chars().count() + 1, "{t}");
+    // a_long_kernel is 13 characters in a 9-wide column.
+    assert_eq!(lines[9].chars().count(), lines[8].chars().count() + 4, "{t}");
+    assert!(lines[9].starts_with("DRAM  a_long_kernel avx512    2     1.0 GiB "), "{t}");
+}
+
+#[test]
+fn the_sweep_section_lists_plateaus_and_levels() {
+    let mut c = ceilings();
+    c.sweep = Some(
+        serde_json::from_value(serde_json::json!({
+            "kernel": "load", "variant": "avx512", "threads": 1, "factor": 1.25, "points": [],
+            "plateaus": [{"index": 0, "from_bytes": 4096, "to_bytes": 32768, "value": 145.3, "points": 7}],
+            "boundaries": [{"level": "L1", "last_inside_bytes": 30512, "first_outside_bytes": 116408,
+                "estimate_bytes": 59597, "cpuid_bytes": null, "ratio": null}],
+            "fit": null
+        }))
+        .unwrap(),
+    );
+    let t = table(&c, &options(vec![]));
+    assert!(
+        t.ends_with(
+            "\nsweep: load (avx512) ×1 threads, 0 sizes\n  plateau 0: 4.0 KiB … 32.0 KiB: 145.3 GB/s (7 points)\n  \
+             L1 ends near 58.2 KiB (between 29.8 KiB and 113.7 KiB); CPUID: - (×-)\nnote: measured on a guest\n"
+        ),
+        "{t}"
+    );
+}
