@@ -537,6 +537,56 @@ mod tests {
         assert!(layout.tile_config(&xs[..2800]).is_none(), "a short image");
         assert!(XsaveLayout { tilecfg: 0, ..layout }.tile_config(&xs).is_none(), "no AMX");
     }
+    /// The variables a command adds reach the traced program beside this process's own, one
+    /// of the same name replaced; a command adding none gets this process's environment.
+    #[test]
+    fn a_traced_command_gets_the_variables_it_adds() {
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        let environ_of = |env: Vec<(String, String)>| -> Option<Vec<String>> {
+            let cmd = CommandSpec {
+                env,
+                ..CommandSpec::resolve(&["true".to_string()]).unwrap()
+            };
+            let child = match spawn_traced(&cmd) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("skipping: {e}");
+                    return None;
+                }
+            };
+            let _ = waitpid(child, Some(WaitPidFlag::__WALL));
+            let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
+            let _ = signal::kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, Some(WaitPidFlag::__WALL));
+            Some(
+                environ
+                    .split(|b| *b == 0)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect(),
+            )
+        };
+        let added = [("ROOFLINE_SPAWN_TEST", "added"), ("PATH", "/replaced")];
+        let Some(with) = environ_of(added.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()) else {
+            return;
+        };
+        assert!(with.iter().any(|v| v == "ROOFLINE_SPAWN_TEST=added"), "{with:?}");
+        assert_eq!(
+            with.iter().filter(|v| v.starts_with("PATH=")).collect::<Vec<_>>(),
+            ["PATH=/replaced"]
+        );
+        let Some(without) = environ_of(Vec::new()) else { return };
+        assert!(!without.iter().any(|v| v.starts_with("ROOFLINE_SPAWN_TEST=")), "{without:?}");
+        if let Some(path) = std::env::var_os("PATH") {
+            let path = format!("PATH={}", path.to_string_lossy());
+            assert!(without.contains(&path), "{without:?}");
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            let home = format!("HOME={}", home.to_string_lossy());
+            assert!(with.contains(&home) && without.contains(&home), "{with:?}");
+        }
+    }
+
     /// A page holding `syscall; int3` (a displaced copy of a `syscall`, as xol.rs makes them),
     /// mapped before the fork so the traced child has it at the same address.
     fn syscall_copy_page() -> u64 {
