@@ -79,18 +79,15 @@ fn fresh_seed() -> u64 {
 }
 
 fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
-    let opts = TraceOptions {
+    let sink: Option<Box<dyn trace::AccessSink>> =
+        (args.trace_mode == TraceMode::Memory).then(|| Box::new(trace::CountingSink::default()) as Box<dyn trace::AccessSink>);
+    let mut opts = TraceOptions {
         mode: args.trace_mode,
         by_function: args.by_function,
-        sink: None,
+        sink,
     };
     let cmd = crate::counters::command::CommandSpec::resolve(&args.command)?;
-    let m = if args.trace_mode == TraceMode::Memory {
-        let (m, _sink) = trace::measure_command_with_sink(&cmd, args.by_function, Box::new(trace::CountingSink::default()), false)?;
-        m
-    } else {
-        trace::measure_command(&cmd, &opts)?
-    };
+    let m = trace::measure_command(&cmd, &mut opts)?;
     let p = m.into_point(args.command.join(" "));
     let text = serde_json::to_string_pretty(&p)?;
     match &args.output.output {

@@ -683,7 +683,12 @@ fn dram_split(h: &CacheHierarchy) -> Option<(f64, f64)> {
 /// The truth of one command: traced once in memory mode through `hierarchy`.
 pub(crate) fn trace_command_truth(cmd: &CommandSpec, hierarchy: CacheHierarchy) -> Result<Measurement> {
     let shared = SharedHierarchy(std::rc::Rc::new(std::cell::RefCell::new(hierarchy)));
-    let (m, _) = trace::measure_command_with_sink(cmd, false, Box::new(shared.clone()), false)?;
+    let mut opts = trace::TraceOptions {
+        mode: TraceMode::Memory,
+        by_function: false,
+        sink: Some(Box::new(shared.clone())),
+    };
+    let m = trace::measure_command(cmd, &mut opts)?;
     let split = dram_split(&shared.0.borrow());
     let mut m = m;
     m.extra.insert("simulated_dram_split".into(), serde_json::json!(split));

@@ -63,18 +63,19 @@ impl Backend for TraceBackend {
 /// (argv, no shell, stdin/stdout/stderr inherited as in the perf path). The command's own
 /// failure is passed through as its status.
 pub(super) fn trace_command(cmd: &CommandSpec, opts: &CommandOptions) -> Result<CommandOutcome> {
-    let mut m = if opts.trace == TraceMode::Memory || (opts.trace == TraceMode::Reference && opts.cache.is_some()) {
-        let sim = cache_hierarchy(opts.cache.as_deref())?;
-        // The levels' bytes and the simulator's note are in `m` already (trace_command).
-        trace::measure_command_with_sink(cmd, opts.by_function, Box::new(sim), opts.trace == TraceMode::Reference)?.0
-    } else {
-        let o = trace::TraceOptions {
-            mode: opts.trace,
-            by_function: opts.by_function,
-            sink: None,
+    let sink: Option<Box<dyn trace::AccessSink>> =
+        if opts.trace == TraceMode::Memory || (opts.trace == TraceMode::Reference && opts.cache.is_some()) {
+            Some(Box::new(cache_hierarchy(opts.cache.as_deref())?))
+        } else {
+            None
         };
-        trace::measure_command(cmd, &o)?
+    let mut o = trace::TraceOptions {
+        mode: opts.trace,
+        by_function: opts.by_function,
+        sink,
     };
+    // With the simulator, the levels' bytes and its note are in `m` already (trace_command).
+    let mut m = trace::measure_command(cmd, &mut o)?;
     if !opts.trace_timing {
         return Ok(CommandOutcome::Measured(Box::new(m)));
     }

@@ -657,45 +657,67 @@ fn by_line_json(per_line: &[SourceLine]) -> serde_json::Value {
     lines.into()
 }
 
-/// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q.
-/// (`opts` is taken by reference for the dispatch; a sink, if any, is used once.)
-pub fn measure_command(cmd: &CommandSpec, opts: &TraceOptions) -> Result<Measurement> {
-    let mut o = TraceOptions {
-        mode: opts.mode,
-        by_function: opts.by_function,
-        sink: None,
-    };
-    let r = trace_command(cmd, &mut o)?;
+/// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q. With a sink
+/// in `opts` (memory mode, or the reference mode reading each step's addresses), the sink
+/// gets every effective address and gives the bytes per level; it is left in `opts`, to be
+/// read after.
+pub fn measure_command(cmd: &CommandSpec, opts: &mut TraceOptions) -> Result<Measurement> {
+    let addresses_fed = opts.sink.is_some() || opts.mode == TraceMode::Memory;
+    let r = trace_command(cmd, opts)?;
     let mut m = to_measurement(&r, opts.by_function);
-    if opts.mode == TraceMode::Memory
+    // A sink's own note (the cache simulator's) may say it already; said once.
+    if addresses_fed
         && let Some(p) = m.provenance.as_mut()
+        && !p.notes.iter().any(|n| n.contains("prefetchers"))
     {
         p.notes.push("hardware prefetchers are not modelled".into());
     }
     Ok(m)
 }
 
-/// Like [`measure_command`], feeding effective addresses to `sink`: memory mode, or with
-/// `single_step` the reference mode (every instruction single-stepped, the addresses read
-/// from the registers at each step: the ground truth of memory mode).
-pub fn measure_command_with_sink(
-    cmd: &CommandSpec,
-    by_function: bool,
-    sink: Box<dyn AccessSink>,
-    single_step: bool,
-) -> Result<(Measurement, Box<dyn AccessSink>)> {
-    let mut o = TraceOptions {
-        mode: if single_step { TraceMode::Reference } else { TraceMode::Memory },
-        by_function,
-        sink: Some(sink),
-    };
-    let r = trace_command(cmd, &mut o)?;
-    let mut m = to_measurement(&r, by_function);
-    // The sink's own note (the cache simulator's) says it already; said once.
-    if let Some(p) = m.provenance.as_mut()
-        && !p.notes.iter().any(|n| n.contains("prefetchers"))
-    {
-        p.notes.push("hardware prefetchers are not modelled".into());
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// Counts the accesses it gets where the test can read them, and names a level and a note
+    /// of its own.
+    struct SharedCount(Rc<Cell<u64>>);
+
+    impl AccessSink for SharedCount {
+        fn access(&mut self, _addr: u64, _size: u32, _kind: AccessKind) {
+            self.0.set(self.0.get() + 1);
+        }
+        fn bytes_per_level(&mut self) -> Vec<(String, f64)> {
+            vec![("dram".to_string(), self.0.get() as f64)]
+        }
+        fn note(&self) -> Option<String> {
+            Some("the test's sink".into())
+        }
     }
-    Ok((m, o.sink.take().unwrap_or_else(|| Box::new(CountingSink::default()))))
+
+    /// The sink given in the options gets the command's addresses, its levels and note reach
+    /// the measurement, and it is left in the options.
+    #[test]
+    fn measure_command_feeds_the_sink_it_is_given() {
+        let accesses = Rc::new(Cell::new(0));
+        let mut opts = TraceOptions {
+            mode: TraceMode::Memory,
+            by_function: false,
+            sink: Some(Box::new(SharedCount(accesses.clone()))),
+        };
+        let cmd = CommandSpec::resolve(&["true".to_string()]).unwrap();
+        let m = match measure_command(&cmd, &mut opts) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("skipping: {e}");
+                return;
+            }
+        };
+        assert!(accesses.get() > 0, "the sink got no access");
+        assert_eq!(m.bytes.get("dram"), Some(&(accesses.get() as f64)));
+        let notes = &m.provenance.as_ref().unwrap().notes;
+        assert!(notes.iter().any(|n| n == "the test's sink"), "{notes:?}");
+        assert!(opts.sink.is_some(), "the sink is handed back");
+    }
 }
