@@ -1,6 +1,7 @@
 //! What counter events mean, shared by the perf backend (`perf/`) and the perf-stat import
-//! (`perf/stat_import.rs`): event → W (flops by class) and Q (bytes per level) formulas, the
-//! multiplexing scale, counter-constrained grouping, and perf's event syntax.
+//! (`perf/stat_import.rs`): event → W (flops by class) and Q (bytes per level) formulas,
+//! counter-constrained grouping, and perf's event syntax. Scaling for multiplexing is perf's
+//! (`perf::scale`).
 //!
 //! Quantities (see [`EventSpec::quantity`]): `flops` adds `count × weight` to its class;
 //! `flops.fma` counts the fused multiply-add flops (2 per lane) within the work of the `flops`
@@ -18,29 +19,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::{Error, Result};
 use crate::machine::{EventSpec, Platform};
 use crate::schema::{Bytes, Flops};
-
-/// A count scaled for multiplexing, with the fraction of the time it was really counting.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scaled {
-    pub value: f64,
-    /// time_running / time_enabled: 1.0 when the event had a counter all the time.
-    pub running_fraction: f64,
-}
-
-/// perf's multiplexing estimate: `count × time_enabled / time_running`. `None` when the event
-/// never got a counter (time_running 0): it was not counted, and must not read as zero.
-pub fn scale_multiplexed(count: u64, time_enabled: u64, time_running: u64) -> Option<Scaled> {
-    if time_running == 0 {
-        return None;
-    }
-    // A counter cannot run longer than it was enabled; clamp rounding noise.
-    let enabled = time_enabled.max(time_running);
-    let ratio = time_running as f64 / enabled as f64;
-    Some(Scaled {
-        value: count as f64 / ratio,
-        running_fraction: ratio,
-    })
-}
 
 /// What perf reported for one event: a count (apply the event's weight), or bytes already
 /// (perf applied the sysfs scale and unit, e.g. `uncore_imc/cas_count_read/` in MiB).
@@ -619,32 +597,6 @@ mod tests {
             .unwrap()
             .as_nanos() as u64
             | 1
-    }
-
-    #[test]
-    fn multiplex_scaling_uses_enabled_over_running() {
-        let s = scale_multiplexed(1000, 4_000_000, 1_000_000).unwrap();
-        assert_eq!(s.value, 4000.0);
-        assert_eq!(s.running_fraction, 0.25);
-        let full = scale_multiplexed(1234, 10, 10).unwrap();
-        assert_eq!((full.value, full.running_fraction), (1234.0, 1.0));
-        assert_eq!(scale_multiplexed(1234, 10, 0), None, "never scheduled is not zero");
-        // running > enabled (clock rounding) never scales down
-        assert_eq!(scale_multiplexed(50, 9, 10).unwrap().value, 50.0);
-        let mut r = Rng(seed());
-        for _ in 0..1000 {
-            let run = r.next() % 1_000_000 + 1;
-            let en = run + r.next() % 1_000_000;
-            let c = r.next() % 1_000_000_000;
-            let s = scale_multiplexed(c, en, run).unwrap();
-            let back = s.value * s.running_fraction;
-            // fl(fl(c / r) · r) with c exact in f64: two roundings of ≤ u each, (1 + u)² − 1 < ε.
-            assert!(
-                (back - c as f64).abs() <= f64::EPSILON * c as f64,
-                "seed {} c {c} en {en} run {run}",
-                r.0
-            );
-        }
     }
 
     #[test]
