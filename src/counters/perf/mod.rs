@@ -42,6 +42,8 @@ mod platform;
 mod run;
 #[cfg(feature = "analysis")]
 pub mod stat_import;
+#[cfg(feature = "cli")]
+mod stat_plan;
 mod sysfs;
 #[cfg(test)]
 mod tests;
@@ -60,6 +62,8 @@ pub use platform::{
 };
 #[cfg(feature = "trace")]
 pub use run::{CommandRun, idle_baseline, run_command};
+#[cfg(feature = "cli")]
+pub use stat_plan::PerfStatPlan;
 pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, parse_format, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
 
 /// Every group we open reads as one record (`PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED
