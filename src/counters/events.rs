@@ -1,7 +1,7 @@
 //! What counter events mean, shared by the perf backend (`perf/`) and the perf-stat import
-//! (`perf/stat_import.rs`): event → W (flops by class) and Q (bytes per level) formulas,
-//! counter-constrained grouping, and perf's event syntax. Scaling for multiplexing is perf's
-//! (`perf::scale`).
+//! (`perf/stat_import.rs`): event → W (flops by class) and Q (bytes per level) formulas and
+//! perf's event syntax. Scaling for multiplexing and counter-constrained grouping are perf's
+//! (`perf::scale`, `perf::schedulable`).
 //!
 //! Quantities (see [`EventSpec::quantity`]): `flops` adds `count × weight` to its class;
 //! `flops.fma` counts the fused multiply-add flops (2 per lane) within the work of the `flops`
@@ -339,61 +339,6 @@ pub fn gp_counters(p: &Platform, smt: bool) -> u32 {
         k if k.starts_with("zen") => 6,
         _ => 8,
     }
-}
-
-/// Counters an event may take among `n` (paired events: the even counter of a free pair).
-fn allowed(spec: &EventSpec, n: u32) -> Vec<u32> {
-    let all: Vec<u32> = match &spec.counters {
-        Some(c) => c.iter().copied().filter(|&c| c < n).collect(),
-        None => (0..n).collect(),
-    };
-    if spec.paired {
-        all.into_iter().filter(|c| c.is_multiple_of(2) && c + 1 < n).collect()
-    } else {
-        all
-    }
-}
-
-/// Whether `events` can all hold a counter at once among `n` (small exhaustive search).
-pub fn schedulable(events: &[&EventSpec], n: u32) -> bool {
-    fn go(i: usize, ev: &[&EventSpec], n: u32, used: &mut Vec<bool>) -> bool {
-        if i == ev.len() {
-            return true;
-        }
-        for c in allowed(ev[i], n) {
-            let width = if ev[i].paired { 2 } else { 1 };
-            let slots = c as usize..c as usize + width;
-            if slots.clone().all(|s| !used[s]) {
-                slots.clone().for_each(|s| used[s] = true);
-                if go(i + 1, ev, n, used) {
-                    return true;
-                }
-                slots.for_each(|s| used[s] = false);
-            }
-        }
-        false
-    }
-    let mut used = vec![false; n as usize];
-    go(0, events, n, &mut used)
-}
-
-/// Split core events into groups the PMU can count at once (first fit, in table order, so
-/// W's events come first). An event that fits no group alone gets one anyway: the kernel
-/// will refuse it and say so, which beats dropping it silently.
-pub fn schedule_groups<'a>(events: &[&'a EventSpec], n: u32) -> Vec<Vec<&'a EventSpec>> {
-    let mut groups: Vec<Vec<&EventSpec>> = Vec::new();
-    for &e in events {
-        let slot = groups.iter().position(|g| {
-            let mut t = g.clone();
-            t.push(e);
-            schedulable(&t, n)
-        });
-        match slot {
-            Some(i) => groups[i].push(e),
-            None => groups.push(vec![e]),
-        }
-    }
-    groups
 }
 
 /// The event as perf's `-e` takes it: its `perf_name`, else `pmu/event=0x..,umask=0x../`.
@@ -762,36 +707,5 @@ mod tests {
         fp.event = 0xc7;
         fp.umask = 0x40;
         assert_eq!(core_config(&fp, false), 0x40c7);
-    }
-
-    #[test]
-    fn skx_groups_respect_counters_0_to_3() {
-        let skx = Platform::load("skx").unwrap();
-        let core: Vec<&EventSpec> = selected(&skx, false, false).into_iter().filter(|e| e.perf_name.is_none()).collect();
-        let groups = schedule_groups(&core, gp_counters(&skx, true));
-        // 4 FP_ARITH double + L1D.REPLACEMENT + 2 L2 events, all on counters 0-3.
-        assert_eq!(core.len(), 7);
-        assert_eq!(groups.len(), 2, "{groups:?}");
-        assert!(groups.iter().all(|g| g.len() <= 4));
-        assert!(groups[0].iter().all(|e| e.quantity == "flops"));
-        // With SMT off perf has 8 counters, but these events still need 0-3.
-        assert_eq!(schedule_groups(&core, gp_counters(&skx, false)).len(), 2);
-        // Ice Lake-SP: FP_ARITH may use 0-7, so with 8 counters one group holds all.
-        let icx = Platform::load("icx").unwrap();
-        let core: Vec<&EventSpec> = selected(&icx, false, false).into_iter().filter(|e| e.perf_name.is_none()).collect();
-        assert_eq!(schedule_groups(&core, gp_counters(&icx, true)).len(), 1);
-    }
-
-    #[test]
-    fn paired_amd_events_take_two_counters() {
-        let mut a = spec("fp", "flops", Some("any_precision"), 1.0);
-        a.paired = true;
-        let evs = [&a, &a, &a];
-        assert!(schedulable(&evs, 6));
-        let four = [&a, &a, &a, &a];
-        assert!(!schedulable(&four, 6));
-        assert_eq!(schedule_groups(&four, 6).len(), 2);
-        let plain = spec("p", "bytes.l2", None, 64.0);
-        assert!(!schedulable(&[&a, &a, &a, &plain], 6));
     }
 }

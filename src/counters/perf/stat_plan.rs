@@ -1,7 +1,8 @@
 //! The `perf stat` command line that collects a platform's counters on another machine, for
 //! `roofline import` to read back.
 
-use crate::counters::events::{gp_counters, is_core_pmu, perf_event_syntax, schedule_groups, selected};
+use super::plan::first_fit_groups;
+use crate::counters::events::{gp_counters, is_core_pmu, perf_event_syntax, selected};
 use crate::machine::{EventSpec, Platform};
 
 /// A `perf stat` invocation collecting a platform's counters.
@@ -36,7 +37,7 @@ impl PerfStatPlan {
             .copied()
             .filter(|e| e.perf_name.is_none() && is_core_pmu(&e.pmu))
             .collect();
-        let groups = schedule_groups(&core, n);
+        let groups = first_fit_groups(&core, n);
         for g in &groups {
             let inner: Vec<String> = g.iter().map(|e| perf_event_syntax(e)).collect();
             args.push(format!("{{{}}}", inner.join(",")));
@@ -138,5 +139,32 @@ mod tests {
         assert!(line.contains("'{cpu/event=0x03,umask=0x1f/}'"), "{line}");
         let umc = zen4.events.iter().find(|e| e.name == "umc_cas_cmd.wr").unwrap();
         assert_eq!(perf_event_syntax(umc), "amd_umc/event=0x0a,rdwrmask=0x2/");
+    }
+
+    #[test]
+    fn skx_groups_respect_counters_0_to_3() {
+        let skx = Platform::load("skx").unwrap();
+        let core: Vec<&EventSpec> = selected(&skx, false, false).into_iter().filter(|e| e.perf_name.is_none()).collect();
+        let groups = first_fit_groups(&core, gp_counters(&skx, true));
+        // 4 FP_ARITH double + L1D.REPLACEMENT + 2 L2 events, all on counters 0-3.
+        assert_eq!(core.len(), 7);
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert!(groups.iter().all(|g| g.len() <= 4));
+        assert!(groups[0].iter().all(|e| e.quantity == "flops"));
+        // With SMT off perf has 8 counters, but these events still need 0-3.
+        assert_eq!(first_fit_groups(&core, gp_counters(&skx, false)).len(), 2);
+        // Ice Lake-SP: FP_ARITH may use 0-7, so with 8 counters one group holds all.
+        let icx = Platform::load("icx").unwrap();
+        let core: Vec<&EventSpec> = selected(&icx, false, false).into_iter().filter(|e| e.perf_name.is_none()).collect();
+        assert_eq!(first_fit_groups(&core, gp_counters(&icx, true)).len(), 1);
+    }
+
+    #[test]
+    fn paired_events_take_two_counters_in_the_line_too() {
+        let zen4 = Platform::load("zen4").unwrap();
+        let mut a = zen4.events.iter().find(|e| e.paired).expect("a paired event").clone();
+        a.counters = None;
+        assert_eq!(first_fit_groups(&[&a, &a, &a], 6).len(), 1);
+        assert_eq!(first_fit_groups(&[&a, &a, &a, &a], 6).len(), 2);
     }
 }
