@@ -195,7 +195,7 @@ fn cross_check_against_ncus_own_roofline_section() {
     let n: f64 = 1024.0;
     let gflops = k.launches as f64 * 2.0 * n * n * n / k.seconds().unwrap() / 1e9;
     let ghz = k.metrics["sm__cycles_elapsed.avg.per_second"] / 1e9;
-    let peak = 132.0 * roofline::gpu::device::arch_rates((9, 0)).unwrap().fp64_flops * ghz;
+    let peak = 132.0 * roofline::model::gpu::arch_rates((9, 0)).unwrap().fp64_flops * ghz;
     let ours = 100.0 * gflops / peak;
     assert!((ours - ncu_pct["FP64"]).abs() <= 1.0, "ours {ours:.2}% vs ncu {}%", ncu_pct["FP64"]);
     assert_eq!(k.to_point(None).flops.by_class["single_any_width"], 0.0);
@@ -220,7 +220,7 @@ fn cross_check_against_ncus_roofline_section_metrics() {
         let ours = 2.0 * n * n * n / (m("gpu__time_duration.sum") * m("sm__cycles_elapsed.avg.per_second"));
         assert!((ours / ncu_per_cycle - 1.0).abs() < 1e-5, "ours {ours} vs ncu {ncu_per_cycle}");
         // ncu's FP64 peak per cycle is our table's: 132 SMs × 128 flops.
-        let rates = roofline::gpu::device::arch_rates((9, 0)).unwrap();
+        let rates = roofline::model::gpu::arch_rates((9, 0)).unwrap();
         assert_eq!(
             m("derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2"),
             132.0 * rates.fp64_flops
@@ -389,7 +389,7 @@ fn peaks_capture_matches_the_architecture_table() {
     // 132 SMs × 64 FP64 lanes; 132 × 4 schedulers.
     assert_eq!(m["sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"], 132.0 * 64.0);
     assert_eq!(m["sm__inst_executed.sum.peak_sustained"], 132.0 * 4.0);
-    let rates = roofline::gpu::device::arch_rates((9, 0)).unwrap();
+    let rates = roofline::model::gpu::arch_rates((9, 0)).unwrap();
     assert_eq!(
         2.0 * m["sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"],
         132.0 * rates.fp64_flops
@@ -577,10 +577,7 @@ fn hfma2_is_dual_issued_to_both_fma_pipes() {
     // 1,081,817,088 FMA-pipe warp instructions over 4,148,592 cycles × 528 SMSPs: 0.494.
     let per_smsp_cycle = m("sm__inst_executed_pipe_fma.sum") / (m("sm__cycles_elapsed.max") * 528.0);
     assert!(per_smsp_cycle > 0.47 && per_smsp_cycle <= 0.5, "{per_smsp_cycle}");
-    assert_eq!(
-        0.5 * 32.0 * 4.0 * 4.0,
-        roofline::gpu::device::arch_rates((9, 0)).unwrap().fp16_flops
-    );
+    assert_eq!(0.5 * 32.0 * 4.0 * 4.0, roofline::model::gpu::arch_rates((9, 0)).unwrap().fp16_flops);
     let f = &capture("ffma_pipes.csv").launches[0];
     assert_eq!(
         f.metrics["sm__inst_executed_pipe_fmaheavy.sum"] + f.metrics["sm__inst_executed_pipe_fmalite.sum"],

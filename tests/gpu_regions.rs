@@ -205,7 +205,8 @@ fn cublaslt_tensor_ceilings_bound_the_same_runs_cublas_rates() {
     }
     assert_eq!(checked, 4, "bf16, fp16, tf32, fp64");
     // The roofs a report takes from it: the better of WMMA and cuBLASLt per type.
-    let roofs = roofline::model::gpu::roofs_from_gpu_ceilings(&c).unwrap();
+    let typed: roofline::schema::gpu::GpuCeilings = serde_json::from_value(c.clone()).expect("gpu ceilings read back typed");
+    let roofs = roofline::model::gpu::roofs_from_gpu_ceilings(&typed).unwrap();
     let wmma = c["compute"]
         .as_array()
         .unwrap()

@@ -170,12 +170,29 @@ fn a_point_above_its_roof_is_flagged_in_terminal_json_and_html() {
     let cache = tempfile::tempdir().unwrap();
     let dir = cache.path().join("roofline");
     std::fs::create_dir_all(&dir).unwrap();
-    let ceilings = serde_json::json!({
-        "schema": "roofline.gpu-ceilings/1",
-        "machine": {"name": "NVIDIA H100 80GB HBM3"},
-        "compute": [{"precision": "tensor_bf16", "kernel": "wmma_bf16", "gflops": 61_600.0}],
-        "bandwidth": [{"level": "dram", "kernel": "triad", "gbs": 3000.0}]
-    });
+    // A recorded H100 document (the cache is what `gpu ceilings` writes), its rows cut to a
+    // bf16 tensor ceiling of 61.6 TFLOP/s and a DRAM one.
+    let mut ceilings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("gpu_ceilings_h100.json")).unwrap()).unwrap();
+    assert_eq!(ceilings["machine"]["name"], "NVIDIA H100 80GB HBM3");
+    let mut bf16 = ceilings["compute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["precision"] == "tensor_bf16")
+        .unwrap()
+        .clone();
+    bf16["gflops"] = 61_600.0.into();
+    let mut dram = ceilings["bandwidth"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["level"] == "dram")
+        .unwrap()
+        .clone();
+    dram["gbs"] = 3000.0.into();
+    ceilings["compute"] = serde_json::json!([bf16]);
+    ceilings["bandwidth"] = serde_json::json!([dram]);
     std::fs::write(dir.join("gpu-ceilings-nvidia-h100-80gb-hbm3.json"), ceilings.to_string()).unwrap();
     let run = |json: bool| {
         let mut c = roofline();

@@ -141,7 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let cpu = report::read_report(&args.cpu)?;
     let mut gpu = report::read_report(&args.gpu)?;
     if gpu.ceilings.is_none() {
-        gpu.ceilings = crate::gpu::device::roofs_from_machine(&gpu.machine);
+        gpu.ceilings = crate::model::gpu::roofs_from_machine(&gpu.machine);
     }
     // Every point analysed against its own machine's roofs (GFLOP/s and roof fraction derived).
     let view = View::new(vec![("cpu".into(), cpu), ("gpu".into(), gpu)], None, args.kind);

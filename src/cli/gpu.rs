@@ -145,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 let metrics = "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained,dram__bytes.sum.peak_sustained,lts__t_bytes.sum.peak_sustained,l1tex__t_bytes.sum.peak_sustained,sm__inst_executed.sum.peak_sustained,dram__cycles_elapsed.avg.per_second,sm__cycles_elapsed.avg.per_second";
                 let cap = ncu::run(metrics, None, &[exe.display().to_string(), "gpu".into(), "__probe".into()])?;
                 if let Some(l) = cap.launches.first() {
-                    device::apply_ncu_peaks(&mut m, &l.metrics);
+                    crate::model::gpu::apply_ncu_peaks(&mut m, &l.metrics);
                 }
             }
             let table = machine_table(&m);

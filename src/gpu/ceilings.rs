@@ -7,78 +7,14 @@
 //! Bytes convention: what the kernel's loads and stores request (triad 24 B/element, copy
 //! 16, load 8). GPUs write whole sectors without reading them first: no write-allocate term.
 
-use serde::{Deserialize, Serialize};
-
-use super::device::{self, GpuMachine};
+use super::device;
 use super::kernels::{KArg, Suite, cuda_err, grid_for, rotation_count, time_median, time_median_rotated};
 use crate::error::Result;
+use crate::model::gpu::theoretical_peaks;
+use crate::schema::gpu::{BandwidthCeiling, ComputeCeiling, GPU_CEILINGS_SCHEMA, GpuCeilings, GpuMachine, GpuPeaks, SweepPoint};
 use cudarc::driver::CudaSlice;
 use cudarc::driver::DevicePtr;
 use cudarc::driver::LaunchConfig;
-
-pub const GPU_CEILINGS_SCHEMA: &str = "roofline.gpu-ceilings/1";
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ComputeCeiling {
-    /// `fp64`, `fp32`, `fp16`, `tensor_bf16`.
-    pub precision: String,
-    pub kernel: String,
-    pub gflops: f64,
-    /// Theoretical peak at the SM clock measured during the run (at most the driver's
-    /// maximum SM clock).
-    pub peak_at_clock_gflops: Option<f64>,
-    pub pct_of_peak_at_clock: Option<f64>,
-    pub samples_ms: Vec<f64>,
-    /// What ran, where the kernel name does not say it all (the cuBLASLt GEMM's type, size,
-    /// layout and algorithm).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BandwidthCeiling {
-    /// `dram`, `l2`, `shared`.
-    pub level: String,
-    pub kernel: String,
-    pub working_set_bytes: u64,
-    pub gbs: f64,
-    pub bytes_convention: String,
-    pub samples_ms: Vec<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    pub working_set_bytes: u64,
-    /// One pass per launch, buffers rotated (see `rotated_buffers`): a set that fits in L2
-    /// is read from DRAM, not from the previous launch's L2 lines.
-    pub gbs: f64,
-    /// How many copies of the set the launches went round (together 4 × L2, or 1).
-    #[serde(default)]
-    pub rotated_buffers: u64,
-    /// The same set swept many times inside one launch (loads through L2, not L1): the L2
-    /// rate where the set fits, DRAM beyond.
-    #[serde(default)]
-    pub gbs_l2_resident: Option<f64>,
-}
-
-/// `roofline.gpu-ceilings/1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuCeilings {
-    pub schema: String,
-    pub machine: GpuMachine,
-    pub sm_clock_ghz_measured: Option<f64>,
-    pub compute: Vec<ComputeCeiling>,
-    pub bandwidth: Vec<BandwidthCeiling>,
-    pub sweep: Vec<SweepPoint>,
-    /// The launch floor: seconds per launch of an empty kernel launched back to back (CUDA
-    /// events around 200 launches, median of the batches).
-    /// Kernels whose time per launch is near it are overhead-bound (`model::gpu::regime`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch_floor_s: Option<f64>,
-    /// What could not be measured, and why (no cuBLASLt, a GEMM type cuBLASLt refused).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
 
 /// Options: `quick` uses fewer repetitions and a shorter sweep.
 pub struct Options {
@@ -143,7 +79,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     };
     let peak_clock = clock_for_peaks(clock, machine.sm_clock_max_ghz, &mut notes);
     let cc: Vec<i32> = machine.compute_capability.split('.').filter_map(|x| x.parse().ok()).collect();
-    let at_clock = device::theoretical_peaks((cc[0], cc.get(1).copied().unwrap_or(0)), machine.sms, peak_clock, None, None);
+    let at_clock = theoretical_peaks((cc[0], cc.get(1).copied().unwrap_or(0)), machine.sms, peak_clock, None, None);
     let compute = compute_ceilings(compute, &at_clock, &gemm_rates);
 
     let arrays = StreamArrays::alloc(&suite, opts.quick)?;
@@ -162,7 +98,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     }
     progress("shared-memory bandwidth (load, copy, triad)");
     bandwidth.extend(measure_shared_bandwidth(&suite, machine.sms, &out_f32, opts.quick, reps)?);
-    machine.peaks = device::theoretical_peaks(
+    machine.peaks = theoretical_peaks(
         (cc[0], cc.get(1).copied().unwrap_or(0)),
         machine.sms,
         machine.sm_clock_max_ghz,
@@ -372,11 +308,7 @@ fn clock_for_peaks(clock: Option<f64>, sm_clock_max_ghz: Option<f64>, notes: &mu
 
 /// The measured compute rates as ceilings, each against the theoretical peak at the clock
 /// (`at_clock`), the cuBLASLt ones with what ran.
-fn compute_ceilings(
-    measured: Vec<MeasuredCompute>,
-    at_clock: &device::GpuPeaks,
-    gemm_rates: &[super::blas::GemmRate],
-) -> Vec<ComputeCeiling> {
+fn compute_ceilings(measured: Vec<MeasuredCompute>, at_clock: &GpuPeaks, gemm_rates: &[super::blas::GemmRate]) -> Vec<ComputeCeiling> {
     measured
         .into_iter()
         .map(|(prec, kernel, gflops, samples_ms)| {

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, sys::CUdevice_attribute as Attr};
 
-pub use crate::model::gpu::{
-    ArchRates, GPU_MACHINE_SCHEMA, GpuMachine, GpuPeaks, apply_ncu_peaks, arch_rates, roofs_from_machine, theoretical_peaks,
-};
+use crate::model::gpu::{arch_rates, theoretical_peaks};
+use crate::schema::gpu::{GPU_MACHINE_SCHEMA, GpuMachine, GpuPeaks};
 
 /// Whether the CUDA driver library can be loaded (cudarc panics on first use otherwise).
 pub fn driver_present() -> bool {

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::device::{self, GpuMachine};
+use super::device;
 use super::kernels::{KArg, Suite, cuda_err, grid_for, time_median};
 use crate::error::{Error, Result};
+use crate::schema::gpu::GpuMachine;
 use crate::schema::{Bytes, Flops, Point, Provenance, Source};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 

@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, View};
+use super::{Exporter, NamedReport, View};
 use crate::error::Result;
-use crate::model::{ModelKind, isa_label, level_label, level_rank};
+use crate::model::{Analysis, ModelKind, RoofSet, isa_label, level_label, level_rank};
 use crate::schema::report::{Bound, Point};
 use crate::schema::units::{seconds, si_unit, sig3};
 
@@ -57,8 +57,30 @@ pub fn render(view: &View) -> String {
 }
 
 fn render_one(view: &View) -> String {
+    let mut o = roofs_line(&view.roofs);
+    o.push_str(&overview(view));
+    for (r, p, a) in view.points() {
+        if a.skipped.is_none() {
+            o.push_str(&point_details(view, r, p, a));
+        }
+    }
+    // GPU points measured with the instruction metrics: their instruction roofline (GPU
+    // imports come with `analysis`; a regions-only build has none).
+    #[cfg(any(feature = "analysis", feature = "plot"))]
+    o.push_str(&super::instruction::text_section(view.points().map(|(_, p, _)| p)));
+    let skipped = view.skipped();
+    if !skipped.is_empty() {
+        o.push_str("\nskipped (cannot be placed on a roofline):\n");
+        for (r, p, why) in skipped {
+            let _ = writeln!(o, "  {p} [{r}]: {why}");
+        }
+    }
+    o
+}
+
+/// The roofs in one line: peaks per precision, then each memory level's bandwidth.
+fn roofs_line(roofs: &RoofSet) -> String {
     let mut o = String::new();
-    let roofs = &view.roofs;
     if !roofs.is_empty() {
         let kind = if roofs.compute.iter().all(|c| c.empirical) && roofs.bandwidth.iter().all(|b| b.empirical) {
             "empirical"
@@ -95,7 +117,12 @@ fn render_one(view: &View) -> String {
     } else {
         o.push_str("roofs: none (no ceilings in the report, no --ceilings, no machine peaks): attainable figures unknown\n");
     }
-    // Overview
+    o
+}
+
+/// One row per point: GFLOP/s, AI at core and DRAM, attainable, roof fraction, bound.
+fn overview(view: &View) -> String {
+    let mut o = String::new();
     let name_w = view
         .points()
         .map(|(r, p, _)| view.point_label(r, p).chars().count())
@@ -142,94 +169,84 @@ fn render_one(view: &View) -> String {
             );
         }
     }
-    // Details
-    for (r, p, a) in view.points() {
-        if a.skipped.is_some() {
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "\n{}  [{}, {} thread{}]",
-            view.point_label(r, p),
-            p.source.as_deref().unwrap_or(&r.name),
-            p.threads,
-            if p.threads == 1 { "" } else { "s" }
-        );
-        let spread = p.spread().map(|s| format!(" (spread {:.1}%)", s * 100.0)).unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "  W {}{}   T {}{} over {} rep(s){}",
-            si_unit(p.flops.total, "FLOP"),
-            prov(p, None),
-            seconds(p.seconds),
-            spread,
-            p.seconds_samples.len(),
-            p.provenance.seconds.map(|s| format!(" ({})", s.name())).unwrap_or_default()
-        );
-        let q: Vec<String> = levels_of(p)
-            .iter()
-            .map(|l| format!("{} {}{}", l, si_unit(p.bytes[*l], "B"), prov(p, Some(l))))
-            .collect();
-        let _ = writeln!(o, "  Q {}", q.join(", "));
-        let gbs: Vec<String> = levels_of(p)
-            .iter()
-            .filter_map(|l| p.gbs.get(*l).map(|g| format!("{l} {}", sig3(*g))))
-            .collect();
-        let ai: Vec<String> = levels_of(p)
-            .iter()
-            .filter_map(|l| a.ai.get(*l).map(|x| format!("{l} {}", sig3(*x))))
-            .collect();
-        let _ = writeln!(
-            o,
-            "  {} GFLOP/s   GB/s: {}   AI (flop/B): {}",
-            crate::model::point_rate(p).map(sig3).unwrap_or_else(|| "-".into()),
-            gbs.join(", "),
-            ai.join(", ")
-        );
-        let att: Vec<String> = [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware]
-            .iter()
-            .filter_map(|m| a.get(*m))
-            .map(|x| format!("{} {} GFLOP/s", x.model.name(), sig3(x.gflops)))
-            .collect();
-        if att.is_empty() {
-            let _ = writeln!(o, "  attainable: unknown (no roofs for this point's levels)");
-        } else {
-            let _ = writeln!(o, "  attainable: {}", att.join("; "));
-        }
-        if let Some((_, per_level)) = crate::model::attainable_cache_aware(p, &r.roofs) {
-            let mut lv: Vec<(&String, &f64)> = per_level.iter().collect();
-            crate::util::sort_by_key(&mut lv, |(l, _)| level_rank(l));
-            let parts: Vec<String> = lv.iter().map(|(l, g)| format!("{} {}", level_label(l), sig3(**g))).collect();
-            let _ = writeln!(o, "  cache-aware roofs at core AI (GFLOP/s): {}", parts.join(", "));
-        }
-        if let Some(c) = &a.compute_roof {
-            let _ = writeln!(
-                o,
-                "  compute roof: {} {} {} ({})",
-                c.label,
-                sig3(c.gflops),
-                crate::model::rate_unit(crate::model::point_precision(p)),
-                c.why
-            );
-        }
-        if let (Some(f), Some(m)) = (a.roof_fraction, a.primary) {
-            let _ = writeln!(o, "  roof_fraction {:.1}% of the {} roof", f * 100.0, m.name());
-        }
-        let _ = writeln!(o, "  bound: {} → {}", bound_text(&a.bound), a.advice);
-        for n in &p.provenance.notes {
-            let _ = writeln!(o, "  note: {n}");
-        }
+    o
+}
+
+/// One point in full: W, T, Q per level, rates, AI, attainable per model, compute roof,
+/// bound and advice, notes.
+fn point_details(view: &View, r: &NamedReport, p: &Point, a: &Analysis) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\n{}  [{}, {} thread{}]",
+        view.point_label(r, p),
+        p.source.as_deref().unwrap_or(&r.name),
+        p.threads,
+        if p.threads == 1 { "" } else { "s" }
+    );
+    let spread = p.spread().map(|s| format!(" (spread {:.1}%)", s * 100.0)).unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "  W {}{}   T {}{} over {} rep(s){}",
+        si_unit(p.flops.total, "FLOP"),
+        prov(p, None),
+        seconds(p.seconds),
+        spread,
+        p.seconds_samples.len(),
+        p.provenance.seconds.map(|s| format!(" ({})", s.name())).unwrap_or_default()
+    );
+    let q: Vec<String> = levels_of(p)
+        .iter()
+        .map(|l| format!("{} {}{}", l, si_unit(p.bytes[*l], "B"), prov(p, Some(l))))
+        .collect();
+    let _ = writeln!(o, "  Q {}", q.join(", "));
+    let gbs: Vec<String> = levels_of(p)
+        .iter()
+        .filter_map(|l| p.gbs.get(*l).map(|g| format!("{l} {}", sig3(*g))))
+        .collect();
+    let ai: Vec<String> = levels_of(p)
+        .iter()
+        .filter_map(|l| a.ai.get(*l).map(|x| format!("{l} {}", sig3(*x))))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  {} GFLOP/s   GB/s: {}   AI (flop/B): {}",
+        crate::model::point_rate(p).map(sig3).unwrap_or_else(|| "-".into()),
+        gbs.join(", "),
+        ai.join(", ")
+    );
+    let att: Vec<String> = [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware]
+        .iter()
+        .filter_map(|m| a.get(*m))
+        .map(|x| format!("{} {} GFLOP/s", x.model.name(), sig3(x.gflops)))
+        .collect();
+    if att.is_empty() {
+        let _ = writeln!(o, "  attainable: unknown (no roofs for this point's levels)");
+    } else {
+        let _ = writeln!(o, "  attainable: {}", att.join("; "));
     }
-    // GPU points measured with the instruction metrics: their instruction roofline (GPU
-    // imports come with `analysis`; a regions-only build has none).
-    #[cfg(any(feature = "analysis", feature = "plot"))]
-    o.push_str(&super::instruction::text_section(view.points().map(|(_, p, _)| p)));
-    let skipped = view.skipped();
-    if !skipped.is_empty() {
-        o.push_str("\nskipped (cannot be placed on a roofline):\n");
-        for (r, p, why) in skipped {
-            let _ = writeln!(o, "  {p} [{r}]: {why}");
-        }
+    if let Some((_, per_level)) = crate::model::attainable_cache_aware(p, &r.roofs) {
+        let mut lv: Vec<(&String, &f64)> = per_level.iter().collect();
+        crate::util::sort_by_key(&mut lv, |(l, _)| level_rank(l));
+        let parts: Vec<String> = lv.iter().map(|(l, g)| format!("{} {}", level_label(l), sig3(**g))).collect();
+        let _ = writeln!(o, "  cache-aware roofs at core AI (GFLOP/s): {}", parts.join(", "));
+    }
+    if let Some(c) = &a.compute_roof {
+        let _ = writeln!(
+            o,
+            "  compute roof: {} {} {} ({})",
+            c.label,
+            sig3(c.gflops),
+            crate::model::rate_unit(crate::model::point_precision(p)),
+            c.why
+        );
+    }
+    if let (Some(f), Some(m)) = (a.roof_fraction, a.primary) {
+        let _ = writeln!(o, "  roof_fraction {:.1}% of the {} roof", f * 100.0, m.name());
+    }
+    let _ = writeln!(o, "  bound: {} → {}", bound_text(&a.bound), a.advice);
+    for n in &p.provenance.notes {
+        let _ = writeln!(o, "  note: {n}");
     }
     o
 }

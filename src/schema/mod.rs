@@ -7,6 +7,7 @@
 //!   sweep against working-set size and its plateaus;
 //! - [`documents`]: the sweep, events, validate, validate-perf and compare documents and
 //!   the kernel list;
+//! - [`gpu`]: `roofline.gpu-machine/1` and `roofline.gpu-ceilings/1`;
 //! - [`environment`]: where and how a report was produced;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
 //! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
@@ -14,6 +15,7 @@
 pub mod ceilings;
 pub mod documents;
 pub mod environment;
+pub mod gpu;
 pub mod report;
 pub mod stats;
 #[cfg(feature = "analysis")]

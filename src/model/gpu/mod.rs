@@ -10,13 +10,12 @@
 //! (only the schema's `Roofs` and `Point`, as the rest of `model/` does). No cudarc here: `gpu import` of a
 //! capture works without the `gpu` feature or a driver.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+use crate::schema::gpu::{GPU_CEILINGS_SCHEMA, GPU_MACHINE_SCHEMA, GpuCeilings, GpuMachine, GpuPeaks};
 
 pub mod regime;
 pub mod table;
-
-pub const GPU_MACHINE_SCHEMA: &str = "roofline.gpu-machine/1";
 
 /// Per-SM, per-cycle throughput of one architecture (dense, not sparse: ncu's generic tensor
 /// peak metrics are the sparse ones, twice these).
@@ -93,49 +92,6 @@ pub fn arch_rates(cc: (i32, i32)) -> Option<ArchRates> {
     })
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GpuPeaks {
-    pub fp64_gflops: Option<f64>,
-    pub fp32_gflops: Option<f64>,
-    pub fp16_gflops: Option<f64>,
-    /// Dense tensor peaks by input type.
-    pub tensor_gflops: BTreeMap<String, f64>,
-    /// HBM bandwidth: memory clock × 2 (double data rate) × bus width.
-    pub dram_gbs: Option<f64>,
-    /// From ncu's `*.peak_sustained` (bytes/cycle × SM clock) where measured.
-    pub l2_gbs: Option<f64>,
-    pub l1_gbs: Option<f64>,
-    /// The SM clock the peaks assume, GHz.
-    pub at_sm_ghz: Option<f64>,
-}
-
-/// `roofline.gpu-machine/1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuMachine {
-    pub schema: String,
-    pub kind: String,
-    pub ordinal: usize,
-    pub name: String,
-    pub compute_capability: String,
-    pub sms: u32,
-    pub sm_clock_max_ghz: Option<f64>,
-    pub memory_clock_ghz: Option<f64>,
-    pub memory_bus_bits: Option<u32>,
-    pub memory_bytes: u64,
-    pub l2_bytes: Option<u64>,
-    pub shared_per_sm_bytes: Option<u64>,
-    pub peaks: GpuPeaks,
-    /// Raw `*.peak_sustained` figures from ncu, when `--ncu` ran.
-    #[serde(default)]
-    pub ncu_peaks: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// Where each figure came from (driver, capture, datasheet table), one line each.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provenance: Vec<String>,
-}
-
 /// Theoretical peaks (GFLOP/s, GB/s) from the architecture table.
 pub fn theoretical_peaks(cc: (i32, i32), sms: u32, sm_ghz: Option<f64>, mem_ghz: Option<f64>, bus_bits: Option<u32>) -> GpuPeaks {
     let mut p = GpuPeaks {
@@ -172,7 +128,13 @@ pub fn roofs_from_machine(machine: &serde_json::Value) -> Option<crate::schema::
     if machine.get("schema").and_then(|s| s.as_str()) != Some(GPU_MACHINE_SCHEMA) {
         return None;
     }
-    let p: GpuPeaks = serde_json::from_value(machine.get("peaks")?.clone()).ok()?;
+    let peaks: GpuPeaks = serde_json::from_value(machine.get("peaks")?.clone()).ok()?;
+    roofs_from_peaks(&peaks)
+}
+
+/// Theoretical roofs from a GPU's peaks: FP64 and FP32 FMA (and no-FMA at half), FP16, one
+/// roof per tensor input type, DRAM/L2/L1 bandwidth. None when it holds none.
+pub fn roofs_from_peaks(p: &GpuPeaks) -> Option<crate::schema::report::Roofs> {
     let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0);
     let mut compute = BTreeMap::new();
     for (precision, peak) in [("double", p.fp64_gflops), ("single", p.fp32_gflops)] {
@@ -434,19 +396,14 @@ fn warn_of_missing_roofs(m: &mut GpuMachine) {
 /// Empirical roofs from a `roofline.gpu-ceilings/1` document (`gpu ceilings`): FP64/FP32/FP16
 /// FMA and tensor (bf16) kernels, HBM/L2/shared bandwidth (best kernel per level; shared as
 /// `l1`). None when it holds none.
-pub fn roofs_from_gpu_ceilings(doc: &serde_json::Value) -> Option<crate::schema::report::Roofs> {
-    if doc.get("schema").and_then(|s| s.as_str()) != Some("roofline.gpu-ceilings/1") {
+pub fn roofs_from_gpu_ceilings(doc: &GpuCeilings) -> Option<crate::schema::report::Roofs> {
+    if doc.schema != GPU_CEILINGS_SCHEMA {
         return None;
     }
     let mut compute: BTreeMap<String, f64> = BTreeMap::new();
-    for c in doc.get("compute")?.as_array()? {
-        let (Some(p), Some(g)) = (
-            c.get("precision").and_then(|v| v.as_str()),
-            c.get("gflops").and_then(|v| v.as_f64()),
-        ) else {
-            continue;
-        };
-        let key = match p {
+    for c in &doc.compute {
+        let g = c.gflops;
+        let key = match c.precision.as_str() {
             "fp64" => "double.gpu.fma".to_string(),
             "fp32" => "single.gpu.fma".to_string(),
             "fp16" => "half.gpu.fma".to_string(),
@@ -459,11 +416,9 @@ pub fn roofs_from_gpu_ceilings(doc: &serde_json::Value) -> Option<crate::schema:
         }
     }
     let mut bandwidth: BTreeMap<String, f64> = BTreeMap::new();
-    for b in doc.get("bandwidth").and_then(|v| v.as_array()).into_iter().flatten() {
-        let (Some(l), Some(g)) = (b.get("level").and_then(|v| v.as_str()), b.get("gbs").and_then(|v| v.as_f64())) else {
-            continue;
-        };
-        let level = if l == "shared" { "l1" } else { l };
+    for b in &doc.bandwidth {
+        let g = b.gbs;
+        let level = if b.level == "shared" { "l1" } else { b.level.as_str() };
         if g.is_finite() && g > 0.0 {
             let e = bandwidth.entry(level.to_string()).or_insert(0.0);
             *e = e.max(g);
@@ -496,11 +451,11 @@ pub fn ceilings_cache_path(device_name: &str) -> Option<std::path::PathBuf> {
 /// ceilings` ran on it), the theoretical peaks of `machine` beside them for what they lack.
 /// Returns the roofs and one line saying where they came from.
 pub fn report_roofs(machine: &GpuMachine) -> (Option<crate::schema::report::Roofs>, Option<String>) {
-    let theory = serde_json::to_value(machine).ok().and_then(|v| roofs_from_machine(&v));
+    let theory = roofs_from_peaks(&machine.peaks);
     let cached = ceilings_cache_path(&machine.name).and_then(|p| {
         let text = std::fs::read_to_string(&p).ok()?;
-        let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
-        (doc.pointer("/machine/name").and_then(|n| n.as_str()) == Some(machine.name.as_str())).then_some(())?;
+        let doc: GpuCeilings = serde_json::from_str(&text).ok()?;
+        (doc.machine.name == machine.name).then_some(())?;
         roofs_from_gpu_ceilings(&doc).map(|r| (r, p))
     });
     match (cached, theory) {
@@ -606,6 +561,41 @@ mod tests {
         assert_eq!(p.fp16_gflops, p.fp32_gflops);
         let unknown = theoretical_peaks((3, 0), 10, Some(1.0), None, None);
         assert!(unknown.fp64_gflops.is_none() && unknown.dram_gbs.is_none());
+    }
+
+    #[test]
+    fn roofs_from_a_gpu_ceilings_document_take_the_best_kernel_per_roof() {
+        let text = include_str!("../../../tests/fixtures/ncu/gpu_ceilings_h100.json");
+        let raw: serde_json::Value = serde_json::from_str(text).unwrap();
+        let doc: GpuCeilings = serde_json::from_str(text).unwrap();
+        let r = roofs_from_gpu_ceilings(&doc).unwrap();
+        // The expected roofs read from the raw document: the largest rate per precision and
+        // per level, shared memory as l1.
+        let best = |list: &str, key: &str, want: &str, field: &str| {
+            raw[list]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x[key] == want)
+                .filter_map(|x| x[field].as_f64())
+                .reduce(f64::max)
+                .unwrap()
+        };
+        assert_eq!(r.compute_gflops["double.gpu.fma"], best("compute", "precision", "fp64", "gflops"));
+        assert_eq!(
+            r.compute_gflops["tensor_bf16.gpu.fma"],
+            best("compute", "precision", "tensor_bf16", "gflops")
+        );
+        assert_eq!(r.bandwidth_gbs["dram"], best("bandwidth", "level", "dram", "gbs"));
+        assert_eq!(r.bandwidth_gbs["l1"], best("bandwidth", "level", "shared", "gbs"));
+        assert_eq!(r.bandwidth_traffic_gbs, r.bandwidth_gbs);
+        assert_eq!(r.kind, "empirical");
+        // Another schema: no roofs.
+        let other = GpuCeilings {
+            schema: "roofline.gpu-ceilings/0".into(),
+            ..doc
+        };
+        assert!(roofs_from_gpu_ceilings(&other).is_none());
     }
 
     #[test]

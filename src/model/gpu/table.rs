@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-use super::GpuPeaks;
+use crate::schema::gpu::GpuPeaks;
 
 const NVIDIA_TOML: &str = include_str!("../../../platforms/gpu/nvidia.toml");
 

@@ -1,13 +1,14 @@
 //! `roofline gpu …`: the GPU machine, its ceilings, and the per-kernel points as text.
 
-use crate::gpu::{ceilings, device, ncu};
+use crate::gpu::ncu;
 use crate::schema::Point;
+use crate::schema::gpu::{GpuCeilings, GpuMachine};
 
 fn opt(v: Option<f64>, scale: f64, prec: usize) -> String {
     v.map(|x| format!("{:.*}", prec, x / scale)).unwrap_or_else(|| "-".into())
 }
 
-pub fn machine_table(m: &device::GpuMachine) -> String {
+pub fn machine_table(m: &GpuMachine) -> String {
     let mut s = String::new();
     s += &format!("GPU {}: {} (compute capability {})\n", m.ordinal, m.name, m.compute_capability);
     s += &format!(
@@ -42,7 +43,7 @@ pub fn machine_table(m: &device::GpuMachine) -> String {
     s
 }
 
-pub fn ceilings_table(c: &ceilings::GpuCeilings) -> String {
+pub fn ceilings_table(c: &GpuCeilings) -> String {
     let mut s = format!(
         "GPU ceilings on {} (SM clock measured {} GHz)\n",
         c.machine.name,

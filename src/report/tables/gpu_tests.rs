@@ -1,7 +1,7 @@
 use super::*;
 use crate::report::tables::tests::point;
 
-fn h200() -> device::GpuMachine {
+fn h200() -> GpuMachine {
     let r: serde_json::Value = serde_json::from_str(include_str!("../../../tests/fixtures/ncu/gpu_run_dgemm.json")).unwrap();
     serde_json::from_value(r["machine"].clone()).unwrap()
 }
@@ -38,7 +38,7 @@ fn the_machine_with_unknown_figures_as_dashes() {
 
 #[test]
 fn ceilings_list_compute_bandwidth_and_the_sweep() {
-    let c: ceilings::GpuCeilings = serde_json::from_str(include_str!("../../../tests/fixtures/ncu/gpu_ceilings_h100.json")).unwrap();
+    let c: GpuCeilings = serde_json::from_str(include_str!("../../../tests/fixtures/ncu/gpu_ceilings_h100.json")).unwrap();
     let t = ceilings_table(&c);
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines[0], "GPU ceilings on NVIDIA H100 80GB HBM3 (SM clock measured 2.031 GHz)");
