@@ -55,7 +55,7 @@ pub use formulas::to_measurement;
 pub use group::{CounterSet, CounterSource, EventCount, RawCount, Scaled, Target, other_threads, scale};
 #[cfg(any(test, feature = "analysis"))]
 pub use group::{GroupReading, parse_group_read};
-pub use plan::{FIXED_COUNTER_BASE, plan_groups, schedulable};
+pub use plan::{CounterNeeds, FIXED_COUNTER_BASE, first_fit_groups, plan_groups, schedulable};
 pub use platform::{
     ECORE_CYCLES, core_counters, core_counters_for, counters_for_platform, generic_hw_event, identify_platform, nmi_watchdog_on,
     raw_config, resolve_platform_events, software_events, yield_fixed_cycles_to_watchdog,
