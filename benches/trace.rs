@@ -14,6 +14,7 @@
 //! Run: `cargo bench --bench trace -- --noplot`. Throughput is reported in traced instructions per second.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use roofline::__private::perf::CommandSpec;
 use roofline::__private::trace::{self, CountingSink, TraceMode, TraceOptions};
 
 /// A suite-style streaming loop: one block per iteration (load, multiply, add, advance).
@@ -73,13 +74,14 @@ fn bench(c: &mut Criterion) {
         "/dev/null".to_string(),
         input.display().to_string(),
     ];
+    let sort = CommandSpec::resolve(&argv).expect("sort in PATH");
     let mut o = TraceOptions::default();
-    let probe = trace::trace_command(&argv, &mut o).expect("trace sort");
+    let probe = trace::trace_command(&sort, &mut o).expect("trace sort");
     g.throughput(Throughput::Elements(probe.total.instructions));
     g.bench_function("binary/flops", |b| {
         b.iter(|| {
             let mut o = TraceOptions::default();
-            trace::trace_command(&argv, &mut o).unwrap()
+            trace::trace_command(&sort, &mut o).unwrap()
         })
     });
     g.bench_function("binary/single_step", |b| {
@@ -89,7 +91,7 @@ fn bench(c: &mut Criterion) {
                 by_function: false,
                 sink: Some(Box::new(CountingSink::default())),
             };
-            trace::trace_command(&argv, &mut o).unwrap()
+            trace::trace_command(&sort, &mut o).unwrap()
         })
     });
     g.bench_function("binary/memory", |b| {
@@ -99,7 +101,7 @@ fn bench(c: &mut Criterion) {
                 by_function: false,
                 sink: Some(Box::new(CountingSink::default())),
             };
-            trace::trace_command(&argv, &mut o).unwrap()
+            trace::trace_command(&sort, &mut o).unwrap()
         })
     });
     g.finish();
@@ -177,7 +179,8 @@ fn bench_threads(c: &mut Criterion) {
                 by_function: false,
                 sink: Some(sim()),
             };
-            let probe = trace::trace_command(&argv, &mut o).expect("trace");
+            let cmd = CommandSpec::resolve(&argv).expect("the fixture built");
+            let probe = trace::trace_command(&cmd, &mut o).expect("trace");
             eprintln!("{name}: {} instructions, levels {:?}", probe.total.instructions, probe.levels);
             g.throughput(Throughput::Elements(probe.total.instructions));
             g.bench_function(name, |b| {
@@ -187,7 +190,7 @@ fn bench_threads(c: &mut Criterion) {
                         by_function: false,
                         sink: Some(sim()),
                     };
-                    trace::trace_command(&argv, &mut o).unwrap()
+                    trace::trace_command(&cmd, &mut o).unwrap()
                 })
             });
         }
@@ -198,8 +201,9 @@ fn bench_threads(c: &mut Criterion) {
             // reads the environment concurrently.
             unsafe { std::env::set_var(k, v) };
         }
+        let cmd = CommandSpec::resolve(argv).expect("the fixture built");
         let mut o = TraceOptions::default();
-        let probe = trace::trace_command(argv, &mut o).expect("trace");
+        let probe = trace::trace_command(&cmd, &mut o).expect("trace");
         eprintln!(
             "{name}: W {} flops, {} instructions, {} threads",
             probe.total.flops_total(),
@@ -210,7 +214,7 @@ fn bench_threads(c: &mut Criterion) {
         g.bench_function(name.as_str(), |b| {
             b.iter(|| {
                 let mut o = TraceOptions::default();
-                trace::trace_command(argv, &mut o).unwrap()
+                trace::trace_command(&cmd, &mut o).unwrap()
             })
         });
         for (k, _) in env {

@@ -132,7 +132,7 @@ pub mod __private {
         #[cfg(feature = "analysis")]
         pub use crate::counters::perf::parse_group_read;
         #[cfg(feature = "trace")]
-        pub use crate::counters::perf::{CommandSpec, run_command};
+        pub use crate::counters::{command::CommandSpec, perf::run_command};
         pub use crate::counters::perf::{
             CounterSet, EventCount, SYSFS_PMUS, Scope, Target, core_counters_for, core_pmu, counters_for_platform, identify_platform,
             parse_cpu_list, plan_groups, scale, software_events,

@@ -6,7 +6,7 @@ fn ctrl_c_kills_the_traced_command_and_exits_130() {
     let pidfile = dir.path().join("pid");
     let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("roofline"))
-        .args(["validate", "--trace-command", "--", "/bin/sh", "-c", &script])
+        .args(["measure", "--backend", "trace", "--", "/bin/sh", "-c", &script])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

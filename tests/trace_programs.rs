@@ -50,10 +50,15 @@ fn pick(seed: &mut u64, lo: u64, hi: u64) -> u64 {
     lo + *seed % (hi - lo)
 }
 
+/// The simulated hierarchy of memory-mode runs whose levels no test reads (fixed, so that no
+/// run depends on this machine's caches).
+const SMALL_CACHE: &str = "L1=32KiB:8,L2=256KiB:8";
+
+/// The whole run's point of `roofline measure --backend trace` on `args`.
 fn trace(dir: &Path, args: &[&str], env: &[(&str, &str)], by_function: bool) -> Value {
     let out = dir.join("m.json");
     let mut c = Command::cargo_bin("roofline").unwrap();
-    c.args(["validate", "--trace-command", "-o"]).arg(&out);
+    c.args(["measure", "--backend", "trace", "-o"]).arg(&out);
     if by_function {
         c.arg("--by-function");
     }
@@ -62,7 +67,13 @@ fn trace(dir: &Path, args: &[&str], env: &[(&str, &str)], by_function: bool) -> 
         c.env(k, v);
     }
     c.timeout(std::time::Duration::from_secs(60)).assert().success();
-    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    whole_run(&out)
+}
+
+/// The whole run's point (the first) of the report at `path`.
+fn whole_run(path: &Path) -> Value {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    doc["points"][0].clone()
 }
 
 /// Whether `setarch -R` runs (ASLR off: the same addresses in every run); says so when not.
@@ -243,7 +254,7 @@ fn crash_exits_with_the_signal_and_writes_nothing() {
     let out = dir.path().join("m.json");
     let a = Command::cargo_bin("roofline")
         .unwrap()
-        .args(["validate", "--trace-command", "-o"])
+        .args(["measure", "--backend", "trace", "-o"])
         .arg(&out)
         .arg("--")
         .arg(&exe)
@@ -258,7 +269,7 @@ fn crash_exits_with_the_signal_and_writes_nothing() {
 fn missing_command_is_an_input_error_with_its_path() {
     let a = Command::cargo_bin("roofline")
         .unwrap()
-        .args(["validate", "--trace-command", "--", "/no/such/prog"])
+        .args(["measure", "--backend", "trace", "--", "/no/such/prog"])
         .assert()
         .code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("/no/such/prog"));
@@ -267,7 +278,7 @@ fn missing_command_is_an_input_error_with_its_path() {
     std::fs::write(&plain, "not a program").unwrap();
     let a = Command::cargo_bin("roofline")
         .unwrap()
-        .args(["validate", "--trace-command", "--"])
+        .args(["measure", "--backend", "trace", "--"])
         .arg(&plain)
         .assert()
         .code(2);
@@ -278,7 +289,7 @@ fn missing_command_is_an_input_error_with_its_path() {
 fn failing_command_status_is_passed_through() {
     Command::cargo_bin("roofline")
         .unwrap()
-        .args(["validate", "--trace-command", "--", "false"])
+        .args(["measure", "--backend", "trace", "--", "false"])
         .assert()
         .code(1);
 }
@@ -299,7 +310,7 @@ fn run_ahead_counts_equal_single_stepping() {
         let out = dir.path().join(format!("{mode}.json"));
         Command::cargo_bin("roofline")
             .unwrap()
-            .args(["validate", "--trace-command", "--trace", mode, "-o"])
+            .args(["measure", "--backend", "trace", "--trace", mode, "-o"])
             .arg(&out)
             .arg("--")
             .arg(&exe)
@@ -307,7 +318,7 @@ fn run_ahead_counts_equal_single_stepping() {
             .timeout(std::time::Duration::from_secs(120))
             .assert()
             .success();
-        serde_json::from_str::<Value>(&std::fs::read_to_string(&out).unwrap()).unwrap()
+        whole_run(&out)
     };
     let fast = run("flops");
     let slow = run("reference");
@@ -389,7 +400,7 @@ fn loops_run_ahead_equal_single_stepping_in_both_modes() {
     Command::new("setarch")
         .arg("-R")
         .arg(assert_cmd::cargo::cargo_bin("roofline"))
-        .args(["validate", "--trace-command", "-o"])
+        .args(["measure", "--backend", "trace", "-o"])
         .arg(&out)
         .arg("--")
         .arg(&exe)
@@ -397,7 +408,7 @@ fn loops_run_ahead_equal_single_stepping_in_both_modes() {
         .timeout(std::time::Duration::from_secs(120))
         .assert()
         .success();
-    let flops: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let flops = whole_run(&out);
     assert_eq!(flops["flops"], reference["flops"]);
     for key in ["core_load_bytes", "core_store_bytes"] {
         assert_eq!(flops["extra"][key], reference["extra"][key], "{key}");
@@ -485,16 +496,19 @@ fn signal_handlers_are_counted_and_their_returns_are_not_mispredictions() {
     let args = [exe.to_str().unwrap().to_string(), n.to_string(), m.to_string(), r.to_string()];
     for mode in ["flops", "memory"] {
         let out = dir.path().join(format!("sig-{mode}.json"));
-        Command::cargo_bin("roofline")
-            .unwrap()
-            .args(["validate", "--trace-command", "--trace", mode, "-o"])
+        let mut c = Command::cargo_bin("roofline").unwrap();
+        c.args(["measure", "--backend", "trace", "--trace", mode]);
+        if mode == "memory" {
+            c.args(["--cache", SMALL_CACHE]);
+        }
+        c.arg("-o")
             .arg(&out)
             .arg("--")
             .args(&args)
             .timeout(std::time::Duration::from_secs(120))
             .assert()
             .success();
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let v = whole_run(&out);
         let what = format!("{mode}: n={n} m={m} r={r}");
         assert_eq!(class(&v, "scalar_double"), 2 * r * (n + m), "{what}: the loop and the handler");
         let t = &v["extra"]["trace"];

@@ -82,19 +82,38 @@ fn pick(seed: &mut u64, lo: u64, hi: u64) -> u64 {
     lo + *seed % (hi - lo)
 }
 
-/// Trace a command in `mode` (flops = the fast path, reference = single-step everything).
+/// The simulated hierarchy of memory-mode runs whose levels no test reads (fixed, so that no
+/// run depends on this machine's caches).
+const SMALL_CACHE: &str = "L1=32KiB:8,L2=256KiB:8";
+
+/// `roofline measure --backend trace` in `mode` (flops = the fast path, reference =
+/// single-step everything) with `--by-function`: the whole run's point.
 fn trace(dir: &Path, mode: &str, args: &[&str], env: &[(&str, String)]) -> Value {
     let out = dir.join(format!("m-{mode}-{}.json", std::process::id()));
-    let mut c = Command::cargo_bin("roofline").unwrap();
-    c.args(["validate", "--trace-command", "--by-function", "--trace", mode, "-o"])
-        .arg(&out)
-        .arg("--")
-        .args(args);
+    let mut c = measure_trace(mode);
+    c.arg("--by-function").arg("-o").arg(&out).arg("--").args(args);
     for (k, v) in env {
         c.env(k, v);
     }
     c.timeout(std::time::Duration::from_secs(300)).assert().success();
-    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    whole_run(&out)
+}
+
+/// `roofline measure --backend trace --trace MODE` (with a small simulated hierarchy in
+/// memory mode).
+fn measure_trace(mode: &str) -> Command {
+    let mut c = Command::cargo_bin("roofline").unwrap();
+    c.args(["measure", "--backend", "trace", "--trace", mode]);
+    if mode == "memory" {
+        c.args(["--cache", SMALL_CACHE]);
+    }
+    c
+}
+
+/// The whole run's point (the first) of the report at `path`.
+fn whole_run(path: &Path) -> Value {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    doc["points"][0].clone()
 }
 
 fn w(m: &Value) -> u64 {
@@ -367,9 +386,8 @@ fn fork_while_threads_run_kill_mid_loop_and_debug_registers() {
         // exit_group while a worker is mid-loop: the trips it ran are counted at its exit stop
         // (at least what the main thread saw it publish; 2 flops per trip), and no hang.
         let out = dir.path().join(format!("k-{mode}.json"));
-        let o = Command::cargo_bin("roofline")
-            .unwrap()
-            .args(["validate", "--trace-command", "--trace", mode, "-o"])
+        let o = measure_trace(mode)
+            .arg("-o")
             .arg(&out)
             .arg("--")
             .arg(&exes["kill_mid_loop"])
@@ -377,8 +395,10 @@ fn fork_while_threads_run_kill_mid_loop_and_debug_registers() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let seen: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-        let k: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // The traced run's line, the first (the native run after it prints its own).
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let seen: u64 = stdout.lines().next().unwrap().trim().parse().unwrap();
+        let k = whole_run(&out);
         clean(&k, "kill");
         let worker = k["extra"]["per_thread"]
             .as_array()

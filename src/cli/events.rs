@@ -5,7 +5,8 @@
 use clap::Args as ClapArgs;
 
 use super::common::{OutputArgs, PlatformArg};
-use crate::counters::events::{self as ev, PerfStatPlan};
+use crate::counters::events as ev;
+use crate::counters::perf::PerfStatPlan;
 use crate::error::Error;
 use crate::machine::Platform;
 use crate::report::tables::events::events_table;

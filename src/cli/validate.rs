@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use crate::cli::common::{OutputArgs, PlatformArg};
 use crate::counters::BackendKind;
 use crate::counters::cachesim;
-use crate::counters::trace::{self, TraceMode, TraceOptions};
+use crate::counters::trace::TraceMode;
 use crate::error::Error;
 use crate::report::tables::validate::table;
 use crate::report::tables::validate_perf;
@@ -50,9 +50,6 @@ pub struct Args {
     /// variant, no timing), for `roofline gate`.
     #[arg(long, value_name = "FILE")]
     pub report: Option<std::path::PathBuf>,
-    /// Internal: trace a command and print its measurement as JSON (tests and the perf helper).
-    #[arg(long = "trace-command", hide = true)]
-    pub trace_command: bool,
     /// `memory`: single-step every instruction (a slow cross-check of the block counting) and
     /// feed a small simulated cache hierarchy (`--cache`); the streaming kernels then run at 4×
     /// its last level and their DRAM Q must be within 2 % of their compulsory traffic
@@ -63,12 +60,6 @@ pub struct Args {
     /// (default: a small one, `L1=4KiB:4,L2=32KiB:8`, so the streaming kernels are traced at 128 KiB).
     #[arg(long, value_name = "SPEC")]
     pub cache: Option<String>,
-    /// Internal: with --trace-command, attribute per function.
-    #[arg(long = "by-function", hide = true)]
-    pub by_function: bool,
-    /// Internal: the command of --trace-command.
-    #[arg(last = true, hide = true)]
-    pub command: Vec<String>,
 }
 
 fn fresh_seed() -> u64 {
@@ -78,34 +69,9 @@ fn fresh_seed() -> u64 {
         .unwrap_or(7)
 }
 
-fn run_trace_command(args: &Args) -> anyhow::Result<i32> {
-    let opts = TraceOptions {
-        mode: args.trace_mode,
-        by_function: args.by_function,
-        sink: None,
-    };
-    let m = if args.trace_mode == TraceMode::Memory {
-        let (m, _sink) =
-            trace::measure_command_with_sink(&args.command, args.by_function, Box::new(trace::CountingSink::default()), false)?;
-        m
-    } else {
-        trace::measure_command(&args.command, &opts)?
-    };
-    let p = m.into_point(args.command.join(" "));
-    let text = serde_json::to_string_pretty(&p)?;
-    match &args.output.output {
-        Some(path) => crate::util::write_atomic(path, text.as_bytes())?,
-        None => println!("{text}"),
-    }
-    Ok(0)
-}
-
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(spec) = &args.platform.platform {
         crate::machine::set_platform(spec)?;
-    }
-    if args.trace_command {
-        return run_trace_command(&args);
     }
     let out = args.output.check(&["json"])?;
     let report_out = match &args.report {

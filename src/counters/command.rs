@@ -1,14 +1,42 @@
 //! The commands roofline measures: finding the program the way `execvp` will, once, before
 //! anything starts, so that every backend refuses a missing or unrunnable command with the same
-//! cause and hint.
+//! cause and hint; the exit code a finished one passes on.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 
 use crate::error::{Error, Result};
 
 /// The search path when the environment has no PATH.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// A command line to run: under counters, under the tracer or natively.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    /// `argv[0]` as [`resolve_program`](crate::counters::command::resolve_program) found it,
+    /// once, before anything started; the child gets this path as its `argv[0]`.
+    pub program: PathBuf,
+    /// The command line, `argv[0]` as the user wrote it.
+    pub argv: Vec<String>,
+    /// Variables added to the command's environment.
+    pub env: Vec<(String, String)>,
+}
+
+impl CommandSpec {
+    /// `argv` with its program resolved ([`resolve_program`]) and no variables added: a
+    /// missing, non-executable or empty command is an input error here, before anything runs.
+    pub fn resolve(argv: &[String]) -> Result<CommandSpec> {
+        let Some(program) = argv.first() else {
+            return Err(Error::input("no command given", "roofline measure -- CMD [ARGS…]"));
+        };
+        Ok(CommandSpec {
+            program: resolve_program(program)?,
+            argv: argv.to_vec(),
+            env: Vec::new(),
+        })
+    }
+}
 
 /// Resolve CMD the way execvp will, so a missing or non-executable command is reported with
 /// its path before anything starts: "PATH is a directory", "PATH is not executable", "CMD: no
@@ -58,6 +86,16 @@ fn program_at(p: &Path) -> Option<Result<PathBuf>> {
         )));
     }
     Some(Ok(p.to_path_buf()))
+}
+
+/// The exit code to pass through for a finished command: its status, or 128 + signal.
+pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (c, None),
+        (None, Some(sig)) => (128 + sig, Some(sig)),
+        _ => (1, None),
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use std::io;
 
 use crate::counters::Measurement;
 use crate::counters::cachesim::CacheHierarchy;
+use crate::counters::command::CommandSpec;
 use crate::counters::perf::{self, CounterSource, CounterSpec, EventCount, RawCount, Scope};
 use crate::counters::trace::{self, AccessKind, AccessSink, TraceMode};
 use crate::error::{Error, Result};
@@ -679,9 +680,14 @@ fn dram_split(h: &CacheHierarchy) -> Option<(f64, f64)> {
 }
 
 /// The truth of one command: traced once in memory mode through `hierarchy`.
-pub(crate) fn trace_command_truth(argv: &[String], hierarchy: CacheHierarchy) -> Result<Measurement> {
+pub(crate) fn trace_command_truth(cmd: &CommandSpec, hierarchy: CacheHierarchy) -> Result<Measurement> {
     let shared = SharedHierarchy(std::rc::Rc::new(std::cell::RefCell::new(hierarchy)));
-    let (m, _) = trace::measure_command_with_sink(argv, false, Box::new(shared.clone()), false)?;
+    let mut opts = trace::TraceOptions {
+        mode: TraceMode::Memory,
+        by_function: false,
+        sink: Some(Box::new(shared.clone())),
+    };
+    let m = trace::measure_command(cmd, &mut opts)?;
     let split = dram_split(&shared.0.borrow());
     let mut m = m;
     m.extra.simulated_dram_split = split;

@@ -231,7 +231,8 @@ fn live_trace_probe() -> Result<(), String> {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program ({e})"))?;
     let argv = [exe.to_string_lossy().into_owned(), "--version".to_string()];
-    let child = crate::counters::trace::sys::spawn_traced(&argv).map_err(|e| first_line(&e.to_string()))?;
+    let cmd = crate::counters::command::CommandSpec::resolve(&argv).map_err(|e| first_line(&e.to_string()))?;
+    let child = crate::counters::trace::sys::spawn_traced(&cmd).map_err(|e| first_line(&e.to_string()))?;
     let result = match waitpid(child, Some(WaitPidFlag::__WALL)) {
         Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => nix::sys::ptrace::getregs(child)
             .map(drop)

@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::counters::perf::{self};
+use crate::counters::command::{self, CommandSpec};
 use crate::counters::{RegionMeasurement, region_times};
 use crate::error::{Error, Result};
 
-/// `repeat` native runs of `argv`, timed: the samples, or the status to pass on when one
+/// `repeat` native runs of `cmd`, timed: the samples, or the status to pass on when one
 /// failed (said on stderr).
-pub(crate) fn native_runs(argv: &[String], repeat: u32, after: &str) -> Result<std::result::Result<Vec<f64>, i32>> {
-    Ok(native_runs_with_regions(argv, repeat, after, None)?.map(|(samples, _)| samples))
+pub(crate) fn native_runs(cmd: &CommandSpec, repeat: u32, after: &str) -> Result<std::result::Result<Vec<f64>, i32>> {
+    Ok(native_runs_with_regions(cmd, repeat, after, None)?.map(|(samples, _)| samples))
 }
 
 /// Region times of one native run, per name.
@@ -22,7 +22,7 @@ pub(super) type TimedRuns = std::result::Result<(Vec<f64>, Vec<RunRegions>), i32
 
 /// [`native_runs`], each run also handing its region times back through `collector`.
 pub(super) fn native_runs_with_regions(
-    argv: &[String],
+    cmd: &CommandSpec,
     repeat: u32,
     after: &str,
     collector: Option<&region_times::Collector>,
@@ -30,7 +30,7 @@ pub(super) fn native_runs_with_regions(
     let mut samples = Vec::with_capacity(repeat as usize);
     let mut regions = Vec::new();
     for rep in 0..repeat {
-        match native_run(argv, collector.map(|c| c.env()))? {
+        match native_run(cmd, collector.map(|c| c.env()))? {
             Ok(secs) => {
                 samples.push(secs);
                 if let Some(c) = collector {
@@ -40,7 +40,7 @@ pub(super) fn native_runs_with_regions(
             Err((code, what)) => {
                 eprintln!(
                     "roofline: {} {what} in its native run {} of {} ({after}); no report written",
-                    argv[0],
+                    cmd.argv[0],
                     rep + 1,
                     repeat
                 );
@@ -83,25 +83,27 @@ pub(super) fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegion
     }
 }
 
-/// One native run of `argv` (no shell, stdio inherited), timed from spawn to exit:
-/// `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what happened)))` when it failed.
-pub(super) fn native_run(argv: &[String], env: Option<(&str, &Path)>) -> Result<std::result::Result<f64, (i32, String)>> {
-    let program = crate::counters::command::resolve_program(&argv[0])?;
-    let mut cmd = std::process::Command::new(&program);
-    cmd.args(&argv[1..]);
+/// One native run of `cmd` (no shell, stdio inherited), `env` added to its variables, timed
+/// from spawn to exit: `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what
+/// happened)))` when it failed.
+pub(super) fn native_run(cmd: &CommandSpec, env: Option<(&str, &Path)>) -> Result<std::result::Result<f64, (i32, String)>> {
+    let mut command = std::process::Command::new(&cmd.program);
+    command
+        .args(cmd.argv.get(1..).unwrap_or_default())
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)));
     if let Some((k, v)) = env {
-        cmd.env(k, v);
+        command.env(k, v);
     }
     let t0 = std::time::Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
+    let mut child = command.spawn().map_err(|e| {
         Error::input(
-            format!("cannot run {}: {e}", program.display()),
+            format!("cannot run {}: {e}", cmd.program.display()),
             "check the command and its permissions",
         )
     })?;
     let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
     let secs = t0.elapsed().as_secs_f64();
-    let (code, signal) = perf::exit_code(&status);
+    let (code, signal) = command::exit_code(&status);
     Ok(match signal {
         Some(sig) => Err((code, format!("was killed by {}", signal_name(sig)))),
         None if code != 0 => Err((code, format!("exited with status {code}"))),

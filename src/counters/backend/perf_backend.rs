@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::counters::analytic::KernelRun;
-use crate::counters::perf::{self, CommandSpec, CounterSpec, EventCount, Scope};
+use crate::counters::command::CommandSpec;
+use crate::counters::perf::{self, CounterSpec, EventCount, Scope};
 use crate::counters::team::EventSet;
-use crate::counters::{BackendKind, Measurement, RegionMeasurement, events, region_times};
+use crate::counters::{BackendKind, Measurement, RegionMeasurement, command, events, region_times};
 use crate::error::{Error, Result};
 
 /// perf_event counters: the platform's events around a command's runs, or on every team
@@ -67,7 +68,7 @@ pub(super) fn perf_command(program: &Path, argv: &[String], opts: &CommandOption
     for rep in 0..opts.repeat {
         let run = perf::run_command(&specs, &plan, &cmd)?;
         taken.push(collector.take_run());
-        let (code, signal) = perf::exit_code(&run.status);
+        let (code, signal) = command::exit_code(&run.status);
         if let Some(sig) = signal {
             eprintln!(
                 "roofline: {} was killed by {} (run {} of {}); no report written",

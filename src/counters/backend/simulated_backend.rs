@@ -6,6 +6,7 @@ use roofline_kernels::{Kernel, Variant};
 
 use super::*;
 use crate::counters::analytic::{self, KernelRun};
+use crate::counters::command::CommandSpec;
 use crate::counters::perf::{self, CounterSpec, EventCount};
 use crate::counters::team::EventSet;
 use crate::counters::{BackendKind, Measurement, simulated};
@@ -62,7 +63,12 @@ impl Backend for SimulatedBackend {
     /// mode: W per class, bytes per level), then run natively `repeat` times (T); each run's
     /// counts are the simulated counters' over that run, read, scaled and turned into W and Q
     /// exactly as perf's are.
-    fn measure_command(&self, _program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+    fn measure_command(&self, program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+        let cmd = CommandSpec {
+            program: program.to_path_buf(),
+            argv: argv.to_vec(),
+            env: Vec::new(),
+        };
         if opts.events == EventSet::Software {
             return Err(Error::input(
                 "--backend simulated simulates the platform's hardware events, not software ones",
@@ -78,9 +84,9 @@ impl Backend for SimulatedBackend {
         }
         let mut set = pmu.open(specs.clone(), &plan)?;
         let hierarchy = cache_hierarchy(opts.cache.as_deref())?;
-        let traced = simulated::trace_command_truth(argv, hierarchy)?;
+        let traced = simulated::trace_command_truth(&cmd, hierarchy)?;
         let split = traced.extra.simulated_dram_split;
-        let samples = match native_runs(argv, opts.repeat, "after the trace")? {
+        let samples = match native_runs(&cmd, opts.repeat, "after the trace")? {
             Ok(s) => s,
             Err(status) => return Ok(CommandOutcome::Failed { status }),
         };

@@ -7,6 +7,7 @@ use roofline_kernels::{Kernel, Variant};
 
 use super::*;
 use crate::counters::analytic::{self, KernelRun};
+use crate::counters::command::CommandSpec;
 use crate::counters::trace::{self, TraceMode, tally::Tally};
 use crate::counters::{BackendKind, Measurement, region_times};
 use crate::error::{Error, Result};
@@ -25,8 +26,13 @@ impl Backend for TraceBackend {
         BackendKind::Trace
     }
 
-    fn measure_command(&self, _program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
-        trace_command(argv, opts)
+    fn measure_command(&self, program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
+        let cmd = CommandSpec {
+            program: program.to_path_buf(),
+            argv: argv.to_vec(),
+            env: Vec::new(),
+        };
+        trace_command(&cmd, opts)
     }
 
     fn prepare_kernel(&mut self, kernel: &dyn Kernel, n: usize, variant: Variant, most_threads: usize) -> Result<()> {
@@ -56,19 +62,20 @@ impl Backend for TraceBackend {
 /// level from the cache simulator. T from `--repeat` native runs of the command afterwards
 /// (argv, no shell, stdin/stdout/stderr inherited as in the perf path). The command's own
 /// failure is passed through as its status.
-pub(super) fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
-    let mut m = if opts.trace == TraceMode::Memory || (opts.trace == TraceMode::Reference && opts.cache.is_some()) {
-        let sim = cache_hierarchy(opts.cache.as_deref())?;
-        // The levels' bytes and the simulator's note are in `m` already (trace_command).
-        trace::measure_command_with_sink(argv, opts.by_function, Box::new(sim), opts.trace == TraceMode::Reference)?.0
-    } else {
-        let o = trace::TraceOptions {
-            mode: opts.trace,
-            by_function: opts.by_function,
-            sink: None,
+pub(super) fn trace_command(cmd: &CommandSpec, opts: &CommandOptions) -> Result<CommandOutcome> {
+    let sink: Option<Box<dyn trace::AccessSink>> =
+        if opts.trace == TraceMode::Memory || (opts.trace == TraceMode::Reference && opts.cache.is_some()) {
+            Some(Box::new(cache_hierarchy(opts.cache.as_deref())?))
+        } else {
+            None
         };
-        trace::measure_command(argv, &o)?
+    let mut o = trace::TraceOptions {
+        mode: opts.trace,
+        by_function: opts.by_function,
+        sink,
     };
+    // With the simulator, the levels' bytes and its note are in `m` already (trace_command).
+    let mut m = trace::measure_command(cmd, &mut o)?;
     if !opts.trace_timing {
         return Ok(CommandOutcome::Measured(Box::new(m)));
     }
@@ -77,7 +84,7 @@ pub(super) fn trace_command(argv: &[String], opts: &CommandOptions) -> Result<Co
     } else {
         Some(region_times::Collector::new()?)
     };
-    let (samples, runs) = match native_runs_with_regions(argv, opts.repeat, "after the trace", collector.as_ref())? {
+    let (samples, runs) = match native_runs_with_regions(cmd, opts.repeat, "after the trace", collector.as_ref())? {
         Ok(x) => x,
         Err(status) => return Ok(CommandOutcome::Failed { status }),
     };

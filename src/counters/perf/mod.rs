@@ -42,6 +42,8 @@ mod platform;
 mod run;
 #[cfg(feature = "analysis")]
 pub mod stat_import;
+#[cfg(feature = "cli")]
+mod stat_plan;
 mod sysfs;
 #[cfg(test)]
 mod tests;
@@ -59,7 +61,9 @@ pub use platform::{
     raw_config, resolve_platform_events, software_events,
 };
 #[cfg(feature = "trace")]
-pub use run::{CommandSpec, exit_code, idle_baseline, run_command};
+pub use run::{idle_baseline, run_command};
+#[cfg(feature = "cli")]
+pub use stat_plan::PerfStatPlan;
 pub use sysfs::{SYSFS_PMUS, core_pmu, parse_cpu_list, pmu_instances, pmu_type, split_perf_name, sysfs_alias_config};
 
 /// Every group we open reads as one record (`PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED

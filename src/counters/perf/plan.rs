@@ -2,6 +2,36 @@
 //! constraints (general-purpose masks, AMD's paired counters, Intel's fixed counters).
 
 use super::{CounterSpec, Scope};
+use crate::machine::EventSpec;
+
+/// What scheduling needs to know of an event: the counters it may take and whether it takes
+/// a pair. Both the counters opened here ([`CounterSpec`]) and a platform table's events
+/// ([`EventSpec`], grouped for a `perf stat` line) are scheduled by the same search.
+pub trait CounterNeeds {
+    /// The counters it may use: general-purpose indices, or fixed ones from
+    /// [`FIXED_COUNTER_BASE`] up; `None`: any general-purpose one.
+    fn allowed_counters(&self) -> Option<&[u32]>;
+    /// Whether it takes an even general-purpose counter and the next (AMD's merged events).
+    fn takes_pair(&self) -> bool;
+}
+
+impl CounterNeeds for CounterSpec {
+    fn allowed_counters(&self) -> Option<&[u32]> {
+        self.counters.as_deref()
+    }
+    fn takes_pair(&self) -> bool {
+        self.paired
+    }
+}
+
+impl CounterNeeds for EventSpec {
+    fn allowed_counters(&self) -> Option<&[u32]> {
+        self.counters.as_deref()
+    }
+    fn takes_pair(&self) -> bool {
+        self.paired
+    }
+}
 
 /// Split events into groups the kernel can schedule at once. Per-task hardware events go
 /// into groups whose members can be assigned distinct general-purpose counters (respecting
@@ -53,20 +83,21 @@ pub const FIXED_COUNTER_BASE: u32 = 32;
 /// one takes it and no general-purpose counter, so INST_RETIRED.ANY & co. join any group.
 /// Groups are a handful of events on at most ~8 + 4 counters, so a backtracking search is
 /// exact and cheap.
-pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
-    fn choices(s: &CounterSpec, n: u32) -> Vec<Vec<usize>> {
-        let allowed: Vec<u32> = s.counters.clone().unwrap_or_else(|| (0..n).collect());
+pub fn schedulable<E: CounterNeeds>(events: &[&E], n: u32) -> bool {
+    fn choices(s: &impl CounterNeeds, n: u32) -> Vec<Vec<usize>> {
+        let allowed: Vec<u32> = s.allowed_counters().map_or_else(|| (0..n).collect(), <[u32]>::to_vec);
+        let paired = s.takes_pair();
         allowed
             .into_iter()
             .filter(|&c| {
                 if c >= FIXED_COUNTER_BASE {
-                    !s.paired
+                    !paired
                 } else {
-                    c < n && (!s.paired || (c % 2 == 0 && c + 1 < n))
+                    c < n && (!paired || (c % 2 == 0 && c + 1 < n))
                 }
             })
             .map(|c| {
-                if s.paired {
+                if paired {
                     vec![c as usize, c as usize + 1]
                 } else {
                     vec![c as usize]
@@ -74,7 +105,7 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
             })
             .collect()
     }
-    fn place(i: usize, events: &[&CounterSpec], n: u32, used: &mut Vec<bool>) -> bool {
+    fn place<E: CounterNeeds>(i: usize, events: &[&E], n: u32, used: &mut Vec<bool>) -> bool {
         if i == events.len() {
             return true;
         }
@@ -95,11 +126,33 @@ pub fn schedulable(events: &[&CounterSpec], n: u32) -> bool {
         false
     }
     // Quick refusal: more general-purpose counters needed than exist.
-    let fixed_only = |e: &CounterSpec| {
-        e.counters
-            .as_ref()
+    let fixed_only = |e: &E| {
+        e.allowed_counters()
             .is_some_and(|c| !c.is_empty() && c.iter().all(|&c| c >= FIXED_COUNTER_BASE))
     };
-    let need: usize = events.iter().filter(|e| !fixed_only(e)).map(|e| if e.paired { 2 } else { 1 }).sum();
+    let need: usize = events
+        .iter()
+        .filter(|e| !fixed_only(e))
+        .map(|e| if e.takes_pair() { 2 } else { 1 })
+        .sum();
     need <= n as usize && place(0, events, n, &mut vec![false; n as usize])
+}
+
+/// Split events into groups the PMU can count at once: first fit, in the given order (so a
+/// table's W events come first). An event that fits no group alone gets one anyway: the
+/// kernel will refuse it and say so, which beats dropping it silently.
+pub fn first_fit_groups<'a, E: CounterNeeds>(events: &[&'a E], n: u32) -> Vec<Vec<&'a E>> {
+    let mut groups: Vec<Vec<&E>> = Vec::new();
+    for &e in events {
+        let slot = groups.iter().position(|g| {
+            let mut trial = g.clone();
+            trial.push(e);
+            schedulable(&trial, n)
+        });
+        match slot {
+            Some(i) => groups[i].push(e),
+            None => groups.push(vec![e]),
+        }
+    }
+    groups
 }

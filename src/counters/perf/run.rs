@@ -1,23 +1,11 @@
 //! Run a command under the counters, count the idle background, and pass its exit status on.
 
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::{CounterSet, CounterSpec, EventCount, Scaled, Scope, Target};
+use crate::counters::command::CommandSpec;
 use crate::error::{Error, Result};
-
-/// A command line to run under counters.
-#[derive(Debug, Clone)]
-pub struct CommandSpec {
-    /// `argv[0]` as `counters::command::resolve_program` found it,
-    /// once, before anything started; the child gets this path as its `argv[0]`.
-    pub program: PathBuf,
-    /// The command line, `argv[0]` as the user wrote it.
-    pub argv: Vec<String>,
-    /// Variables added to the command's environment.
-    pub env: Vec<(String, String)>,
-}
 
 /// The outcome of one counted run.
 #[derive(Debug)]
@@ -86,14 +74,4 @@ pub fn idle_baseline(specs: &[CounterSpec], duration: Duration) -> Result<Vec<Ev
         full[i] = counts.remove(k);
     }
     Ok(full)
-}
-
-/// The exit code to pass through for a finished command: its status, or 128 + signal.
-pub fn exit_code(status: &ExitStatus) -> (i32, Option<i32>) {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => (c, None),
-        (None, Some(sig)) => (128 + sig, Some(sig)),
-        _ => (1, None),
-    }
 }

@@ -157,6 +157,35 @@ fn scaling_back_by_the_running_ratio_gives_the_raw_count() {
 }
 
 #[test]
+fn multiplex_scaling_uses_enabled_over_running() {
+    let s = scale(1000, 4_000_000, 1_000_000).unwrap();
+    assert_eq!((s.value, s.running_ratio), (4000.0, 0.25));
+    // Running longer than enabled (clock rounding) never scales down.
+    assert_eq!(scale(50, 9, 10).unwrap().value, 50.0);
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..1000 {
+        let run = next() % 1_000_000 + 1;
+        let en = run + next() % 1_000_000;
+        let c = next() % 1_000_000_000;
+        let s = scale(c, en, run).unwrap();
+        let back = s.value * s.running_ratio;
+        // c·en < 2⁵³ is exact in f64; the division, the ratio and the product round once
+        // each (≤ u = ε/2): (1 + u)³ − 1 < 2ε.
+        assert!((back - c as f64).abs() <= 2.0 * f64::EPSILON * c as f64, "c {c} en {en} run {run}");
+    }
+}
+
+#[test]
 fn truncated_group_read_is_an_error_not_a_panic() {
     let buf = words(&[3, 1000, 250, 10, 7]);
     assert!(parse_group_read(&buf).is_err());

@@ -27,6 +27,7 @@ pub mod xol;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::counters::command::CommandSpec;
 use crate::counters::{Measurement, RegionMeasurement};
 use crate::error::{Error, Result};
 use crate::schema::extras::WorkRow;
@@ -258,9 +259,10 @@ fn collect(t: &mut Tracer<'_>) -> TraceResult {
     }
 }
 
-/// Trace `argv` (a command) to its end. The command's failure (non-zero exit, a signal,
-/// Ctrl-C) is an `Error::Child` carrying its status.
-pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceResult> {
+/// Trace `cmd` to its end. The command's failure (non-zero exit, a signal, Ctrl-C) is an
+/// `Error::Child` carrying its status.
+pub fn trace_command(cmd: &CommandSpec, opts: &mut TraceOptions) -> Result<TraceResult> {
+    let argv = &cmd.argv;
     if argv.is_empty() {
         return Err(Error::input("no command given", "roofline measure --backend trace -- CMD [ARGS…]"));
     }
@@ -270,7 +272,7 @@ pub fn trace_command(argv: &[String], opts: &mut TraceOptions) -> Result<TraceRe
             Some(b) => Some(b.as_mut()),
             None => None,
         };
-        let (mut t, end) = Tracer::run_command(argv, opts.mode, opts.by_function, s)?;
+        let (mut t, end) = Tracer::run_command(cmd, opts.mode, opts.by_function, s)?;
         ending_to_result(&argv[0], end)?;
         collect(&mut t)
     };
@@ -389,7 +391,6 @@ fn work_and_traffic(t: &Tally, levels: &[(String, f64)]) -> (Flops, BTreeMap<Str
 
 /// One region's W and Q (T comes from native runs, see `counters::backend`).
 fn region_measurement(reg: &regions::TracedRegion, memory: bool) -> RegionMeasurement {
-    let (flops, bytes, prov_bytes) = work_and_traffic(&reg.tally, &reg.levels);
     let mut notes = vec![format!(
         "region '{}': what every thread ran while it was open ({} call(s); nested regions included)",
         reg.name, reg.calls
@@ -412,28 +413,13 @@ fn region_measurement(reg: &regions::TracedRegion, memory: bool) -> RegionMeasur
     RegionMeasurement {
         name: reg.name.clone(),
         calls: reg.calls,
-        measurement: Measurement {
-            flops,
-            bytes,
-            provenance: Some(Provenance {
-                flops: Some(Source::Trace),
-                bytes: prov_bytes,
-                seconds: None,
-                notes,
-                untrusted: Vec::new(),
-            }),
-            seconds_samples: Vec::new(),
-            threads: reg.threads.max(1) as u32,
-            extra,
-            regions: Vec::new(),
-        },
+        measurement: traced_measurement(&reg.tally, &reg.levels, notes, reg.threads, extra),
     }
 }
 
 /// W and Q of a trace as a [`Measurement`].
 pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
     let t = &r.total;
-    let (flops, bytes, prov_bytes) = work_and_traffic(t, &r.levels);
     let memory = !r.levels.is_empty();
     let mut notes = r.notes.clone();
     notes.extend(counting_notes(t));
@@ -458,6 +444,25 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
         extra.by_function = Some(by_function_rows(&r.per_function));
         extra.by_line = Some(by_line_rows(&r.per_line));
     }
+    // Threads that ran counted work (a process whose main thread only waits counts its workers).
+    let threads = r.stats.per_thread.iter().filter(|t| t.instructions > 0).count();
+    Measurement {
+        regions: r.regions.iter().map(|g| region_measurement(g, memory)).collect(),
+        ..traced_measurement(t, &r.levels, notes, threads, extra)
+    }
+}
+
+/// A measurement whose W and Q the trace counted (`t`, and the cache simulator's `levels`),
+/// with the trace as their provenance; no time (native runs time it) and no regions.
+/// `threads`: those that ran counted work, at least one.
+fn traced_measurement(
+    t: &Tally,
+    levels: &[(String, f64)],
+    notes: Vec<String>,
+    threads: usize,
+    extra: crate::schema::PointExtras,
+) -> Measurement {
+    let (flops, bytes, prov_bytes) = work_and_traffic(t, levels);
     Measurement {
         flops,
         bytes,
@@ -469,10 +474,9 @@ pub fn to_measurement(r: &TraceResult, by_function: bool) -> Measurement {
             untrusted: Vec::new(),
         }),
         seconds_samples: Vec::new(),
-        // Threads that ran counted work (a process whose main thread only waits counts its workers).
-        threads: r.stats.per_thread.iter().filter(|t| t.instructions > 0).count().max(1) as u32,
+        threads: threads.max(1) as u32,
         extra,
-        regions: r.regions.iter().map(|g| region_measurement(g, memory)).collect(),
+        regions: Vec::new(),
     }
 }
 
@@ -670,45 +674,67 @@ fn by_line_rows(per_line: &[SourceLine]) -> Vec<WorkRow> {
         .collect()
 }
 
-/// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q.
-/// (`opts` is taken by reference for the dispatch; a sink, if any, is used once.)
-pub fn measure_command(argv: &[String], opts: &TraceOptions) -> Result<Measurement> {
-    let mut o = TraceOptions {
-        mode: opts.mode,
-        by_function: opts.by_function,
-        sink: None,
-    };
-    let r = trace_command(argv, &mut o)?;
+/// `roofline measure --backend trace -- CMD`: trace CMD and return its W and Q. With a sink
+/// in `opts` (memory mode, or the reference mode reading each step's addresses), the sink
+/// gets every effective address and gives the bytes per level; it is left in `opts`, to be
+/// read after.
+pub fn measure_command(cmd: &CommandSpec, opts: &mut TraceOptions) -> Result<Measurement> {
+    let addresses_fed = opts.sink.is_some() || opts.mode == TraceMode::Memory;
+    let r = trace_command(cmd, opts)?;
     let mut m = to_measurement(&r, opts.by_function);
-    if opts.mode == TraceMode::Memory
+    // A sink's own note (the cache simulator's) may say it already; said once.
+    if addresses_fed
         && let Some(p) = m.provenance.as_mut()
+        && !p.notes.iter().any(|n| n.contains("prefetchers"))
     {
         p.notes.push("hardware prefetchers are not modelled".into());
     }
     Ok(m)
 }
 
-/// Like [`measure_command`], feeding effective addresses to `sink`: memory mode, or with
-/// `single_step` the reference mode (every instruction single-stepped, the addresses read
-/// from the registers at each step: the ground truth of memory mode).
-pub fn measure_command_with_sink(
-    argv: &[String],
-    by_function: bool,
-    sink: Box<dyn AccessSink>,
-    single_step: bool,
-) -> Result<(Measurement, Box<dyn AccessSink>)> {
-    let mut o = TraceOptions {
-        mode: if single_step { TraceMode::Reference } else { TraceMode::Memory },
-        by_function,
-        sink: Some(sink),
-    };
-    let r = trace_command(argv, &mut o)?;
-    let mut m = to_measurement(&r, by_function);
-    // The sink's own note (the cache simulator's) says it already; said once.
-    if let Some(p) = m.provenance.as_mut()
-        && !p.notes.iter().any(|n| n.contains("prefetchers"))
-    {
-        p.notes.push("hardware prefetchers are not modelled".into());
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// Counts the accesses it gets where the test can read them, and names a level and a note
+    /// of its own.
+    struct SharedCount(Rc<Cell<u64>>);
+
+    impl AccessSink for SharedCount {
+        fn access(&mut self, _addr: u64, _size: u32, _kind: AccessKind) {
+            self.0.set(self.0.get() + 1);
+        }
+        fn bytes_per_level(&mut self) -> Vec<(String, f64)> {
+            vec![("dram".to_string(), self.0.get() as f64)]
+        }
+        fn note(&self) -> Option<String> {
+            Some("the test's sink".into())
+        }
     }
-    Ok((m, o.sink.take().unwrap_or_else(|| Box::new(CountingSink::default()))))
+
+    /// The sink given in the options gets the command's addresses, its levels and note reach
+    /// the measurement, and it is left in the options.
+    #[test]
+    fn measure_command_feeds_the_sink_it_is_given() {
+        let accesses = Rc::new(Cell::new(0));
+        let mut opts = TraceOptions {
+            mode: TraceMode::Memory,
+            by_function: false,
+            sink: Some(Box::new(SharedCount(accesses.clone()))),
+        };
+        let cmd = CommandSpec::resolve(&["true".to_string()]).unwrap();
+        let m = match measure_command(&cmd, &mut opts) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("skipping: {e}");
+                return;
+            }
+        };
+        assert!(accesses.get() > 0, "the sink got no access");
+        assert_eq!(m.bytes.get("dram"), Some(&(accesses.get() as f64)));
+        let notes = &m.provenance.as_ref().unwrap().notes;
+        assert!(notes.iter().any(|n| n == "the test's sink"), "{notes:?}");
+        assert!(opts.sink.is_some(), "the sink is handed back");
+    }
 }

@@ -11,6 +11,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::counters::command::CommandSpec;
 use crate::error::{Error, Result};
 
 const NT_X86_XSTATE: libc::c_int = 0x202;
@@ -352,15 +353,19 @@ pub fn ptrace_refused(errno: i32) -> Error {
     )
 }
 
-/// Fork and exec `argv` under PTRACE_TRACEME. Returns the child stopped at its exec SIGTRAP
-/// (not yet waited for by the caller: the first wait is done here).
-pub fn spawn_traced(argv: &[String]) -> Result<Pid> {
-    let path = crate::counters::command::resolve_program(&argv[0])?;
+/// Fork and exec `cmd` (its program as resolved, its variables added to this process's
+/// environment) under PTRACE_TRACEME. Returns the child stopped at its exec SIGTRAP (not yet
+/// waited for by the caller: the first wait is done here).
+pub fn spawn_traced(cmd: &CommandSpec) -> Result<Pid> {
+    let path = &cmd.program;
     let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::input("command contains a NUL byte", "fix CMD"))?;
-    let cargs: Vec<CString> = argv
+    let cargs: Vec<CString> = cmd
+        .argv
         .iter()
         .map(|a| CString::new(a.as_bytes()).map_err(|_| Error::input("an argument contains a NUL byte", "fix ARGS")))
         .collect::<Result<_>>()?;
+    // Prepared before the fork: the child must not allocate.
+    let cenv = (!cmd.env.is_empty()).then(|| environment_with(&cmd.env)).transpose()?;
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
     // SAFETY: the child only calls async-signal-safe functions (ptrace, write, execv, _exit)
     // on data prepared before the fork.
@@ -378,7 +383,11 @@ pub fn spawn_traced(argv: &[String]) -> Result<Pid> {
             if let Err(e) = ptrace::traceme() {
                 fail(b'T', e);
             }
-            let e = nix::unistd::execv(&cpath, &cargs).err().unwrap_or(nix::errno::Errno::ENOEXEC);
+            let exec = match &cenv {
+                Some(env) => nix::unistd::execve(&cpath, &cargs, env),
+                None => nix::unistd::execv(&cpath, &cargs),
+            };
+            let e = exec.err().unwrap_or(nix::errno::Errno::ENOEXEC);
             fail(b'E', e)
         }
         nix::unistd::ForkResult::Parent { child } => {
@@ -400,6 +409,20 @@ pub fn spawn_traced(argv: &[String]) -> Result<Pid> {
             Ok(child)
         }
     }
+}
+
+/// This process's environment with `added` set (replacing a variable of the same name), as
+/// `NAME=value` strings for execve.
+fn environment_with(added: &[(String, String)]) -> Result<Vec<CString>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut vars: Vec<Vec<u8>> = std::env::vars_os()
+        .filter(|(k, _)| !added.iter().any(|(a, _)| k.as_bytes() == a.as_bytes()))
+        .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
+        .collect();
+    vars.extend(added.iter().map(|(k, v)| format!("{k}={v}").into_bytes()));
+    vars.into_iter()
+        .map(|v| CString::new(v).map_err(|_| Error::input("an environment variable contains a NUL byte", "fix its value")))
+        .collect()
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -514,6 +537,56 @@ mod tests {
         assert!(layout.tile_config(&xs[..2800]).is_none(), "a short image");
         assert!(XsaveLayout { tilecfg: 0, ..layout }.tile_config(&xs).is_none(), "no AMX");
     }
+    /// The variables a command adds reach the traced program beside this process's own, one
+    /// of the same name replaced; a command adding none gets this process's environment.
+    #[test]
+    fn a_traced_command_gets_the_variables_it_adds() {
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        let environ_of = |env: Vec<(String, String)>| -> Option<Vec<String>> {
+            let cmd = CommandSpec {
+                env,
+                ..CommandSpec::resolve(&["true".to_string()]).unwrap()
+            };
+            let child = match spawn_traced(&cmd) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("skipping: {e}");
+                    return None;
+                }
+            };
+            let _ = waitpid(child, Some(WaitPidFlag::__WALL));
+            let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
+            let _ = signal::kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, Some(WaitPidFlag::__WALL));
+            Some(
+                environ
+                    .split(|b| *b == 0)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect(),
+            )
+        };
+        let added = [("ROOFLINE_SPAWN_TEST", "added"), ("PATH", "/replaced")];
+        let Some(with) = environ_of(added.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()) else {
+            return;
+        };
+        assert!(with.iter().any(|v| v == "ROOFLINE_SPAWN_TEST=added"), "{with:?}");
+        assert_eq!(
+            with.iter().filter(|v| v.starts_with("PATH=")).collect::<Vec<_>>(),
+            ["PATH=/replaced"]
+        );
+        let Some(without) = environ_of(Vec::new()) else { return };
+        assert!(!without.iter().any(|v| v.starts_with("ROOFLINE_SPAWN_TEST=")), "{without:?}");
+        if let Some(path) = std::env::var_os("PATH") {
+            let path = format!("PATH={}", path.to_string_lossy());
+            assert!(without.contains(&path), "{without:?}");
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            let home = format!("HOME={}", home.to_string_lossy());
+            assert!(with.contains(&home) && without.contains(&home), "{with:?}");
+        }
+    }
+
     /// A page holding `syscall; int3` (a displaced copy of a `syscall`, as xol.rs makes them),
     /// mapped before the fork so the traced child has it at the same address.
     fn syscall_copy_page() -> u64 {

@@ -2,7 +2,7 @@
 
 use iced_x86::{Instruction, Mnemonic, OpKind, Register};
 
-use super::vector::{Bits, Lane, bits_op, elem, is_vec, lane_op, lanes, put_elem};
+use super::vector::{Bits, Lane, bits, bits_op, elem, is_vec, lane_op, lanes, put_elem};
 use super::{Emu, Flags, mask, sext};
 
 /// One opmask register (k0–k7) along a path: `fresh` while it still holds what the thread
@@ -495,18 +495,7 @@ impl Emu {
                 let a = self.vsrc(i, 1, w, 1);
                 let b = self.vsrc(i, 2, w, 1);
                 a.zip(b).map(|(a, b)| match (op, lane) {
-                    (Some(op), _) => {
-                        let mut out = [0u8; 64];
-                        for k in 0..w {
-                            out[k] = match op {
-                                Bits::And => a[k] & b[k],
-                                Bits::AndN => !a[k] & b[k],
-                                Bits::Or => a[k] | b[k],
-                                Bits::Xor => a[k] ^ b[k],
-                            };
-                        }
-                        out
-                    }
+                    (Some(op), _) => bits(op, w, &a, &b),
                     (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
                     (None, None) => [0u8; 64],
                 })

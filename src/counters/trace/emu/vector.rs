@@ -255,6 +255,20 @@ pub(super) fn put_elem(v: &mut [u8; 64], k: usize, e: usize, x: u64) {
     v[k * e..k * e + e].copy_from_slice(&x.to_le_bytes()[..e]);
 }
 
+/// The bitwise operation `op` on the first `w` bytes of `a` and `b`; the bytes past `w` zero.
+pub(super) fn bits(op: Bits, w: usize, a: &[u8; 64], b: &[u8; 64]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    for k in 0..w {
+        out[k] = match op {
+            Bits::And => a[k] & b[k],
+            Bits::AndN => !a[k] & b[k],
+            Bits::Or => a[k] | b[k],
+            Bits::Xor => a[k] ^ b[k],
+        };
+    }
+    out
+}
+
 pub(super) fn lanes(op: Lane, e: usize, w: usize, a: &[u8; 64], b: &[u8; 64]) -> [u8; 64] {
     let mut out = [0u8; 64];
     if e == 1 {
@@ -835,18 +849,7 @@ impl Emu {
                 let a = self.vsrc(i, a_op, w, 1);
                 let b = self.vsrc(i, b_op, w, Self::align_of(i, vex, w));
                 a.zip(b).map(|(a, b)| match (op, lane) {
-                    (Some(op), _) => {
-                        let mut out = [0u8; 64];
-                        for k in 0..w {
-                            out[k] = match op {
-                                Bits::And => a[k] & b[k],
-                                Bits::AndN => !a[k] & b[k],
-                                Bits::Or => a[k] | b[k],
-                                Bits::Xor => a[k] ^ b[k],
-                            };
-                        }
-                        out
-                    }
+                    (Some(op), _) => bits(op, w, &a, &b),
                     (None, Some((lane, e))) => lanes(lane, e, w, &a, &b),
                     (None, None) => unreachable!("one of bits_op and lane_op matched"),
                 })

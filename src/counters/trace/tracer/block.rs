@@ -366,16 +366,18 @@ fn counted_loop(
                 writers.entry(w).or_default().push(idx);
             }
         }
-        for (reg, ws) in &writers {
-            if ws.len() != 1 || reg_value(&unsafe_zero_regs(), *reg).is_none() || *reg == Register::RSP || *reg == Register::RIP {
+        // The registers written once, in the program order of that write: with two counters
+        // in one loop (an index and a pointer) the first is the induction, whatever order the
+        // map iterates in (it differs from run to run, and a 32-bit counter that wraps gives
+        // another trip count than a 64-bit one beside it).
+        let mut written_once: Vec<(usize, Register)> = writers.iter().filter(|(_, ws)| ws.len() == 1).map(|(r, ws)| (ws[0], *r)).collect();
+        written_once.sort_unstable();
+        for (idx, reg) in written_once {
+            if reg_value(&unsafe_zero_regs(), reg).is_none() || reg == Register::RSP || reg == Register::RIP {
                 continue;
             }
-            if let Some((stride, width32)) = stride_of(&insns[ws[0]].instr, *reg) {
-                induction = Some(Induction {
-                    reg: *reg,
-                    stride,
-                    width32,
-                });
+            if let Some((stride, width32)) = stride_of(&insns[idx].instr, reg) {
+                induction = Some(Induction { reg, stride, width32 });
                 break;
             }
         }
@@ -578,6 +580,16 @@ mod tests {
         assert_eq!((ind.reg, ind.stride, ind.width32), (Register::RAX, 4, false));
         assert_eq!(b.stat.flops_total(), 4);
         assert_eq!(b.stat.core_load, 32);
+    }
+
+    #[test]
+    fn the_first_of_two_counters_is_the_induction_every_time() {
+        // 1000: add rdi, 32; add rax, 4; cmp rax, rsi; jb 1000: rdi is written first.
+        let code = [0x48, 0x83, 0xc7, 0x20, 0x48, 0x83, 0xc0, 0x04, 0x48, 0x39, 0xf0, 0x72, 0xf3];
+        for _ in 0..32 {
+            let ind = block_of(&code).induction.expect("induction");
+            assert_eq!((ind.reg, ind.stride), (Register::RDI, 32));
+        }
     }
 
     #[test]

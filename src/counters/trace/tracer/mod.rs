@@ -49,6 +49,7 @@ use super::sources::{Site, Sources};
 use super::sys::{self, XsaveLayout};
 use super::tally::Tally;
 use super::{AccessSink, TraceMode};
+use crate::counters::command::CommandSpec;
 use crate::error::{Error, Result};
 
 use feed::asleep_in;
@@ -284,17 +285,17 @@ impl<'s> Tracer<'s> {
 
     /// Trace a command from its exec: counting starts at its entry point (AT_ENTRY).
     pub fn run_command(
-        argv: &[String],
+        cmd: &CommandSpec,
         mode: TraceMode,
         by_function: bool,
         sink: Option<&'s mut dyn AccessSink>,
     ) -> Result<(Tracer<'s>, Ending)> {
-        let child = sys::spawn_traced(argv)?;
+        let child = sys::spawn_traced(cmd)?;
         match waitpid(child, Some(WaitPidFlag::__WALL)).map_err(|e| io("waitpid", e))? {
             WaitStatus::Stopped(_, Signal::SIGTRAP) => {}
             other => {
                 return Err(Error::Child {
-                    cause: format!("{} did not start under the tracer ({other:?})", argv[0]),
+                    cause: format!("{} did not start under the tracer ({other:?})", cmd.argv[0]),
                     status: 2,
                 });
             }
