@@ -131,12 +131,12 @@ pub mod __private {
     pub mod perf {
         #[cfg(feature = "analysis")]
         pub use crate::counters::perf::parse_group_read;
-        #[cfg(feature = "trace")]
-        pub use crate::counters::{command::CommandSpec, perf::run_command};
         pub use crate::counters::perf::{
             CounterSet, EventCount, SYSFS_PMUS, Scope, Target, core_counters_for, core_pmu, counters_for_platform, identify_platform,
             parse_cpu_list, plan_groups, scale, software_events,
         };
+        #[cfg(feature = "trace")]
+        pub use crate::counters::{command::CommandSpec, perf::run_command};
     }
 
     /// The platform a backend counts with (a `--platform` name or this machine's).

@@ -156,6 +156,9 @@ fn open_task_group(
     Ok(counters)
 }
 
+/// How many times another thread's group is opened before its failure is the session's.
+const OPEN_ATTEMPTS: u32 = 32;
+
 /// Whether thread `tid` of this process has exited or is exiting: its `/proc/self/task/TID/stat`
 /// is gone, says zombie or dead, or its flags hold `PF_EXITING` (0x4, kernel `sched.h`).
 fn thread_gone_or_exiting(tid: i32) -> bool {
@@ -249,6 +252,8 @@ impl CounterSet {
                 // Another thread's group is tried again when a member fails while the thread
                 // lives on: its counting context can be swapped or torn down under the open
                 // (threads starting and exiting beside it; 1 lib test run in 30 failed on it).
+                // On a loaded machine the state lasts until the thread runs again, so the
+                // tries are spaced out (at most about 50 ms in all).
                 let mut attempts = 0;
                 let counters: Vec<Counter> = loop {
                     attempts += 1;
@@ -258,7 +263,10 @@ impl CounterSet {
                         // ENODEV or EINVAL while its context is torn down): nothing of it is
                         // left to count.
                         Err(_) if tid.is_some_and(thread_gone_or_exiting) => break Vec::new(),
-                        Err(_) if tid.is_some() && attempts < 4 => continue,
+                        Err(_) if tid.is_some() && attempts < OPEN_ATTEMPTS => {
+                            std::thread::sleep(std::time::Duration::from_micros(50 * attempts.min(40) as u64));
+                            continue;
+                        }
                         Err((spec, e)) => return Err(OpenError::Open(open_error(&specs[spec], &e))),
                     }
                 };
