@@ -32,6 +32,7 @@ use std::rc::Rc;
 
 use super::sys::Memory;
 
+mod arith;
 mod control;
 mod evex;
 mod integer;

@@ -439,7 +439,7 @@ impl Emu {
         }
     }
 
-    fn mxcsr_now(&mut self) -> Option<u32> {
+    pub(super) fn mxcsr_now(&mut self) -> Option<u32> {
         if self.mxcsr_fresh {
             self.load_vectors();
         }
@@ -479,7 +479,7 @@ impl Emu {
 
     /// Write bytes `off..off + len` of vector register `n` (None: unknown), the others kept
     /// (legacy SSE partial moves: `movhpd`, `movlps`, …).
-    fn vwrite_part(&mut self, n: usize, off: usize, data: Option<&[u8]>, len: usize) {
+    pub(super) fn vwrite_part(&mut self, n: usize, off: usize, data: Option<&[u8]>, len: usize) {
         let m = low_bits(off + len) & !low_bits(off);
         let r = &mut self.vregs[n];
         match data {
@@ -595,6 +595,7 @@ impl Emu {
             || self.vector_shuffle(i, vex)
             || self.vector_lanes(i, vex)
             || self.vector_to_integer(i, vex)
+            || self.vector_arith(i, vex)
     }
 
     /// Whole-register loads, stores and copies, and the legacy moves of one half. False when
