@@ -203,12 +203,12 @@ impl Emu {
         self.regs
     }
 
-    /// Value of a register operand (any GPR width but the high bytes), zero-extended.
+    /// Value of a register operand (any GPR width, AH/BH/CH/DH included), zero-extended.
     fn get(&self, r: Register) -> Option<u64> {
-        if high8(r) {
-            return None;
-        }
         let v = self.regs[gpr_index(r)?]?;
+        if high8(r) {
+            return Some(v >> 8 & 0xff);
+        }
         Some(v & mask(r.size() as u32))
     }
 
@@ -216,7 +216,7 @@ impl Emu {
     fn set(&mut self, r: Register, v: Option<u64>) {
         let Some(i) = gpr_index(r) else { return };
         if high8(r) {
-            self.regs[i] = None;
+            self.regs[i] = self.regs[i].zip(v).map(|(old, v)| (old & !0xff00) | (v & 0xff) << 8);
             return;
         }
         let sz = r.size() as u32;
@@ -281,7 +281,7 @@ impl Emu {
         match i.op_kind(o) {
             OpKind::Register => {
                 let r = i.op_register(o);
-                (r.is_gpr() && !high8(r)).then_some(r.size() as u32)
+                r.is_gpr().then_some(r.size() as u32)
             }
             OpKind::Memory => {
                 let s = i.memory_size().size() as u32;

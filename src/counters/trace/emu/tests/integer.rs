@@ -394,6 +394,14 @@ fn string_exchange_and_bit_instructions_match_the_cpu() {
         (b"\x0f\xb3\xc8", |s| native_int!(s; "btr eax, ecx"), CF),
         // btc rax, 5
         (b"\x48\x0f\xba\xf8\x05", |s| native_int!(s; "btc rax, 5"), CF),
+        // The high byte registers: and ah, 0x9f (libm's rounding-mode test on MXCSR)
+        (b"\x80\xe4\x9f", |s| native_int!(s; "and ah, 0x9f"), CF | ZF | SF),
+        // mov ch, al; add ah, ch; movzx ecx, ah
+        (
+            b"\x88\xc5\x00\xec\x0f\xb6\xcc",
+            |s| native_int!(s; "mov ch, al", "add ah, ch", "movzx ecx, ah"),
+            CF | ZF | SF,
+        ),
     ];
     if !is_x86_feature_detected!("bmi1") {
         eprintln!("skipped: needs BMI1");
