@@ -8,7 +8,10 @@
 //! Any other MXCSR, or one that is not known, leaves the instruction to the caller (its
 //! destination unknown). So does a NaN among the inputs or the results: the CPU's choice of
 //! which NaN comes out depends on the operand order, which a compiled `a + b` need not keep.
-//! The sticky exception flags of MXCSR are not followed: nothing modelled reads them.
+//! The sticky exception flags of MXCSR are followed where this module can tell exactly which
+//! an operation raises (`raised`); where it cannot, they become unknown, and a later `stmxcsr`
+//! stores an unknown value. `stmxcsr` and `ldmxcsr` themselves are modelled here: libm saves
+//! MXCSR on every `sin` and `cos` to test its rounding bits.
 
 use iced_x86::{Instruction, Mnemonic, OpKind};
 
@@ -19,6 +22,12 @@ use super::vector::{elem, is_vec, put_elem};
 /// which the CPU's arithmetic is IEEE's: all masks set, the rest clear (0x1F80 at start-up).
 const MXCSR_CONTROL: u32 = 0xFFC0;
 const MXCSR_IEEE: u32 = 0x1F80;
+
+const FLAG_DE: u32 = 1 << 1;
+const FLAG_ZE: u32 = 1 << 2;
+const FLAG_OE: u32 = 1 << 3;
+const FLAG_UE: u32 = 1 << 4;
+const FLAG_PE: u32 = 1 << 5;
 
 /// The operation of an arithmetic instruction.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,6 +192,71 @@ fn element(op: Op, e: usize, a: u64, b: u64, c: u64) -> Option<u64> {
     }
 }
 
+/// The exception flags one element's operation raises (every exception masked), given the
+/// flags already set (`set`: a flag already set needs no telling); None where they cannot be
+/// told exactly here (an FMA's inexactness, results in or next to the denormal range).
+fn raised(op: Op, e: usize, a: u64, b: u64, c: u64, r: u64, set: u32) -> Option<u32> {
+    macro_rules! flags {
+        ($t:ty, $from:expr) => {{
+            let (x, y, z, r): ($t, $t, $t, $t) = ($from(a), $from(b), $from(c), $from(r));
+            let inputs: &[$t] = match op {
+                Op::Sqrt => &[y],
+                Op::Fma { .. } => &[x, y, z],
+                _ => &[x, y],
+            };
+            let mut f = 0;
+            if inputs.iter().any(|v| v.is_subnormal()) {
+                f |= FLAG_DE;
+            }
+            if matches!(op, Op::Min | Op::Max) {
+                return Some(f);
+            }
+            if inputs.iter().any(|v| v.is_infinite()) {
+                // Infinite operands give exact results (the invalid ones are NaN: not here).
+                return Some(f);
+            }
+            if op == Op::Div && y == 0.0 {
+                // Divide-by-zero outranks a denormal dividend: the CPU flags it alone.
+                return Some(FLAG_ZE);
+            }
+            if r.is_infinite() {
+                return Some(f | FLAG_OE | FLAG_PE);
+            }
+            // Products, quotients and roots whose error term can itself underflow, and every
+            // result near the denormal range: told only where both flags are set already.
+            let safe = <$t>::MIN_POSITIVE * (2.0 as $t).powi(2 * <$t>::MANTISSA_DIGITS as i32);
+            let tiny = r != 0.0 && r.abs() < safe;
+            let tiny_inputs = inputs.iter().any(|v| *v != 0.0 && v.abs() < safe);
+            let both = FLAG_UE | FLAG_PE;
+            let inexact = match op {
+                Op::Add | Op::Sub => {
+                    // Sums are exact near the denormal range; elsewhere TwoSum's error term.
+                    let y = if op == Op::Sub { -y } else { y };
+                    let bb = r - x;
+                    (x - (r - bb)) + (y - bb) != 0.0
+                }
+                _ if set & both == both => false,
+                Op::Mul if x != 0.0 && y != 0.0 && r == 0.0 => return Some(f | both),
+                Op::Div if x != 0.0 && r == 0.0 => return Some(f | both),
+                _ if tiny || tiny_inputs => return None,
+                // A zero from an FMA may be exact or an underflow: not told here.
+                Op::Fma { .. } if r == 0.0 => return None,
+                _ if set & FLAG_PE != 0 => false,
+                Op::Mul => x.mul_add(y, -r) != 0.0,
+                Op::Div => (-r).mul_add(y, x) != 0.0,
+                Op::Sqrt => (-r).mul_add(r, y) != 0.0,
+                _ => return None,
+            };
+            Some(if inexact { f | FLAG_PE } else { f })
+        }};
+    }
+    match e {
+        8 => flags!(f64, f64::from_bits),
+        4 => flags!(f32, |v: u64| f32::from_bits(v as u32)),
+        _ => None,
+    }
+}
+
 impl Emu {
     /// Model a legacy SSE or VEX floating-point arithmetic instruction whose result the CPU
     /// computes as IEEE does (see the module doc); false when `i` is not one or the result
@@ -191,6 +265,8 @@ impl Emu {
         let Some((op, e, scalar, order)) = arith_op(i.mnemonic()) else {
             return false;
         };
+        // Whatever follows, the flags are this function's to tell: unknown unless it does.
+        let flags_before = std::mem::replace(&mut self.mxcsr_flags_known, false);
         if i.op0_kind() != OpKind::Register || !is_vec(i.op0_register()) {
             return false;
         }
@@ -242,11 +318,19 @@ impl Emu {
             _ => return false,
         };
         let mut out = keep;
+        let set = self.mxcsr.unwrap_or(0);
+        let mut flags = Some(0);
         for k in 0..n {
-            let Some(r) = element(op, e, elem(&a, k, e), elem(&b, k, e), elem(&c, k, e)) else {
+            let (x, y, z) = (elem(&a, k, e), elem(&b, k, e), elem(&c, k, e));
+            let Some(r) = element(op, e, x, y, z) else {
                 return false;
             };
+            flags = flags.zip(raised(op, e, x, y, z, r, set)).map(|(f, g)| f | g);
             put_elem(&mut out, k, e, r);
+        }
+        if let Some(f) = flags {
+            self.mxcsr = Some(set | f);
+            self.mxcsr_flags_known = flags_before;
         }
         // Legacy SSE keeps every byte above what it writes (scalar: above the element; packed:
         // above the xmm register); VEX keeps the low 16 bytes of the first source above a
@@ -257,5 +341,30 @@ impl Emu {
             self.vwrite(d.number(), Some(out), w, vex);
         }
         true
+    }
+}
+
+impl Emu {
+    /// `stmxcsr`/`ldmxcsr` (legacy and VEX): MXCSR to or from memory. False when `i` is
+    /// neither or the loaded value would fault (reserved bits set) or is unknown.
+    pub(super) fn mxcsr_move(&mut self, i: &Instruction) -> bool {
+        use Mnemonic as M;
+        match i.mnemonic() {
+            M::Stmxcsr | M::Vstmxcsr => {
+                let csr = self.mxcsr_now().filter(|_| self.mxcsr_flags_known);
+                self.store(i, 0, 4, csr.map(u64::from));
+                true
+            }
+            M::Ldmxcsr | M::Vldmxcsr => match self.operand(i, 0, 4) {
+                Some(v) if v >> 16 == 0 => {
+                    self.mxcsr_now();
+                    self.mxcsr = Some(v as u32);
+                    self.mxcsr_flags_known = true;
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
     }
 }

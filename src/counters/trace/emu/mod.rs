@@ -109,6 +109,9 @@ pub struct Emu {
     /// MXCSR (rounding, DAZ, exception masks): None when unknown.
     mxcsr: Option<u32>,
     mxcsr_fresh: bool,
+    /// Whether MXCSR's sticky exception flags are known (its control bits may be while they
+    /// are not: `arith::raised` could not tell what an operation raised).
+    mxcsr_flags_known: bool,
     vseed: Option<Rc<VectorSeed>>,
     flags: Flags,
     /// The direction flag (string instructions step down when set): None when unknown.
@@ -167,6 +170,7 @@ impl Emu {
             vregs: [VREG_AT_TRAP; 32],
             kregs: [KREG_AT_TRAP; 8],
             mxcsr: None,
+            mxcsr_flags_known: true,
             mxcsr_fresh: true,
             vseed: None,
         }
@@ -340,7 +344,7 @@ impl Emu {
             }
             return;
         }
-        if self.vector_step(i, factory) {
+        if self.mxcsr_move(i) || self.vector_step(i, factory) {
             return;
         }
         // Each family models its own mnemonics (no mnemonic is in two) and changes nothing where

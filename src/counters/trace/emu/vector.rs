@@ -397,6 +397,7 @@ impl Emu {
         }
         self.mxcsr = None;
         self.mxcsr_fresh = false;
+        self.mxcsr_flags_known = true;
     }
 
     /// Fill every byte still `fresh` from the thread's XSAVE image (unknown without one).
@@ -436,6 +437,7 @@ impl Emu {
         if self.mxcsr_fresh {
             self.mxcsr = img.and_then(|(xs, _, _)| xs.get(24..28).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
             self.mxcsr_fresh = false;
+            self.mxcsr_flags_known = true;
         }
     }
 
@@ -511,6 +513,13 @@ impl Emu {
         }
     }
 
+    /// A vector instruction left to `generic`: it may raise SIMD floating-point exceptions,
+    /// so MXCSR's flags become unknown too.
+    fn vector_generic(&mut self, i: &Instruction, factory: &mut InstructionInfoFactory) {
+        self.mxcsr_flags_known = false;
+        self.generic(i, factory);
+    }
+
     /// An instruction that names a vector register (or `vzeroupper`/`vzeroall`): modelled, or
     /// made unknown by `generic`. False when it names none (the integer code handles it).
     pub(super) fn vector_step(&mut self, i: &Instruction, factory: &mut InstructionInfoFactory) -> bool {
@@ -524,7 +533,7 @@ impl Emu {
             // The opmask instructions (kmov, kortest, kand, …) are VEX-encoded.
             EncodingKind::VEX if names_k && !names_vector => {
                 if !self.k_op(i) {
-                    self.generic(i, factory);
+                    self.vector_generic(i, factory);
                 }
                 return true;
             }
@@ -532,13 +541,13 @@ impl Emu {
             EncodingKind::VEX => true,
             EncodingKind::EVEX => {
                 if !self.evex_op(i) {
-                    self.generic(i, factory);
+                    self.vector_generic(i, factory);
                 }
                 return true;
             }
             // XOP, …: not modelled.
             _ => {
-                self.generic(i, factory);
+                self.vector_generic(i, factory);
                 return true;
             }
         };
@@ -546,12 +555,13 @@ impl Emu {
             if writes_only_op0(i) {
                 // (What `generic` would conclude, without asking iced-x86 for the
                 // instruction's register and memory use: BLAS kernels are mostly these.)
+                self.mxcsr_flags_known = false;
                 self.last_generic = Some((i.ip(), i.mnemonic()));
                 let n = i.op0_register().number();
                 self.vregs[n].known = 0;
                 self.vregs[n].fresh = 0;
             } else {
-                self.generic(i, factory);
+                self.vector_generic(i, factory);
             }
         }
         true
@@ -965,6 +975,8 @@ impl Emu {
     /// `(u)comis*`: the order of two scalars (Some(None): unordered), None where MXCSR would
     /// decide and is unknown, or where the CPU would raise an unmasked exception instead.
     pub(super) fn fp_compare(&mut self, a: u64, b: u64, n: u32, signaling: bool) -> Option<Option<std::cmp::Ordering>> {
+        // (The flags a compare raises are not followed.)
+        self.mxcsr_flags_known = false;
         let (x, y) = (fp_class(a, n), fp_class(b, n));
         let invalid = (x.nan || y.nan) && (signaling || x.snan || y.snan);
         let denormal = x.denormal || y.denormal;
@@ -990,6 +1002,8 @@ impl Emu {
     /// 1 << 63 for NaN and out of range), None where MXCSR would decide and is unknown or the
     /// CPU would raise an unmasked exception.
     fn truncate(&mut self, bits: u64, n: u32, dst: u32) -> Option<u64> {
+        // (The flags a conversion raises are not followed.)
+        self.mxcsr_flags_known = false;
         let c = fp_class(bits, n);
         let limit = 2f64.powi(8 * dst as i32 - 1);
         let indefinite = 1u64 << (8 * dst - 1);

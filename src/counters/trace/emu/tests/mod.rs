@@ -119,11 +119,11 @@ fn unknown_stays_unknown() {
     // vpmovmskb eax, ymm1; test eax, eax; je
     let (t, r) = emu_run(&[0xc5, 0xfd, 0xd7, 0xc1, 0x85, 0xc0, 0x74, 0x00], &[(0, 0)]);
     assert_eq!((t, r[0]), (None, None));
-    // mov al, 1 merges; ah writes make rax unknown
+    // mov al, 1 and mov ah, 1 merge into bits 0-7 and 8-15
     let (_, r) = emu_run(&[0xb0, 0x01], &[(0, 0x1200)]);
     assert_eq!(r[0], Some(0x1201));
-    let (_, r) = emu_run(&[0xb4, 0x01], &[(0, 0x1200)]);
-    assert_eq!(r[0], None);
+    let (_, r) = emu_run(&[0xb4, 0x01], &[(0, 0xff_1234)]);
+    assert_eq!(r[0], Some(0xff_0134));
     // push rbx; pop rcx
     let mut stack = [0u64; 8];
     let sp = stack.as_mut_ptr() as u64 + 32;
