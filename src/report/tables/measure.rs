@@ -127,7 +127,7 @@ fn work_table(rows: &[WorkRow], total_flops: f64, what: Attribution) -> String {
     s
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "analysis"))]
 mod tests {
     use super::*;
     use crate::report::tables::end_of;
