@@ -58,9 +58,9 @@ fn mxcsr_now() -> u32 {
     m
 }
 
-/// The same instruction through the emulator, from the same state; the result where known
-/// (`None` for a register or memory byte it does not know) and its flags.
-fn emulated(i: iced_x86::Instruction, s: &VecState) -> (Option<VecState>, Flags) {
+/// An emulator after `i` ran from `s` under `csr`, and the copy of `s.mem` its rdi points at
+/// (kept alive while the emulator may read it).
+fn emulator_after(i: iced_x86::Instruction, s: &VecState, csr: u32) -> (Emu, Box<VecState>) {
     let mut enc = iced_x86::Encoder::new(64);
     enc.encode(&i, 0x1000).unwrap();
     let bytes = enc.take_buffer();
@@ -79,9 +79,16 @@ fn emulated(i: iced_x86::Instruction, s: &VecState) -> (Option<VecState>, Flags)
         e.vregs[n].known = low_bits(32);
         e.vregs[n].fresh = 0;
     }
-    e.mxcsr = Some(mxcsr_now());
+    e.mxcsr = Some(csr);
     e.mxcsr_fresh = false;
     e.step(&insn, &mut InstructionInfoFactory::new());
+    (e, buf)
+}
+
+/// The same instruction through the emulator, from the same state; the result where known
+/// (`None` for a register or memory byte it does not know) and its flags.
+fn emulated(i: iced_x86::Instruction, s: &VecState) -> (Option<VecState>, Flags) {
+    let (mut e, buf) = emulator_after(i, s, mxcsr_now());
     let mut out = *s;
     out.rax = match e.regs[0] {
         Some(v) => v,
@@ -702,25 +709,7 @@ macro_rules! native_csr {
 
 /// The MXCSR after the emulator ran `i` from `s` under `csr`: None where its flags are unknown.
 fn emulated_csr(i: iced_x86::Instruction, s: &VecState, csr: u32) -> Option<u32> {
-    let mut enc = iced_x86::Encoder::new(64);
-    enc.encode(&i, 0x1000).unwrap();
-    let bytes = enc.take_buffer();
-    let mut d = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
-    let insn = d.decode();
-    let mem = Rc::new(Memory::open(nix::unistd::Pid::this()));
-    // SAFETY: user_regs_struct is plain integers.
-    let regs: nix::libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let mut e = Emu::new(&regs, mem);
-    let buf = Box::new(*s);
-    e.regs[7] = Some(buf.mem.as_ptr() as u64);
-    for (n, y) in s.y.iter().enumerate() {
-        e.vregs[n].val[..32].copy_from_slice(y);
-        e.vregs[n].known = low_bits(32);
-        e.vregs[n].fresh = 0;
-    }
-    e.mxcsr = Some(csr);
-    e.mxcsr_fresh = false;
-    e.step(&insn, &mut InstructionInfoFactory::new());
+    let (e, buf) = emulator_after(i, s, csr);
     std::hint::black_box(&buf);
     e.mxcsr.filter(|_| e.mxcsr_flags_known)
 }
