@@ -467,6 +467,11 @@ fn multi_block_loops_longer_than_a_path_equal_single_stepping() {
             assert_eq!(m["bytes"]["core"], reference["bytes"]["core"], "limit {limit}");
             assert_eq!(m["bytes"]["stack"], reference["bytes"]["stack"], "limit {limit}");
             assert_eq!(m["extra"]["trace"]["mispredicts"], 0, "limit {limit}: {}", m["extra"]["trace"]);
+            // A path cut back before an exit among its members is cut from the registers
+            // kept at its blocks' first occurrences, never emulated again.
+            let again = &m["extra"]["trace"]["emulated_again"];
+            assert!(again.is_object(), "limit {limit}: {}", m["extra"]["trace"]);
+            assert!(again.get("an exit among the members").is_none(), "limit {limit}: {again}");
         }
         for l in ["l2", "l3", "dram"] {
             assert!(reference["bytes"][l].as_f64().unwrap_or(0.0) > 0.0, "{l}: {}", reference["bytes"]);

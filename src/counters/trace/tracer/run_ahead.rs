@@ -157,7 +157,10 @@ impl Tracer<'_> {
             emulated += round.insns;
             self.stats.emulated_instructions += round.insns;
             self.stats.emulator_page_reads += emu.page_reads;
-            if round.new_marks {
+            // (A path through a block that a new start split is cut before the block, which
+            // is decoded anew when the thread traps there; one that starts in it is
+            // emulated again.)
+            if round.new_marks && !round.truncate_to(round.first_split) {
                 *self.stats.emulated_again.entry("blocks split by a new start").or_insert(0) += round.insns;
                 continue;
             }
@@ -310,8 +313,8 @@ struct Round {
     seq_masks: Vec<Vec<Option<u64>>>,
     snapshots: std::collections::VecDeque<[Option<u64>; 16]>,
     /// The registers at the start of the path's blocks where it may be cut (`truncate_to`):
-    /// the first occurrence of each block, and the start of each run of one block repeated
-    /// (a counted loop), by index in `seq`, in order.
+    /// the first occurrence of each block, and the block before each run of one block
+    /// repeated (where a counted loop is cut), by index in `seq`, in order.
     cut_points: Vec<(usize, [Option<u64>; 16])>,
     /// The block pushed last may be cut before (`cut_points`).
     pushed_cut_point: bool,
@@ -328,6 +331,9 @@ struct Round {
     /// round is emulated again with the blocks decoded anew. (A new start that splits
     /// nothing changes no block: code seen for the first time is emulated once.)
     new_marks: bool,
+    /// The first index in `seq` of a block split by a new start (`usize::MAX`: none): the path
+    /// before it stands as it is.
+    first_split: usize,
     /// Why the path ended (the per-cause figures in `extra.trace.path_ends`).
     why: &'static str,
 }
@@ -364,6 +370,7 @@ impl Round {
             },
             cut: false,
             new_marks: false,
+            first_split: usize::MAX,
             why: "empty block",
         }
     }
@@ -382,6 +389,19 @@ impl Round {
         match self.nexts[last] {
             Some(n) => vec![n],
             None => self.seq[last].succ.clone(),
+        }
+    }
+
+    /// A block repeats itself (a single-block loop's second iteration): keep the registers
+    /// where a counted loop's cut would end the path (`stops_before`'s `run_start`, the block
+    /// before the run: the snapshot before last).
+    fn keep_run_cut_point(&mut self) {
+        let (Some(at), Some(regs)) = (self.seq.len().checked_sub(2), self.snapshots.iter().rev().nth(1).copied()) else {
+            return;
+        };
+        let i = self.cut_points.partition_point(|(j, _)| *j < at);
+        if self.cut_points.get(i).is_none_or(|(j, _)| *j != at) {
+            self.cut_points.insert(i, (at, regs));
         }
     }
 
@@ -525,12 +545,23 @@ impl Round {
     /// Whether a new block start split a block this round went through (`split`: what
     /// `Space::mark_block_start_splitting` dropped): then it is emulated again with the
     /// blocks decoded anew. A block split elsewhere changes nothing on this path.
-    fn splits_path(&self, split: Option<Option<Rc<Block>>>) -> bool {
-        match split {
-            None => false,
-            Some(Some(h)) => Rc::ptr_eq(&h, &self.seq[0]) || h.on_path_round.get() == self.id,
-            Some(None) => true,
-        }
+    fn splits_path(&mut self, split: Option<Option<Rc<Block>>>) -> bool {
+        let on_path = match split {
+            None => return false,
+            Some(Some(h)) => {
+                let on_path = Rc::ptr_eq(&h, &self.seq[0]) || h.on_path_round.get() == self.id;
+                if on_path {
+                    let first = self.seq.iter().position(|b| Rc::ptr_eq(b, &h)).unwrap_or(0);
+                    self.first_split = self.first_split.min(first);
+                }
+                on_path
+            }
+            Some(None) => {
+                self.first_split = 0;
+                true
+            }
+        };
+        on_path
     }
 
     /// Why the path cannot go on into `nb`, the block after `b`, if it cannot: a block the
@@ -551,7 +582,7 @@ impl Round {
         // (After wasted emulations from here: stop where a loop of several blocks
         // comes round, where the path would be cut back to anyway.)
         let repeated = nb.on_path_round.replace(self.id) == self.id;
-        self.pushed_cut_point = !repeated || !Rc::ptr_eq(nb, b);
+        self.pushed_cut_point = !repeated;
         // (A counted single-block loop goes on to be cut out for native execution.)
         if from.short && repeated && !(Rc::ptr_eq(nb, b) && nb.induction.is_some()) {
             return Some("short path (back-off after wasted emulation)");
@@ -561,6 +592,9 @@ impl Round {
         // `NATIVE_AFTER` iterations is cut out of the path, to run natively from its trap.
         if Rc::ptr_eq(nb, b) {
             self.repeats += 1;
+            if self.repeats == 2 {
+                self.keep_run_cut_point();
+            }
             if nb.induction.is_some() && (!from.want_accesses || nb.affine.is_some()) && self.repeats >= NATIVE_AFTER {
                 let run_start = self.seq.len() - self.repeats as usize;
                 if run_start > 0 {
