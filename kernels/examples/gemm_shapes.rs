@@ -192,7 +192,10 @@ fn main() {
         quantile(&peaks, 0.0),
         quantile(&peaks, 1.0)
     );
-    println!("{:<16} {:>9} {:>8} {:>9} {:>9} {:>9}", "shape", "GFLOP/s", "spread", "%peak", "%pk min", "%pk max");
+    println!(
+        "{:<16} {:>9} {:>8} {:>9} {:>9} {:>9}",
+        "shape", "GFLOP/s", "spread", "%peak", "%pk min", "%pk max"
+    );
     for (i, s) in shapes.iter().enumerate() {
         let med = quantile(&gf[i], 0.5);
         println!(

@@ -19,9 +19,10 @@
 //! pack B into tile rows (pairs / quads of k per dword, VNNI layout), 32-column panels
 //! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
 //!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2)
+//!     AMX: pack A[ic..+32, pc..+KC] into tile order (per step two 1 KiB tiles, contiguous)
 //!     for jc in 0..n step NR             micro-kernel: C[ic..+MR, jc..+NR] in registers
 //!       C from zero (pc = 0) or loaded; per k dword group: AMX: per 16 of them A tiles
-//!       tmm4/5 straight from A (16 rows × 64 B, stride n·size), B tiles tmm6/7 from the
+//!       tmm4/5 from the packed block, B tiles tmm6/7 from the
 //!       packed panel, 4 tile dot products. SIMD: the B row (NR columns) from the panel, per
 //!       row of A one dword broadcast, one dot product per register of the row; C stored
 //! ```
@@ -31,7 +32,8 @@
 //! with the reason.
 //!
 //! Counts (what the trace backend must reproduce): W = 2n³ in dot products of the variant's
-//! class. Core bytes: packing loads and stores n² elements; AMX: each micro-kernel step loads
+//! class. Core bytes: packing B loads and stores n² elements (AMX: packing A as many again);
+//! AMX: each micro-kernel step loads
 //! 4 tiles of 1 KiB (two of A, two of B), `ldtilecfg` 64 bytes; SIMD: per micro-kernel call and
 //! k dword group, the B row (4·NR bytes) and MR dwords of A; C: MR × NR fp32/int32 stored per
 //! micro-kernel call, loaded on every k block but the first.
@@ -154,6 +156,12 @@ pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) 
     c.core_store_bytes = n64 * c64 * e + r64 * c64 * 4 * blocks;
     let (mr, nr) = path.tile();
     let calls = (r64 / mr as u64) * (c64 / nr as u64);
+    if path == Path::Amx {
+        // Packing A: its rows, every element loaded and stored once (per k block, each
+        // 32-row block of it once).
+        c.core_load_bytes += r64 * n64 * e;
+        c.core_store_bytes += r64 * n64 * e;
+    }
     c.core_load_bytes += match path {
         // Per step of KS k values: two A tiles and two B tiles of 1 KiB; `ldtilecfg` 64 bytes.
         Path::Amx => calls * (n64 / kind.k_step() as u64) * 4 * 1024 + 64,
@@ -240,6 +248,11 @@ pub fn f32_of_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
+/// Bytes of the packed A block of `path` (32 rows × KC on AMX; none on the SIMD paths).
+fn apack_len(kind: Lowp, path: Path) -> usize {
+    if path == Path::Amx { 32 * kind.kc() * kind.esize() } else { 0 }
+}
+
 /// One instance: A, B, C (shared by the parts of a split problem), the packed columns of B,
 /// and the block of C it computes (rows × columns, multiples of 32; all of C unless split).
 pub struct LowpMats {
@@ -249,6 +262,8 @@ pub struct LowpMats {
     a: Arc<Aligned>,
     b: Arc<Aligned>,
     bpack: Aligned,
+    /// The AMX path's packed block of A: 32 rows × KC in tile order (empty on the SIMD paths).
+    apack: Aligned,
     c: Arc<Aligned>,
     rows: (usize, usize),
     cols: (usize, usize),
@@ -283,6 +298,7 @@ impl LowpMats {
             a: Arc::new(a),
             b: Arc::new(b),
             bpack: Aligned::new(n * n * e)?,
+            apack: Aligned::new(apack_len(kind, path))?,
             c: Arc::new(Aligned::new(n * n * 4)?),
             rows: (0, n),
             cols: (0, n),
@@ -299,6 +315,7 @@ impl LowpMats {
             a: whole.a.clone(),
             b: whole.b.clone(),
             bpack: Aligned::new(whole.n * (cols.1 - cols.0) * whole.kind.esize())?,
+            apack: Aligned::new(apack_len(whole.kind, whole.path))?,
             c: whole.c.clone(),
             rows,
             cols,
@@ -399,23 +416,27 @@ impl LowpMats {
         // read through `self` inside the loops would be reloaded per call (bytes that grow
         // with n and that the analytic counts leave out); locals at worst spill to the stack.
         let (a0, b0, c0) = (self.a.ptr as *const u8, self.bpack.ptr as *const u8, self.c.ptr);
+        let ap = self.apack.ptr;
         let (kind, (r0, r1), (j0, j1)) = (self.kind, self.rows, self.cols);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AMX is available and permitted (asserted above); every pointer below stays
-        // inside A (n²·e), the packed columns (n·(j1 − j0)·e) or C (n²·4): ic in r0..r1 and
-        // jc in j0..j1 step 32 (multiples of 32 inside 0..n), pc < n step kc, steps·ks ≤
-        // n − pc; tiles of 16 rows × 64 bytes at strides n·e (A) and n·4 (C).
+        // inside A (n²·e), the packed A block (32·KC·e), the packed columns (n·(j1 − j0)·e)
+        // or C (n²·4): ic in r0..r1 and jc in j0..j1 step 32 (multiples of 32 inside 0..n),
+        // pc < n step kc, steps·ks ≤ n − pc; C tiles of 16 rows × 64 bytes at stride n·4.
         unsafe {
             crate::lowp::load_tile_config(&cfg);
             for pc in (0..n).step_by(kc) {
                 let steps = kc.min(n - pc) / ks;
-                // 32 rows of A × KC (32 KiB) stay in L1 while the B panels stream from L2.
                 for ic in (r0..r1).step_by(32) {
-                    let ap = a0.add((ic * n + pc) * e);
+                    // 32 rows of A × KC packed into tile order (32 KiB, contiguous): it stays
+                    // in L1 while the B panels stream from L2. Read in place at a row stride
+                    // of n·e (2 or 4 KiB at n = 1024 or 2048) its tile rows fell into a few
+                    // L1 sets and came from L2 on every step, beside B.
+                    pack_a_tiles(steps, a0.add((ic * n + pc) * e), n * e, ap);
                     for jc in (j0..j1).step_by(32) {
                         let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
                         let cp = c0.add((ic * n + jc) * 4);
-                        micro(kind, steps, ap, n * e, bp, cp, n * 4, pc > 0);
+                        micro(kind, steps, ap, bp, cp, n * 4, pc > 0);
                     }
                 }
             }
@@ -529,14 +550,39 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8
     }
 }
 
-/// C[32×32] (+)= A[32 rows, steps·KS] · B (packed steps × 2 tiles): tmm0–3 accumulate,
-/// tmm4/5 A rows 0–15/16–31, tmm6/7 B columns 0–15/16–31.
+/// A[32 rows at `src`, row stride `lda` bytes, steps·64 bytes each] into tile order at `dst`:
+/// per step two tiles of 16 rows × 64 bytes (rows 0–15, then 16–31), 2 KiB a step. A tile row
+/// of A is 64 contiguous bytes of one row (32 bf16 or 64 u8 k values), so packing is a
+/// 64-byte copy: one zmm load and one zmm store per tile row, volatile so that the compiler
+/// keeps exactly those (no `memcpy` call: the analytic bytes, and what the tracer counts).
+///
+/// # Safety
+/// AVX-512F present; `src` valid for 32 rows of steps·64 bytes at stride `lda`, `dst` for
+/// steps·2048 bytes; `src`, `lda` and `dst` multiples of 64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_a_tiles(steps: usize, src: *const u8, lda: usize, dst: *mut u8) {
+    use std::arch::x86_64::__m512i;
+    // SAFETY: guaranteed by the caller (see above): every access is 64 bytes at a multiple of
+    // 64, inside the rows of A or the packed block.
+    unsafe {
+        for step in 0..steps {
+            for r in 0..32 {
+                let s = src.add(r * lda + step * 64) as *const __m512i;
+                let d = dst.add(step * 2048 + r * 64) as *mut __m512i;
+                std::ptr::write_volatile(d, std::ptr::read_volatile(s));
+            }
+        }
+    }
+}
+
+/// C[32×32] (+)= A[32 rows, steps·KS] · B: tmm0–3 accumulate, tmm4/5 A rows 0–15/16–31 from
+/// the packed A block (2 KiB per step), tmm6/7 B columns 0–15/16–31 from the packed panel.
 ///
 /// # Safety
 /// Tiles configured 16 × 64 B; the pointers valid for the accesses described; steps ≥ 1.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, lda: usize, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
+unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
     use std::arch::asm;
     // SAFETY: guaranteed by the caller (see above).
     unsafe {
@@ -561,34 +607,34 @@ unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, lda: usize, b: *const u8
         match kind {
             Lowp::Bf16 => asm!(
                 "2:",
-                "tileloadd tmm4, [{a} + {lda}*1]",
-                "tileloadd tmm5, [{a2} + {lda}*1]",
+                "tileloadd tmm4, [{a} + {s}*1]",
+                "tileloadd tmm5, [{a} + {s}*1 + 1024]",
                 "tileloadd tmm6, [{b} + {s}*1]",
                 "tileloadd tmm7, [{b} + {s}*1 + 1024]",
                 "tdpbf16ps tmm0, tmm4, tmm6",
                 "tdpbf16ps tmm1, tmm4, tmm7",
                 "tdpbf16ps tmm2, tmm5, tmm6",
                 "tdpbf16ps tmm3, tmm5, tmm7",
-                "add {a}, 64", "add {a2}, 64", "add {b}, 2048",
+                "add {a}, 2048", "add {b}, 2048",
                 "dec {n}", "jnz 2b",
-                a = inout(reg) a => _, a2 = inout(reg) a.add(16 * lda) => _, b = inout(reg) b => _,
-                lda = in(reg) lda, s = in(reg) 64usize, n = inout(reg) steps => _,
+                a = inout(reg) a => _, b = inout(reg) b => _,
+                s = in(reg) 64usize, n = inout(reg) steps => _,
                 options(nostack, readonly)
             ),
             Lowp::Int8 => asm!(
                 "2:",
-                "tileloadd tmm4, [{a} + {lda}*1]",
-                "tileloadd tmm5, [{a2} + {lda}*1]",
+                "tileloadd tmm4, [{a} + {s}*1]",
+                "tileloadd tmm5, [{a} + {s}*1 + 1024]",
                 "tileloadd tmm6, [{b} + {s}*1]",
                 "tileloadd tmm7, [{b} + {s}*1 + 1024]",
                 "tdpbusd tmm0, tmm4, tmm6",
                 "tdpbusd tmm1, tmm4, tmm7",
                 "tdpbusd tmm2, tmm5, tmm6",
                 "tdpbusd tmm3, tmm5, tmm7",
-                "add {a}, 64", "add {a2}, 64", "add {b}, 2048",
+                "add {a}, 2048", "add {b}, 2048",
                 "dec {n}", "jnz 2b",
-                a = inout(reg) a => _, a2 = inout(reg) a.add(16 * lda) => _, b = inout(reg) b => _,
-                lda = in(reg) lda, s = in(reg) 64usize, n = inout(reg) steps => _,
+                a = inout(reg) a => _, b = inout(reg) b => _,
+                s = in(reg) 64usize, n = inout(reg) steps => _,
                 options(nostack, readonly)
             ),
         }
@@ -923,7 +969,7 @@ impl Kernel for LowpGemm {
         let class = path.class(self.0).key();
         let what = if self.0 == Lowp::Int8 { "integer ops, not flops" } else { "flops" };
         let operands = match path {
-            Path::Amx => format!("(n/32)²·4 KiB·n/{} (A, B tiles) + 64 B", self.0.k_step()),
+            Path::Amx => format!("2·{e}·n² (packing A) + (n/32)²·4 KiB·n/{} (A, B tiles) + 64 B", self.0.k_step()),
             _ => {
                 let (mr, nr) = path.tile();
                 format!("(n/{mr})·(n/{nr})·(n/{})·{} B (B rows, A dwords)", self.0.group(), 4 * (mr + nr))
@@ -1016,8 +1062,12 @@ mod tests {
                 let blocks = n.div_ceil(kind.kc()) as u64;
                 let c_tiles = (n64 / 16) * (n64 / 16);
                 let e = kind.esize() as u64;
-                assert_eq!(c.core_load_bytes, n64 * n64 * e + tdp * 1024 + c_tiles * (blocks - 1) * 1024 + 64);
-                assert_eq!(c.core_store_bytes, n64 * n64 * e + c_tiles * blocks * 1024);
+                // Packing B and A: each element loaded and stored once.
+                assert_eq!(
+                    c.core_load_bytes,
+                    2 * n64 * n64 * e + tdp * 1024 + c_tiles * (blocks - 1) * 1024 + 64
+                );
+                assert_eq!(c.core_store_bytes, 2 * n64 * n64 * e + c_tiles * blocks * 1024);
             }
         }
         assert!(Lowp::Int8.class().is_integer());
