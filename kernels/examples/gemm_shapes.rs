@@ -5,13 +5,15 @@
 //! GFLOP/s over rounds, its spread (IQR/median) and the median % of the round's peak.
 //!
 //! Usage: `cargo run --release -p roofline-kernels --example gemm_shapes -- [N] [ROUNDS] [REPS] [CPU] [SHAPE...]`
-//! with SHAPE = `MRxNR/kc/mc` (MR×NR one of 8x16, 8x24, 12x16, 14x16, 6x32, 10x16, 4x32).
+//! with SHAPE = `MRxNR/kc/mc[/PF]` (MR×NR one of 8x16, 8x24, 12x16, 14x16, 6x32, 10x16, 4x32;
+//! PF, software prefetch in the micro-kernel: `a8`, `a16` (A panel 8 or 16 updates ahead),
+//! `b8` (B panel), `a8b8`; for 8x16, and `a8` for 12x16).
 //! Defaults: 1024 9 3 0 and a grid around the production shape.
 
 use std::time::Instant;
 
 use roofline_kernels::check::Buf;
-use roofline_kernels::gemm::{Args, Blocking, gemm};
+use roofline_kernels::gemm::{Args, Blocking, gemm_pf};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
 use roofline_kernels::runner::pin_to_cpu;
@@ -21,12 +23,20 @@ type Run = unsafe fn(&Args<f64>);
 
 macro_rules! shape_fn {
     ($name:ident, $mr:literal, $nb:literal) => {
+        shape_fn!($name, $mr, $nb, 0, 0);
+    };
+    ($name:ident, $mr:literal, $nb:literal, $pfa:literal, $pfb:literal) => {
         #[target_feature(enable = "avx512f,avx2,fma")]
         unsafe fn $name(a: &Args<f64>) {
-            gemm::<F64x8, $mr, $nb>(a)
+            gemm_pf::<F64x8, $mr, $nb, $pfa, $pfb>(a)
         }
     };
 }
+shape_fn!(t8x16a8, 8, 2, 8, 0);
+shape_fn!(t8x16a16, 8, 2, 16, 0);
+shape_fn!(t8x16b8, 8, 2, 0, 8);
+shape_fn!(t8x16a8b8, 8, 2, 8, 8);
+shape_fn!(t12x16a8, 12, 2, 8, 0);
 shape_fn!(t8x16, 8, 2);
 shape_fn!(t8x24, 8, 3);
 shape_fn!(t12x16, 12, 2);
@@ -35,7 +45,19 @@ shape_fn!(t10x16, 10, 2);
 shape_fn!(t6x32, 6, 4);
 shape_fn!(t4x32, 4, 4);
 
-fn tile_fn(mr: usize, nr: usize) -> Option<Run> {
+fn tile_fn(mr: usize, nr: usize, pf: &str) -> Option<Run> {
+    Some(match (mr, nr, pf) {
+        (8, 16, "a8") => t8x16a8,
+        (8, 16, "a16") => t8x16a16,
+        (8, 16, "b8") => t8x16b8,
+        (8, 16, "a8b8") => t8x16a8b8,
+        (12, 16, "a8") => t12x16a8,
+        (_, _, "") => return tile_fn_plain(mr, nr),
+        _ => return None,
+    })
+}
+
+fn tile_fn_plain(mr: usize, nr: usize) -> Option<Run> {
     Some(match (mr, nr) {
         (8, 16) => t8x16,
         (8, 24) => t8x24,
@@ -62,13 +84,14 @@ fn parse(s: &str) -> Shape {
         std::process::exit(2)
     };
     let parts: Vec<&str> = s.split('/').collect();
-    if parts.len() != 3 {
+    if parts.len() != 3 && parts.len() != 4 {
         bad()
     }
+    let pf = parts.get(3).copied().unwrap_or("");
     let (mr, nr) = parts[0].split_once('x').unwrap_or_else(|| bad());
     let num = |x: &str| x.parse::<usize>().unwrap_or_else(|_| bad());
     let (mr, nr, kc, mc) = (num(mr), num(nr), num(parts[1]), num(parts[2]));
-    let run = tile_fn(mr, nr).unwrap_or_else(|| bad());
+    let run = tile_fn(mr, nr, pf).unwrap_or_else(|| bad());
     Shape {
         name: s.to_string(),
         mr,

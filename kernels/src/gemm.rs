@@ -67,9 +67,18 @@ pub struct Args<E> {
     pub blk: Blocking,
 }
 
-/// The loop nest for vector type `V` and micro-tile `MR × (NB·lanes)`.
+/// The loop nest for vector type `V` and micro-tile `MR × (NB·lanes)`, no software prefetch
+/// inside the micro-kernel.
 #[inline(always)]
 pub fn gemm<V: Lanes, const MR: usize, const NB: usize>(a: &Args<V::E>) {
+    gemm_pf::<V, MR, NB, 0, 0>(a)
+}
+
+/// [`gemm`] whose micro-kernel asks, on every rank-1 update, for the A panel `PFA` updates
+/// ahead and the B panel `PFB` updates ahead in L1 (0: not that panel). Hints only: the same
+/// loads, stores and flops.
+#[inline(always)]
+pub fn gemm_pf<V: Lanes, const MR: usize, const NB: usize, const PFA: usize, const PFB: usize>(a: &Args<V::E>) {
     let nr = NB * V::LANES;
     let Blocking { mc, kc, nc } = a.blk;
     // SAFETY: all offsets stay inside A (m×k, lda), B (k×n, ldb), C (m×n, ldc) and the
@@ -102,12 +111,12 @@ pub fn gemm<V: Lanes, const MR: usize, const NB: usize>(a: &Args<V::E>) {
                                 prefetch_tile(next, MR.min(mcb), nr.min(ncb - jr - nr), a.ldc);
                             }
                             if mrv == MR && nrv == nr {
-                                micro::<V, MR, NB>(kcb, ap, bp, cp, a.ldc, first);
+                                micro::<V, MR, NB, PFA, PFB>(kcb, ap, bp, cp, a.ldc, first);
                             } else {
                                 if !first {
                                     copy_tile::<V>(mrv, nrv, cp, a.ldc, a.ctile, nr);
                                 }
-                                micro::<V, MR, NB>(kcb, ap, bp, a.ctile, nr, first);
+                                micro::<V, MR, NB, PFA, PFB>(kcb, ap, bp, a.ctile, nr, first);
                                 copy_tile::<V>(mrv, nrv, a.ctile, nr, cp, a.ldc);
                             }
                         }
@@ -120,7 +129,7 @@ pub fn gemm<V: Lanes, const MR: usize, const NB: usize>(a: &Args<V::E>) {
 
 /// `MR × NB` vector accumulators over `kc` rank-1 updates.
 #[inline(always)]
-unsafe fn micro<V: Lanes, const MR: usize, const NB: usize>(
+unsafe fn micro<V: Lanes, const MR: usize, const NB: usize, const PFA: usize, const PFB: usize>(
     kc: usize,
     ap: *const V::E,
     bp: *const V::E,
@@ -141,6 +150,14 @@ unsafe fn micro<V: Lanes, const MR: usize, const NB: usize>(
         }
         let (mut ap, mut bp) = (ap, bp);
         for _ in 0..kc {
+            if PFA > 0 {
+                prefetch_line(ap.wrapping_add(PFA * MR));
+            }
+            if PFB > 0 {
+                for j in 0..NB {
+                    prefetch_line(bp.wrapping_add((PFB * NB + j) * l));
+                }
+            }
             let mut b = [V::zero(); NB];
             for (j, x) in b.iter_mut().enumerate() {
                 *x = V::load(bp.add(j * l));
@@ -229,6 +246,18 @@ fn prefetch_tile<E>(p: *const E, rows: usize, cols: usize, ld: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, rows, cols, ld);
+}
+
+/// Ask for the line at `p` in L1 (a hint: past a panel's end it fetches a harmless line).
+#[inline(always)]
+fn prefetch_line<E>(p: *const E) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 never faults and changes no architectural state.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Copy the valid `mr × nr` corner between C and the tile buffer.

@@ -17,6 +17,7 @@
 //! Loop nest (n a multiple of 64; MR × NR micro-tile: AMX 32 × 32, zmm 8 × 32, ymm 4 × 16):
 //! ```text
 //! pack B into tile rows (pairs / quads of k per dword, VNNI layout), 32-column panels
+//! AMX: for jb in 0..n step 512            (the B panels of a k block, KC × 512, stay in L2)
 //! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
 //!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2)
 //!     AMX: pack A[ic..+32, pc..+KC] into tile order (per step two 1 KiB tiles, contiguous)
@@ -32,7 +33,8 @@
 //! with the reason.
 //!
 //! Counts (what the trace backend must reproduce): W = 2n³ in dot products of the variant's
-//! class. Core bytes: packing B loads and stores n² elements (AMX: packing A as many again);
+//! class. Core bytes: packing B loads and stores n² elements (AMX: packing A as many again per
+//! 512 columns);
 //! AMX: each micro-kernel step loads
 //! 4 tiles of 1 KiB (two of A, two of B), `ldtilecfg` 64 bytes; SIMD: per micro-kernel call and
 //! k dword group, the B row (4·NR bytes) and MR dwords of A; C: MR × NR fp32/int32 stored per
@@ -157,10 +159,11 @@ pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) 
     let (mr, nr) = path.tile();
     let calls = (r64 / mr as u64) * (c64 / nr as u64);
     if path == Path::Amx {
-        // Packing A: its rows, every element loaded and stored once (per k block, each
-        // 32-row block of it once).
-        c.core_load_bytes += r64 * n64 * e;
-        c.core_store_bytes += r64 * n64 * e;
+        // Packing A: its rows, every element loaded and stored once per block of AMX_NC
+        // columns (per k block, each 32-row block of it once).
+        let col_blocks = cols.div_ceil(AMX_NC) as u64;
+        c.core_load_bytes += col_blocks * r64 * n64 * e;
+        c.core_store_bytes += col_blocks * r64 * n64 * e;
     }
     c.core_load_bytes += match path {
         // Per step of KS k values: two A tiles and two B tiles of 1 KiB; `ldtilecfg` 64 bytes.
@@ -425,18 +428,29 @@ impl LowpMats {
         // pc < n step kc, steps·ks ≤ n − pc; C tiles of 16 rows × 64 bytes at stride n·4.
         unsafe {
             crate::lowp::load_tile_config(&cfg);
-            for pc in (0..n).step_by(kc) {
-                let steps = kc.min(n - pc) / ks;
-                for ic in (r0..r1).step_by(32) {
-                    // 32 rows of A × KC packed into tile order (32 KiB, contiguous): it stays
-                    // in L1 while the B panels stream from L2. Read in place at a row stride
-                    // of n·e (2 or 4 KiB at n = 1024 or 2048) its tile rows fell into a few
-                    // L1 sets and came from L2 on every step, beside B.
-                    pack_a_tiles(steps, a0.add((ic * n + pc) * e), n * e, ap);
-                    for jc in (j0..j1).step_by(32) {
-                        let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
-                        let cp = c0.add((ic * n + jc) * 4);
-                        micro(kind, steps, ap, bp, cp, n * 4, pc > 0);
+            for jb in (j0..j1).step_by(AMX_NC) {
+                let jend = (jb + AMX_NC).min(j1);
+                for pc in (0..n).step_by(kc) {
+                    let steps = kc.min(n - pc) / ks;
+                    for ic in (r0..r1).step_by(32) {
+                        // 32 rows of A × KC packed into tile order (32 KiB, contiguous): it
+                        // stays in L1 while the B panels stream from L2. Read in place at a row
+                        // stride of n·e (2 or 4 KiB at n = 1024 or 2048) its tile rows fell
+                        // into a few L1 sets and came from L2 on every step, beside B.
+                        pack_a_tiles(steps, a0.add((ic * n + pc) * e), n * e, ap);
+                        for jc in (jb..jend).step_by(32) {
+                            let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
+                            let cp = c0.add((ic * n + jc) * 4);
+                            // C is not blocked: its tiles come from L3. Ask for the next call's
+                            // tile in L2 while this call's tile products run (not L1: its 32
+                            // rows at a stride of n·4 bytes share a few L1 sets).
+                            if jc + 32 < jend {
+                                prefetch_c_tile(cp.add(32 * 4), n * 4);
+                            } else if ic + 32 < r1 {
+                                prefetch_c_tile(c0.add(((ic + 32) * n + jb) * 4), n * 4);
+                            }
+                            micro(kind, steps, ap, bp, cp, n * 4, pc > 0);
+                        }
                     }
                 }
             }
@@ -546,6 +560,27 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8
                     }
                 }
             }
+        }
+    }
+}
+
+/// Columns of C (and of packed B) per block of the AMX loop nest: the B panels of one k block
+/// then take KC × 512 elements, 512 KiB (bf16, KC 512; int8, KC 1024), and stay in a 2 MiB
+/// L2 while every 32-row block of A passes over them. Over all n columns at once (1 MiB at
+/// n = 1024, 2 MiB at 2048) they came from L3 at n = 2048 on one thread.
+pub const AMX_NC: usize = 512;
+
+/// Ask for the 32 × 32 C tile at `c` (32 rows of 128 bytes at stride `ldc` bytes) in L2. A
+/// hint: no architectural effect, no bytes for the counting model or the tracer.
+#[cfg(target_arch = "x86_64")]
+fn prefetch_c_tile(c: *const u8, ldc: usize) {
+    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+    for r in 0..32 {
+        let row = c.wrapping_add(r * ldc) as *const i8;
+        // SAFETY: PREFETCHT1 never faults and changes no architectural state.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T1>(row);
+            _mm_prefetch::<_MM_HINT_T1>(row.wrapping_add(64));
         }
     }
 }
@@ -969,7 +1004,10 @@ impl Kernel for LowpGemm {
         let class = path.class(self.0).key();
         let what = if self.0 == Lowp::Int8 { "integer ops, not flops" } else { "flops" };
         let operands = match path {
-            Path::Amx => format!("2·{e}·n² (packing A) + (n/32)²·4 KiB·n/{} (A, B tiles) + 64 B", self.0.k_step()),
+            Path::Amx => format!(
+                "2·{e}·n²·⌈n/{AMX_NC}⌉ (packing A per {AMX_NC} columns) + (n/32)²·4 KiB·n/{} (A, B tiles) + 64 B",
+                self.0.k_step()
+            ),
             _ => {
                 let (mr, nr) = path.tile();
                 format!("(n/{mr})·(n/{nr})·(n/{})·{} B (B rows, A dwords)", self.0.group(), 4 * (mr + nr))
