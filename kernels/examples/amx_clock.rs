@@ -87,9 +87,13 @@ fn main() {
         fpc.push(flops / t_amx / (ghz_amx * 1e9));
         beside_fpc.push(flops / t_beside / (ghz_amx * 1e9));
     }
+    let (lo, hi) = (
+        fpc.iter().copied().fold(f64::INFINITY, f64::min),
+        fpc.iter().copied().fold(0.0, f64::max),
+    );
     println!(
         "cpu {cpu}, {rounds} rounds: clock {:.3} GHz (imul alone), {:.3} GHz (imul beside 4 tdpbf16ps); \
-         tile loop alone {:.0} bf16 flop/cycle at the clock under AMX (platform 1024); \
+         tile loop alone {:.0} bf16 flop/cycle at the clock under AMX (min {lo:.0}, max {hi:.0}; platform 1024); \
          the loop with imul beside {:.0} flop/cycle (a value near 65536/288 = 228 means the imul chain was the critical path)",
         median(&mut f_int),
         median(&mut f_amx),

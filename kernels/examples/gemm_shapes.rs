@@ -7,13 +7,14 @@
 //! Usage: `cargo run --release -p roofline-kernels --example gemm_shapes -- [N] [ROUNDS] [REPS] [CPU] [SHAPE...]`
 //! with SHAPE = `MRxNR/kc/mc[/PF]` (MR×NR one of 8x16, 8x24, 12x16, 14x16, 6x32, 10x16, 4x32;
 //! PF, software prefetch in the micro-kernel: `a8`, `a16` (A panel 8 or 16 updates ahead),
-//! `b8` (B panel), `a8b8`; for 8x16, and `a8` for 12x16).
+//! `b8` (B panel), `a8b8`; for 8x16, and `a8` for 12x16; `eb`: 8x16 written out with embedded
+//! broadcasts, `micro_zmm_8x16_eb`; `u4`: 4 rank-1 updates per loop trip, 8x16 and 12x16).
 //! Defaults: 1024 9 3 0 and a grid around the production shape.
 
 use std::time::Instant;
 
 use roofline_kernels::check::Buf;
-use roofline_kernels::gemm::{Args, Blocking, gemm_pf};
+use roofline_kernels::gemm::{Args, Blocking, Generic, Zmm8x16Eb, gemm_pf, nest};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
 use roofline_kernels::runner::pin_to_cpu;
@@ -32,6 +33,20 @@ macro_rules! shape_fn {
         }
     };
 }
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn t8x16eb(a: &Args<f64>) {
+    // SAFETY: AVX-512F (this function's features); the nest passes 8·kc and 16·kc panels and
+    // an 8 × 16 tile.
+    nest::<F64x8, 8, 2, Zmm8x16Eb>(a)
+}
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn t8x16u4(a: &Args<f64>) {
+    nest::<F64x8, 8, 2, Generic<F64x8, 8, 2, 0, 0, 4>>(a)
+}
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn t12x16u4(a: &Args<f64>) {
+    nest::<F64x8, 12, 2, Generic<F64x8, 12, 2, 0, 0, 4>>(a)
+}
 shape_fn!(t8x16a8, 8, 2, 8, 0);
 shape_fn!(t8x16a16, 8, 2, 16, 0);
 shape_fn!(t8x16b8, 8, 2, 0, 8);
@@ -48,6 +63,9 @@ shape_fn!(t4x32, 4, 4);
 fn tile_fn(mr: usize, nr: usize, pf: &str) -> Option<Run> {
     Some(match (mr, nr, pf) {
         (8, 16, "a8") => t8x16a8,
+        (8, 16, "eb") => t8x16eb,
+        (8, 16, "u4") => t8x16u4,
+        (12, 16, "u4") => t12x16u4,
         (8, 16, "a16") => t8x16a16,
         (8, 16, "b8") => t8x16b8,
         (8, 16, "a8b8") => t8x16a8b8,
@@ -159,7 +177,8 @@ fn main() {
         std::hint::black_box(peak.run(peak_rounds));
         (peak.flops_per_round() * peak_rounds) as f64 / t.elapsed().as_secs_f64() / 1e9
     };
-    let mut time_shape = |s: &Shape| -> f64 {
+    let (aptr, bptr, cptr) = (a.ptr(), b.ptr(), c.mut_ptr());
+    let time_shape = |s: &Shape| -> f64 {
         let mut apack = Buf::<f64>::new(s.blk.mc.div_ceil(s.mr) * s.mr * s.blk.kc, 0).unwrap();
         let mut bpack = Buf::<f64>::new(s.blk.nc.div_ceil(s.nr) * s.nr * s.blk.kc, 0).unwrap();
         let mut ctile = Buf::<f64>::new(s.mr * s.nr, 0).unwrap();
@@ -167,11 +186,11 @@ fn main() {
             m: n,
             n,
             k: n,
-            a: a.ptr(),
+            a: aptr,
             lda: n,
-            b: b.ptr(),
+            b: bptr,
             ldb: n,
-            c: c.mut_ptr(),
+            c: cptr,
             ldc: n,
             apack: apack.mut_ptr(),
             bpack: bpack.mut_ptr(),
@@ -189,6 +208,29 @@ fn main() {
         }
         2.0 * (n as f64).powi(3) / best / 1e9
     };
+    // Every shape must compute the product: against the first shape's C, within twice the
+    // bound of any order of n multiply-adds, 2·γ_n·Σ|a·b| ≤ 2·γ_n·n (|a|, |b| ≤ 1).
+    let u = f64::EPSILON / 2.0;
+    let tol = 2.0 * (n as f64 * u / (1.0 - n as f64 * u)) * n as f64;
+    let mut reference: Option<Vec<f64>> = None;
+    for s in &shapes {
+        time_shape(s);
+        let got = c.as_slice().to_vec();
+        match &reference {
+            None => reference = Some(got),
+            Some(r) => {
+                let worst = r.iter().zip(&got).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+                if !(worst <= tol) {
+                    eprintln!(
+                        "gemm_shapes: {} differs from {} by {worst:e} (tolerance {tol:e})",
+                        s.name, shapes[0].name
+                    );
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    println!("every shape's C agrees with {}'s within {tol:.1e}", shapes[0].name);
     // Warm the core up before the first round.
     for _ in 0..3 {
         peak_gflops();

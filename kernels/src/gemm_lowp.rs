@@ -17,7 +17,7 @@
 //! Loop nest (n a multiple of 64; MR × NR micro-tile: AMX 32 × 32, zmm 8 × 32, ymm 4 × 16):
 //! ```text
 //! pack B into tile rows (pairs / quads of k per dword, VNNI layout), 32-column panels
-//! AMX: for jb in 0..n step 512            (the B panels of a k block, KC × 512, stay in L2)
+//! AMX: for jb in 0..n step 1024           (the B panels of a k block, KC × 1024, stay in L2)
 //! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
 //!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2)
 //!     AMX: pack A[ic..+32, pc..+KC] into tile order (per step two 1 KiB tiles, contiguous)
@@ -34,7 +34,7 @@
 //!
 //! Counts (what the trace backend must reproduce): W = 2n³ in dot products of the variant's
 //! class. Core bytes: packing B loads and stores n² elements (AMX: packing A as many again per
-//! 512 columns);
+//! 1024 columns);
 //! AMX: each micro-kernel step loads
 //! 4 tiles of 1 KiB (two of A, two of B), `ldtilecfg` 64 bytes; SIMD: per micro-kernel call and
 //! k dword group, the B row (4·NR bytes) and MR dwords of A; C: MR × NR fp32/int32 stored per
@@ -441,15 +441,16 @@ impl LowpMats {
                         for jc in (jb..jend).step_by(32) {
                             let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
                             let cp = c0.add((ic * n + jc) * 4);
-                            // C is not blocked: its tiles come from L3. Ask for the next call's
-                            // tile in L2 while this call's tile products run (not L1: its 32
-                            // rows at a stride of n·4 bytes share a few L1 sets).
-                            if jc + 32 < jend {
-                                prefetch_c_tile(cp.add(32 * 4), n * 4);
+                            // The next call's C tile, asked for in L2 during this call (not L1:
+                            // its 32 rows at a stride of n·4 bytes share a few L1 sets).
+                            let next = if jc + 32 < jend {
+                                cp.add(32 * 4)
                             } else if ic + 32 < r1 {
-                                prefetch_c_tile(c0.add(((ic + 32) * n + jb) * 4), n * 4);
-                            }
-                            micro(kind, steps, ap, bp, cp, n * 4, pc > 0);
+                                c0.add(((ic + 32) * n + jb) * 4)
+                            } else {
+                                cp
+                            };
+                            micro(kind, steps, ap, bp, cp, n * 4, pc > 0, next);
                         }
                     }
                 }
@@ -565,25 +566,12 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8
 }
 
 /// Columns of C (and of packed B) per block of the AMX loop nest: the B panels of one k block
-/// then take KC × 512 elements, 512 KiB (bf16, KC 512; int8, KC 1024), and stay in a 2 MiB
-/// L2 while every 32-row block of A passes over them. Over all n columns at once (1 MiB at
-/// n = 1024, 2 MiB at 2048) they came from L3 at n = 2048 on one thread.
-pub const AMX_NC: usize = 512;
-
-/// Ask for the 32 × 32 C tile at `c` (32 rows of 128 bytes at stride `ldc` bytes) in L2. A
-/// hint: no architectural effect, no bytes for the counting model or the tracer.
-#[cfg(target_arch = "x86_64")]
-fn prefetch_c_tile(c: *const u8, ldc: usize) {
-    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
-    for r in 0..32 {
-        let row = c.wrapping_add(r * ldc) as *const i8;
-        // SAFETY: PREFETCHT1 never faults and changes no architectural state.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T1>(row);
-            _mm_prefetch::<_MM_HINT_T1>(row.wrapping_add(64));
-        }
-    }
-}
+/// then take at most KC × 1024 elements, 1 MiB (bf16, KC 512; int8, KC 1024), and stay in a
+/// 2 MiB L2 while every 32-row block of A passes over them. Over all n columns at once (2 MiB
+/// at n = 2048) they came from L3 on one thread. Each block of columns packs A again, so the
+/// blocks are as wide as L2 allows (512 columns read A twice as often and lost 20 % at
+/// n = 1024, int8).
+pub const AMX_NC: usize = 1024;
 
 /// A[32 rows at `src`, row stride `lda` bytes, steps·64 bytes each] into tile order at `dst`:
 /// per step two tiles of 16 rows × 64 bytes (rows 0–15, then 16–31), 2 KiB a step. A tile row
@@ -601,8 +589,10 @@ unsafe fn pack_a_tiles(steps: usize, src: *const u8, lda: usize, dst: *mut u8) {
     // SAFETY: guaranteed by the caller (see above): every access is 64 bytes at a multiple of
     // 64, inside the rows of A or the packed block.
     unsafe {
-        for step in 0..steps {
-            for r in 0..32 {
+        // Row by row: each row's steps·64 bytes are one contiguous run that the hardware
+        // prefetchers follow (step by step, the 32 rows were 32 streams a page apart).
+        for r in 0..32 {
+            for step in 0..steps {
                 let s = src.add(r * lda + step * 64) as *const __m512i;
                 let d = dst.add(step * 2048 + r * 64) as *mut __m512i;
                 std::ptr::write_volatile(d, std::ptr::read_volatile(s));
@@ -613,11 +603,16 @@ unsafe fn pack_a_tiles(steps: usize, src: *const u8, lda: usize, dst: *mut u8) {
 
 /// C[32×32] (+)= A[32 rows, steps·KS] · B: tmm0–3 accumulate, tmm4/5 A rows 0–15/16–31 from
 /// the packed A block (2 KiB per step), tmm6/7 B columns 0–15/16–31 from the packed panel.
+/// Each step also asks for two rows of the next call's C tile at `next_c` (stride `ldc`) in
+/// L2: C is not blocked and comes from L3 or DRAM; spread over the steps, these requests do
+/// not hold the line fill buffers that the B tiles need all at once. A hint: no
+/// architectural effect, no bytes for the counting model or the tracer.
 ///
 /// # Safety
 /// Tiles configured 16 × 64 B; the pointers valid for the accesses described; steps ≥ 1.
 #[cfg(target_arch = "x86_64")]
-unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, b: *const u8, c: *mut u8, ldc: usize, load_c: bool, next_c: *const u8) {
     use std::arch::asm;
     // SAFETY: guaranteed by the caller (see above).
     unsafe {
@@ -650,9 +645,11 @@ unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, b: *const u8, c: *mut u8
                 "tdpbf16ps tmm1, tmm4, tmm7",
                 "tdpbf16ps tmm2, tmm5, tmm6",
                 "tdpbf16ps tmm3, tmm5, tmm7",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
                 "add {a}, 2048", "add {b}, 2048",
                 "dec {n}", "jnz 2b",
-                a = inout(reg) a => _, b = inout(reg) b => _,
+                a = inout(reg) a => _, b = inout(reg) b => _, p = inout(reg) next_c => _, ldc = in(reg) ldc,
                 s = in(reg) 64usize, n = inout(reg) steps => _,
                 options(nostack, readonly)
             ),
@@ -666,9 +663,11 @@ unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, b: *const u8, c: *mut u8
                 "tdpbusd tmm1, tmm4, tmm7",
                 "tdpbusd tmm2, tmm5, tmm6",
                 "tdpbusd tmm3, tmm5, tmm7",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
                 "add {a}, 2048", "add {b}, 2048",
                 "dec {n}", "jnz 2b",
-                a = inout(reg) a => _, b = inout(reg) b => _,
+                a = inout(reg) a => _, b = inout(reg) b => _, p = inout(reg) next_c => _, ldc = in(reg) ldc,
                 s = in(reg) 64usize, n = inout(reg) steps => _,
                 options(nostack, readonly)
             ),
@@ -1100,8 +1099,8 @@ mod tests {
                 let blocks = n.div_ceil(kind.kc()) as u64;
                 let c_tiles = (n64 / 16) * (n64 / 16);
                 let e = kind.esize() as u64;
-                // Packing B: each element loaded and stored once; A: once per 512 columns.
-                let packs = 1 + n.div_ceil(512) as u64;
+                // Packing B: each element loaded and stored once; A: once per 1024 columns.
+                let packs = 1 + n.div_ceil(1024) as u64;
                 assert_eq!(
                     c.core_load_bytes,
                     packs * n64 * n64 * e + tdp * 1024 + c_tiles * (blocks - 1) * 1024 + 64
