@@ -146,9 +146,15 @@ pub fn counts(kind: Lowp, n: usize, path: Path) -> Counts {
 /// Analytic counts of the part of a split problem of order `n` that computes `rows` × `cols`
 /// of C (multiples of 32): it packs its own `cols` columns of B (n × cols).
 pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) -> Counts {
+    counts_block_with(kind, n, rows, cols, path, AmxBlocking::of(kind))
+}
+
+/// [`counts_block`] with the AMX path's blocking `blk` (the SIMD paths use `kind.kc()`).
+pub fn counts_block_with(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path, blk: AmxBlocking) -> Counts {
     let (n64, r64, c64) = (n as u64, rows as u64, cols as u64);
     let e = kind.esize() as u64;
-    let blocks = n.div_ceil(kind.kc()) as u64;
+    let kc = if path == Path::Amx { blk.kc } else { kind.kc() };
+    let blocks = n.div_ceil(kc) as u64;
     let mut c = Counts::default();
     // Dot products (tile, bf16 pair or int8 quad), no FP FMA: `fma_flops` stays 0.
     c.add_flops(path.class(kind), 2 * r64 * c64 * n64);
@@ -159,9 +165,9 @@ pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) 
     let (mr, nr) = path.tile();
     let calls = (r64 / mr as u64) * (c64 / nr as u64);
     if path == Path::Amx {
-        // Packing A: its rows, every element loaded and stored once per block of AMX_NC
+        // Packing A: its rows, every element loaded and stored once per block of `blk.nc`
         // columns (per k block, each 32-row block of it once).
-        let col_blocks = cols.div_ceil(AMX_NC) as u64;
+        let col_blocks = cols.div_ceil(blk.nc) as u64;
         c.core_load_bytes += col_blocks * r64 * n64 * e;
         c.core_store_bytes += col_blocks * r64 * n64 * e;
     }
@@ -251,9 +257,10 @@ pub fn f32_of_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
-/// Bytes of the packed A block of `path` (32 rows × KC on AMX; none on the SIMD paths).
-fn apack_len(kind: Lowp, path: Path) -> usize {
-    if path == Path::Amx { 32 * kind.kc() * kind.esize() } else { 0 }
+/// Bytes of the packed A block of `path` (32 rows of up to [`AmxBlocking::MAX_KC_BYTES`] on
+/// AMX, any blocking; none on the SIMD paths).
+fn apack_len(path: Path) -> usize {
+    if path == Path::Amx { 32 * AmxBlocking::MAX_KC_BYTES } else { 0 }
 }
 
 /// One instance: A, B, C (shared by the parts of a split problem), the packed columns of B,
@@ -267,6 +274,8 @@ pub struct LowpMats {
     bpack: Aligned,
     /// The AMX path's packed block of A: 32 rows × KC in tile order (empty on the SIMD paths).
     apack: Aligned,
+    /// The AMX path's blocking.
+    blk: AmxBlocking,
     c: Arc<Aligned>,
     rows: (usize, usize),
     cols: (usize, usize),
@@ -301,11 +310,31 @@ impl LowpMats {
             a: Arc::new(a),
             b: Arc::new(b),
             bpack: Aligned::new(n * n * e)?,
-            apack: Aligned::new(apack_len(kind, path))?,
+            apack: Aligned::new(apack_len(path))?,
+            blk: AmxBlocking::of(kind),
             c: Arc::new(Aligned::new(n * n * 4)?),
             rows: (0, n),
             cols: (0, n),
         })
+    }
+
+    /// Another blocking for the AMX path (experiments: `examples/amx_shapes.rs`); the counts
+    /// follow it. Err where `kc` is not a multiple of the tile step or its A rows exceed
+    /// [`AmxBlocking::MAX_KC_BYTES`], or `nc` is not a positive multiple of 32.
+    pub fn set_amx_blocking(&mut self, blk: AmxBlocking) -> Result<(), String> {
+        let ks = self.kind.k_step();
+        if blk.kc == 0 || !blk.kc.is_multiple_of(ks) || blk.kc * self.kind.esize() > AmxBlocking::MAX_KC_BYTES {
+            return Err(format!(
+                "kc {}: a multiple of {ks} up to {} bytes of A a row",
+                blk.kc,
+                AmxBlocking::MAX_KC_BYTES
+            ));
+        }
+        if blk.nc == 0 || !blk.nc.is_multiple_of(32) {
+            return Err(format!("nc {}: a positive multiple of 32", blk.nc));
+        }
+        self.blk = blk;
+        Ok(())
     }
 
     /// The part of `whole` (a full problem) that computes C[rows, cols]: the same A, B and C,
@@ -318,7 +347,8 @@ impl LowpMats {
             a: whole.a.clone(),
             b: whole.b.clone(),
             bpack: Aligned::new(whole.n * (cols.1 - cols.0) * whole.kind.esize())?,
-            apack: Aligned::new(apack_len(whole.kind, whole.path))?,
+            apack: Aligned::new(apack_len(whole.path))?,
+            blk: whole.blk,
             c: whole.c.clone(),
             rows,
             cols,
@@ -412,7 +442,7 @@ impl LowpMats {
             return;
         }
         let (n, e) = (self.n, self.kind.esize());
-        let kc = self.kind.kc();
+        let AmxBlocking { kc, nc } = self.blk;
         let ks = self.kind.k_step();
         let cfg = crate::lowp::TileConfig::uniform(16, 64);
         // The buffers' addresses in locals: the tile `asm!` blocks may write memory, so fields
@@ -428,8 +458,8 @@ impl LowpMats {
         // pc < n step kc, steps·ks ≤ n − pc; C tiles of 16 rows × 64 bytes at stride n·4.
         unsafe {
             crate::lowp::load_tile_config(&cfg);
-            for jb in (j0..j1).step_by(AMX_NC) {
-                let jend = (jb + AMX_NC).min(j1);
+            for jb in (j0..j1).step_by(nc) {
+                let jend = (jb + nc).min(j1);
                 for pc in (0..n).step_by(kc) {
                     let steps = kc.min(n - pc) / ks;
                     for ic in (r0..r1).step_by(32) {
@@ -572,6 +602,25 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8
 /// blocks are as wide as L2 allows (512 columns read A twice as often and lost 20 % at
 /// n = 1024, int8).
 pub const AMX_NC: usize = 1024;
+
+/// The AMX loop nest's blocking: k values per block (`kc`, a multiple of the tile step) and
+/// columns per block (`nc`, a multiple of 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmxBlocking {
+    pub kc: usize,
+    pub nc: usize,
+}
+
+impl AmxBlocking {
+    /// The largest packed A row segment (bytes) any blocking may use: 32 rows of it are the
+    /// packed A block.
+    pub const MAX_KC_BYTES: usize = 2048;
+
+    /// The production blocking of `kind`.
+    pub fn of(kind: Lowp) -> AmxBlocking {
+        AmxBlocking { kc: kind.kc(), nc: AMX_NC }
+    }
+}
 
 /// A[32 rows at `src`, row stride `lda` bytes, steps·64 bytes each] into tile order at `dst`:
 /// per step two tiles of 16 rows × 64 bytes (rows 0–15, then 16–31), 2 KiB a step. A tile row
@@ -955,7 +1004,14 @@ impl Instance for LowpMats {
         Ok(())
     }
     fn counts(&self) -> Counts {
-        counts_block(self.kind, self.n, self.rows.1 - self.rows.0, self.cols.1 - self.cols.0, self.path)
+        counts_block_with(
+            self.kind,
+            self.n,
+            self.rows.1 - self.rows.0,
+            self.cols.1 - self.cols.0,
+            self.path,
+            self.blk,
+        )
     }
 }
 
@@ -1110,6 +1166,59 @@ mod tests {
         }
         assert!(Lowp::Int8.class().is_integer());
         assert!(!Lowp::Bf16.class().is_integer());
+    }
+
+    #[test]
+    fn amx_blockings_are_checked_counted_and_computed() {
+        for kind in [Lowp::Bf16, Lowp::Int8] {
+            let ks = kind.k_step();
+            let e = kind.esize() as u64;
+            for n in [128usize, 640, 1088] {
+                let n64 = n as u64;
+                let default = counts(kind, n, Path::Amx);
+                assert_eq!(counts_block_with(kind, n, n, n, Path::Amx, AmxBlocking::of(kind)), default);
+                // Narrower column blocks pack A once per block; a deeper kc reloads C less.
+                for nc in [32usize, 96, 512] {
+                    let blk = AmxBlocking { kc: kind.kc(), nc };
+                    let c = counts_block_with(kind, n, n, n, Path::Amx, blk);
+                    let extra = (n.div_ceil(nc) as u64 - n.div_ceil(AMX_NC) as u64) * n64 * n64 * e;
+                    assert_eq!(c.core_load_bytes, default.core_load_bytes + extra, "{kind:?} n={n} nc={nc}");
+                    assert_eq!(c.core_store_bytes, default.core_store_bytes + extra, "{kind:?} n={n} nc={nc}");
+                }
+                let deep = AmxBlocking {
+                    kc: 2 * kind.kc(),
+                    nc: AMX_NC,
+                };
+                let c = counts_block_with(kind, n, n, n, Path::Amx, deep);
+                let c_tile_bytes = n64 * n64 * 4;
+                let fewer = (n.div_ceil(kind.kc()) - n.div_ceil(2 * kind.kc())) as u64 * c_tile_bytes;
+                assert_eq!(default.core_store_bytes - c.core_store_bytes, fewer, "{kind:?} n={n}");
+            }
+            let mut m = LowpMats::new(kind, 128, 3, Path::Zmm).unwrap_or_else(|_| LowpMats::new(kind, 128, 3, Path::Amx).unwrap());
+            for bad in [
+                AmxBlocking { kc: ks + 1, nc: 64 },
+                AmxBlocking { kc: 0, nc: 64 },
+                AmxBlocking {
+                    kc: 2 * AmxBlocking::MAX_KC_BYTES,
+                    nc: 64,
+                },
+                AmxBlocking { kc: ks, nc: 48 },
+                AmxBlocking { kc: ks, nc: 0 },
+            ] {
+                assert!(m.set_amx_blocking(bad).is_err(), "{bad:?}");
+            }
+            assert!(m.set_amx_blocking(AmxBlocking { kc: ks, nc: 32 }).is_ok());
+            // Where AMX runs, every blocking computes the product (n with partial blocks of
+            // columns and of k).
+            if Path::Amx.unit(kind).available() {
+                let seed = crate::rng::fresh_seed();
+                for (kc, nc) in [(ks, 32), (2 * kind.kc(), 96), (kind.kc(), 512)] {
+                    let mut m = LowpMats::new(kind, 640, seed, Path::Amx).unwrap();
+                    m.set_amx_blocking(AmxBlocking { kc, nc }).unwrap();
+                    m.verify().unwrap_or_else(|e| panic!("seed {seed} {kind:?} kc={kc} nc={nc}: {e}"));
+                }
+            }
+        }
     }
 
     /// The SIMD paths, counted by instruction: per micro-kernel call and dword group of k, one
