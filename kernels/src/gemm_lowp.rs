@@ -17,9 +17,10 @@
 //! Loop nest (n a multiple of 64; MR × NR micro-tile: AMX 32 × 32, zmm 8 × 32, ymm 4 × 16):
 //! ```text
 //! pack B into tile rows (pairs / quads of k per dword, VNNI layout), 32-column panels
-//! AMX: for jb in 0..n step 1024           (the B panels of a k block, KC × 1024, stay in L2)
-//! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
-//!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2)
+//! AMX: for jb in 0..n step NC            (the B panels of a k block, KC × NC, stay in L2)
+//! for pc in 0..n step KC                 (SIMD: KC = 512 bf16, 1024 int8: 32 rows of A × KC
+//!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2;
+//!                                          AMX: KC 2 KiB of a row, `AmxBlocking::of`)
 //!     AMX: pack A[ic..+32, pc..+KC] into tile order (per step two 1 KiB tiles, contiguous)
 //!     for jc in 0..n step NR             micro-kernel: C[ic..+MR, jc..+NR] in registers
 //!       C from zero (pc = 0) or loaded; per k dword group: AMX: per 16 of them A tiles
@@ -34,7 +35,7 @@
 //!
 //! Counts (what the trace backend must reproduce): W = 2n³ in dot products of the variant's
 //! class. Core bytes: packing B loads and stores n² elements (AMX: packing A as many again per
-//! 1024 columns);
+//! block of NC columns);
 //! AMX: each micro-kernel step loads
 //! 4 tiles of 1 KiB (two of A, two of B), `ldtilecfg` 64 bytes; SIMD: per micro-kernel call and
 //! k dword group, the B row (4·NR bytes) and MR dwords of A; C: MR × NR fp32/int32 stored per
@@ -463,10 +464,10 @@ impl LowpMats {
                 for pc in (0..n).step_by(kc) {
                     let steps = kc.min(n - pc) / ks;
                     for ic in (r0..r1).step_by(32) {
-                        // 32 rows of A × KC packed into tile order (32 KiB, contiguous): it
-                        // stays in L1 while the B panels stream from L2. Read in place at a row
-                        // stride of n·e (2 or 4 KiB at n = 1024 or 2048) its tile rows fell
-                        // into a few L1 sets and came from L2 on every step, beside B.
+                        // 32 rows of A × KC packed into tile order (64 KiB, contiguous) for
+                        // every call of the column block. Read in place at a row stride of n·e
+                        // (2 or 4 KiB at n = 1024 or 2048) its tile rows fell into a few sets
+                        // of the caches.
                         pack_a_tiles(steps, a0.add((ic * n + pc) * e), n * e, ap);
                         for jc in (jb..jend).step_by(32) {
                             let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
@@ -595,14 +596,6 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8
     }
 }
 
-/// Columns of C (and of packed B) per block of the AMX loop nest: the B panels of one k block
-/// then take at most KC × 1024 elements, 1 MiB (bf16, KC 512; int8, KC 1024), and stay in a
-/// 2 MiB L2 while every 32-row block of A passes over them. Over all n columns at once (2 MiB
-/// at n = 2048) they came from L3 on one thread. Each block of columns packs A again, so the
-/// blocks are as wide as L2 allows (512 columns read A twice as often and lost 20 % at
-/// n = 1024, int8).
-pub const AMX_NC: usize = 1024;
-
 /// The AMX loop nest's blocking: k values per block (`kc`, a multiple of the tile step) and
 /// columns per block (`nc`, a multiple of 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -616,9 +609,19 @@ impl AmxBlocking {
     /// packed A block.
     pub const MAX_KC_BYTES: usize = 2048;
 
-    /// The production blocking of `kind`.
+    /// The production blocking of `kind`: k blocks of 2 KiB of each row of A (bf16 1024,
+    /// int8 2048), so C, which is not blocked and comes from L3 or DRAM, is loaded and stored
+    /// once per 2 KiB of k; the packed A block (32 rows, 64 KiB) then sits in L2, not L1.
+    /// Columns in blocks whose B panels of one k block take 512 KiB (bf16, 256 columns) or
+    /// 1 MiB (int8, 512 columns) of a 2 MiB L2. Measured on the Emerald Rapids guest, one
+    /// thread, blockings interleaved (`examples/amx_shapes.rs`): bf16 at n = 1024 / 2048 ran
+    /// 876 / 758 GFLOP/s against 622 / 545 with the SIMD paths' k block (512) over 1024
+    /// columns; int8 2039 GOP/s at n = 2048 against 1622.
     pub fn of(kind: Lowp) -> AmxBlocking {
-        AmxBlocking { kc: kind.kc(), nc: AMX_NC }
+        match kind {
+            Lowp::Bf16 => AmxBlocking { kc: 1024, nc: 256 },
+            Lowp::Int8 => AmxBlocking { kc: 2048, nc: 512 },
+        }
     }
 }
 
@@ -1060,8 +1063,9 @@ impl Kernel for LowpGemm {
         let what = if self.0 == Lowp::Int8 { "integer ops, not flops" } else { "flops" };
         let operands = match path {
             Path::Amx => format!(
-                "2·{e}·n²·⌈n/{AMX_NC}⌉ (packing A per {AMX_NC} columns) + (n/32)²·4 KiB·n/{} (A, B tiles) + 64 B",
-                self.0.k_step()
+                "2·{e}·n²·⌈n/{nc}⌉ (packing A per {nc} columns) + (n/32)²·4 KiB·n/{} (A, B tiles) + 64 B",
+                self.0.k_step(),
+                nc = AmxBlocking::of(self.0).nc
             ),
             _ => {
                 let (mr, nr) = path.tile();
@@ -1072,7 +1076,11 @@ impl Kernel for LowpGemm {
             "W = 2·n³ {what} ({class}); core Q = 2·{e}·n² (packing B) + {operands} + 4·n²·(2·⌈n/{kc}⌉ − 1) (C); \
              DRAM = {}·n² B; n a multiple of {MIN_N}",
             5 * e + 8,
-            kc = self.0.kc()
+            kc = if path == Path::Amx {
+                AmxBlocking::of(self.0).kc
+            } else {
+                self.0.kc()
+            }
         )
     }
     fn size_unit(&self) -> &'static str {
@@ -1152,11 +1160,12 @@ mod tests {
                 assert_eq!(c.flops[&kind.class()], 2 * n64 * n64 * n64);
                 // Tile loads of A and B: one of each per dot product pair... 4 tiles per step
                 // of a 32×32 call = one KiB per tile dot product.
-                let blocks = n.div_ceil(kind.kc()) as u64;
+                let blk = AmxBlocking::of(kind);
+                let blocks = n.div_ceil(blk.kc) as u64;
                 let c_tiles = (n64 / 16) * (n64 / 16);
                 let e = kind.esize() as u64;
-                // Packing B: each element loaded and stored once; A: once per 1024 columns.
-                let packs = 1 + n.div_ceil(1024) as u64;
+                // Packing B: each element loaded and stored once; A: once per block of columns.
+                let packs = 1 + n.div_ceil(blk.nc) as u64;
                 assert_eq!(
                     c.core_load_bytes,
                     packs * n64 * n64 * e + tdp * 1024 + c_tiles * (blocks - 1) * 1024 + 64
@@ -1177,22 +1186,23 @@ mod tests {
                 let n64 = n as u64;
                 let default = counts(kind, n, Path::Amx);
                 assert_eq!(counts_block_with(kind, n, n, n, Path::Amx, AmxBlocking::of(kind)), default);
-                // Narrower column blocks pack A once per block; a deeper kc reloads C less.
-                for nc in [32usize, 96, 512] {
-                    let blk = AmxBlocking { kc: kind.kc(), nc };
+                // Narrower column blocks pack A once per block; a shallower kc reloads C more.
+                let prod = AmxBlocking::of(kind);
+                for nc in [32usize, 96, 128] {
+                    let blk = AmxBlocking { kc: prod.kc, nc };
                     let c = counts_block_with(kind, n, n, n, Path::Amx, blk);
-                    let extra = (n.div_ceil(nc) as u64 - n.div_ceil(AMX_NC) as u64) * n64 * n64 * e;
+                    let extra = (n.div_ceil(nc) as u64 - n.div_ceil(prod.nc) as u64) * n64 * n64 * e;
                     assert_eq!(c.core_load_bytes, default.core_load_bytes + extra, "{kind:?} n={n} nc={nc}");
                     assert_eq!(c.core_store_bytes, default.core_store_bytes + extra, "{kind:?} n={n} nc={nc}");
                 }
-                let deep = AmxBlocking {
-                    kc: 2 * kind.kc(),
-                    nc: AMX_NC,
+                let shallow = AmxBlocking {
+                    kc: prod.kc / 4,
+                    nc: prod.nc,
                 };
-                let c = counts_block_with(kind, n, n, n, Path::Amx, deep);
+                let c = counts_block_with(kind, n, n, n, Path::Amx, shallow);
                 let c_tile_bytes = n64 * n64 * 4;
-                let fewer = (n.div_ceil(kind.kc()) - n.div_ceil(2 * kind.kc())) as u64 * c_tile_bytes;
-                assert_eq!(default.core_store_bytes - c.core_store_bytes, fewer, "{kind:?} n={n}");
+                let more = (n.div_ceil(prod.kc / 4) - n.div_ceil(prod.kc)) as u64 * c_tile_bytes;
+                assert_eq!(c.core_store_bytes - default.core_store_bytes, more, "{kind:?} n={n}");
             }
             let mut m = LowpMats::new(kind, 128, 3, Path::Zmm).unwrap_or_else(|_| LowpMats::new(kind, 128, 3, Path::Amx).unwrap());
             for bad in [
@@ -1212,7 +1222,7 @@ mod tests {
             // columns and of k).
             if Path::Amx.unit(kind).available() {
                 let seed = crate::rng::fresh_seed();
-                for (kc, nc) in [(ks, 32), (2 * kind.kc(), 96), (kind.kc(), 512)] {
+                for (kc, nc) in [(ks, 32), (AmxBlocking::of(kind).kc, 96), (kind.kc(), 512)] {
                     let mut m = LowpMats::new(kind, 640, seed, Path::Amx).unwrap();
                     m.set_amx_blocking(AmxBlocking { kc, nc }).unwrap();
                     m.verify().unwrap_or_else(|e| panic!("seed {seed} {kind:?} kc={kc} nc={nc}: {e}"));
