@@ -17,11 +17,14 @@
 //! Loop nest (n a multiple of 64; MR × NR micro-tile: AMX 32 × 32, zmm 8 × 32, ymm 4 × 16):
 //! ```text
 //! pack B into tile rows (pairs / quads of k per dword, VNNI layout), 32-column panels
-//! for pc in 0..n step KC                 (KC = 512 bf16, 1024 int8: 32 rows of A × KC
-//!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2)
+//! AMX: for jb in 0..n step NC            (the B panels of a k block, KC × NC, stay in L2)
+//! for pc in 0..n step KC                 (SIMD: KC = 512 bf16, 1024 int8: 32 rows of A × KC
+//!   for ic in 0..n step MR                = 32 KiB stay in L1; the B panels stream from L2;
+//!                                          AMX: KC 2 KiB of a row, `AmxBlocking::of`)
+//!     AMX: pack A[ic..+32, pc..+KC] into tile order (per step two 1 KiB tiles, contiguous)
 //!     for jc in 0..n step NR             micro-kernel: C[ic..+MR, jc..+NR] in registers
 //!       C from zero (pc = 0) or loaded; per k dword group: AMX: per 16 of them A tiles
-//!       tmm4/5 straight from A (16 rows × 64 B, stride n·size), B tiles tmm6/7 from the
+//!       tmm4/5 from the packed block, B tiles tmm6/7 from the
 //!       packed panel, 4 tile dot products. SIMD: the B row (NR columns) from the panel, per
 //!       row of A one dword broadcast, one dot product per register of the row; C stored
 //! ```
@@ -31,7 +34,9 @@
 //! with the reason.
 //!
 //! Counts (what the trace backend must reproduce): W = 2n³ in dot products of the variant's
-//! class. Core bytes: packing loads and stores n² elements; AMX: each micro-kernel step loads
+//! class. Core bytes: packing B loads and stores n² elements (AMX: packing A as many again per
+//! block of NC columns);
+//! AMX: each micro-kernel step loads
 //! 4 tiles of 1 KiB (two of A, two of B), `ldtilecfg` 64 bytes; SIMD: per micro-kernel call and
 //! k dword group, the B row (4·NR bytes) and MR dwords of A; C: MR × NR fp32/int32 stored per
 //! micro-kernel call, loaded on every k block but the first.
@@ -142,9 +147,15 @@ pub fn counts(kind: Lowp, n: usize, path: Path) -> Counts {
 /// Analytic counts of the part of a split problem of order `n` that computes `rows` × `cols`
 /// of C (multiples of 32): it packs its own `cols` columns of B (n × cols).
 pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) -> Counts {
+    counts_block_with(kind, n, rows, cols, path, AmxBlocking::of(kind))
+}
+
+/// [`counts_block`] with the AMX path's blocking `blk` (the SIMD paths use `kind.kc()`).
+pub fn counts_block_with(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path, blk: AmxBlocking) -> Counts {
     let (n64, r64, c64) = (n as u64, rows as u64, cols as u64);
     let e = kind.esize() as u64;
-    let blocks = n.div_ceil(kind.kc()) as u64;
+    let kc = if path == Path::Amx { blk.kc } else { kind.kc() };
+    let blocks = n.div_ceil(kc) as u64;
     let mut c = Counts::default();
     // Dot products (tile, bf16 pair or int8 quad), no FP FMA: `fma_flops` stays 0.
     c.add_flops(path.class(kind), 2 * r64 * c64 * n64);
@@ -154,6 +165,13 @@ pub fn counts_block(kind: Lowp, n: usize, rows: usize, cols: usize, path: Path) 
     c.core_store_bytes = n64 * c64 * e + r64 * c64 * 4 * blocks;
     let (mr, nr) = path.tile();
     let calls = (r64 / mr as u64) * (c64 / nr as u64);
+    if path == Path::Amx {
+        // Packing A: its rows, every element loaded and stored once per block of `blk.nc`
+        // columns (per k block, each 32-row block of it once).
+        let col_blocks = cols.div_ceil(blk.nc) as u64;
+        c.core_load_bytes += col_blocks * r64 * n64 * e;
+        c.core_store_bytes += col_blocks * r64 * n64 * e;
+    }
     c.core_load_bytes += match path {
         // Per step of KS k values: two A tiles and two B tiles of 1 KiB; `ldtilecfg` 64 bytes.
         Path::Amx => calls * (n64 / kind.k_step() as u64) * 4 * 1024 + 64,
@@ -240,6 +258,12 @@ pub fn f32_of_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
+/// Bytes of the packed A block of `path` (32 rows of up to [`AmxBlocking::MAX_KC_BYTES`] on
+/// AMX, any blocking; none on the SIMD paths).
+fn apack_len(path: Path) -> usize {
+    if path == Path::Amx { 32 * AmxBlocking::MAX_KC_BYTES } else { 0 }
+}
+
 /// One instance: A, B, C (shared by the parts of a split problem), the packed columns of B,
 /// and the block of C it computes (rows × columns, multiples of 32; all of C unless split).
 pub struct LowpMats {
@@ -249,6 +273,10 @@ pub struct LowpMats {
     a: Arc<Aligned>,
     b: Arc<Aligned>,
     bpack: Aligned,
+    /// The AMX path's packed block of A: 32 rows × KC in tile order (empty on the SIMD paths).
+    apack: Aligned,
+    /// The AMX path's blocking.
+    blk: AmxBlocking,
     c: Arc<Aligned>,
     rows: (usize, usize),
     cols: (usize, usize),
@@ -283,10 +311,31 @@ impl LowpMats {
             a: Arc::new(a),
             b: Arc::new(b),
             bpack: Aligned::new(n * n * e)?,
+            apack: Aligned::new(apack_len(path))?,
+            blk: AmxBlocking::of(kind),
             c: Arc::new(Aligned::new(n * n * 4)?),
             rows: (0, n),
             cols: (0, n),
         })
+    }
+
+    /// Another blocking for the AMX path (experiments: `examples/amx_shapes.rs`); the counts
+    /// follow it. Err where `kc` is not a multiple of the tile step or its A rows exceed
+    /// [`AmxBlocking::MAX_KC_BYTES`], or `nc` is not a positive multiple of 32.
+    pub fn set_amx_blocking(&mut self, blk: AmxBlocking) -> Result<(), String> {
+        let ks = self.kind.k_step();
+        if blk.kc == 0 || !blk.kc.is_multiple_of(ks) || blk.kc * self.kind.esize() > AmxBlocking::MAX_KC_BYTES {
+            return Err(format!(
+                "kc {}: a multiple of {ks} up to {} bytes of A a row",
+                blk.kc,
+                AmxBlocking::MAX_KC_BYTES
+            ));
+        }
+        if blk.nc == 0 || !blk.nc.is_multiple_of(32) {
+            return Err(format!("nc {}: a positive multiple of 32", blk.nc));
+        }
+        self.blk = blk;
+        Ok(())
     }
 
     /// The part of `whole` (a full problem) that computes C[rows, cols]: the same A, B and C,
@@ -299,6 +348,8 @@ impl LowpMats {
             a: whole.a.clone(),
             b: whole.b.clone(),
             bpack: Aligned::new(whole.n * (cols.1 - cols.0) * whole.kind.esize())?,
+            apack: Aligned::new(apack_len(whole.path))?,
+            blk: whole.blk,
             c: whole.c.clone(),
             rows,
             cols,
@@ -392,30 +443,46 @@ impl LowpMats {
             return;
         }
         let (n, e) = (self.n, self.kind.esize());
-        let kc = self.kind.kc();
+        let AmxBlocking { kc, nc } = self.blk;
         let ks = self.kind.k_step();
         let cfg = crate::lowp::TileConfig::uniform(16, 64);
         // The buffers' addresses in locals: the tile `asm!` blocks may write memory, so fields
         // read through `self` inside the loops would be reloaded per call (bytes that grow
         // with n and that the analytic counts leave out); locals at worst spill to the stack.
         let (a0, b0, c0) = (self.a.ptr as *const u8, self.bpack.ptr as *const u8, self.c.ptr);
+        let ap = self.apack.ptr;
         let (kind, (r0, r1), (j0, j1)) = (self.kind, self.rows, self.cols);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AMX is available and permitted (asserted above); every pointer below stays
-        // inside A (n²·e), the packed columns (n·(j1 − j0)·e) or C (n²·4): ic in r0..r1 and
-        // jc in j0..j1 step 32 (multiples of 32 inside 0..n), pc < n step kc, steps·ks ≤
-        // n − pc; tiles of 16 rows × 64 bytes at strides n·e (A) and n·4 (C).
+        // inside A (n²·e), the packed A block (32·KC·e), the packed columns (n·(j1 − j0)·e)
+        // or C (n²·4): ic in r0..r1 and jc in j0..j1 step 32 (multiples of 32 inside 0..n),
+        // pc < n step kc, steps·ks ≤ n − pc; C tiles of 16 rows × 64 bytes at stride n·4.
         unsafe {
             crate::lowp::load_tile_config(&cfg);
-            for pc in (0..n).step_by(kc) {
-                let steps = kc.min(n - pc) / ks;
-                // 32 rows of A × KC (32 KiB) stay in L1 while the B panels stream from L2.
-                for ic in (r0..r1).step_by(32) {
-                    let ap = a0.add((ic * n + pc) * e);
-                    for jc in (j0..j1).step_by(32) {
-                        let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
-                        let cp = c0.add((ic * n + jc) * 4);
-                        micro(kind, steps, ap, n * e, bp, cp, n * 4, pc > 0);
+            for jb in (j0..j1).step_by(nc) {
+                let jend = (jb + nc).min(j1);
+                for pc in (0..n).step_by(kc) {
+                    let steps = kc.min(n - pc) / ks;
+                    for ic in (r0..r1).step_by(32) {
+                        // 32 rows of A × KC packed into tile order (64 KiB, contiguous) for
+                        // every call of the column block. Read in place at a row stride of n·e
+                        // (2 or 4 KiB at n = 1024 or 2048) its tile rows fell into a few sets
+                        // of the caches.
+                        pack_a_tiles(steps, a0.add((ic * n + pc) * e), n * e, ap);
+                        for jc in (jb..jend).step_by(32) {
+                            let bp = b0.add(((jc - j0) / 32) * (n * 32 * e) + (pc / ks) * 2048);
+                            let cp = c0.add((ic * n + jc) * 4);
+                            // The next call's C tile, asked for in L2 during this call (not L1:
+                            // its 32 rows at a stride of n·4 bytes share a few L1 sets).
+                            let next = if jc + 32 < jend {
+                                cp.add(32 * 4)
+                            } else if ic + 32 < r1 {
+                                c0.add(((ic + 32) * n + jb) * 4)
+                            } else {
+                                cp
+                            };
+                            micro(kind, steps, ap, bp, cp, n * 4, pc > 0, next);
+                        }
                     }
                 }
             }
@@ -529,14 +596,75 @@ unsafe fn pack_b_vbmi(kind: Lowp, n: usize, cols: (usize, usize), src: *const u8
     }
 }
 
-/// C[32×32] (+)= A[32 rows, steps·KS] · B (packed steps × 2 tiles): tmm0–3 accumulate,
-/// tmm4/5 A rows 0–15/16–31, tmm6/7 B columns 0–15/16–31.
+/// The AMX loop nest's blocking: k values per block (`kc`, a multiple of the tile step) and
+/// columns per block (`nc`, a multiple of 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmxBlocking {
+    pub kc: usize,
+    pub nc: usize,
+}
+
+impl AmxBlocking {
+    /// The largest packed A row segment (bytes) any blocking may use: 32 rows of it are the
+    /// packed A block.
+    pub const MAX_KC_BYTES: usize = 2048;
+
+    /// The production blocking of `kind`: k blocks of 2 KiB of each row of A (bf16 1024,
+    /// int8 2048), so C, which is not blocked and comes from L3 or DRAM, is loaded and stored
+    /// once per 2 KiB of k; the packed A block (32 rows, 64 KiB) then sits in L2, not L1.
+    /// Columns in blocks whose B panels of one k block take 512 KiB (bf16, 256 columns) or
+    /// 1 MiB (int8, 512 columns) of a 2 MiB L2. Measured on the Emerald Rapids guest, one
+    /// thread, blockings interleaved (`examples/amx_shapes.rs`): bf16 at n = 1024 / 2048 ran
+    /// 876 / 758 GFLOP/s against 622 / 545 with the SIMD paths' k block (512) over 1024
+    /// columns; int8 2039 GOP/s at n = 2048 against 1622.
+    pub fn of(kind: Lowp) -> AmxBlocking {
+        match kind {
+            Lowp::Bf16 => AmxBlocking { kc: 1024, nc: 256 },
+            Lowp::Int8 => AmxBlocking { kc: 2048, nc: 512 },
+        }
+    }
+}
+
+/// A[32 rows at `src`, row stride `lda` bytes, steps·64 bytes each] into tile order at `dst`:
+/// per step two tiles of 16 rows × 64 bytes (rows 0–15, then 16–31), 2 KiB a step. A tile row
+/// of A is 64 contiguous bytes of one row (32 bf16 or 64 u8 k values), so packing is a
+/// 64-byte copy: one zmm load and one zmm store per tile row, volatile so that the compiler
+/// keeps exactly those (no `memcpy` call: the analytic bytes, and what the tracer counts).
+///
+/// # Safety
+/// AVX-512F present; `src` valid for 32 rows of steps·64 bytes at stride `lda`, `dst` for
+/// steps·2048 bytes; `src`, `lda` and `dst` multiples of 64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_a_tiles(steps: usize, src: *const u8, lda: usize, dst: *mut u8) {
+    use std::arch::x86_64::__m512i;
+    // SAFETY: guaranteed by the caller (see above): every access is 64 bytes at a multiple of
+    // 64, inside the rows of A or the packed block.
+    unsafe {
+        // Row by row: each row's steps·64 bytes are one contiguous run that the hardware
+        // prefetchers follow (step by step, the 32 rows were 32 streams a page apart).
+        for r in 0..32 {
+            for step in 0..steps {
+                let s = src.add(r * lda + step * 64) as *const __m512i;
+                let d = dst.add(step * 2048 + r * 64) as *mut __m512i;
+                std::ptr::write_volatile(d, std::ptr::read_volatile(s));
+            }
+        }
+    }
+}
+
+/// C[32×32] (+)= A[32 rows, steps·KS] · B: tmm0–3 accumulate, tmm4/5 A rows 0–15/16–31 from
+/// the packed A block (2 KiB per step), tmm6/7 B columns 0–15/16–31 from the packed panel.
+/// Each step also asks for two rows of the next call's C tile at `next_c` (stride `ldc`) in
+/// L2: C is not blocked and comes from L3 or DRAM; spread over the steps, these requests do
+/// not hold the line fill buffers that the B tiles need all at once. A hint: no
+/// architectural effect, no bytes for the counting model or the tracer.
 ///
 /// # Safety
 /// Tiles configured 16 × 64 B; the pointers valid for the accesses described; steps ≥ 1.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, lda: usize, b: *const u8, c: *mut u8, ldc: usize, load_c: bool) {
+unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, b: *const u8, c: *mut u8, ldc: usize, load_c: bool, next_c: *const u8) {
     use std::arch::asm;
     // SAFETY: guaranteed by the caller (see above).
     unsafe {
@@ -561,34 +689,38 @@ unsafe fn micro(kind: Lowp, steps: usize, a: *const u8, lda: usize, b: *const u8
         match kind {
             Lowp::Bf16 => asm!(
                 "2:",
-                "tileloadd tmm4, [{a} + {lda}*1]",
-                "tileloadd tmm5, [{a2} + {lda}*1]",
+                "tileloadd tmm4, [{a} + {s}*1]",
+                "tileloadd tmm5, [{a} + {s}*1 + 1024]",
                 "tileloadd tmm6, [{b} + {s}*1]",
                 "tileloadd tmm7, [{b} + {s}*1 + 1024]",
                 "tdpbf16ps tmm0, tmm4, tmm6",
                 "tdpbf16ps tmm1, tmm4, tmm7",
                 "tdpbf16ps tmm2, tmm5, tmm6",
                 "tdpbf16ps tmm3, tmm5, tmm7",
-                "add {a}, 64", "add {a2}, 64", "add {b}, 2048",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
+                "add {a}, 2048", "add {b}, 2048",
                 "dec {n}", "jnz 2b",
-                a = inout(reg) a => _, a2 = inout(reg) a.add(16 * lda) => _, b = inout(reg) b => _,
-                lda = in(reg) lda, s = in(reg) 64usize, n = inout(reg) steps => _,
+                a = inout(reg) a => _, b = inout(reg) b => _, p = inout(reg) next_c => _, ldc = in(reg) ldc,
+                s = in(reg) 64usize, n = inout(reg) steps => _,
                 options(nostack, readonly)
             ),
             Lowp::Int8 => asm!(
                 "2:",
-                "tileloadd tmm4, [{a} + {lda}*1]",
-                "tileloadd tmm5, [{a2} + {lda}*1]",
+                "tileloadd tmm4, [{a} + {s}*1]",
+                "tileloadd tmm5, [{a} + {s}*1 + 1024]",
                 "tileloadd tmm6, [{b} + {s}*1]",
                 "tileloadd tmm7, [{b} + {s}*1 + 1024]",
                 "tdpbusd tmm0, tmm4, tmm6",
                 "tdpbusd tmm1, tmm4, tmm7",
                 "tdpbusd tmm2, tmm5, tmm6",
                 "tdpbusd tmm3, tmm5, tmm7",
-                "add {a}, 64", "add {a2}, 64", "add {b}, 2048",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
+                "prefetcht1 [{p}]", "prefetcht1 [{p} + 64]", "add {p}, {ldc}",
+                "add {a}, 2048", "add {b}, 2048",
                 "dec {n}", "jnz 2b",
-                a = inout(reg) a => _, a2 = inout(reg) a.add(16 * lda) => _, b = inout(reg) b => _,
-                lda = in(reg) lda, s = in(reg) 64usize, n = inout(reg) steps => _,
+                a = inout(reg) a => _, b = inout(reg) b => _, p = inout(reg) next_c => _, ldc = in(reg) ldc,
+                s = in(reg) 64usize, n = inout(reg) steps => _,
                 options(nostack, readonly)
             ),
         }
@@ -875,7 +1007,14 @@ impl Instance for LowpMats {
         Ok(())
     }
     fn counts(&self) -> Counts {
-        counts_block(self.kind, self.n, self.rows.1 - self.rows.0, self.cols.1 - self.cols.0, self.path)
+        counts_block_with(
+            self.kind,
+            self.n,
+            self.rows.1 - self.rows.0,
+            self.cols.1 - self.cols.0,
+            self.path,
+            self.blk,
+        )
     }
 }
 
@@ -923,7 +1062,11 @@ impl Kernel for LowpGemm {
         let class = path.class(self.0).key();
         let what = if self.0 == Lowp::Int8 { "integer ops, not flops" } else { "flops" };
         let operands = match path {
-            Path::Amx => format!("(n/32)²·4 KiB·n/{} (A, B tiles) + 64 B", self.0.k_step()),
+            Path::Amx => format!(
+                "2·{e}·n²·⌈n/{nc}⌉ (packing A per {nc} columns) + (n/32)²·4 KiB·n/{} (A, B tiles) + 64 B",
+                self.0.k_step(),
+                nc = AmxBlocking::of(self.0).nc
+            ),
             _ => {
                 let (mr, nr) = path.tile();
                 format!("(n/{mr})·(n/{nr})·(n/{})·{} B (B rows, A dwords)", self.0.group(), 4 * (mr + nr))
@@ -933,7 +1076,11 @@ impl Kernel for LowpGemm {
             "W = 2·n³ {what} ({class}); core Q = 2·{e}·n² (packing B) + {operands} + 4·n²·(2·⌈n/{kc}⌉ − 1) (C); \
              DRAM = {}·n² B; n a multiple of {MIN_N}",
             5 * e + 8,
-            kc = self.0.kc()
+            kc = if path == Path::Amx {
+                AmxBlocking::of(self.0).kc
+            } else {
+                self.0.kc()
+            }
         )
     }
     fn size_unit(&self) -> &'static str {
@@ -1013,15 +1160,75 @@ mod tests {
                 assert_eq!(c.flops[&kind.class()], 2 * n64 * n64 * n64);
                 // Tile loads of A and B: one of each per dot product pair... 4 tiles per step
                 // of a 32×32 call = one KiB per tile dot product.
-                let blocks = n.div_ceil(kind.kc()) as u64;
+                let blk = AmxBlocking::of(kind);
+                let blocks = n.div_ceil(blk.kc) as u64;
                 let c_tiles = (n64 / 16) * (n64 / 16);
                 let e = kind.esize() as u64;
-                assert_eq!(c.core_load_bytes, n64 * n64 * e + tdp * 1024 + c_tiles * (blocks - 1) * 1024 + 64);
-                assert_eq!(c.core_store_bytes, n64 * n64 * e + c_tiles * blocks * 1024);
+                // Packing B: each element loaded and stored once; A: once per block of columns.
+                let packs = 1 + n.div_ceil(blk.nc) as u64;
+                assert_eq!(
+                    c.core_load_bytes,
+                    packs * n64 * n64 * e + tdp * 1024 + c_tiles * (blocks - 1) * 1024 + 64
+                );
+                assert_eq!(c.core_store_bytes, packs * n64 * n64 * e + c_tiles * blocks * 1024);
             }
         }
         assert!(Lowp::Int8.class().is_integer());
         assert!(!Lowp::Bf16.class().is_integer());
+    }
+
+    #[test]
+    fn amx_blockings_are_checked_counted_and_computed() {
+        for kind in [Lowp::Bf16, Lowp::Int8] {
+            let ks = kind.k_step();
+            let e = kind.esize() as u64;
+            for n in [128usize, 640, 1088] {
+                let n64 = n as u64;
+                let default = counts(kind, n, Path::Amx);
+                assert_eq!(counts_block_with(kind, n, n, n, Path::Amx, AmxBlocking::of(kind)), default);
+                // Narrower column blocks pack A once per block; a shallower kc reloads C more.
+                let prod = AmxBlocking::of(kind);
+                for nc in [32usize, 96, 128] {
+                    let blk = AmxBlocking { kc: prod.kc, nc };
+                    let c = counts_block_with(kind, n, n, n, Path::Amx, blk);
+                    let extra = (n.div_ceil(nc) as u64 - n.div_ceil(prod.nc) as u64) * n64 * n64 * e;
+                    assert_eq!(c.core_load_bytes, default.core_load_bytes + extra, "{kind:?} n={n} nc={nc}");
+                    assert_eq!(c.core_store_bytes, default.core_store_bytes + extra, "{kind:?} n={n} nc={nc}");
+                }
+                let shallow = AmxBlocking {
+                    kc: prod.kc / 4,
+                    nc: prod.nc,
+                };
+                let c = counts_block_with(kind, n, n, n, Path::Amx, shallow);
+                let c_tile_bytes = n64 * n64 * 4;
+                let more = (n.div_ceil(prod.kc / 4) - n.div_ceil(prod.kc)) as u64 * c_tile_bytes;
+                assert_eq!(c.core_store_bytes - default.core_store_bytes, more, "{kind:?} n={n}");
+            }
+            let mut m = LowpMats::new(kind, 128, 3, Path::Zmm).unwrap_or_else(|_| LowpMats::new(kind, 128, 3, Path::Amx).unwrap());
+            for bad in [
+                AmxBlocking { kc: ks + 1, nc: 64 },
+                AmxBlocking { kc: 0, nc: 64 },
+                AmxBlocking {
+                    kc: 2 * AmxBlocking::MAX_KC_BYTES,
+                    nc: 64,
+                },
+                AmxBlocking { kc: ks, nc: 48 },
+                AmxBlocking { kc: ks, nc: 0 },
+            ] {
+                assert!(m.set_amx_blocking(bad).is_err(), "{bad:?}");
+            }
+            assert!(m.set_amx_blocking(AmxBlocking { kc: ks, nc: 32 }).is_ok());
+            // Where AMX runs, every blocking computes the product (n with partial blocks of
+            // columns and of k).
+            if Path::Amx.unit(kind).available() {
+                let seed = crate::rng::fresh_seed();
+                for (kc, nc) in [(ks, 32), (AmxBlocking::of(kind).kc, 96), (kind.kc(), 512)] {
+                    let mut m = LowpMats::new(kind, 640, seed, Path::Amx).unwrap();
+                    m.set_amx_blocking(AmxBlocking { kc, nc }).unwrap();
+                    m.verify().unwrap_or_else(|e| panic!("seed {seed} {kind:?} kc={kc} nc={nc}: {e}"));
+                }
+            }
+        }
     }
 
     /// The SIMD paths, counted by instruction: per micro-kernel call and dword group of k, one

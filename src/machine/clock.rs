@@ -1,8 +1,11 @@
 //! Measured clocks: dependent chains of known latency timed against the wall clock give
 //! cycles per second. Two integer chains of different latency (imul r64: 3 cycles, xor r64,r64:
 //! 1 cycle, the same on Intel Sandy Bridge … Granite Rapids and AMD Zen 1 … 5) must agree; FP
-//! chains per vector width (latency from the platform table) give the clock while that width
-//! runs. `add reg, imm` is avoided: Golden Cove and later can fold it at rename.
+//! chains per vector width give the clock while that width runs: the `imul` chain again, with
+//! independent FP instructions of the width beside it (the FP unit and any frequency licence it
+//! carries busy, the imul chain the critical path), so no FP latency is assumed; the FP chain
+//! alone at the platform table's latency gives the FP latency against that clock.
+//! `add reg, imm` is avoided: Golden Cove and later can fold it at rename.
 //! Independent FMA streams give throughput (FMAs per cycle, 1→N thread scaling).
 
 use std::arch::asm;
@@ -23,6 +26,10 @@ pub enum Kernel {
     FpChain { width: u32, fma: bool },
     /// 12 independent FP streams at a width (FMA or add): throughput.
     FpStreams { width: u32, fma: bool },
+    /// The `imul` chain (3 cycles a link, BLOCK links an iteration) with BLOCK independent FP
+    /// instructions of a width (FMA or add, over 12 accumulators) beside it: the clock while
+    /// that width runs, whatever the FP latency.
+    ImulBeside { width: u32, fma: bool },
 }
 
 impl Kernel {
@@ -30,7 +37,7 @@ impl Kernel {
     pub fn supported(self) -> bool {
         match self {
             Kernel::Imul | Kernel::Xor => true,
-            Kernel::FpChain { width, fma } | Kernel::FpStreams { width, fma } => {
+            Kernel::FpChain { width, fma } | Kernel::FpStreams { width, fma } | Kernel::ImulBeside { width, fma } => {
                 let base = match width {
                     64 | 128 => std::arch::is_x86_feature_detected!("sse2"),
                     256 => std::arch::is_x86_feature_detected!("avx"),
@@ -80,6 +87,13 @@ impl Kernel {
                 Kernel::FpStreams { width: 256, fma: true } => fma_streams_256(iters),
                 Kernel::FpStreams { width: 256, fma: false } => add_streams_256(iters),
                 Kernel::FpStreams { width: 512, .. } => fma_streams_512(iters),
+                Kernel::ImulBeside { width: 64, fma: true } => imul_beside_fma_sd(iters),
+                Kernel::ImulBeside { width: 64, fma: false } => imul_beside_add_sd(iters),
+                Kernel::ImulBeside { width: 128, fma: true } => imul_beside_fma_128(iters),
+                Kernel::ImulBeside { width: 128, fma: false } => imul_beside_add_128(iters),
+                Kernel::ImulBeside { width: 256, fma: true } => imul_beside_fma_256(iters),
+                Kernel::ImulBeside { width: 256, fma: false } => imul_beside_add_256(iters),
+                Kernel::ImulBeside { width: 512, .. } => imul_beside_fma_512(iters),
                 _ => return false,
             }
         }
@@ -344,6 +358,53 @@ unsafe fn fma_streams_512(n: u64) {
     }
 }
 
+/// The `imul` chain with one FP instruction beside each link: BLOCK links (3·BLOCK cycles)
+/// and BLOCK FP instructions over 12 accumulators an iteration (each accumulator 4 deep: far
+/// off the critical path at any FP latency up to 30 cycles). `$fp` names the accumulator `\i`,
+/// its sources the registers 12 and 13.
+macro_rules! imul_beside {
+    ($name:ident, $feat:literal, $zero:literal, $fp:literal, $vz:literal, $($reg:tt)*) => {
+        /// SAFETY: caller checked the features named on the function.
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(n: u64) {
+            // SAFETY: register-only loop: the imul operand and the FP registers 0-13 of the
+            // width, all declared clobbered.
+            unsafe {
+                asm!(
+                    ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", $zero, ".endr",
+                    "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "imul {x}, {x}", $fp, ".endr", ".endr",
+                    "dec {n}", "jnz 2b", $vz,
+                    x = inout(reg) 3u64 => _, n = inout(reg) n => _,
+                    $($reg)*
+                    options(nomem, nostack)
+                );
+            }
+        }
+    };
+}
+
+imul_beside!(imul_beside_fma_sd, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231sd xmm\\i, xmm12, xmm13", "",
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+imul_beside!(imul_beside_add_sd, "sse2", "xorpd xmm\\i, xmm\\i", "addsd xmm\\i, xmm12", "",
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+imul_beside!(imul_beside_fma_128, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231pd xmm\\i, xmm12, xmm13", "",
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+imul_beside!(imul_beside_add_128, "sse2", "xorpd xmm\\i, xmm\\i", "addpd xmm\\i, xmm12", "",
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+imul_beside!(imul_beside_fma_256, "avx,fma", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vfmadd231pd ymm\\i, ymm12, ymm13", "vzeroupper",
+    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _,
+    out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,);
+imul_beside!(imul_beside_add_256, "avx", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vaddpd ymm\\i, ymm\\i, ymm12", "vzeroupper",
+    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _,
+    out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,);
+imul_beside!(imul_beside_fma_512, "avx512f", "vpxorq zmm\\i, zmm\\i, zmm\\i", "vfmadd231pd zmm\\i, zmm12, zmm13", "vzeroupper",
+    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _,
+    out("zmm7") _, out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _,);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +418,9 @@ mod tests {
         assert!(!Kernel::FpStreams { width: 64, fma: false }.run(10));
         assert!(!Kernel::FpChain { width: 96, fma: false }.run(10));
         assert!(Kernel::FpChain { width: 128, fma: false }.run(10), "SSE2 is baseline x86-64");
+        assert!(Kernel::ImulBeside { width: 64, fma: false }.run(10), "SSE2 is baseline x86-64");
+        assert!(!Kernel::ImulBeside { width: 96, fma: false }.run(10));
+        assert_eq!(Kernel::ImulBeside { width: 512, fma: true }.ops_per_iter(), BLOCK);
         assert_eq!(Kernel::Xor.ops_per_iter(), 8 * BLOCK);
         assert_eq!(Kernel::FpStreams { width: 512, fma: true }.flops_per_op(), 16.0);
         assert_eq!(Kernel::FpStreams { width: 256, fma: false }.flops_per_op(), 4.0);
@@ -370,11 +434,10 @@ mod tests {
             [64, 128, 256, 512]
                 .into_iter()
                 .filter(|&w| {
-                    let k = Kernel::FpChain {
-                        width: w,
-                        fma: std::arch::is_x86_feature_detected!("fma"),
-                    };
-                    k.supported() && k.run(5)
+                    let fma = std::arch::is_x86_feature_detected!("fma");
+                    let (chain, beside) = (Kernel::FpChain { width: w, fma }, Kernel::ImulBeside { width: w, fma });
+                    assert_eq!(chain.supported(), beside.supported(), "width {w}");
+                    chain.supported() && chain.run(5) && beside.run(5)
                 })
                 .count()
         });
