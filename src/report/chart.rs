@@ -65,6 +65,9 @@ pub struct ChartRoof {
     pub thin: bool,
     /// Stroke colour, `#rrggbb`.
     pub color: String,
+    /// The machine it belongs to: 0 for the first report's, 1… for reports from another kind
+    /// of machine (a GPU report beside a CPU one in `roofline compare`).
+    pub machine: usize,
 }
 
 impl ChartRoof {
@@ -209,17 +212,26 @@ pub const BOUND_COLORS: [(&str, &str, &str); 4] = [
     ("unknown", "#888888", "unknown"),
 ];
 
-/// The roofs of a view's chart, each marked shown or hidden. Shown: for each point, the
+/// One machine's roofs on a view's chart, each marked shown or hidden, read for the points
+/// of the reports `ours` accepts (by index), keyed and named for machine `machine` (`GPU L2`
+/// beside `L2`). Shown: for each point, the
 /// compute roof it is read against (the roof of its ISA and precision that its analysis
 /// names, else the highest at its ISA), the peak of each precision family the points use,
 /// and the memory levels `l1`, `l2`, `l3`, `dram` (others, e.g. `l1_load`, hidden). Compute
 /// roofs of other precisions and ISAs are hidden.
-pub fn chart_roofs(view: &View, roofs: &RoofSet, kind: PlotKind) -> Vec<ChartRoof> {
+fn machine_roofs(view: &View, roofs: &RoofSet, kind: PlotKind, machine: usize, ours: &dyn Fn(usize) -> bool) -> Vec<ChartRoof> {
     let families = families_of(view);
     let several = families.len() > 1;
     let mut wanted: Vec<(String, String)> = Vec::new(); // (precision, isa) of the points
     let mut exact: Vec<f64> = Vec::new(); // roofs the analyses name
-    for (_, p, a) in view.points() {
+    let prefix = machine_prefix(view, machine);
+    let points = view
+        .reports
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| ours(*i))
+        .flat_map(|(_, r)| r.report.points.iter().zip(&r.analyses));
+    for (p, a) in points {
         if dot_position(p, a, kind).is_none() {
             continue;
         }
@@ -240,11 +252,14 @@ pub fn chart_roofs(view: &View, roofs: &RoofSet, kind: PlotKind) -> Vec<ChartRoo
     let mut shown_keys: Vec<String> = Vec::new();
     for (prec, isa) in &wanted {
         let at: Vec<&ComputeRoof> = roofs.compute.iter().filter(|c| &c.precision == prec && &c.isa == isa).collect();
-        let named = at.iter().find(|c| exact.iter().any(|g| (g - c.gflops).abs() <= 1e-6 * c.gflops));
-        let top = at.iter().max_by(|a, b| a.gflops.total_cmp(&b.gflops));
-        if let Some(c) = named.or(top) {
-            shown_keys.push(c.key());
+        let named: Vec<&&ComputeRoof> = at
+            .iter()
+            .filter(|c| exact.iter().any(|g| (g - c.gflops).abs() <= 1e-6 * c.gflops))
+            .collect();
+        if named.is_empty() {
+            shown_keys.extend(at.iter().max_by(|a, b| a.gflops.total_cmp(&b.gflops)).map(|c| c.key()));
         }
+        shown_keys.extend(named.iter().map(|c| c.key()));
     }
     for f in &families {
         let peak = roofs
@@ -261,10 +276,14 @@ pub fn chart_roofs(view: &View, roofs: &RoofSet, kind: PlotKind) -> Vec<ChartRoo
     let mut compute: Vec<&ComputeRoof> = roofs.compute.iter().collect();
     compute.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
     for (i, c) in compute.iter().enumerate() {
-        let color = isa_color(&c.isa).map(|c| (c.0, c.1, c.2)).unwrap_or(SPARE[i % SPARE.len()]);
+        let own = isa_color(&c.isa).filter(|_| machine == 0).map(|c| (c.0, c.1, c.2));
+        let color = own.unwrap_or(SPARE[(i + machine) % SPARE.len()]);
         out.push(ChartRoof {
-            key: format!("c-{}", key_part(&c.key())),
-            name: roof_name(c, several || !families.contains(&precision_family(&c.precision))),
+            key: format!("{}c-{}", key_prefix(machine), key_part(&c.key())),
+            name: format!(
+                "{prefix}{}",
+                roof_name(c, several || !families.contains(&precision_family(&c.precision)))
+            ),
             value: c.gflops,
             unit: c.unit(),
             compute: true,
@@ -272,6 +291,7 @@ pub fn chart_roofs(view: &View, roofs: &RoofSet, kind: PlotKind) -> Vec<ChartRoo
             dashed: !c.empirical,
             thin: !c.fma,
             color: hex(color),
+            machine,
         });
     }
     for (i, b) in roofs.bandwidth.iter().enumerate() {
@@ -283,12 +303,11 @@ pub fn chart_roofs(view: &View, roofs: &RoofSet, kind: PlotKind) -> Vec<ChartRoo
         } else {
             b.traffic_gbs
         };
-        let color = level_color(&b.level)
-            .map(|c| (c.0, c.1, c.2))
-            .unwrap_or(SPARE[(i + 3) % SPARE.len()]);
+        let own = level_color(&b.level).filter(|_| machine == 0).map(|c| (c.0, c.1, c.2));
+        let color = own.unwrap_or(SPARE[(i + 3 + machine) % SPARE.len()]);
         out.push(ChartRoof {
-            key: format!("m-{}", key_part(&b.level)),
-            name: level_label(&b.level),
+            key: format!("{}m-{}", key_prefix(machine), key_part(&b.level)),
+            name: format!("{prefix}{}", level_label(&b.level)),
             value: gbs,
             unit: "GB/s",
             compute: false,
@@ -296,6 +315,7 @@ pub fn chart_roofs(view: &View, roofs: &RoofSet, kind: PlotKind) -> Vec<ChartRoo
             dashed: !b.empirical,
             thin: false,
             color: hex(color),
+            machine,
         });
     }
     out
@@ -311,13 +331,58 @@ const SPARE: [(u8, u8, u8); 6] = [
     (90, 90, 200),
 ];
 
-/// Where memory roofs end: the highest shown compute roof (the peak of the points'
-/// precisions), else the highest of all.
-fn ridge_top(roofs: &[ChartRoof]) -> Option<f64> {
+fn key_prefix(machine: usize) -> String {
+    if machine == 0 { String::new() } else { format!("x{machine}") }
+}
+
+/// The kind of machine of a report (`cpu`, `gpu`), from its machine model.
+fn machine_kind(view: &View, report: usize) -> Option<String> {
+    view.reports[report]
+        .report
+        .machine
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .map(str::to_string)
+}
+
+/// `GPU ` before the roofs of a machine other than the first.
+fn machine_prefix(view: &View, machine: usize) -> String {
+    if machine == 0 {
+        return String::new();
+    }
+    let other = (1..view.reports.len()).filter(|&i| is_other_machine(view, i)).nth(machine - 1);
+    other
+        .and_then(|i| machine_kind(view, i))
+        .map(|k| format!("{} ", k.to_ascii_uppercase()))
+        .unwrap_or_default()
+}
+
+/// Is report `i` from another kind of machine than the first, with roofs of its own?
+fn is_other_machine(view: &View, i: usize) -> bool {
+    let first = machine_kind(view, 0);
+    let k = machine_kind(view, i);
+    i > 0 && k.is_some() && k != first && !view.reports[i].roofs.is_empty()
+}
+
+/// The roofs of every machine of the view: the first report's set, read for the points of
+/// reports of its kind, then the set of each report from another kind of machine (`roofline
+/// compare`'s GPU report), read for its own points.
+pub fn view_roofs(view: &View, kind: PlotKind) -> Vec<ChartRoof> {
+    let others: Vec<usize> = (1..view.reports.len()).filter(|&i| is_other_machine(view, i)).collect();
+    let mut out = machine_roofs(view, &view.roofs, kind, 0, &|i| !others.contains(&i));
+    for (m, &i) in others.iter().enumerate() {
+        out.extend(machine_roofs(view, &view.reports[i].roofs, kind, m + 1, &|j| j == i));
+    }
+    out
+}
+
+/// Where a machine's memory roofs end: its highest shown compute roof (the peak of the
+/// points' precisions), else its highest.
+fn ridge_top(roofs: &[ChartRoof], machine: usize) -> Option<f64> {
     let top = |shown_only: bool| {
         roofs
             .iter()
-            .filter(|r| r.compute && (r.shown || !shown_only))
+            .filter(|r| r.machine == machine && r.compute && (r.shown || !shown_only))
             .map(|r| r.value)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
     };
@@ -328,7 +393,7 @@ fn ridge_top(roofs: &[ChartRoof]) -> Option<f64> {
 /// can be placed.
 pub fn layout(view: &View) -> Option<Chart> {
     let kind = chosen_kind(view)?;
-    let roofs = chart_roofs(view, &view.roofs, kind);
+    let roofs = view_roofs(view, kind);
     let mut dots = Vec::new();
     let mut index = 0;
     for (ri, r) in view.reports.iter().enumerate() {
@@ -443,14 +508,17 @@ pub fn frame_ranges(roofs: &[ChartRoof], dots: &[ChartDot]) -> (Range, Range) {
             dy.extend([lo, hi]);
         }
     }
-    let peak_all = roofs.iter().filter(|r| r.compute).map(|r| r.value).fold(0.0, f64::max);
-    let top = ridge_top(roofs);
     let mut fx = dx.clone();
     let mut fy = dy.clone();
     for r in roofs {
+        let peak_all = roofs
+            .iter()
+            .filter(|c| c.compute && c.machine == r.machine)
+            .map(|c| c.value)
+            .fold(0.0, f64::max);
         if r.compute {
             fy.push(r.value);
-        } else if let Some(t) = top {
+        } else if let Some(t) = ridge_top(roofs, r.machine) {
             fx.push(t / r.value);
             fx.push(peak_all / r.value);
         }
@@ -490,11 +558,15 @@ pub fn frame_ranges(roofs: &[ChartRoof], dots: &[ChartDot]) -> (Range, Range) {
 /// meets them; memory roofs up to their ridge with the peak.
 fn segment(r: &ChartRoof, roofs: &[ChartRoof], xr: (f64, f64), yr: (f64, f64)) -> Option<((f64, f64), (f64, f64))> {
     if r.compute {
-        let top_bw = roofs.iter().filter(|m| !m.compute).map(|m| m.value).fold(0.0, f64::max);
+        let top_bw = roofs
+            .iter()
+            .filter(|m| !m.compute && m.machine == r.machine)
+            .map(|m| m.value)
+            .fold(0.0, f64::max);
         let start = if top_bw > 0.0 { (r.value / top_bw).max(xr.0) } else { xr.0 };
         (r.value >= yr.0 && r.value <= yr.1 && start < xr.1).then_some(((start, r.value), (xr.1, r.value)))
     } else {
-        let end = ridge_top(roofs).map(|t| t / r.value).unwrap_or(xr.1);
+        let end = ridge_top(roofs, r.machine).map(|t| t / r.value).unwrap_or(xr.1);
         let a = xr.0.max(yr.0 / r.value);
         let b = end.min(xr.1).min(yr.1 / r.value);
         (a < b).then_some(((a, r.value * a), (b, r.value * b)))
@@ -577,10 +649,12 @@ pub fn lay_frame(name: &'static str, (xr, yr): Range, roofs: &[ChartRoof], dots:
         .enumerate()
         .filter_map(|(i, r)| segment(r, roofs, xr, yr).map(|(a, b)| (i, a, b)))
         .collect();
-    let top = ridge_top(roofs);
     let ridges: Vec<(usize, f64, f64)> = segments
         .iter()
-        .filter(|(i, _, b)| !roofs[*i].compute && top.is_some_and(|t| (b.1 - t).abs() <= 1e-9 * t))
+        .filter(|(i, _, b)| {
+            let r = &roofs[*i];
+            !r.compute && ridge_top(roofs, r.machine).is_some_and(|t| (b.1 - t).abs() <= 1e-9 * t)
+        })
         .map(|(i, _, b)| (*i, b.0, b.1))
         .collect();
     // Requests in priority order, each with its owner.

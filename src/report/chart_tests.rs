@@ -27,6 +27,7 @@ fn roof(key: &str, name: &str, value: f64, compute: bool, shown: bool) -> ChartR
         dashed: false,
         thin: false,
         color: "#000000".into(),
+        machine: 0,
     }
 }
 

@@ -10,7 +10,7 @@ use super::table::bound_text;
 use super::{NamedReport, View};
 use crate::model::{
     Analysis, ComputeRoof, Limiter, RoofSet, isa_label, level_label, level_rank, point_precision, point_rate, point_work, precision_family,
-    precision_label, rate_unit, unit_advice,
+    rate_unit, unit_advice,
 };
 use crate::schema::report::{Bound, Point};
 use crate::schema::units::{seconds, si, sig3};

@@ -18,7 +18,7 @@ header h1{font-size:1.25em;margin:0 0 2px}
 .machine{margin:0 0 6px;font-size:.92em;color:#444;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .chartbox{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;margin-bottom:10px}
 .chart-wrap{position:relative;flex:1 1 600px;min-width:0;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px}
-.chart-wrap svg.chart{display:block;width:100%;height:auto;max-height:calc(100vh - 96px)}
+.chart-wrap svg.chart{display:block;width:100%;height:auto;max-height:calc(100vh - 112px)}
 .toolbar{display:flex;gap:8px;align-items:center;font-size:.88em;color:#555;padding:0 4px 2px}
 .toolbar button,.pin button{font:inherit;border:1px solid #bbb;background:#f6f6f6;border-radius:4px;padding:1px 8px;cursor:pointer}
 svg.chart text{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
@@ -30,7 +30,8 @@ svg.chart .dot.old{fill-opacity:.35}
 .dot.compute,.sw.compute{fill:#d62728;background:#d62728}.dot.memory,.sw.memory{fill:#1f77b4;background:#1f77b4}
 .dot.overhead,.sw.overhead{fill:#e08a00;background:#e08a00}.dot.unknown,.sw.unknown{fill:#888;background:#888}
 .tip{position:absolute;z-index:2;max-width:360px;background:#fff;border:1px solid #999;border-radius:6px;padding:6px 8px;font-size:.85em;box-shadow:0 2px 8px rgba(0,0,0,.2);pointer-events:none}
-.side{flex:0 1 300px;min-width:240px;font-size:.88em}
+.side{flex:0 1 300px;min-width:240px;font-size:.88em;position:sticky;top:4px;max-height:calc(100vh - 8px);overflow-y:auto}
+.pin{margin-bottom:8px}
 .side h3{font-size:1em;margin:.2em 0}
 .legend{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:6px 10px;margin-bottom:8px}
 .legend ul{list-style:none;padding:0;margin:2px 0 6px}
@@ -106,9 +107,10 @@ pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<Str
         }
     );
     o.push_str(&chart::svg(&chart, id, chart::integer_work(view)));
-    o.push_str("<div class=\"tip\" hidden></div></div><aside class=\"side\">");
+    // The pinned panel above the legend: on a laptop's first screen.
+    o.push_str("<div class=\"tip\" hidden></div></div><aside class=\"side\"><div class=\"pin\" hidden></div>");
     legend(&mut o, &chart);
-    o.push_str("<div class=\"pin\" hidden></div></aside>");
+    o.push_str("</aside>");
     let _ = write!(
         o,
         "<script type=\"application/json\" id=\"{id}-data\">{}</script></section>",
