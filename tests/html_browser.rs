@@ -209,7 +209,12 @@ fn write_page(args: &[&str], out: &Path) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_roofline"));
     for a in args {
         if a.ends_with(".json") {
-            cmd.arg(fixtures.join(a));
+            // In tests/fixtures/reports, or a path under tests/fixtures.
+            cmd.arg(if a.contains('/') {
+                fixtures.join("..").join(a)
+            } else {
+                fixtures.join(a)
+            });
         } else {
             cmd.arg(a);
         }
@@ -248,4 +253,11 @@ fn report_page_in_a_real_browser() {
     let several = dir.path().join("several.html");
     write_page(&["report", "show", "several.json"], &several);
     check_page(&chromium, &several, dir.path(), "several");
+    // A CPU report and a GPU one (`compare`): each machine's roofs, arrows CPU → GPU.
+    let cmp = dir.path().join("compare.html");
+    write_page(&["compare", "several.json", "ncu/gpu_run_dgemm.json"], &cmp);
+    let page = std::fs::read_to_string(&cmp).unwrap();
+    assert!(page.contains("class=\"arrow\""), "no arrow from the CPU dgemm to the GPU one");
+    assert!(page.contains(">GPU "), "no GPU roof on the chart");
+    check_page(&chromium, &cmp, dir.path(), "compare");
 }

@@ -152,12 +152,17 @@ pub struct Chart {
     pub frames: Vec<Frame>,
 }
 
-/// The view the chart shows: cache-aware when any point has core-side AI, else classic when
-/// any has DRAM AI; None when no point can be placed.
+/// The view the chart shows: the one that places the most points, cache-aware on a tie
+/// (GPU points have DRAM bytes but no core-side ones: a CPU/GPU comparison is classic); None
+/// when no point can be placed.
 pub fn chosen_kind(view: &View) -> Option<PlotKind> {
-    [PlotKind::Carm, PlotKind::Dram]
-        .into_iter()
-        .find(|k| view.points().any(|(_, p, a)| dot_position(p, a, *k).is_some()))
+    let placed = |k: PlotKind| view.points().filter(|(_, p, a)| dot_position(p, a, k).is_some()).count();
+    let (carm, dram) = (placed(PlotKind::Carm), placed(PlotKind::Dram));
+    match (carm, dram) {
+        (0, 0) => None,
+        (c, d) if c >= d => Some(PlotKind::Carm),
+        _ => Some(PlotKind::Dram),
+    }
 }
 
 /// (AI, GFLOP/s) of a point in a view, when it can be placed.
