@@ -53,10 +53,10 @@ for k in range(n):
 r["points"] = points
 json.dump(r, open(dst, "w"))
 PY
-"$R" report show "$work/many.json" -o "$work/page.html" >/dev/null
+"$R" report show "$work/many.json" -o "$work/page.html" >/dev/null 2>&1
 echo "page-speed: $N points: $(stat -c %s "$work/page.html") bytes"
 if [ -n "${PEER:-}" ]; then
-  "$PEER" report show "$work/many.json" -o "$work/peer.html" >/dev/null
+  "$PEER" report show "$work/many.json" -o "$work/peer.html" >/dev/null 2>&1
   echo "page-speed: peer page ($PEER): $(stat -c %s "$work/peer.html") bytes"
 fi
 
@@ -65,7 +65,7 @@ fi
 # virtual time).
 probe='<script>
 window.addEventListener("load", function () {
-  var nav = performance.getEntriesByType("navigation")[0], out = { load: performance.now() };
+  var out = { load: performance.now(), ready: window.__ready || 0 };
   function med(v) { v = v.slice().sort(function (a, b) { return a - b; }); return v[Math.floor(v.length / 2)]; }
   var box = document.querySelector(".chartbox");
   if (box) {
@@ -91,11 +91,16 @@ window.addEventListener("load", function () {
   document.body.setAttribute("data-speed", JSON.stringify(out));
 });
 </script></body>'
+# "ready": when the charts are set up (a mark right after the page's script, which follows
+# the charts; the folded sections are read after it).
 for f in page peer; do
   [ -f "$work/$f.html" ] || continue
   python3 - "$work/$f.html" "$work/$f-probed.html" "$probe" <<'PY'
 import sys
 s = open(sys.argv[1]).read()
+at = s.find("<details>")
+if at >= 0 and "chartbox" in s[:at]:
+    s = s[:at] + "<script>window.__ready = performance.now();</script>" + s[at:]
 open(sys.argv[2], "w").write(s.replace("</body>", sys.argv[3], 1))
 PY
 done
@@ -107,10 +112,10 @@ measure() {
     | grep -o 'data-speed="[^"]*"' | sed 's/^data-speed="//; s/"$//; s/&quot;/"/g'
 }
 for run in $(seq 1 "$RUNS"); do
-  line=$(measure page | python3 -c 'import json,sys; d=json.load(sys.stdin); print("load %.0f ms, hover median %.1f max %.1f ms, pin median %.1f max %.1f ms, roof toggle %.1f ms, zoom %.1f ms (%d dots)" % (d["load"], d["hover_med"], d["hover_max"], d["pin_med"], d["pin_max"], d["toggle"], d["zoom"], d["dots"]))')
+  line=$(measure page | python3 -c 'import json,sys; d=json.load(sys.stdin); print("charts ready %.0f ms, load %.0f ms, hover median %.1f max %.1f ms, pin median %.1f max %.1f ms, roof toggle %.1f ms, zoom %.1f ms (%d dots)" % (d["ready"], d["load"], d["hover_med"], d["hover_max"], d["pin_med"], d["pin_max"], d["toggle"], d["zoom"], d["dots"]))')
   if [ -f "$work/peer-probed.html" ]; then
     peer=$(measure peer | python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["load"])')
-    load=$(echo "$line" | sed 's/^load \([0-9]*\) ms.*/\1/')
+    load=$(echo "$line" | sed 's/.*, load \([0-9]*\) ms.*/\1/')
     line="$line; peer load $peer ms, ratio $(python3 -c "print('%.2f' % ($load / max($peer, 1)))")"
   fi
   echo "run $run: $line"

@@ -60,7 +60,7 @@ window.addEventListener("load", function () { setTimeout(function () {
     (hit || dot).dispatchEvent(new MouseEvent("mouseover", opts));
     var tip = box.querySelector(".tip");
     out.tip_shown = !tip.hidden; out.tip = tip.textContent;
-    var data = JSON.parse(document.getElementById(svg.id + "-data").textContent)[+dot.getAttribute("data-i")];
+    var data = JSON.parse(document.getElementById(svg.id + "-data").textContent).dots[+dot.getAttribute("data-i")];
     out.dot_name = data.n; out.dot_rate = data.tip.filter(function (kv) { return /FLOP|OP\/s/.test(kv[0]); }).map(function (kv) { return kv[1]; })[0];
     (hit || dot).dispatchEvent(new MouseEvent("mouseout", opts));
     out.tip_hidden_after = tip.hidden;

@@ -805,7 +805,7 @@ fn text_el(o: &mut String, r: &Rect, size: f64, text: &str, attrs: &str) {
         "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{size}\"{attrs}>{}</text>",
         r.x + 0.5,
         r.y + size * 0.93,
-        super::html::esc(text)
+        super::markup::esc(text)
     );
 }
 

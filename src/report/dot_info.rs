@@ -334,10 +334,13 @@ pub fn dot_data(view: &View, r: &NamedReport, p: &Point, a: &Analysis, share: f6
     })
 }
 
-/// The data of every dot of a chart, in the dots' order, as JSON safe inside a `<script>`.
+/// The data of every dot of a chart, in the dots' order, as JSON safe inside a `<script>`:
+/// `{"notes": [...], "dots": [...]}`, each dot's `notes` the indices of its notes in the
+/// shared list (the same caveats hold for many points: said once in the file).
 pub fn chart_data(view: &View, chart: &Chart) -> String {
     let kind = chart.kind;
     let mut out = Vec::with_capacity(chart.dots.len());
+    let mut notes: Vec<String> = Vec::new();
     let mut k = 0;
     for r in &view.reports {
         for (p, a) in r.report.points.iter().zip(&r.analyses) {
@@ -345,11 +348,26 @@ pub fn chart_data(view: &View, chart: &Chart) -> String {
                 continue;
             }
             let share = chart.dots.get(k).map(|d| d.share).unwrap_or(0.0);
-            out.push(dot_data(view, r, p, a, share));
+            let mut d = dot_data(view, r, p, a, share);
+            let ids: Vec<usize> = p
+                .provenance
+                .notes
+                .iter()
+                .map(|n| match notes.iter().position(|m| m == n) {
+                    Some(i) => i,
+                    None => {
+                        notes.push(n.clone());
+                        notes.len() - 1
+                    }
+                })
+                .collect();
+            d["notes"] = json!(ids);
+            out.push(d);
             k += 1;
         }
     }
-    serde_json::to_string(&out).unwrap_or_else(|_| "[]".into()).replace("</", "<\\/")
+    let doc = json!({ "notes": notes, "dots": out });
+    serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into()).replace("</", "<\\/")
 }
 
 #[cfg(test)]

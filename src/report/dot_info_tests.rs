@@ -85,8 +85,31 @@ fn dot_data_holds_the_hover_rows_and_is_safe_inside_a_script() {
     let text = chart_data(set, &chart);
     assert!(!text.contains("</"));
     let v: Value = serde_json::from_str(&text).unwrap();
-    let dots = v.as_array().unwrap();
+    let dots = v["dots"].as_array().unwrap();
+    let notes = v["notes"].as_array().unwrap();
     assert_eq!(dots.len(), chart.dots.len());
+    // Each note once in the file, each point's notes by index, in its order.
+    let mut unique: Vec<&Value> = notes.iter().collect();
+    unique.dedup();
+    assert_eq!(unique.len(), notes.len());
+    let placed: Vec<&Point> = set
+        .points()
+        .filter(|(_, p, a)| super::super::chart::dot_position(p, a, chart.kind).is_some())
+        .map(|(_, p, _)| p)
+        .collect();
+    for (d, p) in dots.iter().zip(&placed) {
+        let told: Vec<&str> = d["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| notes[i.as_u64().unwrap() as usize].as_str().unwrap())
+            .collect();
+        assert_eq!(told, p.provenance.notes.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    assert!(
+        notes.len() < placed.iter().map(|p| p.provenance.notes.len()).sum::<usize>(),
+        "no note shared"
+    );
     for (d, c) in dots.iter().zip(&chart.dots) {
         assert_eq!(d["n"], c.name.as_str());
         let keys: Vec<&str> = d["tip"].as_array().unwrap().iter().map(|kv| kv[0].as_str().unwrap()).collect();

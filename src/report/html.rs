@@ -16,21 +16,7 @@ use crate::schema::units::{seconds, si, sig3};
 
 pub struct HtmlExporter;
 
-/// Escape text for HTML.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use super::markup::esc;
 
 /// An SVG document made inline and fluid: no XML prolog, width follows the container.
 pub fn inline_svg(svg: &str) -> String {
@@ -152,7 +138,7 @@ fn machine_rows(m: &serde_json::Value) -> Vec<(&'static str, Option<String>)> {
         ),
         ("caches", caches.filter(|c| !c.is_empty())),
         ("clock", ghz),
-        ("hypervisor", s("hypervisor").map(|h| hypervisor_name(&h))),
+        ("hypervisor", s("hypervisor").map(|h| crate::machine::cpuid::hypervisor_name(&h))),
         (
             "ISA",
             m.get("isa")
@@ -170,7 +156,7 @@ fn env_rows(e: &Environment) -> Vec<(&'static str, Option<String>)> {
         ("governor", e.governor.clone()),
         ("turbo", e.turbo.map(|t| if t { "on" } else { "off" }.into())),
         ("SMT", e.smt.map(|t| if t { "on" } else { "off" }.into())),
-        ("hypervisor", e.hypervisor.as_deref().map(hypervisor_name)),
+        ("hypervisor", e.hypervisor.as_deref().map(crate::machine::cpuid::hypervisor_name)),
         ("steal", e.steal_fraction.map(|s| format!("{:.1}%", s * 100.0))),
         ("measured clock", e.measured_ghz.map(|g| format!("{g:.2} GHz"))),
         ("compiler", e.compiler.clone()),
@@ -225,6 +211,8 @@ pub fn render(view: &View, title: &str) -> Result<String> {
             o.push_str(&section);
         }
     }
+    // The script right after the charts: they respond before the rest of the page is read.
+    let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
     // Machine and environment, per report (and per merge source).
     o.push_str("<details><summary><h2>Machine and environment</h2></summary><div class=\"grid\">");
     for r in &view.reports {
@@ -264,12 +252,6 @@ fn threads_heading(set: &View) -> String {
         .threads
         .map(|t| format!("{t} thread(s)"))
         .unwrap_or_else(|| "other thread counts".into())
-}
-
-/// A hypervisor's name as read from a report: reports written before CPUID's signature was
-/// named (`KVMKVMKVM`) say it once, like new ones.
-pub fn hypervisor_name(s: &str) -> String {
-    crate::machine::cpuid::hypervisor_name(s)
 }
 
 /// The roof tables and the charts of one view (one thread count).
@@ -501,7 +483,7 @@ fn render_rest(view: &View) -> Result<String> {
          <b>hierarchical</b> min(peak, min<sub>l</sub> BW<sub>l</sub>·AI<sub>l</sub>). \
          The roof fraction and the bound use the tightest model available.</p>",
     );
-    let _ = write!(o, "</main><script>{}</script></body></html>\n", super::page::SCRIPT);
+    o.push_str("</main></body></html>\n");
     Ok(o)
 }
 

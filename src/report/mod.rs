@@ -17,6 +17,8 @@ pub mod instruction;
 pub mod json;
 #[cfg(feature = "plot")]
 pub mod labels;
+#[cfg(feature = "plot")]
+pub mod markup;
 pub mod merge;
 #[cfg(feature = "plot")]
 pub mod page;

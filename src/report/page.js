@@ -64,7 +64,8 @@
   }
   function setup(box) {
     var svg = box.querySelector("svg.chart");
-    var data = JSON.parse(document.getElementById(svg.id + "-data").textContent);
+    var doc = JSON.parse(document.getElementById(svg.id + "-data").textContent);
+    var data = doc.dots;
     var wrap = box.querySelector(".chart-wrap");
     var tip = box.querySelector(".tip");
     var pin = box.querySelector(".pin");
@@ -110,7 +111,7 @@
       list(pin, "Advice", d.adv, "adv");
       table(pin, "Hottest functions (share of W)", d.fns);
       table(pin, "Hottest lines (share of W)", d.lines);
-      list(pin, "Notes", d.notes, "muted");
+      list(pin, "Notes", d.notes.map(function (k) { return doc.notes[k]; }), "muted");
       pin.hidden = false;
     }
     function dotIndex(t) {
@@ -160,7 +161,7 @@
     }
     refine(svg);
   }
-  function start() { all(".chartbox").forEach(setup); }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
+  // The script follows the charts in the page: they are set up at once, while the folded
+  // sections below are still being read.
+  all(".chartbox").forEach(setup);
 })();

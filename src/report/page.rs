@@ -7,7 +7,8 @@ use std::fmt::Write;
 use super::View;
 use super::chart::{self, BOUND_COLORS, Chart, MAX_R};
 use super::dot_info::chart_data;
-use super::html::{esc, hypervisor_name};
+use super::markup::esc;
+use crate::machine::cpuid::hypervisor_name;
 
 /// The page's script (hover, pin, roof toggles, zoom, label re-check).
 pub const SCRIPT: &str = include_str!("page.js");
