@@ -122,6 +122,12 @@ pub struct ChartLabel {
     pub owner: Owner,
 }
 
+/// A roof's segment in a frame: (roof index, from, to) in data coordinates.
+pub type Segment = (usize, (f64, f64), (f64, f64));
+
+/// An axis tick: its value, its label's box and text.
+pub type Tick = (f64, Rect, String);
+
 /// One frame of the chart: its ranges and what it draws at them.
 #[derive(Debug, Clone)]
 pub struct Frame {
@@ -130,7 +136,7 @@ pub struct Frame {
     /// Data to pixels.
     pub map: Mapper,
     /// Each roof's segment inside the frame (data coordinates), by roof index.
-    pub segments: Vec<(usize, (f64, f64), (f64, f64))>,
+    pub segments: Vec<Segment>,
     /// Ridge points inside the frame: (memory roof index, x, y).
     pub ridges: Vec<(usize, f64, f64)>,
     /// The labels placed, in priority order.
@@ -649,7 +655,7 @@ fn dot_label(d: &ChartDot, map: &Mapper, dots: &[ChartDot]) -> Label {
 /// Lay out one frame: segments, ridges and labels.
 pub fn lay_frame(name: &'static str, (xr, yr): Range, roofs: &[ChartRoof], dots: &[ChartDot], arrows: &[(usize, usize)]) -> Frame {
     let map = Mapper { x: xr, y: yr, area: AREA };
-    let segments: Vec<(usize, (f64, f64), (f64, f64))> = roofs
+    let segments: Vec<Segment> = roofs
         .iter()
         .enumerate()
         .filter_map(|(i, r)| segment(r, roofs, xr, yr).map(|(a, b)| (i, a, b)))
@@ -773,8 +779,8 @@ pub fn ticks(r: (f64, f64)) -> Vec<f64> {
 
 /// Axis tick labels of a frame, each with its box; a tick whose label would touch the
 /// previous one keeps its grid line but not its label.
-pub fn tick_labels(map: &Mapper) -> (Vec<(f64, Rect, String)>, Vec<(f64, Rect, String)>) {
-    let mut xs: Vec<(f64, Rect, String)> = Vec::new();
+pub fn tick_labels(map: &Mapper) -> (Vec<Tick>, Vec<Tick>) {
+    let mut xs: Vec<Tick> = Vec::new();
     for v in ticks(map.x) {
         let t = sig3(v);
         let (w, h) = label_size(&t, TICK_SIZE);
@@ -784,7 +790,7 @@ pub fn tick_labels(map: &Mapper) -> (Vec<(f64, Rect, String)>, Vec<(f64, Rect, S
             xs.push((v, r, t));
         }
     }
-    let mut ys: Vec<(f64, Rect, String)> = Vec::new();
+    let mut ys: Vec<Tick> = Vec::new();
     for v in ticks(map.y) {
         let t = sig3(v);
         let (w, h) = label_size(&t, TICK_SIZE);
@@ -840,6 +846,7 @@ pub fn svg(chart: &Chart, id: &str, integer: bool) -> String {
     o
 }
 
+/// One frame: its plotting area, grid, axes, then its marks.
 fn frame_svg(o: &mut String, chart: &Chart, f: &Frame, id: &str, integer: bool) {
     let m = &f.map;
     let (xt, yt) = tick_labels(m);
@@ -889,6 +896,12 @@ fn frame_svg(o: &mut String, chart: &Chart, f: &Frame, id: &str, integer: bool) 
         "<text transform=\"translate(14 {:.1}) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">{yd}</text></g>",
         AREA.y + AREA.h / 2.0
     );
+    marks_svg(o, chart, f, id);
+}
+
+/// A frame's roofs, ridges, arrows, error bars, dots and labels.
+fn marks_svg(o: &mut String, chart: &Chart, f: &Frame, id: &str) {
+    let m = &f.map;
     // Roofs
     for &(i, a, b) in &f.segments {
         let r = &chart.roofs[i];

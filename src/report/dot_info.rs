@@ -124,16 +124,15 @@ pub fn dot_advice(p: &Point, a: &Analysis, roofs: &RoofSet) -> Vec<String> {
                     roof / rate
                 ));
             }
-            match next_compute_roof(roofs, prec, isa, roof) {
-                // (At the highest roof, the first line said what is left.)
-                Some((next, need)) => out.push(format!(
+            // (At the highest roof, the first line said what is left.)
+            if let Some((next, need)) = next_compute_roof(roofs, prec, isa, roof) {
+                out.push(format!(
                     "The next roof up, {} at {} {unit} ({:.1}x this dot's {}), needs {need}.",
                     next.label(),
                     sig3(next.gflops),
                     next.gflops / rate,
                     sig3(rate)
-                )),
-                None => {}
+                ));
             }
             if let Some(lower) = faster_unit(p, &a.bound, roofs) {
                 out.push(format!(

@@ -120,3 +120,37 @@ fn dot_data_holds_the_hover_rows_and_is_safe_inside_a_script() {
         assert!(!d["adv"].as_array().unwrap().is_empty());
     }
 }
+
+/// One file, no network, under 1 MB for 100 points: the main job's one-thread points repeated
+/// to 100 (names, work and time varied so no two are alike) with every roof of its machine.
+#[test]
+fn a_page_of_100_points_is_self_contained_and_under_a_megabyte() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/main-job.json");
+    let mut report = crate::report::read_report(&path).unwrap();
+    let base: Vec<Point> = report
+        .points
+        .iter()
+        .filter(|p| p.threads == 1 && p.flops.total > 0.0)
+        .cloned()
+        .collect();
+    report.ceilings_by_threads.clear();
+    report.points = (0..100)
+        .map(|k| {
+            let mut p = base[k % base.len()].clone();
+            p.name = format!("{}#{k}", p.name);
+            p.seconds *= 1.0 + k as f64 / 50.0;
+            for s in &mut p.seconds_samples {
+                *s *= 1.0 + k as f64 / 50.0;
+            }
+            p.derive();
+            p
+        })
+        .collect();
+    let view = View::new(vec![("hundred".into(), report)], None, PlotKind::All);
+    let page = crate::report::html::render(&view, "Roofline report").unwrap();
+    assert!(page.len() < 1_000_000, "{} bytes for 100 points", page.len());
+    assert_eq!(page.matches("class=\"dot ").count(), 200, "100 dots in each of the two frames");
+    for external in ["<script src", "<link", "src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!page.contains(external), "the page fetches something: {external}");
+    }
+}

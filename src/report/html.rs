@@ -238,7 +238,11 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     o.push_str("</div></details>");
     // Roofs and the other views, per roof set.
     for set in &sets {
-        let t = (sets.len() > 1).then(|| format!(" — {}", threads_heading(set))).unwrap_or_default();
+        let t = if sets.len() > 1 {
+            format!(" — {}", threads_heading(set))
+        } else {
+            String::new()
+        };
         let _ = write!(o, "<details><summary><h2>Roofs and the other views{}</h2></summary>", esc(&t));
         roofs_and_plots(&mut o, set)?;
         o.push_str("</details>");
@@ -335,10 +339,9 @@ fn roofs_and_plots(o: &mut String, view: &View) -> Result<()> {
     Ok(())
 }
 
-/// Everything after the charts: the advice cards and the rest.
-fn render_rest(view: &View) -> Result<String> {
-    let mut o = String::new();
-    // Advice cards
+/// One card per placed point: its bound, its fraction of its roof, warnings, the GPU regime
+/// and kernels where known, and the advice written from its own numbers.
+fn advice_cards(o: &mut String, view: &View) {
     o.push_str("<details><summary><h2>Advice per point</h2></summary><div class=\"grid\">");
     for (r, p, a) in view.points() {
         if a.skipped.is_some() {
@@ -395,6 +398,12 @@ fn render_rest(view: &View) -> Result<String> {
         );
     }
     o.push_str("</div></details>");
+}
+
+/// Everything after the charts: the advice cards and the rest.
+fn render_rest(view: &View) -> Result<String> {
+    let mut o = String::new();
+    advice_cards(&mut o, view);
     // GPU fusion candidates (gpu::fusion): one line per chain with its kernels.
     let chains: Vec<&crate::schema::report::FusionChain> = view.reports.iter().flat_map(|r| r.report.fusion.iter()).collect();
     if !chains.is_empty() {
