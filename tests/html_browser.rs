@@ -259,5 +259,6 @@ fn report_page_in_a_real_browser() {
     let page = std::fs::read_to_string(&cmp).unwrap();
     assert!(page.contains("class=\"arrow\""), "no arrow from the CPU dgemm to the GPU one");
     assert!(page.contains(">GPU "), "no GPU roof on the chart");
+    assert!(!page.contains("GPU GPU"), "a GPU roof names its machine twice");
     check_page(&chromium, &cmp, dir.path(), "compare");
 }

@@ -291,9 +291,9 @@ fn machine_roofs(view: &View, roofs: &RoofSet, kind: PlotKind, machine: usize, o
         let color = own.unwrap_or(SPARE[(i + machine) % SPARE.len()]);
         out.push(ChartRoof {
             key: format!("{}c-{}", key_prefix(machine), key_part(&c.key())),
-            name: format!(
-                "{prefix}{}",
-                roof_name(c, several || !families.contains(&precision_family(&c.precision)))
+            name: with_machine(
+                &prefix,
+                roof_name(c, several || !families.contains(&precision_family(&c.precision))),
             ),
             value: c.gflops,
             unit: c.unit(),
@@ -318,7 +318,7 @@ fn machine_roofs(view: &View, roofs: &RoofSet, kind: PlotKind, machine: usize, o
         let color = own.unwrap_or(SPARE[(i + 3 + machine) % SPARE.len()]);
         out.push(ChartRoof {
             key: format!("{}m-{}", key_prefix(machine), key_part(&b.level)),
-            name: format!("{prefix}{}", level_label(&b.level)),
+            name: with_machine(&prefix, level_label(&b.level)),
             value: gbs,
             unit: "GB/s",
             compute: false,
@@ -341,6 +341,15 @@ const SPARE: [(u8, u8, u8); 6] = [
     (227, 119, 194),
     (90, 90, 200),
 ];
+
+/// A roof's name with its machine's said once (`GPU FP64 tensor` stays as it is).
+fn with_machine(prefix: &str, name: String) -> String {
+    if prefix.is_empty() || name.starts_with(prefix) {
+        name
+    } else {
+        format!("{prefix}{name}")
+    }
+}
 
 fn key_prefix(machine: usize) -> String {
     if machine == 0 { String::new() } else { format!("x{machine}") }
