@@ -86,6 +86,7 @@ window.addEventListener("load", function () { setTimeout(function () {
     out.overlaps = out.overlaps.concat(clashes(svg, "all roofs"));
     box.querySelector("button.zoom").click();
     out.frame_after_zoom_click = Array.prototype.filter.call(svg.querySelectorAll("g.frame"), function (g) { return g.style.display !== "none"; })[0].getAttribute("data-frame");
+    out.hidden_in_full = svg.querySelectorAll('g.frame[data-frame="full"] line.roof[style*="display: none"]').length;
     out.overlaps = out.overlaps.concat(clashes(svg, "full range, all roofs"));
     if (every) every.click();
     out.overlaps = out.overlaps.concat(clashes(svg, "full range"));
@@ -200,6 +201,8 @@ fn check_page(chromium: &Path, page: &Path, work: &Path, what: &str) -> serde_js
         "full",
         "{what}: the zoom button does not show the full range"
     );
+    // "show all" was on when the full range was first built: every roof drawn there too.
+    assert_eq!(f("hidden_in_full"), 0.0, "{what}: the full range lost the legend's toggles");
     assert_eq!(r["overlaps"], serde_json::json!([]), "{what}: overlapping text: {}", r["overlaps"]);
     r
 }

@@ -841,17 +841,28 @@ pub fn svg(chart: &Chart, id: &str, integer: bool) -> String {
         o,
         "{id}-head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0L10,5L0,10z\" fill=\"#444\"/></marker></defs>"
     );
+    let mut later = String::new();
     for (fi, f) in chart.frames.iter().enumerate() {
+        // The frames after the first are kept as text until asked for (the zoom button):
+        // the browser reads a string much faster than it builds a thousand hidden dots.
+        let out = if fi == 0 { &mut o } else { &mut later };
         let _ = write!(
-            o,
+            out,
             "<g class=\"frame\" data-frame=\"{}\"{}>",
             f.name,
             if fi == 0 { "" } else { " style=\"display:none\"" }
         );
-        frame_svg(&mut o, chart, f, id, integer);
-        o.push_str("</g>");
+        frame_svg(out, chart, f, id, integer);
+        out.push_str("</g>");
     }
     o.push_str("</svg>");
+    if !later.is_empty() {
+        let _ = write!(
+            o,
+            "<script type=\"text/html\" id=\"{id}-frames\">{}</script>",
+            later.replace("</", "<\\/")
+        );
+    }
     o
 }
 

@@ -147,13 +147,25 @@
         refine(svg);
       });
     }
+    // The full-range frame arrives as text (see chart.rs): built on the first switch, with
+    // the legend's roofs and the pinned dot applied to it.
+    function frames() {
+      var later = document.getElementById(svg.id + "-frames");
+      if (later) {
+        svg.insertAdjacentHTML("beforeend", later.textContent.replace(/<\\\//g, "</"));
+        later.parentNode.removeChild(later);
+        boxes.forEach(function (cb) { setRoof(cb.getAttribute("data-roof"), cb.checked); });
+        if (pinned >= 0) mark(pinned, true);
+      }
+      return all("g.frame", svg);
+    }
     var zoom = box.querySelector("button.zoom");
     if (zoom) {
       zoom.addEventListener("click", function () {
-        var frames = all("g.frame", svg);
-        var full = frames[0].style.display !== "none";
-        frames[0].style.display = full ? "none" : "";
-        frames[1].style.display = full ? "" : "none";
+        var f = frames();
+        var full = f[0].style.display !== "none";
+        f[0].style.display = full ? "none" : "";
+        f[1].style.display = full ? "" : "none";
         zoom.textContent = full ? "Zoom to the dots" : "Full range";
         zoom.setAttribute("aria-pressed", full ? "true" : "false");
         refine(svg);
