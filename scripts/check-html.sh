@@ -7,8 +7,9 @@
 #
 # Without arguments it builds the release binary, writes an HTML report from the
 # before/after fixtures and checks that. Install the browser with `apt-get install -y chromium`.
+# The page must be self-contained: its script and styles inline, nothing fetched.
 # Exit 0: screenshot produced and non-blank, no page-level horizontal overflow; 1: check
-# failed; 2: no browser / bad usage.
+# failed; 2: no browser / bad usage. (tests/html_browser.rs checks the page's behaviour.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,17 +35,17 @@ fi
 [ -f "$html" ] || { echo "check-html: $html: no such file" >&2; exit 2; }
 abs_html=$(cd "$(dirname "$html")" && pwd)/$(basename "$html")
 
-# The page must be self-contained: no scripts, no external resources.
-if grep -Eqi '<script|<link[^>]+href=|src="https?:|url\(https?:' "$abs_html"; then
-  echo "check-html: $html references scripts or external resources" >&2
+# The page must be self-contained: no external scripts or resources.
+if grep -Eqi '<script[^>]+src=|<link[^>]+href=|src="https?:|url\(https?:' "$abs_html"; then
+  echo "check-html: $html references external scripts or resources" >&2
   exit 1
 fi
 
 # Page-level horizontal overflow at 390 px: headless chromium's own window is never narrower
 # than 500 px, so the page is loaded into a 390 px iframe of a small probe page (the checked
-# page itself stays script-free); the probe records the page's scroll width against its
+# page is left as it is); the probe records the page's scroll width against its
 # viewport and the widest elements not inside a box that scrolls on its own; --dump-dom
-# prints the result.
+# prints the result. The page's own script runs in the frame before the probe reads it.
 cp "$abs_html" "$work/page.html"
 cat >"$work/probe.html" <<'PROBE'
 <!DOCTYPE html><html><body style="margin:0"><iframe id="f" src="page.html" width="390" height="844" style="border:0;display:block"></iframe>

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The README's picture, assets/roofline.png: the cache-aware chart of the report `roofline`
-# writes (the kernel suite on this machine), drawn as a PNG by the same code as the HTML
-# report's chart.
+# The README's pictures: assets/roofline.png, the cache-aware chart of the report `roofline`
+# writes (the kernel suite on this machine) as a PNG (the static plot's code), and
+# assets/report-page.png, the first screen of that report's HTML page at 1366×768 in headless
+# chromium, with the dot that takes the most time pinned (skipped, saying so, without
+# chromium).
 #
 #   scripts/readme-chart.sh                 # profile this machine (about a minute), then draw
 #   scripts/readme-chart.sh REPORT.json     # draw from an existing report (e.g. roofline-report/report.json)
@@ -23,6 +25,28 @@ else
   report=$work/profile/report.json
 fi
 "$R" plot "$report" --kind carm -o assets/roofline.png >/dev/null
+browser=""
+for b in chromium chromium-browser google-chrome; do
+  if command -v "$b" >/dev/null 2>&1; then browser="$b"; break; fi
+done
+if [ -n "$browser" ]; then
+  "$R" report show "$report" -o "$work/page.html" >/dev/null 2>&1
+  # Pin the largest dot (the first drawn) once the page's script has set the chart up.
+  python3 - "$work/page.html" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+pin = ('<script>window.addEventListener("load",function(){var d=document.querySelector(".chartbox .dots circle");'
+       'if(d)d.dispatchEvent(new MouseEvent("click",{bubbles:true}));});</script></body>')
+open(p, "w").write(s.replace("</body>", pin, 1))
+PY
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
+    --user-data-dir="$work/profile-browser" --window-size=1366,768 --screenshot="$PWD/assets/report-page.png" \
+    "file://$work/page.html" >/dev/null 2>&1 || true
+  [ -s assets/report-page.png ] || echo "readme-chart: no screenshot of the page was produced" >&2
+else
+  echo "readme-chart: no chromium: assets/report-page.png not redrawn (apt-get install -y chromium)" >&2
+fi
 python3 - "$report" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))

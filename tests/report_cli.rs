@@ -362,8 +362,14 @@ fn png_and_html_outputs() {
     ]);
     assert_eq!(code, 0);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(!page.contains("<script") && !page.contains("<link"));
-    assert_eq!(page.matches("<svg").count(), 3, "one plot per view");
+    // Self-contained: its script inline, nothing fetched.
+    assert!(!page.contains("<script src") && !page.contains("<link"));
+    assert_eq!(
+        page.matches("<svg id=\"chart0\" class=\"chart\"").count(),
+        1,
+        "the interactive chart"
+    );
+    assert_eq!(page.matches("<svg").count(), 4, "the chart, then one plot per view");
     assert!(page.contains("name=\"viewport\""));
     assert!(page.contains("Example 16-Core Processor") && page.contains("normalize") && page.contains("softmax"));
     // no temp files left beside the outputs

@@ -34,10 +34,11 @@ mod point;
 mod roofs;
 mod walls;
 
+pub use advice::unit_advice;
 pub use analysis::{Analysis, Attainable, Limiter, ModelKind, above_roof, analyse, annotate, annotate_by_threads, attainable_cache_aware};
 pub use labels::{is_integer_precision, isa_label, level_label, level_rank, precision_family, precision_label, rate_unit};
 pub use mix::ComputeRoofUsed;
-pub use point::{point_precision, point_rate, point_work};
+pub use point::{point_isa, point_precision, point_rate, point_work};
 pub use roofs::{BandwidthRoof, ComputeRoof, RoofSet};
 pub use walls::{GLOBAL_WALLS, SHARED_WALLS, wall_position};
 

@@ -5,7 +5,11 @@
 
 #[cfg(feature = "plot")]
 pub mod bundle;
+#[cfg(feature = "plot")]
+pub mod chart;
 pub mod csv;
+#[cfg(feature = "plot")]
+pub mod dot_info;
 #[cfg(feature = "plot")]
 pub mod html;
 #[cfg(any(feature = "analysis", feature = "plot"))]
@@ -13,7 +17,11 @@ pub mod instruction;
 pub mod json;
 #[cfg(feature = "plot")]
 pub mod labels;
+#[cfg(feature = "plot")]
+pub mod markup;
 pub mod merge;
+#[cfg(feature = "plot")]
+pub mod page;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod table;

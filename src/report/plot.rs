@@ -64,7 +64,7 @@ pub fn report_color(i: usize) -> RGBColor {
 }
 
 /// Preferred roof colour per ISA (compute roofs: warm hues and grey).
-fn isa_color(isa: &str) -> Option<RGBColor> {
+pub fn isa_color(isa: &str) -> Option<RGBColor> {
     Some(match isa {
         "scalar" => RGBColor(105, 105, 105),
         "sse" => RGBColor(166, 98, 28),
@@ -78,7 +78,7 @@ fn isa_color(isa: &str) -> Option<RGBColor> {
 }
 
 /// Preferred roof colour per memory level (memory roofs: blues and greens).
-fn level_color(level: &str) -> Option<RGBColor> {
+pub fn level_color(level: &str) -> Option<RGBColor> {
     Some(match level {
         "l1" => RGBColor(0, 140, 140),
         "l1_load" => RGBColor(0, 165, 230),
@@ -278,7 +278,7 @@ fn precisions_of(view: &View) -> Vec<&'static str> {
 }
 
 /// The families of roofs a view draws (one per precision family of its points, in order).
-fn families_of(view: &View) -> Vec<&'static str> {
+pub fn families_of(view: &View) -> Vec<&'static str> {
     let mut v: Vec<&'static str> = Vec::new();
     for p in precisions_of(view) {
         let f = precision_family(p);

@@ -1,0 +1,179 @@
+// The report page's chart: hover a dot for its figures, click to pin them with its advice,
+// toggle roofs in the legend, switch between the dots' range and the full range. Labels were
+// placed apart in Rust with the bundled font's metrics; refine() re-checks them with the
+// browser's own text boxes after every change and hides a label that would touch a label
+// of higher priority or an axis label, so no two visible texts ever overlap.
+(function () {
+  "use strict";
+  function all(sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function overlap(a, b) {
+    return Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
+      Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+  }
+  function frameOf(svg) {
+    return all("g.frame", svg).filter(function (g) { return g.style.display !== "none"; })[0];
+  }
+  function refine(svg) {
+    var frame = frameOf(svg);
+    if (!frame) return;
+    var kept = [];
+    all(".ticks text", frame).forEach(function (t) { kept.push(t.getBoundingClientRect()); });
+    var labels = all("text.lbl", frame);
+    labels.forEach(function (l) { l.classList.remove("clash"); });
+    labels.sort(function (a, b) { return a.getAttribute("data-prio") - b.getAttribute("data-prio"); });
+    labels.forEach(function (l) {
+      if (l.style.display === "none") return;
+      var r = l.getBoundingClientRect();
+      if (r.width === 0) return;
+      for (var i = 0; i < kept.length; i++) {
+        if (overlap(r, kept[i])) { l.classList.add("clash"); return; }
+      }
+      kept.push(r);
+    });
+  }
+  function rows(dl, pairs) {
+    pairs.forEach(function (kv) {
+      dl.appendChild(el("dt", "", kv[0]));
+      dl.appendChild(el("dd", "", kv[1]));
+    });
+  }
+  function list(parent, title, items, cls) {
+    if (!items || !items.length) return;
+    parent.appendChild(el("h4", "", title));
+    var ul = el("ul", cls || "");
+    items.forEach(function (t) { ul.appendChild(el("li", "", t)); });
+    parent.appendChild(ul);
+  }
+  function table(parent, title, items) {
+    if (!items || !items.length) return;
+    parent.appendChild(el("h4", "", title));
+    var t = el("table", "hot");
+    items.forEach(function (r) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "", r[0]));
+      tr.appendChild(el("td", "", r[1]));
+      t.appendChild(tr);
+    });
+    parent.appendChild(t);
+  }
+  function setup(box) {
+    var svg = box.querySelector("svg.chart");
+    var doc = JSON.parse(document.getElementById(svg.id + "-data").textContent);
+    var data = doc.dots;
+    var wrap = box.querySelector(".chart-wrap");
+    var tip = box.querySelector(".tip");
+    var pin = box.querySelector(".pin");
+    var pinned = -1;
+    function showTip(i, ev) {
+      var d = data[i];
+      tip.textContent = "";
+      tip.appendChild(el("b", "", d.n));
+      var dl = el("dl", "kv");
+      rows(dl, d.tip);
+      tip.appendChild(dl);
+      tip.appendChild(el("div", "muted", "click to pin"));
+      tip.hidden = false;
+      var w = wrap.getBoundingClientRect();
+      var x = ev.clientX - w.left + 14, y = ev.clientY - w.top + 14;
+      var tw = tip.offsetWidth, th = tip.offsetHeight;
+      if (x + tw > w.width) x = Math.max(0, ev.clientX - w.left - tw - 14);
+      if (y + th > w.height) y = Math.max(0, ev.clientY - w.top - th - 14);
+      tip.style.left = x + "px";
+      tip.style.top = y + "px";
+    }
+    function mark(i, on) {
+      all('.dot[data-i="' + i + '"]', svg).forEach(function (c) { c.classList.toggle("pinned", on); });
+    }
+    function pinDot(i) {
+      if (pinned >= 0) mark(pinned, false);
+      pinned = i;
+      pin.textContent = "";
+      if (i < 0) { pin.hidden = true; return; }
+      mark(i, true);
+      var d = data[i];
+      var close = el("button", "close", "×");
+      close.type = "button";
+      close.title = "unpin";
+      close.addEventListener("click", function () { pinDot(-1); });
+      pin.appendChild(close);
+      pin.appendChild(el("h3", "", d.n));
+      pin.appendChild(el("p", "bound " + d.bc, d.b));
+      if (d.warn) pin.appendChild(el("p", "warn", d.warn));
+      var dl = el("dl", "kv");
+      rows(dl, d.tip.concat(d.more));
+      pin.appendChild(dl);
+      list(pin, "Advice", d.adv, "adv");
+      table(pin, "Hottest functions (share of W)", d.fns);
+      table(pin, "Hottest lines (share of W)", d.lines);
+      list(pin, "Notes", d.notes.map(function (k) { return doc.notes[k]; }), "muted");
+      pin.hidden = false;
+    }
+    function dotIndex(t) {
+      var i = t && t.getAttribute && t.getAttribute("data-i");
+      return i === null || i === undefined ? -1 : +i;
+    }
+    svg.addEventListener("mouseover", function (ev) {
+      var i = dotIndex(ev.target);
+      if (i >= 0) showTip(i, ev);
+    });
+    svg.addEventListener("mouseout", function (ev) {
+      if (dotIndex(ev.target) >= 0) tip.hidden = true;
+    });
+    svg.addEventListener("click", function (ev) {
+      var i = dotIndex(ev.target);
+      if (i >= 0) { pinDot(i); tip.hidden = true; }
+    });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") pinDot(-1); });
+    function setRoof(key, on) {
+      all('[data-roof="' + key + '"]', svg).forEach(function (e) { e.style.display = on ? "" : "none"; });
+    }
+    var boxes = all("input[data-roof]", box);
+    boxes.forEach(function (cb) {
+      cb.addEventListener("change", function () { setRoof(cb.getAttribute("data-roof"), cb.checked); refine(svg); });
+    });
+    var every = box.querySelector("input.every");
+    if (every) {
+      every.addEventListener("change", function () {
+        all(".more input[data-roof]", box).forEach(function (cb) {
+          cb.checked = every.checked;
+          setRoof(cb.getAttribute("data-roof"), cb.checked);
+        });
+        refine(svg);
+      });
+    }
+    // The full-range frame arrives as text (see chart.rs): built on the first switch, with
+    // the legend's roofs and the pinned dot applied to it.
+    function frames() {
+      var later = document.getElementById(svg.id + "-frames");
+      if (later) {
+        svg.insertAdjacentHTML("beforeend", later.textContent.replace(/<\\\//g, "</"));
+        later.parentNode.removeChild(later);
+        boxes.forEach(function (cb) { setRoof(cb.getAttribute("data-roof"), cb.checked); });
+        if (pinned >= 0) mark(pinned, true);
+      }
+      return all("g.frame", svg);
+    }
+    var zoom = box.querySelector("button.zoom");
+    if (zoom) {
+      zoom.addEventListener("click", function () {
+        var f = frames();
+        var full = f[0].style.display !== "none";
+        f[0].style.display = full ? "none" : "";
+        f[1].style.display = full ? "" : "none";
+        zoom.textContent = full ? "Zoom to the dots" : "Full range";
+        zoom.setAttribute("aria-pressed", full ? "true" : "false");
+        refine(svg);
+      });
+    }
+    refine(svg);
+  }
+  // The script follows the charts in the page: they are set up at once, while the folded
+  // sections below are still being read.
+  all(".chartbox").forEach(setup);
+})();
