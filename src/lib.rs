@@ -56,6 +56,8 @@ mod error;
 #[cfg(feature = "analysis")]
 mod gate;
 #[cfg(feature = "analysis")]
+mod jobs;
+#[cfg(feature = "analysis")]
 mod gpu;
 mod machine;
 mod model;

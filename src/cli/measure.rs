@@ -73,7 +73,7 @@ fn stdout_for_json_only() -> anyhow::Result<std::fs::File> {
 }
 
 impl Args {
-    fn command_options(&self) -> CommandOptions {
+    pub(super) fn command_options(&self) -> CommandOptions {
         CommandOptions {
             repeat: self.repeat,
             idle_baseline: self.idle_baseline,
@@ -90,6 +90,10 @@ impl Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    // `-o DIR/` inside a launcher: this instance is one rank of a job.
+    if let Some((rank, dir)) = super::measure_rank::rank_for(args.output.output.as_deref()) {
+        return super::measure_rank::run(&args, rank, &dir);
+    }
     let out = args.output.check(&["json"])?;
     let mut json_stdout = if args.output.json { Some(stdout_for_json_only()?) } else { None };
     let measurement = match backend::measure_command(args.backend, &args.command, &args.command_options())? {
