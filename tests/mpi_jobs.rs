@@ -1,0 +1,196 @@
+//! Jobs of ranks under the launchers users have: `mpirun` (Open MPI) and `mpiexec.hydra`
+//! (MPICH) start `roofline measure --backend trace -o JOB/ -- ranks_work N`, each rank traced by
+//! its own roofline with the MPI transports working (shared memory and single copy between
+//! the ranks), then `roofline report merge JOB/`. Rank r of the fixture does 2 (r + 1) n
+//! scalar flops in region `work`; n is random per run (printed), every expected figure is
+//! worked out from that. Each test skips, saying why, where its MPI is not installed.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+mod support;
+
+/// An MPI implementation: its compiler wrapper and its launcher's command line.
+struct Mpi {
+    name: &'static str,
+    cc: &'static str,
+    launcher: &'static [&'static str],
+    /// `environment.job.launcher` of its ranks.
+    recorded: &'static str,
+}
+
+const OPEN_MPI: Mpi = Mpi {
+    name: "Open MPI",
+    cc: "mpicc.openmpi",
+    // Waiting ranks yield their CPU: the traced ones are slow, and the CI machine has two.
+    launcher: &[
+        "mpirun.openmpi",
+        "--oversubscribe",
+        "--allow-run-as-root",
+        "--mca",
+        "mpi_yield_when_idle",
+        "1",
+    ],
+    recorded: "open-mpi",
+};
+
+const MPICH: Mpi = Mpi {
+    name: "MPICH",
+    cc: "mpicc.mpich",
+    launcher: &["mpiexec.hydra"],
+    recorded: "mpich-hydra",
+};
+
+fn on_path(cmd: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// The fixture built with `mpi`'s compiler in `dir`; None (said) where the MPI is missing.
+fn build(mpi: &Mpi, dir: &Path) -> Option<PathBuf> {
+    if !on_path(mpi.cc) || !on_path(mpi.launcher[0]) {
+        eprintln!("skipping: {} not installed ({} or {} missing)", mpi.name, mpi.cc, mpi.launcher[0]);
+        return None;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mpi/ranks_work.c");
+    let exe = dir.join("ranks_work");
+    let out = std::process::Command::new(mpi.cc).args(["-O1", "-o"]).arg(&exe).arg(&src).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(exe)
+}
+
+/// `LAUNCHER EXTRA -np N roofline measure --backend trace -o JOB/ -- ranks_work ARGS`.
+fn run_job(mpi: &Mpi, extra: &[&str], np: u32, job: &Path, exe: &Path, args: &[String]) -> Output {
+    let roofline = assert_cmd::cargo::cargo_bin("roofline");
+    let mut dir = job.to_string_lossy().into_owned();
+    dir.push('/');
+    let out = std::process::Command::new(mpi.launcher[0])
+        .args(&mpi.launcher[1..])
+        .args(extra)
+        .args(["-np", &np.to_string()])
+        .arg(roofline)
+        .args(["measure", "--backend", "trace", "-o", &dir, "--"])
+        .arg(exe)
+        .args(args)
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn merge(job: &Path, out: &Path) -> (Value, String) {
+    let a = Command::cargo_bin("roofline").unwrap().args(["report", "merge"]).arg(job).arg("-o").arg(out).assert();
+    let o = a.get_output();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    (doc, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn point<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no point {name} in {}", names(doc)))
+}
+
+fn names(doc: &Value) -> String {
+    doc["points"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn w(p: &Value) -> u64 {
+    p["flops"]["total"].as_f64().unwrap() as u64
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string()
+}
+
+/// Every rank of `np` ran: each rank's file and place in the job, W exact per rank, the node's
+/// and the job's W their sum, the imbalance of W from the arithmetic (2 np / (np + 1)).
+fn every_rank_measured(mpi: &Mpi, np: u32) {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build(mpi, tmp.path()) else { return };
+    let n = support::random(2_000, 20_000, u64::from(np));
+    let job = tmp.path().join("job");
+    let out = run_job(mpi, &[], np, &job, &exe, &[n.to_string()]);
+    assert!(out.status.success(), "{} job failed", mpi.name);
+    let host = host();
+    for r in 0..np {
+        let file = job.join(format!("{host}-r{r}.json"));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let place = &doc["environment"]["job"];
+        assert_eq!(place["launcher"], mpi.recorded, "{place:#}");
+        assert_eq!((place["rank"].as_u64(), place["size"].as_u64()), (Some(u64::from(r)), Some(u64::from(np))));
+        assert_eq!(place["local_rank"].as_u64(), Some(u64::from(r)), "one node: local rank = rank");
+        assert_eq!(place["node"], host.as_str());
+        assert!(!place["cpus"].as_array().unwrap().is_empty(), "{place:#}");
+        // One rank per node is to count the node's memory traffic: local rank 0.
+        let chosen = place["dram_chosen_by"].as_str().unwrap();
+        assert_eq!(chosen.contains("not this rank"), r != 0, "rank {r}: {chosen}");
+        assert_eq!(doc["machine"]["schema"], "roofline.machine/1", "the node's machine model, for its roofs");
+    }
+    let (doc, _) = merge(&job, &tmp.path().join("job.json"));
+    let mut total = 0;
+    for r in 0..u64::from(np) {
+        let p = point(&doc, &format!("work @ rank {r}"));
+        assert_eq!(w(p), 2 * (r + 1) * n, "rank {r}: {p:#}");
+        assert_eq!(p["flops"]["by_class"]["scalar_double"].as_f64(), Some((2 * (r + 1) * n) as f64));
+        let core = p["bytes"]["core"].as_f64().unwrap();
+        let loop_bytes = (24 * (r + 1) * n) as f64;
+        assert!(core >= loop_bytes && core < loop_bytes + 1024.0, "rank {r}: core Q {core}, loop {loop_bytes}");
+        total += 2 * (r + 1) * n;
+    }
+    assert_eq!(w(point(&doc, &format!("work @ node {host}"))), total);
+    let job_point = point(&doc, "work");
+    assert_eq!(w(job_point), total);
+    let want = 2.0 * f64::from(np) / f64::from(np + 1);
+    let got = job_point["extra"]["imbalance"]["flops"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-12, "imbalance of W {got}, want {want}");
+    let balance = doc["job"]["regions"].as_array().unwrap().iter().find(|b| b["name"] == "work").unwrap();
+    assert_eq!(balance["slowest_rank"].as_u64(), Some(u64::from(np - 1)), "{balance:#}");
+    assert_eq!(balance["slowest_node"], host.as_str());
+    assert_eq!(doc["job"]["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["job"]["heterogeneous"], false);
+}
+
+#[test]
+fn open_mpi_two_ranks() {
+    every_rank_measured(&OPEN_MPI, 2);
+}
+
+#[test]
+fn mpich_hydra_two_ranks() {
+    every_rank_measured(&MPICH, 2);
+}
+
+/// Three ranks, rank 1 exiting with status 3 at the end: the others' files are written and
+/// kept, the merge names rank 1, and the balance is over ranks 0 and 2 (W 2n and 6n: 1.5).
+#[test]
+fn open_mpi_three_ranks_one_dies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build(&OPEN_MPI, tmp.path()) else { return };
+    let n = support::random(2_000, 20_000, 3);
+    let job = tmp.path().join("job");
+    // Open MPI aborts the job when a rank fails; told not to, the others finish and write.
+    let keep_going = ["--mca", "orte_abort_on_non_zero_status", "0"];
+    let out = run_job(&OPEN_MPI, &keep_going, 3, &job, &exe, &[n.to_string(), "1".into()]);
+    assert!(!out.status.success(), "rank 1's status 3 is the job's failure");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let host = host();
+    assert!(
+        stderr.contains(&format!("rank 1 on {host}: the command failed (status 3)")),
+        "the dying rank is named: {stderr}"
+    );
+    assert!(!job.join(format!("{host}-r1.json")).exists());
+    let (doc, warnings) = merge(&job, &tmp.path().join("job.json"));
+    assert!(warnings.contains("rank(s) 1 of 3 wrote no file"), "{warnings}");
+    assert_eq!(doc["job"]["missing_ranks"], serde_json::json!([1]));
+    assert_eq!(w(point(&doc, "work @ rank 0")), 2 * n);
+    assert_eq!(w(point(&doc, "work @ rank 2")), 6 * n);
+    let job_point = point(&doc, "work");
+    assert_eq!(w(job_point), 8 * n);
+    assert_eq!(job_point["extra"]["imbalance"]["flops"].as_f64(), Some(1.5));
+}
