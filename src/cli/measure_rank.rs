@@ -52,15 +52,18 @@ pub fn run(args: &super::measure::Args, rank: LauncherRank, dir: &Path) -> anyho
     // The traced run is the rank's one run: the launcher's ranks meet once (MPI_Init).
     opts.trace_timing = false;
     let cpus = launcher::bound_cpus();
-    let measurement = match backend::measure_command(args.backend, &args.command, &opts)? {
-        CommandOutcome::Measured(m) => *m,
-        CommandOutcome::Failed { status } => {
-            eprintln!(
-                "roofline: rank {} on {host}: the command failed (status {status}); no report written for it",
-                rank.rank
-            );
-            return Ok(status);
-        }
+    let failed = |status: i32, how: &str| {
+        eprintln!(
+            "roofline: rank {} on {host}: the command failed ({how}); no report written for it",
+            rank.rank
+        );
+        status
+    };
+    let measurement = match backend::measure_command(args.backend, &args.command, &opts) {
+        Ok(CommandOutcome::Measured(m)) => *m,
+        Ok(CommandOutcome::Failed { status }) => return Ok(failed(status, &format!("status {status}"))),
+        Err(Error::Child { cause, status }) => return Ok(failed(status, &cause)),
+        Err(e) => return Err(e.into()),
     };
     let mut report = backend::command_report(&args.command, measurement);
     if let Ok(model) = crate::machine::detect_static(&Default::default())
@@ -99,11 +102,15 @@ fn dram_scope(report: &crate::schema::Report, counted_node: bool, chosen_by: Str
         .filter(|p| p.bytes.contains_key(level::DRAM))
         .and_then(|p| p.provenance.bytes.get(level::DRAM).copied());
     match source {
-        Some(Source::Perf) if counted_node => (DramScope::Node, chosen_by),
-        Some(Source::Perf) | None if !counted_node && chosen_by != "--no-uncore" => {
-            (DramScope::None, format!("not this rank: {chosen_by} counts the node's"))
-        }
-        None => (DramScope::None, format!("no memory traffic counted ({chosen_by})")),
-        Some(_) => (DramScope::Process, "per process (the backend's own count)".to_string()),
+        // The simulated PMU stands in for perf's path, uncore events included.
+        Some(Source::Perf | Source::Simulated) if counted_node => (DramScope::Node, chosen_by),
+        Some(Source::Perf | Source::Simulated) => (DramScope::None, format!("not this rank: {chosen_by} counts the node's")),
+        Some(_) => (DramScope::Process, "per process (the trace backend's cache simulator)".to_string()),
+        None if counted_node => (
+            DramScope::None,
+            format!("this rank ({chosen_by}) was to count the node's, but the backend counted no memory traffic"),
+        ),
+        None if chosen_by == "--no-uncore" => (DramScope::None, chosen_by),
+        None => (DramScope::None, format!("not this rank: {chosen_by} counts the node's")),
     }
 }
