@@ -1,6 +1,6 @@
 use super::*;
 
-fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + '_ {
+fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
     move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
 }
 
