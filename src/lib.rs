@@ -200,6 +200,13 @@ pub mod __private {
     #[cfg(feature = "analysis")]
     pub use crate::gate::RuleSet;
 
+    /// Jobs of ranks: the merge of a job directory, and the plain merge beside it.
+    #[cfg(feature = "analysis")]
+    pub mod jobs {
+        pub use crate::jobs::merge::merge_job;
+        pub use crate::report::merge::merge as merge_plain;
+    }
+
     /// Plateau detection over a sweep.
     #[cfg(feature = "analysis")]
     pub use crate::ceilings::plateau::detect as detect_plateau;
