@@ -68,5 +68,10 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    // The plots need fonts a CI machine may lack; the figures are on stdout.
+    config = Criterion::default().without_plots();
+    targets = bench
+}
 criterion_main!(benches);
