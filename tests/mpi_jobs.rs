@@ -32,6 +32,11 @@ const OPEN_MPI: Mpi = Mpi {
         "--mca",
         "mpi_yield_when_idle",
         "1",
+        // The 1 MiB message by cross-memory attach between the traced ranks (an error, not a
+        // fallback, where it does not work).
+        "--mca",
+        "btl_vader_single_copy_mechanism",
+        "cma",
     ],
     recorded: "open-mpi",
 };
