@@ -44,7 +44,12 @@ fn generate(dir: &Path) -> Vec<PathBuf> {
 fn read_all(files: &[PathBuf]) -> Vec<(String, Report)> {
     files
         .iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), roofline::read_report(p).unwrap()))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                roofline::read_report(p).unwrap(),
+            )
+        })
         .collect()
 }
 

@@ -56,9 +56,9 @@ mod error;
 #[cfg(feature = "analysis")]
 mod gate;
 #[cfg(feature = "analysis")]
-mod jobs;
-#[cfg(feature = "analysis")]
 mod gpu;
+#[cfg(feature = "analysis")]
+mod jobs;
 mod machine;
 mod model;
 mod region;

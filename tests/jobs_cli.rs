@@ -24,7 +24,12 @@ fn merged(dir: &Path, out: &Path) -> Value {
 }
 
 fn point<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["points"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no point {name}"))
+    doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no point {name}"))
 }
 
 fn num(v: &Value) -> f64 {
@@ -37,19 +42,42 @@ fn two_nodes_merge_into_ranks_nodes_and_the_job() {
     let doc = merged(&fixture("two-nodes"), &tmp.path().join("job.json"));
     // Nodes: W summed, T the slowest rank's, DRAM the counting rank's once.
     let a = point(&doc, "work @ node genoa-a");
-    assert_eq!((num(&a["flops"]["total"]), num(&a["seconds"]), num(&a["bytes"]["dram"])), (6000.0, 0.001, 1.0e6));
+    assert_eq!(
+        (num(&a["flops"]["total"]), num(&a["seconds"]), num(&a["bytes"]["dram"])),
+        (6000.0, 0.001, 1.0e6)
+    );
     let b = point(&doc, "work @ node genoa-b");
-    assert_eq!((num(&b["flops"]["total"]), num(&b["seconds"]), num(&b["bytes"]["dram"])), (14000.0, 0.003, 2.0e6));
-    assert!(point(&doc, "work @ rank 2")["bytes"].get("dram").is_none(), "the node's DRAM is on the node's point");
+    assert_eq!(
+        (num(&b["flops"]["total"]), num(&b["seconds"]), num(&b["bytes"]["dram"])),
+        (14000.0, 0.003, 2.0e6)
+    );
+    assert!(
+        point(&doc, "work @ rank 2")["bytes"].get("dram").is_none(),
+        "the node's DRAM is on the node's point"
+    );
     // The job: sums, T the slowest node's; imbalance T 3 / 1.5, W 8000 / 5000.
     let job = point(&doc, "work");
-    assert_eq!((num(&job["flops"]["total"]), num(&job["seconds"]), num(&job["bytes"]["dram"])), (20000.0, 0.003, 3.0e6));
+    assert_eq!(
+        (num(&job["flops"]["total"]), num(&job["seconds"]), num(&job["bytes"]["dram"])),
+        (20000.0, 0.003, 3.0e6)
+    );
     assert_eq!(num(&job["extra"]["imbalance"]["seconds"]), 2.0);
     assert_eq!(num(&job["extra"]["imbalance"]["flops"]), 1.6);
-    let balance = doc["job"]["regions"].as_array().unwrap().iter().find(|b| b["name"] == "work").unwrap();
-    assert_eq!((&balance["slowest_rank"], &balance["slowest_node"]), (&Value::from(3), &Value::from("genoa-b")));
+    let balance = doc["job"]["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "work")
+        .unwrap();
+    assert_eq!(
+        (&balance["slowest_rank"], &balance["slowest_node"]),
+        (&Value::from(3), &Value::from("genoa-b"))
+    );
     let nodes = doc["job"]["nodes"].as_array().unwrap();
-    assert_eq!((&nodes[0]["dram"], &nodes[0]["dram_counted_by"]), (&Value::from("node"), &Value::from(0)));
+    assert_eq!(
+        (&nodes[0]["dram"], &nodes[0]["dram_counted_by"]),
+        (&Value::from("node"), &Value::from(0))
+    );
     assert_eq!(doc["job"]["heterogeneous"], false);
     // The job's roofs: both nodes' (the fixture's Genoa: 16 cores each).
     assert_eq!(doc["ceilings"]["threads"], 32);
@@ -98,7 +126,10 @@ fn gates_on_job_reports_judge_w_per_rank_and_job_and_the_imbalance() {
     merged(&fixture("two-nodes"), &base);
     let gate = |current: &Path, rules: Option<&Path>| {
         let mut c = roofline();
-        c.args(["gate", "--format", "json", "--baseline"]).arg(&base).arg("--current").arg(current);
+        c.args(["gate", "--format", "json", "--baseline"])
+            .arg(&base)
+            .arg("--current")
+            .arg(current);
         if let Some(r) = rules {
             c.arg("--rules").arg(r);
         }
@@ -132,7 +163,12 @@ fn gates_on_job_reports_judge_w_per_rank_and_job_and_the_imbalance() {
     .unwrap();
     let a = gate(&base, Some(&rules)).code(1);
     let out: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
-    let row = out["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "imbalance.seconds").unwrap();
+    let row = out["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "imbalance.seconds")
+        .unwrap();
     assert_eq!((num(&row["current"]), &row["verdict"]), (2.0, &Value::from("fail")));
 }
 
@@ -142,17 +178,33 @@ fn bad_input_is_one_line_and_exit_2() {
     // A rank whose job directory cannot be created: nothing runs.
     let blocked = tmp.path().join("file");
     std::fs::write(&blocked, "").unwrap();
-    let rank = [("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2"), ("OMPI_COMM_WORLD_LOCAL_RANK", "1")];
+    let rank = [
+        ("OMPI_COMM_WORLD_RANK", "1"),
+        ("OMPI_COMM_WORLD_SIZE", "2"),
+        ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+    ];
     let dir = format!("{}/job/", blocked.display());
-    let a = roofline().envs(rank).args(["measure", "--backend", "trace", "-o", &dir, "--", "true"]).assert().code(2);
+    let a = roofline()
+        .envs(rank)
+        .args(["measure", "--backend", "trace", "-o", &dir, "--", "true"])
+        .assert()
+        .code(2);
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(err.contains("cannot create the job directory") && err.contains("hint:"), "{err}");
     // --repeat: a rank cannot be started again.
     let job = format!("{}/job/", tmp.path().display());
-    let a = roofline().envs(rank).args(["measure", "--repeat", "3", "-o", &job, "--", "true"]).assert().code(2);
+    let a = roofline()
+        .envs(rank)
+        .args(["measure", "--repeat", "3", "-o", &job, "--", "true"])
+        .assert()
+        .code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("cannot be started again"));
     // Outside a launcher `-o DIR/` is what it always was: a file name with no extension.
-    let a = roofline().env_remove("OMPI_COMM_WORLD_RANK").args(["measure", "-o", &job, "--", "true"]).assert().code(2);
+    let a = roofline()
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .args(["measure", "-o", &job, "--", "true"])
+        .assert()
+        .code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("unsupported extension"));
     // An empty job directory, one file, a directory holding another report.
     let empty = tmp.path().join("empty");

@@ -60,7 +60,12 @@ fn build(mpi: &Mpi, dir: &Path) -> Option<PathBuf> {
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mpi/ranks_work.c");
     let exe = dir.join("ranks_work");
-    let out = std::process::Command::new(mpi.cc).args(["-O1", "-o"]).arg(&exe).arg(&src).output().unwrap();
+    let out = std::process::Command::new(mpi.cc)
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     Some(exe)
 }
@@ -85,7 +90,13 @@ fn run_job(mpi: &Mpi, extra: &[&str], np: u32, job: &Path, exe: &Path, args: &[S
 }
 
 fn merge(job: &Path, out: &Path) -> (Value, String) {
-    let a = Command::cargo_bin("roofline").unwrap().args(["report", "merge"]).arg(job).arg("-o").arg(out).assert();
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["report", "merge"])
+        .arg(job)
+        .arg("-o")
+        .arg(out)
+        .assert();
     let o = a.get_output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
@@ -102,7 +113,13 @@ fn point<'a>(doc: &'a Value, name: &str) -> &'a Value {
 }
 
 fn names(doc: &Value) -> String {
-    doc["points"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect::<Vec<_>>().join(", ")
+    doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn w(p: &Value) -> u64 {
@@ -128,14 +145,20 @@ fn every_rank_measured(mpi: &Mpi, np: u32) {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let place = &doc["environment"]["job"];
         assert_eq!(place["launcher"], mpi.recorded, "{place:#}");
-        assert_eq!((place["rank"].as_u64(), place["size"].as_u64()), (Some(u64::from(r)), Some(u64::from(np))));
+        assert_eq!(
+            (place["rank"].as_u64(), place["size"].as_u64()),
+            (Some(u64::from(r)), Some(u64::from(np)))
+        );
         assert_eq!(place["local_rank"].as_u64(), Some(u64::from(r)), "one node: local rank = rank");
         assert_eq!(place["node"], host.as_str());
         assert!(!place["cpus"].as_array().unwrap().is_empty(), "{place:#}");
         // One rank per node is to count the node's memory traffic: local rank 0.
         let chosen = place["dram_chosen_by"].as_str().unwrap();
         assert_eq!(chosen.contains("not this rank"), r != 0, "rank {r}: {chosen}");
-        assert_eq!(doc["machine"]["schema"], "roofline.machine/1", "the node's machine model, for its roofs");
+        assert_eq!(
+            doc["machine"]["schema"], "roofline.machine/1",
+            "the node's machine model, for its roofs"
+        );
     }
     let (doc, _) = merge(&job, &tmp.path().join("job.json"));
     let mut total = 0;
@@ -145,7 +168,10 @@ fn every_rank_measured(mpi: &Mpi, np: u32) {
         assert_eq!(p["flops"]["by_class"]["scalar_double"].as_f64(), Some((2 * (r + 1) * n) as f64));
         let core = p["bytes"]["core"].as_f64().unwrap();
         let loop_bytes = (24 * (r + 1) * n) as f64;
-        assert!(core >= loop_bytes && core < loop_bytes + 1024.0, "rank {r}: core Q {core}, loop {loop_bytes}");
+        assert!(
+            core >= loop_bytes && core < loop_bytes + 1024.0,
+            "rank {r}: core Q {core}, loop {loop_bytes}"
+        );
         total += 2 * (r + 1) * n;
     }
     assert_eq!(w(point(&doc, &format!("work @ node {host}"))), total);
@@ -154,7 +180,12 @@ fn every_rank_measured(mpi: &Mpi, np: u32) {
     let want = 2.0 * f64::from(np) / f64::from(np + 1);
     let got = job_point["extra"]["imbalance"]["flops"].as_f64().unwrap();
     assert!((got - want).abs() < 1e-12, "imbalance of W {got}, want {want}");
-    let balance = doc["job"]["regions"].as_array().unwrap().iter().find(|b| b["name"] == "work").unwrap();
+    let balance = doc["job"]["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "work")
+        .unwrap();
     assert_eq!(balance["slowest_rank"].as_u64(), Some(u64::from(np - 1)), "{balance:#}");
     assert_eq!(balance["slowest_node"], host.as_str());
     assert_eq!(doc["job"]["nodes"].as_array().unwrap().len(), 1);

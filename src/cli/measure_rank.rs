@@ -36,12 +36,17 @@ pub fn run(args: &super::measure::Args, rank: LauncherRank, dir: &Path) -> anyho
     })?;
     if args.repeat > 1 {
         return Err(Error::input(
-            format!("--repeat {} under {}: a rank cannot be started again inside its job", args.repeat, rank.launcher),
+            format!(
+                "--repeat {} under {}: a rank cannot be started again inside its job",
+                args.repeat, rank.launcher
+            ),
             "drop --repeat (run the job several times instead)",
         )
         .into());
     }
-    let host = crate::schema::environment::collect(&[]).host.unwrap_or_else(|| "localhost".to_string());
+    let host = crate::schema::environment::collect(&[])
+        .host
+        .unwrap_or_else(|| "localhost".to_string());
     let (counts_dram, chosen_by) = if args.no_uncore {
         (false, "--no-uncore".to_string())
     } else {

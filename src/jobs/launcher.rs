@@ -52,7 +52,15 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Option<LauncherRank> {
         // Hydra's own variable beside PMI's: srun's PMI-2 sets PMI_RANK without it.
         var("MPI_LOCALRANKID").and_then(|_| of("mpich-hydra", "PMI_RANK", Some("PMI_SIZE"), Some("MPI_LOCALRANKID"), None))
     })
-    .or_else(|| of("pals", "PALS_RANKID", Some("PMI_SIZE"), Some("PALS_LOCAL_RANKID"), Some("PALS_NODEID")))
+    .or_else(|| {
+        of(
+            "pals",
+            "PALS_RANKID",
+            Some("PMI_SIZE"),
+            Some("PALS_LOCAL_RANKID"),
+            Some("PALS_NODEID"),
+        )
+    })
     .or_else(|| of("flux", "FLUX_TASK_RANK", Some("FLUX_JOB_SIZE"), Some("FLUX_TASK_LOCAL_ID"), None))
     .or_else(|| {
         // Only a task of a job step: a batch script has SLURM_PROCID but no step size.
@@ -123,7 +131,13 @@ impl LauncherRank {
 /// A host name as a file-name part: anything but letters, digits, `.`, `-` and `_` as `_`.
 fn sanitize(host: &str) -> String {
     host.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 

@@ -15,9 +15,15 @@ fn each_launchers_variables() {
         ("SLURM_STEP_NUM_TASKS", "2"),
     ]))
     .unwrap();
-    assert_eq!((ompi.launcher, ompi.rank, ompi.size, ompi.local_rank), ("open-mpi", 3, Some(4), Some(1)));
+    assert_eq!(
+        (ompi.launcher, ompi.rank, ompi.size, ompi.local_rank),
+        ("open-mpi", 3, Some(4), Some(1))
+    );
     let hydra = detect(&env(&[("PMI_RANK", "2"), ("PMI_SIZE", "3"), ("MPI_LOCALRANKID", "0")])).unwrap();
-    assert_eq!((hydra.launcher, hydra.rank, hydra.size, hydra.local_rank), ("mpich-hydra", 2, Some(3), Some(0)));
+    assert_eq!(
+        (hydra.launcher, hydra.rank, hydra.size, hydra.local_rank),
+        ("mpich-hydra", 2, Some(3), Some(0))
+    );
     let srun = detect(&env(&[
         ("SLURM_PROCID", "5"),
         ("SLURM_STEP_NUM_TASKS", "8"),
@@ -32,9 +38,20 @@ fn each_launchers_variables() {
         (srun.launcher, srun.rank, srun.size, srun.local_rank, srun.node_id),
         ("slurm", 5, Some(8), Some(1), Some(2))
     );
-    let flux = detect(&env(&[("FLUX_TASK_RANK", "1"), ("FLUX_JOB_SIZE", "2"), ("FLUX_TASK_LOCAL_ID", "1")])).unwrap();
+    let flux = detect(&env(&[
+        ("FLUX_TASK_RANK", "1"),
+        ("FLUX_JOB_SIZE", "2"),
+        ("FLUX_TASK_LOCAL_ID", "1"),
+    ]))
+    .unwrap();
     assert_eq!((flux.launcher, flux.local_rank), ("flux", Some(1)));
-    let pals = detect(&env(&[("PALS_RANKID", "7"), ("PALS_LOCAL_RANKID", "3"), ("PMI_SIZE", "16"), ("PALS_NODEID", "1")])).unwrap();
+    let pals = detect(&env(&[
+        ("PALS_RANKID", "7"),
+        ("PALS_LOCAL_RANKID", "3"),
+        ("PMI_SIZE", "16"),
+        ("PALS_NODEID", "1"),
+    ]))
+    .unwrap();
     assert_eq!((pals.launcher, pals.rank, pals.size, pals.node_id), ("pals", 7, Some(16), Some(1)));
     let pmix = detect(&env(&[("PMIX_RANK", "4")])).unwrap();
     assert_eq!((pmix.launcher, pmix.size, pmix.local_rank), ("pmix", None, None));

@@ -62,8 +62,10 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
         ));
     }
     let nodes = node_groups(&ranks);
-    let models: Vec<Option<MachineModel>> =
-        nodes.iter().map(|(_, idx)| serde_json::from_value(ranks[idx[0]].report.machine.clone()).ok()).collect();
+    let models: Vec<Option<MachineModel>> = nodes
+        .iter()
+        .map(|(_, idx)| serde_json::from_value(ranks[idx[0]].report.machine.clone()).ok())
+        .collect();
     let mut out = Report::new(serde_json::Value::Null, environment);
     let mut job = Job {
         launchers: dedup(ranks.iter().map(|r| r.job.launcher.clone())),
@@ -111,7 +113,11 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
     // Per node.
     let mut node_points: Vec<Vec<Point>> = Vec::new();
     for ((host, idx), model) in nodes.iter().zip(&models) {
-        let counters: Vec<u32> = idx.iter().filter(|&&i| ranks[i].job.dram == DramScope::Node).map(|&i| ranks[i].job.rank).collect();
+        let counters: Vec<u32> = idx
+            .iter()
+            .filter(|&&i| ranks[i].job.dram == DramScope::Node)
+            .map(|&i| ranks[i].job.rank)
+            .collect();
         if counters.len() > 1 {
             warnings.push(format!(
                 "node {host}: ranks {} each counted the node's memory traffic; rank {}'s is kept, never their sum",
@@ -128,19 +134,29 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
         };
         let mut points = Vec::new();
         for name in &names {
-            let members: Vec<(&RankFile, &Point)> =
-                idx.iter().filter_map(|&i| ranks[i].report.points.iter().find(|p| &p.name == name).map(|p| (&ranks[i], p))).collect();
+            let members: Vec<(&RankFile, &Point)> = idx
+                .iter()
+                .filter_map(|&i| ranks[i].report.points.iter().find(|p| &p.name == name).map(|p| (&ranks[i], p)))
+                .collect();
             if members.is_empty() {
                 continue;
             }
             let dram_of = |r: &RankFile, p: &Point| match (scope, r.job.dram) {
-                (DramScope::Node, DramScope::Node) => (Some(r.job.rank) == counters.first().copied()).then(|| p.bytes.get(level::DRAM).copied()).flatten(),
+                (DramScope::Node, DramScope::Node) => (Some(r.job.rank) == counters.first().copied())
+                    .then(|| p.bytes.get(level::DRAM).copied())
+                    .flatten(),
                 (DramScope::Node, _) => None,
                 _ => p.bytes.get(level::DRAM).copied(),
             };
-            let mut q = sum_points(&members.iter().map(|(r, p)| (*p, dram_of(r, p))).collect::<Vec<_>>(), &format!("{name} @ node {host}"));
+            let mut q = sum_points(
+                &members.iter().map(|(r, p)| (*p, dram_of(r, p))).collect::<Vec<_>>(),
+                &format!("{name} @ node {host}"),
+            );
             q.provenance.notes.push(match scope {
-                DramScope::Node => format!("bytes.dram: rank {} counted the node's memory traffic system-wide (once, never summed)", counters[0]),
+                DramScope::Node => format!(
+                    "bytes.dram: rank {} counted the node's memory traffic system-wide (once, never summed)",
+                    counters[0]
+                ),
                 DramScope::Process => "bytes.dram: the sum of the ranks' own (each process's simulated traffic)".to_string(),
                 DramScope::None => "bytes.dram: not counted on this node".to_string(),
             });
@@ -160,10 +176,16 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
     }
     // The job.
     for name in &names {
-        let members: Vec<(&Point, Option<f64>)> =
-            node_points.iter().flatten().filter(|p| p.name.rsplit_once(" @ node ").is_some_and(|(n, _)| n == name)).map(|p| (p, p.bytes.get(level::DRAM).copied())).collect();
+        let members: Vec<(&Point, Option<f64>)> = node_points
+            .iter()
+            .flatten()
+            .filter(|p| p.name.rsplit_once(" @ node ").is_some_and(|(n, _)| n == name))
+            .map(|p| (p, p.bytes.get(level::DRAM).copied()))
+            .collect();
         let mut q = sum_points(&members, name);
-        q.provenance.notes.push(format!("the job: {} node(s) summed, T the slowest node's", members.len()));
+        q.provenance
+            .notes
+            .push(format!("the job: {} node(s) summed, T the slowest node's", members.len()));
         let balance = balance(name, &ranks);
         let mut imbalance = BTreeMap::new();
         imbalance.extend(balance.seconds_imbalance.map(|v| ("seconds".to_string(), v)));
@@ -181,7 +203,11 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
 /// The job's machine and roofs: one node's model and the nodes' roofs summed where every node
 /// has the same microarchitecture; none (and said) where they differ.
 fn roofs_of_the_job(out: &mut Report, job: &mut Job, nodes: &[(String, Vec<usize>)], models: &[Option<MachineModel>], ranks: &[RankFile]) {
-    job.microarchitectures = dedup(job.nodes.iter().map(|n| n.microarchitecture.clone().unwrap_or_else(|| "unknown".into())));
+    job.microarchitectures = dedup(
+        job.nodes
+            .iter()
+            .map(|n| n.microarchitecture.clone().unwrap_or_else(|| "unknown".into())),
+    );
     job.heterogeneous = job.microarchitectures.len() > 1 || models.iter().any(Option::is_none);
     if job.heterogeneous {
         out.machine = serde_json::json!({ "microarchitectures": job.microarchitectures, "heterogeneous": true });
@@ -202,7 +228,11 @@ fn roofs_of_the_job(out: &mut Report, job: &mut Job, nodes: &[(String, Vec<usize
         }
     }
     if let Some(s) = &sum {
-        job.notes.push(format!("the job's roofs: {} node(s) × the node's roofs ({} cores)", job.nodes.len(), s.threads.unwrap_or(0)));
+        job.notes.push(format!(
+            "the job's roofs: {} node(s) × the node's roofs ({} cores)",
+            job.nodes.len(),
+            s.threads.unwrap_or(0)
+        ));
     }
     out.ceilings = sum;
 }
@@ -307,7 +337,10 @@ fn add_flops(a: &mut Flops, b: &Flops, first: bool) {
 
 /// The balance of point `name` over the ranks that have it.
 fn balance(name: &str, ranks: &[RankFile]) -> Balance {
-    let rows: Vec<(&RankFile, &Point)> = ranks.iter().filter_map(|r| r.report.points.iter().find(|p| p.name == name).map(|p| (r, p))).collect();
+    let rows: Vec<(&RankFile, &Point)> = ranks
+        .iter()
+        .filter_map(|r| r.report.points.iter().find(|p| p.name == name).map(|p| (r, p)))
+        .collect();
     let n = rows.len() as f64;
     let ratio = |v: &dyn Fn(&Point) -> f64| {
         let max = rows.iter().map(|(_, p)| v(p)).fold(0.0, f64::max);
@@ -331,7 +364,10 @@ fn balance(name: &str, ranks: &[RankFile]) -> Balance {
             let t = by_node.entry(&r.job.node).or_insert(0.0);
             *t = t.max(p.seconds);
         }
-        by_node.into_iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(a.0))).map(|(h, _)| h.to_string())
+        by_node
+            .into_iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(a.0)))
+            .map(|(h, _)| h.to_string())
     });
     Balance {
         name: name.to_string(),

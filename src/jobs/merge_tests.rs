@@ -53,7 +53,10 @@ fn rank(host: &str, r: u32, size: u32, local: u32, dram: DramScope, uarch: &str,
 }
 
 fn find<'a>(r: &'a Report, name: &str) -> &'a Point {
-    r.points.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("no point {name}"))
+    r.points
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no point {name}"))
 }
 
 /// Two nodes of two ranks, the node's DRAM counted by local rank 0 (100 and 50 bytes), work
@@ -66,7 +69,15 @@ fn two_nodes() -> Vec<(String, Report)> {
             let counts = local == 0;
             let dram = counts.then_some(if h == "n1" { 100.0 } else { 50.0 });
             let scope = if counts { DramScope::Node } else { DramScope::None };
-            rank(h, r, 4, local, scope, "zen4", vec![point("app", 10.0 * x, x + 1.0, dram), point("r", x, x, dram)])
+            rank(
+                h,
+                r,
+                4,
+                local,
+                scope,
+                "zen4",
+                vec![point("app", 10.0 * x, x + 1.0, dram), point("r", x, x, dram)],
+            )
         })
         .collect()
 }
@@ -82,19 +93,28 @@ fn ranks_nodes_and_the_job_with_each_nodes_dram_once() {
     assert_eq!(r0.source.as_deref(), Some("n1-r0.json"));
     // Node points: W and Q summed, T the slowest rank's, DRAM the counting rank's alone.
     let n2 = find(&out, "r @ node n2");
-    assert_eq!((n2.flops.total, n2.bytes["core"], n2.seconds, n2.bytes["dram"]), (9.0, 72.0, 6.0, 50.0));
+    assert_eq!(
+        (n2.flops.total, n2.bytes["core"], n2.seconds, n2.bytes["dram"]),
+        (9.0, 72.0, 6.0, 50.0)
+    );
     assert_eq!(n2.flops.by_class["scalar_double"], 9.0);
     assert_eq!(find(&out, "r @ node n1").bytes["dram"], 100.0);
     // The job: nodes summed, T the slowest node's.
     let job = find(&out, "r");
-    assert_eq!((job.flops.total, job.bytes["dram"], job.seconds, job.threads), (12.0, 150.0, 6.0, 4));
+    assert_eq!(
+        (job.flops.total, job.bytes["dram"], job.seconds, job.threads),
+        (12.0, 150.0, 6.0, 4)
+    );
     assert_eq!(find(&out, "app").flops.total, 120.0);
     // Imbalance over ranks: T 1, 2, 3, 6 (max 6, mean 3), W the same.
     let im = job.extra.imbalance.as_ref().unwrap();
     assert_eq!((im["seconds"], im["flops"]), (2.0, 2.0));
     let j = out.job.as_ref().unwrap();
     let b = j.regions.iter().find(|b| b.name == "r").unwrap();
-    assert_eq!((b.slowest_rank, b.slowest_node.as_deref(), b.slowest_node_by_time.as_deref()), (Some(3), Some("n2"), Some("n2")));
+    assert_eq!(
+        (b.slowest_rank, b.slowest_node.as_deref(), b.slowest_node_by_time.as_deref()),
+        (Some(3), Some("n2"), Some("n2"))
+    );
     assert_eq!(j.nodes[0].dram_counted_by, Some(0));
     assert_eq!(j.nodes[1].ranks, vec![2, 3]);
     assert!(j.missing_ranks.is_empty() && !j.heterogeneous);
@@ -128,10 +148,24 @@ fn a_node_whose_dram_two_ranks_counted_keeps_one_count() {
 #[test]
 fn each_process_own_dram_is_summed() {
     let inputs: Vec<_> = (0..3)
-        .map(|r| rank("n1", r, 3, r, DramScope::Process, "zen4", vec![point("app", 1.0, 0.0, Some(10.0 * f64::from(r + 1)))]))
+        .map(|r| {
+            rank(
+                "n1",
+                r,
+                3,
+                r,
+                DramScope::Process,
+                "zen4",
+                vec![point("app", 1.0, 0.0, Some(10.0 * f64::from(r + 1)))],
+            )
+        })
         .collect();
     let (out, _) = merge_job(inputs, Environment::default()).unwrap();
-    assert_eq!(find(&out, "app @ rank 1").bytes["dram"], 20.0, "a process's own DRAM stays on its point");
+    assert_eq!(
+        find(&out, "app @ rank 1").bytes["dram"],
+        20.0,
+        "a process's own DRAM stays on its point"
+    );
     assert_eq!(find(&out, "app @ node n1").bytes["dram"], 60.0);
     assert_eq!(find(&out, "app").bytes["dram"], 60.0);
     // No times (a traced job): no T imbalance, the W balance still named.
@@ -145,7 +179,10 @@ fn missing_ranks_duplicates_and_other_reports() {
     inputs.remove(2);
     let (out, warnings) = merge_job(inputs.clone(), Environment::default()).unwrap();
     assert_eq!(out.job.as_ref().unwrap().missing_ranks, vec![2]);
-    assert!(warnings.iter().any(|w| w.starts_with("rank(s) 2 of 4 wrote no file")), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w.starts_with("rank(s) 2 of 4 wrote no file")),
+        "{warnings:?}"
+    );
     let mut dup = inputs.clone();
     dup.push(("again.json".into(), inputs[0].1.clone()));
     let e = merge_job(dup, Environment::default()).unwrap_err();
