@@ -79,8 +79,19 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
         notes: Vec::new(),
     };
     let names = point_names(&ranks);
-    // Per rank.
-    for r in &ranks {
+    rank_points(&mut out, &mut job, &ranks, &nodes, &models);
+    let node_points = node_points(&mut out, &mut job, &ranks, &nodes, &models, &names, &mut warnings);
+    job_points(&mut out, &mut job, &ranks, &names, &node_points);
+    roofs_of_the_job(&mut out, &mut job, &nodes, &models, &ranks);
+    job.notes.push("rank points: each rank's own; node points: W and Q summed over its ranks, T the slowest rank's; job points: the nodes summed, T the slowest node's".into());
+    out.job = Some(Box::new(job));
+    Ok((out, warnings))
+}
+
+/// Every rank's points (`NAME @ rank R`), its row and its source; a node's DRAM counted by
+/// this rank moved off its own point (it is on the node's).
+fn rank_points(out: &mut Report, job: &mut Job, ranks: &[RankFile], nodes: &[(String, Vec<usize>)], models: &[Option<MachineModel>]) {
+    for r in ranks {
         let model = nodes.iter().position(|(h, _)| *h == r.job.node).and_then(|n| models[n].as_ref());
         job.ranks.push(JobRankRow {
             rank: r.job.rank,
@@ -110,9 +121,21 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
             out.points.push(q);
         }
     }
-    // Per node.
+}
+
+/// Every node's points (`NAME @ node HOST`) and row: W and Q summed, T the slowest rank's,
+/// DRAM once where a rank counted it system-wide. The points of each node, for the job's.
+fn node_points(
+    out: &mut Report,
+    job: &mut Job,
+    ranks: &[RankFile],
+    nodes: &[(String, Vec<usize>)],
+    models: &[Option<MachineModel>],
+    names: &[String],
+    warnings: &mut Vec<String>,
+) -> Vec<Vec<Point>> {
     let mut node_points: Vec<Vec<Point>> = Vec::new();
-    for ((host, idx), model) in nodes.iter().zip(&models) {
+    for ((host, idx), model) in nodes.iter().zip(models) {
         let counters: Vec<u32> = idx
             .iter()
             .filter(|&&i| ranks[i].job.dram == DramScope::Node)
@@ -133,7 +156,7 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
             DramScope::None
         };
         let mut points = Vec::new();
-        for name in &names {
+        for name in names {
             let members: Vec<(&RankFile, &Point)> = idx
                 .iter()
                 .filter_map(|&i| ranks[i].report.points.iter().find(|p| &p.name == name).map(|p| (&ranks[i], p)))
@@ -174,8 +197,13 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
             roofs: model.as_ref().map(|m| RoofSet::theoretical(m, m.cores.max(1)).to_roofs()),
         });
     }
-    // The job.
-    for name in &names {
+    node_points
+}
+
+/// The job's points (`NAME`: the nodes summed, T the slowest node's) with the balance of each
+/// over the ranks.
+fn job_points(out: &mut Report, job: &mut Job, ranks: &[RankFile], names: &[String], node_points: &[Vec<Point>]) {
+    for name in names {
         let members: Vec<(&Point, Option<f64>)> = node_points
             .iter()
             .flatten()
@@ -186,7 +214,7 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
         q.provenance
             .notes
             .push(format!("the job: {} node(s) summed, T the slowest node's", members.len()));
-        let balance = balance(name, &ranks);
+        let balance = balance(name, ranks);
         let mut imbalance = BTreeMap::new();
         imbalance.extend(balance.seconds_imbalance.map(|v| ("seconds".to_string(), v)));
         imbalance.extend(balance.flops_imbalance.map(|v| ("flops".to_string(), v)));
@@ -194,10 +222,6 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
         job.regions.push(balance);
         out.points.push(q);
     }
-    roofs_of_the_job(&mut out, &mut job, &nodes, &models, &ranks);
-    job.notes.push("rank points: each rank's own; node points: W and Q summed over its ranks, T the slowest rank's; job points: the nodes summed, T the slowest node's".into());
-    out.job = Some(Box::new(job));
-    Ok((out, warnings))
 }
 
 /// The job's machine and roofs: one node's model and the nodes' roofs summed where every node
