@@ -3,7 +3,9 @@
 //! its own roofline with the MPI transports working (shared memory and single copy between
 //! the ranks), then `roofline report merge JOB/`. Rank r of the fixture does 2 (r + 1) n
 //! scalar flops in region `work`; n is random per run (printed), every expected figure is
-//! worked out from that. Each test skips, saying why, where its MPI is not installed.
+//! worked out from that. Slurm's `srun` is checked on a one-node cluster the test starts and
+//! stops itself (a generated slurm.conf, `AuthType=auth/none`). Each test skips, saying why,
+//! where its MPI (or Slurm) is not installed.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -17,6 +19,10 @@ struct Mpi {
     name: &'static str,
     cc: &'static str,
     launcher: &'static [&'static str],
+    /// The launcher's option for the number of ranks.
+    np: &'static str,
+    /// Environment the launcher passes on to the ranks.
+    env: &'static [(&'static str, &'static str)],
     /// `environment.job.launcher` of its ranks.
     recorded: &'static str,
 }
@@ -38,6 +44,8 @@ const OPEN_MPI: Mpi = Mpi {
         "btl_vader_single_copy_mechanism",
         "cma",
     ],
+    np: "-np",
+    env: &[],
     recorded: "open-mpi",
 };
 
@@ -45,7 +53,19 @@ const MPICH: Mpi = Mpi {
     name: "MPICH",
     cc: "mpicc.mpich",
     launcher: &["mpiexec.hydra"],
+    np: "-np",
+    env: &[],
     recorded: "mpich-hydra",
+};
+
+/// Open MPI's ranks started by Slurm itself (PMIx), no mpirun.
+const SLURM: Mpi = Mpi {
+    name: "Slurm with Open MPI",
+    cc: "mpicc.openmpi",
+    launcher: &["srun", "--mpi=pmix"],
+    np: "-n",
+    env: &[("OMPI_MCA_mpi_yield_when_idle", "1")],
+    recorded: "slurm",
 };
 
 fn on_path(cmd: &str) -> bool {
@@ -71,14 +91,16 @@ fn build(mpi: &Mpi, dir: &Path) -> Option<PathBuf> {
 }
 
 /// `LAUNCHER EXTRA -np N roofline measure --backend trace -o JOB/ -- ranks_work ARGS`.
-fn run_job(mpi: &Mpi, extra: &[&str], np: u32, job: &Path, exe: &Path, args: &[String]) -> Output {
+fn run_job(mpi: &Mpi, extra: &[&str], env: &[(&str, String)], np: u32, job: &Path, exe: &Path, args: &[String]) -> Output {
     let roofline = assert_cmd::cargo::cargo_bin("roofline");
     let mut dir = job.to_string_lossy().into_owned();
     dir.push('/');
     let out = std::process::Command::new(mpi.launcher[0])
         .args(&mpi.launcher[1..])
         .args(extra)
-        .args(["-np", &np.to_string()])
+        .args([mpi.np, &np.to_string()])
+        .envs(mpi.env.iter().copied())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .arg(roofline)
         .args(["measure", "--backend", "trace", "-o", &dir, "--"])
         .arg(exe)
@@ -132,12 +154,12 @@ fn host() -> String {
 
 /// Every rank of `np` ran: each rank's file and place in the job, W exact per rank, the node's
 /// and the job's W their sum, the imbalance of W from the arithmetic (2 np / (np + 1)).
-fn every_rank_measured(mpi: &Mpi, np: u32) {
+fn every_rank_measured(mpi: &Mpi, np: u32, env: &[(&str, String)]) {
     let tmp = tempfile::tempdir().unwrap();
     let Some(exe) = build(mpi, tmp.path()) else { return };
     let n = support::random(2_000, 20_000, u64::from(np));
     let job = tmp.path().join("job");
-    let out = run_job(mpi, &[], np, &job, &exe, &[n.to_string()]);
+    let out = run_job(mpi, &[], env, np, &job, &exe, &[n.to_string()]);
     assert!(out.status.success(), "{} job failed", mpi.name);
     let host = host();
     for r in 0..np {
@@ -194,12 +216,12 @@ fn every_rank_measured(mpi: &Mpi, np: u32) {
 
 #[test]
 fn open_mpi_two_ranks() {
-    every_rank_measured(&OPEN_MPI, 2);
+    every_rank_measured(&OPEN_MPI, 2, &[]);
 }
 
 #[test]
 fn mpich_hydra_two_ranks() {
-    every_rank_measured(&MPICH, 2);
+    every_rank_measured(&MPICH, 2, &[]);
 }
 
 /// Three ranks, rank 1 exiting with status 3 at the end: the others' files are written and
@@ -213,7 +235,7 @@ fn open_mpi_three_ranks_one_dies() {
     // Open MPI aborts the job when a rank fails; told not to, the others finish and write
     // (and mpirun's own status is then 0).
     let keep_going = ["--mca", "orte_abort_on_non_zero_status", "0"];
-    let out = run_job(&OPEN_MPI, &keep_going, 3, &job, &exe, &[n.to_string(), "1".into()]);
+    let out = run_job(&OPEN_MPI, &keep_going, &[], 3, &job, &exe, &[n.to_string(), "1".into()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let host = host();
     assert!(
@@ -229,4 +251,107 @@ fn open_mpi_three_ranks_one_dies() {
     let job_point = point(&doc, "work");
     assert_eq!(w(job_point), 8 * n);
     assert_eq!(job_point["extra"]["imbalance"]["flops"].as_f64(), Some(1.5));
+}
+
+/// A one-node Slurm cluster in a temporary directory (slurmctld and slurmd in the foreground,
+/// `AuthType=auth/none`), stopped when dropped.
+struct Cluster {
+    dir: tempfile::TempDir,
+    daemons: Vec<std::process::Child>,
+}
+
+impl Cluster {
+    /// None (said) where Slurm is missing or this is not root (slurmd starts the tasks as
+    /// their users).
+    fn start() -> Option<Cluster> {
+        if let Some(missing) = ["slurmctld", "slurmd", "srun", "sinfo"].into_iter().find(|c| !on_path(c)) {
+            eprintln!("skipping: Slurm not installed ({missing} missing)");
+            return None;
+        }
+        if !is_root() {
+            eprintln!("skipping: a Slurm cluster of one's own needs root (slurmd)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let host = host();
+        // Ports of this process's own, beside any cluster the machine runs.
+        let port = 20_000 + (std::process::id() % 10_000) * 2;
+        let conf = format!(
+            "ClusterName=roofline-test\nSlurmctldHost={host}\nSlurmctldPort={port}\nSlurmdPort={}\n\
+             AuthType=auth/none\nCredType=cred/none\nSlurmUser=root\nSlurmdUser=root\n\
+             StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\nSlurmctldPidFile={d}/ctld.pid\n\
+             SlurmdPidFile={d}/d.pid\nSlurmctldLogFile={d}/ctld.log\nSlurmdLogFile={d}/d.log\n\
+             ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nMpiDefault=none\n\
+             SchedulerType=sched/builtin\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
+             ReturnToService=2\nJobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n\
+             NodeName={host} CPUs={} State=UNKNOWN\n\
+             PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n",
+            port + 1,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
+        for sub in ["state", "spool"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        let conf_path = dir.path().join("slurm.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let daemon = |name: &str, extra: &[&str]| {
+            std::process::Command::new(name)
+                .args(["-D", "-f"])
+                .arg(&conf_path)
+                .args(extra)
+                .spawn()
+                .unwrap()
+        };
+        let mut cluster = Cluster {
+            daemons: vec![daemon("slurmctld", &["-i"])],
+            dir,
+        };
+        cluster.daemons.push(daemon("slurmd", &[]));
+        for _ in 0..100 {
+            let o = std::process::Command::new("sinfo")
+                .args(["-h", "-o", "%t"])
+                .env("SLURM_CONF", &conf_path)
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&o.stdout).trim() == "idle" {
+                return Some(cluster);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        let log = std::fs::read_to_string(cluster.dir.path().join("ctld.log")).unwrap_or_default();
+        panic!("the test's Slurm node never became idle; slurmctld's log:\n{log}");
+    }
+
+    fn conf(&self) -> PathBuf {
+        self.dir.path().join("slurm.conf")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Our own daemons, by their process ids: SIGTERM, then wait for them.
+        for c in &mut self.daemons {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        }
+        for c in &mut self.daemons {
+            let _ = c.wait();
+        }
+    }
+}
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// `srun -n 2 roofline measure …` on the test's own cluster: the same checks as under mpirun.
+#[test]
+fn slurm_srun_two_ranks() {
+    if !on_path(SLURM.cc) {
+        eprintln!("skipping: Open MPI not installed ({} missing)", SLURM.cc);
+        return;
+    }
+    let Some(cluster) = Cluster::start() else { return };
+    every_rank_measured(&SLURM, 2, &[("SLURM_CONF", cluster.conf().display().to_string())]);
 }
