@@ -596,6 +596,7 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "scratch_overwrites": stats.scratch_overwrites,
         "step_through_causes": stats.step_through_causes,
         "path_ends": stats.path_ends,
+        "emulated_again": stats.emulated_again,
         "emulator_page_reads": stats.emulator_page_reads,
         "gaps": stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
     })

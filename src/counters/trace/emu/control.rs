@@ -147,9 +147,9 @@ impl Emu {
     /// The stack (`push`, `pop`, `leave`) and the direction flag the string instructions step by
     /// (`cld`, `std`). False when `i` is none of these or its form is not modelled (nothing
     /// changed).
-    pub(super) fn control_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+    pub(super) fn control_op(&mut self, i: &Instruction, m: Mnemonic, b0: Option<u32>) -> bool {
         use Mnemonic as M;
-        let m = i.mnemonic();
+
         match (m, b0) {
             (M::Push, _) if i.op_count() == 1 => {
                 let v = match i.op0_kind() {

@@ -81,9 +81,9 @@ impl Emu {
     /// Moves and conversions that set no flags: `mov`, `movzx`/`movsx`, `lea`, `movbe`, `cmovcc`,
     /// `setcc`, the accumulator's sign extensions, `xchg`. False when `i` is none of these or
     /// its form is not modelled (nothing changed).
-    pub(super) fn move_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+    pub(super) fn move_op(&mut self, i: &Instruction, m: Mnemonic, b0: Option<u32>) -> bool {
         use Mnemonic as M;
-        let m = i.mnemonic();
+
         match (m, b0) {
             (M::Mov, Some(n)) if i.op_count() == 2 => {
                 let src_ok = match i.op1_kind() {
@@ -163,9 +163,9 @@ impl Emu {
     /// Additions and subtractions and the flags they set: `add`, `sub`, `cmp`, `inc`, `dec`, `neg`,
     /// `adc`, `sbb`, `cmpxchg`, `xadd`. False when `i` is none of these or its form is not
     /// modelled (nothing changed).
-    pub(super) fn add_sub_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+    pub(super) fn add_sub_op(&mut self, i: &Instruction, m: Mnemonic, b0: Option<u32>) -> bool {
         use Mnemonic as M;
-        let m = i.mnemonic();
+
         match (m, b0) {
             (M::Add | M::Sub | M::Cmp, Some(n)) if i.op_count() == 2 => {
                 let a = self.operand(i, 0, n);
@@ -206,9 +206,9 @@ impl Emu {
     /// Bitwise logic and single bits: `and`, `or`, `xor`, `test`, `not`, bit scans and counts,
     /// `bzhi`, `bt`/`bts`/`btr`/`btc`, `blsmsk`/`blsr`/`blsi`. False when `i` is none of these or
     /// its form is not modelled (nothing changed).
-    pub(super) fn logic_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+    pub(super) fn logic_op(&mut self, i: &Instruction, m: Mnemonic, b0: Option<u32>) -> bool {
         use Mnemonic as M;
-        let m = i.mnemonic();
+
         match (m, b0) {
             (M::And | M::Or | M::Xor | M::Test, Some(n)) if i.op_count() == 2 => {
                 // xor r, r is zero whatever r holds.
@@ -285,9 +285,9 @@ impl Emu {
 
     /// Shifts and rotates by an immediate or cl, and the BMI2 shifts by a register. False when
     /// `i` is none of these or its form is not modelled (nothing changed).
-    pub(super) fn shift_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+    pub(super) fn shift_op(&mut self, i: &Instruction, m: Mnemonic, b0: Option<u32>) -> bool {
         use Mnemonic as M;
-        let m = i.mnemonic();
+
         match (m, b0) {
             (M::Shl | M::Shr | M::Sar, Some(n))
                 if i.op_count() == 2
@@ -326,9 +326,9 @@ impl Emu {
     /// Multiplies and divides: `imul` of two or three operands, and the one-operand forms on
     /// rdx:rax (edx:eax). False when `i` is none of these or its form is not modelled (nothing
     /// changed).
-    pub(super) fn mul_div_op(&mut self, i: &Instruction, b0: Option<u32>) -> bool {
+    pub(super) fn mul_div_op(&mut self, i: &Instruction, m: Mnemonic, b0: Option<u32>) -> bool {
         use Mnemonic as M;
-        let m = i.mnemonic();
+
         match (m, b0) {
             (M::Imul, Some(n)) if (i.op_count() == 2 || i.op_count() == 3) && i.op0_kind() == OpKind::Register => {
                 self.imul_truncated(i, n);

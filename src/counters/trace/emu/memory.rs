@@ -21,26 +21,31 @@ struct Word {
     known: u8,
 }
 
-/// The path's view of memory, by 4 KiB page of words: a lookup in the page used last is one
-/// compare (a hash lookup per word dominated paths through string functions).
+/// The path's view of memory, by 4 KiB page of words: a lookup in a page used lately is one
+/// compare (a hash lookup per word dominated paths through string functions; an interpreter
+/// goes between its stack, its frames and its objects' pages all the time).
 #[derive(Default)]
 pub(super) struct Overlay {
     index: HashMap<u64, usize, BuildHasherDefault<WordHasher>>,
     pages: Vec<Box<[Word; PAGE_WORDS]>>,
-    /// (page number + 1, its index in `pages`) of the page used last; 0: none.
-    last: std::cell::Cell<(u64, usize)>,
+    /// (page number + 1, its index in `pages`) of the page used last among those whose number
+    /// is the slot's modulo `RECENT`; 0: none.
+    recent: [std::cell::Cell<(u64, usize)>; RECENT],
 }
 
 const PAGE_WORDS: usize = 512;
+/// Pages remembered by `Overlay::recent` (a power of two).
+const RECENT: usize = 16;
 
 impl Overlay {
     fn page(&self, page: u64) -> Option<usize> {
-        let (p, i) = self.last.get();
+        let slot = &self.recent[page as usize % RECENT];
+        let (p, i) = slot.get();
         if p == page.wrapping_add(1) {
             return Some(i);
         }
         let i = *self.index.get(&page)?;
-        self.last.set((page.wrapping_add(1), i));
+        slot.set((page.wrapping_add(1), i));
         Some(i)
     }
 
@@ -59,7 +64,7 @@ impl Overlay {
                 self.pages.push(Box::new([Word::default(); PAGE_WORDS]));
                 let i = self.pages.len() - 1;
                 self.index.insert(page, i);
-                self.last.set((page.wrapping_add(1), i));
+                self.recent[page as usize % RECENT].set((page.wrapping_add(1), i));
                 i
             }
         }
@@ -113,8 +118,25 @@ impl Overlay {
 
 /// The bits of a word's bytes that `present` (one bit per byte) names.
 fn byte_mask(present: u8) -> u64 {
-    (0..8).filter(|j| present >> j & 1 == 1).fold(0, |m, j| m | 0xff << (8 * j))
+    BYTE_MASKS[usize::from(present)]
 }
+
+/// `byte_mask` for every `present`, computed at compile time.
+const BYTE_MASKS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut p = 0;
+    while p < 256 {
+        let mut j = 0;
+        while j < 8 {
+            if p >> j & 1 == 1 {
+                t[p] |= 0xff << (8 * j);
+            }
+            j += 1;
+        }
+        p += 1;
+    }
+    t
+};
 
 /// A multiplicative hash of a word index (the default SipHash dominated long paths).
 #[derive(Default)]
@@ -232,6 +254,22 @@ impl Emu {
         };
         if bytes == 0 || bytes > 64 || self.overlay.pages() > MAX_OVERLAY_PAGES {
             self.poisoned = true;
+            return;
+        }
+        let off = a & 7;
+        if off + u64::from(bytes) <= 8 {
+            // (One word: the common store, done at once.)
+            let bits = (((1u16 << bytes) - 1) << off) as u8;
+            let w = self.overlay.entry(a >> 3);
+            w.present |= bits;
+            match v.filter(|_| bytes <= 8) {
+                Some(v) => {
+                    let keep = byte_mask(bits);
+                    w.known |= bits;
+                    w.val = (w.val & !keep) | ((v << (8 * off)) & keep);
+                }
+                None => w.known &= !bits,
+            }
             return;
         }
         for k in 0..u64::from(bytes) {

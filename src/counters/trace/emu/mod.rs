@@ -99,6 +99,45 @@ fn sext(v: u64, bytes: u32) -> u64 {
     }
 }
 
+/// Mnemonics whose every form takes general registers, memory or immediates only: no vector
+/// or opmask register and no MXCSR (the vector families need not look at them; they are most of
+/// what interpreters and start-up code run).
+fn names_no_vector_register(m: Mnemonic) -> bool {
+    use Mnemonic as M;
+    matches!(
+        m,
+        M::Mov
+            | M::Movzx
+            | M::Movsx
+            | M::Movsxd
+            | M::Lea
+            | M::Add
+            | M::Sub
+            | M::Cmp
+            | M::Inc
+            | M::Dec
+            | M::Neg
+            | M::And
+            | M::Or
+            | M::Xor
+            | M::Test
+            | M::Not
+            | M::Shl
+            | M::Shr
+            | M::Sar
+            | M::Rol
+            | M::Ror
+            | M::Push
+            | M::Pop
+            | M::Imul
+            | M::Cmove
+            | M::Cmovne
+            | M::Sete
+            | M::Setne
+            | M::Leave
+    )
+}
+
 /// The emulated state of one thread along a path.
 pub struct Emu {
     regs: [Option<u64>; 16],
@@ -344,17 +383,17 @@ impl Emu {
             }
             return;
         }
-        if self.mxcsr_move(i) || self.vector_step(i, factory) {
+        if !names_no_vector_register(m) && (self.mxcsr_move(i) || self.vector_step(i, factory)) {
             return;
         }
         // Each family models its own mnemonics (no mnemonic is in two) and changes nothing where
         // it does not model the form: the first to say so is the only one that could.
-        let modelled = self.move_op(i, b0)
-            || self.add_sub_op(i, b0)
-            || self.logic_op(i, b0)
-            || self.shift_op(i, b0)
-            || self.mul_div_op(i, b0)
-            || self.control_op(i, b0);
+        let modelled = self.move_op(i, m, b0)
+            || self.add_sub_op(i, m, b0)
+            || self.logic_op(i, m, b0)
+            || self.shift_op(i, m, b0)
+            || self.mul_div_op(i, m, b0)
+            || self.control_op(i, m, b0);
         if !modelled {
             self.generic(i, factory);
         }

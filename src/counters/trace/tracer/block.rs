@@ -60,6 +60,13 @@ pub(super) struct Block {
     /// (marks are never taken back, so a path through the block need not mark them again;
     /// blocks are shared with forked children, whose marks are their own).
     pub(super) succ_marked: std::cell::Cell<u64>,
+    /// The blocks run-ahead paths went on to from this one (`Space::next_block`), valid while
+    /// `links_stamp` is the space's (`uid`, `block_gen`): no block was split since. A path
+    /// looks up the next block at every block it runs through; the space's map was the cost.
+    pub(super) links: std::cell::RefCell<Vec<(u64, std::rc::Weak<Block>)>>,
+    pub(super) links_stamp: std::cell::Cell<(u64, u64)>,
+    /// The run-ahead round that last went through this block (`Round::repeated`).
+    pub(super) on_path_round: std::cell::Cell<u64>,
     pub(super) succ: Vec<u64>,
     pub(super) exit: Exit,
     pub(super) induction: Option<Induction>,
@@ -166,6 +173,9 @@ pub(super) fn build_block(
         needs_step: body.needs_step,
         emu_masks: body.needs_step && !body.tiles,
         succ_marked: std::cell::Cell::new(0),
+        links: std::cell::RefCell::new(Vec::new()),
+        links_stamp: std::cell::Cell::new((0, 0)),
+        on_path_round: std::cell::Cell::new(0),
         succ,
         exit,
         induction,

@@ -19,7 +19,7 @@ use super::Tracer;
 use super::block::{Block, Exit, MaskSrc, RspAt, dynamic_tally, ends_in_stop, reg_value};
 use super::feed::{accesses_of, tile_accesses};
 use super::run_ahead::RunAhead;
-use super::space::FastMap;
+use super::space::{FastMap, Sticky};
 use super::threads::{Native, StepKind, Then};
 
 impl Tracer<'_> {
@@ -198,9 +198,7 @@ impl Tracer<'_> {
         if bp.entry {
             let sp = &mut self.spaces[si];
             sp.entered = true;
-            if let Some(b) = sp.bps.get_mut(&pc) {
-                b.entry = false;
-            }
+            sp.clear_entry(pc);
             if !sp.markers_known {
                 sp.markers_known = true;
                 let begin = sp.syms.lookup("roofline_region_begin");
@@ -211,8 +209,8 @@ impl Tracer<'_> {
                     // the difference of two snapshots (`regions.rs`). Only the forked
                     // child's markers bound counting itself (`region_mode`).
                     sp.named_markers = true;
-                    sp.bps.entry(b).or_default().begin = true;
-                    sp.bps.entry(e).or_default().end = true;
+                    sp.set_sticky(b, Sticky::Begin);
+                    sp.set_sticky(e, Sticky::End);
                     sp.install(b);
                     sp.install(e);
                 }

@@ -53,7 +53,7 @@ use crate::counters::command::CommandSpec;
 use crate::error::{Error, Result};
 
 use feed::asleep_in;
-use space::Space;
+use space::{Space, Sticky};
 use threads::{Hold, RunAs, StepKind, Thread};
 
 /// How the traced program ended.
@@ -144,6 +144,9 @@ pub struct DriverStats {
     pub path_ends: std::collections::BTreeMap<&'static str, u64>,
     /// Pages of the tracee's memory the run-ahead's emulator read (4 KiB each).
     pub emulator_page_reads: u64,
+    /// Instructions of run-ahead rounds thrown away and emulated again, by cause (part of
+    /// `emulated_instructions`).
+    pub emulated_again: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl DriverStats {
@@ -345,8 +348,8 @@ impl<'s> Tracer<'s> {
         sp.region_mode = true;
         sp.markers_known = true;
         sp.stepping = mode.single_steps();
-        sp.bps.entry(begin).or_default().begin = true;
-        sp.bps.entry(end).or_default().end = true;
+        sp.set_sticky(begin, Sticky::Begin);
+        sp.set_sticky(end, Sticky::End);
         sp.install(begin);
         sp.install(end);
         t.spaces.push(sp);
@@ -367,7 +370,7 @@ impl<'s> Tracer<'s> {
         let mut sp = Space::new(pid);
         sp.sources = self.sources.clone();
         if let Some(entry) = sys::auxv_entry(pid) {
-            sp.bps.entry(entry).or_default().entry = true;
+            sp.set_sticky(entry, Sticky::Entry);
             sp.install(entry);
         } else {
             sp.entered = true;

@@ -138,7 +138,7 @@ impl Tracer<'_> {
         };
         // (No thread of the space runs during these rounds, and nothing is written to it.)
         let pages = crate::counters::trace::emu::PageCache::default();
-        for _round in 0..8 {
+        'rounds: for _round in 0..8 {
             let f = &mut self.factory;
             let sp = &mut self.spaces[si];
             let mut emu = Emu::new(regs, sp.mem.clone())
@@ -157,7 +157,14 @@ impl Tracer<'_> {
             emulated += round.insns;
             self.stats.emulated_instructions += round.insns;
             self.stats.emulator_page_reads += emu.page_reads;
-            if round.new_marks || round.cut {
+            if round.new_marks {
+                *self.stats.emulated_again.entry("blocks split by a new start").or_insert(0) += round.insns;
+                continue;
+            }
+            // (What the path is up to the cut is what it was: it is cut, not emulated again,
+            // where the registers there were kept.)
+            if round.cut && !round.truncate_to(limit) {
+                *self.stats.emulated_again.entry("counted loop cut out to run natively").or_insert(0) += round.insns;
                 continue;
             }
             if self.debug {
@@ -174,13 +181,13 @@ impl Tracer<'_> {
                 };
                 eprintln!("path from {pc:#x}: {} blocks, ends after {:#x}: {why}", seq.len(), b.start);
             }
-            let exits = round.trim();
+            let mut exits = round.trim();
             // An exit that is also a member would trap at the member's earlier occurrence, in
             // the middle of the path. End the path instead before its last block that occurs in
             // it for the first time (that block's start becomes the only exit, and is no member
             // of what is left; a function called twice on the path no longer ends it at the
-            // first call) and emulate again.
-            if let Some(cut) = round.cut_before_member_exit(&exits) {
+            // first call): cut there, or emulate again to there.
+            while let Some(cut) = round.cut_before_member_exit(&exits) {
                 if self.debug {
                     let seq = &round.seq;
                     let b = seq.last().cloned()?;
@@ -193,7 +200,11 @@ impl Tracer<'_> {
                     );
                 }
                 limit = cut;
-                continue;
+                if !round.truncate_to(cut) {
+                    *self.stats.emulated_again.entry("an exit among the members").or_insert(0) += round.insns;
+                    continue 'rounds;
+                }
+                exits = round.trim();
             }
             return self.commit_path(round, exits, si, &from, emulated);
         }
@@ -298,12 +309,19 @@ struct Round {
     /// from the emulator before each (what `add_block` counts the block with).
     seq_masks: Vec<Vec<Option<u64>>>,
     snapshots: std::collections::VecDeque<[Option<u64>; 16]>,
+    /// The registers at the start of the path's blocks where it may be cut (`truncate_to`):
+    /// the first occurrence of each block, and the start of each run of one block repeated
+    /// (a counted loop), by index in `seq`, in order.
+    cut_points: Vec<(usize, [Option<u64>; 16])>,
+    /// The block pushed last may be cut before (`cut_points`).
+    pushed_cut_point: bool,
     exit_regs: Option<[Option<u64>; 16]>,
     call_regs: Option<[Option<u64>; 16]>,
     insns: u64,
     /// Consecutive executions of the last block (a single-block loop's iterations).
     repeats: u64,
-    on_path: FastSet,
+    /// Unique per round: the blocks it went through carry it (`Block::on_path_round`).
+    id: u64,
     /// A counted loop was cut out of the path (the walk's `limit` set before it).
     cut: bool,
     /// A new block start that splits a decoded block may split one on the path: the
@@ -324,18 +342,26 @@ enum Walk {
 
 impl Round {
     fn new(first: Rc<Block>) -> Round {
+        // (Room for a typical path: growing these showed in profiles of start-up code.)
+        let mut seq = Vec::with_capacity(64);
+        seq.push(first);
         Round {
-            seq: vec![first],
-            nexts: Vec::new(),
+            seq,
+            nexts: Vec::with_capacity(64),
             accesses: Vec::new(),
-            acc_ends: Vec::new(),
-            seq_masks: Vec::new(),
+            acc_ends: Vec::with_capacity(64),
+            seq_masks: Vec::with_capacity(64),
             snapshots: std::collections::VecDeque::new(),
+            cut_points: Vec::new(),
+            pushed_cut_point: false,
             exit_regs: None,
             call_regs: None,
             insns: 0,
             repeats: 1,
-            on_path: FastSet::default(),
+            id: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
             cut: false,
             new_marks: false,
             why: "empty block",
@@ -359,6 +385,33 @@ impl Round {
         }
     }
 
+    /// Cut the path to its first `k` blocks (k ≥ 1), as a round emulated again up to `k`
+    /// blocks would have ended: false where the registers at the cut were not kept (then it
+    /// must be emulated again).
+    fn truncate_to(&mut self, k: usize) -> bool {
+        if k == 0 || k >= self.seq.len() {
+            return false;
+        }
+        let Ok(at) = self.cut_points.binary_search_by_key(&k, |(j, _)| *j) else {
+            return false;
+        };
+        let regs = self.cut_points[at].1;
+        self.cut_points.truncate(at);
+        self.seq.truncate(k);
+        self.nexts.truncate(k);
+        self.seq_masks.truncate(k);
+        self.acc_ends.truncate(k);
+        self.accesses.truncate(self.acc_ends.last().copied().unwrap_or(0));
+        self.insns = self.seq.iter().map(|b| b.insns.len() as u64).sum();
+        // (Block k-1 went on to block k: it ends in no system call.)
+        self.call_regs = None;
+        self.exit_regs = Some(regs);
+        self.snapshots.clear();
+        self.cut = false;
+        self.why = "cut back (an exit that is a member, or a counted loop left to run natively)";
+        true
+    }
+
     /// Where an exit among the path's members, if any, cuts it back to: before its last block
     /// that occurs in it for the first time.
     fn cut_before_member_exit(&self, exits: &[u64]) -> Option<usize> {
@@ -380,7 +433,17 @@ impl Round {
                 self.snapshots.pop_front();
             }
             self.snapshots.push_back(emu.gprs());
-            let Some((last, _)) = b.insns.split_last() else { break };
+            if self.pushed_cut_point {
+                self.cut_points.push((self.seq.len() - 1, emu.gprs()));
+                self.pushed_cut_point = false;
+            }
+            let Some((last, _)) = b.insns.split_last() else {
+                // (An empty block: the exit is where the block before it left the registers.)
+                if self.seq.len() > 1 {
+                    self.exit_regs = Some(emu.gprs());
+                }
+                return Some(Walk::Ended);
+            };
             let bmasks = match emulate_member(emu, f, &b, from, self.seq.len() > 1, &mut self.accesses) {
                 Ok(m) => m,
                 Err(why) => {
@@ -392,7 +455,7 @@ impl Round {
                     self.seq.pop();
                     self.accesses.truncate(self.acc_ends.last().copied().unwrap_or(0));
                     self.exit_regs = self.snapshots.pop_back();
-                    break;
+                    return Some(Walk::Ended);
                 }
             };
             self.acc_ends.push(self.accesses.len());
@@ -401,15 +464,18 @@ impl Round {
             let next = follow_exit(emu, f, &b, last, &mut self.call_regs);
             if b.succ_marked.get() != sp.uid {
                 for &s in &b.succ {
-                    self.new_marks |= sp.mark_block_start(s);
+                    let split = sp.mark_block_start_splitting(s);
+                    self.new_marks |= self.splits_path(split);
                 }
                 b.succ_marked.set(sp.uid);
             }
-            if let Some(n) = next.filter(|n| !b.succ.contains(n)) {
-                self.new_marks |= sp.mark_block_start(n);
+            // (A block a path went to from here before is marked as a start already.)
+            let linked = next.and_then(|n| sp.linked_block(&b, n));
+            if let Some(n) = next.filter(|n| linked.is_none() && !b.succ.contains(n)) {
+                let split = sp.mark_block_start_splitting(n);
+                self.new_marks |= self.splits_path(split);
             }
             self.nexts.push(next);
-            self.exit_regs = Some(emu.gprs());
             let Some(n) = next else {
                 self.why = match last.flow {
                     Flow::Stop => "system call",
@@ -423,12 +489,12 @@ impl Round {
                 self.why = "cut back (an exit that is a member, or a counted loop left to run natively)";
                 break;
             }
-            if sp.bps.get(&n).is_some_and(|x| x.sticky()) {
+            if sp.is_sticky(n) {
                 self.why = "sticky breakpoint";
                 break;
             }
             if self.insns >= from.max_path_insns {
-                let in_loop = n == pc || self.on_path.contains(&n);
+                let in_loop = n == pc || sp.blocks.get(&n).is_some_and(|x| x.on_path_round.get() == self.id);
                 // (A block that jumps to itself unconditionally never leaves.)
                 let endless = n == b.start && matches!(last.flow, Flow::Jump(_));
                 if !from.may_extend
@@ -441,14 +507,30 @@ impl Round {
                     break;
                 }
             }
-            let nb = sp.block_at(n, f);
+            let nb = match linked {
+                Some(nb) => nb,
+                None => sp.next_block(&b, n, f),
+            };
             if let Some(why) = self.stops_before(&nb, &b, from, limit) {
                 self.why = why;
                 break;
             }
             self.seq.push(nb);
         }
+        // (The registers after the last block emulated: those the exit trap must show.)
+        self.exit_regs = Some(emu.gprs());
         Some(Walk::Ended)
+    }
+
+    /// Whether a new block start split a block this round went through (`split`: what
+    /// `Space::mark_block_start_splitting` dropped): then it is emulated again with the
+    /// blocks decoded anew. A block split elsewhere changes nothing on this path.
+    fn splits_path(&self, split: Option<Option<Rc<Block>>>) -> bool {
+        match split {
+            None => false,
+            Some(Some(h)) => Rc::ptr_eq(&h, &self.seq[0]) || h.on_path_round.get() == self.id,
+            Some(None) => true,
+        }
     }
 
     /// Why the path cannot go on into `nb`, the block after `b`, if it cannot: a block the
@@ -468,7 +550,8 @@ impl Round {
         }
         // (After wasted emulations from here: stop where a loop of several blocks
         // comes round, where the path would be cut back to anyway.)
-        let repeated = !self.on_path.insert(nb.start);
+        let repeated = nb.on_path_round.replace(self.id) == self.id;
+        self.pushed_cut_point = !repeated || !Rc::ptr_eq(nb, b);
         // (A counted single-block loop goes on to be cut out for native execution.)
         if from.short && repeated && !(Rc::ptr_eq(nb, b) && nb.induction.is_some()) {
             return Some("short path (back-off after wasted emulation)");

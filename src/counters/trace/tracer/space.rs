@@ -44,6 +44,14 @@ impl Bp {
     }
 }
 
+/// Which sticky role a breakpoint takes (`Space::set_sticky`).
+#[derive(Clone, Copy)]
+pub(super) enum Sticky {
+    Entry,
+    Begin,
+    End,
+}
+
 pub(super) struct Space {
     pub(super) leader: Pid,
     pub(super) mem: Rc<Memory>,
@@ -92,6 +100,12 @@ pub(super) struct Space {
     pub(super) hold_skip: FastMap<(u32, u32)>,
     /// Unique per space (`Block::succ_marked`).
     pub(super) uid: u64,
+    /// Bumped whenever a decoded block is dropped (split by a new start): every block's
+    /// `links` made before are stale.
+    pub(super) block_gen: u64,
+    /// Addresses whose breakpoint is sticky (entry point, region markers): a handful, looked
+    /// up at every block a path runs into (the breakpoint map was a cache miss each time).
+    pub(super) sticky_addrs: FastSet,
 }
 
 impl Space {
@@ -121,6 +135,8 @@ impl Space {
             site_cache: FastMap::default(),
             short_paths: FastMap::default(),
             hold_skip: FastMap::default(),
+            block_gen: 0,
+            sticky_addrs: FastSet::default(),
             uid: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -135,6 +151,7 @@ impl Space {
         s.blocks = self.blocks.clone();
         s.block_ends = self.block_ends.clone();
         s.bps = self.bps.clone();
+        s.sticky_addrs = self.sticky_addrs.clone();
         s.code_pages = self.code_pages.clone();
         s.funcs = self.funcs.clone();
         s.func_start = self.func_start.clone();
@@ -309,10 +326,16 @@ impl Space {
     /// Make `addr` a block start (a breakpoint record, and the block holding it split there);
     /// true when that split a decoded block (which is dropped, to be decoded again in two).
     pub(super) fn mark_block_start(&mut self, addr: u64) -> bool {
+        self.mark_block_start_splitting(addr).is_some()
+    }
+
+    /// `mark_block_start`, saying which decoded block it split (dropped): Some(None) where the
+    /// split block was not in the map.
+    pub(super) fn mark_block_start_splitting(&mut self, addr: u64) -> Option<Option<Rc<Block>>> {
         let bp = self.bps.entry(addr).or_default();
         if bp.block {
             // (Blocks are decoded up to a block start: none holds this one.)
-            return false;
+            return None;
         }
         bp.block = true;
         let holder = self
@@ -321,11 +344,10 @@ impl Space {
             .next_back()
             .filter(|(_, end)| addr < **end)
             .map(|(s, _)| *s);
-        if let Some(s) = holder {
-            self.blocks.remove(&s);
-            self.block_ends.remove(&s);
-        }
-        holder.is_some()
+        let s = holder?;
+        self.block_ends.remove(&s);
+        self.block_gen += 1;
+        Some(self.blocks.remove(&s))
     }
 
     /// Up to `buf.len()` bytes of code at `addr` without our breakpoints; how many were
@@ -468,6 +490,58 @@ impl Space {
         let insn = Rc::new(classify(&instr, factory, frame));
         self.insns.insert(addr, insn.clone());
         insn
+    }
+
+    /// Give the breakpoint at `a` a sticky role (it is not installed here).
+    pub(super) fn set_sticky(&mut self, a: u64, role: Sticky) {
+        let bp = self.bps.entry(a).or_default();
+        match role {
+            Sticky::Entry => bp.entry = true,
+            Sticky::Begin => bp.begin = true,
+            Sticky::End => bp.end = true,
+        }
+        self.sticky_addrs.insert(a);
+    }
+
+    /// The entry point was reached: its breakpoint is sticky no more (unless it is a marker).
+    pub(super) fn clear_entry(&mut self, a: u64) {
+        if let Some(b) = self.bps.get_mut(&a) {
+            b.entry = false;
+            if !b.sticky() {
+                self.sticky_addrs.remove(&a);
+            }
+        }
+    }
+
+    /// Whether the breakpoint at `a` is sticky (`Bp::sticky`).
+    pub(super) fn is_sticky(&self, a: u64) -> bool {
+        !self.sticky_addrs.is_empty() && self.sticky_addrs.contains(&a)
+    }
+
+    /// The block at `next` that a path reaches from `from`, if a path went there before and
+    /// no block was split since (then `next` was marked as a block start already, and the
+    /// block is the one `block_at` gives).
+    pub(super) fn linked_block(&self, from: &Block, next: u64) -> Option<Rc<Block>> {
+        if from.links_stamp.get() != (self.uid, self.block_gen) {
+            return None;
+        }
+        from.links.borrow().iter().find(|(a, _)| *a == next).and_then(|(_, b)| b.upgrade())
+    }
+
+    /// `block_at(next)`, remembered in `from`'s links for the next path that goes there.
+    pub(super) fn next_block(&mut self, from: &Block, next: u64, factory: &mut InstructionInfoFactory) -> Rc<Block> {
+        let b = self.block_at(next, factory);
+        let stamp = (self.uid, self.block_gen);
+        let mut links = from.links.borrow_mut();
+        if from.links_stamp.get() != stamp {
+            links.clear();
+            from.links_stamp.set(stamp);
+        }
+        // (Most blocks have one or two successors; an indirect jump's table is not kept whole.)
+        if links.len() < 4 {
+            links.push((next, Rc::downgrade(&b)));
+        }
+        b
     }
 
     pub(super) fn block_at(&mut self, pc: u64, factory: &mut InstructionInfoFactory) -> Rc<Block> {
