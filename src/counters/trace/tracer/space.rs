@@ -224,7 +224,10 @@ impl Space {
         self.blocks.retain(|a, b| apart(*a, b.end));
         self.block_ends.retain(|a, end| apart(*a, *end));
         self.bps.retain(|a, _| outside(a));
+        self.sticky_addrs.retain(outside);
         self.dirty.retain(outside);
+        // Blocks' links to the next block may lead into the range: all made before are stale.
+        self.block_gen += 1;
         self.code_pages.retain(|p, _| !(first..=last).contains(p));
         self.funcs.retain(|a, _| outside(a));
         self.func_start.retain(|a, _| outside(a));
