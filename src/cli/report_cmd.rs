@@ -104,7 +104,7 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
         .transpose()?;
     let job_dir = match args.reports.as_slice() {
         [one] if one.is_dir() => Some(job_files(one)?),
-        [one] => {
+        [one] if one.exists() => {
             return Err(crate::error::Error::input(
                 format!("{}: one report is nothing to merge", one.display()),
                 "give two or more reports, or a job directory (`roofline measure -o JOB/` under a launcher)",
