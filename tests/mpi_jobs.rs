@@ -68,6 +68,13 @@ const SLURM: Mpi = Mpi {
     recorded: "slurm",
 };
 
+/// One job at a time: every traced rank wants a CPU, and ranks waiting for a slow one poll, so
+/// jobs side by side on a small machine take longer together than one after the other.
+fn one_job_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static JOBS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    JOBS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn on_path(cmd: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
 }
@@ -155,6 +162,7 @@ fn host() -> String {
 /// Every rank of `np` ran: each rank's file and place in the job, W exact per rank, the node's
 /// and the job's W their sum, the imbalance of W from the arithmetic (2 np / (np + 1)).
 fn every_rank_measured(mpi: &Mpi, np: u32, env: &[(&str, String)]) {
+    let _one = one_job_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let Some(exe) = build(mpi, tmp.path()) else { return };
     let n = support::random(2_000, 20_000, u64::from(np));
@@ -228,6 +236,7 @@ fn mpich_hydra_two_ranks() {
 /// kept, the merge names rank 1, and the balance is over ranks 0 and 2 (W 2n and 6n: 1.5).
 #[test]
 fn open_mpi_three_ranks_one_dies() {
+    let _one = one_job_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let Some(exe) = build(&OPEN_MPI, tmp.path()) else { return };
     let n = support::random(2_000, 20_000, 3);
