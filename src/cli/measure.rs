@@ -73,7 +73,7 @@ fn stdout_for_json_only() -> anyhow::Result<std::fs::File> {
 }
 
 impl Args {
-    pub(super) fn command_options(&self) -> CommandOptions {
+    fn command_options(&self) -> CommandOptions {
         CommandOptions {
             repeat: self.repeat,
             idle_baseline: self.idle_baseline,
@@ -92,7 +92,14 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     // `-o DIR/` inside a launcher: this instance is one rank of a job.
     if let Some((rank, dir)) = super::measure_rank::rank_for(args.output.output.as_deref()) {
-        return super::measure_rank::run(&args, rank, &dir);
+        let asked = super::measure_rank::RankMeasure {
+            backend: args.backend,
+            command: &args.command,
+            options: args.command_options(),
+            repeat: args.repeat,
+            no_uncore: args.no_uncore,
+        };
+        return super::measure_rank::run(asked, rank, &dir);
     }
     let out = args.output.check(&["json"])?;
     let mut json_stdout = if args.output.json { Some(stdout_for_json_only()?) } else { None };

@@ -9,7 +9,7 @@ use crate::counters::backend::{self, CommandOptions, CommandOutcome};
 use crate::error::Error;
 use crate::jobs::launcher::{self, LauncherRank};
 use crate::schema::Source;
-use crate::schema::job::DramScope;
+use crate::schema::report::job::DramScope;
 use crate::schema::report::level;
 
 /// Whether `-o PATH` names a job directory: a trailing slash, or a directory that exists.
@@ -26,7 +26,16 @@ pub fn rank_for(output: Option<&Path>) -> Option<(LauncherRank, PathBuf)> {
 
 /// Measure this rank's command and write its report into `dir`. The command's own failure
 /// passes its status on (no file: the merge names the rank as missing).
-pub fn run(args: &super::measure::Args, rank: LauncherRank, dir: &Path) -> anyhow::Result<i32> {
+/// What `roofline measure` was asked for, as this rank needs it.
+pub struct RankMeasure<'a> {
+    pub backend: crate::counters::BackendKind,
+    pub command: &'a [String],
+    pub options: CommandOptions,
+    pub repeat: u32,
+    pub no_uncore: bool,
+}
+
+pub fn run(args: RankMeasure<'_>, rank: LauncherRank, dir: &Path) -> anyhow::Result<i32> {
     // Every check before anything runs: a rank cannot be started again, nor its file half-written.
     std::fs::create_dir_all(dir).map_err(|e| {
         Error::input(
@@ -52,7 +61,7 @@ pub fn run(args: &super::measure::Args, rank: LauncherRank, dir: &Path) -> anyho
     } else {
         launcher::counts_node_dram(&rank, dir, &host)
     };
-    let mut opts: CommandOptions = args.command_options();
+    let mut opts = args.options;
     opts.uncore = counts_dram;
     // The traced run is the rank's one run: the launcher's ranks meet once (MPI_Init).
     opts.trace_timing = false;
@@ -64,13 +73,13 @@ pub fn run(args: &super::measure::Args, rank: LauncherRank, dir: &Path) -> anyho
         );
         status
     };
-    let measurement = match backend::measure_command(args.backend, &args.command, &opts) {
+    let measurement = match backend::measure_command(args.backend, args.command, &opts) {
         Ok(CommandOutcome::Measured(m)) => *m,
         Ok(CommandOutcome::Failed { status }) => return Ok(failed(status, &format!("status {status}"))),
         Err(Error::Child { cause, status }) => return Ok(failed(status, &cause)),
         Err(e) => return Err(e.into()),
     };
-    let mut report = backend::command_report(&args.command, measurement);
+    let mut report = backend::command_report(args.command, measurement);
     if let Ok(model) = crate::machine::detect_static(&Default::default())
         && let Ok(v) = serde_json::to_value(&model)
     {

@@ -16,7 +16,7 @@
 //! and `SLURM_NTASKS` of its allocation but is no task of a step. A job of one task (a
 //! single-task `srun`) is not a job of ranks.
 
-use crate::schema::job::{DramScope, JobRank};
+use crate::schema::report::job::{DramScope, JobRank};
 
 /// Where a rank runs, before it is decided who counts its node's memory traffic.
 #[derive(Debug, Clone, PartialEq)]

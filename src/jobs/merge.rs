@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::machine::MachineModel;
 use crate::model::RoofSet;
-use crate::schema::job::{Balance, DramScope, Job, JobNode, JobRank, JobRankRow};
+use crate::schema::report::job::{Balance, DramScope, Job, JobNode, JobRank, JobRankRow};
 use crate::schema::report::{Environment, Flops, Point, Report, Roofs, SourceReport, level};
 
 /// One rank's file, read.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::schema::job::JobRank;
+use crate::schema::report::job::JobRank;
 use crate::schema::report::{Bytes, Provenance, Source};
 
 fn machine(uarch: &str) -> serde_json::Value {

@@ -9,7 +9,7 @@
 //!   the kernel list;
 //! - [`extras`]: a point's `extra` figures (PointExtras), typed where they are read back;
 //! - [`gpu`]: `roofline.gpu-machine/1` and `roofline.gpu-ceilings/1`;
-//! - [`environment`]: where and how a report was produced; [`job`]: a rank's place in a job of
+//! - [`environment`]: where and how a report was produced; [`report::job`]: a rank's place in a job of
 //!   ranks, and a merged job's nodes, ranks and balance;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
 //! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
@@ -19,7 +19,6 @@ pub mod documents;
 pub mod environment;
 pub mod extras;
 pub mod gpu;
-pub mod job;
 pub mod report;
 pub mod stats;
 #[cfg(feature = "analysis")]

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::error::Error;
+
+pub mod job;
 use crate::schema::extras::PointExtras;
 use crate::schema::stats::{median, spread};
 
@@ -308,7 +310,7 @@ pub struct Environment {
     /// The rank's place in its job (launcher, size, node, CPUs, who counted the node's
     /// memory traffic): written by `roofline measure -o DIR/` under a launcher.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<crate::schema::job::JobRank>,
+    pub job: Option<job::JobRank>,
     /// When the report was written, RFC 3339 UTC.
     pub timestamp: Option<String>,
 }
@@ -386,7 +388,7 @@ pub struct Report {
     pub fusion: Vec<FusionChain>,
     /// A merged job (`report merge DIR/` of a job's rank files): nodes, ranks, balance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<Box<crate::schema::job::Job>>,
+    pub job: Option<Box<job::Job>>,
 }
 
 /// A chain of consecutive memory- or overhead-bound GPU kernels (same process and stream,

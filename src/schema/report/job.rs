@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::schema::report::Roofs;
+use super::Roofs;
 
 /// What a rank's `bytes.dram` means: who counted the node's memory traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
