@@ -95,6 +95,7 @@ fn build(mpi: &Mpi, dir: &Path) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mpi/ranks_work.c");
     let exe = dir.join("ranks_work");
     let out = std::process::Command::new(mpi.cc)
+        .args(mpi.cflags)
         .args(["-O1", "-o"])
         .arg(&exe)
         .arg(&src)
