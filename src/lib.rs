@@ -57,6 +57,8 @@ mod error;
 mod gate;
 #[cfg(feature = "analysis")]
 mod gpu;
+#[cfg(feature = "analysis")]
+mod jobs;
 mod machine;
 mod model;
 mod region;
@@ -197,6 +199,13 @@ pub mod __private {
     /// CI gates.
     #[cfg(feature = "analysis")]
     pub use crate::gate::RuleSet;
+
+    /// Jobs of ranks: the merge of a job directory, and the plain merge beside it.
+    #[cfg(feature = "analysis")]
+    pub mod jobs {
+        pub use crate::jobs::merge::merge_job;
+        pub use crate::report::merge::merge as merge_plain;
+    }
 
     /// Plateau detection over a sweep.
     #[cfg(feature = "analysis")]

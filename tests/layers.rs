@@ -22,6 +22,9 @@ const LAYERS: &[(&str, u32)] = &[
     // The CUDA-driver side (device query, ceilings, runs, Nsight Compute import) builds its
     // roofs with the GPU machine model in `model::gpu`, so it stands beside the model.
     ("gpu", 3),
+    // Jobs of ranks: launcher environments, per-rank files and their merge (roofs per node
+    // from the model).
+    ("jobs", 3),
     ("report", 4),
     ("region", 5),
     ("gate", 5),

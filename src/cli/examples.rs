@@ -39,7 +39,11 @@ pub const MEASURE: &str = "\
 Examples:
   roofline measure -- ./my-app                       # perf where a PMU exists, else the trace backend
   roofline measure --backend trace --by-function -o app.json -- ./my-app   # W by function and line
-  roofline measure --backend trace --trace memory --repeat 3 -- ./my-app   # Q per cache level, 3 timed runs";
+  roofline measure --backend trace --trace memory --repeat 3 -- ./my-app   # Q per cache level, 3 timed runs
+
+An MPI job: under the launcher, `-o DIR/` writes one file per rank (DIR/HOST-rRANK.json), e.g.
+  mpirun -np 4 roofline measure -o job/ -- ./my-app    (or srun, mpiexec.hydra; docs/mpi.md)
+and `roofline report merge job/ -o job.json` makes ranks, nodes and the job of them.";
 
 pub const EVENTS: &str = "\
 Examples:

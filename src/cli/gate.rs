@@ -15,10 +15,11 @@ use crate::schema::Report;
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "\
 Metrics: flops.total, flops.effective, flops.fma, flops.by_class.<class>, bytes.<level>, ai.<level>, gbs.<level>, \
-seconds, gflops, roof_fraction, threads.
+seconds, gflops, roof_fraction, threads; on a merged job's points (`report merge JOB/`) imbalance.flops and \
+imbalance.seconds (largest over mean across ranks); its rank and node points are `NAME @ rank R` and `NAME @ node HOST`.
 Default rules: flops.* exact; bytes.core and bytes.stack may grow 1 %, bytes.l2/l3/dram 2 %; seconds may grow 5 % \
 and gflops drop 5 %, judged by a one-sided Mann-Whitney U test (α = 0.05) over all repetitions when there are enough, \
-else on the medians. Rules file format: see examples/ci-gate/rules.toml.
+else on the medians; imbalance.flops exact, imbalance.seconds may grow 10 % (a threshold). Rules file format: see examples/ci-gate/rules.toml.
 Exit status: 0 pass, 1 regression, 2 usage or input error.")]
 pub struct Args {
     /// The baseline report (roofline.report/1 JSON).

@@ -90,6 +90,17 @@ impl Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    // `-o DIR/` inside a launcher: this instance is one rank of a job.
+    if let Some((rank, dir)) = super::measure_rank::rank_for(args.output.output.as_deref()) {
+        let asked = super::measure_rank::RankMeasure {
+            backend: args.backend,
+            command: &args.command,
+            options: args.command_options(),
+            repeat: args.repeat,
+            no_uncore: args.no_uncore,
+        };
+        return super::measure_rank::run(asked, rank, &dir);
+    }
     let out = args.output.check(&["json"])?;
     let mut json_stdout = if args.output.json { Some(stdout_for_json_only()?) } else { None };
     let measurement = match backend::measure_command(args.backend, &args.command, &args.command_options())? {

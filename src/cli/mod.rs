@@ -14,6 +14,7 @@ pub mod import;
 pub mod kernels_cmd;
 pub mod machine;
 pub mod measure;
+pub mod measure_rank;
 pub mod plot;
 pub mod profile;
 pub mod report_cmd;

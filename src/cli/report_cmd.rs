@@ -1,5 +1,5 @@
-//! `roofline report show REPORT [--json] [-o FILE]` and
-//! `roofline report merge A.json B.json … [-o all.json]`.
+//! `roofline report show REPORT [--json] [-o FILE]`,
+//! `roofline report merge A.json B.json … [-o all.json]` and `roofline report merge JOB/ [-o job.json]`.
 
 use clap::{Args as ClapArgs, Subcommand};
 use std::path::{Path, PathBuf};
@@ -17,7 +17,9 @@ pub struct Args {
 pub enum ReportCommand {
     /// The terminal summary of a report (or export it: -o x.csv|x.html|x.json|x.svg|x.png|x.txt).
     Show(ShowArgs),
-    /// Combine reports (runs, nodes, ranks) into one; every point names its source.
+    /// Combine reports (runs, nodes, ranks) into one; every point names its source. A job
+    /// directory (`measure -o JOB/` under a launcher) gives per-rank, per-node and job points
+    /// with the imbalance of every region.
     Merge(MergeArgs),
 }
 
@@ -34,7 +36,8 @@ pub struct ShowArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct MergeArgs {
-    #[arg(required = true, num_args = 2.., value_name = "REPORT")]
+    /// Two or more reports, or one job directory of rank files.
+    #[arg(required = true, num_args = 1.., value_name = "REPORT|JOB_DIR")]
     pub reports: Vec<PathBuf>,
     /// Write the merged report here (JSON); without it, print it.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -99,13 +102,28 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|p| crate::util::OutputFile::check(p, &["json"]))
         .transpose()?;
-    let inputs = load_reports(&args.reports)?;
+    let job_dir = match args.reports.as_slice() {
+        [one] if one.is_dir() => Some(job_files(one)?),
+        [one] if one.exists() => {
+            return Err(crate::error::Error::input(
+                format!("{}: one report is nothing to merge", one.display()),
+                "give two or more reports, or a job directory (`roofline measure -o JOB/` under a launcher)",
+            )
+            .into());
+        }
+        _ => None,
+    };
+    let inputs = load_reports(job_dir.as_deref().unwrap_or(&args.reports))?;
     let env = Environment {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: std::env::args().collect(),
         ..Default::default()
     };
-    let (merged, warnings) = merge::merge(inputs, env);
+    let (merged, warnings) = if job_dir.is_some() || crate::jobs::merge::all_ranks(&inputs) {
+        crate::jobs::merge::merge_job(inputs, env)?
+    } else {
+        merge::merge(inputs, env)
+    };
     for w in warnings {
         eprintln!("roofline: warning: {w}");
     }
@@ -123,6 +141,31 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
         None => print!("{text}"),
     }
     Ok(0)
+}
+
+/// The rank files of a job directory: its `*.json` files (temporary and lock files, which
+/// start with a dot, left out), by name.
+fn job_files(dir: &Path) -> crate::error::Result<Vec<PathBuf>> {
+    let io = |e| crate::error::Error::Io {
+        context: format!("reading the job directory {}", dir.display()),
+        source: e,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !name.starts_with('.') && name.ends_with(".json") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(crate::error::Error::input(
+            format!("{}: no rank files (*.json) in the job directory", dir.display()),
+            "run the job as `mpirun … roofline measure -o JOB/ -- ./app` (or srun, mpiexec) first",
+        ));
+    }
+    Ok(files)
 }
 
 #[cfg(test)]

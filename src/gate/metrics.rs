@@ -1,5 +1,7 @@
 //! Metric paths of a point: `flops.total`, `flops.effective`, `flops.fma`, `flops.by_class.<class>`,
-//! `bytes.<level>`, `ai.<level>`, `gbs.<level>`, `seconds`, `gflops`, `roof_fraction`, `threads`.
+//! `bytes.<level>`, `ai.<level>`, `gbs.<level>`, `seconds`, `gflops`, `roof_fraction`, `threads`,
+//! and on a merged job's points `imbalance.seconds` and `imbalance.flops` (the slowest rank's
+//! T, the largest W, over the mean: 1 is perfect balance).
 
 use crate::schema::Point;
 use crate::schema::report::level;
@@ -17,7 +19,7 @@ pub const FIXED: [&str; 7] = [
     "threads",
 ];
 /// Paths followed by a key (a class or a level).
-pub const KEYED: [&str; 4] = ["flops.by_class.", "bytes.", "ai.", "gbs."];
+pub const KEYED: [&str; 5] = ["flops.by_class.", "bytes.", "ai.", "gbs.", "imbalance."];
 
 /// Whether a metric pattern (a path, possibly with `*`/`?`) can name any metric at all.
 pub fn is_known_pattern(pattern: &str) -> bool {
@@ -49,6 +51,9 @@ pub fn paths(p: &Point) -> Vec<String> {
     v.extend(p.bytes.keys().map(|k| format!("bytes.{k}")));
     v.extend(p.ai.keys().map(|k| format!("ai.{k}")));
     v.extend(p.gbs.keys().map(|k| format!("gbs.{k}")));
+    if let Some(im) = &p.extra.imbalance {
+        v.extend(im.keys().map(|k| format!("imbalance.{k}")));
+    }
     v
 }
 
@@ -79,6 +84,8 @@ pub fn value(p: &Point, path: &str) -> Option<f64> {
                 p.ai.get(k).copied()
             } else if let Some(k) = path.strip_prefix("gbs.") {
                 p.gbs.get(k).copied()
+            } else if let Some(k) = path.strip_prefix("imbalance.") {
+                p.extra.imbalance.as_ref().and_then(|im| im.get(k).copied())
             } else {
                 None
             }
@@ -121,6 +128,8 @@ mod tests {
             "gbs.l2",
             "seconds",
             "gflops",
+            "imbalance.seconds",
+            "imbalance.flops",
         ] {
             assert!(is_known_pattern(ok), "{ok}");
         }

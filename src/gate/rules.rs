@@ -165,6 +165,10 @@ impl Default for RuleSet {
                 r("bytes.dram", Check::MaxIncrease(0.02)),
                 r("seconds", Check::MaxIncrease(0.05)),
                 r("gflops", Check::MaxDecrease(0.05)),
+                // A merged job's points: the balance of W is as exact as W; that of T is one
+                // ratio of times (no repetitions to test), judged as a threshold.
+                r("imbalance.flops", Check::Exact),
+                r("imbalance.seconds", Check::MaxIncrease(0.10)),
             ],
         }
     }

@@ -42,6 +42,7 @@ pub fn collect_from(root: &Path, command_line: &[String], var: &dyn Fn(&str) -> 
         compiler: None,
         command_line: command_line.to_vec(),
         rank: rank(var),
+        job: None,
         timestamp: Some(utc_now()),
     }
 }

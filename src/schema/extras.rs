@@ -33,6 +33,10 @@ pub struct PointExtras {
     /// Per-source-line attribution of a traced run, each row with its inline chains.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_line: Option<Vec<WorkRow>>,
+    /// A merged job's point (`report merge DIR/`): the largest over the mean of its ranks'
+    /// `seconds` and `flops` (W); 1 is perfect balance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imbalance: Option<BTreeMap<String, f64>>,
     /// Times a region began (region points; the region API's and the tracer's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<u64>,
@@ -191,6 +195,7 @@ typed_fields!(
     effective_ghz,
     fixed_seconds,
     fma_flops_counted,
+    imbalance,
     instances,
     instruction_roofline,
     instructions,

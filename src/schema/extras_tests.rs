@@ -162,6 +162,7 @@ fn random_extra(d: &mut Draw) -> Value {
         "effective_ghz",
         "fixed_seconds",
         "fma_flops_counted",
+        "imbalance",
         "instances",
         "instruction_roofline",
         "instructions",
@@ -198,7 +199,7 @@ fn random_extra(d: &mut Draw) -> Value {
             "calls" | "instances" | "instructions" | "launches" | "repeats" | "working_set_bytes" | "unclassified" => {
                 json!(d.below(1 << 50))
             }
-            "coalescing" | "counts" | "multiplex_running_ratio" | "tensor_ops_by_type" => {
+            "coalescing" | "counts" | "imbalance" | "multiplex_running_ratio" | "tensor_ops_by_type" => {
                 json!({ d.word(): d.f64(), d.word(): d.f64() })
             }
             "kernel" | "kernel_demangled" | "library" | "regime" | "regime_reason" | "region" | "roof_bound" => {
@@ -238,6 +239,7 @@ fn every_typed_field_is_listed_once_under_its_key() {
         effective_ghz: Some(1.0),
         fixed_seconds: Some(1.0),
         fma_flops_counted: Some(1.0),
+        imbalance: Some(BTreeMap::new()),
         instances: Some(1),
         instruction_roofline: Some(json!({})),
         instructions: Some(1.into()),

@@ -9,7 +9,8 @@
 //!   the kernel list;
 //! - [`extras`]: a point's `extra` figures (PointExtras), typed where they are read back;
 //! - [`gpu`]: `roofline.gpu-machine/1` and `roofline.gpu-ceilings/1`;
-//! - [`environment`]: where and how a report was produced;
+//! - [`environment`]: where and how a report was produced; [`report::job`]: a rank's place in a job of
+//!   ranks, and a merged job's nodes, ranks and balance;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
 //! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
 

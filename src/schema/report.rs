@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::error::Error;
+
+pub mod job;
 use crate::schema::extras::PointExtras;
 use crate::schema::stats::{median, spread};
 
@@ -305,6 +307,10 @@ pub struct Environment {
     pub command_line: Vec<String>,
     /// MPI/Slurm rank when one of their variables is set.
     pub rank: Option<u32>,
+    /// The rank's place in its job (launcher, size, node, CPUs, who counted the node's
+    /// memory traffic): written by `roofline measure -o DIR/` under a launcher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<job::JobRank>,
     /// When the report was written, RFC 3339 UTC.
     pub timestamp: Option<String>,
 }
@@ -380,6 +386,9 @@ pub struct Report {
     /// save (`gpu::fusion`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fusion: Vec<FusionChain>,
+    /// A merged job (`report merge DIR/` of a job's rank files): nodes, ranks, balance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<Box<job::Job>>,
 }
 
 /// A chain of consecutive memory- or overhead-bound GPU kernels (same process and stream,
@@ -436,6 +445,7 @@ impl Report {
             sources: Vec::new(),
             not_run: Vec::new(),
             fusion: Vec::new(),
+            job: None,
         }
     }
 

@@ -349,6 +349,11 @@ impl ProcessSymbols {
         ProcessSymbols { pid, ..Default::default() }
     }
 
+    /// Forget the mappings read so far (code was unmapped): the next lookup reads them again.
+    pub fn forget_maps(&mut self) {
+        self.maps.clear();
+    }
+
     pub fn refresh(&mut self) {
         if let Ok(t) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) {
             self.maps = parse_maps(&t);

@@ -377,6 +377,13 @@ impl Tracer<'_> {
             let call = gprs.map_or(Call::Other, |r| Call::from_regs(r[0], r[7], r[6]));
             self.enters_call(pid, call, back);
         }
+        if path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
+            let gprs = match &path_call {
+                Some((g, _)) => *g,
+                None => self.regs_at_syscall(pid, si, &block, &regs),
+            };
+            self.forget_unmapped_code(si, gprs);
+        }
         if block.rep
             && let Some(insn) = block.insns.first()
             && let Some(t) = self.threads.get_mut(&pid)
@@ -384,6 +391,21 @@ impl Tracer<'_> {
             t.pending_rep = Some((insn.clone(), regs.rcx, func.clone()));
         }
         self.leave_block(at, &block, regs, &targets, my_hold);
+    }
+
+    /// Before a `munmap` or `mremap` (its registers at the `syscall`, where known): forget the
+    /// code of the range (`Space::forget_code`).
+    fn forget_unmapped_code(&mut self, si: usize, gprs: Option<[Option<u64>; 16]>) {
+        let Some([Some(nr), ..]) = gprs else { return };
+        if nr != libc::SYS_munmap as u64 && nr != libc::SYS_mremap as u64 {
+            return;
+        }
+        let g = gprs.expect("matched above");
+        if let (Some(addr), Some(len)) = (g[7], g[6])
+            && self.spaces[si].forget_code(addr, addr.saturating_add(len))
+        {
+            self.stats.unmapped_code += 1;
+        }
     }
 
     /// The block at the trap's `pc`, made a block start and decoded, with its static successors

@@ -90,6 +90,8 @@ pub struct DriverStats {
     pub exit_state_mismatches: u64,
     pub processes: u64,
     pub threads: u64,
+    /// Ranges of known code unmapped (`munmap`/`mremap`: a library closed), forgotten.
+    pub unmapped_code: u64,
     /// Breakpoints passed through a displaced copy (several threads in one address space).
     pub displaced: u64,
     /// Breakpoints passed the one-thread way (removed while stepping) although other threads

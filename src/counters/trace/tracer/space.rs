@@ -199,6 +199,46 @@ impl Space {
         }
     }
 
+    /// Code unmapped (`munmap`, `mremap` of `[lo, hi)`): what was read, decoded or put there
+    /// goes with it. A library mapped there later is other code: Open MPI opens its components
+    /// with `dlopen` and closes the unused ones, and the next component may land where one was.
+    /// Kept, its stale blocks would be counted and its breakpoints' original bytes written into
+    /// the new code. Returns whether anything was known there.
+    pub(super) fn forget_code(&mut self, lo: u64, hi: u64) -> bool {
+        if hi <= lo {
+            return false;
+        }
+        let page = CODE_PAGE as u64;
+        let (first, last) = (lo / page, (hi - 1) / page);
+        let known = if last - first < self.code_pages.len() as u64 {
+            (first..=last).any(|p| self.code_pages.contains_key(&p))
+        } else {
+            self.code_pages.keys().any(|p| (first..=last).contains(p))
+        } || self.block_ends.range(..hi).next_back().is_some_and(|(_, end)| *end > lo);
+        if !known {
+            return false;
+        }
+        let outside = |a: &u64| *a < lo || *a >= hi;
+        self.insns.retain(|a, _| outside(a));
+        let apart = |a: u64, end: u64| (a < lo && end <= lo) || a >= hi;
+        self.blocks.retain(|a, b| apart(*a, b.end));
+        self.block_ends.retain(|a, end| apart(*a, *end));
+        self.bps.retain(|a, _| outside(a));
+        self.sticky_addrs.retain(outside);
+        self.dirty.retain(outside);
+        // Blocks' links to the next block may lead into the range: all made before are stale.
+        self.block_gen += 1;
+        self.code_pages.retain(|p, _| !(first..=last).contains(p));
+        self.funcs.retain(|a, _| outside(a));
+        self.func_start.retain(|a, _| outside(a));
+        self.site_cache.retain(|a, _| outside(a));
+        self.short_paths.retain(|a, _| outside(a));
+        self.hold_skip.retain(|a, _| outside(a));
+        self.missed_pages.retain(|p| !(lo >> 12..=(hi - 1) >> 12).contains(p));
+        self.syms.forget_maps();
+        true
+    }
+
     pub(super) fn active(&self) -> bool {
         self.entered && (!self.region_mode || self.depth > 0)
     }
