@@ -546,8 +546,8 @@ impl Round {
     /// `Space::mark_block_start_splitting` dropped): then it is emulated again with the
     /// blocks decoded anew. A block split elsewhere changes nothing on this path.
     fn splits_path(&mut self, split: Option<Option<Rc<Block>>>) -> bool {
-        let on_path = match split {
-            None => return false,
+        match split {
+            None => false,
             Some(Some(h)) => {
                 let on_path = Rc::ptr_eq(&h, &self.seq[0]) || h.on_path_round.get() == self.id;
                 if on_path {
@@ -560,8 +560,7 @@ impl Round {
                 self.first_split = 0;
                 true
             }
-        };
-        on_path
+        }
     }
 
     /// Why the path cannot go on into `nb`, the block after `b`, if it cannot: a block the
