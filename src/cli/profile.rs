@@ -575,8 +575,15 @@ mod tests {
         assert!(text.contains("== 1 thread(s) ==") && text.contains("== 2 thread(s) =="), "{text}");
         assert!(text.contains("2 thread(s)): peak double 57.6 GFLOP/s"), "{text}");
         let html = std::fs::read_to_string(out.join(bundle::INDEX)).unwrap();
-        assert!(html.contains("<h2 class=\"threads\">1 thread(s)</h2>") && html.contains("<h2 class=\"threads\">2 thread(s)</h2>"));
-        assert_eq!(html.matches("<h2>Roofs</h2>").count(), 2);
+        // The page: a chart and a folded roof section per roof set, each headed by its threads.
+        for t in ["1 thread(s)", "2 thread(s)"] {
+            assert!(html.contains(&format!("<b>{t}</b>")), "no chart headed {t}");
+            assert!(
+                html.contains(&format!("<h2>Roofs and the other views — {t}</h2>")),
+                "no roofs for {t}"
+            );
+        }
+        assert!(html.contains("id=\"chart0-box\"") && html.contains("id=\"chart1-box\"") && !html.contains("id=\"chart2-box\""));
     }
 
     #[test]
