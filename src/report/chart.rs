@@ -829,7 +829,7 @@ pub fn svg(chart: &Chart, id: &str, integer: bool) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
-        "<svg id=\"{id}\" class=\"chart\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\" font-family=\"{FONT_FAMILY}\">",
+        "<svg id=\"{id}\" class=\"chart\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"group\" tabindex=\"0\" aria-label=\"{}\" aria-describedby=\"{id}-keys\" font-family=\"{FONT_FAMILY}\">",
         if chart.kind == PlotKind::Dram {
             "classic roofline"
         } else {

@@ -27,6 +27,8 @@ svg.chart .ticks text{stroke:none}
 svg.chart .lbl.clash{display:none}
 svg.chart .dot{stroke:#fff;stroke-width:1;fill-opacity:.85;cursor:pointer}
 svg.chart .dot:hover,svg.chart .dot.pinned{stroke:#000;stroke-width:2.5}
+svg.chart:focus{outline:2px solid #1a56db;outline-offset:-2px}
+svg.chart .dot:focus{outline:none;stroke:#1a56db;stroke-width:3.5;stroke-dasharray:4 2}
 svg.chart .dot.old{fill-opacity:.35}
 .dot.compute,.sw.compute{fill:#d62728;background:#d62728}.dot.memory,.sw.memory{fill:#1f77b4;background:#1f77b4}
 .dot.overhead,.sw.overhead{fill:#e08a00;background:#e08a00}.dot.unknown,.sw.unknown{fill:#888;background:#888}
@@ -100,7 +102,7 @@ pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<Str
     }
     let _ = write!(
         o,
-        "<span>{}</span><button type=\"button\" class=\"zoom\" aria-pressed=\"false\">Full range</button><span class=\"muted\">hover a dot; click to pin</span></div>",
+        "<span>{}</span><button type=\"button\" class=\"zoom\" aria-pressed=\"false\">Full range</button><span class=\"muted\" id=\"{id}-keys\">hover a dot; click to pin; keys: Tab, arrows, Enter, Esc</span></div>",
         if chart.kind == super::PlotKind::Dram {
             "classic roofline (DRAM AI)"
         } else {
@@ -109,7 +111,7 @@ pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<Str
     );
     o.push_str(&chart::svg(&chart, id, chart::integer_work(view)));
     // The pinned panel above the legend: on a laptop's first screen.
-    o.push_str("<div class=\"tip\" hidden></div></div><aside class=\"side\"><div class=\"pin\" hidden></div>");
+    o.push_str("<div class=\"tip\" role=\"tooltip\" hidden></div></div><aside class=\"side\"><div class=\"pin\" aria-live=\"polite\" hidden></div>");
     legend(&mut o, &chart);
     o.push_str("</aside>");
     let _ = write!(
