@@ -105,12 +105,43 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Value {
         body.len()
     )
     .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw);
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let payload = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        let (mut out, mut r) = (String::new(), rest);
+    // The driver may keep the connection open: read the head, then the body's length.
+    let mut raw: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 65536];
+    let head_end = loop {
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "{method} {path}: the driver closed the connection");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let chunked = head.contains("transfer-encoding: chunked");
+    loop {
+        let body = &raw[head_end..];
+        let done = match length {
+            Some(n) => body.len() >= n,
+            None if chunked => body.ends_with(b"0\r\n\r\n"),
+            None => false,
+        };
+        if done {
+            break;
+        }
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let rest = String::from_utf8_lossy(&raw[head_end..]).into_owned();
+    let text = rest.clone();
+    let payload = if chunked {
+        let (mut out, mut r) = (String::new(), rest.as_str());
         while let Some((size, after)) = r.split_once("\r\n") {
             let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
             if n == 0 {
@@ -121,7 +152,7 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Value {
         }
         out
     } else {
-        rest.to_string()
+        rest
     };
     serde_json::from_str(&payload).unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e}): {text}"))
 }
@@ -445,4 +476,25 @@ fn report_page_in_a_real_browser() {
     check_page(&d, &two, dir.path(), "before/after", n_two);
     check_page(&d, &several, dir.path(), "several", n_several);
     check_page(&d, &cmp, dir.path(), "compare", n_cmp);
+    // A merged job's page: nodes, ranks and the job drawn; T per rank beside the balance.
+    let job_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jobs/two-nodes");
+    let job = dir.path().join("job.html");
+    let st = Command::new(env!("CARGO_BIN_EXE_roofline"))
+        .args(["report", "merge"])
+        .arg(&job_dir)
+        .arg("-o")
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    // Four ranks' two points, each node's two and the job's two.
+    check_page(&d, &job, dir.path(), "job", 4 * 2 + 2 * 2 + 2);
+    let bars = d.js(
+        "return Array.prototype.map.call(document.querySelectorAll('.balance figure.ranks svg'), \
+         function (s) { return s.getBoundingClientRect().height; });",
+    );
+    assert!(
+        bars.as_array().is_some_and(|b| b.len() == 2 && b.iter().all(|h| h.as_f64() > Some(50.0))),
+        "job: T per rank not drawn: {bars}"
+    );
 }

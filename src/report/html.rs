@@ -186,22 +186,36 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         esc(title)
     );
     let npoints = view.points().count();
+    // A merged job: its line, its charts (nodes, ranks, the job) and its balance.
+    let job = super::job_page::job_of(view).map(|(_, j)| j);
     let _ = write!(
         o,
         "<p class=\"machine\">{} · {} point(s) · roofline {}</p></header>",
-        esc(&super::page::machine_line(view)),
+        esc(&match job {
+            Some(j) => super::job_page::summary_line(j),
+            None => super::page::machine_line(view),
+        }),
         npoints,
         env!("CARGO_PKG_VERSION")
     );
     let sets = view.by_threads();
-    for (i, set) in sets.iter().enumerate() {
-        let heading = (sets.len() > 1).then(|| threads_heading(set));
+    let charted: Vec<(Option<String>, View)> = match job {
+        Some(_) => super::job_page::views(view).into_iter().map(|(h, v)| (Some(h), v)).collect(),
+        None => sets
+            .iter()
+            .map(|set| ((sets.len() > 1).then(|| threads_heading(set)), set.clone()))
+            .collect(),
+    };
+    for (i, (heading, set)) in charted.iter().enumerate() {
         if let Some(section) = super::page::chart_section(set, &format!("chart{i}"), heading.as_deref()) {
             o.push_str(&section);
         }
     }
     // The script right after the charts: they respond before the rest of the page is read.
     let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
+    if job.is_some() {
+        super::job_page::sections(&mut o, view);
+    }
     // Machine and environment, per report (and per merge source).
     o.push_str("<details><summary><h2>Machine and environment</h2></summary><div class=\"grid\">");
     for r in &view.reports {
@@ -236,7 +250,8 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         roofs_and_plots(&mut o, set)?;
         o.push_str("</details>");
     }
-    o.push_str(&render_rest(view)?);
+    let charted: Vec<View> = charted.into_iter().map(|(_, v)| v).collect();
+    o.push_str(&render_rest(view, &charted)?);
     Ok(o)
 }
 
@@ -329,15 +344,25 @@ fn roofs_and_plots(o: &mut String, view: &View) -> Result<()> {
 }
 
 /// One card of advice per point, built in the page when the section is first opened: from
-/// the charts' data for the points drawn there (their advice is written once in the file),
-/// from `cards-data` for the others (their own data, the same shape).
-fn advice_cards(o: &mut String, view: &View) {
+/// the charts' data for the points drawn on one of `charted` (their advice is written once
+/// in the file), from `cards-data` for the others (their own data, the same shape).
+fn advice_cards(o: &mut String, view: &View, charted: &[View]) {
     o.push_str("<details class=\"cards\"><summary><h2>Advice per point</h2></summary><div class=\"grid\"></div>");
+    // The points drawn on a chart, by report and name.
+    let mut placed: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    for set in charted {
+        if let Some(kind) = super::chart::chosen_kind(set) {
+            for (r, p, a) in set.points() {
+                if super::chart::dot_position(p, a, kind).is_some() {
+                    placed.insert((r.name.clone(), set.point_label(r, p)));
+                }
+            }
+        }
+    }
     let mut unplaced = Vec::new();
     for set in view.by_threads() {
-        let kind = super::chart::chosen_kind(&set);
         for (r, p, a) in set.points() {
-            if a.skipped.is_some() || kind.and_then(|k| super::chart::dot_position(p, a, k)).is_some() {
+            if a.skipped.is_some() || placed.contains(&(r.name.clone(), set.point_label(r, p))) {
                 continue;
             }
             let mut d = super::dot_info::dot_data(&set, r, p, a, 0.0);
@@ -355,9 +380,9 @@ fn advice_cards(o: &mut String, view: &View) {
 }
 
 /// Everything after the charts: the advice cards and the rest.
-fn render_rest(view: &View) -> Result<String> {
+fn render_rest(view: &View, charted: &[View]) -> Result<String> {
     let mut o = String::new();
-    advice_cards(&mut o, view);
+    advice_cards(&mut o, view, charted);
     // GPU fusion candidates (gpu::fusion): one line per chain with its kernels.
     let chains: Vec<&crate::schema::report::FusionChain> = view.reports.iter().flat_map(|r| r.report.fusion.iter()).collect();
     if !chains.is_empty() {

@@ -142,27 +142,33 @@
     var current = null;
     function visibleDots() { return all(".dots circle", frameOf(svg)); }
     function centre(c) { var r = c.getBoundingClientRect(); return { clientX: r.left + r.width / 2, clientY: r.top + r.height / 2 }; }
-    function focusDot(c) {
+    // The roving Tab stop: the dot `c` holds it, with its role and label.
+    function prepare(c) {
       if (current && current !== c) current.removeAttribute("tabindex");
       current = c;
-      var i = dotIndex(c), d = data[i];
+      var d = data[dotIndex(c)];
       c.setAttribute("tabindex", "0");
       c.setAttribute("role", "button");
       c.setAttribute("aria-label", d.n + ": " + d.tip.map(function (kv) { return kv[0] + " " + kv[1]; }).join(", ") + ". Enter pins its panel.");
       svg.setAttribute("tabindex", "-1");
-      c.focus();
-      showTip(i, centre(c));
     }
+    function focusDot(c) { prepare(c); c.focus(); }
     function releaseFocus() {
       if (current) current.removeAttribute("tabindex");
       current = null;
       svg.setAttribute("tabindex", "0");
     }
-    svg.addEventListener("focus", function (ev) {
-      if (ev.target !== svg) return;
-      var dots = visibleDots();
-      if (dots.length) focusDot(current && dots.indexOf(current) >= 0 ? current : dots[0]);
+    svg.addEventListener("focusin", function (ev) {
+      if (ev.target === svg) {
+        var dots = visibleDots();
+        if (dots.length) focusDot(current && dots.indexOf(current) >= 0 ? current : dots[0]);
+        return;
+      }
+      var i = dotIndex(ev.target);
+      if (i >= 0) { prepare(ev.target); showTip(i, centre(ev.target)); }
     });
+    // A pointer press moves no focus into the chart (the keyboard's place stays where it was).
+    svg.addEventListener("mousedown", function (ev) { ev.preventDefault(); });
     svg.addEventListener("focusout", function (ev) {
       if (!svg.contains(ev.relatedTarget)) tip.hidden = true;
     });
@@ -243,14 +249,15 @@
   all(".chartbox").forEach(setup);
 
   // The folded sections of many rows are built when first opened, from the page's data.
+  // They follow this script in the page: their toggle is caught on the document (it does
+  // not bubble; capture sees it).
   function once(sel, build) {
-    var det = document.querySelector(sel);
-    if (!det) return;
-    det.addEventListener("toggle", function () {
-      if (!det.open || det.hasAttribute("data-built")) return;
+    document.addEventListener("toggle", function (ev) {
+      var det = ev.target;
+      if (!det.matches || !det.matches(sel) || !det.open || det.hasAttribute("data-built")) return;
       det.setAttribute("data-built", "");
       build(det);
-    });
+    }, true);
   }
   function value(pairs, key) {
     for (var k = 0; k < pairs.length; k++) if (pairs[k][0] === key) return pairs[k][1];

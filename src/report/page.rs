@@ -50,6 +50,8 @@ svg.chart .dot.old{fill-opacity:.35}
 .pin ul{margin:0;padding-left:1.1em}
 .pin table.hot td{white-space:normal;text-align:left;border:0;padding:1px 4px;font-size:.95em}
 .pin table.hot td:last-child{text-align:right;white-space:nowrap}
+td.straggler{color:#b00;font-weight:600}
+.balance figure{margin:6px 0}
 ";
 
 /// The one line above the chart: CPU, microarchitecture, threads, clock, hypervisor, and
