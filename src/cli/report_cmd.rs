@@ -133,7 +133,11 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
         Some((file, ext)) if ext == "html" => {
             let points = merged.points.len();
             let sources = merged.sources.len();
-            let name = file.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "job".into());
+            let name = file
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "job".into());
             let view = View::new(vec![(name, merged)], None, PlotKind::All);
             report::write_view(&view, &file.path)?;
             eprintln!(

@@ -341,7 +341,13 @@ pub fn dot_data(view: &View, r: &NamedReport, p: &Point, a: &Analysis, share: f6
         d["warn"] = json!(w);
     }
     // A GPU kernel's whole name (demangled where ncu gave it mangled) behind its short one.
-    if let Some(k) = p.extra.kernel_demangled.as_deref().or(p.extra.kernel.as_deref()).filter(|k| !p.name.contains(*k)) {
+    if let Some(k) = p
+        .extra
+        .kernel_demangled
+        .as_deref()
+        .or(p.extra.kernel.as_deref())
+        .filter(|k| !p.name.contains(*k))
+    {
         d["full"] = json!(k);
     }
     // GPU points: the regime and why; NVTX regions: their kernels (launches, share of time).

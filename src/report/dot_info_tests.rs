@@ -219,6 +219,9 @@ fn a_page_grows_by_what_a_point_needs() {
     assert_eq!(rows.len(), large);
     need += rows.iter().map(text_bytes).sum::<usize>();
     let need = need as f64 / large as f64;
-    eprintln!("{per_point:.0} bytes per point, {need:.0} needed ({} bytes for {large})", page.len());
+    eprintln!(
+        "{per_point:.0} bytes per point, {need:.0} needed ({} bytes for {large})",
+        page.len()
+    );
     assert!(per_point <= 1.25 * need, "{per_point:.0} bytes per point; it needs {need:.0}");
 }

@@ -348,13 +348,13 @@ fn roofs_and_plots(o: &mut String, view: &View) -> Result<()> {
 /// in the file), from `cards-data` for the others (their own data, the same shape).
 fn advice_cards(o: &mut String, view: &View, charted: &[View]) {
     o.push_str("<details class=\"cards\"><summary><h2>Advice per point</h2></summary><div class=\"grid\"></div>");
-    // The points drawn on a chart, by report and name.
-    let mut placed: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    // The points drawn on a chart, by report, name and source.
+    let mut placed: std::collections::HashSet<(String, String, Option<String>)> = std::collections::HashSet::new();
     for set in charted {
         if let Some(kind) = super::chart::chosen_kind(set) {
             for (r, p, a) in set.points() {
                 if super::chart::dot_position(p, a, kind).is_some() {
-                    placed.insert((r.name.clone(), set.point_label(r, p)));
+                    placed.insert((r.name.clone(), p.name.clone(), p.source.clone()));
                 }
             }
         }
@@ -362,7 +362,7 @@ fn advice_cards(o: &mut String, view: &View, charted: &[View]) {
     let mut unplaced = Vec::new();
     for set in view.by_threads() {
         for (r, p, a) in set.points() {
-            if a.skipped.is_some() || placed.contains(&(r.name.clone(), set.point_label(r, p))) {
+            if a.skipped.is_some() || placed.contains(&(r.name.clone(), p.name.clone(), p.source.clone())) {
                 continue;
             }
             let mut d = super::dot_info::dot_data(&set, r, p, a, 0.0);
@@ -375,7 +375,9 @@ fn advice_cards(o: &mut String, view: &View, charted: &[View]) {
     let _ = write!(
         o,
         "<script type=\"application/json\" id=\"cards-data\">{}</script></details>",
-        serde_json::to_string(&unplaced).unwrap_or_else(|_| "[]".into()).replace("</", "<\\/")
+        serde_json::to_string(&unplaced)
+            .unwrap_or_else(|_| "[]".into())
+            .replace("</", "<\\/")
     );
 }
 

@@ -93,7 +93,7 @@ pub fn views(view: &View) -> Vec<(String, View)> {
         let v = sub_view(r, in_group, first.and_then(|n| n.roofs.as_ref()), source_on(hosts[0]));
         out.push((
             format!(
-                "Nodes{}: one dot per node and region; roofs of one node ({}{})",
+                "Nodes{} · roofs of one node ({}{})",
                 uarch.as_deref().map(|u| format!(" ({u})")).unwrap_or_default(),
                 hosts[0],
                 first.and_then(|n| n.cores).map(|c| format!(", {c} cores")).unwrap_or_default()
@@ -107,11 +107,7 @@ pub fn views(view: &View) -> Vec<(String, View)> {
     {
         let v = sub_view(r, |p| matches!(kind(p), Kind::Rank), first.roofs.as_ref(), Some(&first.source));
         out.push((
-            format!(
-                "Ranks: one dot per rank and region; roofs of one rank ({} CPU(s) of {})",
-                first.cpus.len().max(1),
-                first.node
-            ),
+            format!("Ranks · roofs of one rank ({} CPU(s) of {})", first.cpus.len().max(1), first.node),
             v,
         ));
     }
@@ -123,7 +119,7 @@ pub fn views(view: &View) -> Vec<(String, View)> {
             r.report.ceilings.as_ref(),
             job.ranks.first().map(|k| k.source.as_str()),
         );
-        out.push((format!("Job: the nodes summed; roofs of {} node(s)", job.nodes.len()), v));
+        out.push((format!("Job (the nodes summed) · roofs of {} node(s)", job.nodes.len()), v));
     }
     out
 }
@@ -245,11 +241,7 @@ fn compact_list(xs: &[u32]) -> String {
         while j + 1 < xs.len() && xs[j + 1] == xs[j] + 1 {
             j += 1;
         }
-        out.push(if j > i {
-            format!("{}-{}", xs[i], xs[j])
-        } else {
-            xs[i].to_string()
-        });
+        out.push(if j > i { format!("{}-{}", xs[i], xs[j]) } else { xs[i].to_string() });
         i = j + 1;
     }
     out.join(",")

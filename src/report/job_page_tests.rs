@@ -3,7 +3,9 @@ use crate::schema::report::Environment;
 
 /// A recorded job directory (tests/fixtures/jobs/NAME) merged, as a view.
 fn merged(name: &str) -> View {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jobs").join(name);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/jobs")
+        .join(name);
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     let inputs = files
@@ -22,14 +24,22 @@ fn chart_names(page: &str, id: &str) -> Vec<String> {
     let at = page.find(&open).unwrap() + open.len();
     let end = at + page[at..].find("</script>").unwrap();
     let v: serde_json::Value = serde_json::from_str(&page[at..end].replace("<\\/", "</")).unwrap();
-    v["dots"].as_array().unwrap().iter().map(|d| d["n"].as_str().unwrap().to_string()).collect()
+    v["dots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["n"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
 fn a_job_page_draws_nodes_ranks_and_the_job_and_names_the_slowest() {
     let view = merged("two-nodes");
     let page = crate::report::html::render(&view, "job").unwrap();
-    assert!(page.contains("job of 4 rank(s) on 2 node(s) · launcher slurm · zen4"), "the job's line");
+    assert!(
+        page.contains("job of 4 rank(s) on 2 node(s) · launcher slurm · zen4"),
+        "the job's line"
+    );
     // Three charts: the nodes against a node's roofs, the ranks against a rank's, the job.
     assert_eq!(page.matches("<section class=\"chartbox\"").count(), 3);
     let nodes = chart_names(&page, "chart0");
@@ -56,8 +66,15 @@ fn a_job_page_draws_nodes_ranks_and_the_job_and_names_the_slowest() {
         );
         assert!(page.contains(&row), "no balance row {row}");
     }
-    assert_eq!(page.matches("<figure class=\"ranks\"").count(), b.regions.len(), "T per rank, per region");
-    assert!(page.contains("Stragglers (red, ≥ 10 % over the median): rank 3"), "the straggler named");
+    assert_eq!(
+        page.matches("<figure class=\"ranks\"").count(),
+        b.regions.len(),
+        "T per rank, per region"
+    );
+    assert!(
+        page.contains("Stragglers (red, ≥ 10 % over the median): rank 3"),
+        "the straggler named"
+    );
     // Nodes with their roofs; ranks with where they ran.
     assert!(page.contains("<td>genoa-b</td><td>2-3</td><td>zen4</td><td>16</td><td>rank 2</td>"));
     assert!(page.contains("<h2>Ranks (4)</h2>") && page.contains("class=\"straggler\""));

@@ -20,7 +20,8 @@ header h1{font-size:1.25em;margin:0 0 2px}
 .chartbox{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;margin-bottom:10px}
 .chart-wrap{position:relative;flex:1 1 600px;min-width:0;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px}
 .chart-wrap svg.chart{display:block;width:100%;height:auto;max-height:calc(100vh - 112px)}
-.toolbar{display:flex;gap:8px;align-items:center;font-size:.88em;color:#555;padding:0 4px 2px}
+.toolbar{display:flex;gap:8px;align-items:center;font-size:.88em;color:#555;padding:0 4px 2px;white-space:nowrap;overflow:hidden}
+.toolbar>*{flex:none}.toolbar>.muted{flex:1 1 0;min-width:0;overflow:hidden;text-overflow:ellipsis}
 .toolbar button,.pin button{font:inherit;border:1px solid #bbb;background:#f6f6f6;border-radius:4px;padding:1px 8px;cursor:pointer}
 svg.chart text{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg.chart .ticks text{stroke:none}
