@@ -274,6 +274,75 @@ const ESCAPE: char = '\u{E00C}';
 const RIGHT: char = '\u{E014}';
 const HOME: char = '\u{E011}';
 
+/// Tab from the toolbar focuses a dot (visible focus, role, label) and shows its numbers;
+/// Home and the right arrow move between dots; Enter pins the focused dot; Escape unpins.
+fn check_keyboard(d: &Driver, what: &str, dots: u64) {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_string();
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    // The keyboard: from the zoom button, Tab enters the chart on a dot; an arrow key moves
+    // to another; Enter pins it; Escape unpins.
+    d.move_to(2.0, 2.0);
+    d.js("__t.box().querySelector('button.zoom').focus();");
+    d.key(TAB);
+    let first = d.js(FOCUSED);
+    assert_eq!(first["is_dot"], true, "{what}: Tab from the toolbar does not reach a dot: {first}");
+    assert_eq!(first["role"], "button", "{what}: {first}");
+    assert!(
+        s(&first, "label").starts_with(&s(&first, "name")) && s(&first, "label").contains("bound"),
+        "{what}: the focused dot's label: {first}"
+    );
+    assert!(
+        s(&first, "dash") != "none" && f(&first, "stroke_width") >= 3.0,
+        "{what}: the focus is not visible: {first}"
+    );
+    assert_eq!(first["tip_shown"], true, "{what}: the focused dot shows no numbers");
+    assert!(s(&first, "tip").contains(&s(&first, "name")), "{what}: {first}");
+    // Home: the dot of least AI; the right arrow: the next one.
+    d.key(HOME);
+    let home = d.js(FOCUSED);
+    assert_eq!(home["is_dot"], true, "{what}: Home leaves the dots: {home}");
+    d.key(RIGHT);
+    let next = d.js(FOCUSED);
+    if dots > 1 {
+        assert!(
+            next["is_dot"] == true && next["i"] != home["i"],
+            "{what}: the right arrow stays on {home} / {next}"
+        );
+        assert!(s(&next, "tip").contains(&s(&next, "name")), "{what}: {next}");
+    }
+    d.key(ENTER);
+    let pin = d.js(PIN);
+    assert!(
+        pin["shown"] == true && s(&pin, "text").contains(&s(&next, "name")),
+        "{what}: Enter does not pin the focused dot: {pin}"
+    );
+    d.key(ESCAPE);
+    assert_eq!(d.js(PIN)["shown"], false, "{what}: Escape does not unpin");
+}
+
+fn check_folded(d: &Driver, what: &str, points: usize, roofed: bool) {
+    // The folded cards and point table are built when opened: a card per point at most (none
+    // twice), with its advice; one row per point.
+    d.js("document.querySelector('details.cards').open = true; document.querySelector('details.points').open = true;");
+    let t0 = Instant::now();
+    let built = loop {
+        let b = d.js("return { cards: document.querySelectorAll('details.cards .card').length, \
+             advice: document.querySelectorAll('details.cards .card ul.adv li').length, \
+             rows: document.querySelectorAll('details.points tr').length };");
+        if b["rows"].as_u64().unwrap_or(0) > 0 || t0.elapsed() > Duration::from_secs(5) {
+            break b;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(built["rows"], points + 1, "{what}: the point table: {built}");
+    assert!(
+        built["cards"].as_u64().unwrap_or(0) >= 1
+            && built["cards"].as_u64() <= Some(points as u64)
+            && (built["advice"].as_u64() >= built["cards"].as_u64() || !roofed),
+        "{what}: advice cards: {built}"
+    );
+}
+
 fn check_page(d: &Driver, page: &Path, work: &Path, what: &str, points: usize) -> Value {
     let html = std::fs::read_to_string(page)
         .unwrap()
@@ -342,45 +411,7 @@ fn check_page(d: &Driver, page: &Path, work: &Path, what: &str, points: usize) -
     d.key(ESCAPE);
     assert_eq!(d.js(PIN)["shown"], false, "{what}: Escape does not unpin");
 
-    // The keyboard: from the zoom button, Tab enters the chart on a dot; an arrow key moves
-    // to another; Enter pins it; Escape unpins.
-    d.move_to(2.0, 2.0);
-    d.js("__t.box().querySelector('button.zoom').focus();");
-    d.key(TAB);
-    let first = d.js(FOCUSED);
-    assert_eq!(first["is_dot"], true, "{what}: Tab from the toolbar does not reach a dot: {first}");
-    assert_eq!(first["role"], "button", "{what}: {first}");
-    assert!(
-        s(&first, "label").starts_with(&s(&first, "name")) && s(&first, "label").contains("bound"),
-        "{what}: the focused dot's label: {first}"
-    );
-    assert!(
-        s(&first, "dash") != "none" && f(&first, "stroke_width") >= 3.0,
-        "{what}: the focus is not visible: {first}"
-    );
-    assert_eq!(first["tip_shown"], true, "{what}: the focused dot shows no numbers");
-    assert!(s(&first, "tip").contains(&s(&first, "name")), "{what}: {first}");
-    // Home: the dot of least AI; the right arrow: the next one.
-    d.key(HOME);
-    let home = d.js(FOCUSED);
-    assert_eq!(home["is_dot"], true, "{what}: Home leaves the dots: {home}");
-    d.key(RIGHT);
-    let next = d.js(FOCUSED);
-    if r["dots"].as_u64() > Some(1) {
-        assert!(
-            next["is_dot"] == true && next["i"] != home["i"],
-            "{what}: the right arrow stays on {home} / {next}"
-        );
-        assert!(s(&next, "tip").contains(&s(&next, "name")), "{what}: {next}");
-    }
-    d.key(ENTER);
-    let pin = d.js(PIN);
-    assert!(
-        pin["shown"] == true && s(&pin, "text").contains(&s(&next, "name")),
-        "{what}: Enter does not pin the focused dot: {pin}"
-    );
-    d.key(ESCAPE);
-    assert_eq!(d.js(PIN)["shown"], false, "{what}: Escape does not unpin");
+    check_keyboard(d, what, r["dots"].as_u64().unwrap_or(0));
 
     // Legend: a click on the box of the first checked roof drawn in this frame; its line
     // disappears, then comes back. (The recorded job's dots sit far below its memory roofs:
@@ -418,26 +449,7 @@ fn check_page(d: &Driver, page: &Path, work: &Path, what: &str, points: usize) -
     }
     assert_eq!(overlaps, Vec::<Value>::new(), "{what}: overlapping text");
 
-    // The folded cards and point table are built when opened: a card per point at most (none
-    // twice), with its advice; one row per point.
-    d.js("document.querySelector('details.cards').open = true; document.querySelector('details.points').open = true;");
-    let t0 = Instant::now();
-    let built = loop {
-        let b = d.js("return { cards: document.querySelectorAll('details.cards .card').length, \
-             advice: document.querySelectorAll('details.cards .card ul.adv li').length, \
-             rows: document.querySelectorAll('details.points tr').length };");
-        if b["rows"].as_u64().unwrap_or(0) > 0 || t0.elapsed() > Duration::from_secs(5) {
-            break b;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(built["rows"], points + 1, "{what}: the point table: {built}");
-    assert!(
-        built["cards"].as_u64().unwrap_or(0) >= 1
-            && built["cards"].as_u64() <= Some(points as u64)
-            && (built["advice"].as_u64() >= built["cards"].as_u64() || !roofed),
-        "{what}: advice cards: {built}"
-    );
+    check_folded(d, what, points, roofed);
 
     let mut errors: Vec<String> = d
         .js("return window.__errors;")
