@@ -87,9 +87,14 @@ fn show(args: ShowArgs) -> anyhow::Result<i32> {
         report::write_view(&view, &file.path)?;
         eprintln!("roofline: wrote {}", file.path.display());
     }
+    // A merged job's nodes and ranks each against their own roofs (the page has its own
+    // charts for them).
     if args.output.json {
+        let view = report::job_page::by_own_roofs(&view).unwrap_or(view);
         println!("{}", report::json::document(&view).to_json());
         print_skipped(&view);
+    } else if let Some(text) = report::job_page::table_by_own_roofs(&view) {
+        print!("{text}");
     } else {
         print!("{}", report::table::render(&view));
     }

@@ -74,6 +74,62 @@ fn sub_view(r: &NamedReport, keep: impl Fn(&Point) -> bool, roofs: Option<&Roofs
     View::new(vec![(r.name.clone(), report)], None, PlotKind::All)
 }
 
+/// The merged job of `view` as one report per node, one per rank and one for the job, each
+/// against its own roofs (a node's against the node's, a rank's against its CPUs' share):
+/// what `report show` prints for a job, so that no rank is judged against the whole job's
+/// roofs. None for a view that is not one merged job.
+pub fn by_own_roofs(view: &View) -> Option<View> {
+    let (r, job) = job_of(view)?;
+    let source_on = |host: &str| job.ranks.iter().find(|k| k.node == host).map(|k| k.source.as_str());
+    let part = |name: String, keep: &dyn Fn(&Point) -> bool, roofs: Option<&Roofs>, source: Option<&str>| {
+        let v = sub_view(r, keep, roofs, source);
+        v.reports.into_iter().next().map(|n| (name, n.report))
+    };
+    let mut parts = Vec::new();
+    for n in &job.nodes {
+        let tail = format!(" @ node {}", n.host);
+        parts.extend(part(
+            format!("node {}", n.host),
+            &|p: &Point| p.name.ends_with(&tail),
+            n.roofs.as_ref(),
+            source_on(&n.host),
+        ));
+    }
+    for k in &job.ranks {
+        let tail = format!(" @ rank {}", k.rank);
+        parts.extend(part(
+            format!("rank {}", k.rank),
+            &|p: &Point| p.name.ends_with(&tail),
+            k.roofs.as_ref(),
+            Some(&k.source),
+        ));
+    }
+    parts.extend(part(
+        "job".into(),
+        &|p: &Point| matches!(kind(p), Kind::Job),
+        r.report.ceilings.as_ref(),
+        // Over several microarchitectures no one machine's roofs hold for the job.
+        job.ranks.first().filter(|_| !job.heterogeneous).map(|k| k.source.as_str()),
+    ));
+    parts.retain(|(_, report)| !report.points.is_empty());
+    Some(View::new(parts, None, PlotKind::All))
+}
+
+/// The text table of a merged job: a section per node, per rank and for the job, each under
+/// its own roofs ([`by_own_roofs`]). None for a view that is not one merged job.
+pub fn table_by_own_roofs(view: &View) -> Option<String> {
+    let split = by_own_roofs(view)?;
+    let sections: Vec<String> = split
+        .reports
+        .iter()
+        .map(|r| {
+            let one = View::new(vec![(r.name.clone(), r.report.clone())], None, PlotKind::All);
+            format!("== {} ==\n{}", r.name, super::table::render(&one))
+        })
+        .collect();
+    Some(sections.join("\n"))
+}
+
 /// The job's charts, each with its heading: nodes (per microarchitecture), ranks, the job.
 pub fn views(view: &View) -> Vec<(String, View)> {
     let Some((r, job)) = job_of(view) else { return Vec::new() };

@@ -104,3 +104,80 @@ fn rank_lists_and_bars() {
     assert_eq!(slow.split('"').next().unwrap().matches('M').count(), 1);
     assert!(bars.contains("rank 2 (1.50 s, 1.50× the median)"), "{bars}");
 }
+
+#[test]
+fn report_show_judges_each_node_and_rank_by_its_own_roofs() {
+    for name in ["two-nodes", "heterogeneous"] {
+        let view = merged(name);
+        let merged_report = &view.reports[0].report;
+        let job = merged_report.job.as_ref().unwrap();
+        let split = by_own_roofs(&view).unwrap();
+        // Every point of the merged report lands in exactly one part.
+        let mut seen: Vec<&str> = split
+            .reports
+            .iter()
+            .flat_map(|r| r.report.points.iter().map(|p| p.name.as_str()))
+            .collect();
+        let mut all: Vec<&str> = merged_report.points.iter().map(|p| p.name.as_str()).collect();
+        seen.sort();
+        all.sort();
+        assert_eq!(seen, all, "{name}");
+        for part in &split.reports {
+            let (want, tail) = if let Some(host) = part.name.strip_prefix("node ") {
+                let n = job.nodes.iter().find(|n| n.host == host).unwrap();
+                (n.roofs.as_ref(), format!(" @ node {host}"))
+            } else if let Some(rank) = part.name.strip_prefix("rank ") {
+                let k = job.ranks.iter().find(|k| k.rank.to_string() == rank).unwrap();
+                (k.roofs.as_ref(), format!(" @ rank {rank}"))
+            } else {
+                assert_eq!(part.name, "job");
+                assert!(part.report.points.iter().all(|p| !p.name.contains(" @ ")), "{name}");
+                // A job over several microarchitectures: no roofs at all, none of one machine's.
+                if job.heterogeneous {
+                    assert!(
+                        part.roofs.compute.is_empty() && part.roofs.bandwidth.is_empty(),
+                        "{name}: {:?}",
+                        part.roofs
+                    );
+                    continue;
+                }
+                (merged_report.ceilings.as_ref(), String::new())
+            };
+            assert_eq!(part.report.ceilings.as_ref(), want, "{name}: {}", part.name);
+            assert!(part.report.points.iter().all(|p| p.name.ends_with(&tail)), "{name}: {}", part.name);
+        }
+        // A rank's roofs are its CPUs' share, not its node's: the parts differ where a node
+        // has more CPUs than a rank.
+        let rank0 = split.reports.iter().find(|r| r.name == "rank 0").unwrap();
+        let node0 = split
+            .reports
+            .iter()
+            .find(|r| r.name == format!("node {}", job.ranks[0].node))
+            .unwrap();
+        let peak = |r: &crate::schema::report::Roofs| r.bandwidth_gbs.get("l1_load").copied().unwrap_or(0.0);
+        let (own, node) = (rank0.report.ceilings.as_ref().unwrap(), node0.report.ceilings.as_ref().unwrap());
+        assert!(
+            peak(own) < peak(node),
+            "{name}: rank 0's L1 roof {} against its node's {}",
+            peak(own),
+            peak(node)
+        );
+    }
+}
+
+#[test]
+fn the_job_table_has_a_section_per_node_and_rank_under_its_own_roofs() {
+    let view = merged("two-nodes");
+    let text = table_by_own_roofs(&view).unwrap();
+    let job = view.reports[0].report.job.as_ref().unwrap();
+    let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("== ")).collect();
+    assert_eq!(heads.len(), job.nodes.len() + job.ranks.len() + 1, "{heads:?}");
+    // Each rank's section reads its own roofs line (one rank's CPUs), not its node's.
+    for k in &job.ranks {
+        let at = text.find(&format!("== rank {} ==\n", k.rank)).unwrap();
+        let roofs = text[at..].lines().nth(1).unwrap();
+        let want = k.roofs.as_ref().and_then(|r| r.threads).unwrap();
+        assert!(roofs.contains(&format!(", {want} thread(s))")), "rank {}: {roofs}", k.rank);
+    }
+    assert!(table_by_own_roofs(&View::new(Vec::new(), None, PlotKind::All)).is_none());
+}
