@@ -40,6 +40,9 @@ pub struct Args {
     pub threads: String,
     #[command(flatten)]
     pub platform: PlatformArg,
+    /// Each suite point's joules beside its time (the idle power measured before the ceilings).
+    #[command(flatten)]
+    pub energy: super::common::EnergyArg,
 }
 
 /// One core, and the whole machine.
@@ -55,6 +58,7 @@ impl Default for Args {
             kernels: Vec::new(),
             threads: DEFAULT_THREADS.into(),
             platform: PlatformArg { platform: None },
+            energy: Default::default(),
         }
     }
 }
@@ -91,6 +95,8 @@ pub struct Wired {
     /// in one go, so the cache holds them together.
     pub thread_counts: Vec<u32>,
     ceilings: Option<crate::schema::ceilings::Ceilings>,
+    /// `--energy`: the meter, its idle power measured; each point read around its runs.
+    pub energy: Option<crate::counters::energy::Energy>,
 }
 
 impl Wired {
@@ -113,6 +119,7 @@ impl Wired {
             trace_checks: Default::default(),
             thread_counts: vec![1],
             ceilings: None,
+            energy: None,
         })
     }
 }
@@ -198,7 +205,14 @@ impl Steps for Wired {
             };
             // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
             // traffic beyond twice it, nothing claimed in between (each level says why).
-            let mut m = match counting.measure_kernel(&spec, &machine.caches, &|_, _| {}) {
+            let window = self.energy.as_ref().map(|e| e.window()).transpose()?;
+            let on_sample = |_: usize, _: f64| {
+                if let (Some(e), Some(w)) = (&self.energy, &window) {
+                    // A failed read leaves the stretch longer; the window's end is read below.
+                    let _ = e.mark(w);
+                }
+            };
+            let mut m = match counting.measure_kernel(&spec, &machine.caches, &on_sample) {
                 Ok(m) => m,
                 Err(e) if counting.kind() == crate::counters::BackendKind::Perf => {
                     let mut m = AnalyticBackend.measure_kernel(&spec, &machine.caches, &|_, _| {})?;
@@ -224,6 +238,10 @@ impl Steps for Wired {
                 label.push_str(&format!("×{threads}"));
             }
             let mut p = m.into_point(label);
+            if let (Some(e), Some(w)) = (&self.energy, &window) {
+                e.mark(w)?;
+                p.extra.energy = Some(e.kernel_energy(w, p.seconds, p.flops.total)?);
+            }
             p.extra.kernel = Some(name.to_string());
             p.extra.insert("variant", v.name());
             p.extra.insert("size", n as u64);
@@ -366,6 +384,9 @@ pub fn run_with(args: Args, steps: &mut dyn Steps) -> anyhow::Result<i32> {
         println!("{}", report::json::document(&view).to_json());
     } else {
         print!("{}", report::table::render(&view));
+        for r in &view.reports {
+            print!("{}", report::tables::energy::energy_table(&r.report.points));
+        }
     }
     let index = written.iter().find(|p| p.ends_with(bundle::INDEX)).cloned().unwrap_or_default();
     eprintln!("roofline: report written to {} (open {})", args.dir.display(), index.display());
@@ -378,6 +399,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let mut steps = Wired::new(args.kernels.clone())?;
     steps.thread_counts = thread_counts(&args.threads)?;
+    // The idle power is measured first, with nothing of the profile running.
+    steps.energy = args.energy.start()?;
     run_with(args, &mut steps)
 }
 

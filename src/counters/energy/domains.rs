@@ -76,7 +76,8 @@ fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
 /// every `energy-*` event that has a scale in joules. One line naming what is missing when
 /// there is no such PMU or no domain.
 pub fn discover(pmus: &Path) -> Result<PowerPmu> {
-    let dir = pmus.join(POWER_PMU);
+    // perf-event2 reads a relative PMU path under the kernel's sysfs: make it absolute.
+    let dir = std::path::absolute(pmus.join(POWER_PMU)).unwrap_or_else(|_| pmus.join(POWER_PMU));
     if !dir.join("type").is_file() {
         return Err(missing(pmus));
     }

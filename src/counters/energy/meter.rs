@@ -53,6 +53,8 @@ impl PerfSource {
     /// Open every domain of `pmu`. One line naming the cause and the fix when the kernel
     /// refuses (system-wide events need `perf_event_paranoid` ≤ 0, CAP_PERFMON or root).
     pub fn open(pmu: &PowerPmu) -> Result<PerfSource> {
+        let level = crate::counters::perf::paranoid();
+        refuse_without_permission(level, crate::counters::perf::has_cap_perfmon())?;
         let cpu = pmu.cpus.first().copied().unwrap_or(0);
         let mut counters = Vec::with_capacity(pmu.domains.len());
         for d in &pmu.domains {
@@ -68,6 +70,18 @@ impl PerfSource {
             counters,
             opened: Instant::now(),
         })
+    }
+}
+
+/// RAPL events are system-wide: without CAP_PERFMON (root has it) the kernel wants
+/// `perf_event_paranoid` at 0 or below. Said before anything opens.
+pub fn refuse_without_permission(paranoid: Option<i32>, capable: bool) -> Result<()> {
+    match paranoid {
+        Some(level) if level > 0 && !capable => Err(Error::unavailable(
+            format!("perf_event_paranoid is {level} and this process lacks CAP_PERFMON: RAPL energy events are system-wide and need 0 or the capability"),
+            "run as root, grant CAP_PERFMON (`sudo setcap cap_perfmon+ep $(which roofline)`), or `sudo sysctl kernel.perf_event_paranoid=0`",
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -20,7 +20,7 @@ mod meter;
 mod tests;
 
 pub use domains::{Domain, PowerPmu, discover};
-pub use meter::{Idle, Meter, Reading, Source, counts_between};
+pub use meter::{Idle, Meter, Reading, Source, counts_between, refuse_without_permission};
 
 use crate::error::Result;
 use crate::schema::energy::{DomainEnergy, IdlePower, PointEnergy};

@@ -257,3 +257,14 @@ fn power_within_the_idle_noise_is_said() {
     let e = kernel_energy_of(&m, &marks, &idle, EnergyOptions::default(), 0.005, 1e9);
     assert!(e.notes.iter().any(|n| n.contains("cannot separate")), "{:?}", e.notes);
 }
+
+#[test]
+fn without_permission_the_paranoid_level_and_the_fix_are_said() {
+    let e = refuse_without_permission(Some(2), false).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let text = e.to_string();
+    assert!(text.contains("perf_event_paranoid is 2") && text.contains("CAP_PERFMON"), "{text}");
+    assert!(refuse_without_permission(Some(2), true).is_ok());
+    assert!(refuse_without_permission(Some(0), false).is_ok());
+    assert!(refuse_without_permission(None, false).is_ok());
+}
