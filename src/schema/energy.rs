@@ -75,14 +75,20 @@ impl PointEnergy {
     /// The domain that stands for the whole: `psys` where it exists, else `pkg` plus `ram`
     /// where both exist, else `pkg`, else the first domain. Returns its name and joules per run.
     pub fn pick_total(domains: &BTreeMap<String, DomainEnergy>) -> Option<(String, f64)> {
-        if let Some(d) = domains.get("psys") {
-            return Some(("psys".into(), d.joules));
-        }
-        match (domains.get("pkg"), domains.get("ram")) {
-            (Some(p), Some(r)) => Some(("pkg+ram".into(), p.joules + r.joules)),
-            (Some(p), None) => Some(("pkg".into(), p.joules)),
-            _ => domains.iter().next().map(|(k, d)| (k.clone(), d.joules)),
-        }
+        total_of(&domains.iter().map(|(k, d)| (k.clone(), d.joules)).collect())
+    }
+}
+
+/// The whole of per-domain figures (joules or watts): `psys` where it exists, else `pkg`
+/// plus `ram`, else `pkg`, else the first domain.
+pub fn total_of(values: &BTreeMap<String, f64>) -> Option<(String, f64)> {
+    if let Some(v) = values.get("psys") {
+        return Some(("psys".into(), *v));
+    }
+    match (values.get("pkg"), values.get("ram")) {
+        (Some(p), Some(r)) => Some(("pkg+ram".into(), p + r)),
+        (Some(p), None) => Some(("pkg".into(), *p)),
+        _ => values.iter().next().map(|(k, v)| (k.clone(), *v)),
     }
 }
 

@@ -151,6 +151,7 @@ impl Meter {
     }
 
     /// A meter over any source (a recording in tests).
+    #[cfg(test)]
     pub fn with_source(domains: Vec<Domain>, source: Box<dyn Source>, description: String) -> Meter {
         Meter {
             domains,

@@ -19,8 +19,12 @@ mod meter;
 #[cfg(test)]
 mod tests;
 
-pub use domains::{Domain, PowerPmu, discover};
-pub use meter::{Idle, Meter, Reading, Source, counts_between, refuse_without_permission};
+pub use domains::Domain;
+#[cfg(test)]
+use domains::discover;
+pub use meter::{Idle, Meter, Reading, Source};
+#[cfg(test)]
+use meter::{counts_between, refuse_without_permission};
 
 use crate::error::Result;
 use crate::schema::energy::{DomainEnergy, IdlePower, PointEnergy};
@@ -88,11 +92,6 @@ impl Energy {
         })
     }
 
-    /// The idle power and granularity measured at the start.
-    pub fn idle(&self) -> &Idle {
-        &self.idle
-    }
-
     /// A new window, with its first reading taken.
     pub fn window(&self) -> Result<Window> {
         let w = Window::default();
@@ -116,6 +115,36 @@ impl Energy {
 
     fn with_meter_ref<T>(&self, f: impl FnOnce(&Meter) -> T) -> Result<T> {
         Ok(f(&*self.meter.lock().map_err(|_| poisoned())?))
+    }
+
+    /// Mean power per domain from a window's first reading to its last, watts.
+    pub fn window_watts(&self, w: &Window) -> Result<BTreeMap<String, f64>> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| match (marks.first(), marks.last()) {
+            (Some(a), Some(b)) if b.seconds > a.seconds => m
+                .domains()
+                .iter()
+                .zip(m.joules(a, b))
+                .map(|(d, j)| (d.name.clone(), j / (b.seconds - a.seconds)))
+                .collect(),
+            _ => BTreeMap::new(),
+        })
+    }
+
+    /// The idle power per domain, by name.
+    pub fn idle_watts(&self) -> Result<BTreeMap<String, IdlePower>> {
+        self.with_meter_ref(|m| {
+            m.domains()
+                .iter()
+                .zip(&self.idle.power)
+                .map(|(d, p)| (d.name.clone(), p.clone()))
+                .collect()
+        })
+    }
+
+    /// Which PMU and domains (for the provenance).
+    pub fn description(&self) -> Result<String> {
+        self.with_meter_ref(|m| m.description().to_string())
     }
 
     /// A suite kernel's energy from its window (a reading before, one after each timed

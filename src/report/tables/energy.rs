@@ -50,6 +50,38 @@ pub fn energy_table(points: &[Point]) -> String {
     s
 }
 
+/// The energy roofs per thread count: pJ per flop by precision and ISA, pJ per byte by
+/// level, the constant power, each with its spread; then the notes once.
+pub fn energy_roofs_table(roofs: &[crate::schema::energy::EnergyRoofs]) -> String {
+    if roofs.is_empty() {
+        return String::new();
+    }
+    let cols = Columns::new(" ").left(8).left(22).right(12).right(8);
+    let mut s = String::from("\n");
+    s += &(cols.line(["THREADS", "ENERGY ROOF", "VALUE", "SPREAD"]) + "\n");
+    let mut notes: Vec<&String> = Vec::new();
+    for r in roofs {
+        let t = r.threads.map_or("-".into(), |t| t.to_string());
+        let spread = |k: &str| r.spread.get(k).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
+        for (k, v) in &r.pj_per_flop {
+            s += &(cols.line([t.clone(), format!("{k} pJ/flop"), sig3(*v), spread(&format!("flop.{k}"))]) + "\n");
+        }
+        for (k, v) in &r.pj_per_byte {
+            s += &(cols.line([t.clone(), format!("{k} pJ/byte"), sig3(*v), spread(&format!("byte.{k}"))]) + "\n");
+        }
+        s += &(cols.line([t.clone(), format!("constant W ({})", r.domain), sig3(r.constant_watts), spread("constant")]) + "\n");
+        for n in &r.notes {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    for n in notes {
+        s += &format!("  {n}\n");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +122,26 @@ mod tests {
         assert_eq!(t.matches("perf power PMU").count(), 1, "{t}");
         assert!(t.contains("not subtracted") && t.contains("every 1.00 ms"), "{t}");
         assert_eq!(energy_table(&[super::super::tests::point("x", 1.0, &[], vec![1.0])]), "");
+    }
+
+    #[test]
+    fn energy_roofs_one_row_per_figure_with_spread() {
+        let mut r = crate::schema::energy::EnergyRoofs {
+            domain: "psys".into(),
+            constant_watts: 180.0,
+            threads: Some(16),
+            notes: vec!["how".into()],
+            ..Default::default()
+        };
+        r.pj_per_flop.insert("double.avx512".into(), 12.5);
+        r.pj_per_byte.insert("dram".into(), 140.0);
+        r.spread.insert("byte.dram".into(), 0.05);
+        let t = energy_roofs_table(&[r.clone(), r]);
+        let dram = t.lines().find(|l| l.contains("dram pJ/byte")).unwrap();
+        assert!(dram.starts_with("16") && dram.contains("140") && dram.contains("5.0%"), "{t}");
+        let flop = t.lines().find(|l| l.contains("double.avx512 pJ/flop")).unwrap();
+        assert!(flop.contains("12.5") && flop.trim_end().ends_with('-'), "{t}");
+        assert!(t.contains("constant W (psys)") && t.matches("how").count() == 1, "{t}");
+        assert_eq!(energy_roofs_table(&[]), "");
     }
 }
