@@ -85,6 +85,7 @@ impl Energy {
     /// [`Energy::start`] over a meter already open (a recorded one in tests).
     pub fn with_meter(mut meter: Meter, options: EnergyOptions) -> Result<Energy> {
         let idle = meter.idle(options.idle_seconds, IDLE_POLL_SECONDS, 5)?;
+        refuse_dead_counters(&meter, &idle)?;
         Ok(Energy {
             meter: Mutex::new(meter),
             idle,
@@ -159,6 +160,24 @@ impl Energy {
     pub fn runs_energy(&self, runs: &[(Reading, Reading)], flops: f64) -> Result<PointEnergy> {
         self.with_meter_ref(|m| runs_energy_of(m, runs, &self.idle, self.options, flops))
     }
+}
+
+/// A machine whose counters did not move over the whole idle window counts nothing (a guest
+/// whose hypervisor lists the RAPL events without feeding them): refused, never written as
+/// zero joules.
+fn refuse_dead_counters(m: &Meter, idle: &Idle) -> Result<()> {
+    if idle.power.is_empty() || idle.power.iter().any(|p| p.watts > 0.0) {
+        return Ok(());
+    }
+    let names: Vec<String> = m.domains().iter().map(|d| format!("power/energy-{}/", d.name)).collect();
+    Err(crate::error::Error::unavailable(
+        format!(
+            "{} did not change over the {} s idle window: this machine's RAPL counters count nothing (a VM whose hypervisor lists the events without feeding them?)",
+            names.join(", "),
+            crate::schema::units::sig3(idle.power[0].seconds)
+        ),
+        "measure energy on bare metal or a VM with RAPL passed through (`perf stat -a -e power/energy-pkg/ sleep 1` shows non-zero joules there), or leave out --energy",
+    ))
 }
 
 fn poisoned() -> crate::error::Error {

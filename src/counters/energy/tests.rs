@@ -54,6 +54,7 @@ fn emerald_rapids_guest_has_psys_only() {
     assert_eq!(pmu.domains[0].name, "psys");
     assert_eq!(pmu.domains[0].config, 0x05);
     assert_eq!(pmu.domains[0].joules_per_count, PERF_SCALE);
+    assert_eq!((pmu.type_, pmu.cpus.as_slice()), (9, &[0][..]));
     assert!(pmu.describe().contains("psys"), "{}", pmu.describe());
 }
 
@@ -267,4 +268,23 @@ fn without_permission_the_paranoid_level_and_the_fix_are_said() {
     assert!(refuse_without_permission(Some(2), true).is_ok());
     assert!(refuse_without_permission(Some(0), false).is_ok());
     assert!(refuse_without_permission(None, false).is_ok());
+}
+
+#[test]
+fn counters_that_never_move_are_refused_not_zero() {
+    // What the Emerald Rapids guest gave: psys opened, and read the same over every window.
+    let readings: Vec<Reading> = (0..=20).map(|k| reading(k as f64 * 0.025, &[0])).collect();
+    let half = EnergyOptions {
+        idle_seconds: 0.5,
+        ..EnergyOptions::default()
+    };
+    let e = Energy::with_meter(meter("emr-psys", readings, 64), half).err().unwrap();
+    assert_eq!(e.exit_code(), 2);
+    let text = e.to_string();
+    assert!(text.contains("power/energy-psys/ did not change") && text.contains("count nothing"), "{text}");
+    // One moving count is enough.
+    let readings: Vec<Reading> = (0..=20).map(|k| reading(k as f64 * 0.025, &[k * 1000])).collect();
+    let e = Energy::with_meter(meter("emr-psys", readings, 64), half).unwrap();
+    let w = e.window().err().unwrap();
+    assert!(w.to_string().contains("exhausted"));
 }
