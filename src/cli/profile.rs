@@ -80,6 +80,10 @@ pub trait Steps {
     /// flops mode at small sizes; core Q traced; L2/L3/DRAM Q from perf, else analytic; T
     /// native), each quantity labelled with its provenance.
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>>;
+    /// The energy roofs measured beside the ceilings (`--energy`); none by default.
+    fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
+        Vec::new()
+    }
 }
 
 /// The real steps: machine detection, cached quick ceilings, and the kernel suite run
@@ -143,6 +147,12 @@ const PROFILE_KERNELS: &[(&str, u64)] = &[
 ];
 
 impl Steps for Wired {
+    fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
+        match (&self.energy, &self.ceilings) {
+            (Some(_), Some(c)) => c.energy.iter().filter(|e| e.threads.is_some_and(|t| self.thread_counts.contains(&t))).cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
     fn machine(&mut self, _bar: &ProgressBar) -> anyhow::Result<MachineModel> {
         Ok(crate::machine::detect(&crate::machine::DetectOptions::default())?)
     }
@@ -157,7 +167,17 @@ impl Steps for Wired {
             if !all.contains(&(threads as usize)) {
                 all.push(threads as usize);
             }
-            self.ceilings = Some(with_own_progress(bar, || crate::ceilings::load_or_measure(true, &all, false))?);
+            let mut c = with_own_progress(bar, || crate::ceilings::load_or_measure(true, &all, false))?;
+            if let Some(e) = &self.energy {
+                let opts = crate::ceilings::Options {
+                    quick: true,
+                    threads: all.clone(),
+                    sweep: false,
+                    progress: true,
+                };
+                crate::ceilings::energy_roofs(&mut c, e, &opts, false)?;
+            }
+            self.ceilings = Some(c);
         }
         let c = self.ceilings.as_ref().ok_or_else(|| anyhow::anyhow!("no ceilings"))?;
         Ok(RoofSet::from_roofs(&c.roofs(threads)))
@@ -351,6 +371,7 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
         }
         report.points.extend(points);
     }
+    report.energy_roofs = steps.energy_roofs();
     Ok(report)
 }
 
@@ -386,6 +407,7 @@ pub fn run_with(args: Args, steps: &mut dyn Steps) -> anyhow::Result<i32> {
         print!("{}", report::table::render(&view));
         for r in &view.reports {
             print!("{}", report::tables::energy::energy_table(&r.report.points));
+            print!("{}", report::tables::energy::energy_roofline_table(&r.report));
         }
     }
     let index = written.iter().find(|p| p.ends_with(bundle::INDEX)).cloned().unwrap_or_default();

@@ -92,6 +92,11 @@ fn show(args: ShowArgs) -> anyhow::Result<i32> {
         print_skipped(&view);
     } else {
         print!("{}", report::table::render(&view));
+        // Energy beside time, where the reports carry it (`--energy`).
+        for r in &view.reports {
+            print!("{}", report::tables::energy::energy_table(&r.report.points));
+            print!("{}", report::tables::energy::energy_roofline_table(&r.report));
+        }
     }
     Ok(0)
 }

@@ -82,6 +82,51 @@ pub fn energy_roofs_table(roofs: &[crate::schema::energy::EnergyRoofs]) -> Strin
     s
 }
 
+/// The energy roofline of each thread count a report has energy roofs for: ε_flop, ε_byte,
+/// π₀, the energy balance point beside the time balance point, then each point of that thread
+/// count with its intensity, GFLOP/J against the roofline's, and its energy bound.
+pub fn energy_roofline_table(report: &crate::schema::Report) -> String {
+    use crate::model::energy::{EnergyRoofline, place};
+    let mut s = String::new();
+    for r in &report.energy_roofs {
+        let time = std::iter::once(&report.ceilings)
+            .flatten()
+            .chain(&report.ceilings_by_threads)
+            .find(|c| c.threads == r.threads || (c.threads.is_none() && report.ceilings_by_threads.is_empty()));
+        let peak = time.and_then(|c| c.compute_gflops.values().copied().reduce(f64::max));
+        let dram = time.and_then(|c| c.bandwidth_gbs.get("dram").copied());
+        let Some(line) = EnergyRoofline::new(r, peak, dram) else {
+            continue;
+        };
+        s += &format!(
+            "\nenergy roofline ({} threads, {}): {} pJ/flop ({}), {} pJ/byte (DRAM), constant {} W; energy balance {} flop/byte, time balance {}\n",
+            r.threads.map_or("-".into(), |t| t.to_string()),
+            r.domain,
+            sig3(line.pj_per_flop),
+            line.flop_key,
+            sig3(line.pj_per_byte),
+            sig3(line.constant_watts),
+            sig3(line.energy_balance),
+            line.time_balance.map_or("unknown".into(), |b| format!("{} flop/byte", sig3(b)))
+        );
+        let cols = Columns::new(" ").left(30).right(9).right(10).right(12).right(8).right(9);
+        s += &(cols.line(["POINT", "AI dram", "GFLOP/J", "ROOF GFLOP/J", "OF ROOF", "BOUND"]) + "\n");
+        for p in report.points.iter().filter(|p| r.threads.is_none_or(|t| t == p.threads)) {
+            if let Some(at) = place(p, &line) {
+                s += &(cols.line([
+                    p.name.clone(),
+                    sig3(at.ai),
+                    sig3(at.gflop_per_joule),
+                    sig3(at.attainable),
+                    format!("{:.0}%", 100.0 * at.fraction),
+                    at.bound.to_string(),
+                ]) + "\n");
+            }
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +167,37 @@ mod tests {
         assert_eq!(t.matches("perf power PMU").count(), 1, "{t}");
         assert!(t.contains("not subtracted") && t.contains("every 1.00 ms"), "{t}");
         assert_eq!(energy_table(&[super::super::tests::point("x", 1.0, &[], vec![1.0])]), "");
+    }
+
+    #[test]
+    fn the_energy_roofline_of_a_recorded_report() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reports/several.json")).unwrap();
+        let mut report = crate::schema::Report::from_json(&text, "several.json").unwrap();
+        let threads = report.ceilings.as_ref().and_then(|c| c.threads);
+        let mut r = crate::schema::energy::EnergyRoofs {
+            domain: "pkg".into(),
+            constant_watts: 40.0,
+            threads,
+            ..Default::default()
+        };
+        r.pj_per_flop.insert("double.avx512".into(), 20.0);
+        r.pj_per_byte.insert("dram".into(), 200.0);
+        report.energy_roofs.push(r);
+        let p = report.points.iter_mut().find(|p| p.bytes.get("dram").is_some_and(|q| *q > 0.0)).unwrap();
+        p.threads = threads.unwrap_or(1);
+        p.extra.energy = Some(PointEnergy {
+            gflop_per_joule: Some(1.0),
+            ..Default::default()
+        });
+        let name = p.name.clone();
+        let t = energy_roofline_table(&report);
+        assert!(t.contains("energy balance 10 flop/byte"), "{t}");
+        let peak = report.ceilings.as_ref().unwrap().compute_gflops.values().copied().fold(0.0, f64::max);
+        let balance = peak / report.ceilings.as_ref().unwrap().bandwidth_gbs["dram"];
+        assert!(t.contains(&format!("time balance {} flop/byte", sig3(balance))), "{t}");
+        assert!(t.lines().any(|l| l.starts_with(&name)), "{t}");
+        report.energy_roofs[0].pj_per_byte.clear();
+        assert_eq!(energy_roofline_table(&report), "");
     }
 
     #[test]
