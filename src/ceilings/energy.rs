@@ -66,7 +66,10 @@ pub fn measure(energy: &Energy, host: &Host, opts: &Options, repeats: usize) -> 
             roofs.spread.insert("constant".into(), s);
         }
         // The FMA loop of each precision × ISA.
-        for spec in compute::specs(true).into_iter().filter(|s| s.mode == roofline_kernels::peak::PeakMode::Fma) {
+        for spec in compute::specs(true)
+            .into_iter()
+            .filter(|s| s.mode == roofline_kernels::peak::PeakMode::Fma)
+        {
             let mut xs = Vec::new();
             let mut key = String::new();
             for _ in 0..repeats.max(1) {
@@ -93,7 +96,15 @@ pub fn measure(energy: &Energy, host: &Host, opts: &Options, repeats: usize) -> 
             let mut xs = Vec::new();
             for r in 0..repeats.max(1) {
                 let (watts, bw) = whole_watts(energy, || {
-                    bandwidth::measure(roofline_kernels::stream::Op::Load, variant, &level, per_thread, t, b, 0x5eed + r as u64)
+                    bandwidth::measure(
+                        roofline_kernels::stream::Op::Load,
+                        variant,
+                        &level,
+                        per_thread,
+                        t,
+                        b,
+                        0x5eed + r as u64,
+                    )
                 })?;
                 let bw = bw.map_err(|e| Error::unavailable(e, "try fewer threads"))?;
                 xs.extend(pj_per_unit(watts, constant, bw.gbs * 1e9));

@@ -149,7 +149,12 @@ const PROFILE_KERNELS: &[(&str, u64)] = &[
 impl Steps for Wired {
     fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
         match (&self.energy, &self.ceilings) {
-            (Some(_), Some(c)) => c.energy.iter().filter(|e| e.threads.is_some_and(|t| self.thread_counts.contains(&t))).cloned().collect(),
+            (Some(_), Some(c)) => c
+                .energy
+                .iter()
+                .filter(|e| e.threads.is_some_and(|t| self.thread_counts.contains(&t)))
+                .cloned()
+                .collect(),
             _ => Vec::new(),
         }
     }

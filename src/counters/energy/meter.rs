@@ -78,7 +78,9 @@ impl PerfSource {
 pub fn refuse_without_permission(paranoid: Option<i32>, capable: bool) -> Result<()> {
     match paranoid {
         Some(level) if level > 0 && !capable => Err(Error::unavailable(
-            format!("perf_event_paranoid is {level} and this process lacks CAP_PERFMON: RAPL energy events are system-wide and need 0 or the capability"),
+            format!(
+                "perf_event_paranoid is {level} and this process lacks CAP_PERFMON: RAPL energy events are system-wide and need 0 or the capability"
+            ),
             "run as root, grant CAP_PERFMON (`sudo setcap cap_perfmon+ep $(which roofline)`), or `sudo sysctl kernel.perf_event_paranoid=0`",
         )),
         _ => Ok(()),
@@ -86,7 +88,9 @@ pub fn refuse_without_permission(paranoid: Option<i32>, capable: bool) -> Result
 }
 
 fn open_refused(d: &Domain, pmu: &PowerPmu, e: &std::io::Error) -> Error {
-    let level = crate::counters::perf::paranoid().map(|l| l.to_string()).unwrap_or_else(|| "unknown".into());
+    let level = crate::counters::perf::paranoid()
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| "unknown".into());
     match e.raw_os_error() {
         Some(1 | 13) => Error::unavailable(
             format!(

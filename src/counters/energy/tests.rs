@@ -40,11 +40,7 @@ fn reading(seconds: f64, counts: &[u64]) -> Reading {
 
 fn meter(tree_name: &str, readings: Vec<Reading>, bits: u32) -> Meter {
     let pmu = discover(&tree(tree_name)).unwrap();
-    Meter::with_source(
-        pmu.domains.clone(),
-        Box::new(Recorded { readings, next: 0, bits }),
-        pmu.describe(),
-    )
+    Meter::with_source(pmu.domains.clone(), Box::new(Recorded { readings, next: 0, bits }), pmu.describe())
 }
 
 #[test]
@@ -119,7 +115,15 @@ fn each_domain_converts_with_its_own_scale() {
     }
     std::fs::write(copy.join("events/energy-ram.scale"), "1.52587890625e-05\n").unwrap();
     let pmu = discover(dir.path()).unwrap();
-    let m = Meter::with_source(pmu.domains.clone(), Box::new(Recorded { readings: vec![], next: 0, bits: 64 }), String::new());
+    let m = Meter::with_source(
+        pmu.domains.clone(),
+        Box::new(Recorded {
+            readings: vec![],
+            next: 0,
+            bits: 64,
+        }),
+        String::new(),
+    );
     let j = m.joules(&reading(0.0, &[0, 0]), &reading(1.0, &[1 << 32, 65536]));
     assert_eq!(j, [1.0, 1.0]);
 }
@@ -281,7 +285,10 @@ fn counters_that_never_move_are_refused_not_zero() {
     let e = Energy::with_meter(meter("emr-psys", readings, 64), half).err().unwrap();
     assert_eq!(e.exit_code(), 2);
     let text = e.to_string();
-    assert!(text.contains("power/energy-psys/ did not change") && text.contains("count nothing"), "{text}");
+    assert!(
+        text.contains("power/energy-psys/ did not change") && text.contains("count nothing"),
+        "{text}"
+    );
     // One moving count is enough.
     let readings: Vec<Reading> = (0..=20).map(|k| reading(k as f64 * 0.025, &[k * 1000])).collect();
     let e = Energy::with_meter(meter("emr-psys", readings, 64), half).unwrap();

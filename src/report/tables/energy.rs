@@ -69,7 +69,12 @@ pub fn energy_roofs_table(roofs: &[crate::schema::energy::EnergyRoofs]) -> Strin
         for (k, v) in &r.pj_per_byte {
             s += &(cols.line([t.clone(), format!("{k} pJ/byte"), sig3(*v), spread(&format!("byte.{k}"))]) + "\n");
         }
-        s += &(cols.line([t.clone(), format!("constant W ({})", r.domain), sig3(r.constant_watts), spread("constant")]) + "\n");
+        s += &(cols.line([
+            t.clone(),
+            format!("constant W ({})", r.domain),
+            sig3(r.constant_watts),
+            spread("constant"),
+        ]) + "\n");
         for n in &r.notes {
             if !notes.contains(&n) {
                 notes.push(n);
@@ -183,7 +188,11 @@ mod tests {
         r.pj_per_flop.insert("double.avx512".into(), 20.0);
         r.pj_per_byte.insert("dram".into(), 200.0);
         report.energy_roofs.push(r);
-        let p = report.points.iter_mut().find(|p| p.bytes.get("dram").is_some_and(|q| *q > 0.0)).unwrap();
+        let p = report
+            .points
+            .iter_mut()
+            .find(|p| p.bytes.get("dram").is_some_and(|q| *q > 0.0))
+            .unwrap();
         p.threads = threads.unwrap_or(1);
         p.extra.energy = Some(PointEnergy {
             gflop_per_joule: Some(1.0),
@@ -191,8 +200,15 @@ mod tests {
         });
         let name = p.name.clone();
         let t = energy_roofline_table(&report);
-        assert!(t.contains("energy balance 10 flop/byte"), "{t}");
-        let peak = report.ceilings.as_ref().unwrap().compute_gflops.values().copied().fold(0.0, f64::max);
+        assert!(t.contains("energy balance 10.0 flop/byte"), "{t}");
+        let peak = report
+            .ceilings
+            .as_ref()
+            .unwrap()
+            .compute_gflops
+            .values()
+            .copied()
+            .fold(0.0, f64::max);
         let balance = peak / report.ceilings.as_ref().unwrap().bandwidth_gbs["dram"];
         assert!(t.contains(&format!("time balance {} flop/byte", sig3(balance))), "{t}");
         assert!(t.lines().any(|l| l.starts_with(&name)), "{t}");
