@@ -6,7 +6,7 @@ use super::*;
 use crate::schema::energy::PointEnergy;
 
 /// 2⁻³² J: the scale every `power/energy-*` event of Linux's RAPL PMU has.
-const PERF_SCALE: f64 = 2.3283064365386962890625e-10;
+const PERF_SCALE: f64 = 1.0 / 4_294_967_296.0;
 
 fn tree(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rapl").join(name)
