@@ -220,3 +220,26 @@ fn bad_input_is_one_line_and_exit_2() {
     let a = roofline().args(["report", "merge"]).arg(&mixed).assert().code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("other.json: not a rank's report"));
 }
+
+/// `report merge JOB/ -o job.html` writes the job's page: the job's line, the nodes', ranks'
+/// and job's charts, the balance with rank 3 (T 3 ms against 1 ms) the straggler.
+#[test]
+fn a_job_directory_merges_into_its_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("job.html");
+    let a = roofline()
+        .args(["report", "merge"])
+        .arg(fixture("two-nodes"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(stderr.contains("merged 14 points from 4 sources"), "{stderr}");
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("job of 4 rank(s) on 2 node(s)"));
+    assert_eq!(page.matches("<section class=\"chartbox\"").count(), 3, "nodes, ranks, the job");
+    assert!(page.contains("Balance over the ranks"));
+    assert!(page.contains("Stragglers (red, ≥ 10 % over the median): rank 3 (3.00 ms, 3.00× the median)"));
+}

@@ -39,7 +39,7 @@ pub struct MergeArgs {
     /// Two or more reports, or one job directory of rank files.
     #[arg(required = true, num_args = 1.., value_name = "REPORT|JOB_DIR")]
     pub reports: Vec<PathBuf>,
-    /// Write the merged report here (JSON); without it, print it.
+    /// Write the merged report here (JSON, or its page: HTML); without it, print it.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -105,7 +105,7 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
     let out = args
         .output
         .as_deref()
-        .map(|p| crate::util::OutputFile::check(p, &["json"]))
+        .map(|p| crate::util::OutputFile::check(p, &["json", "html"]))
         .transpose()?;
     let job_dir = match args.reports.as_slice() {
         [one] if one.is_dir() => Some(job_files(one)?),
@@ -134,6 +134,22 @@ fn merge_cmd(args: MergeArgs) -> anyhow::Result<i32> {
     }
     let text = merged.to_json() + "\n";
     match out {
+        // The page of the merged report (a job's: nodes, ranks, the job and its balance).
+        Some((file, ext)) if ext == "html" => {
+            let points = merged.points.len();
+            let sources = merged.sources.len();
+            let name = file
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "job".into());
+            let view = View::new(vec![(name, merged)], None, PlotKind::All);
+            report::write_view(&view, &file.path)?;
+            eprintln!(
+                "roofline: merged {points} points from {sources} sources into {}",
+                file.path.display()
+            );
+        }
         Some((file, _)) => {
             file.write(text.as_bytes())?;
             eprintln!(

@@ -14,7 +14,7 @@
 use std::fmt::Write;
 
 use super::labels::{self, Label, Rect};
-use super::plot::{FONT_FAMILY, Mapper, error_bar, families_of, isa_color, level_color, text_size};
+use super::plot::{FONT_FAMILY, Mapper, SPARE_COLORS, error_bar, families_of, isa_color, level_color, text_size};
 use super::{PlotKind, View};
 use crate::model::{
     Analysis, ComputeRoof, RoofSet, level_label, point_isa, point_precision, point_rate, precision_family, precision_label,
@@ -288,7 +288,7 @@ fn machine_roofs(view: &View, roofs: &RoofSet, kind: PlotKind, machine: usize, o
     compute.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
     for (i, c) in compute.iter().enumerate() {
         let own = isa_color(&c.isa).filter(|_| machine == 0).map(|c| (c.0, c.1, c.2));
-        let color = own.unwrap_or(SPARE[(i + machine) % SPARE.len()]);
+        let color = own.unwrap_or(SPARE_COLORS[(i + machine) % SPARE_COLORS.len()]);
         out.push(ChartRoof {
             key: format!("{}c-{}", key_prefix(machine), key_part(&c.key())),
             name: with_machine(
@@ -315,7 +315,7 @@ fn machine_roofs(view: &View, roofs: &RoofSet, kind: PlotKind, machine: usize, o
             b.traffic_gbs
         };
         let own = level_color(&b.level).filter(|_| machine == 0).map(|c| (c.0, c.1, c.2));
-        let color = own.unwrap_or(SPARE[(i + 3 + machine) % SPARE.len()]);
+        let color = own.unwrap_or(SPARE_COLORS[(i + 3 + machine) % SPARE_COLORS.len()]);
         out.push(ChartRoof {
             key: format!("{}m-{}", key_prefix(machine), key_part(&b.level)),
             name: with_machine(&prefix, level_label(&b.level)),
@@ -331,16 +331,6 @@ fn machine_roofs(view: &View, roofs: &RoofSet, kind: PlotKind, machine: usize, o
     }
     out
 }
-
-/// Colours for roofs without their own.
-const SPARE: [(u8, u8, u8); 6] = [
-    (0, 0, 0),
-    (255, 127, 14),
-    (23, 190, 207),
-    (188, 189, 34),
-    (227, 119, 194),
-    (90, 90, 200),
-];
 
 /// A roof's name with its machine's said once (`GPU FP64 tensor` stays as it is).
 fn with_machine(prefix: &str, name: String) -> String {
@@ -829,7 +819,7 @@ pub fn svg(chart: &Chart, id: &str, integer: bool) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
-        "<svg id=\"{id}\" class=\"chart\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\" font-family=\"{FONT_FAMILY}\">",
+        "<svg id=\"{id}\" class=\"chart\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"group\" tabindex=\"0\" aria-label=\"{}\" aria-describedby=\"{id}-keys\" font-family=\"{FONT_FAMILY}\">",
         if chart.kind == PlotKind::Dram {
             "classic roofline"
         } else {

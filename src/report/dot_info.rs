@@ -318,8 +318,7 @@ pub fn dot_data(view: &View, r: &NamedReport, p: &Point, a: &Analysis, share: f6
             })
             .collect()
     };
-    let warn = crate::model::above_roof(p, a, roofs);
-    json!({
+    let mut d = json!({
         "n": view.point_label(r, p),
         "b": bound_text(&a.bound),
         "bc": bound_class(&a.bound),
@@ -327,19 +326,53 @@ pub fn dot_data(view: &View, r: &NamedReport, p: &Point, a: &Analysis, share: f6
         "more": more,
         "adv": dot_advice(p, a, roofs),
         "notes": p.provenance.notes,
-        "fns": hot(&p.extra.by_function, false),
-        "lines": hot(&p.extra.by_line, true),
-        "warn": warn,
-    })
+    });
+    // What most points lack is left out, not written empty: a thousand dots are a thousand
+    // times each key.
+    let fns = hot(&p.extra.by_function, false);
+    if !fns.is_empty() {
+        d["fns"] = json!(fns);
+    }
+    let lines = hot(&p.extra.by_line, true);
+    if !lines.is_empty() {
+        d["lines"] = json!(lines);
+    }
+    if let Some(w) = crate::model::above_roof(p, a, roofs) {
+        d["warn"] = json!(w);
+    }
+    // A GPU kernel's whole name (demangled where ncu gave it mangled) behind its short one.
+    if let Some(k) = p
+        .extra
+        .kernel_demangled
+        .as_deref()
+        .or(p.extra.kernel.as_deref())
+        .filter(|k| !p.name.contains(*k))
+    {
+        d["full"] = json!(k);
+    }
+    // GPU points: the regime and why; NVTX regions: their kernels (launches, share of time).
+    if let Some(reg) = &p.extra.regime {
+        d["reg"] = json!([reg, p.extra.regime_reason.as_deref().unwrap_or("")]);
+    }
+    if let Some(ks) = &p.extra.kernels {
+        d["kern"] = json!(
+            ks.iter()
+                .map(|k| json!([k.name, k.launches, format!("{:.1}", k.time_share.unwrap_or(0.0) * 100.0)]))
+                .collect::<Vec<_>>()
+        );
+    }
+    d
 }
 
 /// The data of every dot of a chart, in the dots' order, as JSON safe inside a `<script>`:
-/// `{"notes": [...], "dots": [...]}`, each dot's `notes` the indices of its notes in the
-/// shared list (the same caveats hold for many points: said once in the file).
+/// `{"notes": [...], "keys": [...], "dots": [...]}`, each dot's `notes` the indices of its
+/// notes in the shared list (the same caveats hold for many points: said once in the file),
+/// and the names of its `tip` and `more` rows indices into `keys`.
 pub fn chart_data(view: &View, chart: &Chart) -> String {
     let kind = chart.kind;
     let mut out = Vec::with_capacity(chart.dots.len());
     let mut notes: Vec<String> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
     let mut k = 0;
     for r in &view.reports {
         for (p, a) in r.report.points.iter().zip(&r.analyses) {
@@ -361,11 +394,24 @@ pub fn chart_data(view: &View, chart: &Chart) -> String {
                 })
                 .collect();
             d["notes"] = json!(ids);
+            // The rows' names are the same few for every dot: written once in `keys`.
+            for rows in ["tip", "more"] {
+                if let Some(pairs) = d[rows].as_array_mut() {
+                    for kv in pairs {
+                        let name = kv[0].as_str().unwrap_or("").to_string();
+                        let at = keys.iter().position(|k| *k == name).unwrap_or_else(|| {
+                            keys.push(name);
+                            keys.len() - 1
+                        });
+                        kv[0] = json!(at);
+                    }
+                }
+            }
             out.push(d);
             k += 1;
         }
     }
-    let doc = json!({ "notes": notes, "dots": out });
+    let doc = json!({ "notes": notes, "keys": keys, "dots": out });
     serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into()).replace("</", "<\\/")
 }
 

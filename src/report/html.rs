@@ -20,9 +20,10 @@ pub use super::markup::esc;
 
 /// An SVG document made inline and fluid: no XML prolog, width follows the container.
 pub fn inline_svg(svg: &str) -> String {
+    let svg = super::markup::compact_svg(svg);
     let body = match svg.find("<svg") {
         Some(i) => &svg[i..],
-        None => svg,
+        None => &svg,
     };
     match body.find('>') {
         Some(end) => {
@@ -49,18 +50,6 @@ fn strip_attr(tag: &str, name: &str) -> String {
         }
         None => tag.to_string(),
     }
-}
-
-/// A GPU kernel's whole name (demangled where ncu gave it mangled) as the hover text of its
-/// shortened display name.
-fn full_name_title(p: &Point) -> String {
-    p.extra
-        .kernel_demangled
-        .as_deref()
-        .or(p.extra.kernel.as_deref())
-        .filter(|k| *k != p.name)
-        .map(|k| format!(" title=\"{}\"", esc(k)))
-        .unwrap_or_default()
 }
 
 const CSS: &str = "
@@ -197,22 +186,36 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         esc(title)
     );
     let npoints = view.points().count();
+    // A merged job: its line, its charts (nodes, ranks, the job) and its balance.
+    let job = super::job_page::job_of(view).map(|(_, j)| j);
     let _ = write!(
         o,
         "<p class=\"machine\">{} · {} point(s) · roofline {}</p></header>",
-        esc(&super::page::machine_line(view)),
+        esc(&match job {
+            Some(j) => super::job_page::summary_line(j),
+            None => super::page::machine_line(view),
+        }),
         npoints,
         env!("CARGO_PKG_VERSION")
     );
     let sets = view.by_threads();
-    for (i, set) in sets.iter().enumerate() {
-        let heading = (sets.len() > 1).then(|| threads_heading(set));
+    let charted: Vec<(Option<String>, View)> = match job {
+        Some(_) => super::job_page::views(view).into_iter().map(|(h, v)| (Some(h), v)).collect(),
+        None => sets
+            .iter()
+            .map(|set| ((sets.len() > 1).then(|| threads_heading(set)), set.clone()))
+            .collect(),
+    };
+    for (i, (heading, set)) in charted.iter().enumerate() {
         if let Some(section) = super::page::chart_section(set, &format!("chart{i}"), heading.as_deref()) {
             o.push_str(&section);
         }
     }
     // The script right after the charts: they respond before the rest of the page is read.
     let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
+    if job.is_some() {
+        super::job_page::sections(&mut o, view);
+    }
     // Machine and environment, per report (and per merge source).
     o.push_str("<details><summary><h2>Machine and environment</h2></summary><div class=\"grid\">");
     for r in &view.reports {
@@ -247,7 +250,8 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         roofs_and_plots(&mut o, set)?;
         o.push_str("</details>");
     }
-    o.push_str(&render_rest(view)?);
+    let charted: Vec<View> = charted.into_iter().map(|(_, v)| v).collect();
+    o.push_str(&render_rest(view, &charted)?);
     Ok(o)
 }
 
@@ -339,71 +343,48 @@ fn roofs_and_plots(o: &mut String, view: &View) -> Result<()> {
     Ok(())
 }
 
-/// One card per placed point: its bound, its fraction of its roof, warnings, the GPU regime
-/// and kernels where known, and the advice written from its own numbers.
-fn advice_cards(o: &mut String, view: &View) {
-    o.push_str("<details><summary><h2>Advice per point</h2></summary><div class=\"grid\">");
-    for (r, p, a) in view.points() {
-        if a.skipped.is_some() {
-            continue;
-        }
-        // A point above its roof: a warning naming both numbers (model::above_roof).
-        let above = crate::model::above_roof(p, a, r.roofs_for(p.threads))
-            .map(|w| format!("<p class=\"warn\" role=\"alert\">Warning: {}</p>", esc(&w)))
-            .unwrap_or_default();
-        // GPU points: the compute/bandwidth/overhead regime; NVTX regions: their kernels.
-        let regime = p
-            .extra
-            .regime
-            .as_deref()
-            .map(|r| {
-                let why = p.extra.regime_reason.as_deref().unwrap_or("");
-                format!("<p>GPU regime: <b>{}-bound</b> ({})</p>", esc(r), esc(why))
-            })
-            .unwrap_or_default();
-        let kernels = p
-            .extra
-            .kernels
-            .as_ref()
-            .map(|ks| {
-                let mut l = String::from("<p>Kernels in this region:</p><ul>");
-                for k in ks {
-                    let _ = write!(
-                        l,
-                        "<li>{} — {} launch(es), {:.1}% of the region's GPU time</li>",
-                        esc(&k.name),
-                        k.launches,
-                        k.time_share.unwrap_or(0.0) * 100.0
-                    );
+/// One card of advice per point, built in the page when the section is first opened: from
+/// the charts' data for the points drawn on one of `charted` (their advice is written once
+/// in the file), from `cards-data` for the others (their own data, the same shape).
+fn advice_cards(o: &mut String, view: &View, charted: &[View]) {
+    o.push_str("<details class=\"cards\"><summary><h2>Advice per point</h2></summary><div class=\"grid\"></div>");
+    // The points drawn on a chart, by report, name and source.
+    let mut placed: std::collections::HashSet<(String, String, Option<String>)> = std::collections::HashSet::new();
+    for set in charted {
+        if let Some(kind) = super::chart::chosen_kind(set) {
+            for (r, p, a) in set.points() {
+                if super::chart::dot_position(p, a, kind).is_some() {
+                    placed.insert((r.name.clone(), p.name.clone(), p.source.clone()));
                 }
-                l + "</ul>"
-            })
-            .unwrap_or_default();
-        let _ = write!(
-            o,
-            "<div class=\"card\"><h3{}>{}</h3><p><span class=\"bound {}\">{}</span>{}</p>{above}{regime}<ul class=\"adv\">{}</ul>{kernels}</div>",
-            full_name_title(p),
-            esc(&view.point_label(r, p)),
-            bound_class(&a.bound),
-            esc(&bound_text(&a.bound)),
-            a.roof_fraction
-                .zip(a.primary)
-                .map(|(f, m)| format!(" — {:.0}% of the {} roof", f * 100.0, m.name()))
-                .map(|s| esc(&s))
-                .unwrap_or_default(),
-            super::dot_info::dot_advice(p, a, r.roofs_for(p.threads))
-                .iter()
-                .map(|l| format!("<li>{}</li>", esc(l)))
-                .collect::<String>()
-        );
+            }
+        }
     }
-    o.push_str("</div></details>");
+    let mut unplaced = Vec::new();
+    for set in view.by_threads() {
+        for (r, p, a) in set.points() {
+            if a.skipped.is_some() || placed.contains(&(r.name.clone(), p.name.clone(), p.source.clone())) {
+                continue;
+            }
+            let mut d = super::dot_info::dot_data(&set, r, p, a, 0.0);
+            if let Some(m) = d.as_object_mut() {
+                m.remove("notes");
+            }
+            unplaced.push(d);
+        }
+    }
+    let _ = write!(
+        o,
+        "<script type=\"application/json\" id=\"cards-data\">{}</script></details>",
+        serde_json::to_string(&unplaced)
+            .unwrap_or_else(|_| "[]".into())
+            .replace("</", "<\\/")
+    );
 }
 
 /// Everything after the charts: the advice cards and the rest.
-fn render_rest(view: &View) -> Result<String> {
+fn render_rest(view: &View, charted: &[View]) -> Result<String> {
     let mut o = String::new();
-    advice_cards(&mut o, view);
+    advice_cards(&mut o, view, charted);
     // GPU fusion candidates (gpu::fusion): one line per chain with its kernels.
     let chains: Vec<&crate::schema::report::FusionChain> = view.reports.iter().flat_map(|r| r.report.fusion.iter()).collect();
     if !chains.is_empty() {
@@ -423,60 +404,7 @@ fn render_rest(view: &View) -> Result<String> {
         }
         o.push_str("</ul>");
     }
-    // Point table
-    o.push_str("<details><summary><h2>Points</h2></summary><div class=\"scroll\"><table><tr><th>point</th><th>threads</th><th>T (median)</th><th>spread</th><th>W (flop)</th><th>GFLOP/s</th>");
-    let levels: Vec<String> = super::csv::levels(view).into_iter().filter(|l| l != "stack").collect();
-    for l in &levels {
-        let _ = write!(o, "<th>Q {0}</th><th>GB/s {0}</th><th>AI {0}</th>", esc(l));
-    }
-    o.push_str("<th>hierarchical</th><th>classic</th><th>cache-aware</th><th>roof</th><th>bound</th><th>provenance</th></tr>");
-    for (r, p, a) in view.points() {
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            esc(&view.point_label(r, p)),
-            p.threads,
-            seconds(p.seconds),
-            p.spread().map(|s| format!("{:.1}%", s * 100.0)).unwrap_or_else(|| "-".into()),
-            si(p.flops.total),
-            p.gflops.map(sig3).unwrap_or_else(|| "-".into())
-        );
-        for l in &levels {
-            let q = p.bytes.get(l).map(|b| format!("{}B", si(*b))).unwrap_or_else(|| "-".into());
-            let g = p.gbs.get(l).map(|x| sig3(*x)).unwrap_or_else(|| "-".into());
-            let ai = a.ai.get(l).map(|x| sig3(*x)).unwrap_or_else(|| "-".into());
-            let _ = write!(o, "<td>{q}</td><td>{g}</td><td>{ai}</td>");
-        }
-        for m in [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware] {
-            let _ = write!(o, "<td>{}</td>", a.get(m).map(|x| sig3(x.gflops)).unwrap_or_else(|| "-".into()));
-        }
-        let prov = {
-            let mut parts = Vec::new();
-            if let Some(s) = p.provenance.flops {
-                parts.push(format!("W {}", s.name()));
-            }
-            for (l, s) in &p.provenance.bytes {
-                parts.push(format!("Q {l} {}", s.name()));
-            }
-            if let Some(s) = p.provenance.seconds {
-                parts.push(format!("T {}", s.name()));
-            }
-            parts.join(", ")
-        };
-        let _ = write!(
-            o,
-            "<td>{}</td><td class=\"bound {}\">{}</td><td>{}</td></tr>",
-            a.roof_fraction.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".into()),
-            bound_class(&a.bound),
-            esc(&if a.skipped.is_some() {
-                "skipped".to_string()
-            } else {
-                bound_text(&a.bound)
-            }),
-            esc(&prov)
-        );
-    }
-    o.push_str("</table></div></details>");
+    point_table(&mut o, view);
     attribution_tables(&mut o, view);
     let skipped = view.skipped();
     if !skipped.is_empty() {
@@ -494,6 +422,83 @@ fn render_rest(view: &View) -> Result<String> {
     );
     o.push_str("</main></body></html>\n");
     Ok(o)
+}
+
+/// The point table, built in the page when it is first opened from `points-data`: `h` the
+/// header, `r` one row of cells per point (its provenance an index into `pv`), each row's
+/// last item its bound's class (a table of
+/// a thousand rows is mostly markup; its cells are what it says).
+fn point_table(o: &mut String, view: &View) {
+    let levels: Vec<String> = super::csv::levels(view).into_iter().filter(|l| l != "stack").collect();
+    let mut head: Vec<String> = ["point", "threads", "T (median)", "spread", "W (flop)", "GFLOP/s"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    for l in &levels {
+        head.extend([format!("Q {l}"), format!("GB/s {l}"), format!("AI {l}")]);
+    }
+    head.extend(
+        ["hierarchical", "classic", "cache-aware", "roof", "bound", "provenance"]
+            .iter()
+            .map(|h| h.to_string()),
+    );
+    let dash = || "-".to_string();
+    let mut rows: Vec<Vec<serde_json::Value>> = Vec::new();
+    let mut provenances: Vec<String> = Vec::new();
+    for (r, p, a) in view.points() {
+        let mut row = vec![
+            view.point_label(r, p),
+            p.threads.to_string(),
+            seconds(p.seconds),
+            p.spread().map(|s| format!("{:.1}%", s * 100.0)).unwrap_or_else(dash),
+            si(p.flops.total),
+            p.gflops.map(sig3).unwrap_or_else(dash),
+        ];
+        for l in &levels {
+            row.push(p.bytes.get(l).map(|b| format!("{}B", si(*b))).unwrap_or_else(dash));
+            row.push(p.gbs.get(l).map(|x| sig3(*x)).unwrap_or_else(dash));
+            row.push(a.ai.get(l).map(|x| sig3(*x)).unwrap_or_else(dash));
+        }
+        for m in [ModelKind::Hierarchical, ModelKind::Dram, ModelKind::CacheAware] {
+            row.push(a.get(m).map(|x| sig3(x.gflops)).unwrap_or_else(dash));
+        }
+        let mut prov = Vec::new();
+        if let Some(s) = p.provenance.flops {
+            prov.push(format!("W {}", s.name()));
+        }
+        for (l, s) in &p.provenance.bytes {
+            prov.push(format!("Q {l} {}", s.name()));
+        }
+        if let Some(s) = p.provenance.seconds {
+            prov.push(format!("T {}", s.name()));
+        }
+        row.push(a.roof_fraction.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(dash));
+        row.push(if a.skipped.is_some() {
+            "skipped".to_string()
+        } else {
+            bound_text(&a.bound)
+        });
+        // Most points share their provenance: written once, the rows refer to it.
+        let prov = prov.join(", ");
+        let k = match provenances.iter().position(|p| *p == prov) {
+            Some(k) => k,
+            None => {
+                provenances.push(prov);
+                provenances.len() - 1
+            }
+        };
+        let mut row: Vec<serde_json::Value> = row.into_iter().map(serde_json::Value::from).collect();
+        row.push(k.into());
+        row.push(bound_class(&a.bound).into());
+        rows.push(row);
+    }
+    let doc = serde_json::json!({ "h": head, "r": rows, "pv": provenances });
+    let _ = write!(
+        o,
+        "<details class=\"points\"><summary><h2>Points</h2></summary><div class=\"scroll\"></div>\
+         <script type=\"application/json\" id=\"points-data\">{}</script></details>",
+        serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into()).replace("</", "<\\/")
+    );
 }
 
 /// Rows per attribution table in the page (the JSON has them all).

@@ -14,6 +14,8 @@ pub mod dot_info;
 pub mod html;
 #[cfg(any(feature = "analysis", feature = "plot"))]
 pub mod instruction;
+#[cfg(feature = "plot")]
+pub mod job_page;
 pub mod json;
 #[cfg(feature = "plot")]
 pub mod labels;

@@ -62,10 +62,15 @@
     });
     parent.appendChild(t);
   }
+  var docs = [];
   function setup(box) {
     var svg = box.querySelector("svg.chart");
     var doc = JSON.parse(document.getElementById(svg.id + "-data").textContent);
+    docs.push(doc);
     var data = doc.dots;
+    data.forEach(function (d) {
+      [d.tip, d.more].forEach(function (rows) { rows.forEach(function (kv) { kv[0] = doc.keys[kv[0]]; }); });
+    });
     var wrap = box.querySelector(".chart-wrap");
     var tip = box.querySelector(".tip");
     var pin = box.querySelector(".pin");
@@ -129,7 +134,72 @@
       var i = dotIndex(ev.target);
       if (i >= 0) { pinDot(i); tip.hidden = true; }
     });
-    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") pinDot(-1); });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") { pinDot(-1); tip.hidden = true; } });
+    // Keyboard: the chart is one Tab stop; focus goes on to a dot (the largest, or the one
+    // last visited), arrow keys move between dots (left/right in AI order, up/down to the
+    // nearest dot above or below), Enter or Space pins, Escape unpins. The focused dot
+    // carries the Tab stop while it has it, so Shift+Tab leaves the chart.
+    var current = null;
+    function visibleDots() { return all(".dots circle", frameOf(svg)); }
+    function centre(c) { var r = c.getBoundingClientRect(); return { clientX: r.left + r.width / 2, clientY: r.top + r.height / 2 }; }
+    // The roving Tab stop: the dot `c` holds it, with its role and label.
+    function prepare(c) {
+      if (current && current !== c) current.removeAttribute("tabindex");
+      current = c;
+      var d = data[dotIndex(c)];
+      c.setAttribute("tabindex", "0");
+      c.setAttribute("role", "button");
+      c.setAttribute("aria-label", d.n + ": " + d.tip.map(function (kv) { return kv[0] + " " + kv[1]; }).join(", ") + ". Enter pins its panel.");
+      svg.setAttribute("tabindex", "-1");
+    }
+    function focusDot(c) { prepare(c); c.focus(); }
+    function releaseFocus() {
+      if (current) current.removeAttribute("tabindex");
+      current = null;
+      svg.setAttribute("tabindex", "0");
+    }
+    svg.addEventListener("focusin", function (ev) {
+      if (ev.target === svg) {
+        var dots = visibleDots();
+        if (dots.length) focusDot(current && dots.indexOf(current) >= 0 ? current : dots[0]);
+        return;
+      }
+      var i = dotIndex(ev.target);
+      if (i >= 0) { prepare(ev.target); showTip(i, centre(ev.target)); }
+    });
+    // A pointer press moves no focus into the chart (the keyboard's place stays where it was).
+    svg.addEventListener("mousedown", function (ev) { ev.preventDefault(); });
+    svg.addEventListener("focusout", function (ev) {
+      if (!svg.contains(ev.relatedTarget)) tip.hidden = true;
+    });
+    function step(c, key) {
+      var dots = visibleDots(), p = c.getBoundingClientRect();
+      var at = function (e) { var r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; };
+      var me = [p.left + p.width / 2, p.top + p.height / 2];
+      if (key === "ArrowLeft" || key === "ArrowRight" || key === "Home" || key === "End") {
+        var order = dots.map(function (e) { return [at(e), e]; }).sort(function (a, b) { return a[0][0] - b[0][0] || a[0][1] - b[0][1]; });
+        var k = order.map(function (o) { return o[1]; }).indexOf(c);
+        if (key === "Home") return order[0][1];
+        if (key === "End") return order[order.length - 1][1];
+        k += key === "ArrowRight" ? 1 : -1;
+        return k >= 0 && k < order.length ? order[k][1] : c;
+      }
+      var sign = key === "ArrowUp" ? -1 : 1, best = c, cost = Infinity;
+      dots.forEach(function (e) {
+        var q = at(e), dy = (q[1] - me[1]) * sign, dx = Math.abs(q[0] - me[0]);
+        if (e !== c && dy > 0.5 && dy + 3 * dx < cost) { cost = dy + 3 * dx; best = e; }
+      });
+      return best;
+    }
+    svg.addEventListener("keydown", function (ev) {
+      var i = dotIndex(ev.target);
+      if (i < 0) return;
+      if (ev.key === "Enter" || ev.key === " ") {
+        pinDot(i); tip.hidden = true; ev.preventDefault();
+      } else if (/^(Arrow(Left|Right|Up|Down)|Home|End)$/.test(ev.key)) {
+        focusDot(step(ev.target, ev.key)); ev.preventDefault();
+      }
+    });
     function setRoof(key, on) {
       all('[data-roof="' + key + '"]', svg).forEach(function (e) { e.style.display = on ? "" : "none"; });
     }
@@ -168,6 +238,7 @@
         f[1].style.display = full ? "" : "none";
         zoom.textContent = full ? "Zoom to the dots" : "Full range";
         zoom.setAttribute("aria-pressed", full ? "true" : "false");
+        if (current && !frameOf(svg).contains(current)) releaseFocus();
         refine(svg);
       });
     }
@@ -176,4 +247,68 @@
   // The script follows the charts in the page: they are set up at once, while the folded
   // sections below are still being read.
   all(".chartbox").forEach(setup);
+
+  // The folded sections of many rows are built when first opened, from the page's data.
+  // They follow this script in the page: their toggle is caught on the document (it does
+  // not bubble; capture sees it).
+  function once(sel, build) {
+    document.addEventListener("toggle", function (ev) {
+      var det = ev.target;
+      if (!det.matches || !det.matches(sel) || !det.open || det.hasAttribute("data-built")) return;
+      det.setAttribute("data-built", "");
+      build(det);
+    }, true);
+  }
+  function value(pairs, key) {
+    for (var k = 0; k < pairs.length; k++) if (pairs[k][0] === key) return pairs[k][1];
+    return null;
+  }
+  function card(d) {
+    var c = el("div", "card"), h = el("h3", "", d.n);
+    if (d.full) h.title = d.full;
+    c.appendChild(h);
+    var p = el("p");
+    p.appendChild(el("span", "bound " + d.bc, d.b));
+    var of = d.tip && value(d.tip, "of roof"), roof = d.tip && value(d.tip, "roof");
+    if (of) p.appendChild(document.createTextNode(" — " + of + " of its roof" + (roof ? " (" + roof + ")" : "")));
+    c.appendChild(p);
+    if (d.warn) c.appendChild(el("p", "warn", "Warning: " + d.warn));
+    if (d.reg) {
+      var g = el("p", "", "GPU regime: ");
+      g.appendChild(el("b", "", d.reg[0] + "-bound"));
+      g.appendChild(document.createTextNode(" (" + d.reg[1] + ")"));
+      c.appendChild(g);
+    }
+    var ul = el("ul", "adv");
+    d.adv.forEach(function (t) { ul.appendChild(el("li", "", t)); });
+    c.appendChild(ul);
+    if (d.kern) {
+      c.appendChild(el("p", "", "Kernels in this region:"));
+      var ks = el("ul");
+      d.kern.forEach(function (k) { ks.appendChild(el("li", "", k[0] + " — " + k[1] + " launch(es), " + k[2] + "% of the region's GPU time")); });
+      c.appendChild(ks);
+    }
+    return c;
+  }
+  once("details.cards", function (det) {
+    var frag = document.createDocumentFragment();
+    docs.forEach(function (doc) { doc.dots.forEach(function (d) { frag.appendChild(card(d)); }); });
+    JSON.parse(document.getElementById("cards-data").textContent).forEach(function (d) { frag.appendChild(card(d)); });
+    det.querySelector(".grid").appendChild(frag);
+  });
+  once("details.points", function (det) {
+    var doc = JSON.parse(document.getElementById("points-data").textContent);
+    var t = el("table"), tr = el("tr"), b = doc.h.indexOf("bound");
+    doc.h.forEach(function (h) { tr.appendChild(el("th", "", h)); });
+    t.appendChild(tr);
+    doc.r.forEach(function (r) {
+      var row = el("tr");
+      for (var k = 0; k < r.length - 1; k++) {
+        var v = typeof r[k] === "number" ? doc.pv[r[k]] : r[k];
+        row.appendChild(el("td", k === b ? "bound " + r[r.length - 1] : "", v));
+      }
+      t.appendChild(row);
+    });
+    det.querySelector(".scroll").appendChild(t);
+  });
 })();

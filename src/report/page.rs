@@ -20,13 +20,16 @@ header h1{font-size:1.25em;margin:0 0 2px}
 .chartbox{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;margin-bottom:10px}
 .chart-wrap{position:relative;flex:1 1 600px;min-width:0;background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:4px}
 .chart-wrap svg.chart{display:block;width:100%;height:auto;max-height:calc(100vh - 112px)}
-.toolbar{display:flex;gap:8px;align-items:center;font-size:.88em;color:#555;padding:0 4px 2px}
+.toolbar{display:flex;gap:8px;align-items:center;font-size:.88em;color:#555;padding:0 4px 2px;white-space:nowrap;overflow:hidden}
+.toolbar>*{flex:none}.toolbar>.muted{flex:1 1 0;min-width:0;overflow:hidden;text-overflow:ellipsis}
 .toolbar button,.pin button{font:inherit;border:1px solid #bbb;background:#f6f6f6;border-radius:4px;padding:1px 8px;cursor:pointer}
 svg.chart text{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg.chart .ticks text{stroke:none}
 svg.chart .lbl.clash{display:none}
 svg.chart .dot{stroke:#fff;stroke-width:1;fill-opacity:.85;cursor:pointer}
 svg.chart .dot:hover,svg.chart .dot.pinned{stroke:#000;stroke-width:2.5}
+svg.chart:focus{outline:2px solid #1a56db;outline-offset:-2px}
+svg.chart .dot:focus{outline:none;stroke:#1a56db;stroke-width:3.5;stroke-dasharray:4 2}
 svg.chart .dot.old{fill-opacity:.35}
 .dot.compute,.sw.compute{fill:#d62728;background:#d62728}.dot.memory,.sw.memory{fill:#1f77b4;background:#1f77b4}
 .dot.overhead,.sw.overhead{fill:#e08a00;background:#e08a00}.dot.unknown,.sw.unknown{fill:#888;background:#888}
@@ -48,6 +51,8 @@ svg.chart .dot.old{fill-opacity:.35}
 .pin ul{margin:0;padding-left:1.1em}
 .pin table.hot td{white-space:normal;text-align:left;border:0;padding:1px 4px;font-size:.95em}
 .pin table.hot td:last-child{text-align:right;white-space:nowrap}
+td.straggler{color:#b00;font-weight:600}
+.balance figure{margin:6px 0}
 ";
 
 /// The one line above the chart: CPU, microarchitecture, threads, clock, hypervisor, and
@@ -100,7 +105,7 @@ pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<Str
     }
     let _ = write!(
         o,
-        "<span>{}</span><button type=\"button\" class=\"zoom\" aria-pressed=\"false\">Full range</button><span class=\"muted\">hover a dot; click to pin</span></div>",
+        "<span>{}</span><button type=\"button\" class=\"zoom\" aria-pressed=\"false\">Full range</button><span class=\"muted\" id=\"{id}-keys\">hover a dot; click to pin; keys: Tab, arrows, Enter, Esc</span></div>",
         if chart.kind == super::PlotKind::Dram {
             "classic roofline (DRAM AI)"
         } else {
@@ -109,7 +114,7 @@ pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<Str
     );
     o.push_str(&chart::svg(&chart, id, chart::integer_work(view)));
     // The pinned panel above the legend: on a laptop's first screen.
-    o.push_str("<div class=\"tip\" hidden></div></div><aside class=\"side\"><div class=\"pin\" hidden></div>");
+    o.push_str("<div class=\"tip\" role=\"tooltip\" hidden></div></div><aside class=\"side\"><div class=\"pin\" aria-live=\"polite\" hidden></div>");
     legend(&mut o, &chart);
     o.push_str("</aside>");
     let _ = write!(

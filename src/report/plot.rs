@@ -93,7 +93,7 @@ pub fn level_color(level: &str) -> Option<RGBColor> {
 
 /// Colours for roofs without a preferred one, or whose preferred one another kind of roof
 /// in the same plot already took.
-const SPARE_COLORS: [(u8, u8, u8); 10] = [
+pub(super) const SPARE_COLORS: [(u8, u8, u8); 10] = [
     (0, 0, 0),
     (255, 127, 14),
     (23, 190, 207),
