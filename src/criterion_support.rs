@@ -572,6 +572,7 @@ mod tests {
                 bandwidth("DRAM", "load", 2, 30.0 * x, 30.0 * x),
             ],
             sweep: None,
+            energy: Vec::new(),
             notes: vec![],
             warnings: vec![],
         };

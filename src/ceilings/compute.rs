@@ -310,6 +310,51 @@ pub fn measure_mixed(unit: Unit, threads: usize, budget: Budget, platform: Optio
     })
 }
 
+/// The peak loop alone on `threads` threads, for the energy roofs: no clock probe between
+/// samples (its dependency chain draws less power than the loop and would dilute the
+/// window's power). GFLOP/s only.
+pub fn measure_peak_alone(spec: PeakSpec, threads: usize, budget: Budget) -> ComputeCeiling {
+    let mut probe = PeakInstance { spec, rounds: 20_000 };
+    let per_round = time_one(&mut probe) / 20_000.0;
+    unpaired(spec, threads, budget, reps_for(per_round, budget.sample))
+}
+
+/// A low-precision unit's loop alone on `threads` threads (as [`measure_peak_alone`]): its
+/// GOP/s (median over the samples) and the samples' spread. None when this CPU lacks it.
+pub fn measure_mixed_alone(unit: Unit, threads: usize, budget: Budget) -> Option<(f64, f64)> {
+    if !unit.available() {
+        return None;
+    }
+    let probe_rounds = 2_000u64;
+    let t0 = Instant::now();
+    peak_mixed::run(unit, probe_rounds)?;
+    let per_round = (t0.elapsed().as_secs_f64() / probe_rounds as f64).max(1e-10);
+    let rounds = reps_for(per_round, budget.sample);
+    let team: Vec<Box<dyn Instance>> = (0..threads)
+        .map(|_| Box::new(MixedAlone { unit, rounds }) as Box<dyn Instance>)
+        .collect();
+    let s = stats(&time_instances(team, budget));
+    let ops = (peak_mixed::ops_per_round(unit) * rounds * threads as u64) as f64;
+    Some((ops / s.median / 1e9, s.spread))
+}
+
+struct MixedAlone {
+    unit: Unit,
+    rounds: u64,
+}
+
+impl Instance for MixedAlone {
+    fn run(&mut self) {
+        peak_mixed::run(self.unit, self.rounds);
+    }
+    fn verify(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    fn counts(&self) -> roofline_kernels::Counts {
+        roofline_kernels::Counts::default()
+    }
+}
+
 /// The peak loop alone (no clock probe for its ISA): GFLOP/s only.
 fn unpaired(spec: PeakSpec, threads: usize, budget: Budget, rounds: u64) -> ComputeCeiling {
     let team: Vec<Box<dyn Instance>> = (0..threads)

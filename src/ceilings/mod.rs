@@ -10,6 +10,7 @@
 
 pub mod bandwidth;
 pub mod compute;
+pub mod energy;
 pub mod measure;
 pub mod plateau;
 pub mod sweep;
@@ -182,14 +183,34 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
     for d in c.disorder() {
         eprintln!("roofline: warning: {d}");
     }
-    if let Some(p) = &path {
+    write_cache(&c);
+    Ok(c)
+}
+
+/// Write `c` to the cache file (a failure is said on stderr: the figures are still good).
+pub fn write_cache(c: &Ceilings) {
+    if let Some(p) = &cache_path() {
         let written =
             p.parent().map(std::fs::create_dir_all).transpose().is_ok() && crate::util::write_atomic(p, c.to_json().as_bytes()).is_ok();
         if !written {
             eprintln!("roofline: could not write the ceilings cache {}", p.display());
         }
     }
-    Ok(c)
+}
+
+/// The energy roofs of every thread count of `opts`: the cached ones where `c` has them all
+/// (and `refresh` is off), else measured with `energy` and written into the cache beside the
+/// time roofs.
+pub fn energy_roofs(c: &mut Ceilings, energy: &crate::counters::energy::Energy, opts: &Options, refresh: bool) -> Result<()> {
+    let have = |t: usize| c.energy.iter().any(|e| e.threads == Some(t as u32));
+    if !refresh && opts.threads.iter().all(|&t| have(t)) {
+        return Ok(());
+    }
+    let measured = energy::measure(energy, &c.machine, opts, 3)?;
+    c.energy.retain(|e| !measured.iter().any(|m| m.threads == e.threads));
+    c.energy.extend(measured);
+    write_cache(c);
+    Ok(())
 }
 
 /// A cache level whose roof came out no higher than the next outer level's was measured where
@@ -391,6 +412,7 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
         compute: compute_out,
         bandwidth: bw_out,
         sweep,
+        energy: Vec::new(),
         notes,
         warnings,
     })
@@ -446,6 +468,7 @@ mod tests {
                 bw("DRAM", "store_nt", 30.0),
             ],
             sweep: None,
+            energy: Vec::new(),
             notes: vec![],
             warnings: vec![],
         }

@@ -23,6 +23,11 @@ pub struct Args {
     /// Re-measure even when a cache for this machine exists.
     #[arg(long)]
     pub refresh: bool,
+    /// Also the energy roofs: pJ per flop (peak loops), pJ per byte (a streaming load per
+    /// level), the constant power (idle), each over three repetitions; cached beside the time
+    /// roofs.
+    #[command(flatten)]
+    pub energy: super::common::EnergyArg,
     #[command(flatten)]
     pub output: OutputArgs,
     /// One figure only, printed as a number (for scripts/compare-peers.sh):
@@ -47,7 +52,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         sweep: args.sweep,
         progress: true,
     };
-    let c = ceilings::load_or_measure_with(&opts, args.refresh)?;
+    // The idle power first, with nothing of ours running.
+    let energy = args.energy.start()?;
+    let mut c = ceilings::load_or_measure_with(&opts, args.refresh)?;
+    if let Some(e) = &energy {
+        ceilings::energy_roofs(&mut c, e, &opts, args.refresh)?;
+    }
     if let Some((file, _)) = out {
         file.write(c.to_json().as_bytes())?;
     }
@@ -55,6 +65,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", c.to_json());
     } else {
         print!("{}", table(&c, &opts));
+        if energy.is_some() {
+            print!("{}", crate::report::tables::energy::energy_roofs_table(&c.energy));
+        }
     }
     for w in &c.warnings {
         eprintln!("warning: {w}");

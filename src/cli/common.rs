@@ -70,3 +70,48 @@ impl Drop for StdoutToStderr {
         let _ = nix::unistd::dup2_stdout(&self.saved);
     }
 }
+
+/// Where `--energy` looks for perf's `power` PMU: `ROOFLINE_SYSFS_PMUS` (a recorded tree, in
+/// tests) or the kernel's.
+pub fn energy_pmus() -> PathBuf {
+    std::env::var_os("ROOFLINE_SYSFS_PMUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(crate::counters::perf::SYSFS_PMUS))
+}
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct EnergyArg {
+    /// Also read the RAPL energy counters (perf's `power` PMU: package, cores, DRAM, platform,
+    /// whichever this machine has): joules per run and domain beside the time, with the idle
+    /// power measured first. Needs system-wide perf events (root, CAP_PERFMON or
+    /// perf_event_paranoid ≤ 0).
+    #[arg(long)]
+    pub energy: bool,
+    /// With --energy: take the idle power × each run's time off its joules (said in the report).
+    #[arg(long, requires = "energy")]
+    pub subtract_idle: bool,
+    /// With --energy: seconds of idle measured before the runs.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, requires = "energy")]
+    pub idle_seconds: f64,
+}
+
+impl EnergyArg {
+    /// The meter, open and its idle power measured, when `--energy` was given; one line and
+    /// exit 2 where this machine has no RAPL or the kernel refuses it.
+    pub fn start(&self) -> Result<Option<crate::counters::energy::Energy>> {
+        if !self.energy {
+            return Ok(None);
+        }
+        if !(self.idle_seconds.is_finite() && self.idle_seconds > 0.0 && self.idle_seconds <= 600.0) {
+            return Err(crate::error::Error::input(
+                format!("--idle-seconds {}: not a duration", self.idle_seconds),
+                "give seconds, e.g. 1",
+            ));
+        }
+        let options = crate::counters::energy::EnergyOptions {
+            subtract_idle: self.subtract_idle,
+            idle_seconds: self.idle_seconds,
+        };
+        crate::counters::energy::Energy::start(&energy_pmus(), options).map(Some)
+    }
+}

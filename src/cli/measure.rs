@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::Args as ClapArgs;
 use std::io::Write;
 
-use crate::cli::common::{OutputArgs, PlatformArg};
+use crate::cli::common::{EnergyArg, OutputArgs, PlatformArg};
 use crate::counters::BackendKind;
 use crate::counters::backend::{self, CommandOptions, CommandOutcome};
 use crate::report::tables::measure::{Show, measure_table};
@@ -39,6 +39,10 @@ pub struct Args {
     pub no_uncore: bool,
     #[command(flatten)]
     pub platform: PlatformArg,
+    /// With --energy the command is also run natively `--repeat` times, each run between two
+    /// readings of the energy counters.
+    #[command(flatten)]
+    pub energy: EnergyArg,
     #[command(flatten)]
     pub output: OutputArgs,
     /// The command and its arguments (run directly, never through a shell).
@@ -103,11 +107,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let out = args.output.check(&["json"])?;
     let mut json_stdout = if args.output.json { Some(stdout_for_json_only()?) } else { None };
+    // The meter opens (and the idle power is measured) before anything of the command runs.
+    let energy = args.energy.start()?;
     let measurement = match backend::measure_command(args.backend, &args.command, &args.command_options())? {
         CommandOutcome::Measured(m) => *m,
         CommandOutcome::Failed { status } => return Ok(status),
     };
-    let report = backend::command_report(&args.command, measurement);
+    let mut report = backend::command_report(&args.command, measurement);
+    if let Some(e) = &energy {
+        let runs = match backend::energy_runs(e, &args.command, args.repeat)? {
+            Ok(runs) => runs,
+            Err(status) => return Ok(status),
+        };
+        if let Some(p) = report.points.first_mut() {
+            p.extra.energy = Some(e.runs_energy(&runs, p.flops.total)?);
+        }
+    }
     let json = report.to_json();
     if let Some((file, _)) = out {
         file.write(json.as_bytes())?;
@@ -122,6 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let _ = std::io::stdout()
             .write_all(measure_table(&report, show).as_bytes())
             .context("writing the table");
+        let _ = std::io::stdout().write_all(crate::report::tables::energy::energy_table(&report.points).as_bytes());
     }
     Ok(0)
 }

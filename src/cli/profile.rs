@@ -40,6 +40,9 @@ pub struct Args {
     pub threads: String,
     #[command(flatten)]
     pub platform: PlatformArg,
+    /// Each suite point's joules beside its time (the idle power measured before the ceilings).
+    #[command(flatten)]
+    pub energy: super::common::EnergyArg,
 }
 
 /// One core, and the whole machine.
@@ -55,6 +58,7 @@ impl Default for Args {
             kernels: Vec::new(),
             threads: DEFAULT_THREADS.into(),
             platform: PlatformArg { platform: None },
+            energy: Default::default(),
         }
     }
 }
@@ -76,6 +80,10 @@ pub trait Steps {
     /// flops mode at small sizes; core Q traced; L2/L3/DRAM Q from perf, else analytic; T
     /// native), each quantity labelled with its provenance.
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>>;
+    /// The energy roofs measured beside the ceilings (`--energy`); none by default.
+    fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
+        Vec::new()
+    }
 }
 
 /// The real steps: machine detection, cached quick ceilings, and the kernel suite run
@@ -91,6 +99,8 @@ pub struct Wired {
     /// in one go, so the cache holds them together.
     pub thread_counts: Vec<u32>,
     ceilings: Option<crate::schema::ceilings::Ceilings>,
+    /// `--energy`: the meter, its idle power measured; each point read around its runs.
+    pub energy: Option<crate::counters::energy::Energy>,
 }
 
 impl Wired {
@@ -113,6 +123,7 @@ impl Wired {
             trace_checks: Default::default(),
             thread_counts: vec![1],
             ceilings: None,
+            energy: None,
         })
     }
 }
@@ -136,6 +147,17 @@ const PROFILE_KERNELS: &[(&str, u64)] = &[
 ];
 
 impl Steps for Wired {
+    fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
+        match (&self.energy, &self.ceilings) {
+            (Some(_), Some(c)) => c
+                .energy
+                .iter()
+                .filter(|e| e.threads.is_some_and(|t| self.thread_counts.contains(&t)))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
     fn machine(&mut self, _bar: &ProgressBar) -> anyhow::Result<MachineModel> {
         Ok(crate::machine::detect(&crate::machine::DetectOptions::default())?)
     }
@@ -150,7 +172,17 @@ impl Steps for Wired {
             if !all.contains(&(threads as usize)) {
                 all.push(threads as usize);
             }
-            self.ceilings = Some(with_own_progress(bar, || crate::ceilings::load_or_measure(true, &all, false))?);
+            let mut c = with_own_progress(bar, || crate::ceilings::load_or_measure(true, &all, false))?;
+            if let Some(e) = &self.energy {
+                let opts = crate::ceilings::Options {
+                    quick: true,
+                    threads: all.clone(),
+                    sweep: false,
+                    progress: true,
+                };
+                crate::ceilings::energy_roofs(&mut c, e, &opts, false)?;
+            }
+            self.ceilings = Some(c);
         }
         let c = self.ceilings.as_ref().ok_or_else(|| anyhow::anyhow!("no ceilings"))?;
         Ok(RoofSet::from_roofs(&c.roofs(threads)))
@@ -198,7 +230,14 @@ impl Steps for Wired {
             };
             // L2/L3/DRAM analytic by the cache model where perf did not count them: 0 below half a cache, the compulsory
             // traffic beyond twice it, nothing claimed in between (each level says why).
-            let mut m = match counting.measure_kernel(&spec, &machine.caches, &|_, _| {}) {
+            let window = self.energy.as_ref().map(|e| e.window()).transpose()?;
+            let on_sample = |_: usize, _: f64| {
+                if let (Some(e), Some(w)) = (&self.energy, &window) {
+                    // A failed read leaves the stretch longer; the window's end is read below.
+                    let _ = e.mark(w);
+                }
+            };
+            let mut m = match counting.measure_kernel(&spec, &machine.caches, &on_sample) {
                 Ok(m) => m,
                 Err(e) if counting.kind() == crate::counters::BackendKind::Perf => {
                     let mut m = AnalyticBackend.measure_kernel(&spec, &machine.caches, &|_, _| {})?;
@@ -224,6 +263,10 @@ impl Steps for Wired {
                 label.push_str(&format!("×{threads}"));
             }
             let mut p = m.into_point(label);
+            if let (Some(e), Some(w)) = (&self.energy, &window) {
+                e.mark(w)?;
+                p.extra.energy = Some(e.kernel_energy(w, p.seconds, p.flops.total)?);
+            }
             p.extra.kernel = Some(name.to_string());
             p.extra.insert("variant", v.name());
             p.extra.insert("size", n as u64);
@@ -333,6 +376,7 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
         }
         report.points.extend(points);
     }
+    report.energy_roofs = steps.energy_roofs();
     Ok(report)
 }
 
@@ -366,6 +410,10 @@ pub fn run_with(args: Args, steps: &mut dyn Steps) -> anyhow::Result<i32> {
         println!("{}", report::json::document(&view).to_json());
     } else {
         print!("{}", report::table::render(&view));
+        for r in &view.reports {
+            print!("{}", report::tables::energy::energy_table(&r.report.points));
+            print!("{}", report::tables::energy::energy_roofline_table(&r.report));
+        }
     }
     let index = written.iter().find(|p| p.ends_with(bundle::INDEX)).cloned().unwrap_or_default();
     eprintln!("roofline: report written to {} (open {})", args.dir.display(), index.display());
@@ -378,6 +426,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let mut steps = Wired::new(args.kernels.clone())?;
     steps.thread_counts = thread_counts(&args.threads)?;
+    // The idle power is measured first, with nothing of the profile running.
+    steps.energy = args.energy.start()?;
     run_with(args, &mut steps)
 }
 

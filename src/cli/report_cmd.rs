@@ -97,6 +97,11 @@ fn show(args: ShowArgs) -> anyhow::Result<i32> {
         print!("{text}");
     } else {
         print!("{}", report::table::render(&view));
+        // Energy beside time, where the reports carry it (`--energy`).
+        for r in &view.reports {
+            print!("{}", report::tables::energy::energy_table(&r.report.points));
+            print!("{}", report::tables::energy::energy_roofline_table(&r.report));
+        }
     }
     Ok(0)
 }

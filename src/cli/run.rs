@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::common::{OutputArgs, PlatformArg, ThreadsArg};
+use crate::cli::common::{EnergyArg, OutputArgs, PlatformArg, ThreadsArg};
 use crate::cli::kernels_cmd::widest_runnable;
 use crate::counters::BackendKind;
 use crate::counters::analytic::KernelRun;
@@ -72,6 +72,8 @@ pub struct Args {
     /// perf backends.
     #[arg(long)]
     pub split: bool,
+    #[command(flatten)]
+    pub energy: EnergyArg,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -189,6 +191,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // Trace before any timing thread exists (the traced child is forked from this process).
     let most = plan.threads.iter().copied().max().unwrap_or(1);
     counting.prepare_kernel(plan.kernel.as_ref(), plan.n, plan.variant, most)?;
+    // The idle power is measured here, with nothing of ours running.
+    let energy = args.energy.start()?;
     for (i, &threads) in plan.threads.iter().enumerate() {
         let spec = KernelRun {
             kernel: plan.kernel.as_ref(),
@@ -203,7 +207,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("static template"));
         let started = Instant::now();
         let label = format!("{} {} n={} threads={threads}", plan.kernel.name(), plan.variant, plan.n);
+        let window = energy.as_ref().map(|e| e.window()).transpose()?;
         let on_sample = |count: usize, secs: f64| {
+            if let (Some(e), Some(w)) = (&energy, &window) {
+                // A failed read leaves the stretch longer; the window's end is read below.
+                let _ = e.mark(w);
+            }
             // Runs longer than a second get a progress line on stderr.
             if bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
@@ -213,9 +222,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         };
         let m = counting.measure_kernel(&spec, &model.caches, &on_sample)?;
         bar.finish_and_clear();
-        report
-            .points
-            .push(m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n)));
+        let mut point = m.into_point(point_name(plan.kernel.name(), plan.variant, plan.n));
+        if let (Some(e), Some(w)) = (&energy, &window) {
+            e.mark(w)?;
+            point.extra.energy = Some(e.kernel_energy(w, point.seconds, point.flops.total)?);
+        }
+        report.points.push(point);
     }
     report.environment.steal_fraction = steal.finish();
     let json = report.to_json();
@@ -226,6 +238,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{json}");
     } else {
         print!("{}", run_table(&report.points, plan.kernel.size_unit()));
+        print!("{}", crate::report::tables::energy::energy_table(&report.points));
     }
     Ok(0)
 }

@@ -3,6 +3,7 @@
 //! - `perf`: Linux perf_event (core FP events, per-level traffic, uncore CAS counts);
 //! - `trace`: ptrace + x86 decoding (exact W, core-side Q) with `cachesim` for Q per level;
 //! - `analytic`: the kernel suite's own formulas;
+//! - `energy`: RAPL joules per run and domain through perf's `power` PMU, beside W, Q and T;
 //! - `command`: the commands measured, found once the way `execvp` will (one cause and hint for
 //!   every backend);
 //! - `events`: event → W/Q formulas shared by perf and the perf-stat import (`perf::stat_import`).
@@ -15,6 +16,7 @@ pub mod backend;
 pub mod cachesim;
 pub mod choose;
 pub mod command;
+pub mod energy;
 pub mod events;
 pub mod perf;
 pub mod region_times;

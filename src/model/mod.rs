@@ -26,6 +26,7 @@
 
 mod advice;
 mod analysis;
+pub mod energy;
 #[cfg(feature = "analysis")]
 pub mod gpu;
 mod labels;

@@ -81,6 +81,10 @@ pub struct Ceilings {
     /// The working-set sweep the bandwidth levels were read from, when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// Energy roofs per thread count (`ceilings --energy`): pJ per flop and per byte, the
+    /// constant power.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<crate::schema::energy::EnergyRoofs>,
     /// How the figures were measured, one line each.
     #[serde(default)]
     pub notes: Vec<String>,

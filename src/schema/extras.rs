@@ -48,6 +48,10 @@ pub struct PointExtras {
     /// a count is not a number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counts: Option<BTreeMap<String, Option<f64>>>,
+    /// Joules per run and energy domain, the idle power and where they came from
+    /// (`--energy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::schema::energy::PointEnergy>,
     /// Effective core clock during the run, GHz: cycles over task-clock (perf, perf stat).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_ghz: Option<f64>,
@@ -193,6 +197,7 @@ typed_fields!(
     coalescing,
     counts,
     effective_ghz,
+    energy,
     fixed_seconds,
     fma_flops_counted,
     imbalance,

@@ -237,6 +237,7 @@ fn every_typed_field_is_listed_once_under_its_key() {
         coalescing: Some(BTreeMap::new()),
         counts: Some(BTreeMap::new()),
         effective_ghz: Some(1.0),
+        energy: Some(Default::default()),
         fixed_seconds: Some(1.0),
         fma_flops_counted: Some(1.0),
         imbalance: Some(BTreeMap::new()),

@@ -11,11 +11,13 @@
 //! - [`gpu`]: `roofline.gpu-machine/1` and `roofline.gpu-ceilings/1`;
 //! - [`environment`]: where and how a report was produced; [`report::job`]: a rank's place in a job of
 //!   ranks, and a merged job's nodes, ranks and balance;
+//! - [`energy`]: a point's joules per energy domain and the energy roofs;
 //! - [`units`]: number formatting; [`stats`]: median, spread, quantiles;
 //! - [`validation`]: the results of `roofline validate` (rows, verdicts per event class).
 
 pub mod ceilings;
 pub mod documents;
+pub mod energy;
 pub mod environment;
 pub mod extras;
 pub mod gpu;

@@ -373,6 +373,10 @@ pub struct Report {
     /// and every core): each point is read against the set of its own thread count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ceilings_by_threads: Vec<Roofs>,
+    /// Energy roofs per thread count (`--energy`): pJ per flop and per byte, the constant
+    /// power (docs/energy.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy_roofs: Vec<crate::schema::energy::EnergyRoofs>,
     /// The measured points.
     pub points: Vec<Point>,
     /// Present in merged reports.
@@ -441,6 +445,7 @@ impl Report {
             environment,
             ceilings: None,
             ceilings_by_threads: Vec::new(),
+            energy_roofs: Vec::new(),
             points: Vec::new(),
             sources: Vec::new(),
             not_run: Vec::new(),

@@ -116,3 +116,31 @@ pub(super) fn signal_name(sig: i32) -> String {
         .map(|s| s.as_str().to_string())
         .unwrap_or_else(|_| format!("signal {sig}"))
 }
+
+/// `repeat` native runs of `argv` for `--energy`, each between two readings of the energy
+/// counters (apart from the counted or traced runs, whose counting would add its own power):
+/// the readings, or the status to pass on when a run failed (said on stderr).
+pub(crate) fn energy_runs(
+    energy: &crate::counters::energy::Energy,
+    argv: &[String],
+    repeat: u32,
+) -> Result<std::result::Result<Vec<(crate::counters::energy::Reading, crate::counters::energy::Reading)>, i32>> {
+    let cmd = CommandSpec::resolve(argv)?;
+    let mut runs = Vec::with_capacity(repeat as usize);
+    for rep in 0..repeat {
+        let before = energy.read()?;
+        match native_run(&cmd, None)? {
+            Ok(_) => runs.push((before, energy.read()?)),
+            Err((code, what)) => {
+                eprintln!(
+                    "roofline: {} {what} in its energy run {} of {}; no report written",
+                    cmd.argv[0],
+                    rep + 1,
+                    repeat
+                );
+                return Ok(Err(code));
+            }
+        }
+    }
+    Ok(Ok(runs))
+}

@@ -48,7 +48,7 @@ pub fn kernel_counting_allowed() -> bool {
 }
 
 /// Whether the effective capability set holds CAP_PERFMON (38) or CAP_SYS_ADMIN (21).
-pub(super) fn has_cap_perfmon() -> bool {
+pub fn has_cap_perfmon() -> bool {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return false;
     };

@@ -48,7 +48,7 @@ mod sysfs;
 #[cfg(test)]
 mod tests;
 
-pub use access::{can_open, check_paranoid, kernel_counting_allowed, open_error, paranoid};
+pub use access::{can_open, check_paranoid, has_cap_perfmon, kernel_counting_allowed, open_error, paranoid};
 #[cfg(feature = "trace")]
 pub use formulas::multiplex_warnings;
 pub use formulas::to_measurement;

@@ -7,6 +7,7 @@ use std::fmt::Display;
 #[cfg(feature = "analysis")]
 pub mod ceilings;
 pub mod compare;
+pub mod energy;
 pub mod events;
 #[cfg(feature = "gpu")]
 pub mod gpu;

@@ -1,0 +1,360 @@
+//! Energy beside time: RAPL read through perf's dynamic `power` PMU, turned into joules per
+//! run and domain ([`PointEnergy`]).
+//!
+//! - `domains`: which domains the kernel lists (`pkg`, `cores`, `ram`, `gpu`, `psys`), their
+//!   encodings and scales, from a sysfs tree that tests replace with a recorded one;
+//! - `meter`: readings, wrap-around, the idle power and the counters' granularity.
+//!
+//! A domain counts everything its part of the machine did, not only the measured work: the
+//! idle power is measured before the runs (and subtracted when asked), runs are repeated and
+//! their spread kept, and a run whose power above idle is within the idle power's own noise
+//! says that it cannot be told apart from its neighbours.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+mod domains;
+mod meter;
+#[cfg(test)]
+mod tests;
+
+pub use domains::Domain;
+#[cfg(test)]
+use domains::discover;
+pub use meter::{Idle, Meter, Reading, Source};
+#[cfg(test)]
+use meter::{counts_between, refuse_without_permission};
+
+use crate::error::Result;
+use crate::schema::energy::{DomainEnergy, IdlePower, PointEnergy};
+use crate::schema::stats;
+
+/// What `--energy` asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EnergyOptions {
+    /// Take the idle power × the run's time off each domain's joules.
+    pub subtract_idle: bool,
+    /// Length of the idle window measured before the runs, seconds.
+    pub idle_seconds: f64,
+}
+
+impl Default for EnergyOptions {
+    fn default() -> EnergyOptions {
+        EnergyOptions {
+            subtract_idle: false,
+            idle_seconds: 1.0,
+        }
+    }
+}
+
+/// Shortest stretch of repetitions one energy sample is taken over, seconds (at least ten
+/// counter updates where the granularity is known).
+const MIN_STRETCH_SECONDS: f64 = 0.02;
+
+/// Seconds between reads while idle: a fraction of RAPL's ~1 ms update, asleep in between.
+const IDLE_POLL_SECONDS: f64 = 2e-4;
+
+/// An open meter with its idle power measured: what the commands read around their runs.
+pub struct Energy {
+    meter: Mutex<Meter>,
+    idle: Idle,
+    options: EnergyOptions,
+}
+
+/// The readings taken around one point's runs.
+#[derive(Debug, Default)]
+pub struct Window {
+    marks: Mutex<Vec<Reading>>,
+}
+
+impl Window {
+    /// The readings so far, in order.
+    pub fn readings(&self) -> Vec<Reading> {
+        self.marks.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+impl Energy {
+    /// Open the `power` PMU under `pmus` and measure the idle power (one line and exit 2 where
+    /// there is none or the kernel refuses).
+    pub fn start(pmus: &Path, options: EnergyOptions) -> Result<Energy> {
+        Energy::with_meter(Meter::open(pmus)?, options)
+    }
+
+    /// [`Energy::start`] over a meter already open (a recorded one in tests).
+    pub fn with_meter(mut meter: Meter, options: EnergyOptions) -> Result<Energy> {
+        let idle = meter.idle(options.idle_seconds, IDLE_POLL_SECONDS, 5)?;
+        refuse_dead_counters(&meter, &idle)?;
+        Ok(Energy {
+            meter: Mutex::new(meter),
+            idle,
+            options,
+        })
+    }
+
+    /// A new window, with its first reading taken.
+    pub fn window(&self) -> Result<Window> {
+        let w = Window::default();
+        self.mark(&w)?;
+        Ok(w)
+    }
+
+    /// One more reading in `w` (after each timed repetition, and at the end).
+    pub fn mark(&self, w: &Window) -> Result<()> {
+        let r = self.meter.lock().map_err(|_| poisoned())?.read()?;
+        if let Ok(mut m) = w.marks.lock() {
+            m.push(r);
+        }
+        Ok(())
+    }
+
+    /// Read once (before or after a command's run).
+    pub fn read(&self) -> Result<Reading> {
+        self.meter.lock().map_err(|_| poisoned())?.read()
+    }
+
+    fn with_meter_ref<T>(&self, f: impl FnOnce(&Meter) -> T) -> Result<T> {
+        Ok(f(&*self.meter.lock().map_err(|_| poisoned())?))
+    }
+
+    /// Mean power per domain from a window's first reading to its last, watts.
+    pub fn window_watts(&self, w: &Window) -> Result<BTreeMap<String, f64>> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| match (marks.first(), marks.last()) {
+            (Some(a), Some(b)) if b.seconds > a.seconds => m
+                .domains()
+                .iter()
+                .zip(m.joules(a, b))
+                .map(|(d, j)| (d.name.clone(), j / (b.seconds - a.seconds)))
+                .collect(),
+            _ => BTreeMap::new(),
+        })
+    }
+
+    /// The idle power per domain, by name.
+    pub fn idle_watts(&self) -> Result<BTreeMap<String, IdlePower>> {
+        self.with_meter_ref(|m| {
+            m.domains()
+                .iter()
+                .zip(&self.idle.power)
+                .map(|(d, p)| (d.name.clone(), p.clone()))
+                .collect()
+        })
+    }
+
+    /// Which PMU and domains (for the provenance).
+    pub fn description(&self) -> Result<String> {
+        self.with_meter_ref(|m| m.description().to_string())
+    }
+
+    /// A suite kernel's energy from its window (a reading before, one after each timed
+    /// repetition, one at the end): the timed repetitions cut into stretches of at least
+    /// [`MIN_STRETCH_SECONDS`], each stretch's power × `seconds_per_run` a sample.
+    pub fn kernel_energy(&self, w: &Window, seconds_per_run: f64, flops: f64) -> Result<PointEnergy> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| kernel_energy_of(m, &marks, &self.idle, self.options, seconds_per_run, flops))
+    }
+
+    /// A command's energy from a reading before and after each of its runs.
+    pub fn runs_energy(&self, runs: &[(Reading, Reading)], flops: f64) -> Result<PointEnergy> {
+        self.with_meter_ref(|m| runs_energy_of(m, runs, &self.idle, self.options, flops))
+    }
+}
+
+/// A machine whose counters did not move over the whole idle window counts nothing (a guest
+/// whose hypervisor lists the RAPL events without feeding them): refused, never written as
+/// zero joules.
+fn refuse_dead_counters(m: &Meter, idle: &Idle) -> Result<()> {
+    if idle.power.is_empty() || idle.power.iter().any(|p| p.watts > 0.0) {
+        return Ok(());
+    }
+    let names: Vec<String> = m.domains().iter().map(|d| format!("power/energy-{}/", d.name)).collect();
+    Err(crate::error::Error::unavailable(
+        format!(
+            "{} did not change over the {} s idle window: this machine's RAPL counters count nothing (a VM whose hypervisor lists the events without feeding them?)",
+            names.join(", "),
+            crate::schema::units::sig3(idle.power[0].seconds)
+        ),
+        "measure energy on bare metal or a VM with RAPL passed through (`perf stat -a -e power/energy-pkg/ sleep 1` shows non-zero joules there), or leave out --energy",
+    ))
+}
+
+fn poisoned() -> crate::error::Error {
+    crate::error::Error::unavailable("the energy meter's lock was poisoned by a panic", "run again")
+}
+
+/// Shortest stretch for a meter whose counters change every `granularity` seconds.
+fn min_stretch(granularity: Option<f64>) -> f64 {
+    granularity.map_or(MIN_STRETCH_SECONDS, |g| (10.0 * g).max(MIN_STRETCH_SECONDS))
+}
+
+/// Indices of `marks` where stretches of at least `min` seconds begin and end (the tail
+/// shorter than `min` joins the last stretch).
+fn stretch_cuts(marks: &[Reading], min: f64) -> Vec<usize> {
+    let mut cuts = vec![0usize];
+    for (i, r) in marks.iter().enumerate().skip(1) {
+        if r.seconds - marks[*cuts.last().unwrap_or(&0)].seconds >= min {
+            cuts.push(i);
+        }
+    }
+    let last = marks.len().saturating_sub(1);
+    if cuts.len() >= 2 && *cuts.last().unwrap_or(&0) < last {
+        *cuts.last_mut().expect("two cuts") = last;
+    }
+    cuts
+}
+
+/// [`Energy::kernel_energy`] on any meter.
+pub fn kernel_energy_of(m: &Meter, marks: &[Reading], idle: &Idle, opts: EnergyOptions, seconds_per_run: f64, flops: f64) -> PointEnergy {
+    let min = min_stretch(idle.granularity_seconds);
+    let mut notes = Vec::new();
+    // The timed repetitions' marks (after each repetition): the first and last readings of
+    // the window hold the warm-up and the tail.
+    let timed = if marks.len() >= 4 { &marks[1..marks.len() - 1] } else { &[][..] };
+    let used = if timed.len() >= 2 && timed[timed.len() - 1].seconds - timed[0].seconds >= min {
+        timed
+    } else {
+        notes.push(format!(
+            "the timed repetitions lasted under {} ms: the joules are the whole window's (warm-up and calibration included) at the median run's time",
+            crate::schema::units::sig3(min * 1e3)
+        ));
+        marks
+    };
+    let cuts = stretch_cuts(used, min);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); m.domains().len()];
+    for c in cuts.windows(2) {
+        let (a, b) = (&used[c[0]], &used[c[1]]);
+        let dt = (b.seconds - a.seconds).max(f64::MIN_POSITIVE);
+        for (d, j) in m.joules(a, b).into_iter().enumerate() {
+            samples[d].push(net(j / dt, idle.power.get(d), opts) * seconds_per_run);
+        }
+    }
+    let (first, last) = (used.first(), used.last());
+    let span = match (first, last) {
+        (Some(a), Some(b)) => (b.seconds - a.seconds).max(f64::MIN_POSITIVE),
+        _ => f64::MIN_POSITIVE,
+    };
+    let total = match (first, last) {
+        (Some(a), Some(b)) => m.joules(a, b),
+        _ => vec![0.0; m.domains().len()],
+    };
+    let watts: Vec<f64> = total.iter().map(|j| j / span).collect();
+    let source = format!(
+        "{}; joules per run = each stretch's power (≥ {} ms of timed repetitions) × the median run's {} s",
+        m.description(),
+        crate::schema::units::sig3(min * 1e3),
+        crate::schema::units::sig3(seconds_per_run)
+    );
+    assemble(m, samples, watts, idle, opts, flops, source, notes)
+}
+
+/// [`Energy::runs_energy`] on any meter.
+pub fn runs_energy_of(m: &Meter, runs: &[(Reading, Reading)], idle: &Idle, opts: EnergyOptions, flops: f64) -> PointEnergy {
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); m.domains().len()];
+    let mut joules = vec![0.0; m.domains().len()];
+    let mut seconds = 0.0;
+    let mut notes = Vec::new();
+    for (a, b) in runs {
+        let dt = (b.seconds - a.seconds).max(f64::MIN_POSITIVE);
+        seconds += dt;
+        for (d, j) in m.joules(a, b).into_iter().enumerate() {
+            joules[d] += j;
+            samples[d].push(net(j / dt, idle.power.get(d), opts) * dt);
+        }
+    }
+    if let Some(g) = idle.granularity_seconds {
+        let per_run = seconds / runs.len().max(1) as f64;
+        if per_run < 10.0 * g {
+            notes.push(format!(
+                "a run lasts {} ms, under ten counter updates ({} ms each): each run's joules are coarse",
+                crate::schema::units::sig3(per_run * 1e3),
+                crate::schema::units::sig3(g * 1e3)
+            ));
+        }
+    }
+    let watts: Vec<f64> = joules.iter().map(|j| j / seconds.max(f64::MIN_POSITIVE)).collect();
+    let source = format!("{}; one reading before and after each run", m.description());
+    assemble(m, samples, watts, idle, opts, flops, source, notes)
+}
+
+/// Power `watts` with the domain's idle power taken off when asked.
+fn net(watts: f64, idle: Option<&IdlePower>, opts: EnergyOptions) -> f64 {
+    match idle {
+        Some(i) if opts.subtract_idle => watts - i.watts,
+        _ => watts,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    m: &Meter,
+    samples: Vec<Vec<f64>>,
+    watts: Vec<f64>,
+    idle: &Idle,
+    opts: EnergyOptions,
+    flops: f64,
+    source: String,
+    mut notes: Vec<String>,
+) -> PointEnergy {
+    let mut domains = BTreeMap::new();
+    let mut idle_map = BTreeMap::new();
+    for (d, dom) in m.domains().iter().enumerate() {
+        let s = &samples[d];
+        domains.insert(
+            dom.name.clone(),
+            DomainEnergy {
+                joules: stats::median(s).unwrap_or(0.0),
+                joules_samples: s.clone(),
+                watts: watts.get(d).copied().unwrap_or(0.0),
+                spread: if s.len() >= 2 { stats::spread(s) } else { None },
+            },
+        );
+        if let Some(i) = idle.power.get(d) {
+            idle_map.insert(dom.name.clone(), i.clone());
+            notes.extend(neighbour_note(&dom.name, watts.get(d).copied().unwrap_or(0.0), i));
+        }
+    }
+    notes.extend(scope_note(m.domains()));
+    let (total_domain, total_joules) = PointEnergy::pick_total(&domains).unwrap_or_default();
+    PointEnergy {
+        gflop_per_joule: (flops > 0.0 && total_joules > 0.0).then(|| flops / 1e9 / total_joules),
+        domains,
+        total_domain,
+        total_joules,
+        idle_subtracted: opts.subtract_idle,
+        idle: idle_map,
+        granularity_seconds: idle.granularity_seconds,
+        source,
+        notes,
+    }
+}
+
+/// Said when the run's power above idle is within the idle power's own noise (or below it).
+fn neighbour_note(domain: &str, run_watts: f64, idle: &IdlePower) -> Option<String> {
+    let above = run_watts - idle.watts;
+    let noise = idle.spread.unwrap_or(0.0) * idle.watts;
+    (above <= noise).then(|| {
+        format!(
+            "{domain}: the run drew {} W against {} W idle (spread {}): the figure cannot separate the work from its neighbours",
+            crate::schema::units::sig3(run_watts),
+            crate::schema::units::sig3(idle.watts),
+            idle.spread.map_or("unknown".into(), |s| format!("{:.1}%", s * 100.0))
+        )
+    })
+}
+
+/// What the broad domains count beyond the measured work.
+fn scope_note(domains: &[Domain]) -> Option<String> {
+    let broad: Vec<&str> = domains
+        .iter()
+        .map(|d| d.name.as_str())
+        .filter(|n| matches!(*n, "psys" | "pkg"))
+        .collect();
+    (!broad.is_empty()).then(|| {
+        format!(
+            "{} count every core of the socket or platform: other processes (and, on a shared guest, other tenants) count too",
+            broad.join(" and ")
+        )
+    })
+}
