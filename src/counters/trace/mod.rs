@@ -23,6 +23,7 @@ pub mod sys;
 pub mod tally;
 pub mod tracer;
 pub mod xol;
+mod cache_code;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -598,6 +599,16 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "path_ends": stats.path_ends,
         "emulated_again": stats.emulated_again,
         "emulator_page_reads": stats.emulator_page_reads,
+        "cache": {
+            "translations": stats.cache_translations,
+            "refused": stats.cache_refused,
+            "entries": stats.cache_entries,
+            "exits": stats.cache_exits,
+            "misses": stats.cache_misses,
+            "links": stats.cache_links,
+            "flushes": stats.cache_flushes,
+            "blocks": stats.cache_blocks,
+        },
         "gaps": stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
     })
 }
