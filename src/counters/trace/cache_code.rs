@@ -19,15 +19,17 @@
 //!   trapped there is recognised by the stub's range. A `call` pushes the original return
 //!   address (as the displaced copies do: `lea rsp,[rsp-8]; mov [rsp],lo; mov [rsp+4],hi`).
 //! - **`ret`, `jmp r/m64`, `call r/m64`**: the target is loaded into `rcx` (saved, with `rdx`
-//!   and the flags, below the red zone) and looked up in the space's table (direct-mapped,
-//!   16 bytes per entry: original address, translation; the table's address is in the area's
+//!   and the flags, below the red zone) and looked up in the space's table (direct-mapped by
+//!   the low bits of the address, 8 bytes per entry: a translation, whose code is preceded by the original address it translates, compared; the table's address is in the area's
 //!   header). A hit writes the translation's address into a slot 136 bytes below the original
 //!   `rsp`, restores `rdx`, `rcx`, the flags, and ends with `ret N`, which jumps there and puts
 //!   `rsp` where the original instruction would have left it (`N` = 136 + imm for `ret`, 128
 //!   for `jmp`, 120 for `call`, after it wrote the original return address). A miss restores
 //!   everything and traps in a **miss stub**: the thread is exactly before the original branch.
 
-use iced_x86::{BlockEncoder, BlockEncoderOptions, Code, Instruction, InstructionBlock, MemoryOperand, OpKind, Register, RflagsBits};
+use iced_x86::{
+    BlockEncoder, BlockEncoderOptions, Code, Instruction, InstructionBlock, MemoryOperand, Mnemonic, OpKind, Register, RflagsBits,
+};
 
 use super::classify::{Flow, Insn};
 
@@ -37,8 +39,13 @@ pub const AREA_SIZE: u64 = 1 << 20;
 pub const HEADER: u64 = 64;
 /// Bytes of an area for its header and counters; code follows.
 pub const COUNTERS: u64 = 1 << 17;
-/// Entries of the lookup table (a power of two), 16 bytes each.
-pub const TABLE_ENTRIES: u64 = 1 << 16;
+/// Entries of the lookup table (a power of two), 8 bytes each: a translation's address (0:
+/// none). A translation's code is preceded by the original address it translates
+/// (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one 8-byte
+/// write while other threads look it up: whatever they read is a whole translation.
+pub const TABLE_ENTRIES: u64 = 1 << 18;
+/// Bytes before a translation's code: the original address.
+pub const ORIGIN: u64 = 8;
 /// Bytes of one exit stub (`int3` × 5, linked into a `jmp rel32`).
 pub const STUB_LEN: u64 = 5;
 const INT3: u8 = 0xcc;
@@ -100,8 +107,22 @@ fn flags_dead_at_start(insns: &[std::rc::Rc<Insn>]) -> bool {
         if i.instr.rflags_read() != 0 {
             return false;
         }
+        // A shift or rotate by a count of 0 leaves the flags as they were: not a writer.
+        let shifts = matches!(
+            i.instr.mnemonic(),
+            Mnemonic::Shl
+                | Mnemonic::Shr
+                | Mnemonic::Sar
+                | Mnemonic::Sal
+                | Mnemonic::Rol
+                | Mnemonic::Ror
+                | Mnemonic::Rcl
+                | Mnemonic::Rcr
+                | Mnemonic::Shld
+                | Mnemonic::Shrd
+        );
         let written = i.instr.rflags_written() | i.instr.rflags_cleared() | i.instr.rflags_set() | i.instr.rflags_undefined();
-        if written & all == all {
+        if !shifts && written & all == all {
             return true;
         }
     }
@@ -231,8 +252,16 @@ pub fn translate(
 /// pushed without touching the flags.
 fn push_return(ret: u64, seq: &mut Vec<Instruction>) -> Option<()> {
     seq.push(op(Instruction::with2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, -8)))?);
-    seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, MemoryOperand::with_base(Register::RSP), ret as u32))?);
-    seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(Register::RSP, 4), (ret >> 32) as u32))?);
+    seq.push(op(Instruction::with2(
+        Code::Mov_rm32_imm32,
+        MemoryOperand::with_base(Register::RSP),
+        ret as u32,
+    ))?);
+    seq.push(op(Instruction::with2(
+        Code::Mov_rm32_imm32,
+        mem(Register::RSP, 4),
+        (ret >> 32) as u32,
+    ))?);
     Some(())
 }
 
@@ -250,7 +279,11 @@ fn lookup(ins: &Instruction, table_ptr: u64, seq: &mut Vec<Instruction>, labels:
     let (ret_imm, call_ret) = match ins.code() {
         Code::Retnq | Code::Retnq_imm16 => {
             seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RCX, mem(RSP, SAVED)))?);
-            let imm = if ins.code() == Code::Retnq_imm16 { u32::from(ins.immediate16()) } else { 0 };
+            let imm = if ins.code() == Code::Retnq_imm16 {
+                u32::from(ins.immediate16())
+            } else {
+                0
+            };
             (136 + imm, Option::None)
         }
         Code::Jmp_rm64 | Code::Call_rm64 => {
@@ -273,20 +306,30 @@ fn lookup(ins: &Instruction, table_ptr: u64, seq: &mut Vec<Instruction>, labels:
                 }
                 _ => return Option::None,
             }
-            if ins.code() == Code::Jmp_rm64 { (128, Option::None) } else { (120, Some(ins.next_ip())) }
+            if ins.code() == Code::Jmp_rm64 {
+                (128, Option::None)
+            } else {
+                (120, Some(ins.next_ip()))
+            }
         }
         _ => return Option::None,
     };
     seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, RCX))?);
-    seq.push(op(Instruction::with2(Code::Shl_rm64_imm8, RDX, 4u32))?);
-    seq.push(op(Instruction::with2(Code::And_rm32_imm32, EDX, ((TABLE_ENTRIES - 1) << 4) as u32))?);
+    seq.push(op(Instruction::with2(Code::Shl_rm64_imm8, RDX, 3u32))?);
+    seq.push(op(Instruction::with2(
+        Code::And_rm32_imm32,
+        EDX,
+        ((TABLE_ENTRIES - 1) << 3) as u32,
+    ))?);
     seq.push(op(Instruction::with2(Code::Add_r64_rm64, RDX, mem(RIP, table_ptr as i64)))?);
-    seq.push(op(Instruction::with2(Code::Cmp_r64_rm64, RCX, MemoryOperand::with_base(RDX)))?);
+    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, MemoryOperand::with_base(RDX)))?);
+    seq.push(op(Instruction::with2(Code::Test_rm64_r64, RDX, RDX))?);
     labels.next += 1;
     let miss = labels.next;
+    seq.push(op(Instruction::with_branch(Code::Je_rel32_64, miss))?);
+    seq.push(op(Instruction::with2(Code::Cmp_r64_rm64, RCX, mem(RDX, -(ORIGIN as i64))))?);
     seq.push(op(Instruction::with_branch(Code::Jne_rel32_64, miss))?);
-    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RCX, mem(RDX, 8)))?);
-    seq.push(op(Instruction::with2(Code::Mov_rm64_r64, mem(RSP, 24), RCX))?);
+    seq.push(op(Instruction::with2(Code::Mov_rm64_r64, mem(RSP, 24), RDX))?);
     if let Some(r) = call_ret {
         seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(RSP, SAVED - 8), r as u32))?);
         seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(RSP, SAVED - 4), (r >> 32) as u32))?);

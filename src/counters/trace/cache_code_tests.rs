@@ -63,7 +63,10 @@ fn flags_read_before_written_are_saved_around_the_counter() {
     let t = translate(&insns, 0x4000_0000, 0x3ff0_0040, 0x3ff0_0000, &|_| None).unwrap();
     let out = decode(&t.bytes, 0x4000_0000);
     let m: Vec<Mnemonic> = out.iter().map(|i| i.mnemonic()).collect();
-    assert_eq!(&m[..5], &[Mnemonic::Lea, Mnemonic::Pushfq, Mnemonic::Add, Mnemonic::Popfq, Mnemonic::Lea]);
+    assert_eq!(
+        &m[..5],
+        &[Mnemonic::Lea, Mnemonic::Pushfq, Mnemonic::Add, Mnemonic::Popfq, Mnemonic::Lea]
+    );
     assert_eq!(out[0].memory_displacement64() as i64, -128);
     assert_eq!(m[5], Mnemonic::Adc);
     // The return looks its target up and leaves with `ret 136`; one miss stub.
@@ -71,7 +74,10 @@ fn flags_read_before_written_are_saved_around_the_counter() {
     assert_eq!(ret.immediate16(), 136);
     assert_eq!(t.stubs.len(), 1);
     assert_eq!(t.stubs[0].1, ExitKind::Miss(0x40_1003));
-    let table_load = out.iter().find(|i| i.mnemonic() == Mnemonic::Add && i.op0_register() == Register::RDX).unwrap();
+    let table_load = out
+        .iter()
+        .find(|i| i.mnemonic() == Mnemonic::Add && i.op0_register() == Register::RDX)
+        .unwrap();
     assert_eq!(table_load.ip_rel_memory_address(), 0x3ff0_0000);
 }
 
@@ -82,7 +88,11 @@ fn a_call_pushes_the_original_return_address() {
     assert_eq!(insns[1].flow, Flow::Call(0x7f00_0000_2000));
     let t = translate(&insns, AT, COUNTER, TABLE_PTR, &|_| None).unwrap();
     let out = decode(&t.bytes, AT);
-    let movs: Vec<u32> = out.iter().filter(|i| i.code() == Code::Mov_rm32_imm32).map(|i| i.immediate32()).collect();
+    let movs: Vec<u32> = out
+        .iter()
+        .filter(|i| i.code() == Code::Mov_rm32_imm32)
+        .map(|i| i.immediate32())
+        .collect();
     assert_eq!(movs, vec![0x0000_100a, 0x7f00]);
     assert_eq!(t.stubs, vec![(t.stubs[0].0, ExitKind::Direct(0x7f00_0000_2000))]);
 }
@@ -94,10 +104,20 @@ fn indirect_branches_through_rsp_and_system_calls_are_not_translated() {
     assert!(!translatable(&block_at(&[0xff, 0xe4], 0x1000))); // jmp rsp
     assert!(translatable(&block_at(&[0xff, 0xe0], 0x1000))); // jmp rax
     assert!(translatable(&block_at(&[0xff, 0x64, 0x24, 0x08], 0x1000))); // jmp [rsp+8]
-    let t = translate(&block_at(&[0xff, 0x64, 0x24, 0x08], 0x1000), 0x4000_0000, 0x3ff0_0040, 0x3ff0_0000, &|_| None).unwrap();
+    let t = translate(
+        &block_at(&[0xff, 0x64, 0x24, 0x08], 0x1000),
+        0x4000_0000,
+        0x3ff0_0040,
+        0x3ff0_0000,
+        &|_| None,
+    )
+    .unwrap();
     let out = decode(&t.bytes, 0x4000_0000);
     // The operand read with rsp 160 lower: [rsp+168].
-    let load = out.iter().find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == Register::RCX && i.op1_kind() == OpKind::Memory).unwrap();
+    let load = out
+        .iter()
+        .find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == Register::RCX && i.op1_kind() == OpKind::Memory)
+        .unwrap();
     assert_eq!(load.memory_base(), Register::RSP);
     assert_eq!(load.memory_displacement64(), 168);
     assert_eq!(out.iter().find(|i| i.mnemonic() == Mnemonic::Ret).unwrap().immediate16(), 128);

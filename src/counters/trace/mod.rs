@@ -12,6 +12,7 @@
 //! block's entry or by the run-ahead emulator, replayed for affine loops, single-stepped only
 //! where an address cannot be computed. See docs/trace.md.
 
+mod cache_code;
 pub mod classify;
 mod emu;
 mod interleave;
@@ -23,7 +24,6 @@ pub mod sys;
 pub mod tally;
 pub mod tracer;
 pub mod xol;
-mod cache_code;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

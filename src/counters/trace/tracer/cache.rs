@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
+use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, STUB_LEN, TABLE_ENTRIES};
 use crate::counters::trace::sys::Memory;
-use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, STUB_LEN, TABLE_ENTRIES};
 use crate::counters::trace::xol::{REACH, Xol};
 
 use super::Tracer;
@@ -80,6 +80,14 @@ impl CodeCache {
         (addr < s + STUB_LEN).then_some((*s, *k))
     }
 
+    /// Whether a thread at `n` (a block start counted `hits` times) should run a translation.
+    pub(super) fn wanted(&self, n: u64, hits: u32, hot: u32) -> bool {
+        match self.trans.get(&n) {
+            Some(t) => t.is_some(),
+            None => hits >= hot && !self.failed,
+        }
+    }
+
     /// Translations of code in `[lo, hi)` are forgotten with the code (`Space::forget_code`):
     /// no thread goes into them from a trap or the table any more. Their bytes stay.
     /// Their table entries are cleared (a thread looking one up then misses).
@@ -88,7 +96,7 @@ impl CodeCache {
         let gone: Vec<u64> = self.slots.iter().filter(|(_, a)| **a >= lo && **a < hi).map(|(s, _)| *s).collect();
         let Some(table) = self.table else { return };
         for s in gone {
-            if mem.write(table + s * 16, &0u64.to_le_bytes()) {
+            if mem.write(table + s * 8, &0u64.to_le_bytes()) {
                 self.slots.remove(&s);
             }
         }
@@ -97,7 +105,7 @@ impl CodeCache {
 
 impl Tracer<'_> {
     /// Whether threads of space `si` may be sent into translations now.
-    fn cache_on(&self, si: usize) -> bool {
+    pub(super) fn cache_on(&self, si: usize) -> bool {
         let sp = &self.spaces[si];
         self.cache_hot > 0 && self.mode == TraceMode::Flops && sp.active() && !sp.stepping && !sp.region_mode && !sp.cache.failed
     }
@@ -120,6 +128,9 @@ impl Tracer<'_> {
         }
         self.spaces[si].cache.used = true;
         self.stats.cache_entries += 1;
+        if self.debug {
+            eprintln!("[{pid}] cache: enter {pc:#x} -> {at:#x}");
+        }
         self.move_rip(pid, &mut regs, at);
         self.cont(pid, None);
         true
@@ -127,8 +138,13 @@ impl Tracer<'_> {
 
     /// A trap inside a cache area at `at` (the `int3`'s address). False when it is no stub's.
     pub(super) fn on_cache_trap(&mut self, pid: Pid, si: usize, at: u64, mut regs: libc::user_regs_struct) -> bool {
-        let Some((stub, kind)) = self.spaces[si].cache.stub_at(at) else { return false };
+        let Some((stub, kind)) = self.spaces[si].cache.stub_at(at) else {
+            return false;
+        };
         self.stats.cache_exits += 1;
+        if self.debug {
+            eprintln!("[{pid}] cache: exit at {at:#x} (stub {stub:#x}) to {kind:x?}");
+        }
         match kind {
             ExitKind::Direct(x) => {
                 if self.cache_on(si) {
@@ -161,11 +177,15 @@ impl Tracer<'_> {
     /// Link the exit stub at `stub` to the translation at `to` (when in reach), once.
     fn link(&mut self, si: usize, stub: u64, to: u64) {
         let sp = &mut self.spaces[si];
-        let Some((kind, linked)) = sp.cache.stubs.get(&stub).copied() else { return };
+        let Some((kind, linked)) = sp.cache.stubs.get(&stub).copied() else {
+            return;
+        };
         if linked {
             return;
         }
-        let Some((rel, opcode)) = cache_code::link_bytes(stub, to) else { return };
+        let Some((rel, opcode)) = cache_code::link_bytes(stub, to) else {
+            return;
+        };
         if sp.mem.write(stub + 1, &rel) && sp.mem.write_byte(stub, opcode) {
             sp.cache.stubs.insert(stub, (kind, true));
             self.stats.cache_links += 1;
@@ -189,67 +209,90 @@ impl Tracer<'_> {
         let sp = &self.spaces[si];
         let block = sp.blocks.get(&pc).cloned()?;
         let bp = sp.bps.get(&pc).copied().unwrap_or_default();
-        if block.needs_step || !block.masked.is_empty() || block.rep || bp.sticky() || bp.inside || sp.is_sticky(pc) || ends_in_sigreturn(&block) {
+        if block.needs_step
+            || !block.masked.is_empty()
+            || block.rep
+            || bp.sticky()
+            || bp.inside
+            || sp.is_sticky(pc)
+            || ends_in_sigreturn(&block)
+        {
             return None;
         }
         if !cache_code::translatable(&block.insns) {
             return None;
         }
         let code_len: u64 = block.insns.iter().map(|i| u64::from(i.len)).sum();
-        let room = code_len * 2 + 256;
+        let room = code_len * 2 + 256 + ORIGIN;
         let ai = self.cache_area(pid, si, pc, room)?;
         let sp = &mut self.spaces[si];
         let area = sp.cache.areas[ai];
         let counter = area.base + HEADER + 8 * area.counters;
-        let at = area.base + COUNTERS + area.code_used;
+        let slot_at = area.base + COUNTERS + area.code_used;
+        let at = slot_at + ORIGIN;
         let cache = &sp.cache;
         let tr = cache_code::translate(&block.insns, at, counter, area.base, &|x| cache.trans.get(&x).copied().flatten())?;
         if tr.bytes.len() as u64 > room {
             return None;
         }
         // Written once: the slot (and the counter) must still be blank.
-        let mut was = vec![0u8; tr.bytes.len()];
+        let mut bytes = pc.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&tr.bytes);
+        let mut was = vec![0u8; bytes.len()];
         let mut c = [0u8; 8];
-        if sp.mem.read(at, &mut was) != was.len() || was.iter().any(|b| *b != 0) || sp.mem.read(counter, &mut c) != 8 || c != [0; 8] {
+        if sp.mem.read(slot_at, &mut was) != was.len() || was.iter().any(|b| *b != 0) || sp.mem.read(counter, &mut c) != 8 || c != [0; 8] {
             self.stats.scratch_overwrites += 1;
             sp.cache.failed = true;
             return None;
         }
-        if !sp.mem.write(at, &tr.bytes) {
+        if !sp.mem.write(slot_at, &bytes) {
             return None;
         }
         let a = &mut sp.cache.areas[ai];
         a.counters += 1;
-        a.code_used += (tr.bytes.len() as u64).next_multiple_of(16);
-        for (off, kind) in tr.stubs {
-            sp.cache.stubs.insert(at + off, (kind, false));
+        a.code_used += (bytes.len() as u64).next_multiple_of(16);
+        for (off, kind) in &tr.stubs {
+            sp.cache.stubs.insert(at + off, (*kind, false));
         }
         let slot = area.counters;
         sp.cache.entries.push(Entry {
-            block,
+            block: block.clone(),
             area: ai,
             slot,
             last: 0,
         });
-        // The table entry: the translation first, then the address it is looked up by (a
-        // thread that reads the address reads the translation too). Never replaced.
+        // The table entry (one 8-byte write; it may replace another translation's, which is
+        // then reached through traps and links only).
         if let Some(table) = sp.cache.table {
             let s = pc & (TABLE_ENTRIES - 1);
-            if !sp.cache.slots.contains_key(&s) {
-                let e = table + s * 16;
-                if sp.mem.write(e + 8, &at.to_le_bytes()) && sp.mem.write(e, &pc.to_le_bytes()) {
-                    sp.cache.slots.insert(s, pc);
-                }
+            if sp.mem.write(table + s * 8, &at.to_le_bytes()) {
+                sp.cache.slots.insert(s, pc);
             }
         }
         self.stats.cache_translations += 1;
+        if self.debug {
+            eprintln!(
+                "cache: {pc:#x} translated at {at:#x} ({} bytes, counter {counter:#x})",
+                tr.bytes.len()
+            );
+            for i in &block.insns {
+                eprintln!("  orig {:#x}: {}", i.addr, i.instr);
+            }
+            let mut d = iced_x86::Decoder::with_ip(64, &tr.bytes, at, iced_x86::DecoderOptions::NONE);
+            while d.can_decode() {
+                let i = d.decode();
+                eprintln!("  copy {:#x}: {}", i.ip(), i);
+            }
+        }
         Some(at)
     }
 
     /// An area within reach of `near` with room for a counter and `room` bytes of code (mapped
     /// in the tracee, with the lookup table, where none has it).
     fn cache_area(&mut self, pid: Pid, si: usize, near: u64, room: u64) -> Option<usize> {
-        let fits = |a: &Area| a.base.abs_diff(near) < REACH && HEADER + 8 * (a.counters + 1) <= COUNTERS && COUNTERS + a.code_used + room <= AREA_SIZE;
+        let fits = |a: &Area| {
+            a.base.abs_diff(near) < REACH && HEADER + 8 * (a.counters + 1) <= COUNTERS && COUNTERS + a.code_used + room <= AREA_SIZE
+        };
         if let Some(i) = self.spaces[si].cache.areas.iter().position(fits) {
             return Some(i);
         }
@@ -258,7 +301,7 @@ impl Tracer<'_> {
         }
         let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
         if self.spaces[si].cache.table.is_none() {
-            let t = self.mmap_in(pid, si, 0, TABLE_ENTRIES * 16, rw, false);
+            let t = self.mmap_in(pid, si, 0, TABLE_ENTRIES * 8, rw, false);
             if t.is_none() {
                 self.spaces[si].cache.failed = true;
             }
@@ -345,7 +388,9 @@ impl Tracer<'_> {
         }
         for e in &mut sp.cache.entries {
             let o = (8 * e.slot) as usize;
-            e.last = now[e.area].get(o..o + 8).map_or(e.last, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            e.last = now[e.area]
+                .get(o..o + 8)
+                .map_or(e.last, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
         }
     }
 }
