@@ -242,6 +242,54 @@ unsafe fn micro<V: Lanes, const MR: usize, const NB: usize, const PFA: usize, co
     }
 }
 
+/// The asm lines of rank-1 update `u` of the 8 × 16 micro-kernel (offsets from the panel
+/// pointers `{a}`, `{b}`, which the loop advances): B's row in zmm16/17, then row r's two
+/// accumulators zmm(2r), zmm(2r + 1) take A's element r as an embedded broadcast.
+#[cfg(target_arch = "x86_64")]
+macro_rules! rank1_update {
+    ($u:literal) => {
+        concat!(
+            "vmovupd zmm16, [{b} + ",
+            $u,
+            "*128]\n",
+            "vmovupd zmm17, [{b} + ",
+            $u,
+            "*128 + 64]\n",
+            rank1_row!($u, 0, 0, 1),
+            rank1_row!($u, 1, 2, 3),
+            rank1_row!($u, 2, 4, 5),
+            rank1_row!($u, 3, 6, 7),
+            rank1_row!($u, 4, 8, 9),
+            rank1_row!($u, 5, 10, 11),
+            rank1_row!($u, 6, 12, 13),
+            rank1_row!($u, 7, 14, 15),
+        )
+    };
+}
+
+/// Row `r` of [`rank1_update`]: its two FMAs into zmm`lo` and zmm`hi`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! rank1_row {
+    ($u:literal, $r:literal, $lo:literal, $hi:literal) => {
+        concat!(
+            "vfmadd231pd zmm",
+            $lo,
+            ", zmm16, qword ptr [{a} + ",
+            $u,
+            "*64 + ",
+            $r,
+            "*8]{{1to8}}\n",
+            "vfmadd231pd zmm",
+            $hi,
+            ", zmm17, qword ptr [{a} + ",
+            $u,
+            "*64 + ",
+            $r,
+            "*8]{{1to8}}\n",
+        )
+    };
+}
+
 /// The AVX-512 dgemm micro-kernel of an 8 × 16 tile written out: zmm0–15 accumulate (row r,
 /// half h in zmm(2r + h)), zmm16/17 the B row; each FMA takes its A element as an embedded
 /// broadcast (`{1to8}`), so no separate broadcast instruction competes for the ports: per
@@ -279,42 +327,10 @@ pub unsafe fn micro_zmm_8x16_eb(kc: usize, ap: *const f64, bp: *const f64, c: *m
             "jz 5f",
             ".p2align 5",
             "2:",
-            "vmovupd zmm16, [{b} + 0]", "vmovupd zmm17, [{b} + 64]",
-            "vfmadd231pd zmm0, zmm16, qword ptr [{a} + 0]{{1to8}}", "vfmadd231pd zmm1, zmm17, qword ptr [{a} + 0]{{1to8}}",
-            "vfmadd231pd zmm2, zmm16, qword ptr [{a} + 8]{{1to8}}", "vfmadd231pd zmm3, zmm17, qword ptr [{a} + 8]{{1to8}}",
-            "vfmadd231pd zmm4, zmm16, qword ptr [{a} + 16]{{1to8}}", "vfmadd231pd zmm5, zmm17, qword ptr [{a} + 16]{{1to8}}",
-            "vfmadd231pd zmm6, zmm16, qword ptr [{a} + 24]{{1to8}}", "vfmadd231pd zmm7, zmm17, qword ptr [{a} + 24]{{1to8}}",
-            "vfmadd231pd zmm8, zmm16, qword ptr [{a} + 32]{{1to8}}", "vfmadd231pd zmm9, zmm17, qword ptr [{a} + 32]{{1to8}}",
-            "vfmadd231pd zmm10, zmm16, qword ptr [{a} + 40]{{1to8}}", "vfmadd231pd zmm11, zmm17, qword ptr [{a} + 40]{{1to8}}",
-            "vfmadd231pd zmm12, zmm16, qword ptr [{a} + 48]{{1to8}}", "vfmadd231pd zmm13, zmm17, qword ptr [{a} + 48]{{1to8}}",
-            "vfmadd231pd zmm14, zmm16, qword ptr [{a} + 56]{{1to8}}", "vfmadd231pd zmm15, zmm17, qword ptr [{a} + 56]{{1to8}}",
-            "vmovupd zmm16, [{b} + 128]", "vmovupd zmm17, [{b} + 192]",
-            "vfmadd231pd zmm0, zmm16, qword ptr [{a} + 64]{{1to8}}", "vfmadd231pd zmm1, zmm17, qword ptr [{a} + 64]{{1to8}}",
-            "vfmadd231pd zmm2, zmm16, qword ptr [{a} + 72]{{1to8}}", "vfmadd231pd zmm3, zmm17, qword ptr [{a} + 72]{{1to8}}",
-            "vfmadd231pd zmm4, zmm16, qword ptr [{a} + 80]{{1to8}}", "vfmadd231pd zmm5, zmm17, qword ptr [{a} + 80]{{1to8}}",
-            "vfmadd231pd zmm6, zmm16, qword ptr [{a} + 88]{{1to8}}", "vfmadd231pd zmm7, zmm17, qword ptr [{a} + 88]{{1to8}}",
-            "vfmadd231pd zmm8, zmm16, qword ptr [{a} + 96]{{1to8}}", "vfmadd231pd zmm9, zmm17, qword ptr [{a} + 96]{{1to8}}",
-            "vfmadd231pd zmm10, zmm16, qword ptr [{a} + 104]{{1to8}}", "vfmadd231pd zmm11, zmm17, qword ptr [{a} + 104]{{1to8}}",
-            "vfmadd231pd zmm12, zmm16, qword ptr [{a} + 112]{{1to8}}", "vfmadd231pd zmm13, zmm17, qword ptr [{a} + 112]{{1to8}}",
-            "vfmadd231pd zmm14, zmm16, qword ptr [{a} + 120]{{1to8}}", "vfmadd231pd zmm15, zmm17, qword ptr [{a} + 120]{{1to8}}",
-            "vmovupd zmm16, [{b} + 256]", "vmovupd zmm17, [{b} + 320]",
-            "vfmadd231pd zmm0, zmm16, qword ptr [{a} + 128]{{1to8}}", "vfmadd231pd zmm1, zmm17, qword ptr [{a} + 128]{{1to8}}",
-            "vfmadd231pd zmm2, zmm16, qword ptr [{a} + 136]{{1to8}}", "vfmadd231pd zmm3, zmm17, qword ptr [{a} + 136]{{1to8}}",
-            "vfmadd231pd zmm4, zmm16, qword ptr [{a} + 144]{{1to8}}", "vfmadd231pd zmm5, zmm17, qword ptr [{a} + 144]{{1to8}}",
-            "vfmadd231pd zmm6, zmm16, qword ptr [{a} + 152]{{1to8}}", "vfmadd231pd zmm7, zmm17, qword ptr [{a} + 152]{{1to8}}",
-            "vfmadd231pd zmm8, zmm16, qword ptr [{a} + 160]{{1to8}}", "vfmadd231pd zmm9, zmm17, qword ptr [{a} + 160]{{1to8}}",
-            "vfmadd231pd zmm10, zmm16, qword ptr [{a} + 168]{{1to8}}", "vfmadd231pd zmm11, zmm17, qword ptr [{a} + 168]{{1to8}}",
-            "vfmadd231pd zmm12, zmm16, qword ptr [{a} + 176]{{1to8}}", "vfmadd231pd zmm13, zmm17, qword ptr [{a} + 176]{{1to8}}",
-            "vfmadd231pd zmm14, zmm16, qword ptr [{a} + 184]{{1to8}}", "vfmadd231pd zmm15, zmm17, qword ptr [{a} + 184]{{1to8}}",
-            "vmovupd zmm16, [{b} + 384]", "vmovupd zmm17, [{b} + 448]",
-            "vfmadd231pd zmm0, zmm16, qword ptr [{a} + 192]{{1to8}}", "vfmadd231pd zmm1, zmm17, qword ptr [{a} + 192]{{1to8}}",
-            "vfmadd231pd zmm2, zmm16, qword ptr [{a} + 200]{{1to8}}", "vfmadd231pd zmm3, zmm17, qword ptr [{a} + 200]{{1to8}}",
-            "vfmadd231pd zmm4, zmm16, qword ptr [{a} + 208]{{1to8}}", "vfmadd231pd zmm5, zmm17, qword ptr [{a} + 208]{{1to8}}",
-            "vfmadd231pd zmm6, zmm16, qword ptr [{a} + 216]{{1to8}}", "vfmadd231pd zmm7, zmm17, qword ptr [{a} + 216]{{1to8}}",
-            "vfmadd231pd zmm8, zmm16, qword ptr [{a} + 224]{{1to8}}", "vfmadd231pd zmm9, zmm17, qword ptr [{a} + 224]{{1to8}}",
-            "vfmadd231pd zmm10, zmm16, qword ptr [{a} + 232]{{1to8}}", "vfmadd231pd zmm11, zmm17, qword ptr [{a} + 232]{{1to8}}",
-            "vfmadd231pd zmm12, zmm16, qword ptr [{a} + 240]{{1to8}}", "vfmadd231pd zmm13, zmm17, qword ptr [{a} + 240]{{1to8}}",
-            "vfmadd231pd zmm14, zmm16, qword ptr [{a} + 248]{{1to8}}", "vfmadd231pd zmm15, zmm17, qword ptr [{a} + 248]{{1to8}}",
+            rank1_update!(0),
+            rank1_update!(1),
+            rank1_update!(2),
+            rank1_update!(3),
             "add {a}, 256",
             "add {b}, 512",
             "dec {q}",
@@ -323,15 +339,7 @@ pub unsafe fn micro_zmm_8x16_eb(kc: usize, ap: *const f64, bp: *const f64, c: *m
             "and {k}, 3",
             "jz 6f",
             "7:",
-            "vmovupd zmm16, [{b} + 0]", "vmovupd zmm17, [{b} + 64]",
-            "vfmadd231pd zmm0, zmm16, qword ptr [{a} + 0]{{1to8}}", "vfmadd231pd zmm1, zmm17, qword ptr [{a} + 0]{{1to8}}",
-            "vfmadd231pd zmm2, zmm16, qword ptr [{a} + 8]{{1to8}}", "vfmadd231pd zmm3, zmm17, qword ptr [{a} + 8]{{1to8}}",
-            "vfmadd231pd zmm4, zmm16, qword ptr [{a} + 16]{{1to8}}", "vfmadd231pd zmm5, zmm17, qword ptr [{a} + 16]{{1to8}}",
-            "vfmadd231pd zmm6, zmm16, qword ptr [{a} + 24]{{1to8}}", "vfmadd231pd zmm7, zmm17, qword ptr [{a} + 24]{{1to8}}",
-            "vfmadd231pd zmm8, zmm16, qword ptr [{a} + 32]{{1to8}}", "vfmadd231pd zmm9, zmm17, qword ptr [{a} + 32]{{1to8}}",
-            "vfmadd231pd zmm10, zmm16, qword ptr [{a} + 40]{{1to8}}", "vfmadd231pd zmm11, zmm17, qword ptr [{a} + 40]{{1to8}}",
-            "vfmadd231pd zmm12, zmm16, qword ptr [{a} + 48]{{1to8}}", "vfmadd231pd zmm13, zmm17, qword ptr [{a} + 48]{{1to8}}",
-            "vfmadd231pd zmm14, zmm16, qword ptr [{a} + 56]{{1to8}}", "vfmadd231pd zmm15, zmm17, qword ptr [{a} + 56]{{1to8}}",
+            rank1_update!(0),
             "add {a}, 64",
             "add {b}, 128",
             "dec {k}",

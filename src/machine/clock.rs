@@ -278,103 +278,23 @@ unsafe fn fma_chain_512(n: u64) {
     }
 }
 
-/// SAFETY: caller checked avx,fma.
-#[target_feature(enable = "avx,fma")]
-unsafe fn fma_streams_128(n: u64) {
-    // SAFETY: register-only loop over xmm0-13, all declared clobbered.
-    unsafe {
-        asm!(
-            ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", "vxorpd xmm\\i, xmm\\i, xmm\\i", ".endr",
-            "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "vfmadd231pd xmm\\i, xmm12, xmm13", ".endr", ".endr",
-            "dec {n}", "jnz 2b", "vzeroupper",
-            n = inout(reg) n => _,
-            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,
-            options(nomem, nostack)
-        );
-    }
-}
-
-/// SAFETY: caller checked sse2.
-#[target_feature(enable = "sse2")]
-unsafe fn add_streams_128(n: u64) {
-    // SAFETY: register-only loop over xmm0-13, all declared clobbered.
-    unsafe {
-        asm!(
-            ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", "xorpd xmm\\i, xmm\\i", ".endr",
-            "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "addpd xmm\\i, xmm12", ".endr", ".endr",
-            "dec {n}", "jnz 2b",
-            n = inout(reg) n => _,
-            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,
-            options(nomem, nostack)
-        );
-    }
-}
-
-/// SAFETY: caller checked avx,fma.
-#[target_feature(enable = "avx,fma")]
-unsafe fn fma_streams_256(n: u64) {
-    // SAFETY: register-only loop over ymm0-13, all declared clobbered.
-    unsafe {
-        asm!(
-            ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", "vxorpd ymm\\i, ymm\\i, ymm\\i", ".endr",
-            "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "vfmadd231pd ymm\\i, ymm12, ymm13", ".endr", ".endr",
-            "dec {n}", "jnz 2b", "vzeroupper",
-            n = inout(reg) n => _,
-            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,
-            options(nomem, nostack)
-        );
-    }
-}
-
-/// SAFETY: caller checked avx.
-#[target_feature(enable = "avx")]
-unsafe fn add_streams_256(n: u64) {
-    // SAFETY: register-only loop over ymm0-13, all declared clobbered.
-    unsafe {
-        asm!(
-            ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", "vxorpd ymm\\i, ymm\\i, ymm\\i", ".endr",
-            "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "vaddpd ymm\\i, ymm\\i, ymm12", ".endr", ".endr",
-            "dec {n}", "jnz 2b", "vzeroupper",
-            n = inout(reg) n => _,
-            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,
-            options(nomem, nostack)
-        );
-    }
-}
-
-/// SAFETY: caller checked avx512f.
-#[target_feature(enable = "avx512f")]
-unsafe fn fma_streams_512(n: u64) {
-    // SAFETY: register-only loop over zmm0-13, all declared clobbered.
-    unsafe {
-        asm!(
-            ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", "vpxorq zmm\\i, zmm\\i, zmm\\i", ".endr",
-            "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "vfmadd231pd zmm\\i, zmm12, zmm13", ".endr", ".endr",
-            "dec {n}", "jnz 2b", "vzeroupper",
-            n = inout(reg) n => _,
-            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _, out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _,
-            options(nomem, nostack)
-        );
-    }
-}
-
-/// The `imul` chain with one FP instruction beside each link: BLOCK links (3·BLOCK cycles)
-/// and BLOCK FP instructions over 12 accumulators an iteration (each accumulator 4 deep: far
-/// off the critical path at any FP latency up to 30 cycles). `$fp` names the accumulator `\i`,
-/// its sources the registers 12 and 13.
-macro_rules! imul_beside {
-    ($name:ident, $feat:literal, $zero:literal, $fp:literal, $vz:literal, $($reg:tt)*) => {
+/// A register-only loop over 12 FP accumulators (4 deep each: far off the critical path at any
+/// FP latency up to 30 cycles), 48 FP instructions an iteration; `$fp` names the accumulator
+/// `\i`, its sources the registers 12 and 13. With `[beside, x0]`, the `imul` chain (from x0) runs one link
+/// beside each FP instruction (BLOCK links, 3·BLOCK cycles): the clock under that FP work.
+macro_rules! fp_loop {
+    ($name:ident, $feat:literal, $zero:literal, $fp:literal, $vz:literal, [$($beside:literal, $x:expr)?], $($reg:tt)*) => {
         /// SAFETY: caller checked the features named on the function.
         #[target_feature(enable = $feat)]
         unsafe fn $name(n: u64) {
-            // SAFETY: register-only loop: the imul operand and the FP registers 0-13 of the
-            // width, all declared clobbered.
+            // SAFETY: register-only loop: the FP registers 0-13 of the width (and the imul
+            // operand), all declared clobbered.
             unsafe {
                 asm!(
                     ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13", $zero, ".endr",
-                    "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", "imul {x}, {x}", $fp, ".endr", ".endr",
+                    "2:", ".rept 4", ".irp i,0,1,2,3,4,5,6,7,8,9,10,11", $($beside,)? $fp, ".endr", ".endr",
                     "dec {n}", "jnz 2b", $vz,
-                    x = inout(reg) 3u64 => _, n = inout(reg) n => _,
+                    $(x = inout(reg) $x => _,)? n = inout(reg) n => _,
                     $($reg)*
                     options(nomem, nostack)
                 );
@@ -383,25 +303,40 @@ macro_rules! imul_beside {
     };
 }
 
-imul_beside!(imul_beside_fma_sd, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231sd xmm\\i, xmm12, xmm13", "",
+fp_loop!(fma_streams_128, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231pd xmm\\i, xmm12, xmm13", "vzeroupper", [],
     out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
     out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
-imul_beside!(imul_beside_add_sd, "sse2", "xorpd xmm\\i, xmm\\i", "addsd xmm\\i, xmm12", "",
+fp_loop!(add_streams_128, "sse2", "xorpd xmm\\i, xmm\\i", "addpd xmm\\i, xmm12", "", [],
     out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
     out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
-imul_beside!(imul_beside_fma_128, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231pd xmm\\i, xmm12, xmm13", "",
-    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
-    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
-imul_beside!(imul_beside_add_128, "sse2", "xorpd xmm\\i, xmm\\i", "addpd xmm\\i, xmm12", "",
-    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
-    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
-imul_beside!(imul_beside_fma_256, "avx,fma", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vfmadd231pd ymm\\i, ymm12, ymm13", "vzeroupper",
+fp_loop!(fma_streams_256, "avx,fma", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vfmadd231pd ymm\\i, ymm12, ymm13", "vzeroupper", [],
     out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _,
     out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,);
-imul_beside!(imul_beside_add_256, "avx", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vaddpd ymm\\i, ymm\\i, ymm12", "vzeroupper",
+fp_loop!(add_streams_256, "avx", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vaddpd ymm\\i, ymm\\i, ymm12", "vzeroupper", [],
     out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _,
     out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,);
-imul_beside!(imul_beside_fma_512, "avx512f", "vpxorq zmm\\i, zmm\\i, zmm\\i", "vfmadd231pd zmm\\i, zmm12, zmm13", "vzeroupper",
+fp_loop!(fma_streams_512, "avx512f", "vpxorq zmm\\i, zmm\\i, zmm\\i", "vfmadd231pd zmm\\i, zmm12, zmm13", "vzeroupper", [],
+    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _,
+    out("zmm7") _, out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _,);
+fp_loop!(imul_beside_fma_sd, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231sd xmm\\i, xmm12, xmm13", "", ["imul {x}, {x}", 3u64],
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+fp_loop!(imul_beside_add_sd, "sse2", "xorpd xmm\\i, xmm\\i", "addsd xmm\\i, xmm12", "", ["imul {x}, {x}", 3u64],
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+fp_loop!(imul_beside_fma_128, "avx,fma", "vxorpd xmm\\i, xmm\\i, xmm\\i", "vfmadd231pd xmm\\i, xmm12, xmm13", "", ["imul {x}, {x}", 3u64],
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+fp_loop!(imul_beside_add_128, "sse2", "xorpd xmm\\i, xmm\\i", "addpd xmm\\i, xmm12", "", ["imul {x}, {x}", 3u64],
+    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _,
+    out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _, out("xmm13") _,);
+fp_loop!(imul_beside_fma_256, "avx,fma", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vfmadd231pd ymm\\i, ymm12, ymm13", "vzeroupper", ["imul {x}, {x}", 3u64],
+    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _,
+    out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,);
+fp_loop!(imul_beside_add_256, "avx", "vxorpd ymm\\i, ymm\\i, ymm\\i", "vaddpd ymm\\i, ymm\\i, ymm12", "vzeroupper", ["imul {x}, {x}", 3u64],
+    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _,
+    out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,);
+fp_loop!(imul_beside_fma_512, "avx512f", "vpxorq zmm\\i, zmm\\i, zmm\\i", "vfmadd231pd zmm\\i, zmm12, zmm13", "vzeroupper", ["imul {x}, {x}", 3u64],
     out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _,
     out("zmm7") _, out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _,);
 
