@@ -337,6 +337,49 @@ fn run_ahead_counts_equal_single_stepping() {
     );
 }
 
+/// The opt-in code cache (`ROOFLINE_TRACE_CACHE=2`: a block counted twice is translated), with
+/// paths made short (`ROOFLINE_TRACE_PATH_INSNS`) so that threads trap at hot blocks and run
+/// their translations: counts from the translations' counters equal single-stepping's on a
+/// program of calls through pointers, a jump table, recursion and returns (the table lookup),
+/// and the translations did run (a wrong count of a translated block fails the equality).
+#[test]
+fn code_cache_counts_equal_single_stepping() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "branchy.c", "branchy", &[]) else {
+        return;
+    };
+    let mut s = seed();
+    let n = pick(&mut s, 100, 300).to_string();
+    let run = |mode: &str, cache: &str| {
+        let out = dir.path().join(format!("{mode}{cache}.json"));
+        Command::cargo_bin("roofline")
+            .unwrap()
+            .args(["measure", "--backend", "trace", "--trace", mode, "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(&n)
+            .env("ROOFLINE_TRACE_CACHE", cache)
+            .env("ROOFLINE_TRACE_PATH_INSNS", "16")
+            .timeout(std::time::Duration::from_secs(120))
+            .assert()
+            .success();
+        whole_run(&out)
+    };
+    let cached = run("flops", "2");
+    let slow = run("reference", "0");
+    for key in ["core_load_bytes", "core_store_bytes", "nt_store_bytes"] {
+        assert_eq!(cached["extra"][key], slow["extra"][key], "{key}");
+    }
+    assert_eq!(cached["bytes"]["stack"], slow["bytes"]["stack"]);
+    assert_eq!(cached["flops"], slow["flops"]);
+    let t = &cached["extra"]["trace"];
+    assert_eq!(t["mispredicts"], 0, "{t}");
+    assert_eq!(t["scratch_overwrites"], 0, "{t}");
+    assert!(t["cache"]["blocks"].as_u64().unwrap() > 0, "no translated block ran: {t}");
+    assert!(t["cache"]["links"].as_u64().unwrap() > 0, "no stub was linked: {t}");
+}
+
 /// Run-ahead through loops (a loop whose branches the emulator decides runs all its
 /// iterations at one trap; a non-affine counted loop emulated within the path) on a program of
 /// real loop shapes: SpMV with indices loaded from memory, a stencil, a linked-list walk and a

@@ -12,6 +12,7 @@
 //! block's entry or by the run-ahead emulator, replayed for affine loops, single-stepped only
 //! where an address cannot be computed. See docs/trace.md.
 
+mod cache_code;
 pub mod classify;
 mod emu;
 mod interleave;
@@ -598,6 +599,16 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "path_ends": stats.path_ends,
         "emulated_again": stats.emulated_again,
         "emulator_page_reads": stats.emulator_page_reads,
+        "cache": {
+            "translations": stats.cache_translations,
+            "refused": stats.cache_refused,
+            "entries": stats.cache_entries,
+            "exits": stats.cache_exits,
+            "misses": stats.cache_misses,
+            "links": stats.cache_links,
+            "flushes": stats.cache_flushes,
+            "blocks": stats.cache_blocks,
+        },
         "gaps": stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
     })
 }

@@ -67,6 +67,8 @@ pub(super) struct Block {
     pub(super) links_stamp: std::cell::Cell<(u64, u64)>,
     /// The run-ahead round that last went through this block (`Round::repeated`).
     pub(super) on_path_round: std::cell::Cell<u64>,
+    /// Executions counted (at traps, on paths, by the code cache): what makes it hot.
+    pub(super) hits: std::cell::Cell<u32>,
     pub(super) succ: Vec<u64>,
     pub(super) exit: Exit,
     pub(super) induction: Option<Induction>,
@@ -176,6 +178,7 @@ pub(super) fn build_block(
         links: std::cell::RefCell::new(Vec::new()),
         links_stamp: std::cell::Cell::new((0, 0)),
         on_path_round: std::cell::Cell::new(0),
+        hits: std::cell::Cell::new(0),
         succ,
         exit,
         induction,

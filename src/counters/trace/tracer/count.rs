@@ -46,10 +46,11 @@ impl Tracer<'_> {
 
     /// A block run `n` times (`masks`: its masked instructions' opmasks, or none where it has
     /// none or they are not known): totals, and per source site under `--by-function`.
-    fn add_block(&mut self, pid: Pid, block: &Block, masks: &[Option<u64>], n: u64) {
+    pub(super) fn add_block(&mut self, pid: Pid, block: &Block, masks: &[Option<u64>], n: u64) {
         if n == 0 {
             return;
         }
+        block.hits.set(block.hits.get().saturating_add(n.min(u64::from(u32::MAX)) as u32));
         let once = dynamic_tally(block, masks);
         self.add_totals(pid, &block.stat, n);
         self.add_totals(pid, &once, n);
@@ -285,6 +286,9 @@ impl Tracer<'_> {
             s.block_traps += 1;
         }
         let (mut block, mut targets, unresolved) = self.decode_at_trap(si, pc, &regs);
+        if !sticky && self.enter_cache(pid, si, pc, &block, regs) {
+            return;
+        }
         // An exit not computable from the registers at entry (a computed `goto` whose target
         // the block loads, a `ret` after the block moved rsp in a way not followed): the
         // run-ahead's emulator may compute it, from the same registers and memory, exactly or
@@ -378,6 +382,8 @@ impl Tracer<'_> {
             self.enters_call(pid, call, back);
         }
         if path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
+            // An `exit`, `execve` or `munmap` may follow: the translations' counts first.
+            self.flush_cache(pid, si);
             let gprs = match &path_call {
                 Some((g, _)) => *g,
                 None => self.regs_at_syscall(pid, si, &block, &regs),

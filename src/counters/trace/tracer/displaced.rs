@@ -129,6 +129,26 @@ impl Tracer<'_> {
         if self.spaces[si].xol.area_failed_near(near) {
             return false;
         }
+        let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
+        for hint in Xol::hints(near) {
+            match self.mmap_in(pid, si, hint, xol::AREA_SIZE, prot, true) {
+                Some(r) if r.abs_diff(near) < xol::REACH => {
+                    self.spaces[si].xol.add_area(r);
+                    return true;
+                }
+                Some(_) => {}
+                None if self.spaces[si].xol.syscall_at.is_none() => break,
+                None => {}
+            }
+        }
+        self.spaces[si].xol.area_failed(near);
+        false
+    }
+
+    /// Run `mmap(hint, len, prot, MAP_PRIVATE | MAP_ANONYMOUS [| MAP_FIXED_NOREPLACE])` in the
+    /// stopped thread `pid` (through a `syscall` instruction found in its executable memory):
+    /// the address mapped, or None (taken, refused, or no `syscall` found).
+    pub(super) fn mmap_in(&mut self, pid: Pid, si: usize, hint: u64, len: u64, prot: u64, noreplace: bool) -> Option<u64> {
         let ok_at = |mem: &sys::Memory, a: u64| {
             let mut b = [0u8; 2];
             mem.read(a, &mut b) == 2 && b == [0x0f, 0x05]
@@ -141,27 +161,18 @@ impl Tracer<'_> {
                 self.spaces[si].xol.syscall_at = a;
                 a
             }
-        };
-        if let Some(sc) = sc {
-            const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
-            let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64 | MAP_FIXED_NOREPLACE;
-            let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
-            for hint in Xol::hints(near) {
-                self.flush_all();
-                let (r, seen) = sys::inject_syscall(pid, sc, libc::SYS_mmap as u64, [hint, xol::AREA_SIZE, prot, flags, u64::MAX, 0]);
-                self.requeue(pid, seen);
-                let Some(r) = r else { break };
-                if (r as i64) < 0 && (r as i64) > -4096 {
-                    continue; // EEXIST (taken) or a kernel without NOREPLACE: next hint
-                }
-                if r.abs_diff(near) < xol::REACH {
-                    self.spaces[si].xol.add_area(r);
-                    return true;
-                }
-            }
+        }?;
+        const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+        let mut flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
+        if noreplace {
+            flags |= MAP_FIXED_NOREPLACE;
         }
-        self.spaces[si].xol.area_failed(near);
-        false
+        self.flush_all();
+        let (r, seen) = sys::inject_syscall(pid, sc, libc::SYS_mmap as u64, [hint, len, prot, flags, u64::MAX, 0]);
+        self.requeue(pid, seen);
+        let r = r?;
+        // EEXIST (taken), or a kernel without NOREPLACE.
+        ((r as i64) >= 0 || (r as i64) <= -4096).then_some(r)
     }
 
     /// Wait statuses seen while a system call was injected: exits are handled later, signals

@@ -196,6 +196,7 @@ impl Tracer<'_> {
     /// the cache simulator first (they ran before this instant).
     pub fn snapshot(&mut self) -> Snapshot {
         self.finish_feeding();
+        self.flush_all_caches(self.main);
         Snapshot {
             total: self.total.clone(),
             levels: self.sink.as_deref().map(|s| s.bytes_so_far()).unwrap_or_default(),

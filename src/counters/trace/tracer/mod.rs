@@ -23,6 +23,7 @@
 //! `feed.rs` feeds addresses to the cache simulator.
 
 mod block;
+mod cache;
 mod count;
 mod displaced;
 mod feed;
@@ -147,6 +148,17 @@ pub struct DriverStats {
     /// Instructions of run-ahead rounds thrown away and emulated again, by cause (part of
     /// `emulated_instructions`).
     pub emulated_again: std::collections::BTreeMap<&'static str, u64>,
+    /// Code cache (`ROOFLINE_TRACE_CACHE`): blocks translated, translations refused, threads
+    /// sent in at a trap, exit-stub and miss traps, stubs linked, counter reads, and block
+    /// executions counted from the counters.
+    pub cache_translations: u64,
+    pub cache_refused: u64,
+    pub cache_entries: u64,
+    pub cache_exits: u64,
+    pub cache_misses: u64,
+    pub cache_links: u64,
+    pub cache_flushes: u64,
+    pub cache_blocks: u64,
 }
 
 impl DriverStats {
@@ -225,6 +237,9 @@ pub struct Tracer<'s> {
     /// `start_row` in force then); when it resumes it moves only the rows left, so it is not
     /// counted again (before this, first-touched pages of a GEMM's C added rows to core Q).
     tile_restart: Option<(Pid, u64)>,
+    /// `ROOFLINE_TRACE_CACHE=K`: executions that make a block hot enough to translate into the
+    /// code cache (`cache.rs`); 0, the default, leaves the cache off.
+    cache_hot: u32,
 }
 
 /// Between two looks at a thread that runs: yield the CPU, then sleep a little.
@@ -285,6 +300,7 @@ impl<'s> Tracer<'s> {
                 .unwrap_or(1 << 20),
             regions: Regions::default(),
             tile_restart: None,
+            cache_hot: std::env::var("ROOFLINE_TRACE_CACHE").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
         }
     }
 
@@ -672,6 +688,7 @@ impl<'s> Tracer<'s> {
                 }
                 self.resolve_rep(pid, &regs);
             }
+            self.flush_cache(pid, space);
             {
                 self.flush_all();
                 let _ = ptrace::cont(pid, None);
@@ -704,6 +721,10 @@ impl<'s> Tracer<'s> {
                 let mut copy = self.spaces[space].fork_copy(new);
                 copy.stepping = self.spaces[space].stepping;
                 copy.sync_memory_to_record();
+                self.spaces.push(copy);
+                let child = self.spaces.len() - 1;
+                self.rebase_cache(child);
+                let copy = self.spaces.pop().expect("pushed above");
                 // The parent's own pending reinstalls were not in memory when the child was copied.
                 self.spaces.push(copy);
                 self.spaces.len() - 1

@@ -135,6 +135,7 @@ impl Tracer<'_> {
             max_loop_path_insns,
             may_extend,
             short,
+            cache_hot: if self.cache_on(si) { self.cache_hot } else { 0 },
         };
         // (No thread of the space runs during these rounds, and nothing is written to it.)
         let pages = crate::counters::trace::emu::PageCache::default();
@@ -297,6 +298,9 @@ struct PathFrom<'r> {
     /// Back-off after wasted emulations from here: stop where a loop of several blocks comes
     /// round.
     short: bool,
+    /// The code cache's hot threshold where it is on (0: off): a path ends before a block
+    /// that is translated or hot, so the thread traps there and runs the translation.
+    cache_hot: u32,
 }
 
 /// One emulation of a run-ahead path: the blocks the thread will run from the trap, and what
@@ -511,6 +515,10 @@ impl Round {
             }
             if sp.is_sticky(n) {
                 self.why = "sticky breakpoint";
+                break;
+            }
+            if from.cache_hot > 0 && sp.cache.wanted(n, sp.blocks.get(&n).map_or(0, |x| x.hits.get()), from.cache_hot) {
+                self.why = "code cache";
                 break;
             }
             if self.insns >= from.max_path_insns {

@@ -15,6 +15,7 @@ use crate::counters::trace::sys::Memory;
 use crate::counters::trace::xol::Xol;
 
 use super::block::{Block, MAX_BLOCK, build_block};
+use super::cache::CodeCache;
 
 pub(super) const INT3: u8 = 0xcc;
 
@@ -106,6 +107,8 @@ pub(super) struct Space {
     /// Addresses whose breakpoint is sticky (entry point, region markers): a handful, looked
     /// up at every block a path runs into (the breakpoint map was a cache miss each time).
     pub(super) sticky_addrs: FastSet,
+    /// Translations of hot blocks (`cache.rs`; opt-in).
+    pub(super) cache: CodeCache,
 }
 
 impl Space {
@@ -130,6 +133,7 @@ impl Space {
             markers_known: false,
             named_markers: false,
             xol: Xol::default(),
+            cache: CodeCache::default(),
             dirty: Vec::new(),
             sources: None,
             site_cache: FastMap::default(),
@@ -161,6 +165,7 @@ impl Space {
         s.markers_known = self.markers_known;
         s.named_markers = self.named_markers;
         s.xol = self.xol.clone();
+        s.cache = self.cache.clone();
         // The child's memory holds what was armed at the fork; what changed since is written
         // into it at its first resume.
         s.dirty = self.dirty.clone();
@@ -235,6 +240,7 @@ impl Space {
         self.short_paths.retain(|a, _| outside(a));
         self.hold_skip.retain(|a, _| outside(a));
         self.missed_pages.retain(|p| !(lo >> 12..=(hi - 1) >> 12).contains(p));
+        self.cache.forget(&self.mem, lo, hi);
         self.syms.forget_maps();
         true
     }

@@ -454,6 +454,10 @@ impl Tracer<'_> {
                 self.arrive(pid, resume, regs);
                 return;
             }
+            // An exit of a translation in the code cache.
+            if self.spaces[si].cache.holds(at) && self.on_cache_trap(pid, si, at, regs) {
+                return;
+            }
             let counted = self.threads.get_mut(&pid).and_then(|t| t.counted.take());
             let sp = &self.spaces[si];
             // Ours: installed now, or removed (counting ended) after this thread hit it.
@@ -770,7 +774,7 @@ impl Tracer<'_> {
     /// Single-step `pid` at `pc` (its instruction already accounted for), on as `then` says.
     /// A block stepped through may hold a breakpoint installed after the block was entered
     /// (another thread found a jump into its middle): that one is passed, never executed.
-    fn step_on(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, then: Then) {
+    pub(super) fn step_on(&mut self, pid: Pid, si: usize, pc: u64, regs: libc::user_regs_struct, then: Then) {
         if self.spaces[si].bps.get(&pc).is_some_and(|b| b.installed) {
             self.pass_bp(pid, si, pc, regs, Some(then));
         } else {

@@ -1,0 +1,361 @@
+//! The code cache's translations (opt-in, `ROOFLINE_TRACE_CACHE=1`, flops mode): a hot block
+//! copied into a cache area of the tracee with a counter increment in front, its direct exits
+//! jumping to other translations or to exit stubs, and its returns and indirect branches
+//! looking their target up in a table in the tracee. What this file builds is bytes (iced-x86's
+//! `BlockEncoder` relocates RIP-relative operands and branches); `tracer/cache.rs` places them.
+//!
+//! A translation of the block `insns`, placed at `at`:
+//! - **counter**: `lock add qword [rip+counter], 1` (one 8-byte counter per translation, in the
+//!   area's counter part; `lock`, so that threads running the same translation lose no
+//!   increment). Where the block writes every status flag before reading any, the add goes
+//!   first as it is; elsewhere it is wrapped in `pushfq`/`popfq` below the red zone
+//!   (`lea rsp,[rsp-128]` first), so the flags the block reads are the program's.
+//! - **body**: the block's instructions but its last branch, relocated.
+//! - **direct exits** (fall-through, `jcc` both ways, `jmp`, `call`): a `jmp` to the target's
+//!   translation where it exists, else to an **exit stub**: five `int3`. The tracer handles the
+//!   trap (the thread goes to the original target, as if it had arrived there) and may later
+//!   *link* the stub: the four bytes after its first `int3` become a rel32 and then the first
+//!   byte `0xe9` (`jmp`), the breakpoint technique in reverse; a thread that had already
+//!   trapped there is recognised by the stub's range. A `call` pushes the original return
+//!   address (as the displaced copies do: `lea rsp,[rsp-8]; mov [rsp],lo; mov [rsp+4],hi`).
+//! - **`ret`, `jmp r/m64`, `call r/m64`**: the target is loaded into `rcx` (saved, with `rdx`
+//!   and the flags, below the red zone) and looked up in the space's table (direct-mapped by
+//!   the low bits of the address, 8 bytes per entry: a translation, whose code is preceded by the original address it translates, compared; the table's address is in the area's
+//!   header). A hit writes the translation's address into a slot 136 bytes below the original
+//!   `rsp`, restores `rdx`, `rcx`, the flags, and ends with `ret N`, which jumps there and puts
+//!   `rsp` where the original instruction would have left it (`N` = 136 + imm for `ret`, 128
+//!   for `jmp`, 120 for `call`, after it wrote the original return address). A miss restores
+//!   everything and traps in a **miss stub**: the thread is exactly before the original branch.
+
+use iced_x86::{
+    BlockEncoder, BlockEncoderOptions, Code, Instruction, InstructionBlock, MemoryOperand, Mnemonic, OpKind, Register, RflagsBits,
+};
+
+use super::classify::{Flow, Insn};
+
+/// One cache area: its header and counters, then code.
+pub const AREA_SIZE: u64 = 1 << 20;
+/// Bytes of an area before its counters: the lookup table's address (8 bytes), padded.
+pub const HEADER: u64 = 64;
+/// Bytes of an area for its header and counters; code follows.
+pub const COUNTERS: u64 = 1 << 17;
+/// Entries of the lookup table (a power of two), 8 bytes each: a translation's address (0:
+/// none). A translation's code is preceded by the original address it translates
+/// (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one 8-byte
+/// write while other threads look it up: whatever they read is a whole translation.
+pub const TABLE_ENTRIES: u64 = 1 << 18;
+/// Bytes before a translation's code: the original address.
+pub const ORIGIN: u64 = 8;
+/// Bytes of one exit stub (`int3` × 5, linked into a `jmp rel32`).
+pub const STUB_LEN: u64 = 5;
+const INT3: u8 = 0xcc;
+
+/// Where a translation's stub sends the thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// To this original address (a direct exit).
+    Direct(u64),
+    /// A return or indirect branch whose target was not in the table: the thread is before the
+    /// original instruction at this address.
+    Miss(u64),
+}
+
+/// A translation's bytes, its stubs (offset, where each leads) and its length.
+#[derive(Debug, Clone)]
+pub struct Translated {
+    pub bytes: Vec<u8>,
+    pub stubs: Vec<(u64, ExitKind)>,
+}
+
+/// Whether a block of these instructions can be translated: no system call or other stop, no
+/// masked, string, tile or unclassified instruction (their counts are dynamic), and an end
+/// this file knows how to translate.
+pub fn translatable(insns: &[std::rc::Rc<Insn>]) -> bool {
+    let Some(last) = insns.last() else { return false };
+    for i in insns {
+        if i.mask.is_some() || i.string.is_some() || i.tile.is_some() || i.unclassified || !i.mask_writes.is_empty() {
+            return false;
+        }
+    }
+    match last.flow {
+        Flow::Stop => false,
+        Flow::CondJump(_) => last.instr.is_jcc_short_or_near(),
+        Flow::Jump(_) => last.instr.is_jmp_short_or_near(),
+        Flow::Call(_) => last.instr.is_call_near(),
+        Flow::Return => matches!(last.instr.code(), Code::Retnq | Code::Retnq_imm16),
+        Flow::IndirectJump => last.instr.code() == Code::Jmp_rm64 && indirect_operand_ok(&last.instr),
+        Flow::IndirectCall => last.instr.code() == Code::Call_rm64 && indirect_operand_ok(&last.instr),
+        Flow::Next => true,
+    }
+}
+
+/// An indirect branch's operand can be loaded into `rcx` after `rsp` moved by 160: a register
+/// other than rsp, or memory whose index is not rsp.
+fn indirect_operand_ok(ins: &Instruction) -> bool {
+    match ins.op0_kind() {
+        OpKind::Register => ins.op0_register() != Register::RSP,
+        OpKind::Memory => ins.memory_index() != Register::RSP && ins.segment_prefix() == Register::None,
+        _ => false,
+    }
+}
+
+/// Whether the counter's `add` may clobber the flags at the block's start: some instruction
+/// writes every status flag before any instruction reads one.
+fn flags_dead_at_start(insns: &[std::rc::Rc<Insn>]) -> bool {
+    let all = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
+    for i in insns {
+        if i.instr.rflags_read() != 0 {
+            return false;
+        }
+        // A shift or rotate by a count of 0 leaves the flags as they were: not a writer.
+        let shifts = matches!(
+            i.instr.mnemonic(),
+            Mnemonic::Shl
+                | Mnemonic::Shr
+                | Mnemonic::Sar
+                | Mnemonic::Sal
+                | Mnemonic::Rol
+                | Mnemonic::Ror
+                | Mnemonic::Rcl
+                | Mnemonic::Rcr
+                | Mnemonic::Shld
+                | Mnemonic::Shrd
+        );
+        let written = i.instr.rflags_written() | i.instr.rflags_cleared() | i.instr.rflags_set() | i.instr.rflags_undefined();
+        if !shifts && written & all == all {
+            return true;
+        }
+    }
+    false
+}
+
+fn op(r: Result<Instruction, iced_x86::IcedError>) -> Option<Instruction> {
+    let mut i = r.ok()?;
+    i.set_ip(0);
+    Some(i)
+}
+
+fn mem(base: Register, displ: i64) -> MemoryOperand {
+    MemoryOperand::with_base_displ(base, displ)
+}
+
+/// `lock add qword [counter], 1`, with the flags saved around it unless `flags_dead`.
+fn counter_increment(counter: u64, flags_dead: bool, seq: &mut Vec<Instruction>) -> Option<()> {
+    let mut add = op(Instruction::with2(Code::Add_rm64_imm8, mem(Register::RIP, counter as i64), 1i32))?;
+    add.set_has_lock_prefix(true);
+    if flags_dead {
+        seq.push(add);
+        return Some(());
+    }
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, -128)))?);
+    seq.push(op(Ok(Instruction::with(Code::Pushfq)))?);
+    seq.push(add);
+    seq.push(op(Ok(Instruction::with(Code::Popfq)))?);
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, 128)))?);
+    Some(())
+}
+
+/// Labels of stubs are fake instruction addresses, below any real code, that the encoder
+/// retargets branches to.
+struct Labels {
+    next: u64,
+    stubs: Vec<(u64, ExitKind)>,
+}
+
+impl Labels {
+    /// Five `int3`, the first labelled; returns the label.
+    fn stub(&mut self, kind: ExitKind, seq: &mut Vec<Instruction>) -> u64 {
+        self.next += 1;
+        let label = self.next;
+        for k in 0..STUB_LEN {
+            let mut i = Instruction::with(Code::Int3);
+            i.set_ip(if k == 0 { label } else { 0 });
+            seq.push(i);
+        }
+        self.stubs.push((label, kind));
+        label
+    }
+}
+
+/// The translation of `insns` (one block, decoded at their addresses) placed at `at`.
+/// `counter`: its counter's address; `table_ptr`: the address holding the lookup table's
+/// address (in the area's header); `translated(x)`: the translation of the original address
+/// `x`, where one exists. None where the block cannot be translated.
+pub fn translate(
+    insns: &[std::rc::Rc<Insn>],
+    at: u64,
+    counter: u64,
+    table_ptr: u64,
+    translated: &dyn Fn(u64) -> Option<u64>,
+) -> Option<Translated> {
+    if !translatable(insns) {
+        return None;
+    }
+    let last = insns.last()?;
+    let mut seq: Vec<Instruction> = Vec::new();
+    counter_increment(counter, flags_dead_at_start(insns), &mut seq)?;
+    let branch_last = last.flow != Flow::Next;
+    let body = if branch_last { &insns[..insns.len() - 1] } else { insns };
+    seq.extend(body.iter().map(|i| i.instr));
+    let mut labels = Labels {
+        next: 0,
+        stubs: Vec::new(),
+    };
+    // Direct exits after the body: a jump to a translation, or to a stub made after the code.
+    let mut pending: Vec<(usize, u64)> = Vec::new();
+    let jump_to = |x: u64, seq: &mut Vec<Instruction>, code: Code, pending: &mut Vec<(usize, u64)>| -> Option<()> {
+        let mut j = op(Instruction::with_branch(code, translated(x).unwrap_or(1)))?;
+        j.set_ip(0);
+        if translated(x).is_none() {
+            pending.push((seq.len(), x));
+        }
+        seq.push(j);
+        Some(())
+    };
+    let ret = last.next();
+    match last.flow {
+        Flow::Next => jump_to(ret, &mut seq, Code::Jmp_rel32_64, &mut pending)?,
+        Flow::CondJump(t) => {
+            jump_to(t, &mut seq, last.instr.code(), &mut pending)?;
+            jump_to(ret, &mut seq, Code::Jmp_rel32_64, &mut pending)?;
+        }
+        Flow::Jump(t) => jump_to(t, &mut seq, Code::Jmp_rel32_64, &mut pending)?,
+        Flow::Call(t) => {
+            push_return(ret, &mut seq)?;
+            jump_to(t, &mut seq, Code::Jmp_rel32_64, &mut pending)?;
+        }
+        Flow::Return | Flow::IndirectJump | Flow::IndirectCall => lookup(&last.instr, table_ptr, &mut seq, &mut labels)?,
+        Flow::Stop => return None,
+    }
+    for (idx, x) in pending {
+        let label = labels.stub(ExitKind::Direct(x), &mut seq);
+        seq[idx].set_near_branch64(label);
+    }
+    let block = InstructionBlock::new(&seq, at);
+    let r = BlockEncoder::encode(64, block, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).ok()?;
+    let mut stubs = Vec::new();
+    for (label, kind) in labels.stubs {
+        let idx = seq.iter().position(|i| i.ip() == label && i.code() == Code::Int3)?;
+        let off = u64::from(*r.new_instruction_offsets.get(idx)?);
+        if off == u64::from(u32::MAX) || r.code_buffer.get(off as usize..(off + STUB_LEN) as usize)? != [INT3; STUB_LEN as usize] {
+            return None;
+        }
+        stubs.push((off, kind));
+    }
+    Some(Translated {
+        bytes: r.code_buffer,
+        stubs,
+    })
+}
+
+/// `lea rsp,[rsp-8]; mov dword [rsp],lo; mov dword [rsp+4],hi`: the original return address
+/// pushed without touching the flags.
+fn push_return(ret: u64, seq: &mut Vec<Instruction>) -> Option<()> {
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, -8)))?);
+    seq.push(op(Instruction::with2(
+        Code::Mov_rm32_imm32,
+        MemoryOperand::with_base(Register::RSP),
+        ret as u32,
+    ))?);
+    seq.push(op(Instruction::with2(
+        Code::Mov_rm32_imm32,
+        mem(Register::RSP, 4),
+        (ret >> 32) as u32,
+    ))?);
+    Some(())
+}
+
+/// Below the original rsp while looking up: the jump slot at -136, saved rcx, rdx, flags.
+const SAVED: i64 = 160;
+
+/// The table lookup for a return or indirect branch `ins` (see the module's description).
+fn lookup(ins: &Instruction, table_ptr: u64, seq: &mut Vec<Instruction>, labels: &mut Labels) -> Option<()> {
+    use Register::*;
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, -136)))?);
+    seq.push(op(Instruction::with1(Code::Push_r64, RCX))?);
+    seq.push(op(Instruction::with1(Code::Push_r64, RDX))?);
+    seq.push(op(Ok(Instruction::with(Code::Pushfq)))?);
+    // The target into rcx (rcx and rdx still hold the program's values; rsp moved by 160).
+    let (ret_imm, call_ret) = match ins.code() {
+        Code::Retnq | Code::Retnq_imm16 => {
+            seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RCX, mem(RSP, SAVED)))?);
+            let imm = if ins.code() == Code::Retnq_imm16 {
+                u32::from(ins.immediate16())
+            } else {
+                0
+            };
+            (136 + imm, Option::None)
+        }
+        Code::Jmp_rm64 | Code::Call_rm64 => {
+            match ins.op0_kind() {
+                OpKind::Register => {
+                    let r = ins.op0_register();
+                    if r != RCX {
+                        seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RCX, r))?);
+                    }
+                }
+                OpKind::Memory => {
+                    let base = ins.memory_base();
+                    let mut displ = ins.memory_displacement64() as i64;
+                    if base == RSP {
+                        displ = displ.wrapping_add(SAVED);
+                    }
+                    // A RIP-relative operand keeps its absolute target (the displacement).
+                    let m = MemoryOperand::new(base, ins.memory_index(), ins.memory_index_scale(), displ, 8, false, Register::None);
+                    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RCX, m))?);
+                }
+                _ => return Option::None,
+            }
+            if ins.code() == Code::Jmp_rm64 {
+                (128, Option::None)
+            } else {
+                (120, Some(ins.next_ip()))
+            }
+        }
+        _ => return Option::None,
+    };
+    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, RCX))?);
+    seq.push(op(Instruction::with2(Code::Shl_rm64_imm8, RDX, 3u32))?);
+    seq.push(op(Instruction::with2(
+        Code::And_rm32_imm32,
+        EDX,
+        ((TABLE_ENTRIES - 1) << 3) as u32,
+    ))?);
+    seq.push(op(Instruction::with2(Code::Add_r64_rm64, RDX, mem(RIP, table_ptr as i64)))?);
+    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, MemoryOperand::with_base(RDX)))?);
+    seq.push(op(Instruction::with2(Code::Test_rm64_r64, RDX, RDX))?);
+    labels.next += 1;
+    let miss = labels.next;
+    seq.push(op(Instruction::with_branch(Code::Je_rel32_64, miss))?);
+    seq.push(op(Instruction::with2(Code::Cmp_r64_rm64, RCX, mem(RDX, -(ORIGIN as i64))))?);
+    seq.push(op(Instruction::with_branch(Code::Jne_rel32_64, miss))?);
+    seq.push(op(Instruction::with2(Code::Mov_rm64_r64, mem(RSP, 24), RDX))?);
+    if let Some(r) = call_ret {
+        seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(RSP, SAVED - 8), r as u32))?);
+        seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(RSP, SAVED - 4), (r >> 32) as u32))?);
+    }
+    seq.push(op(Ok(Instruction::with(Code::Popfq)))?);
+    seq.push(op(Instruction::with1(Code::Pop_r64, RDX))?);
+    seq.push(op(Instruction::with1(Code::Pop_r64, RCX))?);
+    seq.push(op(Instruction::with1(Code::Retnq_imm16, ret_imm))?);
+    let mut popf = Instruction::with(Code::Popfq);
+    popf.set_ip(miss);
+    seq.push(popf);
+    seq.push(op(Instruction::with1(Code::Pop_r64, RDX))?);
+    seq.push(op(Instruction::with1(Code::Pop_r64, RCX))?);
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, 136)))?);
+    labels.stub(ExitKind::Miss(ins.ip()), seq);
+    Some(())
+}
+
+/// The bytes that link an exit stub at `stub` to `to`: written in two steps, the rel32 behind
+/// the first `int3` first, then the opcode over it. None when `to` is out of rel32 reach.
+pub fn link_bytes(stub: u64, to: u64) -> Option<([u8; 4], u8)> {
+    let rel = (to as i64).wrapping_sub((stub + STUB_LEN) as i64);
+    let rel = i32::try_from(rel).ok()?;
+    Some((rel.to_le_bytes(), 0xe9))
+}
+
+#[cfg(test)]
+#[path = "cache_code_tests.rs"]
+mod tests;

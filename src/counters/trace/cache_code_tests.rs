@@ -1,0 +1,132 @@
+use super::*;
+use crate::counters::trace::classify::classify;
+use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+use std::rc::Rc;
+
+fn block_at(bytes: &[u8], ip: u64) -> Vec<Rc<Insn>> {
+    let mut f = iced_x86::InstructionInfoFactory::new();
+    let mut d = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut v = Vec::new();
+    while d.can_decode() {
+        let i = d.decode();
+        v.push(Rc::new(classify(&i, &mut f, false)));
+    }
+    v
+}
+
+fn decode(bytes: &[u8], ip: u64) -> Vec<Instruction> {
+    let mut d = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut v = Vec::new();
+    while d.can_decode() {
+        v.push(d.decode());
+    }
+    v
+}
+
+const AT: u64 = 0x7f00_1000_0000;
+const COUNTER: u64 = 0x7f00_0ff0_0040;
+const TABLE_PTR: u64 = 0x7f00_0ff0_0000;
+
+#[test]
+fn a_loop_block_counts_first_and_exits_through_stubs() {
+    // 0x7f00_0000_1000: add rax, 1 (writes every flag); cmp rax, rsi; jne 0x7f00_0000_1000
+    let insns = block_at(&[0x48, 0x83, 0xc0, 0x01, 0x48, 0x39, 0xf0, 0x75, 0xf7], 0x7f00_0000_1000);
+    assert_eq!(insns[2].flow, Flow::CondJump(0x7f00_0000_1000));
+    let t = translate(&insns, AT, COUNTER, TABLE_PTR, &|_| None).unwrap();
+    let out = decode(&t.bytes, AT);
+    // Flags are dead at the start: the counter's add comes first, without pushfq.
+    assert_eq!(out[0].mnemonic(), Mnemonic::Add);
+    assert!(out[0].has_lock_prefix());
+    assert_eq!(out[0].ip_rel_memory_address(), COUNTER);
+    assert!(out.iter().all(|i| i.mnemonic() != Mnemonic::Pushfq));
+    // Two stubs: the taken branch (back to the head) and the fall-through.
+    let mut kinds: Vec<ExitKind> = t.stubs.iter().map(|s| s.1).collect();
+    kinds.sort_by_key(|k| match k {
+        ExitKind::Direct(x) | ExitKind::Miss(x) => *x,
+    });
+    assert_eq!(kinds, vec![ExitKind::Direct(0x7f00_0000_1000), ExitKind::Direct(0x7f00_0000_1009)]);
+    for (off, _) in &t.stubs {
+        assert_eq!(&t.bytes[*off as usize..(*off + STUB_LEN) as usize], &[0xcc; 5]);
+    }
+    // Linked to itself: the jcc's target is the translation.
+    let t2 = translate(&insns, AT, COUNTER, TABLE_PTR, &|x| (x == 0x7f00_0000_1000).then_some(AT)).unwrap();
+    let out2 = decode(&t2.bytes, AT);
+    let jne = out2.iter().find(|i| i.mnemonic() == Mnemonic::Jne).unwrap();
+    assert_eq!(jne.near_branch_target(), AT);
+    assert_eq!(t2.stubs.len(), 1);
+}
+
+#[test]
+fn flags_read_before_written_are_saved_around_the_counter() {
+    // adc rax, rbx (reads CF); ret
+    let insns = block_at(&[0x48, 0x11, 0xd8, 0xc3], 0x40_1000);
+    let t = translate(&insns, 0x4000_0000, 0x3ff0_0040, 0x3ff0_0000, &|_| None).unwrap();
+    let out = decode(&t.bytes, 0x4000_0000);
+    let m: Vec<Mnemonic> = out.iter().map(|i| i.mnemonic()).collect();
+    assert_eq!(
+        &m[..5],
+        &[Mnemonic::Lea, Mnemonic::Pushfq, Mnemonic::Add, Mnemonic::Popfq, Mnemonic::Lea]
+    );
+    assert_eq!(out[0].memory_displacement64() as i64, -128);
+    assert_eq!(m[5], Mnemonic::Adc);
+    // The return looks its target up and leaves with `ret 136`; one miss stub.
+    let ret = out.iter().find(|i| i.mnemonic() == Mnemonic::Ret).unwrap();
+    assert_eq!(ret.immediate16(), 136);
+    assert_eq!(t.stubs.len(), 1);
+    assert_eq!(t.stubs[0].1, ExitKind::Miss(0x40_1003));
+    let table_load = out
+        .iter()
+        .find(|i| i.mnemonic() == Mnemonic::Add && i.op0_register() == Register::RDX)
+        .unwrap();
+    assert_eq!(table_load.ip_rel_memory_address(), 0x3ff0_0000);
+}
+
+#[test]
+fn a_call_pushes_the_original_return_address() {
+    // 0x7f00_0000_1000: mov eax, 1; call 0x7f00_0000_2000
+    let insns = block_at(&[0xb8, 0x01, 0x00, 0x00, 0x00, 0xe8, 0xf6, 0x0f, 0x00, 0x00], 0x7f00_0000_1000);
+    assert_eq!(insns[1].flow, Flow::Call(0x7f00_0000_2000));
+    let t = translate(&insns, AT, COUNTER, TABLE_PTR, &|_| None).unwrap();
+    let out = decode(&t.bytes, AT);
+    let movs: Vec<u32> = out
+        .iter()
+        .filter(|i| i.code() == Code::Mov_rm32_imm32)
+        .map(|i| i.immediate32())
+        .collect();
+    assert_eq!(movs, vec![0x0000_100a, 0x7f00]);
+    assert_eq!(t.stubs, vec![(t.stubs[0].0, ExitKind::Direct(0x7f00_0000_2000))]);
+}
+
+#[test]
+fn indirect_branches_through_rsp_and_system_calls_are_not_translated() {
+    assert!(!translatable(&block_at(&[0x0f, 0x05], 0x1000))); // syscall
+    assert!(!translatable(&block_at(&[0xf3, 0xa4], 0x1000))); // rep movsb
+    assert!(!translatable(&block_at(&[0xff, 0xe4], 0x1000))); // jmp rsp
+    assert!(translatable(&block_at(&[0xff, 0xe0], 0x1000))); // jmp rax
+    assert!(translatable(&block_at(&[0xff, 0x64, 0x24, 0x08], 0x1000))); // jmp [rsp+8]
+    let t = translate(
+        &block_at(&[0xff, 0x64, 0x24, 0x08], 0x1000),
+        0x4000_0000,
+        0x3ff0_0040,
+        0x3ff0_0000,
+        &|_| None,
+    )
+    .unwrap();
+    let out = decode(&t.bytes, 0x4000_0000);
+    // The operand read with rsp 160 lower: [rsp+168].
+    let load = out
+        .iter()
+        .find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == Register::RCX && i.op1_kind() == OpKind::Memory)
+        .unwrap();
+    assert_eq!(load.memory_base(), Register::RSP);
+    assert_eq!(load.memory_displacement64(), 168);
+    assert_eq!(out.iter().find(|i| i.mnemonic() == Mnemonic::Ret).unwrap().immediate16(), 128);
+}
+
+#[test]
+fn link_bytes_reach_and_encode_a_jump() {
+    let (rel, op) = link_bytes(0x1000, 0x2000).unwrap();
+    assert_eq!(op, 0xe9);
+    assert_eq!(i32::from_le_bytes(rel), 0x2000 - 0x1005);
+    assert!(link_bytes(0x1000, 0x1_0000_1000).is_none());
+}

@@ -1,0 +1,396 @@
+//! The code cache, tracer side (opt-in: `ROOFLINE_TRACE_CACHE=K`, flops mode): a block seen
+//! `K` times (at traps and on run-ahead paths) is translated (`cache_code.rs`) into a cache
+//! area of the tracee, and a thread that traps at its start is sent into the translation
+//! instead of being counted and run ahead. Translations run natively, chained to each other,
+//! and count themselves (one counter per translation); the tracer sees the thread again only
+//! at an exit stub (a target not translated yet, linked once it is) or at a lookup's miss.
+//!
+//! Counts: each translation's counter is read (`flush_cache`) at every region marker, before
+//! a block that ends in a system call runs (an `exit`, `execve` or `munmap` may follow), and at
+//! every thread's exit; what it gained since the last read is counted as that many executions
+//! of the block (its static tally: translated blocks have no dynamic counts). A forked child
+//! starts from the counters its memory holds.
+//!
+//! What the tracer writes into a cache area is written once and never reused, moved or freed
+//! while the process lives (the areas are never unmapped): a translation's slot must be blank
+//! when it is written (else `scratch_overwrites`), and the only bytes changed later are an exit
+//! stub's, from `int3` to a `jmp` to another translation (rel32 first, then the opcode), and
+//! the counters and lookup-table entries, which are data.
+
+use nix::libc;
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::counters::trace::TraceMode;
+use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, STUB_LEN, TABLE_ENTRIES};
+use crate::counters::trace::sys::Memory;
+use crate::counters::trace::xol::{REACH, Xol};
+
+use super::Tracer;
+use super::block::{Block, ends_in_sigreturn};
+use super::space::FastMap;
+use super::threads::Then;
+
+/// One cache area: header (the table's address), counters, code.
+#[derive(Debug, Clone, Copy)]
+struct Area {
+    base: u64,
+    counters: u64,
+    code_used: u64,
+}
+
+/// A translation's counter and what it counts.
+#[derive(Debug, Clone)]
+struct Entry {
+    block: Rc<Block>,
+    area: usize,
+    slot: u64,
+    /// The counter's value when last read.
+    last: u64,
+}
+
+/// The code cache of one address space.
+#[derive(Debug, Clone, Default)]
+pub(super) struct CodeCache {
+    areas: Vec<Area>,
+    /// The lookup table's address in the tracee.
+    table: Option<u64>,
+    /// Table slots written (slot → original address): an entry is written once, never replaced.
+    slots: FastMap<u64>,
+    /// Per original block start: its translation's address, or None where it cannot be made.
+    trans: FastMap<Option<u64>>,
+    entries: Vec<Entry>,
+    /// Exit stubs by address: where each leads, and whether it is linked.
+    stubs: BTreeMap<u64, (ExitKind, bool)>,
+    /// A thread was sent into a translation since the counters were last read.
+    pub(super) used: bool,
+    /// An area or the table could not be mapped: no more translations in this space.
+    failed: bool,
+}
+
+impl CodeCache {
+    pub(super) fn holds(&self, addr: u64) -> bool {
+        self.areas.iter().any(|a| addr >= a.base && addr < a.base + AREA_SIZE)
+    }
+
+    /// The exit stub holding `addr`: (stub address, where it leads).
+    fn stub_at(&self, addr: u64) -> Option<(u64, ExitKind)> {
+        let (s, (k, _)) = self.stubs.range(..=addr).next_back()?;
+        (addr < s + STUB_LEN).then_some((*s, *k))
+    }
+
+    /// Whether a thread at `n` (a block start counted `hits` times) should run a translation.
+    pub(super) fn wanted(&self, n: u64, hits: u32, hot: u32) -> bool {
+        match self.trans.get(&n) {
+            Some(t) => t.is_some(),
+            None => hits >= hot && !self.failed,
+        }
+    }
+
+    /// Translations of code in `[lo, hi)` are forgotten with the code (`Space::forget_code`):
+    /// no thread goes into them from a trap or the table any more. Their bytes stay.
+    /// Their table entries are cleared (a thread looking one up then misses).
+    pub(super) fn forget(&mut self, mem: &Memory, lo: u64, hi: u64) {
+        self.trans.retain(|a, _| *a < lo || *a >= hi);
+        let gone: Vec<u64> = self.slots.iter().filter(|(_, a)| **a >= lo && **a < hi).map(|(s, _)| *s).collect();
+        let Some(table) = self.table else { return };
+        for s in gone {
+            if mem.write(table + s * 8, &0u64.to_le_bytes()) {
+                self.slots.remove(&s);
+            }
+        }
+    }
+}
+
+impl Tracer<'_> {
+    /// Whether threads of space `si` may be sent into translations now.
+    pub(super) fn cache_on(&self, si: usize) -> bool {
+        let sp = &self.spaces[si];
+        self.cache_hot > 0 && self.mode == TraceMode::Flops && sp.active() && !sp.stepping && !sp.region_mode && !sp.cache.failed
+    }
+
+    /// At a block trap (the block decoded at `pc`): send the thread into the block's
+    /// translation where it is hot, or translated already. True when it went.
+    pub(super) fn enter_cache(&mut self, pid: Pid, si: usize, pc: u64, block: &Block, mut regs: libc::user_regs_struct) -> bool {
+        if !self.cache_on(si) {
+            return false;
+        }
+        let known = self.spaces[si].cache.trans.get(&pc).copied();
+        if known == Some(None) || (known.is_none() && block.hits.get() < self.cache_hot) {
+            return false;
+        }
+        let Some(at) = self.translation(pid, si, pc) else { return false };
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.expect = None;
+            t.expect_regs = None;
+            t.counted = None;
+        }
+        self.spaces[si].cache.used = true;
+        self.stats.cache_entries += 1;
+        if self.debug {
+            eprintln!("[{pid}] cache: enter {pc:#x} -> {at:#x}");
+        }
+        self.move_rip(pid, &mut regs, at);
+        self.cont(pid, None);
+        true
+    }
+
+    /// A trap inside a cache area at `at` (the `int3`'s address). False when it is no stub's.
+    pub(super) fn on_cache_trap(&mut self, pid: Pid, si: usize, at: u64, mut regs: libc::user_regs_struct) -> bool {
+        let Some((stub, kind)) = self.spaces[si].cache.stub_at(at) else {
+            return false;
+        };
+        self.stats.cache_exits += 1;
+        if self.debug {
+            eprintln!("[{pid}] cache: exit at {at:#x} (stub {stub:#x}) to {kind:x?}");
+        }
+        match kind {
+            ExitKind::Direct(x) => {
+                if self.cache_on(si) {
+                    let hot = self.spaces[si].blocks.get(&x).is_some_and(|b| b.hits.get() >= self.cache_hot);
+                    let known = self.spaces[si].cache.trans.get(&x).copied();
+                    if (hot || known.is_some_and(|t| t.is_some()))
+                        && let Some(t) = self.translation(pid, si, x)
+                    {
+                        self.link(si, stub, t);
+                        self.spaces[si].cache.used = true;
+                        self.move_rip(pid, &mut regs, t);
+                        self.cont(pid, None);
+                        return true;
+                    }
+                }
+                self.move_rip(pid, &mut regs, x);
+                self.arrive(pid, x, regs);
+            }
+            ExitKind::Miss(l) => {
+                // Before the original return or indirect branch: it runs there, one step, and
+                // the thread arrives at its target (the instruction was counted with its block).
+                self.stats.cache_misses += 1;
+                self.move_rip(pid, &mut regs, l);
+                self.step_on(pid, si, l, regs, Then::Arrive);
+            }
+        }
+        true
+    }
+
+    /// Link the exit stub at `stub` to the translation at `to` (when in reach), once.
+    fn link(&mut self, si: usize, stub: u64, to: u64) {
+        let sp = &mut self.spaces[si];
+        let Some((kind, linked)) = sp.cache.stubs.get(&stub).copied() else {
+            return;
+        };
+        if linked {
+            return;
+        }
+        let Some((rel, opcode)) = cache_code::link_bytes(stub, to) else {
+            return;
+        };
+        if sp.mem.write(stub + 1, &rel) && sp.mem.write_byte(stub, opcode) {
+            sp.cache.stubs.insert(stub, (kind, true));
+            self.stats.cache_links += 1;
+        }
+    }
+
+    /// The translation of the block starting at `pc`, made on first use.
+    fn translation(&mut self, pid: Pid, si: usize, pc: u64) -> Option<u64> {
+        if let Some(t) = self.spaces[si].cache.trans.get(&pc) {
+            return *t;
+        }
+        let made = self.translate_block(pid, si, pc);
+        if made.is_none() {
+            self.stats.cache_refused += 1;
+        }
+        self.spaces[si].cache.trans.insert(pc, made);
+        made
+    }
+
+    fn translate_block(&mut self, pid: Pid, si: usize, pc: u64) -> Option<u64> {
+        let sp = &self.spaces[si];
+        let block = sp.blocks.get(&pc).cloned()?;
+        let bp = sp.bps.get(&pc).copied().unwrap_or_default();
+        if block.needs_step
+            || !block.masked.is_empty()
+            || block.rep
+            || bp.sticky()
+            || bp.inside
+            || sp.is_sticky(pc)
+            || ends_in_sigreturn(&block)
+        {
+            return None;
+        }
+        if !cache_code::translatable(&block.insns) {
+            return None;
+        }
+        let code_len: u64 = block.insns.iter().map(|i| u64::from(i.len)).sum();
+        let room = code_len * 2 + 256 + ORIGIN;
+        let ai = self.cache_area(pid, si, pc, room)?;
+        let sp = &mut self.spaces[si];
+        let area = sp.cache.areas[ai];
+        let counter = area.base + HEADER + 8 * area.counters;
+        let slot_at = area.base + COUNTERS + area.code_used;
+        let at = slot_at + ORIGIN;
+        let cache = &sp.cache;
+        let tr = cache_code::translate(&block.insns, at, counter, area.base, &|x| cache.trans.get(&x).copied().flatten())?;
+        if tr.bytes.len() as u64 > room {
+            return None;
+        }
+        // Written once: the slot (and the counter) must still be blank.
+        let mut bytes = pc.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&tr.bytes);
+        let mut was = vec![0u8; bytes.len()];
+        let mut c = [0u8; 8];
+        if sp.mem.read(slot_at, &mut was) != was.len() || was.iter().any(|b| *b != 0) || sp.mem.read(counter, &mut c) != 8 || c != [0; 8] {
+            self.stats.scratch_overwrites += 1;
+            sp.cache.failed = true;
+            return None;
+        }
+        if !sp.mem.write(slot_at, &bytes) {
+            return None;
+        }
+        let a = &mut sp.cache.areas[ai];
+        a.counters += 1;
+        a.code_used += (bytes.len() as u64).next_multiple_of(16);
+        for (off, kind) in &tr.stubs {
+            sp.cache.stubs.insert(at + off, (*kind, false));
+        }
+        let slot = area.counters;
+        sp.cache.entries.push(Entry {
+            block: block.clone(),
+            area: ai,
+            slot,
+            last: 0,
+        });
+        // The table entry (one 8-byte write; it may replace another translation's, which is
+        // then reached through traps and links only).
+        if let Some(table) = sp.cache.table {
+            let s = pc & (TABLE_ENTRIES - 1);
+            if sp.mem.write(table + s * 8, &at.to_le_bytes()) {
+                sp.cache.slots.insert(s, pc);
+            }
+        }
+        self.stats.cache_translations += 1;
+        if self.debug {
+            eprintln!(
+                "cache: {pc:#x} translated at {at:#x} ({} bytes, counter {counter:#x})",
+                tr.bytes.len()
+            );
+            for i in &block.insns {
+                eprintln!("  orig {:#x}: {}", i.addr, i.instr);
+            }
+            let mut d = iced_x86::Decoder::with_ip(64, &tr.bytes, at, iced_x86::DecoderOptions::NONE);
+            while d.can_decode() {
+                let i = d.decode();
+                eprintln!("  copy {:#x}: {}", i.ip(), i);
+            }
+        }
+        Some(at)
+    }
+
+    /// An area within reach of `near` with room for a counter and `room` bytes of code (mapped
+    /// in the tracee, with the lookup table, where none has it).
+    fn cache_area(&mut self, pid: Pid, si: usize, near: u64, room: u64) -> Option<usize> {
+        let fits = |a: &Area| {
+            a.base.abs_diff(near) < REACH && HEADER + 8 * (a.counters + 1) <= COUNTERS && COUNTERS + a.code_used + room <= AREA_SIZE
+        };
+        if let Some(i) = self.spaces[si].cache.areas.iter().position(fits) {
+            return Some(i);
+        }
+        if self.spaces[si].cache.failed {
+            return None;
+        }
+        let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+        if self.spaces[si].cache.table.is_none() {
+            let t = self.mmap_in(pid, si, 0, TABLE_ENTRIES * 8, rw, false);
+            if t.is_none() {
+                self.spaces[si].cache.failed = true;
+            }
+            self.spaces[si].cache.table = t;
+        }
+        let table = self.spaces[si].cache.table?;
+        let rwx = rw | libc::PROT_EXEC as u64;
+        let mut base = None;
+        for hint in Xol::hints(near) {
+            if let Some(b) = self.mmap_in(pid, si, hint, AREA_SIZE, rwx, true)
+                && b.abs_diff(near) < REACH
+            {
+                base = Some(b);
+                break;
+            }
+        }
+        let Some(base) = base else {
+            self.spaces[si].cache.failed = true;
+            return None;
+        };
+        if !self.spaces[si].mem.write(base, &table.to_le_bytes()) {
+            return None;
+        }
+        let c = &mut self.spaces[si].cache;
+        c.areas.push(Area {
+            base,
+            counters: 0,
+            code_used: 0,
+        });
+        Some(c.areas.len() - 1)
+    }
+
+    /// Read every counter of space `si` and count what each translation ran since the last
+    /// read (as `pid`'s work).
+    pub(super) fn flush_cache(&mut self, pid: Pid, si: usize) {
+        if !self.spaces[si].cache.used {
+            return;
+        }
+        self.stats.cache_flushes += 1;
+        let sp = &self.spaces[si];
+        let mut now: Vec<Vec<u8>> = Vec::with_capacity(sp.cache.areas.len());
+        for a in &sp.cache.areas {
+            let mut buf = vec![0u8; (8 * a.counters) as usize];
+            if sp.mem.read(a.base + HEADER, &mut buf) != buf.len() {
+                return;
+            }
+            now.push(buf);
+        }
+        let mut runs: Vec<(Rc<Block>, u64)> = Vec::new();
+        for e in &mut self.spaces[si].cache.entries {
+            let o = (8 * e.slot) as usize;
+            let v = u64::from_le_bytes(now[e.area][o..o + 8].try_into().expect("8 bytes"));
+            let d = v.wrapping_sub(e.last);
+            if d > 0 {
+                e.last = v;
+                runs.push((e.block.clone(), d));
+            }
+        }
+        // With one thread, nobody runs a translation until this one is let go again.
+        if self.spaces[si].threads <= 1 {
+            self.spaces[si].cache.used = false;
+        }
+        for (b, n) in runs {
+            self.stats.cache_blocks += n;
+            self.add_block(pid, &b, &[], n);
+        }
+    }
+
+    /// Every space's counters (a region marker's snapshot).
+    pub(super) fn flush_all_caches(&mut self, pid: Pid) {
+        for si in 0..self.spaces.len() {
+            self.flush_cache(pid, si);
+        }
+    }
+
+    /// A forked child's space: its counters start where its memory has them.
+    pub(super) fn rebase_cache(&mut self, si: usize) {
+        let sp = &mut self.spaces[si];
+        let mut now: Vec<Vec<u8>> = Vec::new();
+        for a in &sp.cache.areas {
+            let mut buf = vec![0u8; (8 * a.counters) as usize];
+            let _ = sp.mem.read(a.base + HEADER, &mut buf);
+            now.push(buf);
+        }
+        for e in &mut sp.cache.entries {
+            let o = (8 * e.slot) as usize;
+            e.last = now[e.area]
+                .get(o..o + 8)
+                .map_or(e.last, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+        }
+    }
+}
