@@ -175,6 +175,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "analysis")]
     fn the_energy_roofline_of_a_recorded_report() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reports/several.json")).unwrap();
         let mut report = crate::schema::Report::from_json(&text, "several.json").unwrap();
