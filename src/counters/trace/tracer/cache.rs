@@ -19,89 +19,16 @@
 
 use nix::libc;
 use nix::unistd::Pid;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
-use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, STUB_LEN, TABLE_ENTRIES};
-use crate::counters::trace::sys::Memory;
+use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, TABLE_ENTRIES};
 use crate::counters::trace::xol::{REACH, Xol};
 
 use super::Tracer;
 use super::block::{Block, ends_in_sigreturn};
-use super::space::FastMap;
+use super::cache_state::{Area, Entry};
 use super::threads::Then;
-
-/// One cache area: header (the table's address), counters, code.
-#[derive(Debug, Clone, Copy)]
-struct Area {
-    base: u64,
-    counters: u64,
-    code_used: u64,
-}
-
-/// A translation's counter and what it counts.
-#[derive(Debug, Clone)]
-struct Entry {
-    block: Rc<Block>,
-    area: usize,
-    slot: u64,
-    /// The counter's value when last read.
-    last: u64,
-}
-
-/// The code cache of one address space.
-#[derive(Debug, Clone, Default)]
-pub(super) struct CodeCache {
-    areas: Vec<Area>,
-    /// The lookup table's address in the tracee.
-    table: Option<u64>,
-    /// Table slots written (slot → original address): an entry is written once, never replaced.
-    slots: FastMap<u64>,
-    /// Per original block start: its translation's address, or None where it cannot be made.
-    trans: FastMap<Option<u64>>,
-    entries: Vec<Entry>,
-    /// Exit stubs by address: where each leads, and whether it is linked.
-    stubs: BTreeMap<u64, (ExitKind, bool)>,
-    /// A thread was sent into a translation since the counters were last read.
-    pub(super) used: bool,
-    /// An area or the table could not be mapped: no more translations in this space.
-    failed: bool,
-}
-
-impl CodeCache {
-    pub(super) fn holds(&self, addr: u64) -> bool {
-        self.areas.iter().any(|a| addr >= a.base && addr < a.base + AREA_SIZE)
-    }
-
-    /// The exit stub holding `addr`: (stub address, where it leads).
-    fn stub_at(&self, addr: u64) -> Option<(u64, ExitKind)> {
-        let (s, (k, _)) = self.stubs.range(..=addr).next_back()?;
-        (addr < s + STUB_LEN).then_some((*s, *k))
-    }
-
-    /// Whether a thread at `n` (a block start counted `hits` times) should run a translation.
-    pub(super) fn wanted(&self, n: u64, hits: u32, hot: u32) -> bool {
-        match self.trans.get(&n) {
-            Some(t) => t.is_some(),
-            None => hits >= hot && !self.failed,
-        }
-    }
-
-    /// Translations of code in `[lo, hi)` are forgotten with the code (`Space::forget_code`):
-    /// no thread goes into them from a trap or the table any more. Their bytes stay.
-    /// Their table entries are cleared (a thread looking one up then misses).
-    pub(super) fn forget(&mut self, mem: &Memory, lo: u64, hi: u64) {
-        self.trans.retain(|a, _| *a < lo || *a >= hi);
-        let gone: Vec<u64> = self.slots.iter().filter(|(_, a)| **a >= lo && **a < hi).map(|(s, _)| *s).collect();
-        let Some(table) = self.table else { return };
-        for s in gone {
-            if mem.write(table + s * 8, &0u64.to_le_bytes()) {
-                self.slots.remove(&s);
-            }
-        }
-    }
-}
 
 impl Tracer<'_> {
     /// Whether threads of space `si` may be sent into translations now.

@@ -24,6 +24,7 @@
 
 mod block;
 mod cache;
+mod cache_state;
 mod count;
 mod displaced;
 mod feed;

@@ -5,7 +5,7 @@
 use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, Register};
 use nix::unistd::Pid;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::counters::trace::classify::{Flow, Insn, classify};
@@ -15,7 +15,7 @@ use crate::counters::trace::sys::Memory;
 use crate::counters::trace::xol::Xol;
 
 use super::block::{Block, MAX_BLOCK, build_block};
-use super::cache::CodeCache;
+use super::cache_state::CodeCache;
 
 pub(super) const INT3: u8 = 0xcc;
 
@@ -607,11 +607,7 @@ impl Space {
     }
 }
 
-/// A set of addresses hashed by a multiply (SipHash showed in long paths' profiles).
-pub(super) type FastSet = HashSet<u64, std::hash::BuildHasherDefault<crate::counters::trace::emu::WordHasher>>;
-
-/// A map keyed by address (SipHash, the default, showed in profiles of start-up).
-pub(super) type FastMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<crate::counters::trace::emu::WordHasher>>;
+pub(super) use crate::counters::trace::emu::{FastMap, FastSet};
 
 /// Bytes of code read at once (`Space::code_pages`).
 const CODE_PAGE: usize = 4096;

@@ -1,0 +1,83 @@
+//! The code cache's state in one address space (`Space::cache`): its areas in the tracee,
+//! its lookup table, its translations and their counters, its exit stubs. What the tracer does
+//! with them is `cache.rs`'s.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::counters::trace::cache_code::{AREA_SIZE, ExitKind, STUB_LEN};
+use crate::counters::trace::emu::FastMap;
+use crate::counters::trace::sys::Memory;
+
+use super::block::Block;
+
+/// One cache area: header (the table's address), counters, code.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Area {
+    pub(super) base: u64,
+    pub(super) counters: u64,
+    pub(super) code_used: u64,
+}
+
+/// A translation's counter and what it counts.
+#[derive(Debug, Clone)]
+pub(super) struct Entry {
+    pub(super) block: Rc<Block>,
+    pub(super) area: usize,
+    pub(super) slot: u64,
+    /// The counter's value when last read.
+    pub(super) last: u64,
+}
+
+/// The code cache of one address space.
+#[derive(Debug, Clone, Default)]
+pub(super) struct CodeCache {
+    pub(super) areas: Vec<Area>,
+    /// The lookup table's address in the tracee.
+    pub(super) table: Option<u64>,
+    /// Table slots written (slot → original address): an entry is written once, never replaced.
+    pub(super) slots: FastMap<u64>,
+    /// Per original block start: its translation's address, or None where it cannot be made.
+    pub(super) trans: FastMap<Option<u64>>,
+    pub(super) entries: Vec<Entry>,
+    /// Exit stubs by address: where each leads, and whether it is linked.
+    pub(super) stubs: BTreeMap<u64, (ExitKind, bool)>,
+    /// A thread was sent into a translation since the counters were last read.
+    pub(super) used: bool,
+    /// An area or the table could not be mapped: no more translations in this space.
+    pub(super) failed: bool,
+}
+
+impl CodeCache {
+    pub(super) fn holds(&self, addr: u64) -> bool {
+        self.areas.iter().any(|a| addr >= a.base && addr < a.base + AREA_SIZE)
+    }
+
+    /// The exit stub holding `addr`: (stub address, where it leads).
+    pub(super) fn stub_at(&self, addr: u64) -> Option<(u64, ExitKind)> {
+        let (s, (k, _)) = self.stubs.range(..=addr).next_back()?;
+        (addr < s + STUB_LEN).then_some((*s, *k))
+    }
+
+    /// Whether a thread at `n` (a block start counted `hits` times) should run a translation.
+    pub(super) fn wanted(&self, n: u64, hits: u32, hot: u32) -> bool {
+        match self.trans.get(&n) {
+            Some(t) => t.is_some(),
+            None => hits >= hot && !self.failed,
+        }
+    }
+
+    /// Translations of code in `[lo, hi)` are forgotten with the code (`Space::forget_code`):
+    /// no thread goes into them from a trap or the table any more. Their bytes stay.
+    /// Their table entries are cleared (a thread looking one up then misses).
+    pub(super) fn forget(&mut self, mem: &Memory, lo: u64, hi: u64) {
+        self.trans.retain(|a, _| *a < lo || *a >= hi);
+        let gone: Vec<u64> = self.slots.iter().filter(|(_, a)| **a >= lo && **a < hi).map(|(s, _)| *s).collect();
+        let Some(table) = self.table else { return };
+        for s in gone {
+            if mem.write(table + s * 8, &0u64.to_le_bytes()) {
+                self.slots.remove(&s);
+            }
+        }
+    }
+}
