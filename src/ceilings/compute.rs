@@ -253,11 +253,9 @@ pub fn theoretical_ops_per_cycle(platform: &Platform, unit: Unit) -> Option<f64>
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
-/// Measure a low-precision unit (AMX bf16/int8 tiles, AVX-512 FP16 FMA, `vdpbf16ps`, VNNI) on
-/// `threads` threads, each sample paired with a clock sample as [`measure_peak`] does: a
-/// ceiling `precision.isa.fma` (GOP/s for int8/int16) with its % of the platform table's rate
-/// at the measured clock. None when this CPU lacks the unit (the caller says so).
-pub fn measure_mixed(unit: Unit, threads: usize, budget: Budget, platform: Option<&Platform>) -> Option<ComputeCeiling> {
+/// Rounds of a low-precision unit's loop that fill one sample of `budget`, from a timed probe
+/// of 2,000 rounds. None when this CPU lacks the unit.
+fn mixed_rounds(unit: Unit, budget: Budget) -> Option<u64> {
     if !unit.available() {
         return None;
     }
@@ -265,7 +263,15 @@ pub fn measure_mixed(unit: Unit, threads: usize, budget: Budget, platform: Optio
     let t0 = Instant::now();
     peak_mixed::run(unit, probe_rounds)?;
     let per_round = (t0.elapsed().as_secs_f64() / probe_rounds as f64).max(1e-10);
-    let peak_rounds = reps_for(per_round, budget.sample);
+    Some(reps_for(per_round, budget.sample))
+}
+
+/// Measure a low-precision unit (AMX bf16/int8 tiles, AVX-512 FP16 FMA, `vdpbf16ps`, VNNI) on
+/// `threads` threads, each sample paired with a clock sample as [`measure_peak`] does: a
+/// ceiling `precision.isa.fma` (GOP/s for int8/int16) with its % of the platform table's rate
+/// at the measured clock. None when this CPU lacks the unit (the caller says so).
+pub fn measure_mixed(unit: Unit, threads: usize, budget: Budget, platform: Option<&Platform>) -> Option<ComputeCeiling> {
+    let peak_rounds = mixed_rounds(unit, budget)?;
     let clock_isa = peak_mixed::clock_isa(unit);
     roofline_kernels::peak::clock_probe(clock_isa, 1)?;
     let mut c = ClockInstance {
@@ -322,14 +328,7 @@ pub fn measure_peak_alone(spec: PeakSpec, threads: usize, budget: Budget) -> Com
 /// A low-precision unit's loop alone on `threads` threads (as [`measure_peak_alone`]): its
 /// GOP/s (median over the samples) and the samples' spread. None when this CPU lacks it.
 pub fn measure_mixed_alone(unit: Unit, threads: usize, budget: Budget) -> Option<(f64, f64)> {
-    if !unit.available() {
-        return None;
-    }
-    let probe_rounds = 2_000u64;
-    let t0 = Instant::now();
-    peak_mixed::run(unit, probe_rounds)?;
-    let per_round = (t0.elapsed().as_secs_f64() / probe_rounds as f64).max(1e-10);
-    let rounds = reps_for(per_round, budget.sample);
+    let rounds = mixed_rounds(unit, budget)?;
     let team: Vec<Box<dyn Instance>> = (0..threads)
         .map(|_| Box::new(MixedAlone { unit, rounds }) as Box<dyn Instance>)
         .collect();
