@@ -196,7 +196,15 @@ pub fn translate(
     counter_increment(counter, flags_dead_at_start(insns), &mut seq)?;
     let branch_last = last.flow != Flow::Next;
     let body = if branch_last { &insns[..insns.len() - 1] } else { insns };
-    seq.extend(body.iter().map(|i| i.instr));
+    // The body's instructions lose their addresses: the encoder sends a branch or RIP-relative
+    // operand whose target is the address of an instruction of the block to that
+    // instruction's copy, and a body has no branch, so such a target is data (a function
+    // taking its own address, `lea rax,[rip+f]` at `f`): it must stay the original address.
+    seq.extend(body.iter().map(|i| {
+        let mut c = i.instr;
+        c.set_ip(0);
+        c
+    }));
     let mut labels = Labels {
         next: 0,
         stubs: Vec::new(),

@@ -130,3 +130,30 @@ fn link_bytes_reach_and_encode_a_jump() {
     assert_eq!(i32::from_le_bytes(rel), 0x2000 - 0x1005);
     assert!(link_bytes(0x1000, 0x1_0000_1000).is_none());
 }
+
+#[test]
+fn operands_naming_the_blocks_own_addresses_keep_the_original_addresses() {
+    // A function that takes its own address (CPython's `subtype_traverse` compares a type's
+    // traverse function with itself), at B = 0x7f00_0000_2000:
+    //   B+0:  push r15
+    //   B+2:  lea rax,[rip-9]      (B: the block's own start)
+    //   B+9:  lea rcx,[rip+0]      (B+16: an instruction inside the block)
+    //   B+16: cmp rbx,rax
+    //   B+19: je B+37
+    const B: u64 = 0x7f00_0000_2000;
+    let bytes = [
+        0x41, 0x57, 0x48, 0x8d, 0x05, 0xf7, 0xff, 0xff, 0xff, 0x48, 0x8d, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x48, 0x39, 0xc3, 0x74,
+        0x10,
+    ];
+    let insns = block_at(&bytes, B);
+    assert_eq!(insns[1].instr.ip_rel_memory_address(), B);
+    assert_eq!(insns[2].instr.ip_rel_memory_address(), B + 16);
+    let t = translate(&insns, AT, COUNTER, TABLE_PTR, &|_| None).unwrap();
+    let out = decode(&t.bytes, AT);
+    let leas: Vec<u64> = out
+        .iter()
+        .filter(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::RIP)
+        .map(|i| i.ip_rel_memory_address())
+        .collect();
+    assert_eq!(leas, vec![B, B + 16]);
+}
