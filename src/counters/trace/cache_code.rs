@@ -39,11 +39,29 @@ pub const AREA_SIZE: u64 = 1 << 20;
 pub const HEADER: u64 = 64;
 /// Bytes of an area for its header and counters; code follows.
 pub const COUNTERS: u64 = 1 << 17;
-/// Entries of the lookup table (a power of two), 8 bytes each: a translation's address (0:
-/// none). A translation's code is preceded by the original address it translates
-/// (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one 8-byte
-/// write while other threads look it up: whatever they read is a whole translation.
-pub const TABLE_ENTRIES: u64 = 1 << 18;
+/// Buckets of the lookup table (a power of two), each of `WAYS` entries of 8 bytes: a
+/// translation's address (0: none). A translation's code is preceded by the original address
+/// it translates (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one
+/// 8-byte write while other threads look it up: whatever they read is a whole translation.
+pub const TABLE_BUCKETS: u64 = 1 << TABLE_BITS;
+const TABLE_BITS: u32 = 18;
+/// Entries per bucket: a target whose bucket holds another translation is found in the other
+/// way, so that two hot targets sharing a bucket do not leave one of them to a trap per lookup.
+pub const WAYS: u64 = 2;
+/// Bytes of the lookup table.
+pub const TABLE_BYTES: u64 = TABLE_BUCKETS * WAYS * 8;
+/// The multiplier of the table's hash (2⁶⁴/φ, odd): the product's top bits, which pick the
+/// bucket, depend on every bit of the address, the low ones included (a 32-bit multiplier
+/// leaves addresses a few KiB apart in one bucket).
+const HASH_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The bucket of original address `addr`: the top `TABLE_BITS` bits of `addr · HASH_MUL`, as
+/// the lookup computes them. Not the address's low bits: code is laid out in power-of-two
+/// strides (a library's functions 256 KiB apart shared a slot of a table indexed by them).
+pub fn table_bucket(addr: u64) -> u64 {
+    addr.wrapping_mul(HASH_MUL) >> (64 - TABLE_BITS)
+}
+
 /// Bytes before a translation's code: the original address.
 pub const ORIGIN: u64 = 8;
 /// Bytes of one exit stub (`int3` × 5, linked into a `jmp rel32`).
@@ -322,22 +340,32 @@ fn lookup(ins: &Instruction, table_ptr: u64, seq: &mut Vec<Instruction>, labels:
         }
         _ => return Option::None,
     };
-    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, RCX))?);
-    seq.push(op(Instruction::with2(Code::Shl_rm64_imm8, RDX, 3u32))?);
-    seq.push(op(Instruction::with2(
-        Code::And_rm32_imm32,
-        EDX,
-        ((TABLE_ENTRIES - 1) << 3) as u32,
-    ))?);
-    seq.push(op(Instruction::with2(Code::Add_r64_rm64, RDX, mem(RIP, table_ptr as i64)))?);
-    seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, MemoryOperand::with_base(RDX)))?);
-    seq.push(op(Instruction::with2(Code::Test_rm64_r64, RDX, RDX))?);
     labels.next += 1;
     let miss = labels.next;
-    seq.push(op(Instruction::with_branch(Code::Je_rel32_64, miss))?);
-    seq.push(op(Instruction::with2(Code::Cmp_r64_rm64, RCX, mem(RDX, -(ORIGIN as i64))))?);
-    seq.push(op(Instruction::with_branch(Code::Jne_rel32_64, miss))?);
-    seq.push(op(Instruction::with2(Code::Mov_rm64_r64, mem(RSP, 24), RDX))?);
+    labels.next += 1;
+    let hit = labels.next;
+    labels.next += 1;
+    let second = labels.next;
+    for way in 0..WAYS {
+        let first = seq.len();
+        bucket_address(table_ptr, seq)?;
+        if way > 0 {
+            seq[first].set_ip(second);
+        }
+        seq.push(op(Instruction::with2(Code::Mov_r64_rm64, RDX, mem(RDX, (8 * way) as i64)))?);
+        seq.push(op(Instruction::with2(Code::Test_rm64_r64, RDX, RDX))?);
+        let next = if way + 1 < WAYS { second } else { miss };
+        seq.push(op(Instruction::with_branch(Code::Je_rel32_64, next))?);
+        seq.push(op(Instruction::with2(Code::Cmp_r64_rm64, RCX, mem(RDX, -(ORIGIN as i64))))?);
+        if way + 1 < WAYS {
+            seq.push(op(Instruction::with_branch(Code::Je_rel32_64, hit))?);
+        } else {
+            seq.push(op(Instruction::with_branch(Code::Jne_rel32_64, miss))?);
+        }
+    }
+    let mut store = op(Instruction::with2(Code::Mov_rm64_r64, mem(RSP, 24), RDX))?;
+    store.set_ip(hit);
+    seq.push(store);
     if let Some(r) = call_ret {
         seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(RSP, SAVED - 8), r as u32))?);
         seq.push(op(Instruction::with2(Code::Mov_rm32_imm32, mem(RSP, SAVED - 4), (r >> 32) as u32))?);
@@ -353,6 +381,18 @@ fn lookup(ins: &Instruction, table_ptr: u64, seq: &mut Vec<Instruction>, labels:
     seq.push(op(Instruction::with1(Code::Pop_r64, RCX))?);
     seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, 136)))?);
     labels.stub(ExitKind::Miss(ins.ip()), seq);
+    Some(())
+}
+
+/// `rdx` = the address of `rcx`'s bucket: `table_bucket(rcx)` × the bucket's bytes + the
+/// table's address (read from `table_ptr`). Flags clobbered.
+fn bucket_address(table_ptr: u64, seq: &mut Vec<Instruction>) -> Option<()> {
+    use Register::*;
+    seq.push(op(Instruction::with2(Code::Mov_r64_imm64, RDX, HASH_MUL))?);
+    seq.push(op(Instruction::with2(Code::Imul_r64_rm64, RDX, RCX))?);
+    seq.push(op(Instruction::with2(Code::Shr_rm64_imm8, RDX, 64 - TABLE_BITS))?);
+    seq.push(op(Instruction::with2(Code::Shl_rm64_imm8, RDX, (WAYS * 8).trailing_zeros()))?);
+    seq.push(op(Instruction::with2(Code::Add_r64_rm64, RDX, mem(RIP, table_ptr as i64)))?);
     Some(())
 }
 

@@ -157,3 +157,68 @@ fn operands_naming_the_blocks_own_addresses_keep_the_original_addresses() {
         .collect();
     assert_eq!(leas, vec![B, B + 16]);
 }
+
+/// The bucket the lookup's instructions compute for `target` (mov, imul, shr, shl as encoded),
+/// and the displacements of its loads from the bucket.
+fn encoded_bucket(out: &[Instruction], target: u64) -> (Vec<u64>, Vec<i64>) {
+    let mut buckets = Vec::new();
+    let mut rdx = 0u64;
+    for i in out {
+        match i.code() {
+            Code::Mov_r64_imm64 if i.op0_register() == Register::RDX => rdx = i.immediate64(),
+            Code::Imul_r64_rm64 => {
+                assert_eq!((i.op0_register(), i.op1_register()), (Register::RDX, Register::RCX));
+                rdx = rdx.wrapping_mul(target);
+            }
+            Code::Shr_rm64_imm8 if i.op0_register() == Register::RDX => rdx >>= i.immediate8(),
+            Code::Shl_rm64_imm8 if i.op0_register() == Register::RDX => {
+                rdx <<= i.immediate8();
+                buckets.push(rdx / (WAYS * 8));
+            }
+            _ => {}
+        }
+    }
+    let loads = out
+        .iter()
+        .filter(|i| i.code() == Code::Mov_r64_rm64 && i.op0_register() == Register::RDX && i.memory_base() == Register::RDX)
+        .map(|i| i.memory_displacement64() as i64)
+        .collect();
+    (buckets, loads)
+}
+
+#[test]
+fn the_lookup_probes_both_ways_of_the_bucket_the_tracer_fills() {
+    // ret at 0x40_1000
+    let insns = block_at(&[0xc3], 0x40_1000);
+    let t = translate(&insns, 0x4000_0000, 0x3ff0_0040, 0x3ff0_0000, &|_| None).unwrap();
+    let out = decode(&t.bytes, 0x4000_0000);
+    for target in [0x7fff_f7b0_54d0_u64, 0x7fff_f7b8_54d0, 0x40_1234, 0x5555_5555_9a10] {
+        let (buckets, loads) = encoded_bucket(&out, target);
+        assert_eq!(buckets, vec![table_bucket(target); WAYS as usize], "{target:#x}");
+        assert_eq!(loads, (0..WAYS as i64).map(|w| 8 * w).collect::<Vec<_>>());
+    }
+    assert!(table_bucket(u64::MAX) < TABLE_BUCKETS);
+}
+
+#[test]
+fn code_laid_out_in_power_of_two_strides_does_not_share_buckets() {
+    // CPython's `PyErr_Occurred` and another hot function of libpython, 512 KiB apart, shared
+    // the slot of a table indexed by the address's low 18 bits: one of them trapped at every
+    // lookup.
+    assert_ne!(table_bucket(0x7fff_f7b0_54d0), table_bucket(0x7fff_f7b8_54d0));
+    // 20 000 block starts at 16-byte steps with 256 KiB strides among them (several libraries'
+    // functions at the same offsets): how many find both ways of their bucket taken.
+    let mut count = std::collections::HashMap::new();
+    let mut lost = 0;
+    for lib in 0..10u64 {
+        for k in 0..2_000u64 {
+            let a = 0x7fff_f780_0000 + lib * (1 << 18) + k * 16 * 7;
+            let c = count.entry(table_bucket(a)).or_insert(0u64);
+            *c += 1;
+            if *c > WAYS {
+                lost += 1;
+            }
+        }
+    }
+    assert!(lost < 20, "{lost} of 20 000 targets found no free way");
+}

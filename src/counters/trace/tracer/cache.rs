@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
-use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, TABLE_ENTRIES};
+use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, TABLE_BYTES, WAYS};
 use crate::counters::trace::xol::{REACH, Xol};
 
 use super::Tracer;
@@ -188,10 +188,11 @@ impl Tracer<'_> {
             slot,
             last: 0,
         });
-        // The table entry (one 8-byte write; it may replace another translation's, which is
-        // then reached through traps and links only).
+        // The table entry (one 8-byte write): the first free way of the block's bucket, else
+        // the last way, whose translation is then reached through traps and links only.
         if let Some(table) = sp.cache.table {
-            let s = pc & (TABLE_ENTRIES - 1);
+            let b = cache_code::table_bucket(pc);
+            let s = (0..WAYS).map(|w| b * WAYS + w).find(|s| !sp.cache.slots.contains_key(s)).unwrap_or(b * WAYS + WAYS - 1);
             if sp.mem.write(table + s * 8, &at.to_le_bytes()) {
                 sp.cache.slots.insert(s, pc);
             }
@@ -228,7 +229,7 @@ impl Tracer<'_> {
         }
         let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
         if self.spaces[si].cache.table.is_none() {
-            let t = self.mmap_in(pid, si, 0, TABLE_ENTRIES * 8, rw, false);
+            let t = self.mmap_in(pid, si, 0, TABLE_BYTES, rw, false);
             if t.is_none() {
                 self.spaces[si].cache.failed = true;
             }

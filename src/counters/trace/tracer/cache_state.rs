@@ -35,7 +35,7 @@ pub(super) struct CodeCache {
     pub(super) areas: Vec<Area>,
     /// The lookup table's address in the tracee.
     pub(super) table: Option<u64>,
-    /// Table slots written (slot → original address): an entry is written once, never replaced.
+    /// Table entries written (entry index, bucket × ways + way → original address).
     pub(super) slots: FastMap<u64>,
     /// Per original block start: its translation's address, or None where it cannot be made.
     pub(super) trans: FastMap<Option<u64>>,
