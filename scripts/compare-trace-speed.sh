@@ -4,7 +4,12 @@
 #
 #   scripts/compare-trace-speed.sh -- python3 mm.py 256
 #   OLD=/tmp/roofline-before R=5 scripts/compare-trace-speed.sh -- python3 -c pass
+#   OLD=target/release/roofline OLD_ENV=ROOFLINE_TRACE_CACHE=0 NEW_ENV=ROOFLINE_TRACE_CACHE=8 \
+#     scripts/compare-trace-speed.sh -- python3 -c pass     (one build, code cache off against on)
 #
+# OLD_ENV / NEW_ENV: VAR=VALUE words set for that build's runs only (they reach the traced
+# program too: give both sides values of the same length, so that its environment's size
+# does not differ).
 # Per round: the native run, then each build's `measure --backend trace` (its own native timing
 # run included). Prints per run the CPU seconds (user + system of the whole process tree) and
 # the wall seconds, then the medians and the median of the per-round ratios traced / native.
@@ -27,16 +32,29 @@ timed() { # label, command...
 }
 for r in $(seq "$R"); do
   timed native "$@"
-  [ -n "${OLD:-}" ] && timed old "$OLD" measure --backend trace -o "$rep/old.json" -- "$@"
-  timed new "$NEW" measure --backend trace -o "$rep/new.json" -- "$@"
+  # shellcheck disable=SC2086
+  [ -n "${OLD:-}" ] && timed old env ${OLD_ENV:-} "$OLD" measure --backend trace -o "$rep/old.json" -- "$@"
+  # shellcheck disable=SC2086
+  timed new env ${NEW_ENV:-} "$NEW" measure --backend trace -o "$rep/new.json" -- "$@"
+  for b in old new; do
+    [ -f "$rep/$b.json" ] && python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["points"][0]; print("W", sys.argv[2], int(p["flops"]["total"]), p["extra"]["instructions"])' "$rep/$b.json" "$b" >>"$out"
+  done
+  rm -f "$rep/old.json" "$rep/new.json"
   echo "round $r done" >&2
 done
 python3 - "$out" <<'P'
 import collections, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 by = collections.defaultdict(list)
-for label, u, s, e in rows:
+work = collections.defaultdict(list)
+for row in rows:
+    if row[0] == "W":
+        work[row[1]].append(f"{row[2]} ({row[3]} instructions)")
+        continue
+    label, u, s, e = row
     by[label].append((float(u) + float(s), float(e)))
+for label, w in work.items():
+    print(f"{label:6} W per round: {', '.join(w)}")
 for label, v in by.items():
     print(f"{label:6} cpu {' '.join(f'{c:.2f}' for c, _ in v)}  wall {' '.join(f'{w:.2f}' for _, w in v)}")
 nat = by["native"]
