@@ -341,7 +341,9 @@ fn run_ahead_counts_equal_single_stepping() {
 /// paths made short (`ROOFLINE_TRACE_PATH_INSNS`) so that threads trap at hot blocks and run
 /// their translations: counts from the translations' counters equal single-stepping's on a
 /// program of calls through pointers, a jump table, recursion and returns (the table lookup),
-/// and the translations did run (a wrong count of a translated block fails the equality).
+/// and the translations did run (a wrong count of a translated block fails the equality). The
+/// program exits with 3 where a translated function that takes its own address gets its
+/// copy's instead.
 #[test]
 fn code_cache_counts_equal_single_stepping() {
     let dir = tempfile::tempdir().unwrap();
