@@ -5,10 +5,11 @@
 //! `BlockEncoder` relocates RIP-relative operands and branches); `tracer/cache.rs` places them.
 //!
 //! A translation of the block `insns`, placed at `at`:
-//! - **counter**: `lock add qword [rip+counter], 1` (one 8-byte counter per translation, in the
-//!   area's counter part; `lock`, so that threads running the same translation lose no
-//!   increment). Where the block writes every status flag before reading any, the add goes
-//!   first as it is; elsewhere it is wrapped in `pushfq`/`popfq` below the red zone
+//! - **counter**: `add qword gs:[counter], 1`: one 8-byte counter per translation in each
+//!   thread's own counter area, whose address the tracer puts in the thread's `gs` base
+//!   (unused by Linux x86-64 programs; a space whose threads use it gets no cache), so that a
+//!   flush counts each thread's executions as its own and no `lock` is needed. Where the
+//!   block writes every status flag before reading any, the add goes first as it is; elsewhere it is wrapped in `pushfq`/`popfq` below the red zone
 //!   (`lea rsp,[rsp-128]` first), so the flags the block reads are the program's.
 //! - **body**: the block's instructions but its last branch, relocated.
 //! - **direct exits** (fall-through, `jcc` both ways, `jmp`, `call`): a `jmp` to the target's
@@ -33,12 +34,10 @@ use iced_x86::{
 
 use super::classify::{Flow, Insn};
 
-/// One cache area: its header and counters, then code.
+/// One cache area: its header, then code.
 pub const AREA_SIZE: u64 = 1 << 20;
-/// Bytes of an area before its counters: the lookup table's address (8 bytes), padded.
+/// Bytes of an area before its code: the lookup table's address (8 bytes), padded.
 pub const HEADER: u64 = 64;
-/// Bytes of an area for its header and counters; code follows.
-pub const COUNTERS: u64 = 1 << 17;
 /// Buckets of the lookup table (a power of two), each of `WAYS` entries of 8 bytes: a
 /// translation's address (0: none). A translation's code is preceded by the original address
 /// it translates (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one
@@ -157,10 +156,15 @@ fn mem(base: Register, displ: i64) -> MemoryOperand {
     MemoryOperand::with_base_displ(base, displ)
 }
 
-/// `lock add qword [counter], 1`, with the flags saved around it unless `flags_dead`.
+/// Counters per thread: a thread's counter area (`gs` base, set by the tracer) holds this many
+/// 8-byte counters, one per translation of its space.
+pub const THREAD_COUNTERS: u64 = 1 << 18;
+
+/// `add qword gs:[counter], 1` (`counter`: the translation's offset in its thread's counter
+/// area), with the flags saved around it unless `flags_dead`.
 fn counter_increment(counter: u64, flags_dead: bool, seq: &mut Vec<Instruction>) -> Option<()> {
-    let mut add = op(Instruction::with2(Code::Add_rm64_imm8, mem(Register::RIP, counter as i64), 1i32))?;
-    add.set_has_lock_prefix(true);
+    let at = MemoryOperand::new(Register::None, Register::None, 1, i64::try_from(counter).ok()?, 4, false, Register::GS);
+    let add = op(Instruction::with2(Code::Add_rm64_imm8, at, 1i32))?;
     if flags_dead {
         seq.push(add);
         return Some(());
@@ -196,7 +200,7 @@ impl Labels {
 }
 
 /// The translation of `insns` (one block, decoded at their addresses) placed at `at`.
-/// `counter`: its counter's address; `table_ptr`: the address holding the lookup table's
+/// `counter`: its counter's offset in a thread's counter area; `table_ptr`: the address holding the lookup table's
 /// address (in the area's header); `translated(x)`: the translation of the original address
 /// `x`, where one exists. None where the block cannot be translated.
 pub fn translate(

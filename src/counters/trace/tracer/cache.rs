@@ -22,12 +22,12 @@ use nix::unistd::Pid;
 use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
-use crate::counters::trace::cache_code::{self, AREA_SIZE, COUNTERS, ExitKind, HEADER, ORIGIN, TABLE_BYTES, WAYS};
+use crate::counters::trace::cache_code::{self, AREA_SIZE, ExitKind, HEADER, ORIGIN, TABLE_BYTES, THREAD_COUNTERS, WAYS};
 use crate::counters::trace::xol::{REACH, Xol};
 
 use super::Tracer;
 use super::block::{Block, ends_in_sigreturn};
-use super::cache_state::{Area, Entry};
+use super::cache_state::{Area, Entry, ThreadCounters};
 use super::threads::Then;
 
 impl Tracer<'_> {
@@ -48,6 +48,9 @@ impl Tracer<'_> {
             return false;
         }
         let Some(at) = self.translation(pid, si, pc) else { return false };
+        if !self.thread_counters(pid, si, &mut regs) {
+            return false;
+        }
         if let Some(t) = self.threads.get_mut(&pid) {
             t.expect = None;
             t.expect_regs = None;
@@ -79,6 +82,7 @@ impl Tracer<'_> {
                     let known = self.spaces[si].cache.trans.get(&x).copied();
                     if (hot || known.is_some_and(|t| t.is_some()))
                         && let Some(t) = self.translation(pid, si, x)
+                        && self.thread_counters(pid, si, &mut regs)
                     {
                         self.link(si, stub, t);
                         self.spaces[si].cache.used = true;
@@ -149,25 +153,27 @@ impl Tracer<'_> {
         if !cache_code::translatable(&block.insns) {
             return None;
         }
+        if self.spaces[si].cache.entries.len() as u64 >= THREAD_COUNTERS {
+            return None;
+        }
         let code_len: u64 = block.insns.iter().map(|i| u64::from(i.len)).sum();
         let room = code_len * 2 + 256 + ORIGIN;
         let ai = self.cache_area(pid, si, pc, room)?;
         let sp = &mut self.spaces[si];
         let area = sp.cache.areas[ai];
-        let counter = area.base + HEADER + 8 * area.counters;
-        let slot_at = area.base + COUNTERS + area.code_used;
+        let counter = 8 * sp.cache.entries.len() as u64;
+        let slot_at = area.base + HEADER + area.code_used;
         let at = slot_at + ORIGIN;
         let cache = &sp.cache;
         let tr = cache_code::translate(&block.insns, at, counter, area.base, &|x| cache.trans.get(&x).copied().flatten())?;
         if tr.bytes.len() as u64 > room {
             return None;
         }
-        // Written once: the slot (and the counter) must still be blank.
+        // Written once: the slot must still be blank.
         let mut bytes = pc.to_le_bytes().to_vec();
         bytes.extend_from_slice(&tr.bytes);
         let mut was = vec![0u8; bytes.len()];
-        let mut c = [0u8; 8];
-        if sp.mem.read(slot_at, &mut was) != was.len() || was.iter().any(|b| *b != 0) || sp.mem.read(counter, &mut c) != 8 || c != [0; 8] {
+        if sp.mem.read(slot_at, &mut was) != was.len() || was.iter().any(|b| *b != 0) {
             self.stats.scratch_overwrites += 1;
             sp.cache.failed = true;
             return None;
@@ -176,18 +182,11 @@ impl Tracer<'_> {
             return None;
         }
         let a = &mut sp.cache.areas[ai];
-        a.counters += 1;
         a.code_used += (bytes.len() as u64).next_multiple_of(16);
         for (off, kind) in &tr.stubs {
             sp.cache.stubs.insert(at + off, (*kind, false));
         }
-        let slot = area.counters;
-        sp.cache.entries.push(Entry {
-            block: block.clone(),
-            area: ai,
-            slot,
-            last: 0,
-        });
+        sp.cache.entries.push(Entry { block: block.clone() });
         // The table entry (one 8-byte write): the first free way of the block's bucket, else
         // the last way, whose translation is then reached through traps and links only.
         if let Some(table) = sp.cache.table {
@@ -219,7 +218,7 @@ impl Tracer<'_> {
     /// in the tracee, with the lookup table, where none has it).
     fn cache_area(&mut self, pid: Pid, si: usize, near: u64, room: u64) -> Option<usize> {
         let fits = |a: &Area| {
-            a.base.abs_diff(near) < REACH && HEADER + 8 * (a.counters + 1) <= COUNTERS && COUNTERS + a.code_used + room <= AREA_SIZE
+            a.base.abs_diff(near) < REACH && HEADER + a.code_used + room <= AREA_SIZE
         };
         if let Some(i) = self.spaces[si].cache.areas.iter().position(fits) {
             return Some(i);
@@ -254,48 +253,74 @@ impl Tracer<'_> {
             return None;
         }
         let c = &mut self.spaces[si].cache;
-        c.areas.push(Area {
-            base,
-            counters: 0,
-            code_used: 0,
-        });
+        c.areas.push(Area { base, code_used: 0 });
         Some(c.areas.len() - 1)
     }
 
-    /// Read every counter of space `si` and count what each translation ran since the last
-    /// read (as `pid`'s work).
-    pub(super) fn flush_cache(&mut self, pid: Pid, si: usize) {
+    /// `pid`'s counter area, its `gs` base in `regs` (written back by the caller's `move_rip`),
+    /// made where the thread has none yet (a new thread inherits its parent's `gs` base). False
+    /// where the thread's `gs` base is the program's own (then the space gets no more cache).
+    fn thread_counters(&mut self, pid: Pid, si: usize, regs: &mut libc::user_regs_struct) -> bool {
+        let tid = pid.as_raw();
+        let cache = &self.spaces[si].cache;
+        if let Some(c) = cache.counters.get(&tid)
+            && c.base == regs.gs_base
+        {
+            return true;
+        }
+        if regs.gs_base != 0 && !cache.counters.values().any(|c| c.base == regs.gs_base) {
+            self.spaces[si].cache.failed = true;
+            return false;
+        }
+        let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+        let Some(base) = self.mmap_in(pid, si, 0, 8 * THREAD_COUNTERS, rw, false) else {
+            self.spaces[si].cache.failed = true;
+            return false;
+        };
+        let n = self.spaces[si].cache.entries.len();
+        self.spaces[si].cache.counters.insert(tid, ThreadCounters { base, last: vec![0; n] });
+        regs.gs_base = base;
+        true
+    }
+
+    /// Read every thread's counters of space `si` and count what each translation ran since
+    /// the last read, as that thread's work.
+    pub(super) fn flush_cache(&mut self, _pid: Pid, si: usize) {
         if !self.spaces[si].cache.used {
             return;
         }
         self.stats.cache_flushes += 1;
-        let sp = &self.spaces[si];
-        let mut now: Vec<Vec<u8>> = Vec::with_capacity(sp.cache.areas.len());
-        for a in &sp.cache.areas {
-            let mut buf = vec![0u8; (8 * a.counters) as usize];
-            if sp.mem.read(a.base + HEADER, &mut buf) != buf.len() {
-                return;
+        let n = self.spaces[si].cache.entries.len();
+        let mut runs: Vec<(i32, Rc<Block>, u64)> = Vec::new();
+        let sp = &mut self.spaces[si];
+        let mut buf = vec![0u8; 8 * n];
+        for (tid, c) in sp.cache.counters.iter_mut() {
+            if sp.mem.read(c.base, &mut buf) != buf.len() {
+                continue;
             }
-            now.push(buf);
-        }
-        let mut runs: Vec<(Rc<Block>, u64)> = Vec::new();
-        for e in &mut self.spaces[si].cache.entries {
-            let o = (8 * e.slot) as usize;
-            let v = u64::from_le_bytes(now[e.area][o..o + 8].try_into().expect("8 bytes"));
-            let d = v.wrapping_sub(e.last);
-            if d > 0 {
-                e.last = v;
-                runs.push((e.block.clone(), d));
+            c.last.resize(n, 0);
+            for (k, e) in sp.cache.entries.iter().enumerate() {
+                let v = u64::from_le_bytes(buf[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+                let d = v.wrapping_sub(c.last[k]);
+                if d > 0 {
+                    c.last[k] = v;
+                    runs.push((*tid, e.block.clone(), d));
+                }
             }
         }
         // With one thread, nobody runs a translation until this one is let go again.
         if self.spaces[si].threads <= 1 {
             self.spaces[si].cache.used = false;
         }
-        for (b, n) in runs {
+        for (tid, b, n) in runs {
             self.stats.cache_blocks += n;
-            self.add_block(pid, &b, &[], n);
+            self.add_block(Pid::from_raw(tid), &b, &[], n);
         }
+    }
+
+    /// A thread is gone (after its last flush): its counter area is left as it is, unread.
+    pub(super) fn drop_thread_counters(&mut self, pid: Pid, si: usize) {
+        self.spaces[si].cache.counters.remove(&pid.as_raw());
     }
 
     /// Every space's counters (a region marker's snapshot).
@@ -305,20 +330,21 @@ impl Tracer<'_> {
         }
     }
 
-    /// A forked child's space: its counters start where its memory has them.
-    pub(super) fn rebase_cache(&mut self, si: usize) {
+    /// A forked child's space (its one thread `child`, forked by `parent`): it counts into the
+    /// copy of `parent`'s counter area (its `gs` base is the parent's), starting from the
+    /// values the copy holds; the other threads' areas are not the child's.
+    pub(super) fn rebase_cache(&mut self, si: usize, parent: Pid, child: Pid) {
         let sp = &mut self.spaces[si];
-        let mut now: Vec<Vec<u8>> = Vec::new();
-        for a in &sp.cache.areas {
-            let mut buf = vec![0u8; (8 * a.counters) as usize];
-            let _ = sp.mem.read(a.base + HEADER, &mut buf);
-            now.push(buf);
+        let Some(mut c) = sp.cache.counters.remove(&parent.as_raw()) else {
+            sp.cache.counters.clear();
+            return;
+        };
+        sp.cache.counters.clear();
+        let n = sp.cache.entries.len();
+        let mut buf = vec![0u8; 8 * n];
+        if sp.mem.read(c.base, &mut buf) == buf.len() {
+            c.last = buf.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
         }
-        for e in &mut sp.cache.entries {
-            let o = (8 * e.slot) as usize;
-            e.last = now[e.area]
-                .get(o..o + 8)
-                .map_or(e.last, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-        }
+        sp.cache.counters.insert(child.as_raw(), c);
     }
 }

@@ -11,22 +11,24 @@ use crate::counters::trace::sys::Memory;
 
 use super::block::Block;
 
-/// One cache area: header (the table's address), counters, code.
+/// One cache area: header (the table's address), then code.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Area {
     pub(super) base: u64,
-    pub(super) counters: u64,
     pub(super) code_used: u64,
 }
 
-/// A translation's counter and what it counts.
+/// A translation's block (its counter is the entry's index in every thread's counter area).
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) block: Rc<Block>,
-    pub(super) area: usize,
-    pub(super) slot: u64,
-    /// The counter's value when last read.
-    pub(super) last: u64,
+}
+
+/// One thread's counter area (its `gs` base) and the counters' values when last read.
+#[derive(Debug, Clone)]
+pub(super) struct ThreadCounters {
+    pub(super) base: u64,
+    pub(super) last: Vec<u64>,
 }
 
 /// The code cache of one address space.
@@ -40,6 +42,8 @@ pub(super) struct CodeCache {
     /// Per original block start: its translation's address, or None where it cannot be made.
     pub(super) trans: FastMap<Option<u64>>,
     pub(super) entries: Vec<Entry>,
+    /// Counter areas by thread id (threads that have entered a translation).
+    pub(super) counters: BTreeMap<i32, ThreadCounters>,
     /// Exit stubs by address: where each leads, and whether it is linked.
     pub(super) stubs: BTreeMap<u64, (ExitKind, bool)>,
     /// A thread was sent into a translation since the counters were last read.

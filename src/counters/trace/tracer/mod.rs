@@ -690,6 +690,7 @@ impl<'s> Tracer<'s> {
                 self.resolve_rep(pid, &regs);
             }
             self.flush_cache(pid, space);
+            self.drop_thread_counters(pid, space);
             {
                 self.flush_all();
                 let _ = ptrace::cont(pid, None);
@@ -724,7 +725,7 @@ impl<'s> Tracer<'s> {
                 copy.sync_memory_to_record();
                 self.spaces.push(copy);
                 let child = self.spaces.len() - 1;
-                self.rebase_cache(child);
+                self.rebase_cache(child, pid, new);
                 let copy = self.spaces.pop().expect("pushed above");
                 // The parent's own pending reinstalls were not in memory when the child was copied.
                 self.spaces.push(copy);
