@@ -163,7 +163,15 @@ pub const THREAD_COUNTERS: u64 = 1 << 18;
 /// `add qword gs:[counter], 1` (`counter`: the translation's offset in its thread's counter
 /// area), with the flags saved around it unless `flags_dead`.
 fn counter_increment(counter: u64, flags_dead: bool, seq: &mut Vec<Instruction>) -> Option<()> {
-    let at = MemoryOperand::new(Register::None, Register::None, 1, i64::try_from(counter).ok()?, 4, false, Register::GS);
+    let at = MemoryOperand::new(
+        Register::None,
+        Register::None,
+        1,
+        i64::try_from(counter).ok()?,
+        4,
+        false,
+        Register::GS,
+    );
     let add = op(Instruction::with2(Code::Add_rm64_imm8, at, 1i32))?;
     if flags_dead {
         seq.push(add);

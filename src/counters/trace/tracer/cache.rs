@@ -191,7 +191,10 @@ impl Tracer<'_> {
         // the last way, whose translation is then reached through traps and links only.
         if let Some(table) = sp.cache.table {
             let b = cache_code::table_bucket(pc);
-            let s = (0..WAYS).map(|w| b * WAYS + w).find(|s| !sp.cache.slots.contains_key(s)).unwrap_or(b * WAYS + WAYS - 1);
+            let s = (0..WAYS)
+                .map(|w| b * WAYS + w)
+                .find(|s| !sp.cache.slots.contains_key(s))
+                .unwrap_or(b * WAYS + WAYS - 1);
             if sp.mem.write(table + s * 8, &at.to_le_bytes()) {
                 sp.cache.slots.insert(s, pc);
             }
@@ -217,9 +220,7 @@ impl Tracer<'_> {
     /// An area within reach of `near` with room for a counter and `room` bytes of code (mapped
     /// in the tracee, with the lookup table, where none has it).
     fn cache_area(&mut self, pid: Pid, si: usize, near: u64, room: u64) -> Option<usize> {
-        let fits = |a: &Area| {
-            a.base.abs_diff(near) < REACH && HEADER + a.code_used + room <= AREA_SIZE
-        };
+        let fits = |a: &Area| a.base.abs_diff(near) < REACH && HEADER + a.code_used + room <= AREA_SIZE;
         if let Some(i) = self.spaces[si].cache.areas.iter().position(fits) {
             return Some(i);
         }
@@ -278,7 +279,10 @@ impl Tracer<'_> {
             return false;
         };
         let n = self.spaces[si].cache.entries.len();
-        self.spaces[si].cache.counters.insert(tid, ThreadCounters { base, last: vec![0; n] });
+        self.spaces[si]
+            .cache
+            .counters
+            .insert(tid, ThreadCounters { base, last: vec![0; n] });
         regs.gs_base = base;
         true
     }
@@ -343,7 +347,10 @@ impl Tracer<'_> {
         let n = sp.cache.entries.len();
         let mut buf = vec![0u8; 8 * n];
         if sp.mem.read(c.base, &mut buf) == buf.len() {
-            c.last = buf.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+            c.last = buf
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect();
         }
         sp.cache.counters.insert(child.as_raw(), c);
     }
