@@ -1,9 +1,10 @@
-//! Energy beside time: RAPL read through perf's dynamic `power` PMU, turned into joules per
-//! run and domain ([`PointEnergy`]).
+//! Energy beside time: RAPL read through perf's dynamic `power` PMU (and a GPU's NVML
+//! counter), turned into joules per run and domain ([`PointEnergy`]).
 //!
 //! - `domains`: which domains the kernel lists (`pkg`, `cores`, `ram`, `gpu`, `psys`), their
 //!   encodings and scales, from a sysfs tree that tests replace with a recorded one;
-//! - `meter`: readings, wrap-around, the idle power and the counters' granularity.
+//! - `meter`: readings, wrap-around, the idle power and the counters' granularity;
+//! - `nvml`: the GPU board's own counter (NVML, millijoules), and recordings of it.
 //!
 //! A domain counts everything its part of the machine did, not only the measured work: the
 //! idle power is measured before the runs (and subtracted when asked), runs are repeated and
@@ -16,6 +17,8 @@ use std::sync::Mutex;
 
 mod domains;
 mod meter;
+#[cfg(feature = "gpu")]
+pub mod nvml;
 #[cfg(test)]
 mod tests;
 
@@ -143,6 +146,23 @@ impl Energy {
         })
     }
 
+    /// The shortest stretch of repetitions one sample is taken over, seconds: ten counter
+    /// updates where the granularity is known, at least [`MIN_STRETCH_SECONDS`].
+    pub fn stretch_seconds(&self) -> f64 {
+        min_stretch(self.idle.granularity_seconds)
+    }
+
+    /// The counters' granularity measured while idle (median seconds between changes).
+    pub fn granularity_seconds(&self) -> Option<f64> {
+        self.idle.granularity_seconds
+    }
+
+    /// Per-unit energy samples of a window of repeated work: see [`per_unit_samples`].
+    pub fn per_unit(&self, w: &Window, units: &[f64], stretch: f64) -> Result<Vec<f64>> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| per_unit_samples(m, &marks, units, stretch, &self.idle))
+    }
+
     /// Which PMU and domains (for the provenance).
     pub fn description(&self) -> Result<String> {
         self.with_meter_ref(|m| m.description().to_string())
@@ -170,6 +190,16 @@ fn refuse_dead_counters(m: &Meter, idle: &Idle) -> Result<()> {
         return Ok(());
     }
     let names: Vec<String> = m.domains().iter().map(|d| format!("power/energy-{}/", d.name)).collect();
+    if m.description().starts_with("NVML") {
+        return Err(crate::error::Error::unavailable(
+            format!(
+                "{} did not change over the {} s idle window: the GPU's energy counter counts nothing here",
+                m.description(),
+                crate::schema::units::sig3(idle.power[0].seconds)
+            ),
+            "check `nvidia-smi -q -d POWER` (a vGPU or a MIG slice may report no power), or leave out --energy",
+        ));
+    }
     Err(crate::error::Error::unavailable(
         format!(
             "{} did not change over the {} s idle window: this machine's RAPL counters count nothing (a VM whose hypervisor lists the events without feeding them?)",
@@ -247,6 +277,31 @@ pub fn kernel_energy_of(m: &Meter, marks: &[Reading], idle: &Idle, opts: EnergyO
         crate::schema::units::sig3(seconds_per_run)
     );
     assemble(m, samples, watts, idle, opts, flops, source, notes)
+}
+
+/// Picojoules per unit of work, one sample per stretch of a window of repeated work: `marks`
+/// are readings (the first before a warm-up, the last after a tail, both left out), `units`
+/// the work done up to each mark (the same length). The timed marks are cut into stretches of
+/// at least `stretch` seconds; each stretch's power above the first domain's idle power over
+/// its rate of work (units per second) is one sample. Empty where the window holds no
+/// whole stretch.
+pub fn per_unit_samples(m: &Meter, marks: &[Reading], units: &[f64], stretch: f64, idle: &Idle) -> Vec<f64> {
+    if marks.len() < 4 || units.len() != marks.len() {
+        return Vec::new();
+    }
+    let timed = &marks[1..marks.len() - 1];
+    let done = &units[1..units.len() - 1];
+    let idle_watts = idle.power.first().map_or(0.0, |p| p.watts);
+    stretch_cuts(timed, stretch)
+        .windows(2)
+        .filter_map(|c| {
+            let (a, b) = (&timed[c[0]], &timed[c[1]]);
+            let dt = b.seconds - a.seconds;
+            let work = done[c[1]] - done[c[0]];
+            let joules = m.joules(a, b).first().copied()?;
+            (dt > 0.0 && work > 0.0 && dt >= stretch).then(|| (joules / dt - idle_watts) / (work / dt) * 1e12)
+        })
+        .collect()
 }
 
 /// [`Energy::runs_energy`] on any meter.
