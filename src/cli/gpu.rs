@@ -256,6 +256,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             m.provenance.extend(said);
             let mut r = Report::new(serde_json::to_value(&m)?, environment());
             r.ceilings = roofs;
+            // The energy roofline needs the board's energy roofs: those of `gpu ceilings
+            // --energy` cached for this GPU.
+            if energy.energy {
+                r.energy_roofs.extend(crate::model::gpu::cached_energy_roofs(&m));
+            }
             r.points.push(p);
             analyse(&mut r);
             let (floor, floor_said) = crate::model::gpu::launch_floor(&m.name);
@@ -263,7 +268,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             if let Some(p) = r.points.first_mut() {
                 p.provenance.notes.push(floor_said);
             }
-            let table = points_table(&r.points) + &crate::report::tables::energy::energy_table(&r.points);
+            let table = points_table(&r.points)
+                + &crate::report::tables::energy::energy_table(&r.points)
+                + &crate::report::tables::energy::energy_roofline_table(&r);
             emit_json(&out, &serde_json::to_value(&r)?, &table, file)?;
             Ok(0)
         }

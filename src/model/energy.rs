@@ -12,6 +12,8 @@ use crate::schema::energy::EnergyRoofs;
 pub struct EnergyRoofline {
     /// Thread count of the roofs.
     pub threads: Option<u32>,
+    /// The energy domain the roofs are of (`psys`, `pkg+ram`, `gpu0`).
+    pub domain: String,
     /// pJ per flop: the lowest double-precision figure (the most efficient ISA).
     pub pj_per_flop: f64,
     /// Which `precision.isa` gave it.
@@ -39,6 +41,7 @@ impl EnergyRoofline {
         let eps_b = r.pj_per_byte.get("dram").copied().filter(|v| *v > 0.0)?;
         Some(EnergyRoofline {
             threads: r.threads,
+            domain: r.domain.clone(),
             pj_per_flop: *eps_f,
             flop_key: flop_key.clone(),
             pj_per_byte: eps_b,
@@ -56,6 +59,36 @@ impl EnergyRoofline {
     pub fn attainable_gflop_per_joule(&self, ai: f64) -> f64 {
         1e3 / (self.pj_per_flop + self.pj_per_byte / ai.max(f64::MIN_POSITIVE))
     }
+}
+
+/// The energy roofline of each set of energy roofs a report carries, with its time balance
+/// from the report's time roofs of the same thread count (the highest compute roof over DRAM),
+/// and the points of that thread count: what every view draws.
+pub fn rooflines(report: &crate::schema::Report) -> Vec<(EnergyRoofline, Vec<&Point>)> {
+    report
+        .energy_roofs
+        .iter()
+        .filter_map(|r| {
+            let time = std::iter::once(&report.ceilings)
+                .flatten()
+                .chain(&report.ceilings_by_threads)
+                .find(|c| c.threads == r.threads || (c.threads.is_none() && report.ceilings_by_threads.is_empty()));
+            let peak = time.and_then(|c| c.compute_gflops.values().copied().reduce(f64::max));
+            let dram = time.and_then(|c| c.bandwidth_gbs.get("dram").copied());
+            let line = EnergyRoofline::new(r, peak, dram)?;
+            let points = report.points.iter().filter(|p| r.threads.is_none_or(|t| t == p.threads)).collect();
+            Some((line, points))
+        })
+        .collect()
+}
+
+/// Where a point sits on the first of its report's energy rooflines whose thread count it
+/// has; None without one.
+pub fn place_in(report: &crate::schema::Report, p: &Point) -> Option<(EnergyRoofline, EnergyPlace)> {
+    rooflines(report)
+        .into_iter()
+        .filter(|(_, pts)| pts.iter().any(|q| std::ptr::eq(*q, p)))
+        .find_map(|(line, _)| place(p, &line).map(|at| (line, at)))
 }
 
 /// A point on the energy roofline.

@@ -11,6 +11,8 @@ pub mod csv;
 #[cfg(feature = "plot")]
 pub mod dot_info;
 #[cfg(feature = "plot")]
+pub mod energy_chart;
+#[cfg(feature = "plot")]
 pub mod html;
 #[cfg(any(feature = "analysis", feature = "plot"))]
 pub mod instruction;

@@ -69,6 +69,26 @@ pub struct PointEnergy {
     /// idle power that swamps the run's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the point sits on its report's energy roofline (filled by the views from the
+    /// report's `energy_roofs`; absent without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<EnergyRooflinePlace>,
+}
+
+/// A point's place on the energy roofline (`extra.energy.roofline`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+pub struct EnergyRooflinePlace {
+    /// Flop per DRAM byte.
+    pub ai: f64,
+    /// The roofline's GFLOP per joule at `ai` (the constant power left out).
+    pub attainable_gflop_per_joule: f64,
+    /// Measured GFLOP/J over `attainable_gflop_per_joule`.
+    pub fraction: f64,
+    /// The largest term of the modelled energy: `flops`, `dram` or `constant`.
+    pub bound: String,
+    /// The energy balance point of the roofline, flop per byte.
+    pub energy_balance: f64,
 }
 
 impl PointEnergy {

@@ -382,6 +382,7 @@ fn assemble(
         granularity_seconds: idle.granularity_seconds,
         source,
         notes,
+        roofline: None,
     }
 }
 

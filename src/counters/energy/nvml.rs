@@ -170,6 +170,7 @@ impl Recording {
     }
 
     /// The readings, in order.
+    #[cfg(test)]
     pub fn readings(&self) -> &[Reading] {
         &self.readings
     }
