@@ -68,19 +68,29 @@ pub fn stretch_seconds(energy: &Energy) -> f64 {
     energy.stretch_seconds().max(GPU_MIN_STRETCH_SECONDS)
 }
 
-/// A window of repeated launches: the readings and the work done up to each.
+/// A window of steady repeated launches.
 pub struct Repeated {
-    /// The readings: before the warm-up, after it, after each batch, after the tail.
+    /// The counter read all along: before the warm-up, then every [`POLL_SECONDS`] while the
+    /// GPU works, until after the tail.
     pub window: Window,
-    /// Work (flops, bytes) done up to each reading.
-    pub units: Vec<f64>,
-    /// Launches in the timed part (between the warm-up and the tail).
+    /// Seconds (of the readings) when the warm-up was seen finished and when the last timed
+    /// batch was: the steady part in between.
+    pub from: f64,
+    pub to: f64,
+    /// Work per second in the steady part.
+    pub rate: f64,
+    /// Launches in the steady part.
     pub timed_launches: usize,
 }
 
+/// Seconds slept between readings while the GPU works (an NVML read itself takes about
+/// 2.5 ms on the H200).
+const POLL_SECONDS: f64 = 5e-4;
+
 /// Launch `launch` back to back (`units_per_launch` of work each, about `seconds_per_launch`
-/// each) in batches, synchronizing and reading the counter after each: a warm-up stretch,
-/// [`STRETCHES`] stretches of [`stretch_seconds`], one tail batch.
+/// each) in batches kept two deep on the stream, so the GPU never waits for the host, while the
+/// counter is read all along: a warm-up stretch, then batches until [`STRETCHES`] stretches
+/// of [`stretch_seconds`] passed, then what is queued drains (the tail).
 pub fn repeat(
     energy: &Energy,
     suite: &Suite,
@@ -92,38 +102,49 @@ pub fn repeat(
     let per_launch = seconds_per_launch.max(1e-6);
     let batch = ((stretch / 8.0) / per_launch).ceil().max(1.0) as usize;
     let warm = (stretch / per_launch).ceil().max(1.0) as usize;
-    let mut units = Vec::new();
-    let mut done = 0.0;
     let window = energy.window()?;
-    units.push(done);
-    let mut run = |count: usize, done: &mut f64| -> Result<()> {
+    let mut enqueue = |count: usize| -> Result<cudarc::driver::CudaEvent> {
         for _ in 0..count {
             launch()?;
         }
-        suite.stream.synchronize().map_err(cuda_err("kernel"))?;
-        *done += units_per_launch * count as f64;
-        Ok(())
+        let ev = suite.ctx.new_event(None).map_err(cuda_err("event"))?;
+        ev.record(&suite.stream).map_err(cuda_err("event record"))?;
+        Ok(ev)
     };
-    run(warm, &mut done)?;
-    energy.mark(&window)?;
-    units.push(done);
-    let start = window.readings().last().map_or(0.0, |r| r.seconds);
-    let mut timed_launches = 0;
-    // A little over the stretches, so the last is whole after the cuts.
-    while window.readings().last().map_or(0.0, |r| r.seconds) - start < stretch * (STRETCHES as f64 + 0.25) {
-        run(batch, &mut done)?;
+    // (event, launches done when it completes)
+    let mut queue = std::collections::VecDeque::new();
+    queue.push_back((enqueue(warm)?, 0usize));
+    queue.push_back((enqueue(batch)?, batch));
+    let (mut from, mut done_from) = (None, 0usize);
+    let mut done = batch;
+    let last_seconds = |w: &Window| w.readings().last().map_or(0.0, |r| r.seconds);
+    loop {
+        let (ev, done_then) = queue.pop_front().expect("two batches queued");
+        while !ev.try_is_complete().map_err(cuda_err("kernel"))? {
+            energy.mark(&window)?;
+            std::thread::sleep(std::time::Duration::from_secs_f64(POLL_SECONDS));
+        }
         energy.mark(&window)?;
-        units.push(done);
-        timed_launches += batch;
+        let now = last_seconds(&window);
+        match from {
+            None => (from, done_from) = (Some(now), done_then),
+            Some(f) if now - f >= stretch * (STRETCHES as f64 + 0.25) => {
+                suite.stream.synchronize().map_err(cuda_err("kernel"))?;
+                energy.mark(&window)?;
+                let timed_launches = done_then - done_from;
+                return Ok(Repeated {
+                    window,
+                    from: f,
+                    to: now,
+                    rate: timed_launches as f64 * units_per_launch / (now - f).max(f64::MIN_POSITIVE),
+                    timed_launches,
+                });
+            }
+            Some(_) => {}
+        }
+        done += batch;
+        queue.push_back((enqueue(batch)?, done));
     }
-    run(batch, &mut done)?;
-    energy.mark(&window)?;
-    units.push(done);
-    Ok(Repeated {
-        window,
-        units,
-        timed_launches,
-    })
 }
 
 /// Launch `f` once on the suite's stream with `args`, not waiting for it.
@@ -140,7 +161,7 @@ pub fn launcher<'a>(
 /// above the idle power over its rate), one sample per stretch.
 fn per_unit(energy: &Energy, suite: &Suite, seconds_per_launch: f64, units_per_launch: f64, launch: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
     let r = repeat(energy, suite, seconds_per_launch, units_per_launch, launch)?;
-    energy.per_unit(&r.window, &r.units, stretch_seconds(energy))
+    energy.per_unit(&r.window, r.from, r.to, r.rate, stretch_seconds(energy))
 }
 
 /// Seconds of one launch, after one untimed launch.
@@ -239,7 +260,7 @@ pub fn measure_roofs(suite: &Suite, energy: &Energy, sms: u32, gemms: &[super::b
     let xs = per_unit(energy, suite, secs, 8.0 * n as f64, &mut launch)?;
     keep(&mut roofs.pj_per_byte, &mut roofs.spread, "dram", "byte.dram".into(), &xs);
     roofs.notes.push(format!(
-        "{}; the constant power is the board's idle power measured first (context open); each figure is the power above it over the kernel's rate, the kernel launched back to back for {} stretches of {} ms after a warm-up one (median, spread over the stretches); counter updates every {}",
+        "{}; the constant power is the board's idle power measured first (context open); each figure is the power above it over the kernel's rate, the kernel launched back to back for {} stretches of {} ms (timed between counter changes, the counter read every few ms) after a warm-up one (median, spread over the stretches); counter updates every {}",
         energy.description()?,
         STRETCHES,
         crate::schema::units::sig3(stretch_seconds(energy) * 1e3),

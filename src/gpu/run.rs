@@ -290,12 +290,11 @@ fn kernel_energy(
             super::energy::repeat(energy, suite, seconds_per_run, flops, &mut launch)?
         }
     };
-    let mut e = energy.kernel_energy(&repeated.window, seconds_per_run, flops)?;
+    let stretch = super::energy::stretch_seconds(energy);
+    let mut e = energy.steady_energy(&repeated.window, repeated.from, repeated.to, stretch, seconds_per_run, flops)?;
     e.source = format!(
-        "{}; the kernel launched back to back {} times after a warm-up, in stretches of at least {} ms",
-        e.source,
-        repeated.timed_launches,
-        crate::schema::units::sig3(super::energy::stretch_seconds(energy) * 1e3)
+        "{}; the kernel launched back to back {} times after a warm-up stretch, the counter read every few ms",
+        e.source, repeated.timed_launches,
     );
     Ok(e)
 }

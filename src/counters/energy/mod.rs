@@ -157,10 +157,16 @@ impl Energy {
         self.idle.granularity_seconds
     }
 
-    /// Per-unit energy samples of a window of repeated work: see [`per_unit_samples`].
-    pub fn per_unit(&self, w: &Window, units: &[f64], stretch: f64) -> Result<Vec<f64>> {
+    /// Per-unit energy samples of steady work in a window: see [`per_unit_samples`].
+    pub fn per_unit(&self, w: &Window, from: f64, to: f64, rate: f64, stretch: f64) -> Result<Vec<f64>> {
         let marks = w.readings();
-        self.with_meter_ref(|m| per_unit_samples(m, &marks, units, stretch, &self.idle))
+        self.with_meter_ref(|m| per_unit_samples(m, &marks, from, to, rate, stretch, &self.idle))
+    }
+
+    /// A kernel's energy from steady repetitions in a window: see [`steady_energy_of`].
+    pub fn steady_energy(&self, w: &Window, from: f64, to: f64, stretch: f64, seconds_per_run: f64, flops: f64) -> Result<PointEnergy> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| steady_energy_of(m, &marks, from, to, stretch, &self.idle, self.options, seconds_per_run, flops))
     }
 
     /// Which PMU and domains (for the provenance).
@@ -279,29 +285,83 @@ pub fn kernel_energy_of(m: &Meter, marks: &[Reading], idle: &Idle, opts: EnergyO
     assemble(m, samples, watts, idle, opts, flops, source, notes)
 }
 
-/// Picojoules per unit of work, one sample per stretch of a window of repeated work: `marks`
-/// are readings (the first before a warm-up, the last after a tail, both left out), `units`
-/// the work done up to each mark (the same length). The timed marks are cut into stretches of
-/// at least `stretch` seconds; each stretch's power above the first domain's idle power over
-/// its rate of work (units per second) is one sample. Empty where the window holds no
-/// whole stretch.
-pub fn per_unit_samples(m: &Meter, marks: &[Reading], units: &[f64], stretch: f64, idle: &Idle) -> Vec<f64> {
-    if marks.len() < 4 || units.len() != marks.len() {
+/// Stretches of steady work cut at the first domain's counter changes: a coarse counter
+/// (NVML's changes every 100 ms) holds the energy up to its last update, so a stretch timed
+/// from read instants is off by up to an update interval at each end; timed from the first
+/// reading that shows each change it is off by the gap between readings alone. Only changes
+/// from `from` to `to` (seconds of the readings) count; each stretch spans at least `stretch`
+/// seconds. Returns (seconds, joules) of each, per domain joules in the meter's order.
+pub fn change_stretches(m: &Meter, readings: &[Reading], from: f64, to: f64, stretch: f64) -> Vec<(f64, Vec<f64>)> {
+    let changes: Vec<&Reading> = readings
+        .windows(2)
+        .filter(|w| w[1].counts.first() != w[0].counts.first() && w[1].seconds >= from && w[1].seconds <= to)
+        .map(|w| &w[1])
+        .collect();
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    for (k, c) in changes.iter().enumerate().skip(1) {
+        if c.seconds - changes[start].seconds >= stretch {
+            out.push((c.seconds - changes[start].seconds, m.joules(changes[start], c)));
+            start = k;
+        }
+    }
+    out
+}
+
+/// Picojoules per unit of work of steady work at `rate` units per second from `from` to `to`:
+/// each stretch's power ([`change_stretches`]) above the first domain's idle power, over the
+/// rate; one sample per stretch, none where no stretch fits.
+pub fn per_unit_samples(m: &Meter, readings: &[Reading], from: f64, to: f64, rate: f64, stretch: f64, idle: &Idle) -> Vec<f64> {
+    if !(rate > 0.0 && rate.is_finite()) {
         return Vec::new();
     }
-    let timed = &marks[1..marks.len() - 1];
-    let done = &units[1..units.len() - 1];
     let idle_watts = idle.power.first().map_or(0.0, |p| p.watts);
-    stretch_cuts(timed, stretch)
-        .windows(2)
-        .filter_map(|c| {
-            let (a, b) = (&timed[c[0]], &timed[c[1]]);
-            let dt = b.seconds - a.seconds;
-            let work = done[c[1]] - done[c[0]];
-            let joules = m.joules(a, b).first().copied()?;
-            (dt > 0.0 && work > 0.0 && dt >= stretch).then(|| (joules / dt - idle_watts) / (work / dt) * 1e12)
-        })
+    change_stretches(m, readings, from, to, stretch)
+        .into_iter()
+        .filter_map(|(dt, j)| Some((j.first()? / dt - idle_watts) / rate * 1e12))
         .collect()
+}
+
+/// A kernel's energy from steady repetitions between `from` and `to`: each stretch's power
+/// ([`change_stretches`]) × the median run's `seconds_per_run` one sample, the idle power
+/// taken off when asked.
+#[allow(clippy::too_many_arguments)]
+pub fn steady_energy_of(
+    m: &Meter,
+    readings: &[Reading],
+    from: f64,
+    to: f64,
+    stretch: f64,
+    idle: &Idle,
+    opts: EnergyOptions,
+    seconds_per_run: f64,
+    flops: f64,
+) -> PointEnergy {
+    let stretches = change_stretches(m, readings, from, to, stretch);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); m.domains().len()];
+    let (mut span, mut total) = (0.0, vec![0.0; m.domains().len()]);
+    for (dt, joules) in &stretches {
+        span += dt;
+        for (d, j) in joules.iter().enumerate() {
+            total[d] += j;
+            samples[d].push(net(j / dt, idle.power.get(d), opts) * seconds_per_run);
+        }
+    }
+    let watts: Vec<f64> = total.iter().map(|j| j / span.max(f64::MIN_POSITIVE)).collect();
+    let mut notes = Vec::new();
+    if stretches.is_empty() {
+        notes.push(format!(
+            "no stretch of {} ms between counter changes fitted in the repetitions: no joules measured",
+            crate::schema::units::sig3(stretch * 1e3)
+        ));
+    }
+    let source = format!(
+        "{}; joules per run = the power over each stretch of ≥ {} ms between counter changes × the median run's {} s",
+        m.description(),
+        crate::schema::units::sig3(stretch * 1e3),
+        crate::schema::units::sig3(seconds_per_run)
+    );
+    assemble(m, samples, watts, idle, opts, flops, source, notes)
 }
 
 /// [`Energy::runs_energy`] on any meter.
