@@ -128,7 +128,9 @@ pub fn repeat(
         let now = last_seconds(&window);
         match from {
             None => (from, done_from) = (Some(now), done_then),
-            Some(f) if now - f >= stretch * (STRETCHES as f64 + 0.25) => {
+            // Stretches are cut at counter changes, each running on to the first change past
+            // its length: one stretch more than asked leaves room for the whole ones.
+            Some(f) if now - f >= stretch * (STRETCHES as f64 + 1.0) => {
                 suite.stream.synchronize().map_err(cuda_err("kernel"))?;
                 energy.mark(&window)?;
                 let timed_launches = done_then - done_from;

@@ -140,7 +140,7 @@ fn draw(line: &EnergyRoofline, placed: &[(&Point, crate::model::energy::EnergyPl
         .map(|i| {
             let ai = 10f64.powf(ax.x.0.log10() + (ax.x.1.log10() - ax.x.0.log10()) * i as f64 / n as f64);
             let (x, y) = ax.px(ai, line.attainable_gflop_per_joule(ai));
-            format!("{x:.1},{y:.1}")
+            format!("{x:.2},{y:.2}")
         })
         .collect();
     let _ = writeln!(
@@ -153,14 +153,14 @@ fn draw(line: &EnergyRoofline, placed: &[(&Point, crate::model::energy::EnergyPl
     let (x1, _) = ax.px(ax.x.1, top);
     let _ = writeln!(
         o,
-        "<line class=\"flops-only\" x1=\"{x0:.1}\" y1=\"{yf:.1}\" x2=\"{x1:.1}\" y2=\"{yf:.1}\" stroke=\"#1f4e79\" stroke-dasharray=\"3 4\"/>"
+        "<line class=\"flops-only\" x1=\"{x0:.2}\" y1=\"{yf:.2}\" x2=\"{x1:.2}\" y2=\"{yf:.2}\" stroke=\"#1f4e79\" stroke-dasharray=\"3 4\"/>"
     );
     let bytes_only = |ai: f64| ai * 1e3 / line.pj_per_byte;
     let (bx0, by0) = ax.px(ax.x.0, bytes_only(ax.x.0));
     let (bx1, by1) = ax.px(line.energy_balance * 10.0, bytes_only(line.energy_balance * 10.0));
     let _ = writeln!(
         o,
-        "<line class=\"bytes-only\" x1=\"{bx0:.1}\" y1=\"{by0:.1}\" x2=\"{bx1:.1}\" y2=\"{by1:.1}\" stroke=\"#1f4e79\" stroke-dasharray=\"3 4\"/>"
+        "<line class=\"bytes-only\" x1=\"{bx0:.2}\" y1=\"{by0:.2}\" x2=\"{bx1:.2}\" y2=\"{by1:.2}\" stroke=\"#1f4e79\" stroke-dasharray=\"3 4\"/>"
     );
     balance(&mut o, &ax, "energy-balance", line.energy_balance, "#b03a2e", "energy balance");
     if let Some(t) = line.time_balance {
@@ -189,7 +189,7 @@ fn draw(line: &EnergyRoofline, placed: &[(&Point, crate::model::energy::EnergyPl
                 at.bound
             ))
         );
-        let _ = writeln!(o, "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>", x + 8.0, y - 6.0, esc(&p.name));
+        let _ = writeln!(o, "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"11\">{}</text>", x + 8.0, y - 6.0, esc(&p.name));
     }
     o.push_str("</svg>\n");
     o
@@ -205,7 +205,7 @@ fn grid(o: &mut String, ax: &Axes) {
         let (x, _) = ax.px(d, ax.y.0);
         let _ = writeln!(
             o,
-            "<line x1=\"{x:.1}\" y1=\"{t}\" x2=\"{x:.1}\" y2=\"{b}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            "<line x1=\"{x:.2}\" y1=\"{t}\" x2=\"{x:.2}\" y2=\"{b}\" stroke=\"#eee\"/><text x=\"{x:.2}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             b + 16.0,
             sig3(d)
         );
@@ -216,7 +216,7 @@ fn grid(o: &mut String, ax: &Axes) {
         let (_, y) = ax.px(ax.x.0, d);
         let _ = writeln!(
             o,
-            "<line x1=\"{l}\" y1=\"{y:.1}\" x2=\"{r}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            "<line x1=\"{l}\" y1=\"{y:.2}\" x2=\"{r}\" y2=\"{y:.2}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.2}\" text-anchor=\"end\">{}</text>",
             l - 6.0,
             y + 4.0,
             sig3(d)
@@ -225,13 +225,13 @@ fn grid(o: &mut String, ax: &Axes) {
     }
     let _ = writeln!(
         o,
-        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (flop per DRAM byte)</text>",
+        "<text x=\"{:.2}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (flop per DRAM byte)</text>",
         (l + r) / 2.0,
         h - 14.0
     );
     let _ = writeln!(
         o,
-        "<text transform=\"translate(18 {:.1}) rotate(-90)\" text-anchor=\"middle\">GFLOP per joule</text>",
+        "<text transform=\"translate(18 {:.2}) rotate(-90)\" text-anchor=\"middle\">GFLOP per joule</text>",
         (t + b) / 2.0
     );
 }
@@ -245,7 +245,7 @@ fn balance(o: &mut String, ax: &Axes, class: &str, ai: f64, color: &str, name: &
     let (t, b) = (MARGIN.2, SIZE.1 - MARGIN.3);
     let _ = writeln!(
         o,
-        "<line class=\"{class}\" x1=\"{x:.1}\" y1=\"{t}\" x2=\"{x:.1}\" y2=\"{b}\" stroke=\"{color}\" stroke-dasharray=\"6 4\" data-ai=\"{ai:e}\"/><text x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\" font-size=\"11\">{name} {}</text>",
+        "<line class=\"{class}\" x1=\"{x:.2}\" y1=\"{t}\" x2=\"{x:.2}\" y2=\"{b}\" stroke=\"{color}\" stroke-dasharray=\"6 4\" data-ai=\"{ai:e}\"/><text x=\"{:.2}\" y=\"{:.2}\" fill=\"{color}\" font-size=\"11\">{name} {}</text>",
         x + 4.0,
         t + 14.0,
         sig3(ai)
