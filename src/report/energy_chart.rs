@@ -51,17 +51,17 @@ pub fn axes(line: &EnergyRoofline, points: &[(f64, f64)]) -> Axes {
     let mut xs = vec![line.energy_balance / 10.0, line.energy_balance * 10.0];
     xs.extend(line.time_balance);
     xs.extend(points.iter().map(|p| p.0));
-    let top = 1e3 / line.pj_per_flop;
-    let mut ys = vec![top, line.attainable_gflop_per_joule(line.energy_balance / 10.0)];
-    ys.extend(points.iter().map(|p| p.1));
     let finite = |v: &[f64]| v.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect::<Vec<_>>();
-    let (xs, ys) = (finite(&xs), finite(&ys));
     let lo_hi = |v: &[f64]| {
         let lo = decade_floor(v.iter().copied().fold(f64::INFINITY, f64::min));
         let hi = decade_ceil(v.iter().copied().fold(0.0, f64::max) * 1.01);
         (lo, hi.max(lo * 100.0))
     };
-    Axes { x: lo_hi(&xs), y: lo_hi(&ys) }
+    let x = lo_hi(&finite(&xs));
+    // The roofline whole from the left edge up to the flop-only ceiling.
+    let mut ys = vec![1e3 / line.pj_per_flop, line.attainable_gflop_per_joule(x.0)];
+    ys.extend(points.iter().map(|p| p.1));
+    Axes { x, y: lo_hi(&finite(&ys)) }
 }
 
 /// The energy roofline of each energy-roof set of `report` that has at least one point
@@ -157,7 +157,9 @@ fn draw(line: &EnergyRoofline, placed: &[(&Point, crate::model::energy::EnergyPl
     );
     let bytes_only = |ai: f64| ai * 1e3 / line.pj_per_byte;
     let (bx0, by0) = ax.px(ax.x.0, bytes_only(ax.x.0));
-    let (bx1, by1) = ax.px(line.energy_balance * 10.0, bytes_only(line.energy_balance * 10.0));
+    // Up to ten times the balance point, or where it leaves the chart at the top.
+    let end = (line.energy_balance * 10.0).min(ax.y.1 * line.pj_per_byte / 1e3);
+    let (bx1, by1) = ax.px(end, bytes_only(end));
     let _ = writeln!(
         o,
         "<line class=\"bytes-only\" x1=\"{bx0:.2}\" y1=\"{by0:.2}\" x2=\"{bx1:.2}\" y2=\"{by1:.2}\" stroke=\"#1f4e79\" stroke-dasharray=\"3 4\"/>"
