@@ -144,6 +144,11 @@ fn the_recorded_gpu_report_draws_its_points_on_the_board_s_roofline() {
     let report = Report::from_json(&text, "gpu_energy_h200.json").unwrap();
     let svg = svgs_of(&report);
     assert!(svg.contains("energy roofline (gpu0)"), "{svg}");
+    // The time balance of FP64 work: the DMMA roof (64.4 TFLOP/s) over HBM (4.21 TB/s), not
+    // the highest tensor roof of another precision.
+    let c = report.ceilings.as_ref().unwrap();
+    let want = c.compute_gflops["tensor_fp64.gpu.fma"] / c.bandwidth_gbs["dram"];
+    assert_eq!(attr(element(&svg, "time-balance", None), "data-ai"), want);
     let ppd = pixels_per_decade(&svg);
     let line = crate::model::energy::rooflines(&report).remove(0).0;
     let ceiling_y = attr(element(&svg, "flops-only", None), "y1");
