@@ -71,7 +71,10 @@ fn gpu_energy_without_a_gpu_is_exit_2_in_one_line_never_a_zero() {
         let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 2, "{args:?}: cause and hint: {err}");
-        assert!(lines[0].contains("NVIDIA") && lines[1].trim_start().starts_with("hint:"), "{args:?}: {err}");
+        assert!(
+            lines[0].contains("NVIDIA") && lines[1].trim_start().starts_with("hint:"),
+            "{args:?}: {err}"
+        );
         assert!(a.get_output().stdout.is_empty(), "{args:?}");
         assert!(!out.exists(), "{args:?} wrote a report");
     }
@@ -113,7 +116,12 @@ fn the_views_of_a_report_with_energy_carry_it() {
             "csv" => {
                 let mut lines = text.lines();
                 let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-                let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"));
+                let col = |name: &str| {
+                    header
+                        .iter()
+                        .position(|h| *h == name)
+                        .unwrap_or_else(|| panic!("no {name} in {header:?}"))
+                };
                 for row in lines {
                     let cells: Vec<&str> = row.split(',').collect();
                     let name = cells[col("name")];

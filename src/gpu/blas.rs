@@ -389,7 +389,11 @@ impl<'a> Blas<'a> {
         ty: GemmType,
         plan: &Plan,
         h: &sys::cublasLtMatmulHeuristicResult_t,
-        operands: (&cudarc::driver::CudaSlice<u8>, &cudarc::driver::CudaSlice<u8>, &mut cudarc::driver::CudaSlice<u8>),
+        operands: (
+            &cudarc::driver::CudaSlice<u8>,
+            &cudarc::driver::CudaSlice<u8>,
+            &mut cudarc::driver::CudaSlice<u8>,
+        ),
         body: impl FnOnce(&dyn Fn() -> Result<()>) -> Result<T>,
     ) -> Result<T> {
         let (a, b, d) = operands;

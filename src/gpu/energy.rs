@@ -53,8 +53,12 @@ pub fn start(ctx: &Arc<CudaContext>, options: EnergyOptions) -> Result<Energy> {
     let meter = match std::env::var_os(RECORDING_ENV) {
         Some(path) => {
             let origin = std::path::PathBuf::from(&path).display().to_string();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| Error::input(format!("{RECORDING_ENV}={origin}: cannot read ({e})"), "point it at a recording of NVML readings"))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Error::input(
+                    format!("{RECORDING_ENV}={origin}: cannot read ({e})"),
+                    "point it at a recording of NVML readings",
+                )
+            })?;
             nvml::Recording::parse(&text, &origin)?.into_meter(ctx.ordinal())
         }
         None => nvml::open_gpu(&pci_bus_id(ctx)?, ctx.ordinal())?,
@@ -161,7 +165,13 @@ pub fn launcher<'a>(
 
 /// One figure: `launch` repeated under the counter, picojoules per unit of work (its power
 /// above the idle power over its rate), one sample per stretch.
-fn per_unit(energy: &Energy, suite: &Suite, seconds_per_launch: f64, units_per_launch: f64, launch: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
+fn per_unit(
+    energy: &Energy,
+    suite: &Suite,
+    seconds_per_launch: f64,
+    units_per_launch: f64,
+    launch: &mut dyn FnMut() -> Result<()>,
+) -> Result<Vec<f64>> {
     let r = repeat(energy, suite, seconds_per_launch, units_per_launch, launch)?;
     energy.per_unit(&r.window, r.from, r.to, r.rate, stretch_seconds(energy))
 }
@@ -190,7 +200,13 @@ fn keep(map: &mut BTreeMap<String, f64>, spread: &mut BTreeMap<String, f64>, key
 /// tensor loop (WMMA) and of the cuBLASLt GEMMs measured before (`gemms`: FP64 DMMA, bf16, …),
 /// pJ per HBM byte of a streaming load, and the constant power (the idle power measured
 /// first). `progress` gets one line per figure.
-pub fn measure_roofs(suite: &Suite, energy: &Energy, sms: u32, gemms: &[super::blas::GemmRate], progress: &dyn Fn(&str)) -> Result<EnergyRoofs> {
+pub fn measure_roofs(
+    suite: &Suite,
+    energy: &Energy,
+    sms: u32,
+    gemms: &[super::blas::GemmRate],
+    progress: &dyn Fn(&str),
+) -> Result<EnergyRoofs> {
     let idle = energy.idle_watts()?;
     let (domain, idle_power) = idle
         .iter()
@@ -212,7 +228,10 @@ pub fn measure_roofs(suite: &Suite, energy: &Energy, sms: u32, gemms: &[super::b
         shared_mem_bytes: 0,
     };
     let out_f64 = suite.stream.alloc_zeros::<f64>(threads).map_err(cuda_err("alloc"))?;
-    let out_f32 = suite.stream.alloc_zeros::<f32>(threads * 256 / 32 + threads).map_err(cuda_err("alloc"))?;
+    let out_f32 = suite
+        .stream
+        .alloc_zeros::<f32>(threads * 256 / 32 + threads)
+        .map_err(cuda_err("alloc"))?;
     let out_h = suite.stream.alloc_zeros::<u32>(threads).map_err(cuda_err("alloc"))?;
     let iters: i32 = 4000;
     let fma = 2.0 * 8.0 * iters as f64 * threads as f64;
@@ -220,7 +239,12 @@ pub fn measure_roofs(suite: &Suite, energy: &Energy, sms: u32, gemms: &[super::b
         ("double.fma", "dfma_peak", suite.ptr(&out_f64), fma),
         ("single.fma", "ffma_peak", suite.ptr(&out_f32), fma),
         ("half.fma", "hfma2_peak", suite.ptr(&out_h), 2.0 * fma),
-        ("bf16.tensor_wmma", "bf16_mma_peak", suite.ptr(&out_f32), 2.0 * 4096.0 * 4.0 * iters as f64 * (threads / 32) as f64),
+        (
+            "bf16.tensor_wmma",
+            "bf16_mma_peak",
+            suite.ptr(&out_f32),
+            2.0 * 4096.0 * 4.0 * iters as f64 * (threads / 32) as f64,
+        ),
     ];
     for (key, kernel, out, flops) in loops {
         progress(&format!("energy: {key} ({kernel})"));

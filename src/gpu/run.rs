@@ -190,7 +190,11 @@ fn launches(suite: &Suite, kernel: &GpuKernel, n: usize, arrays: &Operands) -> R
             grid_for(n, 256),
             vec![suite.ptr(c), suite.ptr(a), suite.ptr(b), KArg::F64(3.0), KArg::U64(un)],
         ),
-        "daxpy" => one("daxpy", grid_for(n, 256), vec![KArg::F64(3.0), suite.ptr(a), suite.ptr(c), KArg::U64(un)]),
+        "daxpy" => one(
+            "daxpy",
+            grid_for(n, 256),
+            vec![KArg::F64(3.0), suite.ptr(a), suite.ptr(c), KArg::U64(un)],
+        ),
         "dgemm" => Ok(Vec::new()),
         "dgemm_tiled" => {
             let t = n.div_ceil(32) as u32;

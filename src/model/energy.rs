@@ -88,7 +88,12 @@ pub fn rooflines(report: &crate::schema::Report) -> Vec<(EnergyRoofline, Vec<&Po
                 .chain(&report.ceilings_by_threads)
                 .find(|c| c.threads == r.threads || (c.threads.is_none() && report.ceilings_by_threads.is_empty()));
             let dram = time.and_then(|c| c.bandwidth_gbs.get("dram").copied());
-            let precision = EnergyRoofline::new(r, None, None)?.flop_key.split('.').next().unwrap_or("").to_string();
+            let precision = EnergyRoofline::new(r, None, None)?
+                .flop_key
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .to_string();
             let peak = time.and_then(|c| {
                 c.compute_gflops
                     .iter()

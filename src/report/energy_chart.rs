@@ -91,7 +91,9 @@ pub fn view_svgs(view: &super::View) -> Vec<String> {
 /// rooflines): each kept whole as a nested `<svg>` at its offset.
 pub fn stack(parts: &[String]) -> String {
     let size = |svg: &str| -> (f64, f64) {
-        let head = svg.find("<svg").map_or("", |i| &svg[i..svg[i..].find('>').map_or(svg.len(), |e| i + e)]);
+        let head = svg
+            .find("<svg")
+            .map_or("", |i| &svg[i..svg[i..].find('>').map_or(svg.len(), |e| i + e)]);
         let get = |name: &str| {
             let key = format!(" {name}=\"");
             head.find(&key)
@@ -191,7 +193,13 @@ fn draw(line: &EnergyRoofline, placed: &[(&Point, crate::model::energy::EnergyPl
                 at.bound
             ))
         );
-        let _ = writeln!(o, "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"11\">{}</text>", x + 8.0, y - 6.0, esc(&p.name));
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"11\">{}</text>",
+            x + 8.0,
+            y - 6.0,
+            esc(&p.name)
+        );
     }
     o.push_str("</svg>\n");
     o
@@ -201,7 +209,12 @@ fn draw(line: &EnergyRoofline, placed: &[(&Point, crate::model::energy::EnergyPl
 fn grid(o: &mut String, ax: &Axes) {
     let (w, h) = SIZE;
     let (l, r, t, b) = (MARGIN.0, w - MARGIN.1, MARGIN.2, h - MARGIN.3);
-    let _ = writeln!(o, "<rect x=\"{l}\" y=\"{t}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>", r - l, b - t);
+    let _ = writeln!(
+        o,
+        "<rect x=\"{l}\" y=\"{t}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
+        r - l,
+        b - t
+    );
     let mut d = ax.x.0;
     while d <= ax.x.1 * 1.0001 {
         let (x, _) = ax.px(d, ax.y.0);

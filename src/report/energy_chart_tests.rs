@@ -98,7 +98,11 @@ fn each_point_stands_where_its_joules_put_it() {
         let c = element(svg, "point", Some(name));
         let decades = 50f64.log10() - gflop_per_joule.log10();
         let want = ceiling_y + decades * ppd;
-        assert!((attr(c, "cy") - want).abs() <= rounding(decades), "{name}: cy {} want {want}\n{c}", attr(c, "cy"));
+        assert!(
+            (attr(c, "cy") - want).abs() <= rounding(decades),
+            "{name}: cy {} want {want}\n{c}",
+            attr(c, "cy")
+        );
         assert!((attr(c, "data-ai") - p.flops.total / p.bytes["dram"]).abs() < 1e-9 * attr(c, "data-ai"));
     }
     // Intensity: dgemm (2^28 flops over 6 MiB) lies log10(42.67 / 0.0625) decades right of
@@ -159,6 +163,11 @@ fn the_recorded_gpu_report_draws_its_points_on_the_board_s_roofline() {
         let c = element(&svg, "point", Some(&p.name));
         let decades = (1e3 / line.pj_per_flop).log10() - gflop_per_joule.log10();
         let want = ceiling_y + decades * ppd;
-        assert!((attr(c, "cy") - want).abs() <= rounding(decades), "{}: cy {} want {want}", p.name, attr(c, "cy"));
+        assert!(
+            (attr(c, "cy") - want).abs() <= rounding(decades),
+            "{}: cy {} want {want}",
+            p.name,
+            attr(c, "cy")
+        );
     }
 }

@@ -280,7 +280,10 @@ fn energy_section(o: &mut String, view: &View) {
                     sig3(at.attainable),
                     100.0 * at.fraction,
                     at.bound,
-                    p.extra.energy.as_ref().map_or("-".into(), |e| format!("{:.4e} ({})", e.total_joules, esc(&e.total_domain)))
+                    p.extra
+                        .energy
+                        .as_ref()
+                        .map_or("-".into(), |e| format!("{:.4e} ({})", e.total_joules, esc(&e.total_domain)))
                 );
             }
         }

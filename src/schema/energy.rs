@@ -113,9 +113,9 @@ pub fn total_of(values: &BTreeMap<String, f64>) -> Option<(String, f64)> {
 }
 
 /// Energy roofs of one thread count: what a flop and a byte cost, and the constant power
-/// (Choi et al.'s energy roofline: E = W·ε_flop + Q·ε_byte + π₀·T).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+/// (Choi et al.'s energy roofline: E = W·ε_flop + Q·ε_byte + π₀·T). Read back in every build:
+/// the GPU ceilings document, which the light build reads too, holds them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct EnergyRoofs {
     /// The domain the figures are of (`psys`, `pkg+ram`, …).
     pub domain: String,

@@ -28,14 +28,12 @@ pub const NVML_JOULES_PER_COUNT: f64 = 1e-3;
 static NVML: OnceLock<std::result::Result<Nvml, String>> = OnceLock::new();
 
 fn nvml() -> Result<&'static Nvml> {
-    NVML.get_or_init(|| Nvml::init().map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|e| {
-            Error::unavailable(
-                format!("no GPU energy counter: NVML (libnvidia-ml.so.1) could not be loaded or initialised ({e})"),
-                "run on a machine with an NVIDIA GPU and its driver (nvidia-smi works there), or leave out --energy",
-            )
-        })
+    NVML.get_or_init(|| Nvml::init().map_err(|e| e.to_string())).as_ref().map_err(|e| {
+        Error::unavailable(
+            format!("no GPU energy counter: NVML (libnvidia-ml.so.1) could not be loaded or initialised ({e})"),
+            "run on a machine with an NVIDIA GPU and its driver (nvidia-smi works there), or leave out --energy",
+        )
+    })
 }
 
 /// The name of the energy domain of the GPU of CUDA ordinal `ordinal`.
@@ -63,10 +61,7 @@ impl Source for NvmlSource {
             // A recording that cannot be written loses fixtures, not the measurement.
             let _ = writeln!(w, "{seconds:.6} {mj}");
         }
-        Ok(Reading {
-            seconds,
-            counts: vec![mj],
-        })
+        Ok(Reading { seconds, counts: vec![mj] })
     }
     fn counter_bits(&self) -> u32 {
         64
@@ -151,7 +146,12 @@ impl Recording {
             if line.is_empty() {
                 continue;
             }
-            let bad = || Error::input(format!("{origin}:{}: not `seconds millijoules`: {line:?}", i + 1), "one reading per line");
+            let bad = || {
+                Error::input(
+                    format!("{origin}:{}: not `seconds millijoules`: {line:?}", i + 1),
+                    "one reading per line",
+                )
+            };
             let mut it = line.split_whitespace();
             let (Some(s), Some(mj), None) = (it.next(), it.next(), it.next()) else {
                 return Err(bad());
@@ -161,10 +161,7 @@ impl Recording {
             if !seconds.is_finite() || readings.last().is_some_and(|r| r.seconds > seconds) {
                 return Err(bad());
             }
-            readings.push(Reading {
-                seconds,
-                counts: vec![mj],
-            });
+            readings.push(Reading { seconds, counts: vec![mj] });
         }
         Ok(Recording { readings, next: 0 })
     }
@@ -182,7 +179,11 @@ impl Recording {
             config: 0,
             joules_per_count: NVML_JOULES_PER_COUNT,
         };
-        Meter::from_source(vec![domain], Box::new(self), "a recording of NVML energy readings (1 mJ per count)".into())
+        Meter::from_source(
+            vec![domain],
+            Box::new(self),
+            "a recording of NVML energy readings (1 mJ per count)".into(),
+        )
     }
 }
 

@@ -34,7 +34,11 @@ fn counter_readings(phases: &[(f64, f64)], granularity: f64, phase: f64, at: &[f
     };
     at.iter()
         .map(|&t| {
-            let updated = if t < phase { 0.0 } else { phase + ((t - phase) / granularity).floor() * granularity };
+            let updated = if t < phase {
+                0.0
+            } else {
+                phase + ((t - phase) / granularity).floor() * granularity
+            };
             Reading {
                 seconds: t,
                 counts: vec![(energy_until(updated) * 1e3).floor() as u64],
@@ -84,7 +88,10 @@ fn idle_power_and_granularity_of_a_coarse_counter_within_derived_bounds() {
         assert!((got - watts).abs() <= tol, "draw {draw}: {got} W vs {watts} W (±{tol})");
         // Changes are seen at the first poll after each update: gaps of g give or take a poll.
         let gran = idle.granularity_seconds.unwrap();
-        assert!((gran - g).abs() <= poll + 1e-9, "draw {draw}: granularity {gran} vs {g} (poll {poll})");
+        assert!(
+            (gran - g).abs() <= poll + 1e-9,
+            "draw {draw}: granularity {gran} vs {g} (poll {poll})"
+        );
     }
 }
 
@@ -148,7 +155,11 @@ fn picojoules_per_unit_are_the_power_above_idle_over_the_rate_within_derived_bou
         let dom = &e.domains["gpu0"];
         let want = (watts - idle_watts) * per_run;
         let jtol = (watts * poll * 1.1 + 1e-3) / stretch * per_run;
-        assert!((dom.joules - want).abs() <= jtol, "draw {draw}: {} J vs {want} (±{jtol})", dom.joules);
+        assert!(
+            (dom.joules - want).abs() <= jtol,
+            "draw {draw}: {} J vs {want} (±{jtol})",
+            dom.joules
+        );
         assert!((dom.watts - watts).abs() <= (watts * poll * 1.1 + 1e-3) / stretch, "draw {draw}");
         assert_eq!(e.total_domain, "gpu0");
         let gfj = e.gflop_per_joule.unwrap();
@@ -215,10 +226,17 @@ fn the_h200_recording_idle_power_granularity_and_load_within_the_board_s_limits(
     let end = readings.last().unwrap().seconds;
     let stretches = change_stretches(&m, &readings, end - 6.0, end, 1.0);
     assert!(stretches.len() >= 4, "{stretches:?}");
-    let gaps: Vec<f64> = readings.windows(2).filter(|p| p[0].seconds >= end - 6.0).map(|p| p[1].seconds - p[0].seconds).collect();
+    let gaps: Vec<f64> = readings
+        .windows(2)
+        .filter(|p| p[0].seconds >= end - 6.0)
+        .map(|p| p[1].seconds - p[0].seconds)
+        .collect();
     let gap = gaps.iter().copied().fold(0.0, f64::max);
     for (dt, j) in &stretches {
         let p = j[0] / dt;
-        assert!(p <= 700.0 * (1.0 + gap / dt) + 1e-3 / dt && p > 3.0 * w, "{p} W over {dt} s (gap {gap})");
+        assert!(
+            p <= 700.0 * (1.0 + gap / dt) + 1e-3 / dt && p > 3.0 * w,
+            "{p} W over {dt} s (gap {gap})"
+        );
     }
 }

@@ -192,7 +192,10 @@ mod tests {
         let e = r.energy.as_mut().unwrap();
         (e.ratio, e.gpu_domain) = (0.5, "psys".into());
         let t = compare_table(&[r], &[(None, None)]);
-        assert!(t.contains("the CPU spends 2.00x less energy per flop") && !t.contains("board alone"), "{t}");
+        assert!(
+            t.contains("the CPU spends 2.00x less energy per flop") && !t.contains("board alone"),
+            "{t}"
+        );
         assert!(!compare_table(&[row("x")], &[(None, None)]).contains("energy:"));
     }
 }
