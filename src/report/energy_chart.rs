@@ -78,6 +78,22 @@ pub fn svgs(report: &Report, title: &str) -> Vec<String> {
         .collect()
 }
 
+/// The SVG view: the time roofline ([`super::plot::svg`]), and below it the energy roofline
+/// of each report that carries energy roofs and points with energy.
+pub struct SvgExporter;
+
+impl super::Exporter for SvgExporter {
+    fn export(&self, view: &super::View) -> crate::error::Result<Vec<u8>> {
+        let main = super::plot::svg(view)?;
+        let energy = view_svgs(view);
+        if energy.is_empty() {
+            return Ok(main.into_bytes());
+        }
+        let parts: Vec<String> = std::iter::once(main).chain(energy).collect();
+        Ok(stack(&parts).into_bytes())
+    }
+}
+
 /// The view's energy rooflines (each report's, named when there are several).
 pub fn view_svgs(view: &super::View) -> Vec<String> {
     let several = view.reports.len() > 1;

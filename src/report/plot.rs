@@ -1303,22 +1303,7 @@ pub fn png(view: &View) -> Result<Vec<u8>> {
     res
 }
 
-pub struct SvgExporter;
 pub struct PngExporter;
-
-impl Exporter for SvgExporter {
-    /// The time roofline, and below it the energy roofline of each report that carries energy
-    /// roofs and points with energy.
-    fn export(&self, view: &View) -> Result<Vec<u8>> {
-        let main = svg(view)?;
-        let energy = super::energy_chart::view_svgs(view);
-        if energy.is_empty() {
-            return Ok(main.into_bytes());
-        }
-        let parts: Vec<String> = std::iter::once(main).chain(energy).collect();
-        Ok(super::energy_chart::stack(&parts).into_bytes())
-    }
-}
 
 impl Exporter for PngExporter {
     fn export(&self, view: &View) -> Result<Vec<u8>> {
