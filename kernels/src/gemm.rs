@@ -125,7 +125,6 @@ impl Micro<f64> for Zmm8x16Eb {
 /// `M`.
 #[inline(always)]
 pub fn nest<V: Lanes, const MR: usize, const NB: usize, M: Micro<V::E>>(a: &Args<V::E>) {
-    let nr = NB * V::LANES;
     let Blocking { mc, kc, nc } = a.blk;
     // SAFETY: all offsets stay inside A (m×k, lda), B (k×n, ldb), C (m×n, ldc) and the
     // scratch buffers, which `Mats::new` sizes as roundup(mc, MR)·kc, roundup(nc, NR)·kc and
@@ -135,38 +134,77 @@ pub fn nest<V: Lanes, const MR: usize, const NB: usize, M: Micro<V::E>>(a: &Args
             let ncb = nc.min(a.n - jc);
             for pc in (0..a.k).step_by(kc) {
                 let kcb = kc.min(a.k - pc);
-                let first = pc == 0;
                 pack_b::<V, NB>(kcb, ncb, a.b.add(pc * a.ldb + jc), a.ldb, a.bpack);
                 for ic in (0..a.m).step_by(mc) {
                     let mcb = mc.min(a.m - ic);
                     pack_a::<V, MR>(mcb, kcb, a.a.add(ic * a.lda + pc), a.lda, a.apack);
-                    for jr in (0..ncb).step_by(nr) {
-                        let nrv = nr.min(ncb - jr);
-                        let bp = a.bpack.add(jr * kcb);
-                        for ir in (0..mcb).step_by(MR) {
-                            let mrv = MR.min(mcb - ir);
-                            let ap = a.apack.add(ir * kcb);
-                            let cp = a.c.add((ic + ir) * a.ldc + jc + jr);
-                            // C is not blocked: its tiles come from L3 or DRAM. Fetch the next
-                            // call's tile while this one's kc rank-1 updates run, rather than
-                            // stall on its first loads (SPR, n=1024: +10-13 % median).
-                            if ir + MR < mcb {
-                                prefetch_tile(cp.add(MR * a.ldc), MR.min(mcb - ir - MR), nrv, a.ldc);
-                            } else if jr + nr < ncb {
-                                let next = a.c.add(ic * a.ldc + jc + jr + nr);
-                                prefetch_tile(next, MR.min(mcb), nr.min(ncb - jr - nr), a.ldc);
-                            }
-                            if mrv == MR && nrv == nr {
-                                M::run(kcb, ap, bp, cp, a.ldc, first);
-                            } else {
-                                if !first {
-                                    copy_tile::<V>(mrv, nrv, cp, a.ldc, a.ctile, nr);
-                                }
-                                M::run(kcb, ap, bp, a.ctile, nr, first);
-                                copy_tile::<V>(mrv, nrv, a.ctile, nr, cp, a.ldc);
-                            }
-                        }
+                    let block = Block {
+                        mc: mcb,
+                        kc: kcb,
+                        nc: ncb,
+                        c: a.c.add(ic * a.ldc + jc),
+                        ldc: a.ldc,
+                        first: pc == 0,
+                    };
+                    macro_kernel::<V, MR, NB, M>(&block, a.apack, a.bpack, a.ctile);
+                }
+            }
+        }
+    }
+}
+
+/// One block of C that a packed A block (mc × kc) and a packed B panel (kc × nc) update.
+pub struct Block<E> {
+    pub mc: usize,
+    pub kc: usize,
+    pub nc: usize,
+    /// The block's first element in C, rows `ldc` elements apart.
+    pub c: *mut E,
+    pub ldc: usize,
+    /// The first k block: C is written, not updated.
+    pub first: bool,
+}
+
+/// The micro-kernel `M` over every MR × NR tile of a block: B's micro-panels outside (each stays
+/// in L1 while A's micro-panels pass from L2), A's inside; edge tiles through `ctile`.
+///
+/// # Safety
+/// `apack` holds roundup(mc, MR)·kc packed elements, `bpack` roundup(nc, NR)·kc, `ctile` MR·NR;
+/// `b.c` is valid for mc rows of nc elements at a stride of `b.ldc`; the CPU has `M`'s features.
+#[inline(always)]
+pub unsafe fn macro_kernel<V: Lanes, const MR: usize, const NB: usize, M: Micro<V::E>>(
+    b: &Block<V::E>,
+    apack: *const V::E,
+    bpack: *const V::E,
+    ctile: *mut V::E,
+) {
+    let nr = NB * V::LANES;
+    let (mc, kc, nc, c, ldc, first) = (b.mc, b.kc, b.nc, b.c, b.ldc, b.first);
+    // SAFETY: forwarded from the caller (see above).
+    unsafe {
+        for jr in (0..nc).step_by(nr) {
+            let nrv = nr.min(nc - jr);
+            let bp = bpack.add(jr * kc);
+            for ir in (0..mc).step_by(MR) {
+                let mrv = MR.min(mc - ir);
+                let ap = apack.add(ir * kc);
+                let cp = c.add(ir * ldc + jr);
+                // C is not blocked: its tiles come from L3 or DRAM. Fetch the next
+                // call's tile while this one's kc rank-1 updates run, rather than
+                // stall on its first loads (SPR, n=1024: +10-13 % median).
+                if ir + MR < mc {
+                    prefetch_tile(cp.add(MR * ldc), MR.min(mc - ir - MR), nrv, ldc);
+                } else if jr + nr < nc {
+                    prefetch_tile(c.add(jr + nr), MR.min(mc), nr.min(nc - jr - nr), ldc);
+                }
+                if mrv == MR && nrv == nr {
+                    M::run(kc, ap, bp, cp, ldc, first);
+                } else {
+                    if !first {
+                        copy_tile::<V>(mrv, nrv, cp, ldc, ctile, nr);
                     }
+                    M::run(kc, ap, bp, ctile, nr, first);
+                    copy_tile::<V>(mrv, nrv, ctile, nr, cp, ldc);
                 }
             }
         }
@@ -365,8 +403,11 @@ pub unsafe fn micro_zmm_8x16_eb(kc: usize, ap: *const f64, bp: *const f64, c: *m
 }
 
 /// B (kc×nc at `src`, row stride `ld`) into NR-wide micro-panels, each kc×NR contiguous.
+///
+/// # Safety
+/// `src` valid for kc rows of nc elements at stride `ld`; `dst` for roundup(nc, NR)·kc.
 #[inline(always)]
-unsafe fn pack_b<V: Lanes, const NB: usize>(kc: usize, nc: usize, src: *const V::E, ld: usize, dst: *mut V::E) {
+pub unsafe fn pack_b<V: Lanes, const NB: usize>(kc: usize, nc: usize, src: *const V::E, ld: usize, dst: *mut V::E) {
     let l = V::LANES;
     let nr = NB * l;
     // SAFETY: reads stay in the kc×nc block, writes in roundup(nc, NR)·kc elements.
@@ -391,8 +432,11 @@ unsafe fn pack_b<V: Lanes, const NB: usize>(kc: usize, nc: usize, src: *const V:
 }
 
 /// A (mc×kc at `src`, row stride `ld`) into MR-tall micro-panels, each kc×MR, column by column.
+///
+/// # Safety
+/// `src` valid for mc rows of kc elements at stride `ld`; `dst` for roundup(mc, MR)·kc.
 #[inline(always)]
-unsafe fn pack_a<V: Lanes, const MR: usize>(mc: usize, kc: usize, src: *const V::E, ld: usize, dst: *mut V::E) {
+pub unsafe fn pack_a<V: Lanes, const MR: usize>(mc: usize, kc: usize, src: *const V::E, ld: usize, dst: *mut V::E) {
     // SAFETY: reads stay in the mc×kc block, writes in roundup(mc, MR)·kc elements.
     unsafe {
         for ir in (0..mc).step_by(MR) {
