@@ -150,7 +150,9 @@ fn env_rows(e: &Environment) -> Vec<(&'static str, Option<String>)> {
         ("measured clock", e.measured_ghz.map(|g| format!("{g:.2} GHz"))),
         (
             "CPU of one thread",
-            e.cpu_choice.as_ref().map(|c| crate::report::table::cpu_choice_line(c).trim_end().to_string()),
+            e.cpu_choice
+                .as_ref()
+                .map(|c| crate::report::table::cpu_choice_line(c).trim_end().to_string()),
         ),
         ("compiler", e.compiler.clone()),
         (
