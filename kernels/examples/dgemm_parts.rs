@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use roofline_kernels::check::Buf;
-use roofline_kernels::gemm::{Args, Block, Blocking, Micro, Zmm8x16Eb, macro_kernel, nest, pack_a, pack_b};
+use roofline_kernels::gemm::{Args, Block, Blocking, Micro, Zmm8x16Eb, macro_kernel, nest, pack_a_8_zmm, pack_b};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
 use roofline_kernels::runner::pin_to_cpu;
@@ -150,7 +150,7 @@ fn main() {
                         unsafe { pack_b::<F64x8, 2>(kc.min(n - pc), n, br.add(pc * n), n, bp) };
                         for ic in (0..n).step_by(mc) {
                             let (rows, depth) = (mc.min(n - ic), kc.min(n - pc));
-                            unsafe { pack_a::<F64x8, 8>(rows, depth, ar.add(ic * n + pc), n, ap) }
+                            unsafe { pack_a_8_zmm(rows, depth, ar.add(ic * n + pc), n, ap) }
                         }
                     }
                     2.0 * (n as f64).powi(3)
@@ -185,7 +185,7 @@ fn main() {
             // The macro-kernel reads packed panels: pack them as the nest would.
             unsafe {
                 pack_b::<F64x8, 2>(kc, n, br, n, bp);
-                pack_a::<F64x8, 8>(mc, kc, ar, n, ap)
+                pack_a_8_zmm(mc, kc, ar, n, ap)
             }
         }
         best_of(&mut run)
