@@ -148,6 +148,12 @@ fn env_rows(e: &Environment) -> Vec<(&'static str, Option<String>)> {
         ("hypervisor", e.hypervisor.as_deref().map(crate::machine::cpuid::hypervisor_name)),
         ("steal", e.steal_fraction.map(|s| format!("{:.1}%", s * 100.0))),
         ("measured clock", e.measured_ghz.map(|g| format!("{g:.2} GHz"))),
+        (
+            "CPU of one thread",
+            e.cpu_choice
+                .as_ref()
+                .map(|c| crate::report::table::cpu_choice_line(c).trim_end().to_string()),
+        ),
         ("compiler", e.compiler.clone()),
         (
             "roofline",
