@@ -147,3 +147,48 @@ fn the_views_of_a_report_with_energy_carry_it() {
         }
     }
 }
+
+#[test]
+fn compare_puts_energy_per_flop_beside_the_speedup_when_both_sides_have_it() {
+    // The recorded CPU report with 0.5 J per triad run of its platform domain, against the
+    // H200's recorded triad: the ratio is the GPU's GFLOP/J over the CPU's.
+    let dir = tempfile::tempdir().unwrap();
+    let cpu_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/several.json");
+    let mut cpu: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(cpu_path).unwrap()).unwrap();
+    let triad = cpu["points"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["name"] == "triad")
+        .unwrap();
+    let flops = triad["flops"]["total"].as_f64().unwrap();
+    let cpu_gfj = flops / 1e9 / 0.5;
+    triad["extra"]["energy"] = serde_json::json!({
+        "domains": {"psys": {"joules": 0.5, "joules_samples": [0.5], "watts": 100.0}},
+        "total_domain": "psys", "total_joules": 0.5, "gflop_per_joule": cpu_gfj,
+        "idle_subtracted": false, "source": "recorded"
+    });
+    let cpu_file = dir.path().join("cpu.json");
+    std::fs::write(&cpu_file, cpu.to_string()).unwrap();
+    let a = roofline()
+        .args(["compare", cpu_file.to_str().unwrap(), h200().to_str().unwrap(), "--json"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    let row = doc["rows"].as_array().unwrap().iter().find(|r| r["kernel"] == "triad").unwrap();
+    let gpu: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(h200()).unwrap()).unwrap();
+    let gpu_gfj = gpu["points"].as_array().unwrap().iter().find(|p| p["name"] == "triad").unwrap()["extra"]["energy"]["gflop_per_joule"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(row["energy"]["ratio"].as_f64().unwrap(), gpu_gfj / cpu_gfj, "{row}");
+    assert_eq!(row["energy"]["gpu_domain"], "gpu0");
+    // dgemm has energy on the GPU side only: no energy line.
+    let dgemm = doc["rows"].as_array().unwrap().iter().find(|r| r["kernel"] == "dgemm").unwrap();
+    assert!(dgemm.get("energy").is_none(), "{dgemm}");
+    let t = roofline()
+        .args(["compare", cpu_file.to_str().unwrap(), h200().to_str().unwrap()])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&t.get_output().stdout).into_owned();
+    assert_eq!(text.matches("  energy: CPU").count(), 1, "{text}");
+}
