@@ -586,6 +586,7 @@ fn theoretical_roofs_include_the_mixed_units_of_the_machine_model() {
     assert!(!measured.at_isa("int8", "amx").unwrap().empirical);
 }
 
+#[cfg(feature = "analysis")]
 #[test]
 fn theoretical_roofs_of_every_core_run_at_the_all_core_clock() {
     // An Emerald Rapids guest of 16 cores: one core's AVX2 clock read 3.56 GHz, all cores'
