@@ -1,6 +1,8 @@
-//! `--energy` where RAPL cannot be read: one line naming what is missing and the fix, exit 2,
-//! nothing written and no zero figures. The sysfs tree is a recorded one (`ROOFLINE_SYSFS_PMUS`),
-//! so the checks hold on any machine.
+//! `--energy` where RAPL (or, for the GPU commands, the NVIDIA driver) cannot be read: one line
+//! naming what is missing and the fix, exit 2, nothing written and no zero figures. The sysfs
+//! tree is a recorded one (`ROOFLINE_SYSFS_PMUS`), so the checks hold on any machine. Then the
+//! views of a recorded report with energy (the H200's): the energy roofline drawn, the CSV's and
+//! the JSON view's energy fields.
 
 use assert_cmd::Command;
 use std::path::Path;
@@ -46,4 +48,147 @@ fn a_power_pmu_the_kernel_does_not_have_is_refused_not_zero() {
 #[test]
 fn subtract_idle_needs_energy() {
     roofline().args(["run", "triad", "--subtract-idle"]).assert().code(2);
+}
+
+/// Whether this machine has an NVIDIA driver (then the GPU commands would run kernels).
+fn nvidia_driver() -> bool {
+    Path::new("/dev/nvidiactl").exists() || Path::new("/proc/driver/nvidia").exists()
+}
+
+#[test]
+fn gpu_energy_without_a_gpu_is_exit_2_in_one_line_never_a_zero() {
+    if nvidia_driver() {
+        eprintln!("skipped: this machine has an NVIDIA driver: the GPU commands would measure");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.json");
+    for args in [
+        vec!["gpu", "run", "triad", "--energy", "-o", out.to_str().unwrap()],
+        vec!["gpu", "ceilings", "--quick", "--energy", "-o", out.to_str().unwrap()],
+    ] {
+        let a = roofline().args(&args).assert().code(2);
+        let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: cause and hint: {err}");
+        assert!(
+            lines[0].contains("NVIDIA") && lines[1].trim_start().starts_with("hint:"),
+            "{args:?}: {err}"
+        );
+        assert!(a.get_output().stdout.is_empty(), "{args:?}");
+        assert!(!out.exists(), "{args:?} wrote a report");
+    }
+    // --subtract-idle means nothing without --energy.
+    roofline().args(["gpu", "run", "triad", "--subtract-idle"]).assert().code(2);
+}
+
+/// The recorded H200 report (`gpu run dgemm|triad --energy`, the board's NVML counter).
+fn h200() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/gpu_energy_h200.json")
+}
+
+#[test]
+fn the_views_of_a_report_with_energy_carry_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(h200()).unwrap()).unwrap();
+    let joules = |name: &str| {
+        report["points"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap()["extra"]["energy"]["total_joules"]
+            .as_f64()
+            .unwrap()
+    };
+    for ext in ["svg", "html", "csv", "json"] {
+        let out = dir.path().join(format!("r.{ext}"));
+        roofline()
+            .args(["report", "show", h200().to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&out).unwrap();
+        match ext {
+            "svg" | "html" => {
+                assert!(text.contains("class=\"energy-roofline\""), "{ext}");
+                for name in ["dgemm", "triad"] {
+                    let circle = text
+                        .lines()
+                        .find(|l| l.contains("class=\"point\"") && l.contains(&format!("data-name=\"{name}\"")));
+                    assert!(circle.is_some(), "{ext}: no point {name}");
+                }
+            }
+            "csv" => {
+                let mut lines = text.lines();
+                let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+                let col = |name: &str| {
+                    header
+                        .iter()
+                        .position(|h| *h == name)
+                        .unwrap_or_else(|| panic!("no {name} in {header:?}"))
+                };
+                for row in lines {
+                    let cells: Vec<&str> = row.split(',').collect();
+                    let name = cells[col("name")];
+                    let j: f64 = cells[col("joules")].parse().unwrap();
+                    assert_eq!(j, joules(name), "{name}");
+                    assert_eq!(cells[col("energy_domain")], "gpu0");
+                    let bound = cells[col("energy_bound")];
+                    assert_eq!(bound, if name == "dgemm" { "flops" } else { "dram" }, "{name}");
+                }
+            }
+            _ => {
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                for p in v["points"].as_array().unwrap() {
+                    let place = &p["extra"]["energy"]["roofline"];
+                    let flops = p["flops"]["total"].as_f64().unwrap();
+                    let q = p["bytes"]["dram"].as_f64().unwrap();
+                    assert_eq!(place["ai"].as_f64().unwrap(), flops / q, "{p}");
+                    let gfj = p["extra"]["energy"]["gflop_per_joule"].as_f64().unwrap();
+                    let of = place["fraction"].as_f64().unwrap() * place["attainable_gflop_per_joule"].as_f64().unwrap();
+                    assert!((of - gfj).abs() <= 1e-12 * gfj, "{p}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn compare_puts_energy_per_flop_beside_the_speedup_when_both_sides_have_it() {
+    // The recorded CPU report with 0.5 J per triad run of its platform domain, against the
+    // H200's recorded triad: the ratio is the GPU's GFLOP/J over the CPU's.
+    let dir = tempfile::tempdir().unwrap();
+    let cpu_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/several.json");
+    let mut cpu: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(cpu_path).unwrap()).unwrap();
+    let triad = cpu["points"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["name"] == "triad")
+        .unwrap();
+    let flops = triad["flops"]["total"].as_f64().unwrap();
+    let cpu_gfj = flops / 1e9 / 0.5;
+    triad["extra"]["energy"] = serde_json::json!({
+        "domains": {"psys": {"joules": 0.5, "joules_samples": [0.5], "watts": 100.0}},
+        "total_domain": "psys", "total_joules": 0.5, "gflop_per_joule": cpu_gfj,
+        "idle_subtracted": false, "source": "recorded"
+    });
+    let cpu_file = dir.path().join("cpu.json");
+    std::fs::write(&cpu_file, cpu.to_string()).unwrap();
+    let a = roofline()
+        .args(["compare", cpu_file.to_str().unwrap(), h200().to_str().unwrap(), "--json"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    let row = doc["rows"].as_array().unwrap().iter().find(|r| r["kernel"] == "triad").unwrap();
+    let gpu: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(h200()).unwrap()).unwrap();
+    let gpu_gfj = gpu["points"].as_array().unwrap().iter().find(|p| p["name"] == "triad").unwrap()["extra"]["energy"]["gflop_per_joule"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(row["energy"]["ratio"].as_f64().unwrap(), gpu_gfj / cpu_gfj, "{row}");
+    assert_eq!(row["energy"]["gpu_domain"], "gpu0");
+    // dgemm has energy on the GPU side only: no energy line.
+    let dgemm = doc["rows"].as_array().unwrap().iter().find(|r| r["kernel"] == "dgemm").unwrap();
+    assert!(dgemm.get("energy").is_none(), "{dgemm}");
+    let t = roofline()
+        .args(["compare", cpu_file.to_str().unwrap(), h200().to_str().unwrap()])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&t.get_output().stdout).into_owned();
+    assert_eq!(text.matches("  energy: CPU").count(), 1, "{text}");
 }

@@ -45,7 +45,7 @@ fn suite_compiles_and_runs_with_correct_rates() {
     assert!(clock > 0.3 && clock < 3.5, "SM clock {clock} GHz");
     for k in run::KERNELS {
         let n = if k.name.starts_with("dgemm") { 1024 } else { 1 << 22 };
-        let (_, p) = run::run(k, n, 5, 0).unwrap();
+        let (_, p) = run::run(k, n, 5, 0, None).unwrap();
         assert!(p.seconds > 0.0, "{}", k.name);
         assert!(p.gflops.unwrap() > 1.0, "{}: {:?}", k.name, p.gflops);
         eprintln!(
@@ -70,7 +70,15 @@ fn quick_ceilings_are_sane() {
     if !gpu() {
         return;
     }
-    let c = ceilings::measure(&ceilings::Options { quick: true, ordinal: 0 }, &|s| eprintln!("{s}")).unwrap();
+    let c = ceilings::measure(
+        &ceilings::Options {
+            quick: true,
+            ordinal: 0,
+            energy: None,
+        },
+        &|s| eprintln!("{s}"),
+    )
+    .unwrap();
     let clock = c.sm_clock_ghz_measured.unwrap();
     assert!(clock > 0.3);
     let fp64 = c.compute.iter().find(|x| x.precision == "fp64").unwrap();

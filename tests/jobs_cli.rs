@@ -100,6 +100,46 @@ fn a_job_over_two_microarchitectures_says_so_instead_of_one_roof() {
     assert_ne!(nodes[0]["roofs"], nodes[1]["roofs"], "each node its own machine model");
 }
 
+/// A job recorded on two real guests, both named `vm`: rank 0 on this project's 2-vCPU Zen 4
+/// guest, rank 1 on the device tool's 16-vCPU Emerald Rapids guest (2026-11-29, the trace
+/// backend, `tests/fixtures/mpi/ranks_work.c` built without MPI, n = 50000, Slurm's variables
+/// set by hand: node ids 0 and 1). One host name, two machines: the merge tells them apart by
+/// the launcher's node id and says so; each rank's W is its own exact count.
+#[test]
+fn two_guests_of_one_host_name_are_two_nodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("job.json");
+    let a = roofline()
+        .args(["report", "merge"])
+        .arg(fixture("two-guests"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("host name(s) 'vm' (vm#0, vm#1) shared by ranks of different launcher nodes"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let nodes: Vec<&str> = doc["job"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["vm#0", "vm#1"]);
+    assert_eq!(doc["job"]["heterogeneous"], true);
+    assert_eq!(doc["job"]["microarchitectures"], serde_json::json!(["zen4", "spr"]));
+    let n = 50_000.0;
+    for r in 0..2u32 {
+        let w = num(&point(&doc, &format!("work @ rank {r}"))["flops"]["total"]);
+        assert_eq!(w, 2.0 * f64::from(r + 1) * n, "rank {r}");
+        assert_eq!(num(&point(&doc, &format!("work @ node vm#{r}"))["flops"]["total"]), w);
+    }
+    assert_eq!(num(&point(&doc, "work")["flops"]["total"]), 6.0 * n);
+}
+
 /// A copy of the two-node job whose rank 3 does twice the work in `work`.
 fn heavier_rank_3(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();

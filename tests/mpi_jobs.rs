@@ -270,6 +270,51 @@ fn open_mpi_three_ranks_one_dies() {
     assert_eq!(job_point["extra"]["imbalance"]["flops"].as_f64(), Some(1.5));
 }
 
+/// `roofline measure` around the launcher: `roofline measure --backend trace -o R.json --
+/// mpirun -np 2 ranks_work n` counts the whole node as one process tree (the launcher, its
+/// daemon, both ranks); the outer roofline is no rank (no `environment.job`), region `work`
+/// holds both ranks' calls with their exact sum (6n), and the whole run holds at least that.
+/// Ignored in CI (tracing Open MPI's runtime takes about 40 s on 2 vCPUs): `cargo test
+/// --release --test mpi_jobs -- --ignored`.
+#[test]
+#[ignore = "about 40 s on 2 vCPUs; run with --ignored"]
+fn measure_around_mpirun_counts_the_whole_node() {
+    let _one = one_job_at_a_time();
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build(&OPEN_MPI, tmp.path()) else { return };
+    let n = support::random(2_000, 20_000, 2);
+    let report = tmp.path().join("node.json");
+    let a = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["measure", "--backend", "trace", "-o"])
+        .arg(&report)
+        .arg("--")
+        .args(OPEN_MPI.launcher)
+        .args([OPEN_MPI.np, "2"])
+        .arg(&exe)
+        .arg(n.to_string())
+        .assert();
+    let o = a.get_output();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(
+        doc["environment"]["job"].is_null(),
+        "the outer roofline is no rank: {:#}",
+        doc["environment"]
+    );
+    let region = point(&doc, "work");
+    assert_eq!(w(region), 6 * n, "{region:#}");
+    assert_eq!(region["flops"]["by_class"]["scalar_double"].as_f64(), Some((6 * n) as f64));
+    let whole = &doc["points"][0];
+    assert_ne!(whole["name"], "work", "the whole run's point comes first: {}", names(&doc));
+    assert!(w(whole) >= 6 * n, "whole {} < region {}", w(whole), 6 * n);
+    let (core_whole, core_region) = (whole["bytes"]["core"].as_f64().unwrap(), region["bytes"]["core"].as_f64().unwrap());
+    assert!(
+        core_whole >= core_region && core_region >= (72 * n) as f64,
+        "{core_whole} {core_region}"
+    );
+}
+
 /// A one-node Slurm cluster in a temporary directory (slurmctld and slurmd in the foreground,
 /// `AuthType=auth/none`), stopped when dropped.
 struct Cluster {

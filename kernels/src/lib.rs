@@ -14,6 +14,8 @@ pub mod api;
 pub mod check;
 #[cfg(feature = "suite")]
 pub mod cos_chain;
+#[cfg(feature = "suite")]
+pub mod cpu_probe;
 pub mod cpus;
 #[cfg(feature = "suite")]
 pub mod gemm;

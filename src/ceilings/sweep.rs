@@ -68,15 +68,19 @@ pub fn cpuid_level(host: &Host, per_thread: u64, threads: usize) -> String {
     "DRAM".to_string()
 }
 
-/// Name plateaus by the CPUID level of their sizes and pair boundaries with capacities.
+/// Name plateaus by the CPUID level of their sizes and pair boundaries with capacities. A
+/// boundary between two plateaus of one level (a noisy L1 read as two steps) is no level's
+/// end and is left out: each level ends once, after its last plateau.
 pub fn level_boundaries(host: &Host, plateaus: &[Plateau], threads: usize) -> Vec<LevelBoundary> {
+    // The level a plateau lives in: where its middle size fits by CPUID.
+    let level_of = |p: &Plateau| cpuid_level(host, ((p.from_bytes as f64 * p.to_bytes as f64).sqrt()) as u64, threads);
+    let levels: Vec<String> = plateaus.iter().map(level_of).collect();
     plateau::boundaries(plateaus)
         .into_iter()
-        .zip(plateaus)
-        .map(|(b, p)| {
-            // The level a plateau lives in: where its middle size fits by CPUID.
-            let mid = ((p.from_bytes as f64 * p.to_bytes as f64).sqrt()) as u64;
-            let level = cpuid_level(host, mid, threads);
+        .enumerate()
+        .filter(|(i, _)| levels[*i] != levels[*i + 1])
+        .map(|(i, b)| {
+            let level = levels[i].clone();
             let cap = level
                 .strip_prefix('L')
                 .and_then(|l| l.parse::<u32>().ok())
@@ -246,5 +250,39 @@ mod tests {
         assert_eq!(s.points[0].bound.as_deref(), Some("overhead"));
         assert_eq!(s.points[1].bound.as_deref(), Some("memory (DRAM)"));
         assert_eq!(s.points[2].bound.as_deref(), Some("compute"));
+    }
+
+    /// The Emerald Rapids guest's sweep (2026-11-29): two plateaus inside L1 (251 and 192 GB/s),
+    /// then L2, L3 and DRAM. L1 ends once, after the second; every level once, in order.
+    #[test]
+    fn a_level_read_as_two_plateaus_ends_once() {
+        let cache = |level, size_bytes| crate::schema::ceilings::CacheLevel {
+            level,
+            size_bytes,
+            shared_by_threads: if level == 3 { 16 } else { 1 },
+        };
+        let host = Host {
+            caches: vec![cache(1, 48 << 10), cache(2, 2 << 20), cache(3, 300 << 20)],
+            ..Host::default()
+        };
+        let kib = |k: f64| (k * 1024.0) as u64;
+        let plateaus: Vec<Plateau> = [(9.8, 12.2), (29.8, 37.2), (90.9, 1024.0), (3993.6, 37580.8), (684236.8, 855244.8)]
+            .iter()
+            .enumerate()
+            .map(|(index, &(from, to))| Plateau {
+                index,
+                from_bytes: kib(from),
+                to_bytes: kib(to),
+                value: 1.0,
+                points: 2,
+            })
+            .collect();
+        let b = level_boundaries(&host, &plateaus, 1);
+        let levels: Vec<&str> = b.iter().map(|x| x.level.as_str()).collect();
+        assert_eq!(levels, ["L1", "L2", "L3"]);
+        assert_eq!(
+            (b[0].detected.last_inside_bytes, b[0].detected.first_outside_bytes),
+            (kib(37.2), kib(90.9))
+        );
     }
 }

@@ -109,6 +109,19 @@ pub fn not_near_best(side: &str, p: &Point) -> Option<String> {
     })
 }
 
+/// Energy per unit of work on both sides, where both points carry a GFLOP/J.
+pub fn compare_energy(cpu: &Point, gpu: &Point) -> Option<crate::schema::documents::CompareEnergy> {
+    let (c, g) = (cpu.extra.energy.as_ref()?, gpu.extra.energy.as_ref()?);
+    let (cg, gg) = (c.gflop_per_joule?, g.gflop_per_joule?);
+    (cg > 0.0 && gg > 0.0 && cg.is_finite() && gg.is_finite()).then(|| crate::schema::documents::CompareEnergy {
+        cpu_gflop_per_joule: cg,
+        gpu_gflop_per_joule: gg,
+        cpu_domain: c.total_domain.clone(),
+        gpu_domain: g.total_domain.clone(),
+        ratio: gg / cg,
+    })
+}
+
 /// The precision a point is compared at, and its machine's highest roof of that precision.
 pub fn precision_roof<'a>(p: &Point, roofs: &'a RoofSet) -> (&'static str, Option<&'a ComputeRoof>) {
     let prec = crate::model::point_precision(p);
@@ -187,6 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             cpu_roof: cpu_prec.1.map(compare_roof),
             gpu_roof: gpu_prec.1.map(compare_roof),
             same_precision: crate::model::precision_family(cpu_prec.0) == crate::model::precision_family(gpu_prec.0),
+            energy: compare_energy(c, g),
         });
     }
     let table = compare_table(&doc, &roofs);

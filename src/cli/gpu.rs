@@ -37,6 +37,8 @@ pub enum GpuCommand {
         /// Fewer repetitions, smaller arrays.
         #[arg(long)]
         quick: bool,
+        #[command(flatten)]
+        energy: GpuEnergyArg,
     },
     /// Profile a command's kernels with Nsight Compute and report W, Q, T per kernel.
     Measure {
@@ -78,6 +80,8 @@ pub enum GpuCommand {
         repeat: usize,
         #[arg(long, default_value_t = 0)]
         device: usize,
+        #[command(flatten)]
+        energy: GpuEnergyArg,
     },
     /// (internal) a tiny kernel for `gpu machine --ncu` to profile.
     #[command(hide = true, name = "__probe")]
@@ -102,6 +106,41 @@ pub enum GpuCommand {
         #[arg(long, default_value_t = 0.05)]
         max_band: f64,
     },
+}
+
+/// `--energy` of the GPU commands: the board's own counter, not RAPL.
+#[derive(Debug, Clone, ClapArgs, Default)]
+pub struct GpuEnergyArg {
+    /// Also read the GPU board's total-energy counter (NVML, Volta and later; millijoules):
+    /// the idle power measured first, then each kernel launched back to back long enough for
+    /// the counter to resolve it (docs/energy.md). Needs the NVIDIA driver's libnvidia-ml.
+    #[arg(long)]
+    pub energy: bool,
+    /// With --energy: take the idle power × each run's time off its joules (said in the report).
+    #[arg(long, requires = "energy")]
+    pub subtract_idle: bool,
+    /// With --energy: seconds of idle measured before the kernels.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, requires = "energy")]
+    pub idle_seconds: f64,
+}
+
+impl GpuEnergyArg {
+    /// The options when `--energy` was given (one line and exit 2 for a bad duration).
+    pub fn options(&self) -> crate::Result<Option<crate::counters::energy::EnergyOptions>> {
+        if !self.energy {
+            return Ok(None);
+        }
+        if !(self.idle_seconds.is_finite() && self.idle_seconds > 0.0 && self.idle_seconds <= 600.0) {
+            return Err(Error::input(
+                format!("--idle-seconds {}: not a duration", self.idle_seconds),
+                "give seconds, e.g. 2",
+            ));
+        }
+        Ok(Some(crate::counters::energy::EnergyOptions {
+            subtract_idle: self.subtract_idle,
+            idle_seconds: self.idle_seconds,
+        }))
+    }
 }
 
 fn environment() -> Environment {
@@ -169,12 +208,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             println!("{}", j.describe(&name, at_least));
             Ok(if j.verdict == crate::gpu::peer::PeerVerdict::Holds { 0 } else { 1 })
         }
-        GpuCommand::Ceilings { out, device: ord, quick } => {
+        GpuCommand::Ceilings {
+            out,
+            device: ord,
+            quick,
+            energy,
+        } => {
             let file = out.check(&["json"])?.map(|f| f.0);
-            let c = ceilings::measure(&ceilings::Options { quick, ordinal: ord }, &|s| {
-                eprintln!("roofline: gpu ceilings: {s}")
-            })?;
-            let table = ceilings_table(&c);
+            let options = ceilings::Options {
+                quick,
+                ordinal: ord,
+                energy: energy.options()?,
+            };
+            let c = ceilings::measure(&options, &|s| eprintln!("roofline: gpu ceilings: {s}"))?;
+            let mut table = ceilings_table(&c);
+            if let Some(e) = &c.energy {
+                table += &crate::report::tables::energy::energy_roofs_table(std::slice::from_ref(e));
+            }
             let doc = serde_json::to_value(&c)?;
             // Cached per GPU name: later `gpu run|measure|import` reports on this GPU carry them.
             if let Some(path) = crate::model::gpu::ceilings_cache_path(&c.machine.name) {
@@ -197,14 +247,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             size,
             repeat,
             device: ord,
+            energy,
         } => {
             let k = gpurun::find(&kernel)?;
             let file = out.check(&["json"])?.map(|f| f.0);
-            let (mut m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord)?;
+            let (mut m, p) = gpurun::run(k, size.unwrap_or(k.default_n), repeat.max(1), ord, energy.options()?)?;
             let (roofs, said) = crate::model::gpu::report_roofs(&m);
             m.provenance.extend(said);
             let mut r = Report::new(serde_json::to_value(&m)?, environment());
             r.ceilings = roofs;
+            // The energy roofline needs the board's energy roofs: those of `gpu ceilings
+            // --energy` cached for this GPU.
+            if energy.energy {
+                r.energy_roofs.extend(crate::model::gpu::cached_energy_roofs(&m));
+            }
             r.points.push(p);
             analyse(&mut r);
             let (floor, floor_said) = crate::model::gpu::launch_floor(&m.name);
@@ -212,7 +268,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             if let Some(p) = r.points.first_mut() {
                 p.provenance.notes.push(floor_said);
             }
-            emit_json(&out, &serde_json::to_value(&r)?, &points_table(&r.points), file)?;
+            let table = points_table(&r.points)
+                + &crate::report::tables::energy::energy_table(&r.points)
+                + &crate::report::tables::energy::energy_roofline_table(&r);
+            emit_json(&out, &serde_json::to_value(&r)?, &table, file)?;
             Ok(0)
         }
         GpuCommand::Import { out, file, kernel, gpu } => {

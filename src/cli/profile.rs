@@ -84,7 +84,16 @@ pub trait Steps {
     fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
         Vec::new()
     }
+    /// The CPU one-thread runs pin to, chosen before anything is measured; none by default
+    /// (the affinity mask's first CPU).
+    fn choose_cpu(&mut self) -> Option<crate::schema::report::CpuChoice> {
+        None
+    }
 }
+
+/// A CPU within this fraction of the fastest probe rate counts as fast: the first such CPU is
+/// chosen (the probe's own run-to-run spread is 1-2 % on an idle core).
+const CPU_TOLERANCE: f64 = 0.03;
 
 /// The real steps: machine detection, cached quick ceilings, and the kernel suite run
 /// natively (analytic W/Q, native T), each kernel's W and core Q checked by a flops-mode trace
@@ -147,6 +156,33 @@ const PROFILE_KERNELS: &[(&str, u64)] = &[
 ];
 
 impl Steps for Wired {
+    fn choose_cpu(&mut self) -> Option<crate::schema::report::CpuChoice> {
+        use roofline_kernels::cpu_probe;
+        let cpus = roofline_kernels::cpus::allowed_cpus();
+        if cpus.len() < 2 {
+            return None;
+        }
+        let (seconds, rounds) = (0.02, 2);
+        let rates = cpu_probe::probe(&cpus, seconds, rounds);
+        let cpu = cpu_probe::choose(&rates, CPU_TOLERANCE)?;
+        roofline_kernels::cpus::prefer_cpu(Some(cpu));
+        Some(crate::schema::report::CpuChoice {
+            cpu,
+            probe: format!(
+                "dgemm n={} ({}), best of {rounds} × {:.0} ms",
+                cpu_probe::PROBE_ORDER,
+                cpu_probe::widest_variant().name(),
+                seconds * 1e3
+            ),
+            rates: rates
+                .iter()
+                .map(|r| crate::schema::report::CpuGflops {
+                    cpu: r.cpu,
+                    gflops: r.gflops,
+                })
+                .collect(),
+        })
+    }
     fn energy_roofs(&mut self) -> Vec<crate::schema::energy::EnergyRoofs> {
         match (&self.energy, &self.ceilings) {
             (Some(_), Some(c)) => c
@@ -343,10 +379,15 @@ fn spinner(msg: &str) -> ProgressBar {
 /// Run the steps and assemble the report. A failing ceilings step falls back to the machine's
 /// theoretical roofs (with a warning); a failing machine or kernel step is an error.
 pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<Report> {
+    // The CPU first: the clocks, the roofs and the points of one thread are all measured there.
+    let bar = spinner("choosing the CPU for one thread");
+    let cpu_choice = steps.choose_cpu();
+    bar.finish_and_clear();
     let bar = spinner("machine model");
     let machine = steps.machine(&bar)?;
     bar.finish_and_clear();
-    let env = steps.environment(&machine);
+    let mut env = steps.environment(&machine);
+    env.cpu_choice = cpu_choice;
     let machine_json = serde_json::to_value(&machine).map_err(|e| anyhow::anyhow!("machine model does not serialize: {e}"))?;
     let mut report = Report::new(machine_json, env);
     // Each thread count: its roofs, then the suite placed under them.
@@ -634,6 +675,84 @@ mod tests {
             );
         }
         assert!(html.contains("id=\"chart0-box\"") && html.contains("id=\"chart1-box\"") && !html.contains("id=\"chart2-box\""));
+    }
+
+    /// The fake's steps with a CPU choice of random probe rates.
+    struct ChoosingFake {
+        choice: crate::schema::report::CpuChoice,
+    }
+
+    impl Steps for ChoosingFake {
+        fn machine(&mut self, bar: &ProgressBar) -> anyhow::Result<MachineModel> {
+            Fake { ceilings_fail: false }.machine(bar)
+        }
+        fn environment(&mut self, m: &MachineModel) -> Environment {
+            Fake { ceilings_fail: false }.environment(m)
+        }
+        fn ceilings(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+            Fake { ceilings_fail: false }.ceilings(m, threads, bar)
+        }
+        fn points(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
+            Fake { ceilings_fail: false }.points(m, threads, bar)
+        }
+        fn choose_cpu(&mut self) -> Option<crate::schema::report::CpuChoice> {
+            Some(self.choice.clone())
+        }
+    }
+
+    #[test]
+    fn the_chosen_cpu_is_recorded_and_unequal_cpus_are_named() {
+        let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+        for _ in 0..20 {
+            let n = 2 + rng.below(15);
+            let rates: Vec<crate::schema::report::CpuGflops> = (0..n)
+                .map(|cpu| crate::schema::report::CpuGflops {
+                    cpu,
+                    gflops: 20.0 + 60.0 * rng.unit(),
+                })
+                .collect();
+            let (fastest, slowest) = rates
+                .iter()
+                .fold((f64::MIN, f64::MAX), |(hi, lo), r| (hi.max(r.gflops), lo.min(r.gflops)));
+            let slow_cpu = rates.iter().find(|r| r.gflops == slowest).unwrap().cpu;
+            let cpu = rng.below(n);
+            let choice = crate::schema::report::CpuChoice {
+                cpu,
+                probe: "dgemm probe".into(),
+                rates,
+            };
+            let r = collect(&mut ChoosingFake { choice: choice.clone() }, &[1]).unwrap();
+            assert_eq!(r.environment.cpu_choice.as_ref(), Some(&choice));
+            let view = crate::report::View::new(vec![("r".into(), r)], None, crate::report::PlotKind::Carm);
+            let text = crate::report::table::render(&view);
+            let first = text.lines().next().unwrap();
+            assert!(
+                first.starts_with(&format!("one thread ran on CPU {cpu} (dgemm probe on each of {n} CPU(s)")),
+                "{first}"
+            );
+            let share = slowest / fastest;
+            assert_eq!(
+                first.contains(&format!("the CPUs are unequal: CPU {slow_cpu} ran it at {:.0} %", 100.0 * share)),
+                share < crate::report::table::UNEQUAL_CPUS,
+                "{first} (slowest {slowest}, fastest {fastest})"
+            );
+        }
+    }
+
+    #[test]
+    fn the_probe_chooses_an_allowed_cpu_and_puts_it_first() {
+        let allowed = roofline_kernels::cpus::allowed_cpus();
+        let choice = Wired::new(Vec::new()).unwrap().choose_cpu();
+        let first = roofline_kernels::cpus::allowed_cpus()[0];
+        roofline_kernels::cpus::prefer_cpu(None);
+        match choice {
+            None => assert_eq!(allowed.len(), 1, "more than one CPU and no choice"),
+            Some(c) => {
+                assert_eq!(c.rates.iter().map(|r| r.cpu).collect::<Vec<_>>(), allowed);
+                assert!(c.rates.iter().all(|r| r.gflops > 0.0), "{c:?}");
+                assert_eq!(first, c.cpu, "the chosen CPU leads the list");
+            }
+        }
     }
 
     #[test]

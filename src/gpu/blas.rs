@@ -334,6 +334,69 @@ impl<'a> Blas<'a> {
         d: &mut cudarc::driver::CudaSlice<u8>,
         reps: usize,
     ) -> Result<Vec<f64>> {
+        self.with_launch(ty, plan, h, (a, b, d), |launch| {
+            let s = &self.suite.stream;
+            let ev = || {
+                self.suite
+                    .ctx
+                    .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(cuda_err("event"))
+            };
+            for _ in 0..2 {
+                launch()?;
+            }
+            s.synchronize().map_err(cuda_err("GEMM"))?;
+            let mut v = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                let (e0, e1) = (ev()?, ev()?);
+                e0.record(s).map_err(cuda_err("event record"))?;
+                launch()?;
+                e1.record(s).map_err(cuda_err("event record"))?;
+                e1.synchronize().map_err(cuda_err("GEMM"))?;
+                v.push(e0.elapsed_ms(&e1).map_err(cuda_err("event timing"))? as f64);
+            }
+            Ok(v)
+        })
+    }
+
+    /// The GEMM `g` describes (type, size, layout, algorithm) set up again on fresh random
+    /// operands, and `body` given its launch (one GEMM on the stream, not waited for): what
+    /// `gpu run --energy` and `gpu ceilings --energy` repeat under the energy counter.
+    pub fn with_gemm<T>(&self, g: &GemmRate, body: impl FnOnce(&dyn Fn() -> Result<()>) -> Result<T>) -> Result<T> {
+        let (ty, n) = (g.ty, g.n);
+        let s = &self.suite.stream;
+        let (ab_kind, cd_kind) = ty.fill_kinds();
+        let mut a = s.alloc_zeros::<u8>(n * n * ty.ab_bytes()).map_err(cuda_err("alloc"))?;
+        let mut b = s.alloc_zeros::<u8>(n * n * ty.ab_bytes()).map_err(cuda_err("alloc"))?;
+        let mut d = s.alloc_zeros::<u8>(n * n * ty.cd_bytes()).map_err(cuda_err("alloc"))?;
+        self.fill(&mut a, n * n, ab_kind, 1)?;
+        self.fill(&mut b, n * n, ab_kind, 2)?;
+        self.fill(&mut d, n * n, cd_kind, 3)?;
+        let plan = Plan::new(ty, n, g.layout == "TN", self.workspace.len())?;
+        let algos = plan.algorithms(self.handle, ALGOS)?;
+        let h = algos.get(g.algo_rank).ok_or_else(|| {
+            Error::unavailable(
+                format!("cuBLASLt no longer offers algorithm {} of the {} GEMM", g.algo_rank, ty.key()),
+                "run again",
+            )
+        })?;
+        self.with_launch(ty, &plan, h, (&a, &b, &mut d), body)
+    }
+
+    /// `body` given the launch of one algorithm on operands (A, B, D).
+    fn with_launch<T>(
+        &self,
+        ty: GemmType,
+        plan: &Plan,
+        h: &sys::cublasLtMatmulHeuristicResult_t,
+        operands: (
+            &cudarc::driver::CudaSlice<u8>,
+            &cudarc::driver::CudaSlice<u8>,
+            &mut cudarc::driver::CudaSlice<u8>,
+        ),
+        body: impl FnOnce(&dyn Fn() -> Result<()>) -> Result<T>,
+    ) -> Result<T> {
+        let (a, b, d) = operands;
         let s = &self.suite.stream;
         let (pa, _ra) = a.device_ptr(s);
         let (pb, _rb) = b.device_ptr(s);
@@ -373,25 +436,6 @@ impl<'a> Blas<'a> {
             }
             .map_err(blas_err("matmul"))
         };
-        let ev = || {
-            self.suite
-                .ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(cuda_err("event"))
-        };
-        for _ in 0..2 {
-            launch()?;
-        }
-        s.synchronize().map_err(cuda_err("GEMM"))?;
-        let mut v = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let (e0, e1) = (ev()?, ev()?);
-            e0.record(s).map_err(cuda_err("event record"))?;
-            launch()?;
-            e1.record(s).map_err(cuda_err("event record"))?;
-            e1.synchronize().map_err(cuda_err("GEMM"))?;
-            v.push(e0.elapsed_ms(&e1).map_err(cuda_err("event timing"))? as f64);
-        }
-        Ok(v)
+        body(&launch)
     }
 }

@@ -22,6 +22,8 @@ pub struct Options {
     pub quick: bool,
     /// The CUDA device ordinal.
     pub ordinal: usize,
+    /// Also the energy roofs, from the board's NVML counter.
+    pub energy: Option<crate::counters::energy::EnergyOptions>,
 }
 
 /// The SM clock while a kernel spins for `spin_ns` on every SM: cycles over nanoseconds.
@@ -50,6 +52,14 @@ pub fn pow2_floor(x: u64) -> u64 {
 pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     let ctx = device::open(opts.ordinal)?;
     let mut machine = device::query(&ctx, None)?;
+    // The idle power first, the context open and nothing run yet.
+    let energy = match opts.energy {
+        Some(o) => {
+            progress("idle power (NVML energy counter)");
+            Some(super::energy::start(&ctx, o)?)
+        }
+        None => None,
+    };
     let suite = Suite::compile(ctx)?;
     let reps = if opts.quick { 5 } else { 20 };
     progress("SM clock");
@@ -101,6 +111,10 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
     }
     progress("shared-memory bandwidth (load, copy, triad)");
     bandwidth.extend(measure_shared_bandwidth(&suite, machine.sms, &out_f32, opts.quick, reps)?);
+    let energy = match &energy {
+        Some(e) => Some(super::energy::measure_roofs(&suite, e, machine.sms, &gemm_rates, progress)?),
+        None => None,
+    };
     machine.peaks = theoretical_peaks(
         (cc[0], cc.get(1).copied().unwrap_or(0)),
         machine.sms,
@@ -117,6 +131,7 @@ pub fn measure(opts: &Options, progress: &dyn Fn(&str)) -> Result<GpuCeilings> {
         sweep,
         launch_floor_s,
         notes,
+        energy,
     })
 }
 

@@ -122,21 +122,26 @@ pub fn timed_launches(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: 
         .map_err(cuda_err("event"))?;
     start.record(&suite.stream).map_err(cuda_err("event record"))?;
     for _ in 0..count.max(1) {
-        let mut b = suite.stream.launch_builder(f);
-        for a in args {
-            match a {
-                KArg::Ptr(p) | KArg::U64(p) => b.arg(p),
-                KArg::F64(x) => b.arg(x),
-                KArg::F32(x) => b.arg(x),
-                KArg::I32(x) => b.arg(x),
-                KArg::I64(x) => b.arg(x),
-            };
-        }
-        launch(&mut b, cfg)?;
+        launch_once(suite, f, cfg, args)?;
     }
     end.record(&suite.stream).map_err(cuda_err("event record"))?;
     end.synchronize().map_err(cuda_err("kernel"))?;
     Ok(start.elapsed_ms(&end).map_err(cuda_err("event timing"))? as f64)
+}
+
+/// One launch of `f` with `args` on the suite's stream, not waited for.
+pub fn launch_once(suite: &Suite, f: &CudaFunction, cfg: LaunchConfig, args: &[KArg]) -> Result<()> {
+    let mut b = suite.stream.launch_builder(f);
+    for a in args {
+        match a {
+            KArg::Ptr(p) | KArg::U64(p) => b.arg(p),
+            KArg::F64(x) => b.arg(x),
+            KArg::F32(x) => b.arg(x),
+            KArg::I32(x) => b.arg(x),
+            KArg::I64(x) => b.arg(x),
+        };
+    }
+    launch(&mut b, cfg)
 }
 
 /// Launch with the pushed arguments.

@@ -16,6 +16,8 @@ pub mod ceilings;
 pub mod csv;
 #[cfg(feature = "gpu")]
 pub mod device;
+#[cfg(feature = "gpu")]
+pub mod energy;
 pub mod fusion;
 pub mod kernel_name;
 #[cfg(feature = "gpu")]

@@ -84,19 +84,33 @@ pub fn find(name: &str) -> Result<&'static GpuKernel> {
     })
 }
 
-/// Run `kernel` at size `n`, `reps` timed repetitions; one report point.
-pub fn run(kernel: &GpuKernel, n: usize, reps: usize, ordinal: usize) -> Result<(GpuMachine, Point)> {
+/// Run `kernel` at size `n`, `reps` timed repetitions; one report point. With `energy`, the
+/// GPU's idle power is measured first (the context open, nothing run) and the kernel then
+/// repeated under its energy counter (`extra.energy`).
+pub fn run(
+    kernel: &GpuKernel,
+    n: usize,
+    reps: usize,
+    ordinal: usize,
+    energy: Option<crate::counters::energy::EnergyOptions>,
+) -> Result<(GpuMachine, Point)> {
     if n == 0 {
         return Err(Error::input("size 0", "give --size N with N > 0"));
     }
     let ctx = device::open(ordinal)?;
     let machine = device::query(&ctx, None)?;
     check_fits(kernel, n, &machine)?;
+    let meter = energy.map(|o| super::energy::start(&ctx, o)).transpose()?;
     let suite = Suite::compile(ctx)?;
     let len = if kernel.name.starts_with("dgemm") { n * n } else { n };
     let arrays = Operands::upload(&suite, len)?;
     let (samples, library) = time_kernel(&suite, kernel, n, reps, &arrays)?;
-    let point = to_point(kernel, n, &machine, &samples, library.as_ref());
+    let mut point = to_point(kernel, n, &machine, &samples, library.as_ref());
+    if let Some(e) = &meter {
+        let seconds = point.seconds;
+        let flops = point.flops.total;
+        point.extra.energy = Some(kernel_energy(&suite, e, kernel, n, &arrays, library.as_ref(), seconds, flops)?);
+    }
     Ok((machine, point))
 }
 
@@ -151,6 +165,76 @@ impl Operands {
     }
 }
 
+/// One launch of a suite kernel: the function, its grid and its arguments.
+struct Launch {
+    f: cudarc::driver::CudaFunction,
+    cfg: LaunchConfig,
+    args: Vec<KArg>,
+}
+
+/// The launches of one repetition of `kernel` (two for `cos_chain_unfused`); none for
+/// `dgemm`, which is cuBLAS's.
+fn launches(suite: &Suite, kernel: &GpuKernel, n: usize, arrays: &Operands) -> Result<Vec<Launch>> {
+    let Operands { a, b, c } = arrays;
+    let un = n as u64;
+    let one = |name: &str, cfg: LaunchConfig, args: Vec<KArg>| -> Result<Vec<Launch>> {
+        Ok(vec![Launch {
+            f: suite.function(name)?,
+            cfg,
+            args,
+        }])
+    };
+    match kernel.name {
+        "triad" => one(
+            "triad",
+            grid_for(n, 256),
+            vec![suite.ptr(c), suite.ptr(a), suite.ptr(b), KArg::F64(3.0), KArg::U64(un)],
+        ),
+        "daxpy" => one(
+            "daxpy",
+            grid_for(n, 256),
+            vec![KArg::F64(3.0), suite.ptr(a), suite.ptr(c), KArg::U64(un)],
+        ),
+        "dgemm" => Ok(Vec::new()),
+        "dgemm_tiled" => {
+            let t = n.div_ceil(32) as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (t, t, 1),
+                block_dim: (32, 32, 1),
+                shared_mem_bytes: 0,
+            };
+            one("dgemm", cfg, vec![suite.ptr(a), suite.ptr(b), suite.ptr(c), KArg::I32(n as i32)])
+        }
+        "normalize_naive" | "normalize_fused" => {
+            let rows = n / 512;
+            let (name, cfg) = if kernel.name == "normalize_fused" {
+                ("normalize_warp", grid_for(rows * 32, 256))
+            } else {
+                ("normalize_naive", grid_for(rows, 128))
+            };
+            one(name, cfg, vec![suite.ptr(a), suite.ptr(c), KArg::I32(rows as i32), KArg::I32(512)])
+        }
+        "cos_chain_fused" => one("cos_cos_fused", grid_for(n, 256), vec![suite.ptr(a), suite.ptr(c), KArg::U64(un)]),
+        // Two launches per repetition through a temporary: each pass timed, the times added.
+        "cos_chain_unfused" => {
+            let f = suite.function("cos_pass")?;
+            Ok(vec![
+                Launch {
+                    f: f.clone(),
+                    cfg: grid_for(n, 256),
+                    args: vec![suite.ptr(a), suite.ptr(b), KArg::U64(un)],
+                },
+                Launch {
+                    f,
+                    cfg: grid_for(n, 256),
+                    args: vec![suite.ptr(b), suite.ptr(c), KArg::U64(un)],
+                },
+            ])
+        }
+        other => Err(Error::input(format!("no GPU kernel '{other}'"), "see `roofline gpu run --help`")),
+    }
+}
+
 /// The kernel's timed repetitions (ms each) and, for dgemm and dgemm_tiled, the library's GEMM
 /// at this size (the point itself for dgemm, beside it for dgemm_tiled).
 fn time_kernel(
@@ -160,87 +244,63 @@ fn time_kernel(
     reps: usize,
     arrays: &Operands,
 ) -> Result<(Vec<f64>, Option<super::blas::GemmRate>)> {
-    let Operands { a, b, c } = arrays;
-    let un = n as u64;
-    let sv = 3.0f64;
-    let mut library: Option<super::blas::GemmRate> = None;
-    let (_, samples) = match kernel.name {
-        "triad" => {
-            let f = suite.function("triad")?;
-            time_median(
-                suite,
-                &f,
-                grid_for(n, 256),
-                2,
-                reps,
-                &[suite.ptr(c), suite.ptr(a), suite.ptr(b), KArg::F64(sv), KArg::U64(un)],
-            )?
-        }
-        "daxpy" => {
-            let f = suite.function("daxpy")?;
-            time_median(
-                suite,
-                &f,
-                grid_for(n, 256),
-                2,
-                reps,
-                &[KArg::F64(sv), suite.ptr(a), suite.ptr(c), KArg::U64(un)],
-            )?
-        }
-        "dgemm" => {
-            let g = super::blas::Blas::new(suite)?.best(super::blas::GemmType::Fp64, &[n], reps)?;
-            library = Some(g.clone());
-            (g.median_ms, g.samples_ms)
-        }
-        "dgemm_tiled" => {
-            library = Some(super::blas::Blas::new(suite)?.best(super::blas::GemmType::Fp64, &[n], reps.min(5))?);
-            let f = suite.function("dgemm")?;
-            let t = n.div_ceil(32) as u32;
-            let cfg = LaunchConfig {
-                grid_dim: (t, t, 1),
-                block_dim: (32, 32, 1),
-                shared_mem_bytes: 0,
-            };
-            let ni = n as i32;
-            time_median(suite, &f, cfg, 1, reps, &[suite.ptr(a), suite.ptr(b), suite.ptr(c), KArg::I32(ni)])?
-        }
-        "normalize_naive" | "normalize_fused" => {
-            let rows = (n / 512) as i32;
-            let f = suite.function(if kernel.name == "normalize_fused" {
-                "normalize_warp"
-            } else {
-                "normalize_naive"
-            })?;
-            let cfg = if kernel.name == "normalize_naive" {
-                grid_for(rows as usize, 128)
-            } else {
-                grid_for(rows as usize * 32, 256)
-            };
-            let cols = 512i32;
-            time_median(
-                suite,
-                &f,
-                cfg,
-                2,
-                reps,
-                &[suite.ptr(a), suite.ptr(c), KArg::I32(rows), KArg::I32(cols)],
-            )?
-        }
-        "cos_chain_fused" => {
-            let f = suite.function("cos_cos_fused")?;
-            time_median(suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(a), suite.ptr(c), KArg::U64(un)])?
-        }
-        "cos_chain_unfused" => {
-            // Two launches per repetition: time each pass and add them.
-            let f = suite.function("cos_pass")?;
-            let (_, s1) = time_median(suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(a), suite.ptr(b), KArg::U64(un)])?;
-            let (_, s2) = time_median(suite, &f, grid_for(n, 256), 2, reps, &[suite.ptr(b), suite.ptr(c), KArg::U64(un)])?;
-            let v: Vec<f64> = s1.iter().zip(&s2).map(|(x, y)| x + y).collect();
-            (0.0, v)
-        }
-        other => return Err(Error::input(format!("no GPU kernel '{other}'"), "see `roofline gpu run --help`")),
+    let library = match kernel.name {
+        "dgemm" => Some(super::blas::Blas::new(suite)?.best(super::blas::GemmType::Fp64, &[n], reps)?),
+        "dgemm_tiled" => Some(super::blas::Blas::new(suite)?.best(super::blas::GemmType::Fp64, &[n], reps.min(5))?),
+        _ => None,
     };
+    if kernel.name == "dgemm" {
+        let samples = library.as_ref().map(|g| g.samples_ms.clone()).unwrap_or_default();
+        return Ok((samples, library));
+    }
+    let warmup = if kernel.name == "dgemm_tiled" { 1 } else { 2 };
+    let mut samples = vec![0.0; reps];
+    for l in launches(suite, kernel, n, arrays)? {
+        let (_, s) = time_median(suite, &l.f, l.cfg, warmup, reps, &l.args)?;
+        for (sum, x) in samples.iter_mut().zip(s) {
+            *sum += x;
+        }
+    }
     Ok((samples, library))
+}
+
+/// The point's energy: one repetition of the kernel (cuBLAS's GEMM for dgemm) launched back
+/// to back under the GPU's energy counter, each stretch's power × the median repetition's
+/// time (`seconds_per_run`) one sample.
+#[allow(clippy::too_many_arguments)]
+fn kernel_energy(
+    suite: &Suite,
+    energy: &crate::counters::energy::Energy,
+    kernel: &GpuKernel,
+    n: usize,
+    arrays: &Operands,
+    library: Option<&super::blas::GemmRate>,
+    seconds_per_run: f64,
+    flops: f64,
+) -> Result<crate::schema::energy::PointEnergy> {
+    let repeated = match (kernel.name, library) {
+        ("dgemm", Some(g)) => super::blas::Blas::new(suite)?.with_gemm(g, |launch| {
+            let mut launch = || launch();
+            super::energy::repeat(energy, suite, seconds_per_run, flops, &mut launch)
+        })?,
+        _ => {
+            let ls = launches(suite, kernel, n, arrays)?;
+            let mut launch = || -> Result<()> {
+                for l in &ls {
+                    super::kernels::launch_once(suite, &l.f, l.cfg, &l.args)?;
+                }
+                Ok(())
+            };
+            super::energy::repeat(energy, suite, seconds_per_run, flops, &mut launch)?
+        }
+    };
+    let stretch = super::energy::stretch_seconds(energy);
+    let mut e = energy.steady_energy(&repeated.window, repeated.from, repeated.to, stretch, seconds_per_run, flops)?;
+    e.source = format!(
+        "{}; the kernel launched back to back {} times after a warm-up stretch, the counter read every few ms",
+        e.source, repeated.timed_launches,
+    );
+    Ok(e)
 }
 
 /// The report point of a run: the kernel's analytic W and compulsory DRAM Q, the timed

@@ -61,6 +61,7 @@ pub fn merge_job(inputs: Vec<(String, Report)>, environment: Environment) -> Res
             size.unwrap_or(0)
         ));
     }
+    warnings.extend(tell_apart_shared_host_names(&mut ranks));
     let nodes = node_groups(&ranks);
     let models: Vec<Option<MachineModel>> = nodes
         .iter()
@@ -276,6 +277,44 @@ fn add_roofs(a: &mut Roofs, b: &Roofs) {
         (Some(x), Some(y)) => Some(x + y),
         _ => None,
     };
+}
+
+/// Ranks of different launcher nodes (`node_id`) under one host name (cloned guests and
+/// containers are often all `vm` or `localhost`) are on different machines: each such node is
+/// named `HOST#ID` from here on, and a warning says so.
+fn tell_apart_shared_host_names(ranks: &mut [RankFile]) -> Option<String> {
+    let mut ids: BTreeMap<String, std::collections::BTreeSet<Option<u32>>> = BTreeMap::new();
+    for r in ranks.iter() {
+        ids.entry(r.job.node.clone()).or_default().insert(r.job.node_id);
+    }
+    let shared: Vec<(String, Vec<Option<u32>>)> = ids
+        .into_iter()
+        .filter(|(_, set)| set.len() > 1)
+        .map(|(host, set)| (host, set.into_iter().collect()))
+        .collect();
+    if shared.is_empty() {
+        return None;
+    }
+    let name = |host: &str, id: Option<u32>| match id {
+        Some(i) => format!("{host}#{i}"),
+        None => format!("{host}#?"),
+    };
+    for r in ranks.iter_mut() {
+        if shared.iter().any(|(h, _)| *h == r.job.node) {
+            r.job.node = name(&r.job.node, r.job.node_id);
+            if let Some(j) = r.report.environment.job.as_mut() {
+                j.node = r.job.node.clone();
+            }
+        }
+    }
+    let said: Vec<String> = shared
+        .iter()
+        .map(|(h, set)| format!("'{h}' ({})", set.iter().map(|&i| name(h, i)).collect::<Vec<_>>().join(", ")))
+        .collect();
+    Some(format!(
+        "host name(s) {} shared by ranks of different launcher nodes: each node named HOST#NODE_ID",
+        said.join(", ")
+    ))
 }
 
 /// Nodes by host name, in order of their first rank, with the indices of their ranks.

@@ -138,14 +138,9 @@ pub fn streams_ops_per_sec(k: Kernel, iters: u64, reps: u32) -> Option<f64> {
     Some((iters * k.ops_per_iter()) as f64 / t)
 }
 
-/// CPUs this process may run on (sched_getaffinity), in order.
+/// CPUs this process may run on (sched_getaffinity), the main job's chosen CPU first.
 pub fn allowed_cpus() -> Vec<usize> {
-    use nix::sched::{CpuSet, sched_getaffinity};
-    use nix::unistd::Pid;
-    match sched_getaffinity(Pid::from_raw(0)) {
-        Ok(set) => (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect(),
-        Err(_) => (0..crate::util::available_cpus()).collect(),
-    }
+    roofline_kernels::cpus::allowed_cpus()
 }
 
 /// Pin the calling thread to one CPU (best effort: a failure only makes timings noisier).

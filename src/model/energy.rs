@@ -12,6 +12,8 @@ use crate::schema::energy::EnergyRoofs;
 pub struct EnergyRoofline {
     /// Thread count of the roofs.
     pub threads: Option<u32>,
+    /// The energy domain the roofs are of (`psys`, `pkg+ram`, `gpu0`).
+    pub domain: String,
     /// pJ per flop: the lowest double-precision figure (the most efficient ISA).
     pub pj_per_flop: f64,
     /// Which `precision.isa` gave it.
@@ -22,8 +24,8 @@ pub struct EnergyRoofline {
     pub constant_watts: f64,
     /// Energy balance point, flop per byte: ε_byte / ε_flop.
     pub energy_balance: f64,
-    /// Time balance point, flop per byte: peak GFLOP/s over DRAM GB/s (where the report has
-    /// time roofs).
+    /// Time balance point, flop per byte: the peak GFLOP/s of the pJ/flop figure's precision
+    /// over DRAM GB/s (where the report has time roofs).
     pub time_balance: Option<f64>,
 }
 
@@ -39,6 +41,7 @@ impl EnergyRoofline {
         let eps_b = r.pj_per_byte.get("dram").copied().filter(|v| *v > 0.0)?;
         Some(EnergyRoofline {
             threads: r.threads,
+            domain: r.domain.clone(),
             pj_per_flop: *eps_f,
             flop_key: flop_key.clone(),
             pj_per_byte: eps_b,
@@ -56,6 +59,62 @@ impl EnergyRoofline {
     pub fn attainable_gflop_per_joule(&self, ai: f64) -> f64 {
         1e3 / (self.pj_per_flop + self.pj_per_byte / ai.max(f64::MIN_POSITIVE))
     }
+}
+
+/// Whether the compute roof `key` (`double.avx512.fma`, `tensor_fp64.gpu.fma`) is of
+/// `precision` (`double`, `bf16`, …): a GPU's tensor roofs are named by their input type.
+fn of_precision(key: &str, precision: &str) -> bool {
+    let head = key.split('.').next().unwrap_or("");
+    let tensor = match precision {
+        "double" => "tensor_fp64",
+        "half" => "tensor_fp16",
+        "bf16" => "tensor_bf16",
+        _ => "",
+    };
+    head == precision || (!tensor.is_empty() && head == tensor)
+}
+
+/// The energy roofline of each set of energy roofs a report carries, with its time balance
+/// from the report's time roofs of the same thread count (the highest compute roof of the
+/// pJ/flop figure's precision over DRAM: the H200's FP64 DMMA roof, not its int8 tensor one),
+/// and the points of that thread count: what every view draws.
+pub fn rooflines(report: &crate::schema::Report) -> Vec<(EnergyRoofline, Vec<&Point>)> {
+    report
+        .energy_roofs
+        .iter()
+        .filter_map(|r| {
+            let time = std::iter::once(&report.ceilings)
+                .flatten()
+                .chain(&report.ceilings_by_threads)
+                .find(|c| c.threads == r.threads || (c.threads.is_none() && report.ceilings_by_threads.is_empty()));
+            let dram = time.and_then(|c| c.bandwidth_gbs.get("dram").copied());
+            let precision = EnergyRoofline::new(r, None, None)?
+                .flop_key
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let peak = time.and_then(|c| {
+                c.compute_gflops
+                    .iter()
+                    .filter(|(k, _)| of_precision(k, &precision))
+                    .map(|(_, v)| *v)
+                    .reduce(f64::max)
+            });
+            let line = EnergyRoofline::new(r, peak, dram)?;
+            let points = report.points.iter().filter(|p| r.threads.is_none_or(|t| t == p.threads)).collect();
+            Some((line, points))
+        })
+        .collect()
+}
+
+/// Where a point sits on the first of its report's energy rooflines whose thread count it
+/// has; None without one.
+pub fn place_in(report: &crate::schema::Report, p: &Point) -> Option<(EnergyRoofline, EnergyPlace)> {
+    rooflines(report)
+        .into_iter()
+        .filter(|(_, pts)| pts.iter().any(|q| std::ptr::eq(*q, p)))
+        .find_map(|(line, _)| place(p, &line).map(|at| (line, at)))
 }
 
 /// A point on the energy roofline.

@@ -245,16 +245,25 @@ impl RoofSet {
 
     /// Theoretical roofs of `threads` cores from the machine model: per-core peaks times
     /// threads (FMA; no-FMA taken as half, one add or multiply per FMA slot), and per-core
-    /// bytes/cycle times the clock times threads for each level the platform knows.
+    /// bytes/cycle times the clock times threads for each level the platform knows. On every
+    /// core the per-core peak runs at the all-core clock of its ISA (the model's all-core peak
+    /// over cores, where lower): one core's turbo is no roof for sixteen.
     pub fn theoretical(m: &MachineModel, threads: u32) -> RoofSet {
-        let t = f64::from(threads.clamp(1, m.cores.max(1)));
+        let cores = m.cores.max(1);
+        let t = f64::from(threads.clamp(1, cores));
+        // The all-core clock's share of the one-core clock, from the model's two peaks.
+        let all_core_share = |per_core: f64, all_cores: Option<f64>| match all_cores {
+            Some(all) if threads >= cores && cores > 1 && all.is_finite() && all > 0.0 => (all / (per_core * f64::from(cores))).min(1.0),
+            _ => 1.0,
+        };
         let mut compute = Vec::new();
-        for (precision, by) in [
-            ("double", &m.peak_gflops_per_core.double),
-            ("single", &m.peak_gflops_per_core.single),
+        for (precision, by, all) in [
+            ("double", &m.peak_gflops_per_core.double, &m.peak_gflops.double),
+            ("single", &m.peak_gflops_per_core.single, &m.peak_gflops.single),
         ] {
             for isa in crate::machine::ByIsa::ISAS {
                 if let Some(g) = by.get(isa).filter(|g| g.is_finite() && *g > 0.0) {
+                    let g = g * all_core_share(g, all.get(isa));
                     for fma in [true, false] {
                         compute.push(ComputeRoof {
                             precision: precision.into(),
@@ -279,7 +288,7 @@ impl RoofSet {
                     isa: isa.into(),
                     fma: true,
                     mix: false,
-                    gflops: g * t,
+                    gflops: g * all_core_share(*g, m.peak_mixed.get(unit).copied()) * t,
                     empirical: false,
                     spread: 0.0,
                 });

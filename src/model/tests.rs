@@ -585,3 +585,32 @@ fn theoretical_roofs_include_the_mixed_units_of_the_machine_model() {
     assert_eq!(measured.at_isa("bf16", "amx").unwrap().gflops, 2800.0);
     assert!(!measured.at_isa("int8", "amx").unwrap().empirical);
 }
+
+#[cfg(feature = "analysis")]
+#[test]
+fn theoretical_roofs_of_every_core_run_at_the_all_core_clock() {
+    // An Emerald Rapids guest of 16 cores: one core's AVX2 clock read 3.56 GHz, all cores'
+    // 2.4 GHz; 32 single flop/cycle per core on AVX2, 1024 bf16 on AMX.
+    let (one, all) = (3.56, 2.4);
+    let doc = serde_json::json!({
+        "schema": "roofline.machine/1", "vendor": "GenuineIntel", "family": 6, "model": 207, "stepping": 2,
+        "brand": "Test EMR", "microarchitecture": "spr", "microarchitecture_name": "Emerald Rapids",
+        "identified_by": "cpuid model", "hypervisor": "KVM", "sockets": 1, "cores": 16, "threads": 16, "smt": false,
+        "caches": [], "isa": ["avx2", "fma", "amx_bf16"], "fp_pipes": {}, "fp_pipes_source": "platform table",
+        "frequency_ghz": {"nominal": 2.0, "nominal_source": "test", "measured": one, "by_isa": {}, "by_isa_all_threads": {}, "override_ghz": null},
+        "peak_gflops": {"double": {}, "single": {"avx2": 32.0 * all * 16.0}},
+        "peak_gflops_per_core": {"double": {}, "single": {"avx2": 32.0 * one}},
+        "mixed_ops_per_cycle": {"bf16.amx": 1024.0},
+        "peak_mixed_per_core": {"bf16.amx": 1024.0 * one},
+        "peak_mixed": {"bf16.amx": 1024.0 * all * 16.0}
+    });
+    let m: MachineModel = serde_json::from_value(doc).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b;
+    let every = RoofSet::theoretical(&m, 16);
+    assert!(close(every.peak("single").unwrap().gflops, 32.0 * all * 16.0), "{every:?}");
+    assert!(close(every.at_isa("bf16", "amx").unwrap().gflops, 1024.0 * all * 16.0));
+    // Fewer threads than cores keep the one-core clock (an upper bound); one thread is one core.
+    let four = RoofSet::theoretical(&m, 4);
+    assert!(close(four.peak("single").unwrap().gflops, 32.0 * one * 4.0));
+    assert!(close(RoofSet::theoretical(&m, 1).peak("single").unwrap().gflops, 32.0 * one));
+}

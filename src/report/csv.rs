@@ -1,6 +1,8 @@
 //! CSV export: one row per point (RFC 4180 quoting). Columns for bytes, GB/s and AI are one
 //! per level present in any point (`bytes_core`, `gbs_dram`, `ai_l2`, …); empty cells where a
 //! figure is unknown. Numbers are written with full precision so the table round-trips.
+//! Where any point carries energy (`--energy`), columns for it follow: the domain, joules per
+//! run and their spread, GFLOP/J, and its place on the report's energy roofline.
 
 use super::{Exporter, View};
 use crate::error::Result;
@@ -77,6 +79,10 @@ pub fn to_csv(view: &View) -> String {
         .iter()
         .map(|s| s.to_string()),
     );
+    let with_energy = view.points().any(|(_, p, _)| p.extra.energy.is_some());
+    if with_energy {
+        header.extend(ENERGY_COLUMNS.iter().map(|s| s.to_string()));
+    }
     let mut out = header.join(",");
     out.push('\n');
     for (r, p, a) in view.points() {
@@ -107,10 +113,45 @@ pub fn to_csv(view: &View) -> String {
         row.push(num(a.roof_fraction));
         row.push(if a.skipped.is_some() { String::new() } else { bound_key(&a.bound) });
         row.push(quote(a.skipped.as_deref().unwrap_or("")));
+        if with_energy {
+            row.extend(energy_cells(&r.report, p));
+        }
         out.push_str(&row.join(","));
         out.push('\n');
     }
     out
+}
+
+/// The energy columns, after the others.
+pub const ENERGY_COLUMNS: [&str; 8] = [
+    "energy_domain",
+    "joules",
+    "joules_spread",
+    "watts",
+    "gflop_per_joule",
+    "energy_roof_gflop_per_joule",
+    "energy_roof_fraction",
+    "energy_bound",
+];
+
+/// A point's energy cells (empty without energy): its whole domain's joules per run, their
+/// spread and the mean power, GFLOP/J, and where it sits on its report's energy roofline.
+fn energy_cells(report: &crate::schema::Report, p: &crate::schema::Point) -> Vec<String> {
+    let Some(e) = &p.extra.energy else {
+        return vec![String::new(); ENERGY_COLUMNS.len()];
+    };
+    let whole = e.domains.get(&e.total_domain);
+    let place = crate::model::energy::place_in(report, p).map(|(_, at)| at);
+    vec![
+        quote(&e.total_domain),
+        num(Some(e.total_joules)),
+        num(whole.and_then(|d| d.spread)),
+        num(whole.map(|d| d.watts)),
+        num(e.gflop_per_joule),
+        num(place.as_ref().map(|a| a.attainable)),
+        num(place.as_ref().map(|a| a.fraction)),
+        place.map(|a| a.bound.to_string()).unwrap_or_default(),
+    ]
 }
 
 impl Exporter for CsvExporter {

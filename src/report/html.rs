@@ -148,6 +148,12 @@ fn env_rows(e: &Environment) -> Vec<(&'static str, Option<String>)> {
         ("hypervisor", e.hypervisor.as_deref().map(crate::machine::cpuid::hypervisor_name)),
         ("steal", e.steal_fraction.map(|s| format!("{:.1}%", s * 100.0))),
         ("measured clock", e.measured_ghz.map(|g| format!("{g:.2} GHz"))),
+        (
+            "CPU of one thread",
+            e.cpu_choice
+                .as_ref()
+                .map(|c| crate::report::table::cpu_choice_line(c).trim_end().to_string()),
+        ),
         ("compiler", e.compiler.clone()),
         (
             "roofline",
@@ -213,6 +219,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     }
     // The script right after the charts: they respond before the rest of the page is read.
     let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
+    energy_section(&mut o, view);
     if job.is_some() {
         super::job_page::sections(&mut o, view);
     }
@@ -253,6 +260,41 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     let charted: Vec<View> = charted.into_iter().map(|(_, v)| v).collect();
     o.push_str(&render_rest(view, &charted)?);
     Ok(o)
+}
+
+/// The energy rooflines (GFLOP/J against intensity) of the reports that carry energy roofs,
+/// with each placed point's figures in a table beneath.
+fn energy_section(o: &mut String, view: &View) {
+    let charts = super::energy_chart::view_svgs(view);
+    if charts.is_empty() {
+        return;
+    }
+    o.push_str("<section class=\"energy\"><h2>Energy roofline</h2><div class=\"plots\">");
+    for svg in &charts {
+        let _ = write!(o, "<figure>{}</figure>", svg.trim_end());
+    }
+    o.push_str("</div><div class=\"scroll\"><table><tr><th>point</th><th>AI dram</th><th>GFLOP/J</th><th>roofline GFLOP/J</th><th>of roofline</th><th>energy bound</th><th>J/run</th></tr>");
+    for r in &view.reports {
+        for p in &r.report.points {
+            if let Some((_, at)) = crate::model::energy::place_in(&r.report, p) {
+                let _ = write!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}%</td><td>{}</td><td>{}</td></tr>",
+                    esc(&p.name),
+                    sig3(at.ai),
+                    sig3(at.gflop_per_joule),
+                    sig3(at.attainable),
+                    100.0 * at.fraction,
+                    at.bound,
+                    p.extra
+                        .energy
+                        .as_ref()
+                        .map_or("-".into(), |e| format!("{:.4e} ({})", e.total_joules, esc(&e.total_domain)))
+                );
+            }
+        }
+    }
+    o.push_str("</table></div><p class=\"muted\">Energy roofline (Choi, Bedard, Fowler and Vuduc): 1 / (pJ per flop + pJ per byte / intensity), the constant power left out; the energy balance point is where a byte costs as much as the flops it feeds.</p></section>");
 }
 
 fn threads_heading(set: &View) -> String {

@@ -11,6 +11,8 @@ pub mod csv;
 #[cfg(feature = "plot")]
 pub mod dot_info;
 #[cfg(feature = "plot")]
+pub mod energy_chart;
+#[cfg(feature = "plot")]
 pub mod html;
 #[cfg(any(feature = "analysis", feature = "plot"))]
 pub mod instruction;
@@ -231,7 +233,7 @@ pub const WRITE_EXTENSIONS: &[&str] = &["json", "csv", "txt", "svg", "png", "htm
 pub fn exporter_for(ext: &str) -> Result<Box<dyn Exporter>> {
     match ext {
         #[cfg(feature = "plot")]
-        "svg" => Ok(Box::new(plot::SvgExporter)),
+        "svg" => Ok(Box::new(energy_chart::SvgExporter)),
         #[cfg(feature = "plot")]
         "png" => Ok(Box::new(plot::PngExporter)),
         #[cfg(feature = "plot")]

@@ -1303,14 +1303,7 @@ pub fn png(view: &View) -> Result<Vec<u8>> {
     res
 }
 
-pub struct SvgExporter;
 pub struct PngExporter;
-
-impl Exporter for SvgExporter {
-    fn export(&self, view: &View) -> Result<Vec<u8>> {
-        Ok(svg(view)?.into_bytes())
-    }
-}
 
 impl Exporter for PngExporter {
     fn export(&self, view: &View) -> Result<Vec<u8>> {

@@ -39,13 +39,20 @@ fn prov(p: &Point, level: Option<&str>) -> String {
 /// The view as the text table the commands print (a section per thread count when the
 /// reports carry roofs at several).
 pub fn render(view: &View) -> String {
+    let cpu = view
+        .reports
+        .iter()
+        .find_map(|r| r.report.environment.cpu_choice.as_ref())
+        .map(cpu_choice_line)
+        .unwrap_or_default();
     let sets = view.by_threads();
     if sets.len() < 2 {
-        return render_one(view);
+        return cpu + &render_one(view);
     }
     // One section per roof set (the main job's one thread and every core), each point
     // under the roofs of its own thread count.
-    sets.iter()
+    let sections = sets
+        .iter()
         .map(|v| {
             let t = v
                 .roofs
@@ -54,8 +61,31 @@ pub fn render(view: &View) -> String {
                 .unwrap_or_else(|| "other thread counts".into());
             format!("== {t} ==\n{}", render_one(v))
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect::<Vec<_>>();
+    cpu + &sections.join("\n")
+}
+
+/// Below this share of the fastest CPU's probe rate, the CPUs are called unequal.
+pub const UNEQUAL_CPUS: f64 = 0.9;
+
+/// Which CPU one-thread runs used and why, and whether the machine's CPUs are unequal.
+pub fn cpu_choice_line(c: &crate::schema::report::CpuChoice) -> String {
+    let mut o = format!("one thread ran on CPU {} ({} on each of {} CPU(s)", c.cpu, c.probe, c.rates.len());
+    match c.slowest() {
+        Some((cpu, share)) if share < UNEQUAL_CPUS => {
+            let _ = write!(
+                o,
+                "); the CPUs are unequal: CPU {cpu} ran it at {:.0} % of the fastest (a neighbour on its core or a lower clock; teams wait for their slowest thread)",
+                100.0 * share
+            );
+        }
+        Some((_, share)) => {
+            let _ = write!(o, ", all within {:.0} % of the fastest)", 100.0 * (1.0 - share));
+        }
+        None => o.push(')'),
+    }
+    o.push('\n');
+    o
 }
 
 fn render_one(view: &View) -> String {

@@ -107,3 +107,24 @@ fn a_level_of_only_streamed_stores_has_a_core_side_roof() {
     assert_eq!(r.bandwidth_gbs["dram"], 25.0);
     assert_eq!(r.bandwidth_gbs["l1"], 150.0);
 }
+
+/// A disturbed compute ceiling (spread over 5 %) gives its best sample as the roof; a steady
+/// one its median. Random figures; the rule is checked from the numbers drawn.
+#[test]
+fn a_disturbed_compute_ceiling_gives_its_best_sample() {
+    let text = include_str!("../../tests/fixtures/reports/ceilings.json");
+    let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+    for _ in 0..50 {
+        let mut c = Ceilings::from_json(text, "fixture").unwrap();
+        let f = c
+            .compute
+            .iter_mut()
+            .find(|f| f.key() == "double.avx512.fma" && f.threads == 1)
+            .unwrap();
+        let (median, best, spread) = (f.gflops, f.gflops * (1.0 + rng.unit()), 0.2 * rng.unit());
+        f.gflops_best = best;
+        f.spread = spread;
+        let want = if spread > NOISY_COMPUTE_CEILING { best } else { median };
+        assert_eq!(c.roofs(1).compute_gflops["double.avx512.fma"], want, "spread {spread}");
+    }
+}

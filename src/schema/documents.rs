@@ -229,6 +229,24 @@ pub struct CompareRow {
     pub gpu_roof: Option<CompareRoof>,
     /// Whether the two sides ran the same family of precision.
     pub same_precision: bool,
+    /// Energy per unit of work on each side, where both points carry energy (`--energy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<CompareEnergy>,
+}
+
+/// Energy per unit of work of a compared pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareEnergy {
+    /// GFLOP per joule of the CPU point's whole domain.
+    pub cpu_gflop_per_joule: f64,
+    /// GFLOP per joule of the GPU point's whole domain.
+    pub gpu_gflop_per_joule: f64,
+    /// The domain each figure is of (`psys`, `pkg+ram`; `gpu0`, the board).
+    pub cpu_domain: String,
+    pub gpu_domain: String,
+    /// Joules per unit of work on the CPU over those on the GPU (above 1: the GPU spends
+    /// less energy on the same work).
+    pub ratio: f64,
 }
 
 /// A compute roof a compared point was read against.

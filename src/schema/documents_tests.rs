@@ -29,6 +29,7 @@ fn compare_row() -> CompareRow {
         cpu_roof: Some(roof("double.avx512.fma")),
         gpu_roof: None,
         same_precision: true,
+        energy: None,
     }
 }
 

@@ -69,6 +69,26 @@ pub struct PointEnergy {
     /// idle power that swamps the run's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the point sits on its report's energy roofline (filled by the views from the
+    /// report's `energy_roofs`; absent without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<EnergyRooflinePlace>,
+}
+
+/// A point's place on the energy roofline (`extra.energy.roofline`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+pub struct EnergyRooflinePlace {
+    /// Flop per DRAM byte.
+    pub ai: f64,
+    /// The roofline's GFLOP per joule at `ai` (the constant power left out).
+    pub attainable_gflop_per_joule: f64,
+    /// Measured GFLOP/J over `attainable_gflop_per_joule`.
+    pub fraction: f64,
+    /// The largest term of the modelled energy: `flops`, `dram` or `constant`.
+    pub bound: String,
+    /// The energy balance point of the roofline, flop per byte.
+    pub energy_balance: f64,
 }
 
 impl PointEnergy {
@@ -93,9 +113,9 @@ pub fn total_of(values: &BTreeMap<String, f64>) -> Option<(String, f64)> {
 }
 
 /// Energy roofs of one thread count: what a flop and a byte cost, and the constant power
-/// (Choi et al.'s energy roofline: E = W·ε_flop + Q·ε_byte + π₀·T).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+/// (Choi et al.'s energy roofline: E = W·ε_flop + Q·ε_byte + π₀·T). Read back in every build:
+/// the GPU ceilings document, which the light build reads too, holds them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct EnergyRoofs {
     /// The domain the figures are of (`psys`, `pkg+ram`, …).
     pub domain: String,

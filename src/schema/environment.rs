@@ -43,6 +43,7 @@ pub fn collect_from(root: &Path, command_line: &[String], var: &dyn Fn(&str) -> 
         command_line: command_line.to_vec(),
         rank: rank(var),
         job: None,
+        cpu_choice: None,
         timestamp: Some(utc_now()),
     }
 }

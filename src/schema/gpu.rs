@@ -119,4 +119,8 @@ pub struct GpuCeilings {
     /// What could not be measured, and why (no cuBLASLt, a GEMM type cuBLASLt refused).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The energy roofs (`gpu ceilings --energy`): pJ per flop of each precision's kernels, pJ
+    /// per HBM byte, the board's constant power, from its NVML counter (docs/energy.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::schema::energy::EnergyRoofs>,
 }

@@ -311,8 +311,44 @@ pub struct Environment {
     /// memory traffic): written by `roofline measure -o DIR/` under a launcher.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<job::JobRank>,
+    /// The CPU one-thread runs were pinned to, chosen by a probe of every allowed CPU (the main
+    /// job: a shared guest's vCPUs are not equal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_choice: Option<CpuChoice>,
     /// When the report was written, RFC 3339 UTC.
     pub timestamp: Option<String>,
+}
+
+/// How the CPU of one-thread runs was chosen: a short dgemm on every allowed CPU, the first
+/// within a few percent of the fastest taken.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+pub struct CpuChoice {
+    /// The chosen CPU.
+    pub cpu: usize,
+    /// What the probe ran, e.g. `dgemm n=160 (avx512), best of 2 × 20 ms`.
+    pub probe: String,
+    /// Each CPU's probe rate (GFLOP/s), in CPU order.
+    pub rates: Vec<CpuGflops>,
+}
+
+/// One CPU's probe rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+pub struct CpuGflops {
+    /// The CPU.
+    pub cpu: usize,
+    /// The probe's GFLOP/s on it.
+    pub gflops: f64,
+}
+
+impl CpuChoice {
+    /// The slowest CPU and its rate as a fraction of the fastest's.
+    pub fn slowest(&self) -> Option<(usize, f64)> {
+        let fastest = self.rates.iter().map(|r| r.gflops).fold(f64::NAN, f64::max);
+        let slow = self.rates.iter().min_by(|a, b| a.gflops.total_cmp(&b.gflops))?;
+        (fastest > 0.0).then(|| (slow.cpu, slow.gflops / fastest))
+    }
 }
 
 /// The roofs used for a report (a summary of `roofline.ceilings/1` or theoretical peaks).

@@ -154,9 +154,8 @@ impl Meter {
         })
     }
 
-    /// A meter over any source (a recording in tests).
-    #[cfg(test)]
-    pub fn with_source(domains: Vec<Domain>, source: Box<dyn Source>, description: String) -> Meter {
+    /// A meter over any source: the GPU's NVML counter, a recording.
+    pub fn from_source(domains: Vec<Domain>, source: Box<dyn Source>, description: String) -> Meter {
         Meter {
             domains,
             source,

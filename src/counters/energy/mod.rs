@@ -1,9 +1,10 @@
-//! Energy beside time: RAPL read through perf's dynamic `power` PMU, turned into joules per
-//! run and domain ([`PointEnergy`]).
+//! Energy beside time: RAPL read through perf's dynamic `power` PMU (and a GPU's NVML
+//! counter), turned into joules per run and domain ([`PointEnergy`]).
 //!
 //! - `domains`: which domains the kernel lists (`pkg`, `cores`, `ram`, `gpu`, `psys`), their
 //!   encodings and scales, from a sysfs tree that tests replace with a recorded one;
-//! - `meter`: readings, wrap-around, the idle power and the counters' granularity.
+//! - `meter`: readings, wrap-around, the idle power and the counters' granularity;
+//! - `nvml`: the GPU board's own counter (NVML, millijoules), and recordings of it.
 //!
 //! A domain counts everything its part of the machine did, not only the measured work: the
 //! idle power is measured before the runs (and subtracted when asked), runs are repeated and
@@ -16,6 +17,8 @@ use std::sync::Mutex;
 
 mod domains;
 mod meter;
+#[cfg(feature = "gpu")]
+pub mod nvml;
 #[cfg(test)]
 mod tests;
 
@@ -143,6 +146,29 @@ impl Energy {
         })
     }
 
+    /// The shortest stretch of repetitions one sample is taken over, seconds: ten counter
+    /// updates where the granularity is known, at least [`MIN_STRETCH_SECONDS`].
+    pub fn stretch_seconds(&self) -> f64 {
+        min_stretch(self.idle.granularity_seconds)
+    }
+
+    /// The counters' granularity measured while idle (median seconds between changes).
+    pub fn granularity_seconds(&self) -> Option<f64> {
+        self.idle.granularity_seconds
+    }
+
+    /// Per-unit energy samples of steady work in a window: see [`per_unit_samples`].
+    pub fn per_unit(&self, w: &Window, from: f64, to: f64, rate: f64, stretch: f64) -> Result<Vec<f64>> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| per_unit_samples(m, &marks, from, to, rate, stretch, &self.idle))
+    }
+
+    /// A kernel's energy from steady repetitions in a window: see [`steady_energy_of`].
+    pub fn steady_energy(&self, w: &Window, from: f64, to: f64, stretch: f64, seconds_per_run: f64, flops: f64) -> Result<PointEnergy> {
+        let marks = w.readings();
+        self.with_meter_ref(|m| steady_energy_of(m, &marks, from, to, stretch, &self.idle, self.options, seconds_per_run, flops))
+    }
+
     /// Which PMU and domains (for the provenance).
     pub fn description(&self) -> Result<String> {
         self.with_meter_ref(|m| m.description().to_string())
@@ -170,6 +196,16 @@ fn refuse_dead_counters(m: &Meter, idle: &Idle) -> Result<()> {
         return Ok(());
     }
     let names: Vec<String> = m.domains().iter().map(|d| format!("power/energy-{}/", d.name)).collect();
+    if m.description().starts_with("NVML") {
+        return Err(crate::error::Error::unavailable(
+            format!(
+                "{} did not change over the {} s idle window: the GPU's energy counter counts nothing here",
+                m.description(),
+                crate::schema::units::sig3(idle.power[0].seconds)
+            ),
+            "check `nvidia-smi -q -d POWER` (a vGPU or a MIG slice may report no power), or leave out --energy",
+        ));
+    }
     Err(crate::error::Error::unavailable(
         format!(
             "{} did not change over the {} s idle window: this machine's RAPL counters count nothing (a VM whose hypervisor lists the events without feeding them?)",
@@ -244,6 +280,85 @@ pub fn kernel_energy_of(m: &Meter, marks: &[Reading], idle: &Idle, opts: EnergyO
         "{}; joules per run = each stretch's power (≥ {} ms of timed repetitions) × the median run's {} s",
         m.description(),
         crate::schema::units::sig3(min * 1e3),
+        crate::schema::units::sig3(seconds_per_run)
+    );
+    assemble(m, samples, watts, idle, opts, flops, source, notes)
+}
+
+/// Stretches of steady work cut at the first domain's counter changes: a coarse counter
+/// (NVML's changes every 100 ms) holds the energy up to its last update, so a stretch timed
+/// from read instants is off by up to an update interval at each end; timed from the first
+/// reading that shows each change it is off by the gap between readings alone. Only changes
+/// from `from` to `to` (seconds of the readings) count; each stretch spans at least `stretch`
+/// seconds. Returns (seconds, joules) of each, per domain joules in the meter's order.
+pub fn change_stretches(m: &Meter, readings: &[Reading], from: f64, to: f64, stretch: f64) -> Vec<(f64, Vec<f64>)> {
+    let changes: Vec<&Reading> = readings
+        .windows(2)
+        .filter(|w| w[1].counts.first() != w[0].counts.first() && w[1].seconds >= from && w[1].seconds <= to)
+        .map(|w| &w[1])
+        .collect();
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    for (k, c) in changes.iter().enumerate().skip(1) {
+        if c.seconds - changes[start].seconds >= stretch {
+            out.push((c.seconds - changes[start].seconds, m.joules(changes[start], c)));
+            start = k;
+        }
+    }
+    out
+}
+
+/// Picojoules per unit of work of steady work at `rate` units per second from `from` to `to`:
+/// each stretch's power ([`change_stretches`]) above the first domain's idle power, over the
+/// rate; one sample per stretch, none where no stretch fits.
+pub fn per_unit_samples(m: &Meter, readings: &[Reading], from: f64, to: f64, rate: f64, stretch: f64, idle: &Idle) -> Vec<f64> {
+    if !(rate > 0.0 && rate.is_finite()) {
+        return Vec::new();
+    }
+    let idle_watts = idle.power.first().map_or(0.0, |p| p.watts);
+    change_stretches(m, readings, from, to, stretch)
+        .into_iter()
+        .filter_map(|(dt, j)| Some((j.first()? / dt - idle_watts) / rate * 1e12))
+        .collect()
+}
+
+/// A kernel's energy from steady repetitions between `from` and `to`: each stretch's power
+/// ([`change_stretches`]) × the median run's `seconds_per_run` one sample, the idle power
+/// taken off when asked.
+#[allow(clippy::too_many_arguments)]
+pub fn steady_energy_of(
+    m: &Meter,
+    readings: &[Reading],
+    from: f64,
+    to: f64,
+    stretch: f64,
+    idle: &Idle,
+    opts: EnergyOptions,
+    seconds_per_run: f64,
+    flops: f64,
+) -> PointEnergy {
+    let stretches = change_stretches(m, readings, from, to, stretch);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); m.domains().len()];
+    let (mut span, mut total) = (0.0, vec![0.0; m.domains().len()]);
+    for (dt, joules) in &stretches {
+        span += dt;
+        for (d, j) in joules.iter().enumerate() {
+            total[d] += j;
+            samples[d].push(net(j / dt, idle.power.get(d), opts) * seconds_per_run);
+        }
+    }
+    let watts: Vec<f64> = total.iter().map(|j| j / span.max(f64::MIN_POSITIVE)).collect();
+    let mut notes = Vec::new();
+    if stretches.is_empty() {
+        notes.push(format!(
+            "no stretch of {} ms between counter changes fitted in the repetitions: no joules measured",
+            crate::schema::units::sig3(stretch * 1e3)
+        ));
+    }
+    let source = format!(
+        "{}; joules per run = the power over each stretch of ≥ {} ms between counter changes × the median run's {} s",
+        m.description(),
+        crate::schema::units::sig3(stretch * 1e3),
         crate::schema::units::sig3(seconds_per_run)
     );
     assemble(m, samples, watts, idle, opts, flops, source, notes)
@@ -327,6 +442,7 @@ fn assemble(
         granularity_seconds: idle.granularity_seconds,
         source,
         notes,
+        roofline: None,
     }
 }
 

@@ -40,7 +40,7 @@ fn reading(seconds: f64, counts: &[u64]) -> Reading {
 
 fn meter(tree_name: &str, readings: Vec<Reading>, bits: u32) -> Meter {
     let pmu = discover(&tree(tree_name)).unwrap();
-    Meter::with_source(pmu.domains.clone(), Box::new(Recorded { readings, next: 0, bits }), pmu.describe())
+    Meter::from_source(pmu.domains.clone(), Box::new(Recorded { readings, next: 0, bits }), pmu.describe())
 }
 
 #[test]
@@ -115,7 +115,7 @@ fn each_domain_converts_with_its_own_scale() {
     }
     std::fs::write(copy.join("events/energy-ram.scale"), "1.52587890625e-05\n").unwrap();
     let pmu = discover(dir.path()).unwrap();
-    let m = Meter::with_source(
+    let m = Meter::from_source(
         pmu.domains.clone(),
         Box::new(Recorded {
             readings: vec![],

@@ -450,6 +450,13 @@ pub fn ceilings_cache_path(device_name: &str) -> Option<std::path::PathBuf> {
 /// The roofs a GPU report carries: the empirical ceilings cached for this GPU (when `gpu
 /// ceilings` ran on it), the theoretical peaks of `machine` beside them for what they lack.
 /// Returns the roofs and one line saying where they came from.
+/// The energy roofs of the cached `gpu ceilings --energy` of this GPU, where there are some.
+pub fn cached_energy_roofs(machine: &GpuMachine) -> Option<crate::schema::energy::EnergyRoofs> {
+    let text = std::fs::read_to_string(ceilings_cache_path(&machine.name)?).ok()?;
+    let doc: GpuCeilings = serde_json::from_str(&text).ok()?;
+    (doc.machine.name == machine.name).then_some(doc.energy)?
+}
+
 pub fn report_roofs(machine: &GpuMachine) -> (Option<crate::schema::report::Roofs>, Option<String>) {
     let theory = roofs_from_peaks(&machine.peaks);
     let cached = ceilings_cache_path(&machine.name).and_then(|p| {

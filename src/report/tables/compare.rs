@@ -33,6 +33,30 @@ pub fn precision_line(cpu: (&str, Option<&ComputeRoof>), gpu: (&str, Option<&Com
 /// The compute roofs the two sides of a compared row were read against, CPU then GPU.
 pub type RowRoofs<'a> = (Option<&'a ComputeRoof>, Option<&'a ComputeRoof>);
 
+/// Energy per unit of work beside the speedup: each side's GFLOP/J and pJ per flop, and how
+/// many times less energy one side spends on the same work, with what each side counted.
+pub fn energy_line(e: &crate::schema::documents::CompareEnergy) -> String {
+    use crate::schema::units::sig3;
+    let less = if e.ratio >= 1.0 {
+        format!("the GPU spends {}x less energy per flop", sig3(e.ratio))
+    } else {
+        format!("the CPU spends {}x less energy per flop", sig3(1.0 / e.ratio))
+    };
+    let mut s = format!(
+        "energy: CPU {} GFLOP/J ({} pJ/flop, {}), GPU {} GFLOP/J ({} pJ/flop, {}): {less}",
+        sig3(e.cpu_gflop_per_joule),
+        sig3(1e3 / e.cpu_gflop_per_joule),
+        e.cpu_domain,
+        sig3(e.gpu_gflop_per_joule),
+        sig3(1e3 / e.gpu_gflop_per_joule),
+        e.gpu_domain
+    );
+    if e.gpu_domain.starts_with("gpu") && e.cpu_domain != e.gpu_domain {
+        s += " (the GPU's figure is its board alone: the host that drives it is not counted)";
+    }
+    s
+}
+
 /// Per kernel: times, rates, roof fractions and the speedup, then the precision line and the
 /// caveats. `roofs` holds each row's roofs, in the rows' order.
 pub fn compare_table(rows: &[CompareRow], roofs: &[RowRoofs]) -> String {
@@ -63,6 +87,9 @@ pub fn compare_table(rows: &[CompareRow], roofs: &[RowRoofs]) -> String {
             "  {}\n",
             precision_line((&r.cpu_precision, *cpu_roof), (&r.gpu_precision, *gpu_roof))
         );
+        if let Some(e) = &r.energy {
+            table += &format!("  {}\n", energy_line(e));
+        }
         for w in &r.caveats {
             table += &format!("  note: {w}\n");
         }
@@ -105,6 +132,7 @@ mod tests {
             cpu_roof: None,
             gpu_roof: None,
             same_precision: true,
+            energy: None,
         }
     }
 
@@ -142,5 +170,32 @@ mod tests {
              machine); the two sides ran different precisions: the speedup compares unequal work"
         );
         assert_eq!(lines[5], "  note: GPU a: compute-bound at 5% of its roof");
+    }
+
+    #[test]
+    fn energy_per_flop_beside_the_speedup_when_both_sides_have_it() {
+        let mut r = row("dgemm");
+        r.energy = Some(crate::schema::documents::CompareEnergy {
+            cpu_gflop_per_joule: 2.0,
+            gpu_gflop_per_joule: 50.0,
+            cpu_domain: "psys".into(),
+            gpu_domain: "gpu0".into(),
+            ratio: 25.0,
+        });
+        let t = compare_table(&[r.clone()], &[(None, None)]);
+        let line = t.lines().find(|l| l.starts_with("  energy:")).unwrap();
+        assert_eq!(
+            line,
+            "  energy: CPU 2.00 GFLOP/J (500 pJ/flop, psys), GPU 50.0 GFLOP/J (20.0 pJ/flop, gpu0): the GPU spends 25.0x less \
+             energy per flop (the GPU's figure is its board alone: the host that drives it is not counted)"
+        );
+        let e = r.energy.as_mut().unwrap();
+        (e.ratio, e.gpu_domain) = (0.5, "psys".into());
+        let t = compare_table(&[r], &[(None, None)]);
+        assert!(
+            t.contains("the CPU spends 2.00x less energy per flop") && !t.contains("board alone"),
+            "{t}"
+        );
+        assert!(!compare_table(&[row("x")], &[(None, None)]).contains("energy:"));
     }
 }

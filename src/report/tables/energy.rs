@@ -91,22 +91,13 @@ pub fn energy_roofs_table(roofs: &[crate::schema::energy::EnergyRoofs]) -> Strin
 /// π₀, the energy balance point beside the time balance point, then each point of that thread
 /// count with its intensity, GFLOP/J against the roofline's, and its energy bound.
 pub fn energy_roofline_table(report: &crate::schema::Report) -> String {
-    use crate::model::energy::{EnergyRoofline, place};
+    use crate::model::energy::{place, rooflines};
     let mut s = String::new();
-    for r in &report.energy_roofs {
-        let time = std::iter::once(&report.ceilings)
-            .flatten()
-            .chain(&report.ceilings_by_threads)
-            .find(|c| c.threads == r.threads || (c.threads.is_none() && report.ceilings_by_threads.is_empty()));
-        let peak = time.and_then(|c| c.compute_gflops.values().copied().reduce(f64::max));
-        let dram = time.and_then(|c| c.bandwidth_gbs.get("dram").copied());
-        let Some(line) = EnergyRoofline::new(r, peak, dram) else {
-            continue;
-        };
+    for (line, points) in rooflines(report) {
         s += &format!(
             "\nenergy roofline ({} threads, {}): {} pJ/flop ({}), {} pJ/byte (DRAM), constant {} W; energy balance {} flop/byte, time balance {}\n",
-            r.threads.map_or("-".into(), |t| t.to_string()),
-            r.domain,
+            line.threads.map_or("-".into(), |t| t.to_string()),
+            line.domain,
             sig3(line.pj_per_flop),
             line.flop_key,
             sig3(line.pj_per_byte),
@@ -116,7 +107,7 @@ pub fn energy_roofline_table(report: &crate::schema::Report) -> String {
         );
         let cols = Columns::new(" ").left(30).right(9).right(10).right(12).right(8).right(9);
         s += &(cols.line(["POINT", "AI dram", "GFLOP/J", "ROOF GFLOP/J", "OF ROOF", "BOUND"]) + "\n");
-        for p in report.points.iter().filter(|p| r.threads.is_none_or(|t| t == p.threads)) {
+        for p in points {
             if let Some(at) = place(p, &line) {
                 s += &(cols.line([
                     p.name.clone(),
