@@ -9,6 +9,8 @@
 #
 #   scripts/page-speed.sh [N] [RUNS]
 #   PEER=/path/to/other/roofline scripts/page-speed.sh   # the same, alternating with another build's page
+#   JOB=1 scripts/page-speed.sh [RANKS] [RUNS]          # a job's page: RANKS ranks (default 1000) on
+#                                                       # nodes of 8, merged by `report merge`
 #
 # Prints the page's size, then per run: load ms, hover/pin median and max ms, toggle and
 # zoom ms; with PEER, the other page's load time in the same run and the ratio. The target
@@ -28,6 +30,27 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+if [ -n "${JOB:-}" ]; then
+  # A job of N ranks, 8 a node, made from a recorded rank file (as benches/job_merge.rs does).
+  python3 - "$N" tests/fixtures/jobs/two-nodes/genoa-a-r0.json "$work/job" <<'PY'
+import json, os, sys
+n, src, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+base = json.load(open(src))
+os.makedirs(out)
+for r in range(n):
+    d = json.loads(json.dumps(base))
+    host, local = f"node{r // 8}", r % 8
+    d["environment"]["job"].update(rank=r, size=n, local_rank=local, node=host, dram="node" if local == 0 else "none")
+    for p in d["points"]:
+        p["flops"]["total"] = 1000.0 + r
+        p["seconds"] = 1e-3 * (1 + r % 7)
+        if local != 0:
+            p["bytes"].pop("dram", None)
+    json.dump(d, open(f"{out}/{host}-r{r}.json", "w"))
+PY
+  "$R" report merge "$work/job" -o "$work/page.html" >/dev/null 2>&1
+  echo "page-speed: job of $N ranks: $(stat -c %s "$work/page.html") bytes"
+else
 python3 - "$N" tests/fixtures/reports/main-job.json "$work/many.json" <<'PY'
 import json, random, sys
 n, src, dst = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -55,6 +78,7 @@ json.dump(r, open(dst, "w"))
 PY
 "$R" report show "$work/many.json" -o "$work/page.html" >/dev/null 2>&1
 echo "page-speed: $N points: $(stat -c %s "$work/page.html") bytes"
+fi
 if [ -n "${PEER:-}" ]; then
   "$PEER" report show "$work/many.json" -o "$work/peer.html" >/dev/null 2>&1
   echo "page-speed: peer page ($PEER): $(stat -c %s "$work/peer.html") bytes"
