@@ -9,15 +9,7 @@ use std::time::Instant;
 
 use roofline_kernels::Instance;
 use roofline_kernels::gemm_lowp::{AmxBlocking, Lowp, LowpMats, Path};
-use roofline_kernels::runner::pin_to_cpu;
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let x = q * (s.len() - 1) as f64;
-    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-    s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
-}
+use roofline_kernels::runner::{pin_to_cpu, quantile};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

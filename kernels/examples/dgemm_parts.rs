@@ -19,7 +19,7 @@ use roofline_kernels::check::Buf;
 use roofline_kernels::gemm::{Args, Block, Blocking, Micro, Zmm8x16Eb, macro_kernel, nest, pack_a_8_zmm, pack_b};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
-use roofline_kernels::runner::pin_to_cpu;
+use roofline_kernels::runner::{pin_to_cpu, quantile};
 use roofline_kernels::{Precision, simd::F64x8};
 
 type MicroFn = unsafe fn(usize, *const f64, *const f64, *mut f64, usize, bool);
@@ -58,14 +58,6 @@ macro_rules! kernel {
             gemm,
         }
     }};
-}
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let x = q * (s.len() - 1) as f64;
-    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-    s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
 }
 
 const PARTS: [&str; 5] = ["micro", "a-from-l2", "macro", "gemm", "packing"];

@@ -17,7 +17,7 @@ use roofline_kernels::check::Buf;
 use roofline_kernels::gemm::{Args, Blocking, Generic, Zmm8x16Eb, gemm_pf, nest};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
-use roofline_kernels::runner::pin_to_cpu;
+use roofline_kernels::runner::{pin_to_cpu, quantile};
 use roofline_kernels::{Precision, simd::F64x8};
 
 type Run = unsafe fn(&Args<f64>);
@@ -121,14 +121,6 @@ fn parse(s: &str) -> Shape {
         },
         run,
     }
-}
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let x = q * (s.len() - 1) as f64;
-    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-    s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
 }
 
 fn main() {

@@ -41,6 +41,16 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
 
 pub use crate::cpus::allowed_cpus;
 
+/// The `q` quantile (0 to 1) of `v`, linear between neighbours; `v` must not be empty (the
+/// interleaved timing examples' medians, minima and maxima).
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let x = q * (s.len() - 1) as f64;
+    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+    s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
+}
+
 /// A sample lasts at least this long: short calls are timed in batches.
 pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;
 
