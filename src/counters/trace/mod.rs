@@ -560,6 +560,19 @@ fn tracer_notes(stats: &DriverStats) -> Vec<String> {
 /// `extra.trace`: how the tracer ran (stops, steps, blocks, run-ahead, displaced execution)
 /// and what went wrong.
 fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
+    // Its own object: one json! of every key would pass the macro recursion limit.
+    let cache = serde_json::json!({
+        "translations": stats.cache_translations,
+        "refused": stats.cache_refused,
+        "entries": stats.cache_entries,
+        "exits": stats.cache_exits,
+        "misses": stats.cache_misses,
+        "misses_translated": stats.cache_misses_translated,
+        "return_sites": stats.cache_return_sites,
+        "links": stats.cache_links,
+        "flushes": stats.cache_flushes,
+        "blocks": stats.cache_blocks,
+    });
     serde_json::json!({
         "stops": stats.stops,
         "single_steps": stats.steps,
@@ -599,16 +612,7 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "path_ends": stats.path_ends,
         "emulated_again": stats.emulated_again,
         "emulator_page_reads": stats.emulator_page_reads,
-        "cache": {
-            "translations": stats.cache_translations,
-            "refused": stats.cache_refused,
-            "entries": stats.cache_entries,
-            "exits": stats.cache_exits,
-            "misses": stats.cache_misses,
-            "links": stats.cache_links,
-            "flushes": stats.cache_flushes,
-            "blocks": stats.cache_blocks,
-        },
+        "cache": cache,
         "gaps": stats.gaps.iter().map(|(t, a)| serde_json::json!({"thread": t, "address": format!("{a:#x}")})).collect::<Vec<_>>(),
     })
 }

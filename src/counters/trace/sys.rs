@@ -276,6 +276,27 @@ pub fn find_syscall_insn(pid: Pid, mem: &Memory) -> Option<u64> {
     None
 }
 
+/// Whether system call `nr` may end the calling thread's address space before the tracer sees
+/// the thread stop again: `execve` replaces it, `exit`/`exit_group` and a signal sent to
+/// itself may end the process (the exit event comes after the space is torn down for a
+/// kill). The code cache's counters are read before such a call; any other call leaves the
+/// counter areas where they are, to be read at the next marker, exec or exit.
+pub fn may_end_the_address_space(nr: u64) -> bool {
+    [
+        libc::SYS_execve,
+        libc::SYS_execveat,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_kill,
+        libc::SYS_tkill,
+        libc::SYS_tgkill,
+        libc::SYS_rt_sigqueueinfo,
+        libc::SYS_rt_tgsigqueueinfo,
+    ]
+    .iter()
+    .any(|&n| n as u64 == nr)
+}
+
 /// A thread stopped by a signal inside a system call that the kernel will restart (rax is
 /// -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND or -ERESTART_RESTARTBLOCK and the signal is
 /// suppressed): its registers as they will be when it resumes, at the `syscall` instruction

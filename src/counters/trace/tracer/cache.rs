@@ -19,6 +19,7 @@
 
 use nix::libc;
 use nix::unistd::Pid;
+use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
 use crate::counters::trace::cache_code::{self, AREA_SIZE, ExitKind, HEADER, ORIGIN, TABLE_BYTES, THREAD_COUNTERS, WAYS};
@@ -26,6 +27,8 @@ use crate::counters::trace::tally::Tally;
 use crate::counters::trace::xol::{REACH, Xol};
 
 use super::Tracer;
+use crate::counters::trace::classify::Flow;
+
 use super::block::{Block, ends_in_sigreturn};
 use super::cache_state::{Area, Entry, MaskedCount, ThreadCounters};
 use super::threads::Then;
@@ -95,14 +98,41 @@ impl Tracer<'_> {
                 self.arrive(pid, x, regs);
             }
             ExitKind::Miss(l) => {
-                // Before the original return or indirect branch: it runs there, one step, and
-                // the thread arrives at its target (the instruction was counted with its block).
+                // Before the original return or indirect branch (counted with its block). A
+                // return is done here: its target popped, the thread arrives there. Any other
+                // runs there, one step, and the thread arrives at its target.
                 self.stats.cache_misses += 1;
+                if let Some((target, rsp)) = self.popped_return(si, l, &regs) {
+                    if self.spaces[si].cache.trans.get(&target).is_some_and(|t| t.is_some()) {
+                        self.stats.cache_misses_translated += 1;
+                    }
+                    regs.rsp = rsp;
+                    self.move_rip(pid, &mut regs, target);
+                    self.arrive(pid, target, regs);
+                    return true;
+                }
                 self.move_rip(pid, &mut regs, l);
                 self.step_on(pid, si, l, regs, Then::Arrive);
             }
         }
         true
+    }
+
+    /// Where the return at `at` goes from `regs` and the `rsp` it leaves: its target read from
+    /// the stack, `rsp` past it and the bytes `ret imm16` releases. None for any other branch,
+    /// or where the stack cannot be read.
+    fn popped_return(&mut self, si: usize, at: u64, regs: &libc::user_regs_struct) -> Option<(u64, u64)> {
+        let insn = self.spaces[si].insn_at(at, &mut self.factory);
+        let release = match insn.instr.code() {
+            iced_x86::Code::Retnq => 0,
+            iced_x86::Code::Retnq_imm16 => u64::from(insn.instr.immediate16()),
+            _ => return None,
+        };
+        let mut target = [0u8; 8];
+        if self.spaces[si].mem.read(regs.rsp, &mut target) != target.len() {
+            return None;
+        }
+        Some((u64::from_le_bytes(target), regs.rsp.wrapping_add(8 + release)))
     }
 
     /// Link the exit stub at `stub` to the translation at `to` (when in reach), once.
@@ -123,16 +153,54 @@ impl Tracer<'_> {
         }
     }
 
-    /// The translation of the block starting at `pc`, made on first use.
+    /// The translation of the block starting at `pc`, made on first use (with its return
+    /// site's where it ends in a call).
     fn translation(&mut self, pid: Pid, si: usize, pc: u64) -> Option<u64> {
         if let Some(t) = self.spaces[si].cache.trans.get(&pc) {
             return *t;
         }
+        let made = self.new_translation(pid, si, pc);
+        if made.is_some() {
+            self.translate_return_site(pid, si, pc);
+        }
+        made
+    }
+
+    /// A call's return site is translated with the call's block, before it ever ran: the
+    /// callee's return then finds it in the table, where it would trap at a miss (the site
+    /// would be cold the first times, as run-once code is). One level: the site's own return
+    /// site waits for its block to be translated.
+    fn translate_return_site(&mut self, pid: Pid, si: usize, pc: u64) {
+        let Some(last) = self.spaces[si].blocks.get(&pc).and_then(|b| b.insns.last().cloned()) else {
+            return;
+        };
+        if !matches!(last.flow, Flow::Call(_) | Flow::IndirectCall) {
+            return;
+        }
+        let site = last.next();
+        if self.spaces[si].cache.trans.contains_key(&site) {
+            return;
+        }
+        self.spaces[si].block_at(site, &mut self.factory);
+        self.stats.cache_return_sites += 1;
+        self.new_translation(pid, si, site);
+    }
+
+    /// A translation of the block at `pc` (decoded), remembered either way.
+    fn new_translation(&mut self, pid: Pid, si: usize, pc: u64) -> Option<u64> {
         let made = self.translate_block(pid, si, pc);
         if made.is_none() {
             self.stats.cache_refused += 1;
         }
         self.spaces[si].cache.trans.insert(pc, made);
+        // The exits of other translations that lead here jump here from now on, without a trap.
+        if let Some(at) = made
+            && let Some(stubs) = self.spaces[si].cache.waiting.remove(&pc)
+        {
+            for stub in stubs {
+                self.link(si, stub, at);
+            }
+        }
         made
     }
 
@@ -182,6 +250,9 @@ impl Tracer<'_> {
         a.code_used += (bytes.len() as u64).next_multiple_of(16);
         for (off, kind) in &tr.stubs {
             sp.cache.stubs.insert(at + off, (*kind, false));
+            if let ExitKind::Direct(x) = kind {
+                sp.cache.waiting.entry(*x).or_default().push(at + off);
+            }
         }
         let masked = masked_counts(&block, &lanes, counter);
         sp.cache.entries.push(Entry {
@@ -381,7 +452,7 @@ const LANE_COUNT_BYTES: u64 = 64;
 /// The masked instructions of `block` as a translation at counter `counter` counts them: each
 /// one's tally with no lane active, and where it is lane-counted (`lanes`, in the order of
 /// their counters after `counter`) what one active lane adds.
-fn masked_counts(block: &Block, lanes: &[(usize, u32)], counter: usize) -> Vec<MaskedCount> {
+fn masked_counts(block: &Block, lanes: &[(usize, u32)], counter: usize) -> Rc<[MaskedCount]> {
     block
         .masked
         .iter()

@@ -27,7 +27,7 @@ pub(super) struct Area {
 pub(super) struct Entry {
     pub(super) block: Rc<Block>,
     pub(super) counter: usize,
-    pub(super) masked: Vec<MaskedCount>,
+    pub(super) masked: Rc<[MaskedCount]>,
 }
 
 /// A masked instruction of a translated block: its tally is `base` per execution plus
@@ -64,6 +64,9 @@ pub(super) struct CodeCache {
     pub(super) counters: BTreeMap<i32, ThreadCounters>,
     /// Exit stubs by address: where each leads, and whether it is linked.
     pub(super) stubs: BTreeMap<u64, (ExitKind, bool)>,
+    /// Unlinked direct-exit stubs by the original address they lead to: linked when that
+    /// address gets its translation, before any thread takes them.
+    pub(super) waiting: FastMap<Vec<u64>>,
     /// A thread was sent into a translation since the counters were last read.
     pub(super) used: bool,
     /// An area or the table could not be mapped: no more translations in this space.

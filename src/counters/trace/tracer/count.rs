@@ -398,12 +398,14 @@ impl Tracer<'_> {
             self.enters_call(pid, call, back);
         }
         if path_ends_in_stop.unwrap_or_else(|| ends_in_stop(&block)) {
-            // An `exit`, `execve` or `munmap` may follow: the translations' counts first.
-            self.flush_cache(pid, si);
             let gprs = match &path_call {
                 Some((g, _)) => *g,
                 None => self.regs_at_syscall(pid, si, &block, &regs),
             };
+            if gprs.and_then(|r| r[0]).is_none_or(sys::may_end_the_address_space) {
+                // The translations' counts first: their counter areas go with the space.
+                self.flush_cache(pid, si);
+            }
             self.forget_unmapped_code(si, gprs);
         }
         if block.rep

@@ -150,13 +150,17 @@ pub struct DriverStats {
     /// `emulated_instructions`).
     pub emulated_again: std::collections::BTreeMap<&'static str, u64>,
     /// Code cache (`ROOFLINE_TRACE_CACHE`): blocks translated, translations refused, threads
-    /// sent in at a trap, exit-stub and miss traps, stubs linked, counter reads, and block
+    /// sent in at a trap, exit-stub and miss traps (of these, misses whose target had a
+    /// translation that the table did not hold), return sites translated with their call's
+    /// block, stubs linked, counter reads, and block
     /// executions counted from the counters.
     pub cache_translations: u64,
     pub cache_refused: u64,
     pub cache_entries: u64,
     pub cache_exits: u64,
     pub cache_misses: u64,
+    pub cache_misses_translated: u64,
+    pub cache_return_sites: u64,
     pub cache_links: u64,
     pub cache_flushes: u64,
     pub cache_blocks: u64,
