@@ -177,6 +177,7 @@ fn kernel_window(n: usize) -> (Meter, Vec<Reading>, Idle) {
             seconds: 1.0,
         }],
         granularity_seconds: Some(1e-3),
+        longest_read_gap_seconds: 0.0,
     };
     (meter("emr-psys", vec![], 64), marks, idle)
 }
@@ -230,6 +231,7 @@ fn command_runs_each_between_two_readings_with_spread() {
     let idle = Idle {
         power: vec![],
         granularity_seconds: Some(1e-3),
+        longest_read_gap_seconds: 0.0,
     };
     let e = runs_energy_of(&m, &runs, &idle, EnergyOptions::default(), 0.0);
     assert!((e.domains["pkg"].joules - 11.0).abs() < 1e-6);
