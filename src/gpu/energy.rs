@@ -385,12 +385,7 @@ fn run_between_updates(
 /// count changed.
 fn wait_for_update(window: &Window, since: &crate::counters::energy::Reading, patience: f64) {
     let t0 = std::time::Instant::now();
-    let moved = |w: &Window| {
-        w.readings()
-            .iter()
-            .any(|r| r.seconds > since.seconds && r.counts.first() != since.counts.first())
-    };
-    while !moved(window) && t0.elapsed().as_secs_f64() < patience {
+    while !window.changed_since(since) && t0.elapsed().as_secs_f64() < patience {
         std::thread::sleep(std::time::Duration::from_secs_f64(COMMAND_POLL_SECONDS));
     }
 }

@@ -80,6 +80,17 @@ impl Window {
     pub fn readings(&self) -> Vec<Reading> {
         self.marks.lock().map(|m| m.clone()).unwrap_or_default()
     }
+
+    /// Whether a reading taken after `since` shows the first domain's count changed (read from
+    /// the end, without copying a long window).
+    pub fn changed_since(&self, since: &Reading) -> bool {
+        self.marks.lock().is_ok_and(|m| {
+            m.iter()
+                .rev()
+                .take_while(|r| r.seconds > since.seconds)
+                .any(|r| r.counts.first() != since.counts.first())
+        })
+    }
 }
 
 impl Energy {

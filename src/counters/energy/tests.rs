@@ -297,3 +297,29 @@ fn counters_that_never_move_are_refused_not_zero() {
     let w = e.window().err().unwrap();
     assert!(w.to_string().contains("exhausted"));
 }
+
+#[test]
+fn a_window_says_whether_the_count_changed_after_a_reading() {
+    // The idle window takes the first 21 readings (0.5 s); then the count holds at 5000 for
+    // three readings and moves at the fourth.
+    let mut readings: Vec<Reading> = (0..=20).map(|k| reading(k as f64 * 0.025, &[k * 250])).collect();
+    for (k, c) in [5000u64, 5000, 5000, 5001].into_iter().enumerate() {
+        readings.push(reading(0.6 + k as f64 * 0.025, &[c]));
+    }
+    let half = EnergyOptions {
+        idle_seconds: 0.5,
+        ..EnergyOptions::default()
+    };
+    let e = Energy::with_meter(meter("emr-psys", readings, 64), half).unwrap();
+    let w = e.window().unwrap();
+    let first = w.readings()[0].clone();
+    assert!(!w.changed_since(&first));
+    let second = e.mark(&w).unwrap();
+    assert!(!w.changed_since(&first) && !w.changed_since(&second));
+    e.mark(&w).unwrap();
+    let moved = e.mark(&w).unwrap();
+    assert_eq!(moved.counts, [5001]);
+    assert!(w.changed_since(&first) && w.changed_since(&second));
+    // Nothing after the last reading.
+    assert!(!w.changed_since(&moved));
+}
