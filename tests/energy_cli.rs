@@ -66,6 +66,8 @@ fn gpu_energy_without_a_gpu_is_exit_2_in_one_line_never_a_zero() {
     for args in [
         vec!["gpu", "run", "triad", "--energy", "-o", out.to_str().unwrap()],
         vec!["gpu", "ceilings", "--quick", "--energy", "-o", out.to_str().unwrap()],
+        // The whole command's energy: refused before ncu or the command runs.
+        vec!["gpu", "measure", "--energy", "-o", out.to_str().unwrap(), "--", "true"],
     ] {
         let a = roofline().args(&args).assert().code(2);
         let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
@@ -80,6 +82,10 @@ fn gpu_energy_without_a_gpu_is_exit_2_in_one_line_never_a_zero() {
     }
     // --subtract-idle means nothing without --energy.
     roofline().args(["gpu", "run", "triad", "--subtract-idle"]).assert().code(2);
+    roofline()
+        .args(["gpu", "measure", "--subtract-idle", "--", "true"])
+        .assert()
+        .code(2);
 }
 
 /// The recorded H200 report (`gpu run dgemm|triad --energy`, the board's NVML counter).
@@ -191,4 +197,102 @@ fn compare_puts_energy_per_flop_beside_the_speedup_when_both_sides_have_it() {
         .success();
     let text = String::from_utf8_lossy(&t.get_output().stdout).into_owned();
     assert_eq!(text.matches("  energy: CPU").count(), 1, "{text}");
+}
+
+#[test]
+fn a_rapl_counter_that_never_moves_is_refused_by_every_command_naming_its_domain() {
+    // What the Emerald Rapids guest of the GPU hosts gives: `energy-psys` listed, opened and
+    // read, its count the same in every reading. Replayed (ROOFLINE_RAPL_RECORDING) over its
+    // recorded tree, so every machine runs the commands against that counter.
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rapl/emr-psys");
+    let dir = tempfile::tempdir().unwrap();
+    let flat = dir.path().join("flat.txt");
+    let count = 0x1234_5678_9abc_u64;
+    let text: String = (0..=1500).map(|k| format!("{:.3} {count}\n", k as f64 * 1e-3)).collect();
+    std::fs::write(&flat, text).unwrap();
+    let out = dir.path().join("r.json");
+    let job = dir.path().join("job");
+    for args in [
+        vec!["run", "triad", "--size", "1000", "--energy", "-o", out.to_str().unwrap()],
+        vec!["measure", "--energy", "-o", out.to_str().unwrap(), "--", "true"],
+        vec!["ceilings", "--quick", "--energy", "-o", out.to_str().unwrap()],
+        vec!["profile", "--energy", "--kernels", "triad", "-o", job.to_str().unwrap()],
+    ] {
+        let a = roofline()
+            .args(&args)
+            .env("ROOFLINE_SYSFS_PMUS", &tree)
+            .env("ROOFLINE_RAPL_RECORDING", &flat)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 2, "{args:?}: cause and hint: {err}");
+        assert!(
+            lines[0].contains("power/energy-psys/ did not change over the 1.00 s idle window") && lines[0].contains("count nothing"),
+            "{args:?}: {err}"
+        );
+        assert!(lines[1].trim_start().starts_with("hint:"), "{args:?}: {err}");
+        assert!(a.get_output().stdout.is_empty(), "{args:?}");
+        assert!(!out.exists() && !job.exists(), "{args:?} wrote a report");
+    }
+}
+
+/// `gpu measure --energy -k elementwise -- python3 mm.py` on an H200 (2026-11-29): ncu's four
+/// elementwise kernels, and the board's joules over one run of the whole command.
+fn h200_measure() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/gpu_measure_energy_h200.json")
+}
+
+#[test]
+fn a_whole_command_s_energy_is_said_in_every_view_as_what_it_is() {
+    // `gpu measure --energy` writes no joules per kernel: `command_energy` says what it
+    // measured instead, and the table, the page and the JSON view carry that line.
+    let dir = tempfile::tempdir().unwrap();
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(h200_measure()).unwrap()).unwrap();
+    let c = &report["command_energy"];
+    let measured = c["measured"].as_str().unwrap();
+    assert!(
+        measured.starts_with("the whole command, one run of its own without Nsight Compute"),
+        "{measured}"
+    );
+    // The one run is the figure: one sample, no spread, the mean power its joules over its time.
+    let e = &c["energy"];
+    let gpu0 = &e["domains"]["gpu0"];
+    assert_eq!(gpu0["joules_samples"].as_array().unwrap().len(), 1);
+    assert!(gpu0.get("spread").is_none());
+    let (joules, seconds) = (e["total_joules"].as_f64().unwrap(), c["seconds"].as_f64().unwrap());
+    assert!((gpu0["watts"].as_f64().unwrap() * seconds - joules).abs() < 1e-9 * joules);
+    assert!(c["uncertainty_joules"].as_f64().unwrap() < 1e-3 * joules);
+    assert!(
+        report["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["extra"].get("energy").is_none())
+    );
+    let file = h200_measure();
+    let a = roofline().args(["report", "show", file.to_str().unwrap()]).assert().success();
+    let table = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(table.contains(&format!("energy: {measured}")), "{table}");
+    assert!(table.contains(e["source"].as_str().unwrap()), "{table}");
+    // No point carries joules: the per-point energy table is absent.
+    assert!(!table.contains("J/RUN"), "{table}");
+    let html = dir.path().join("r.html");
+    roofline()
+        .args(["report", "show", file.to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("class=\"command-energy\"") && page.contains("no joules belong to one kernel"),
+        "no command energy on the page"
+    );
+    let json = dir.path().join("r.json");
+    roofline()
+        .args(["report", "show", file.to_str().unwrap(), "-o", json.to_str().unwrap()])
+        .assert()
+        .success();
+    let back: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(back["command_energy"], report["command_energy"]);
 }

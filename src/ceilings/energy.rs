@@ -10,7 +10,6 @@ use crate::counters::energy::Energy;
 use crate::error::{Error, Result};
 use crate::schema::ceilings::Host;
 use crate::schema::energy::{EnergyRoofs, total_of};
-use crate::schema::stats;
 
 /// Picojoules per unit of work: the power above the constant power, over the work's rate.
 /// None where the rate is not positive.
@@ -35,16 +34,6 @@ fn whole_watts<T>(energy: &Energy, f: impl FnOnce() -> T) -> Result<(f64, T)> {
     energy.mark(&w)?;
     let watts = total_of(&energy.window_watts(&w)?).map(|(_, v)| v).unwrap_or(0.0);
     Ok((watts, out))
-}
-
-/// Median and spread of figures, the key named in `spread`.
-fn keep(map: &mut BTreeMap<String, f64>, spread: &mut BTreeMap<String, f64>, key: &str, skey: String, xs: &[f64]) {
-    if let Some(m) = stats::median(xs) {
-        map.insert(key.to_string(), m);
-        if let Some(s) = stats::spread(xs).filter(|_| xs.len() >= 2) {
-            spread.insert(skey, s);
-        }
-    }
 }
 
 /// Energy roofs at each thread count of `opts`, each figure measured `repeats` times.
@@ -77,7 +66,7 @@ pub fn measure(energy: &Energy, host: &Host, opts: &Options, repeats: usize) -> 
                 key = format!("{}.{}", c.precision, c.isa);
                 xs.extend(pj_per_unit(watts, constant, c.gflops * 1e9));
             }
-            keep(&mut roofs.pj_per_flop, &mut roofs.spread, &key, format!("flop.{key}"), &xs);
+            roofs.keep_flop(&key, &xs);
         }
         for u in roofline_kernels::lowp::Unit::ALL.into_iter().filter(|u| u.available()) {
             let key = format!("{}.{}", u.precision(), u.isa());
@@ -88,7 +77,7 @@ pub fn measure(energy: &Energy, host: &Host, opts: &Options, repeats: usize) -> 
                     xs.extend(pj_per_unit(watts, constant, gops * 1e9));
                 }
             }
-            keep(&mut roofs.pj_per_flop, &mut roofs.spread, &key, format!("flop.{key}"), &xs);
+            roofs.keep_flop(&key, &xs);
         }
         // A streaming load at each level's working set.
         let (sizes, _) = bandwidth::level_sizes(host, t);
@@ -110,7 +99,7 @@ pub fn measure(energy: &Energy, host: &Host, opts: &Options, repeats: usize) -> 
                 xs.extend(pj_per_unit(watts, constant, bw.gbs * 1e9));
             }
             let key = level.to_lowercase();
-            keep(&mut roofs.pj_per_byte, &mut roofs.spread, &key, format!("byte.{key}"), &xs);
+            roofs.keep_byte(&key, &xs);
         }
         roofs.notes.push(format!(
             "{}; the constant power is the idle power of {domain} measured first; each figure is the power above it over the loop's rate (median of {} repetitions), flops or bytes alone: a streaming loop's own flops and a peak loop's register traffic are not taken apart",
@@ -137,12 +126,16 @@ mod tests {
 
     #[test]
     fn median_and_spread_are_kept_under_their_keys() {
-        let (mut m, mut s) = (BTreeMap::new(), BTreeMap::new());
-        keep(&mut m, &mut s, "double.avx512", "flop.double.avx512".into(), &[10.0, 12.0, 11.0]);
-        assert_eq!(m["double.avx512"], 11.0);
-        assert!((s["flop.double.avx512"] - 1.0 / 11.0).abs() < 1e-12);
-        keep(&mut m, &mut s, "dram", "byte.dram".into(), &[5.0]);
-        assert_eq!(m["dram"], 5.0);
-        assert!(!s.contains_key("byte.dram"));
+        let mut r = EnergyRoofs::default();
+        r.keep_flop("double.avx512", &[10.0, 12.0, 11.0]);
+        assert_eq!(r.pj_per_flop["double.avx512"], 11.0);
+        assert!((r.spread["flop.double.avx512"] - 1.0 / 11.0).abs() < 1e-12);
+        assert_eq!(r.samples["flop.double.avx512"], [10.0, 12.0, 11.0]);
+        r.keep_byte("dram", &[5.0]);
+        assert_eq!(r.pj_per_byte["dram"], 5.0);
+        assert!(!r.spread.contains_key("byte.dram"));
+        assert_eq!(r.samples["byte.dram"], [5.0]);
+        r.keep_byte("l1", &[]);
+        assert!(!r.pj_per_byte.contains_key("l1") && !r.samples.contains_key("byte.l1"));
     }
 }

@@ -50,6 +50,12 @@ pub enum GpuCommand {
         /// Only kernels whose name matches this regular expression (ncu's -k regex:).
         #[arg(short = 'k', long = "kernel", value_name = "KERNEL_REGEX")]
         kernel: Option<String>,
+        /// GPU ordinal: the board whose energy `--energy` reads, and whose name stands in where
+        /// ncu gives none.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        #[command(flatten)]
+        energy: GpuEnergyArg,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
@@ -111,15 +117,17 @@ pub enum GpuCommand {
 /// `--energy` of the GPU commands: the board's own counter, not RAPL.
 #[derive(Debug, Clone, ClapArgs, Default)]
 pub struct GpuEnergyArg {
-    /// Also read the GPU board's total-energy counter (NVML, Volta and later; millijoules):
-    /// the idle power measured first, then each kernel launched back to back long enough for
-    /// the counter to resolve it (docs/energy.md). Needs the NVIDIA driver's libnvidia-ml.
+    /// Also read the GPU board's total-energy counter (NVML, Volta and later; millijoules),
+    /// the idle power measured first. `gpu run`, `gpu ceilings`: each kernel launched back to
+    /// back long enough for the counter to resolve it; `gpu measure`: one more run of the whole
+    /// command without Nsight Compute, which replays each kernel so that no joules belong to
+    /// one (docs/energy.md). Needs the NVIDIA driver's libnvidia-ml.
     #[arg(long)]
     pub energy: bool,
     /// With --energy: take the idle power × each run's time off its joules (said in the report).
     #[arg(long, requires = "energy")]
     pub subtract_idle: bool,
-    /// With --energy: seconds of idle measured before the kernels.
+    /// With --energy: seconds of idle measured before the kernels or the command.
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0, requires = "energy")]
     pub idle_seconds: f64,
 }
@@ -293,7 +301,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             emit_report(&out, &r, ofile)?;
             Ok(0)
         }
-        GpuCommand::Measure { out, set, kernel, cmd } => {
+        GpuCommand::Measure {
+            out,
+            set,
+            kernel,
+            device: ord,
+            energy,
+            cmd,
+        } => {
             let ofile = out.check(&["json", "svg"])?;
             if ofile.as_ref().is_some_and(|(_, ext)| ext == "svg") && set == "hierarchical" {
                 return Err(Error::input(
@@ -311,21 +326,48 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             metrics.sort_unstable();
             metrics.dedup();
+            let command_energy = match energy.options()? {
+                Some(options) => match command_energy(ord, options, &cmd)? {
+                    Ok(e) => Some(e),
+                    Err(status) => return Ok(status),
+                },
+                None => None,
+            };
             let cap = ncu::run(&metrics.join(","), kernel.as_deref(), &cmd)?;
             // The capture holds this GPU's peaks and attributes (ROOF_METRICS); the driver's
             // name stands in where ncu gave none.
-            let name = cap.device().name.or_else(|| device::open(0).ok().and_then(|c| c.name().ok()));
-            let r = capture_report(&cap, None, &cmd.join(" "), name.as_deref())?;
+            let name = cap.device().name.or_else(|| device::open(ord).ok().and_then(|c| c.name().ok()));
+            let mut r = capture_report(&cap, None, &cmd.join(" "), name.as_deref())?;
+            r.command_energy = command_energy;
             emit_report(&out, &r, ofile)?;
             Ok(0)
         }
     }
 }
 
+/// `gpu measure --energy`: the board's energy over one run of the whole command, before ncu
+/// runs it (the driver and ncu checked first, so a machine without them refuses at once); the
+/// CUDA context closes before ncu starts. `Ok(Err(status))` when the command failed.
+fn command_energy(
+    ordinal: usize,
+    options: crate::counters::energy::EnergyOptions,
+    cmd: &[String],
+) -> crate::Result<std::result::Result<crate::schema::energy::CommandEnergy, i32>> {
+    let ctx = device::open(ordinal)?;
+    ncu::require()?;
+    crate::counters::command::CommandSpec::resolve(cmd)?;
+    eprintln!("roofline: gpu measure: energy: idle power, then one run of the whole command without ncu");
+    let meter = crate::gpu::energy::start(&ctx, options)?;
+    crate::gpu::energy::measure_command(&meter, cmd)
+}
+
 /// A capture's report: the per-kernel table with each point's instruction roofline on stdout
 /// (or the JSON with `--json`), and `-o` as JSON or, for `.svg`, the instruction-roofline chart.
 fn emit_report(out: &OutputArgs, r: &Report, file: Option<(crate::util::OutputFile, String)>) -> anyhow::Result<()> {
-    let table = points_table(&r.points) + &fusion_table(&r.fusion) + &crate::report::instruction::text_section(&r.points);
+    let table = points_table(&r.points)
+        + &fusion_table(&r.fusion)
+        + &crate::report::instruction::text_section(&r.points)
+        + &crate::report::tables::energy::command_energy_lines(r);
     match file {
         Some((f, ext)) if ext == "svg" => {
             let svg = crate::report::instruction::svg(&r.points)?;

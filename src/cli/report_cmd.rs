@@ -101,6 +101,7 @@ fn show(args: ShowArgs) -> anyhow::Result<i32> {
         for r in &view.reports {
             print!("{}", report::tables::energy::energy_table(&r.report.points));
             print!("{}", report::tables::energy::energy_roofline_table(&r.report));
+            print!("{}", report::tables::energy::command_energy_lines(&r.report));
         }
     }
     Ok(0)

@@ -7,8 +7,11 @@
 //! and power settle) and then [`STRETCHES`] stretches of at least ten counter updates each.
 //! Each stretch gives one sample (its power, above the idle power measured first, over its
 //! rate of work), so the figures come with their spread over repetitions.
+//!
+//! `gpu measure --energy` reads it around one whole run of the command instead
+//! ([`measure_command`]): under Nsight Compute no joules belong to one kernel.
 
-use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, sys::CUdevice_attribute as Attr};
@@ -16,8 +19,7 @@ use cudarc::driver::{CudaContext, sys::CUdevice_attribute as Attr};
 use super::kernels::{KArg, Suite, cuda_err};
 use crate::counters::energy::{Energy, EnergyOptions, Window};
 use crate::error::{Error, Result};
-use crate::schema::energy::EnergyRoofs;
-use crate::schema::stats;
+use crate::schema::energy::{CommandEnergy, EnergyRoofs};
 
 /// Stretches (samples) each GPU energy figure is measured over.
 pub const STRETCHES: usize = 5;
@@ -59,7 +61,7 @@ pub fn start(ctx: &Arc<CudaContext>, options: EnergyOptions) -> Result<Energy> {
                     "point it at a recording of NVML readings",
                 )
             })?;
-            nvml::Recording::parse(&text, &origin)?.into_meter(ctx.ordinal())
+            nvml::recorded_meter(nvml::Recording::parse(&text, &origin)?, ctx.ordinal())?
         }
         None => nvml::open_gpu(&pci_bus_id(ctx)?, ctx.ordinal())?,
     };
@@ -186,16 +188,6 @@ fn seconds_of(suite: &Suite, launch: &mut dyn FnMut() -> Result<()>) -> Result<f
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// A figure's median under `key` and its spread under `spread_key`.
-fn keep(map: &mut BTreeMap<String, f64>, spread: &mut BTreeMap<String, f64>, key: &str, spread_key: String, xs: &[f64]) {
-    if let Some(m) = stats::median(xs) {
-        map.insert(key.to_string(), m);
-        if let Some(s) = stats::spread(xs).filter(|_| xs.len() >= 2) {
-            spread.insert(spread_key, s);
-        }
-    }
-}
-
 /// The GPU's energy roofs: pJ per flop of our FMA loops (FP64, FP32, FP16), of the bf16
 /// tensor loop (WMMA) and of the cuBLASLt GEMMs measured before (`gemms`: FP64 DMMA, bf16, …),
 /// pJ per HBM byte of a streaming load, and the constant power (the idle power measured
@@ -251,7 +243,7 @@ pub fn measure_roofs(
         let mut launch = launcher(suite, suite.function(kernel)?, cfg, vec![out, KArg::I32(iters)]);
         let secs = seconds_of(suite, &mut launch)?;
         let xs = per_unit(energy, suite, secs, flops, &mut launch)?;
-        keep(&mut roofs.pj_per_flop, &mut roofs.spread, key, format!("flop.{key}"), &xs);
+        roofs.keep_flop(key, &xs);
     }
     if let Ok(blas) = super::blas::Blas::new(suite) {
         for g in gemms {
@@ -263,7 +255,7 @@ pub fn measure_roofs(
                 let secs = seconds_of(suite, &mut launch)?;
                 per_unit(energy, suite, secs, flops, &mut launch)
             })?;
-            keep(&mut roofs.pj_per_flop, &mut roofs.spread, &key, format!("flop.{key}"), &xs);
+            roofs.keep_flop(&key, &xs);
         }
     }
     // HBM: a streaming load over 512 MiB (ten times an H100's or H200's L2).
@@ -284,7 +276,7 @@ pub fn measure_roofs(
     );
     let secs = seconds_of(suite, &mut launch)?;
     let xs = per_unit(energy, suite, secs, 8.0 * n as f64, &mut launch)?;
-    keep(&mut roofs.pj_per_byte, &mut roofs.spread, "dram", "byte.dram".into(), &xs);
+    roofs.keep_byte("dram", &xs);
     roofs.notes.push(format!(
         "{}; the constant power is the board's idle power measured first (context open); each figure is the power above it over the kernel's rate, the kernel launched back to back for {} stretches of {} ms (timed between counter changes, the counter read every few ms) after a warm-up one (median, spread over the stretches); counter updates every {}",
         energy.description()?,
@@ -305,5 +297,119 @@ fn gemm_precision(ty: super::blas::GemmType) -> &'static str {
         super::blas::GemmType::Tf32 => "tf32",
         super::blas::GemmType::Fp8 => "fp8",
         super::blas::GemmType::Fp64 => "double",
+    }
+}
+
+/// Seconds slept between readings while a command runs (an NVML read itself takes about
+/// 2.5 ms on the H200).
+const COMMAND_POLL_SECONDS: f64 = 5e-4;
+
+/// `gpu measure --energy`: one run of the whole command `argv` of its own, without Nsight
+/// Compute (which replays each kernel many times with its clocks locked, so no joules belong
+/// to one launch), the board's counter read all along on a thread of its own. The command
+/// starts right after an update of the counter is seen and the readings go on until the first
+/// update after it exits, so the window's ends outside the run are a read gap before and at
+/// most an update interval after (taken off at the idle power: see
+/// [`crate::counters::energy::whole_run_of`]). The command's stdout goes to stderr: the report
+/// owns stdout. `Ok(Err(status))` when the command failed (said on stderr, nothing written).
+pub fn measure_command(energy: &Energy, argv: &[String]) -> Result<std::result::Result<CommandEnergy, i32>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cmd = crate::counters::command::CommandSpec::resolve(argv)?;
+    // How long to wait for an update on either side of the run: three update intervals.
+    let patience = (3.0 * energy.granularity_seconds().unwrap_or(1.0)).max(0.3);
+    let window = energy.window()?;
+    let stop = AtomicBool::new(false);
+    let (run, polled) = std::thread::scope(|scope| {
+        let poller = scope.spawn(|| -> Result<()> {
+            while !stop.load(Ordering::Relaxed) {
+                energy.mark(&window)?;
+                std::thread::sleep(std::time::Duration::from_secs_f64(COMMAND_POLL_SECONDS));
+            }
+            Ok(())
+        });
+        let run = run_between_updates(energy, &window, &cmd, patience);
+        stop.store(true, Ordering::Relaxed);
+        (run, poller.join())
+    });
+    polled.map_err(|_| Error::unavailable("the energy counter's reading thread panicked", "run again"))??;
+    let (start, end) = match run? {
+        Ok(span) => span,
+        Err(status) => return Ok(Err(status)),
+    };
+    let whole = energy.whole_run(&window.readings(), start, end)?;
+    Ok(Ok(command_energy(whole, end - start)))
+}
+
+/// The command run between two readings, after an update of the counter is seen and until
+/// one is seen after it exits (each wait at most `patience` seconds): the run's start and end
+/// (seconds of the readings), or the command's status when it failed.
+fn run_between_updates(
+    energy: &Energy,
+    window: &Window,
+    cmd: &crate::counters::command::CommandSpec,
+    patience: f64,
+) -> Result<std::result::Result<(f64, f64), i32>> {
+    let first = window.readings().first().cloned();
+    if let Some(first) = &first {
+        wait_for_update(window, first, patience);
+    }
+    let stdout = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::io("duplicating stderr for the command's stdout", e))?;
+    let mut command = std::process::Command::new(&cmd.program);
+    command.args(cmd.argv.get(1..).unwrap_or_default()).stdout(stdout);
+    let before = energy.mark(window)?;
+    let mut child = command.spawn().map_err(|e| {
+        Error::input(
+            format!("cannot run {}: {e}", cmd.program.display()),
+            "check the command and its permissions",
+        )
+    })?;
+    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
+    let after = energy.mark(window)?;
+    let (code, signal) = crate::counters::command::exit_code(&status);
+    if signal.is_some() || code != 0 {
+        eprintln!(
+            "roofline: {} {} in its energy run; no report written",
+            cmd.argv[0],
+            signal.map_or(format!("exited with status {code}"), |s| format!("was killed by signal {s}"))
+        );
+        return Ok(Err(code));
+    }
+    wait_for_update(window, &after, patience);
+    Ok(Ok((before.seconds, after.seconds)))
+}
+
+/// Wait (at most `patience` seconds) until a reading after `since` shows the first domain's
+/// count changed.
+fn wait_for_update(window: &Window, since: &crate::counters::energy::Reading, patience: f64) {
+    let t0 = std::time::Instant::now();
+    while !window.changed_since(since) && t0.elapsed().as_secs_f64() < patience {
+        std::thread::sleep(std::time::Duration::from_secs_f64(COMMAND_POLL_SECONDS));
+    }
+}
+
+/// The report's `command_energy`: the run's figures and the one line that says what they are.
+fn command_energy(whole: crate::counters::energy::WholeRun, seconds: f64) -> CommandEnergy {
+    use crate::schema::units::sig3;
+    let e = &whole.energy;
+    let idle = e.idle.get(&e.total_domain);
+    let measured = format!(
+        "the whole command, one run of its own without Nsight Compute (ncu replays each kernel, so no joules belong to one kernel): {} J on {} (the GPU board) over {} s, {} W mean; idle {} W measured for {} s before (a CUDA context open, nothing running), {}; ± {} J",
+        sig3(e.total_joules),
+        e.total_domain,
+        sig3(seconds),
+        sig3(e.domains.get(&e.total_domain).map_or(0.0, |d| d.watts)),
+        idle.map_or("?".into(), |i| sig3(i.watts)),
+        idle.map_or("?".into(), |i| sig3(i.seconds)),
+        if e.idle_subtracted { "subtracted" } else { "not subtracted" },
+        sig3(whole.uncertainty_joules)
+    );
+    CommandEnergy {
+        measured,
+        seconds,
+        energy: whole.energy,
+        uncertainty_joules: whole.uncertainty_joules,
     }
 }

@@ -980,14 +980,20 @@ pub fn points(capture: &Capture, filter: Option<&str>, origin: &str) -> Result<V
     Ok(pts)
 }
 
-/// Run ncu on `cmd` (argv, no shell) with an explicit metric list and parse its CSV.
-pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Capture> {
-    if which("ncu").is_none() {
-        return Err(Error::unavailable(
+/// One line and exit 2 where ncu is not on PATH (checked before anything else runs).
+pub fn require() -> Result<()> {
+    match which("ncu") {
+        Some(_) => Ok(()),
+        None => Err(Error::unavailable(
             "ncu (Nsight Compute) is not on PATH",
             "install Nsight Compute or add its folder (e.g. /usr/local/cuda/bin) to PATH",
-        ));
+        )),
     }
+}
+
+/// Run ncu on `cmd` (argv, no shell) with an explicit metric list and parse its CSV.
+pub fn run(metrics: &str, kernel: Option<&str>, cmd: &[String]) -> Result<Capture> {
+    require()?;
     // Without the `gpu` feature ncu itself reports a missing driver.
     #[cfg(feature = "gpu")]
     if !super::device::driver_present() {

@@ -220,6 +220,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     // The script right after the charts: they respond before the rest of the page is read.
     let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
     energy_section(&mut o, view);
+    command_energy_section(&mut o, view);
     if job.is_some() {
         super::job_page::sections(&mut o, view);
     }
@@ -295,6 +296,24 @@ fn energy_section(o: &mut String, view: &View) {
         }
     }
     o.push_str("</table></div><p class=\"muted\">Energy roofline (Choi, Bedard, Fowler and Vuduc): 1 / (pJ per flop + pJ per byte / intensity), the constant power left out; the energy balance point is where a byte costs as much as the flops it feeds.</p></section>");
+}
+
+/// The energy of the whole command (`gpu measure --energy`) of each report that carries it:
+/// what was measured, in the words of the report, and how.
+fn command_energy_section(o: &mut String, view: &View) {
+    let with: Vec<&crate::schema::energy::CommandEnergy> = view.reports.iter().filter_map(|r| r.report.command_energy.as_ref()).collect();
+    if with.is_empty() {
+        return;
+    }
+    o.push_str("<section class=\"command-energy\"><h2>Energy of the whole command</h2>");
+    for c in with {
+        let _ = write!(o, "<p>Energy: {}</p><p class=\"muted\">{}", esc(&c.measured), esc(&c.energy.source));
+        for n in &c.energy.notes {
+            let _ = write!(o, "; {}", esc(n));
+        }
+        o.push_str("</p>");
+    }
+    o.push_str("</section>");
 }
 
 fn threads_heading(set: &View) -> String {

@@ -75,6 +75,25 @@ pub struct PointEnergy {
     pub roofline: Option<EnergyRooflinePlace>,
 }
 
+/// `command_energy` of a report: the energy of one whole run of the measured command, where
+/// no joules belong to one kernel (`gpu measure --energy`: Nsight Compute replays each kernel
+/// many times, so the board's counter is read around a run of the command of its own).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
+pub struct CommandEnergy {
+    /// What was measured, in one line (the table and the page print it).
+    pub measured: String,
+    /// Seconds the run lasted, from just before the command started to just after it exited.
+    pub seconds: f64,
+    /// The run's joules per domain (one sample: `joules_samples` holds it, no spread), the
+    /// idle power measured before, how the counter was read and the caveats.
+    pub energy: PointEnergy,
+    /// Half-width of the bound on `energy.total_joules`' error, joules: the counter's update
+    /// instants known to a read gap, the idle power's own error over the time it is taken off
+    /// for, and the counter's unit at each end.
+    pub uncertainty_joules: f64,
+}
+
 /// A point's place on the energy roofline (`extra.energy.roofline`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "analysis", derive(serde::Deserialize))]
@@ -130,10 +149,60 @@ pub struct EnergyRoofs {
     /// `byte.<level>`, `constant`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub spread: BTreeMap<String, f64>,
+    /// Each figure's samples (one per stretch or repetition), keyed as `spread`: the median
+    /// and spread come from them, and how many there were can be read back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub samples: BTreeMap<String, Vec<f64>>,
     /// Threads the kernels ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// How the figures were read, and their caveats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+impl EnergyRoofs {
+    /// A pJ-per-flop figure of `key` measured over `samples`: see [`EnergyRoofs::keep`].
+    pub fn keep_flop(&mut self, key: &str, samples: &[f64]) {
+        Self::keep(
+            &mut self.pj_per_flop,
+            &mut self.spread,
+            &mut self.samples,
+            key,
+            format!("flop.{key}"),
+            samples,
+        );
+    }
+
+    /// A pJ-per-byte figure of `key` measured over `samples`: see [`EnergyRoofs::keep`].
+    pub fn keep_byte(&mut self, key: &str, samples: &[f64]) {
+        Self::keep(
+            &mut self.pj_per_byte,
+            &mut self.spread,
+            &mut self.samples,
+            key,
+            format!("byte.{key}"),
+            samples,
+        );
+    }
+
+    /// The median of `xs` under `key`, their spread (two or more) and themselves under
+    /// `tagged`; nothing without samples.
+    fn keep(
+        figures: &mut BTreeMap<String, f64>,
+        spread: &mut BTreeMap<String, f64>,
+        samples: &mut BTreeMap<String, Vec<f64>>,
+        key: &str,
+        tagged: String,
+        xs: &[f64],
+    ) {
+        let Some(m) = crate::schema::stats::median(xs) else {
+            return;
+        };
+        figures.insert(key.to_string(), m);
+        if let Some(s) = crate::schema::stats::spread(xs).filter(|_| xs.len() >= 2) {
+            spread.insert(tagged.clone(), s);
+        }
+        samples.insert(tagged, xs.to_vec());
+    }
 }

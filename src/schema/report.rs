@@ -429,6 +429,10 @@ pub struct Report {
     /// A merged job (`report merge DIR/` of a job's rank files): nodes, ranks, balance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<Box<job::Job>>,
+    /// The energy of one whole run of the measured command (`gpu measure --energy`), where
+    /// the points carry no joules of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_energy: Option<crate::schema::energy::CommandEnergy>,
 }
 
 /// A chain of consecutive memory- or overhead-bound GPU kernels (same process and stream,
@@ -487,6 +491,7 @@ impl Report {
             not_run: Vec::new(),
             fusion: Vec::new(),
             job: None,
+            command_energy: None,
         }
     }
 

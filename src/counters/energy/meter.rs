@@ -133,6 +133,9 @@ pub struct Idle {
     pub power: Vec<IdlePower>,
     /// Median seconds between changes of the first domain's count.
     pub granularity_seconds: Option<f64>,
+    /// The longest gap between two readings of the idle window, seconds: each change is seen
+    /// up to this late, so the counter's update interval is at most the granularity plus it.
+    pub longest_read_gap_seconds: f64,
 }
 
 /// Energy domains and where their readings come from.
@@ -212,6 +215,7 @@ impl Meter {
             return Idle {
                 power: vec![],
                 granularity_seconds: None,
+                longest_read_gap_seconds: 0.0,
             };
         };
         let span = (b.seconds - a.seconds).max(f64::MIN_POSITIVE);
@@ -253,6 +257,7 @@ impl Meter {
         Idle {
             power,
             granularity_seconds: granularity(readings),
+            longest_read_gap_seconds: readings.windows(2).map(|w| w[1].seconds - w[0].seconds).fold(0.0, f64::max),
         }
     }
 }

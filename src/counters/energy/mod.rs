@@ -19,8 +19,10 @@ mod domains;
 mod meter;
 #[cfg(feature = "gpu")]
 pub mod nvml;
+mod recording;
 #[cfg(test)]
 mod tests;
+mod whole;
 
 pub use domains::Domain;
 #[cfg(test)]
@@ -28,6 +30,8 @@ use domains::discover;
 pub use meter::{Idle, Meter, Reading, Source};
 #[cfg(test)]
 use meter::{counts_between, refuse_without_permission};
+pub use recording::Recording;
+pub use whole::{WholeRun, whole_run_of};
 
 use crate::error::Result;
 use crate::schema::energy::{DomainEnergy, IdlePower, PointEnergy};
@@ -76,13 +80,29 @@ impl Window {
     pub fn readings(&self) -> Vec<Reading> {
         self.marks.lock().map(|m| m.clone()).unwrap_or_default()
     }
+
+    /// Whether a reading taken after `since` shows the first domain's count changed (read from
+    /// the end, without copying a long window).
+    pub fn changed_since(&self, since: &Reading) -> bool {
+        self.marks.lock().is_ok_and(|m| {
+            m.iter()
+                .rev()
+                .take_while(|r| r.seconds > since.seconds)
+                .any(|r| r.counts.first() != since.counts.first())
+        })
+    }
 }
 
 impl Energy {
     /// Open the `power` PMU under `pmus` and measure the idle power (one line and exit 2 where
-    /// there is none or the kernel refuses).
+    /// there is none or the kernel refuses). With [`RAPL_RECORDING_ENV`] set, its recording
+    /// is replayed in place of the perf counters, the domains those of the tree under `pmus`.
     pub fn start(pmus: &Path, options: EnergyOptions) -> Result<Energy> {
-        Energy::with_meter(Meter::open(pmus)?, options)
+        let meter = match std::env::var_os(RAPL_RECORDING_ENV) {
+            Some(path) => recorded_rapl(pmus, Path::new(&path))?,
+            None => Meter::open(pmus)?,
+        };
+        Energy::with_meter(meter, options)
     }
 
     /// [`Energy::start`] over a meter already open (a recorded one in tests).
@@ -103,13 +123,15 @@ impl Energy {
         Ok(w)
     }
 
-    /// One more reading in `w` (after each timed repetition, and at the end).
-    pub fn mark(&self, w: &Window) -> Result<()> {
-        let r = self.meter.lock().map_err(|_| poisoned())?.read()?;
+    /// One more reading in `w` (after each timed repetition, and at the end), returned too.
+    /// It is added while the meter is held, so readings from several threads stay in order.
+    pub fn mark(&self, w: &Window) -> Result<Reading> {
+        let mut meter = self.meter.lock().map_err(|_| poisoned())?;
+        let r = meter.read()?;
         if let Ok(mut m) = w.marks.lock() {
-            m.push(r);
+            m.push(r.clone());
         }
-        Ok(())
+        Ok(r)
     }
 
     /// Read once (before or after a command's run).
@@ -182,10 +204,35 @@ impl Energy {
         self.with_meter_ref(|m| kernel_energy_of(m, &marks, &self.idle, self.options, seconds_per_run, flops))
     }
 
+    /// The energy of one whole run from readings taken all along (before, during and after
+    /// it), the run from `start` to `end` (seconds of the readings): see [`whole_run_of`].
+    pub fn whole_run(&self, readings: &[Reading], start: f64, end: f64) -> Result<WholeRun> {
+        self.with_meter_ref(|m| whole_run_of(m, readings, start, end, &self.idle, self.options))
+    }
+
     /// A command's energy from a reading before and after each of its runs.
     pub fn runs_energy(&self, runs: &[(Reading, Reading)], flops: f64) -> Result<PointEnergy> {
         self.with_meter_ref(|m| runs_energy_of(m, runs, &self.idle, self.options, flops))
     }
+}
+
+/// A recording of RAPL readings (`seconds count…` a line, one count per domain of the sysfs
+/// tree, in its order) replayed in place of the perf counters, as the tests replay a flat
+/// counter where no machine of theirs has one.
+pub const RAPL_RECORDING_ENV: &str = "ROOFLINE_RAPL_RECORDING";
+
+/// The `power` PMU's domains under `pmus` read from the recording at `path`.
+fn recorded_rapl(pmus: &Path, path: &Path) -> Result<Meter> {
+    let origin = path.display().to_string();
+    let pmu = domains::discover(pmus)?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::error::Error::input(
+            format!("{RAPL_RECORDING_ENV}={origin}: cannot read ({e})"),
+            "point it at a recording of RAPL readings",
+        )
+    })?;
+    let description = format!("{} (replayed from {origin})", pmu.describe());
+    Recording::parse(&text, &origin)?.into_meter(pmu.domains, description)
 }
 
 /// A machine whose counters did not move over the whole idle window counts nothing (a guest

@@ -3,8 +3,8 @@
 //! loads `libnvidia-ml.so.1` at run time (the binary runs where there is no NVIDIA driver). One
 //! domain, `gpu<ordinal>`, of 1 mJ per count.
 //!
-//! Beside it a [`Recording`]: the same readings replayed from text (`seconds millijoules` per
-//! line), so the arithmetic on them is tested where there is no GPU.
+//! Beside it a [`Recording`] of it: the same readings replayed from text (`seconds millijoules`
+//! per line), so the arithmetic on them is tested where there is no GPU.
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -14,6 +14,7 @@ use nvml_wrapper::error::NvmlError;
 
 use super::domains::Domain;
 use super::meter::{Meter, Reading, Source};
+pub use super::recording::Recording;
 use crate::error::{Error, Result};
 
 #[cfg(test)]
@@ -128,73 +129,13 @@ pub fn open_gpu(pci_bus_id: &str, ordinal: usize) -> Result<Meter> {
     ))
 }
 
-/// Readings replayed in order from text, one `seconds millijoules` pair per line (`#` starts
-/// a comment); `wait` only moves on to the next.
-#[derive(Debug, Clone)]
-pub struct Recording {
-    readings: Vec<Reading>,
-    next: usize,
-}
-
-impl Recording {
-    /// Parse a recording; one line naming the bad line where one is not two numbers, or where
-    /// time goes backwards.
-    pub fn parse(text: &str, origin: &str) -> Result<Recording> {
-        let mut readings: Vec<Reading> = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let bad = || {
-                Error::input(
-                    format!("{origin}:{}: not `seconds millijoules`: {line:?}", i + 1),
-                    "one reading per line",
-                )
-            };
-            let mut it = line.split_whitespace();
-            let (Some(s), Some(mj), None) = (it.next(), it.next(), it.next()) else {
-                return Err(bad());
-            };
-            let seconds: f64 = s.parse().map_err(|_| bad())?;
-            let mj: u64 = mj.parse().map_err(|_| bad())?;
-            if !seconds.is_finite() || readings.last().is_some_and(|r| r.seconds > seconds) {
-                return Err(bad());
-            }
-            readings.push(Reading { seconds, counts: vec![mj] });
-        }
-        Ok(Recording { readings, next: 0 })
-    }
-
-    /// The readings, in order.
-    #[cfg(test)]
-    pub fn readings(&self) -> &[Reading] {
-        &self.readings
-    }
-
-    /// A meter of one GPU domain (`gpu<ordinal>`) replaying this recording.
-    pub fn into_meter(self, ordinal: usize) -> Meter {
-        let domain = Domain {
-            name: gpu_domain_name(ordinal),
-            config: 0,
-            joules_per_count: NVML_JOULES_PER_COUNT,
-        };
-        Meter::from_source(
-            vec![domain],
-            Box::new(self),
-            "a recording of NVML energy readings (1 mJ per count)".into(),
-        )
-    }
-}
-
-impl Source for Recording {
-    fn read(&mut self) -> Result<Reading> {
-        let r = self.readings.get(self.next).cloned();
-        self.next += 1;
-        r.ok_or_else(|| Error::unavailable("the recording of NVML readings ran out", "record a longer window"))
-    }
-    fn counter_bits(&self) -> u32 {
-        64
-    }
-    fn wait(&mut self, _seconds: f64) {}
+/// A recording of NVML readings (`seconds millijoules` a line) as the meter of GPU `ordinal`;
+/// one line and exit 2 where a line holds other than one count.
+pub fn recorded_meter(recording: Recording, ordinal: usize) -> Result<Meter> {
+    let domain = Domain {
+        name: gpu_domain_name(ordinal),
+        config: 0,
+        joules_per_count: NVML_JOULES_PER_COUNT,
+    };
+    recording.into_meter(vec![domain], "a recording of NVML energy readings (1 mJ per count)".into())
 }

@@ -49,7 +49,7 @@ fn counter_readings(phases: &[(f64, f64)], granularity: f64, phase: f64, at: &[f
 
 fn recorded(readings: Vec<Reading>) -> Meter {
     let text: String = readings.iter().map(|r| format!("{} {}\n", r.seconds, r.counts[0])).collect();
-    Recording::parse(&text, "simulated").unwrap().into_meter(0)
+    recorded_meter(Recording::parse(&text, "simulated").unwrap(), 0).unwrap()
 }
 
 #[test]
@@ -57,15 +57,19 @@ fn a_recording_parses_and_refuses_bad_lines() {
     let r = Recording::parse("# idle\n0.0 1000\n0.5 1050 # 100 W\n\n1.0 1100\n", "rec").unwrap();
     assert_eq!(r.readings().len(), 3);
     assert_eq!(r.readings()[1].counts, [1050]);
-    let m = r.clone().into_meter(3);
+    let m = recorded_meter(r.clone(), 3).unwrap();
     assert_eq!(m.domains()[0].name, "gpu3");
     // 100 mJ over a second: 0.1 J.
     assert!((m.joules(&r.readings()[0], &r.readings()[2])[0] - 0.1).abs() < 1e-12);
-    for bad in ["0.0", "0.0 1 2", "x 1", "0.0 -1", "1.0 5\n0.5 6"] {
+    for bad in ["0.0", "x 1", "0.0 -1", "1.0 5\n0.5 6", "0.0 1\n0.5 1 2"] {
         let e = Recording::parse(bad, "rec").unwrap_err();
         assert_eq!(e.exit_code(), 2, "{bad:?}");
         assert!(e.to_string().contains("rec:"), "{bad:?}: {e}");
     }
+    // Two counts a reading are two domains: not one GPU's counter.
+    let two = Recording::parse("0.0 1 2", "rec").unwrap();
+    let e = recorded_meter(two, 0).err().unwrap();
+    assert!(e.exit_code() == 2 && e.to_string().contains("2 counts a reading"), "{e}");
 }
 
 #[test]
@@ -116,6 +120,7 @@ fn idle_of(watts: f64, g: f64) -> Idle {
             seconds: 2.0,
         }],
         granularity_seconds: Some(g),
+        longest_read_gap_seconds: 0.0,
     }
 }
 
@@ -212,7 +217,7 @@ fn the_h200_recording_idle_power_granularity_and_load_within_the_board_s_limits(
     let rec = Recording::parse(H200_DGEMM, "h200-dgemm.txt").unwrap();
     let readings = rec.readings().to_vec();
     let idle_part: Vec<Reading> = readings.iter().filter(|r| r.seconds <= 2.0).cloned().collect();
-    let m = rec.into_meter(0);
+    let m = recorded_meter(rec, 0).unwrap();
     let idle = m.idle_from(&idle_part, 5);
     // The counter changed every 100 ms (the median gap between changes, to a read's 3 ms).
     let g = idle.granularity_seconds.unwrap();
@@ -238,5 +243,101 @@ fn the_h200_recording_idle_power_granularity_and_load_within_the_board_s_limits(
             p <= 700.0 * (1.0 + gap / dt) + 1e-3 / dt && p > 3.0 * w,
             "{p} W over {dt} s (gap {gap})"
         );
+    }
+}
+
+/// Whether the counter (updates every `g` seconds from `phase` on) shows a change at each of
+/// the instants `at` (the first reading after an update).
+fn changes_at(at: &[f64], g: f64, phase: f64) -> Vec<bool> {
+    let update = |t: f64| if t < phase { -1.0 } else { ((t - phase) / g).floor() };
+    (0..at.len()).map(|k| k > 0 && update(at[k]) > update(at[k - 1])).collect()
+}
+
+#[test]
+fn a_whole_command_is_its_energy_within_the_derived_bound() {
+    // The board idles, the command runs in pieces of random power, the board idles again; the
+    // counter is read every few ms all along, replayed through the recording mechanism as
+    // `gpu measure --energy` reads it live: the idle window, then a wait for an update before
+    // the start, the run, a wait for the first update after the end. Some draws start at
+    // once or stop early, without an update seen on that side.
+    let mut d = Draws(0x2545_f491_4f6c_dd1d);
+    for draw in 0..120 {
+        let g = d.between(0.02, 0.15);
+        let phase = d.between(0.0, g);
+        let (gap_lo, gap_hi) = (d.between(5e-4, 2e-3), d.between(2e-3, 6e-3));
+        let idle_watts = d.between(60.0, 140.0);
+        let idle_seconds = 2.0;
+        let run_seconds = d.between(0.01, 3.0);
+        let subtract_idle = d.next() < 0.3;
+        let (wait_before, wait_after) = (d.next() < 0.85, d.next() < 0.85);
+        let mut at = vec![0.0];
+        while *at.last().unwrap() < idle_seconds + 1.0 + run_seconds + 1.0 {
+            let next = at.last().unwrap() + d.between(gap_lo, gap_hi);
+            at.push(next);
+        }
+        let changes = changes_at(&at, g, phase);
+        // The idle window reads until a reading is `idle_seconds` past its first.
+        let first = at.iter().position(|t| *t >= idle_seconds).unwrap() + 1;
+        let start = if wait_before {
+            (first + 1..at.len()).find(|&k| changes[k]).unwrap() + 1
+        } else {
+            first
+        };
+        let stop = (start..at.len()).find(|&k| at[k] >= at[start] + run_seconds).unwrap();
+        let last = if wait_after {
+            (stop + 1..at.len()).find(|&k| changes[k]).unwrap()
+        } else {
+            stop
+        };
+        let (t_start, t_stop) = (at[start], at[stop]);
+        let pieces = 1 + (d.next() * 3.0) as usize;
+        let mut phases = vec![(t_start, idle_watts)];
+        for _ in 0..pieces {
+            phases.push(((t_stop - t_start) / pieces as f64, d.between(idle_watts, 700.0)));
+        }
+        let truth: f64 =
+            phases[1..].iter().map(|(s, w)| s * w).sum::<f64>() - if subtract_idle { idle_watts * (t_stop - t_start) } else { 0.0 };
+        phases.push((10.0, idle_watts));
+        let readings = counter_readings(&phases, g, phase, &at[..=last]);
+        let options = EnergyOptions {
+            subtract_idle,
+            idle_seconds,
+        };
+        let energy = crate::counters::energy::Energy::with_meter(recorded(readings), options).unwrap();
+        let window: Vec<Reading> = (first..=last).map(|_| energy.read().unwrap()).collect();
+        assert_eq!(
+            window[0].seconds, at[first],
+            "draw {draw}: the idle window took the readings before"
+        );
+        let run = energy.whole_run(&window, t_start, t_stop).unwrap();
+        let got = run.energy.total_joules;
+        let bound = run.uncertainty_joules;
+        assert!(
+            (got - truth).abs() <= bound + 1e-9 * truth.abs(),
+            "draw {draw}: {got} J vs {truth} J (±{bound}; g {g}, run {run_seconds} s, waits {wait_before}/{wait_after})"
+        );
+        assert_eq!(run.energy.total_domain, "gpu0");
+        assert_eq!(run.energy.domains["gpu0"].joules_samples, [got]);
+        assert_eq!(run.energy.idle_subtracted, subtract_idle);
+        let said = |what: &str| run.energy.notes.iter().any(|n| n.contains(what));
+        assert_eq!(
+            said("no counter update was seen before"),
+            !wait_before,
+            "draw {draw}: {:?}",
+            run.energy.notes
+        );
+        assert_eq!(
+            said("no counter update was seen after"),
+            !wait_after,
+            "draw {draw}: {:?}",
+            run.energy.notes
+        );
+        if wait_before && wait_after && !subtract_idle {
+            // With an update seen on both sides the bound is a read gap at idle power and the
+            // idle power's error over an update interval or so: well under the energy of one
+            // idle update interval, which a reading just before and after would miss at
+            // each end.
+            assert!(bound < idle_watts * g, "draw {draw}: ±{bound} J against {} J", idle_watts * g);
+        }
     }
 }

@@ -177,6 +177,7 @@ fn kernel_window(n: usize) -> (Meter, Vec<Reading>, Idle) {
             seconds: 1.0,
         }],
         granularity_seconds: Some(1e-3),
+        longest_read_gap_seconds: 0.0,
     };
     (meter("emr-psys", vec![], 64), marks, idle)
 }
@@ -230,6 +231,7 @@ fn command_runs_each_between_two_readings_with_spread() {
     let idle = Idle {
         power: vec![],
         granularity_seconds: Some(1e-3),
+        longest_read_gap_seconds: 0.0,
     };
     let e = runs_energy_of(&m, &runs, &idle, EnergyOptions::default(), 0.0);
     assert!((e.domains["pkg"].joules - 11.0).abs() < 1e-6);
@@ -294,4 +296,30 @@ fn counters_that_never_move_are_refused_not_zero() {
     let e = Energy::with_meter(meter("emr-psys", readings, 64), half).unwrap();
     let w = e.window().err().unwrap();
     assert!(w.to_string().contains("exhausted"));
+}
+
+#[test]
+fn a_window_says_whether_the_count_changed_after_a_reading() {
+    // The idle window takes the first 21 readings (0.5 s); then the count holds at 5000 for
+    // three readings and moves at the fourth.
+    let mut readings: Vec<Reading> = (0..=20).map(|k| reading(k as f64 * 0.025, &[k * 250])).collect();
+    for (k, c) in [5000u64, 5000, 5000, 5001].into_iter().enumerate() {
+        readings.push(reading(0.6 + k as f64 * 0.025, &[c]));
+    }
+    let half = EnergyOptions {
+        idle_seconds: 0.5,
+        ..EnergyOptions::default()
+    };
+    let e = Energy::with_meter(meter("emr-psys", readings, 64), half).unwrap();
+    let w = e.window().unwrap();
+    let first = w.readings()[0].clone();
+    assert!(!w.changed_since(&first));
+    let second = e.mark(&w).unwrap();
+    assert!(!w.changed_since(&first) && !w.changed_since(&second));
+    e.mark(&w).unwrap();
+    let moved = e.mark(&w).unwrap();
+    assert_eq!(moved.counts, [5001]);
+    assert!(w.changed_since(&first) && w.changed_since(&second));
+    // Nothing after the last reading.
+    assert!(!w.changed_since(&moved));
 }

@@ -50,6 +50,19 @@ pub fn energy_table(points: &[Point]) -> String {
     s
 }
 
+/// The energy of the whole command (`gpu measure --energy`), where the points carry none:
+/// what was measured, how the counter was read, the caveats; empty without it.
+pub fn command_energy_lines(report: &crate::schema::Report) -> String {
+    let Some(c) = &report.command_energy else {
+        return String::new();
+    };
+    let mut s = format!("\nenergy: {}\n  {}\n", c.measured, c.energy.source);
+    for n in &c.energy.notes {
+        s += &format!("  {n}\n");
+    }
+    s
+}
+
 /// The energy roofs per thread count: pJ per flop by precision and ISA, pJ per byte by
 /// level, the constant power, each with its spread; then the notes once.
 pub fn energy_roofs_table(roofs: &[crate::schema::energy::EnergyRoofs]) -> String {
