@@ -498,11 +498,9 @@ fn check_rank_dots_on_demand(d: &Driver, page: &Path, work: &Path, ranks: u64) {
     let probed = work.join("large-job.html");
     std::fs::write(&probed, html).unwrap();
     d.call("POST", "url", Some(json!({"url": format!("file://{}", probed.display())})));
-    let opened = d.js(
-        "return { boxes: document.querySelectorAll('.chartbox').length, \
+    let opened = d.js("return { boxes: document.querySelectorAll('.chartbox').length, \
          later: document.querySelectorAll('section.later').length, \
-         drawn: document.querySelectorAll('section.later .chartbox').length };",
-    );
+         drawn: document.querySelectorAll('section.later .chartbox').length };");
     assert_eq!(opened, json!({"boxes": 2, "later": 1, "drawn": 0}), "large job: {opened}");
     d.js("document.querySelector('details.cards').open = true;");
     let t0 = Instant::now();

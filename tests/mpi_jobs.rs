@@ -322,9 +322,8 @@ fn perf_path_on_the_simulated_pmu(mpi: &Mpi, env: &[(&str, String)]) {
     let out = run_job(mpi, &[], env, SIMULATED_ZEN3, 2, &job, &exe, &[n.to_string()]);
     assert!(out.status.success(), "{} job failed", mpi.name);
     let host = host();
-    let rank_file = |r: u32| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(job.join(format!("{host}-r{r}.json"))).unwrap()).unwrap()
-    };
+    let rank_file =
+        |r: u32| -> Value { serde_json::from_str(&std::fs::read_to_string(job.join(format!("{host}-r{r}.json"))).unwrap()).unwrap() };
     let (r0, r1) = (rank_file(0), rank_file(1));
     assert_eq!(r0["environment"]["job"]["dram"], "node", "{:#}", r0["environment"]["job"]);
     assert_eq!(r1["environment"]["job"]["dram"], "none", "{:#}", r1["environment"]["job"]);
@@ -337,13 +336,19 @@ fn perf_path_on_the_simulated_pmu(mpi: &Mpi, env: &[(&str, String)]) {
     let whole = r0["points"][0]["name"].as_str().unwrap().to_string();
     let rank0_dram = dram_of(&r0, &whole).expect("rank 0 counted the node's DRAM");
     let rank0_region_dram = dram_of(&r0, "work");
-    assert!(rank0_dram > 0.0 && rank0_region_dram > Some(0.0), "{rank0_dram} {rank0_region_dram:?}");
+    assert!(
+        rank0_dram > 0.0 && rank0_region_dram > Some(0.0),
+        "{rank0_dram} {rank0_region_dram:?}"
+    );
     let (doc, _) = merge(&job, &tmp.path().join("job.json"));
     for r in 0..2u64 {
         for name in [format!("work @ rank {r}"), format!("{whole} @ rank {r}")] {
             let p = point(&doc, &name);
             assert_eq!(p["provenance"]["flops"], "simulated", "{name}: {p:#}");
-            assert!(p["bytes"]["dram"].is_null(), "{name}: the node's DRAM is on the node's point: {p:#}");
+            assert!(
+                p["bytes"]["dram"].is_null(),
+                "{name}: the node's DRAM is on the node's point: {p:#}"
+            );
         }
         let p = point(&doc, &format!("work @ rank {r}"));
         assert_eq!(w(p), 2 * (r + 1) * n, "rank {r}: {p:#}");
@@ -369,7 +374,11 @@ fn perf_path_on_the_simulated_pmu(mpi: &Mpi, env: &[(&str, String)]) {
     let imbalance = point(&doc, "work")["extra"]["imbalance"]["flops"].as_f64().unwrap();
     assert!((imbalance - 4.0 / 3.0).abs() < 1e-12, "imbalance of W {imbalance}, want 4/3");
     let node = &doc["job"]["nodes"][0];
-    assert_eq!((node["dram"].as_str(), node["dram_counted_by"].as_u64()), (Some("node"), Some(0)), "{node:#}");
+    assert_eq!(
+        (node["dram"].as_str(), node["dram_counted_by"].as_u64()),
+        (Some("node"), Some(0)),
+        "{node:#}"
+    );
 }
 
 #[test]

@@ -95,10 +95,7 @@ pub fn machine_line(view: &View) -> String {
 /// be unique in the page. Returns None when no point can be placed.
 pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<String> {
     let (mut o, data, _) = chart_parts(view, id, heading)?;
-    let _ = write!(
-        o,
-        "<script type=\"application/json\" id=\"{id}-data\">{data}</script></section>"
-    );
+    let _ = write!(o, "<script type=\"application/json\" id=\"{id}-data\">{data}</script></section>");
     Some(o)
 }
 
@@ -122,10 +119,7 @@ pub fn chart_on_demand(view: &View, id: &str, heading: &str, what: &str) -> Opti
         "<script type=\"text/html\" id=\"{id}-markup\">{}</script>",
         format!("{section}</section>").replace("</", "<\\u002f")
     );
-    let _ = write!(
-        o,
-        "<script type=\"application/json\" id=\"{id}-data\">{data}</script></section>"
-    );
+    let _ = write!(o, "<script type=\"application/json\" id=\"{id}-data\">{data}</script></section>");
     Some(o)
 }
 

@@ -215,7 +215,11 @@ fn count_regions(
         m.extra.calls = t.extra.calls;
         m.extra.region = t.extra.region.clone();
         let notes = &mut m.provenance.get_or_insert_with(Default::default).notes;
-        notes.extend(t.provenance.iter().flat_map(|p| p.notes.iter().filter(|n| n.starts_with("region '")).cloned()));
+        notes.extend(
+            t.provenance
+                .iter()
+                .flat_map(|p| p.notes.iter().filter(|n| n.starts_with("region '")).cloned()),
+        );
         if split_dram && t.bytes.contains_key("dram") {
             notes.push(format!(
                 "bytes.dram: not counted for region '{}': this platform's DRAM events count reads and writes apart, and the simulated PMU has the cache simulator's split for the whole run only",
