@@ -82,17 +82,18 @@ fn expectations(exe: &Path, arg: &str) -> Option<Account> {
     Some((classes, totals, ran))
 }
 
-fn traced(exe: &Path, arg: &str) -> Value {
+fn traced(exe: &Path, arg: &str, env: &[(&str, &str)]) -> Value {
     let out = Command::cargo_bin("roofline")
         .unwrap()
         .args(["measure", "--backend", "trace", "--json", "--"])
         .arg(exe)
         .arg(arg)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
-    d["points"][0]["flops"].clone()
+    d["points"][0].clone()
 }
 
 const MIXED: [&str; 10] = [
@@ -120,7 +121,19 @@ fn simd_dot_products_and_fp16_are_counted_exactly() {
         return;
     };
     eprintln!("families this CPU ran: {ran:?}");
-    let f = traced(&exe, &n);
+    // Without the code cache, and with it (short paths, so that the loops, masked ones
+    // included, run as translations counting their active lanes).
+    for env in [&[][..], &[("ROOFLINE_TRACE_CACHE", "2"), ("ROOFLINE_TRACE_PATH_INSNS", "16")][..]] {
+        let p = traced(&exe, &n, env);
+        assert_counts(&p["flops"], &classes, &totals);
+        if !env.is_empty() {
+            let c = &p["extra"]["trace"]["cache"];
+            assert!(c["blocks"].as_u64().unwrap() > 0, "no translation ran: {c}");
+        }
+    }
+}
+
+fn assert_counts(f: &Value, classes: &BTreeMap<String, f64>, totals: &BTreeMap<String, f64>) {
     let by_class = f["by_class"].as_object().unwrap();
     let got = |k: &str| by_class.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     for k in MIXED {
@@ -150,7 +163,7 @@ fn amx_work_follows_the_tile_configuration_in_force() {
     let mut s = seed();
     let reps = pick(&mut s, 5, 300).to_string();
     let Some((classes, _, _)) = expectations(&exe, &reps) else { return };
-    let f = traced(&exe, &reps);
+    let f = traced(&exe, &reps, &[])["flops"].clone();
     for k in ["tile_bf16", "tile_int8"] {
         assert_eq!(f["by_class"][k].as_f64(), classes.get(k).copied(), "{k}: {f}");
     }

@@ -115,18 +115,30 @@ fn known_counts_exact_inside_a_region() {
     let mut s = seed();
     let n = pick(&mut s, 500, 3000);
     let mask = pick(&mut s, 0, 256);
+    // Without the code cache, and with it (short paths, so that the masked loops run as
+    // translations counting their active lanes).
+    for env in [&[][..], &[("ROOFLINE_TRACE_CACHE", "2"), ("ROOFLINE_TRACE_PATH_INSNS", "16")][..]] {
+        known_counts_of(dir.path(), &exe, n, mask, env);
+    }
+}
+
+fn known_counts_of(dir: &Path, exe: &Path, n: u64, mask: u64, env: &[(&str, &str)]) {
     let with512 = avx512();
     let m = trace(
-        dir.path(),
+        dir,
         &[
             exe.to_str().unwrap(),
             &n.to_string(),
             &mask.to_string(),
             if with512 { "1" } else { "0" },
         ],
-        &[],
+        env,
         true,
     );
+    if !env.is_empty() {
+        let c = &m["extra"]["trace"]["cache"];
+        assert!(c["blocks"].as_u64().unwrap() >= n, "the loops did not run as translations: {c}");
+    }
     assert_eq!(class(&m, "scalar_double"), 2 * n);
     assert_eq!(class(&m, "packed256_double"), 8 * n);
     let f = |name: &str, key: &str| function(&m, name)[key].as_u64().unwrap();

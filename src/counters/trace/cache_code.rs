@@ -11,7 +11,12 @@
 //!   flush counts each thread's executions as its own and no `lock` is needed. Where the
 //!   block writes every status flag before reading any, the add goes first as it is; elsewhere it is wrapped in `pushfq`/`popfq` below the red zone
 //!   (`lea rsp,[rsp-128]` first), so the flags the block reads are the program's.
-//! - **body**: the block's instructions but its last branch, relocated.
+//! - **body**: the block's instructions but its last branch, relocated. Before each masked
+//!   instruction whose work or bytes depend on its opmask: the active lanes of the mask
+//!   (`kmov` into `rax`, `popcnt`) added to a counter of their own (`gs:[counter + 8k]`, the
+//!   `k`-th such instruction), `rax` and the flags saved below the red zone; the tracer counts
+//!   the instruction as its tally with no lane active per execution plus one lane's share per
+//!   lane counted.
 //! - **direct exits** (fall-through, `jcc` both ways, `jmp`, `call`): a `jmp` to the target's
 //!   translation where it exists, else to an **exit stub**: five `int3`. The tracer handles the
 //!   trap (the thread goes to the original target, as if it had arrived there) and may later
@@ -84,13 +89,48 @@ pub struct Translated {
     pub stubs: Vec<(u64, ExitKind)>,
 }
 
+/// The lanes whose active count a masked instruction's work and bytes depend on: `Some(None)`
+/// where they depend on no lane (a masked compare into an opmask: its tally is one per
+/// execution), `Some(Some(l))` where the flops and every masked memory operand count the
+/// active ones of `l` lanes, None where they count different lane numbers or `l` cannot be
+/// read with one `kmov` (then the block is not translated).
+pub fn masked_lanes(i: &Insn) -> Option<Option<u32>> {
+    i.mask?;
+    let mut lanes: Option<u32> = None;
+    let flop = i.flop.map(|f| f.lanes);
+    let mem = i.mem.iter().filter(|m| m.per_mask_element).map(|m| m.elems);
+    for l in flop.into_iter().chain(mem) {
+        if lanes.is_some_and(|x| x != l) || !(1..=16).contains(&l) && l != 32 && l != 64 {
+            return None;
+        }
+        lanes = Some(l);
+    }
+    Some(lanes)
+}
+
+/// The masked instructions of `insns` whose active lanes are counted, in order, with their
+/// lanes: the `k`-th has the counter after the block's own plus `k + 1`.
+pub fn lane_counted(insns: &[std::rc::Rc<Insn>]) -> Vec<(usize, u32)> {
+    insns
+        .iter()
+        .enumerate()
+        .filter_map(|(idx, i)| Some((idx, masked_lanes(i)??)))
+        .collect()
+}
+
 /// Whether a block of these instructions can be translated: no system call or other stop, no
-/// masked, string, tile or unclassified instruction (their counts are dynamic), and an end
-/// this file knows how to translate.
+/// string, tile or unclassified instruction (their counts are dynamic), masked instructions
+/// only where their active lanes can be counted (`masked_lanes`), and an end this file knows
+/// how to translate.
 pub fn translatable(insns: &[std::rc::Rc<Insn>]) -> bool {
     let Some(last) = insns.last() else { return false };
     for i in insns {
-        if i.mask.is_some() || i.string.is_some() || i.tile.is_some() || i.unclassified || !i.mask_writes.is_empty() {
+        if i.string.is_some()
+            || i.tile.is_some()
+            || i.unclassified
+            || (i.mask.is_some() && masked_lanes(i).is_none())
+            || writes_gs(&i.instr)
+        {
             return false;
         }
     }
@@ -103,6 +143,17 @@ pub fn translatable(insns: &[std::rc::Rc<Insn>]) -> bool {
         Flow::IndirectJump => last.instr.code() == Code::Jmp_rm64 && indirect_operand_ok(&last.instr),
         Flow::IndirectCall => last.instr.code() == Code::Call_rm64 && indirect_operand_ok(&last.instr),
         Flow::Next => true,
+    }
+}
+
+/// Whether `ins` changes the `gs` base, which holds the thread's counter area while it runs
+/// translations: such a block runs outside them, where the tracer sees the new base at the
+/// thread's next entry (and gives the space no more cache).
+fn writes_gs(ins: &Instruction) -> bool {
+    match ins.mnemonic() {
+        Mnemonic::Wrgsbase | Mnemonic::Lgs | Mnemonic::Swapgs => true,
+        Mnemonic::Mov | Mnemonic::Pop => ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::GS,
+        _ => false,
     }
 }
 
@@ -185,6 +236,38 @@ fn counter_increment(counter: u64, flags_dead: bool, seq: &mut Vec<Instruction>)
     Some(())
 }
 
+/// Before a masked instruction: the number of active lanes of its opmask `k` (the low `lanes`
+/// bits) added to its thread's counter at `slot`, every register and flag kept (`rax` and the
+/// flags saved below the red zone). The instruction has not run yet, so a mask it writes itself
+/// (`vpcmpb k1{k1}, …`) is read as it switches the instruction's lanes.
+fn active_lanes_add(k: u8, lanes: u32, slot: u64, seq: &mut Vec<Instruction>) -> Option<()> {
+    use Register::*;
+    let kreg = [K0, K1, K2, K3, K4, K5, K6, K7].get(usize::from(k)).copied()?;
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, -128)))?);
+    seq.push(op(Instruction::with1(Code::Push_r64, RAX))?);
+    seq.push(op(Ok(Instruction::with(Code::Pushfq)))?);
+    // kmovd/kmovq need AVX512BW, which every instruction of 32 or 64 lanes (bytes, words,
+    // fp16) needs too; kmovw is AVX512F.
+    match lanes {
+        64 => seq.push(op(Instruction::with2(Code::VEX_Kmovq_r64_kr, RAX, kreg))?),
+        32 => seq.push(op(Instruction::with2(Code::VEX_Kmovd_r32_kr, EAX, kreg))?),
+        1..=16 => {
+            seq.push(op(Instruction::with2(Code::VEX_Kmovw_r32_kr, EAX, kreg))?);
+            if lanes < 16 {
+                seq.push(op(Instruction::with2(Code::And_rm32_imm32, EAX, (1u32 << lanes) - 1))?);
+            }
+        }
+        _ => return Option::None,
+    }
+    seq.push(op(Instruction::with2(Code::Popcnt_r64_rm64, RAX, RAX))?);
+    let at = MemoryOperand::new(Register::None, Register::None, 1, i64::try_from(slot).ok()?, 4, false, GS);
+    seq.push(op(Instruction::with2(Code::Add_rm64_r64, at, RAX))?);
+    seq.push(op(Ok(Instruction::with(Code::Popfq)))?);
+    seq.push(op(Instruction::with1(Code::Pop_r64, RAX))?);
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, 128)))?);
+    Some(())
+}
+
 /// Labels of stubs are fake instruction addresses, below any real code, that the encoder
 /// retargets branches to.
 struct Labels {
@@ -208,7 +291,8 @@ impl Labels {
 }
 
 /// The translation of `insns` (one block, decoded at their addresses) placed at `at`.
-/// `counter`: its counter's offset in a thread's counter area; `table_ptr`: the address holding the lookup table's
+/// `counter`: its counter's offset in a thread's counter area (the active-lane counters of
+/// its masked instructions, `lane_counted`, follow it); `table_ptr`: the address holding the lookup table's
 /// address (in the area's header); `translated(x)`: the translation of the original address
 /// `x`, where one exists. None where the block cannot be translated.
 pub fn translate(
@@ -230,11 +314,16 @@ pub fn translate(
     // operand whose target is the address of an instruction of the block to that
     // instruction's copy, and a body has no branch, so such a target is data (a function
     // taking its own address, `lea rax,[rip+f]` at `f`): it must stay the original address.
-    seq.extend(body.iter().map(|i| {
+    let lanes = lane_counted(insns);
+    for (idx, i) in body.iter().enumerate() {
+        if let Some(k) = lanes.iter().position(|(at, _)| *at == idx) {
+            let slot = counter.checked_add(8 * (k as u64 + 1))?;
+            active_lanes_add(i.mask?, lanes[k].1, slot, &mut seq)?;
+        }
         let mut c = i.instr;
         c.set_ip(0);
-        c
-    }));
+        seq.push(c);
+    }
     let mut labels = Labels {
         next: 0,
         stubs: Vec::new(),

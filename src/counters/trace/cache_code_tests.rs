@@ -222,3 +222,88 @@ fn code_laid_out_in_power_of_two_strides_does_not_share_buckets() {
     }
     assert!(lost < 20, "{lost} of 20 000 targets found no free way");
 }
+
+/// kmovd k1, ecx; vmovdqu8 ymm16{k1}{z}, [rsi]; vfmadd231pd zmm0{k2}, zmm1, [rax];
+/// vpcmpeqb k3{k1}, ymm2, ymm1; ret
+const MASKED: [u8; 23] = [
+    0xc5, 0xfb, 0x92, 0xc9, 0x62, 0xe1, 0x7f, 0xa9, 0x6f, 0x06, 0x62, 0xf2, 0xf5, 0x4a, 0xb8, 0x00, 0x62, 0xf1, 0x6d, 0x29, 0x74, 0xd9,
+    0xc3,
+];
+
+#[test]
+fn masked_instructions_count_their_active_lanes_in_counters_after_the_blocks() {
+    let insns = block_at(&MASKED, 0x7f00_0000_1000);
+    assert_eq!(insns[1].mask, Some(1));
+    assert_eq!(masked_lanes(&insns[1]), Some(Some(32)), "32 byte lanes of a ymm");
+    assert_eq!(masked_lanes(&insns[2]), Some(Some(8)), "8 doubles of a zmm");
+    assert_eq!(masked_lanes(&insns[0]), None, "not masked");
+    assert_eq!(lane_counted(&insns)[..2], [(1, 32), (2, 8)]);
+    assert!(translatable(&insns), "opmasks written and read inside the block");
+    let t = translate(&insns, AT, COUNTER, TABLE_PTR, &|_| None).unwrap();
+    let out = decode(&t.bytes, AT);
+    // Before each lane-counted instruction: its mask's low `lanes` bits counted into the next
+    // counter, rax and the flags saved below the red zone and restored.
+    for (k, (mnemonic, kmov, and)) in [
+        (Mnemonic::Vmovdqu8, Code::VEX_Kmovd_r32_kr, None),
+        (Mnemonic::Vfmadd231pd, Code::VEX_Kmovw_r32_kr, Some(0xff)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = out.iter().position(|i| i.mnemonic() == mnemonic).unwrap();
+        let pre: Vec<&Instruction> = out[..at].iter().rev().take(if and.is_some() { 10 } else { 9 }).rev().collect();
+        let codes: Vec<Mnemonic> = pre.iter().map(|i| i.mnemonic()).collect();
+        let mut want = vec![Mnemonic::Lea, Mnemonic::Push, Mnemonic::Pushfq, Mnemonic::Kmovw];
+        if kmov == Code::VEX_Kmovd_r32_kr {
+            want[3] = Mnemonic::Kmovd;
+        }
+        if and.is_some() {
+            want.push(Mnemonic::And);
+        }
+        want.extend([Mnemonic::Popcnt, Mnemonic::Add, Mnemonic::Popfq, Mnemonic::Pop, Mnemonic::Lea]);
+        assert_eq!(codes, want, "before {mnemonic:?}");
+        assert_eq!(pre[0].memory_displacement64() as i64, -128);
+        assert_eq!(pre[3].code(), kmov);
+        assert_eq!(pre[3].op1_register(), [Register::K1, Register::K2][k]);
+        if let Some(m) = and {
+            assert_eq!(pre[4].immediate32(), m);
+        }
+        let add = pre[pre.len() - 4];
+        assert_eq!(add.segment_prefix(), Register::GS);
+        assert_eq!(add.memory_displacement64(), COUNTER + 8 * (k as u64 + 1));
+        assert_eq!(add.op1_register(), Register::RAX);
+    }
+    // The compare into k3 under k1 has no lane-dependent work: no counter before it.
+    let cmp = out.iter().position(|i| i.mnemonic() == Mnemonic::Vpcmpeqb).unwrap();
+    assert_eq!(out[cmp - 1].mnemonic(), Mnemonic::Vfmadd231pd);
+}
+
+#[test]
+fn masked_instructions_whose_lanes_cannot_be_counted_keep_their_block_out() {
+    // vfmadd231pd zmm0{k2}, zmm1, [rax]: 8 lanes for its flops and its masked load.
+    let fma = block_at(&MASKED[10..16], 0x1000);
+    assert_eq!(masked_lanes(&fma[0]), Some(Some(8)));
+    // Flops over other lanes than the masked bytes: one counter cannot give both.
+    let mut mixed = (*fma[0]).clone();
+    mixed.flop.as_mut().unwrap().lanes = 4;
+    assert_eq!(masked_lanes(&mixed), None);
+    assert!(!translatable(&[Rc::new(mixed), block_at(&[0xc3], 0x1006)[0].clone()]));
+    // A lane number no single kmov reads whole.
+    let mut odd = (*fma[0]).clone();
+    odd.flop.as_mut().unwrap().lanes = 24;
+    for m in odd.mem.iter_mut() {
+        m.elems = 24;
+    }
+    assert_eq!(masked_lanes(&odd), None);
+}
+
+#[test]
+fn blocks_that_change_the_gs_base_stay_out_of_the_cache() {
+    // The gs base holds the counter area while a thread runs translations.
+    for bytes in [&[0xf3, 0x48, 0x0f, 0xae, 0xd8, 0xc3][..], &[0x8e, 0xe8, 0xc3], &[0x0f, 0xa9, 0xc3]] {
+        let insns = block_at(bytes, 0x1000);
+        assert!(!translatable(&insns), "{}", insns[0].instr);
+    }
+    // Reading it, or writing fs, is fine: mov eax, gs; wrfsbase rax; ret.
+    assert!(translatable(&block_at(&[0x8c, 0xe8, 0xf3, 0x48, 0x0f, 0xae, 0xd0, 0xc3], 0x1000)));
+}

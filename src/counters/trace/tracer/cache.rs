@@ -19,15 +19,15 @@
 
 use nix::libc;
 use nix::unistd::Pid;
-use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
 use crate::counters::trace::cache_code::{self, AREA_SIZE, ExitKind, HEADER, ORIGIN, TABLE_BYTES, THREAD_COUNTERS, WAYS};
+use crate::counters::trace::tally::Tally;
 use crate::counters::trace::xol::{REACH, Xol};
 
 use super::Tracer;
 use super::block::{Block, ends_in_sigreturn};
-use super::cache_state::{Area, Entry, ThreadCounters};
+use super::cache_state::{Area, Entry, MaskedCount, ThreadCounters};
 use super::threads::Then;
 
 impl Tracer<'_> {
@@ -140,32 +140,29 @@ impl Tracer<'_> {
         let sp = &self.spaces[si];
         let block = sp.blocks.get(&pc).cloned()?;
         let bp = sp.bps.get(&pc).copied().unwrap_or_default();
-        if block.needs_step
-            || !block.masked.is_empty()
-            || block.rep
-            || bp.sticky()
-            || bp.inside
-            || sp.is_sticky(pc)
-            || ends_in_sigreturn(&block)
+        if (block.needs_step && !block.emu_masks) || block.rep || bp.sticky() || bp.inside || sp.is_sticky(pc) || ends_in_sigreturn(&block)
         {
             return None;
         }
         if !cache_code::translatable(&block.insns) {
             return None;
         }
-        if self.spaces[si].cache.entries.len() as u64 >= THREAD_COUNTERS {
+        let lanes = cache_code::lane_counted(&block.insns);
+        let counter = self.spaces[si].cache.counters_used;
+        if (counter + 1 + lanes.len()) as u64 > THREAD_COUNTERS {
             return None;
         }
         let code_len: u64 = block.insns.iter().map(|i| u64::from(i.len)).sum();
-        let room = code_len * 2 + 256 + ORIGIN;
+        let room = code_len * 2 + 256 + ORIGIN + LANE_COUNT_BYTES * lanes.len() as u64;
         let ai = self.cache_area(pid, si, pc, room)?;
         let sp = &mut self.spaces[si];
         let area = sp.cache.areas[ai];
-        let counter = 8 * sp.cache.entries.len() as u64;
         let slot_at = area.base + HEADER + area.code_used;
         let at = slot_at + ORIGIN;
         let cache = &sp.cache;
-        let tr = cache_code::translate(&block.insns, at, counter, area.base, &|x| cache.trans.get(&x).copied().flatten())?;
+        let tr = cache_code::translate(&block.insns, at, 8 * counter as u64, area.base, &|x| {
+            cache.trans.get(&x).copied().flatten()
+        })?;
         if tr.bytes.len() as u64 > room {
             return None;
         }
@@ -186,7 +183,13 @@ impl Tracer<'_> {
         for (off, kind) in &tr.stubs {
             sp.cache.stubs.insert(at + off, (*kind, false));
         }
-        sp.cache.entries.push(Entry { block: block.clone() });
+        let masked = masked_counts(&block, &lanes, counter);
+        sp.cache.entries.push(Entry {
+            block: block.clone(),
+            counter,
+            masked,
+        });
+        sp.cache.counters_used = counter + 1 + lanes.len();
         // The table entry (one 8-byte write): the first free way of the block's bucket, else
         // the last way, whose translation is then reached through traps and links only.
         if let Some(table) = sp.cache.table {
@@ -278,7 +281,7 @@ impl Tracer<'_> {
             self.spaces[si].cache.failed = true;
             return false;
         };
-        let n = self.spaces[si].cache.entries.len();
+        let n = self.spaces[si].cache.counters_used;
         self.spaces[si]
             .cache
             .counters
@@ -294,8 +297,11 @@ impl Tracer<'_> {
             return;
         }
         self.stats.cache_flushes += 1;
-        let n = self.spaces[si].cache.entries.len();
-        let mut runs: Vec<(i32, Rc<Block>, u64)> = Vec::new();
+        let n = self.spaces[si].cache.counters_used;
+        // Per thread and entry: the executions and each lane counter's sum since the last read
+        // (read in one go: a thread still running may be between the two, and its next read
+        // counts the rest).
+        let mut runs: Vec<(i32, usize, u64, Vec<u64>)> = Vec::new();
         let sp = &mut self.spaces[si];
         let mut buf = vec![0u8; 8 * n];
         for (tid, c) in sp.cache.counters.iter_mut() {
@@ -303,12 +309,17 @@ impl Tracer<'_> {
                 continue;
             }
             c.last.resize(n, 0);
-            for (k, e) in sp.cache.entries.iter().enumerate() {
+            let mut gained = |k: usize| {
                 let v = u64::from_le_bytes(buf[8 * k..8 * k + 8].try_into().expect("8 bytes"));
                 let d = v.wrapping_sub(c.last[k]);
-                if d > 0 {
-                    c.last[k] = v;
-                    runs.push((*tid, e.block.clone(), d));
+                c.last[k] = v;
+                d
+            };
+            for (ei, e) in sp.cache.entries.iter().enumerate() {
+                let d = gained(e.counter);
+                let sums: Vec<u64> = e.masked.iter().map(|m| m.lanes.as_ref().map_or(0, |(k, _)| gained(*k))).collect();
+                if d > 0 || sums.iter().any(|s| *s > 0) {
+                    runs.push((*tid, ei, d, sums));
                 }
             }
         }
@@ -316,9 +327,17 @@ impl Tracer<'_> {
         if self.spaces[si].threads <= 1 {
             self.spaces[si].cache.used = false;
         }
-        for (tid, b, n) in runs {
+        for (tid, ei, n, sums) in runs {
+            let entry = self.spaces[si].cache.entries[ei].clone();
+            let pid = Pid::from_raw(tid);
             self.stats.cache_blocks += n;
-            self.add_block(Pid::from_raw(tid), &b, &[], n);
+            self.add_block(pid, &entry.block, &[], n);
+            for (m, sum) in entry.masked.iter().zip(sums) {
+                self.add_masked(pid, &entry.block, m.idx, &m.base, n);
+                if let Some((_, per_lane)) = &m.lanes {
+                    self.add_masked(pid, &entry.block, m.idx, per_lane, sum);
+                }
+            }
         }
     }
 
@@ -344,7 +363,7 @@ impl Tracer<'_> {
             return;
         };
         sp.cache.counters.clear();
-        let n = sp.cache.entries.len();
+        let n = sp.cache.counters_used;
         let mut buf = vec![0u8; 8 * n];
         if sp.mem.read(c.base, &mut buf) == buf.len() {
             c.last = buf
@@ -354,4 +373,28 @@ impl Tracer<'_> {
         }
         sp.cache.counters.insert(child.as_raw(), c);
     }
+}
+
+/// Upper bound of the bytes `cache_code` adds before a lane-counted masked instruction.
+const LANE_COUNT_BYTES: u64 = 64;
+
+/// The masked instructions of `block` as a translation at counter `counter` counts them: each
+/// one's tally with no lane active, and where it is lane-counted (`lanes`, in the order of
+/// their counters after `counter`) what one active lane adds.
+fn masked_counts(block: &Block, lanes: &[(usize, u32)], counter: usize) -> Vec<MaskedCount> {
+    block
+        .masked
+        .iter()
+        .map(|(idx, _)| {
+            let insn = &block.insns[*idx];
+            let mut base = Tally::default();
+            base.add_insn(insn, Some(0));
+            let lanes = lanes.iter().position(|(at, _)| at == idx).map(|k| {
+                let mut one = Tally::default();
+                one.add_insn(insn, Some(1));
+                (counter + 1 + k, one.since(&base))
+            });
+            MaskedCount { idx: *idx, base, lanes }
+        })
+        .collect()
 }

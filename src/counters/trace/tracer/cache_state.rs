@@ -9,6 +9,8 @@ use crate::counters::trace::cache_code::{AREA_SIZE, ExitKind, STUB_LEN};
 use crate::counters::trace::emu::FastMap;
 use crate::counters::trace::sys::Memory;
 
+use crate::counters::trace::tally::Tally;
+
 use super::block::Block;
 
 /// One cache area: header (the table's address), then code.
@@ -18,10 +20,24 @@ pub(super) struct Area {
     pub(super) code_used: u64,
 }
 
-/// A translation's block (its counter is the entry's index in every thread's counter area).
+/// A translation's block, and its counters' indexes in every thread's counter area: the
+/// block's executions at `counter`, then one counter of active lanes per lane-counted masked
+/// instruction (`cache_code::lane_counted`).
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) block: Rc<Block>,
+    pub(super) counter: usize,
+    pub(super) masked: Vec<MaskedCount>,
+}
+
+/// A masked instruction of a translated block: its tally is `base` per execution plus
+/// `per_lane` per active lane its lane counter (at `lane_counter`) summed.
+#[derive(Debug, Clone)]
+pub(super) struct MaskedCount {
+    /// The instruction's index in the block.
+    pub(super) idx: usize,
+    pub(super) base: Tally,
+    pub(super) lanes: Option<(usize, Tally)>,
 }
 
 /// One thread's counter area (its `gs` base) and the counters' values when last read.
@@ -42,6 +58,8 @@ pub(super) struct CodeCache {
     /// Per original block start: its translation's address, or None where it cannot be made.
     pub(super) trans: FastMap<Option<u64>>,
     pub(super) entries: Vec<Entry>,
+    /// Counters in use in every thread's counter area (the entries' and their lane counters).
+    pub(super) counters_used: usize,
     /// Counter areas by thread id (threads that have entered a translation).
     pub(super) counters: BTreeMap<i32, ThreadCounters>,
     /// Exit stubs by address: where each leads, and whether it is linked.

@@ -72,6 +72,22 @@ impl Tracer<'_> {
         }
     }
 
+    /// `n` times `t`, the work of the masked instruction `idx` of `block` (a translation's
+    /// count: per execution, or per active lane).
+    pub(super) fn add_masked(&mut self, pid: Pid, block: &Block, idx: usize, t: &Tally, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.add_totals(pid, t, n);
+        if self.by_function {
+            let site = match block.insn_site.get(idx) {
+                Some(s) if !block.sites.is_empty() => block.sites[usize::from(*s)].0.clone(),
+                _ => block.site.clone(),
+            };
+            self.attribute(&site, t, n);
+        }
+    }
+
     fn add_totals(&mut self, pid: Pid, t: &Tally, n: u64) {
         self.total.add_scaled(t, n);
         if let Some(th) = self.threads.get(&pid)
