@@ -5,12 +5,13 @@
 # loaded RUNS times (default 5); each load records, in the page, the time from navigation to
 # the end of the load event (parse, layout, the script's set-up and label check) and the
 # time of each interaction with layout forced (hovering 50 dots, pinning 20, toggling a roof,
-# switching to the full range and back).
+# switching to the full range and back), and, where a chart is drawn on demand (a job's rank
+# dots above 64 ranks), the time from the button's press to the chart laid out.
 #
 #   scripts/page-speed.sh [N] [RUNS]
 #   PEER=/path/to/other/roofline scripts/page-speed.sh   # the same, alternating with another build's page
 #   JOB=1 scripts/page-speed.sh [RANKS] [RUNS]          # a job's page: RANKS ranks (default 1000) on
-#                                                       # nodes of 8, merged by `report merge`
+#                                                       # nodes of 8, merged by `report merge` (PEER too)
 #
 # Prints the page's size, then per run: load ms, hover/pin median and max ms, toggle and
 # zoom ms; with PEER, the other page's load time in the same run and the ratio. The target
@@ -80,7 +81,11 @@ PY
 echo "page-speed: $N points: $(stat -c %s "$work/page.html") bytes"
 fi
 if [ -n "${PEER:-}" ]; then
-  "$PEER" report show "$work/many.json" -o "$work/peer.html" >/dev/null 2>&1
+  if [ -n "${JOB:-}" ]; then
+    "$PEER" report merge "$work/job" -o "$work/peer.html" >/dev/null 2>&1
+  else
+    "$PEER" report show "$work/many.json" -o "$work/peer.html" >/dev/null 2>&1
+  fi
   echo "page-speed: peer page ($PEER): $(stat -c %s "$work/peer.html") bytes"
 fi
 
@@ -112,6 +117,15 @@ window.addEventListener("load", function () {
     out.pin_med = med(pins); out.pin_max = Math.max.apply(null, pins);
     out.dots = dots.length;
   }
+  var draw = document.querySelector("section.later button.draw");
+  if (draw) {
+    var t2 = performance.now();
+    draw.click();
+    var later = draw.closest("section.later");
+    later.querySelector("svg.chart").getBoundingClientRect();
+    out.draw = performance.now() - t2;
+    out.drawn = later.querySelectorAll("g.frame .dots circle").length;
+  }
   document.body.setAttribute("data-speed", JSON.stringify(out));
 });
 </script></body>'
@@ -136,7 +150,7 @@ measure() {
     | grep -o 'data-speed="[^"]*"' | sed 's/^data-speed="//; s/"$//; s/&quot;/"/g'
 }
 for run in $(seq 1 "$RUNS"); do
-  line=$(measure page | python3 -c 'import json,sys; d=json.load(sys.stdin); print("charts ready %.0f ms, load %.0f ms, hover median %.1f max %.1f ms, pin median %.1f max %.1f ms, roof toggle %.1f ms, zoom %.1f ms (%d dots)" % (d["ready"], d["load"], d["hover_med"], d["hover_max"], d["pin_med"], d["pin_max"], d["toggle"], d["zoom"], d["dots"]))')
+  line=$(measure page | python3 -c 'import json,sys; d=json.load(sys.stdin); print("charts ready %.0f ms, load %.0f ms, hover median %.1f max %.1f ms, pin median %.1f max %.1f ms, roof toggle %.1f ms, zoom %.1f ms (%d dots)" % (d["ready"], d["load"], d["hover_med"], d["hover_max"], d["pin_med"], d["pin_max"], d["toggle"], d["zoom"], d["dots"]) + ("; dots drawn on demand in %.0f ms (%d dots)" % (d["draw"], d["drawn"]) if "draw" in d else ""))')
   if [ -f "$work/peer-probed.html" ]; then
     peer=$(measure peer | python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["load"])')
     load=$(echo "$line" | sed 's/.*, load \([0-9]*\) ms.*/\1/')

@@ -8,7 +8,8 @@
 //! toggle hides a roof; no two text boxes of the chart overlap as the browser renders them
 //! (in every frame and with every roof shown); the folded advice cards and point table are
 //! built when opened; and no error (a recorder injected at the top of the page, and the
-//! browser's log).
+//! browser's log). A job of 70 ranks: its rank dots drawn when asked (and hidden, and shown
+//! again), their advice cards there before.
 //!
 //! Skipped, with one line saying so, where chromium or chromedriver is not installed.
 
@@ -461,6 +462,97 @@ fn check_page(d: &Driver, page: &Path, work: &Path, what: &str, points: usize) -
     json!({ "every": every })
 }
 
+/// A job of `n` ranks, 8 a node, written into `dir` from the recorded rank 0 of `two-nodes`
+/// (each rank's W and T its own), as scripts/page-speed.sh makes one.
+fn generate_job(n: u32, dir: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jobs/two-nodes/genoa-a-r0.json");
+    let base: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    for r in 0..n {
+        let mut d = base.clone();
+        let (host, local) = (format!("node{}", r / 8), r % 8);
+        let job = &mut d["environment"]["job"];
+        job["rank"] = r.into();
+        job["size"] = n.into();
+        job["local_rank"] = local.into();
+        job["node"] = host.clone().into();
+        job["dram"] = if local == 0 { "node" } else { "none" }.into();
+        for p in d["points"].as_array_mut().unwrap() {
+            p["flops"]["total"] = (1000.0 + f64::from(r)).into();
+            p["seconds"] = (1e-3 * f64::from(1 + r % 7)).into();
+            if local != 0 {
+                p["bytes"].as_object_mut().unwrap().remove("dram");
+            }
+        }
+        std::fs::write(dir.join(format!("{host}-r{r}.json")), d.to_string()).unwrap();
+    }
+}
+
+/// A job above 64 ranks: its rank dots are not drawn when the page opens; the advice cards
+/// still have every rank's; a press of the button draws them (hover shows a rank's numbers),
+/// the next hides them and the next shows them again.
+fn check_rank_dots_on_demand(d: &Driver, page: &Path, work: &Path, ranks: u64) {
+    let html = std::fs::read_to_string(page)
+        .unwrap()
+        .replacen("<head>", &format!("<head>{EARLY}"), 1);
+    let probed = work.join("large-job.html");
+    std::fs::write(&probed, html).unwrap();
+    d.call("POST", "url", Some(json!({"url": format!("file://{}", probed.display())})));
+    let opened = d.js("return { boxes: document.querySelectorAll('.chartbox').length, \
+         later: document.querySelectorAll('section.later').length, \
+         drawn: document.querySelectorAll('section.later .chartbox').length };");
+    assert_eq!(opened, json!({"boxes": 2, "later": 1, "drawn": 0}), "large job: {opened}");
+    d.js("document.querySelector('details.cards').open = true;");
+    let t0 = Instant::now();
+    let rank_cards = loop {
+        let c = d.js(
+            "return Array.prototype.filter.call(document.querySelectorAll('details.cards .card h3'), \
+             function (h) { return / @ rank /.test(h.textContent); }).length;",
+        );
+        if c.as_u64() > Some(0) || t0.elapsed() > Duration::from_secs(5) {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(rank_cards, 2 * ranks, "large job: advice cards of the undrawn ranks");
+    d.click("section.later button.draw");
+    let drawn = d.js(
+        "var l = document.querySelector('section.later'), b = l.querySelector('.chartbox'); b.scrollIntoView(); \
+         var svg = b.querySelector('svg.chart'), f = Array.prototype.filter.call(svg.querySelectorAll('g.frame'), \
+         function (g) { return g.style.display !== 'none'; })[0], dot = f.querySelector('.dots circle'), r = dot.getBoundingClientRect(); \
+         var x = r.left + r.width / 2, y = r.top + r.height / 2, hit = document.elementFromPoint(x, y); \
+         if (hit && hit.classList.contains('dot')) dot = hit; \
+         var doc = JSON.parse(document.getElementById(svg.id + '-data').textContent); \
+         return { dots: f.querySelectorAll('.dots circle').length, height: svg.getBoundingClientRect().height, \
+           x: x, y: y, name: doc.dots[+dot.getAttribute('data-i')].n, \
+           button: l.querySelector('button.draw').textContent, expanded: l.querySelector('button.draw').getAttribute('aria-expanded') };",
+    );
+    assert_eq!(drawn["dots"], 2 * ranks, "large job: the rank dots drawn: {drawn}");
+    assert!(drawn["height"].as_f64() > Some(200.0), "large job: {drawn}");
+    assert_eq!(drawn["expanded"], "true", "{drawn}");
+    assert!(drawn["button"].as_str().unwrap_or("").starts_with("Hide"), "{drawn}");
+    let name = drawn["name"].as_str().unwrap_or("").to_string();
+    assert!(name.contains(" @ rank "), "large job: {drawn}");
+    d.move_to(drawn["x"].as_f64().unwrap(), drawn["y"].as_f64().unwrap());
+    let tip = d.js("var t = document.querySelector('section.later .tip'); return { shown: !t.hidden, text: t.textContent };");
+    assert!(
+        tip["shown"] == true && tip["text"].as_str().unwrap_or("").contains(&name),
+        "large job: hovering a rank dot: {tip} ({name})"
+    );
+    let shown = "return getComputedStyle(document.querySelector('section.later .chartbox')).display !== 'none';";
+    d.click("section.later button.draw");
+    assert_eq!(d.js(shown), false, "large job: a second press hides the rank dots");
+    d.click("section.later button.draw");
+    assert_eq!(d.js(shown), true, "large job: a third press shows them again");
+    let mut errors: Vec<String> = d
+        .js("return window.__errors;")
+        .as_array()
+        .map(|a| a.iter().map(|e| e.as_str().unwrap_or("").to_string()).collect())
+        .unwrap_or_default();
+    errors.extend(d.severe_log());
+    assert_eq!(errors, Vec::<String>::new(), "large job: errors in the page");
+}
+
 fn write_page(args: &[&str], out: &Path) -> usize {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_roofline"));
@@ -548,4 +640,17 @@ fn report_page_in_a_real_browser() {
             .is_some_and(|b| b.len() == 2 && b.iter().all(|h| h.as_f64() > Some(50.0))),
         "job: T per rank not drawn: {bars}"
     );
+    // A job of 70 ranks (above the 64 drawn when the page opens): rank dots on demand.
+    let large_dir = dir.path().join("large-job");
+    generate_job(70, &large_dir);
+    let large = dir.path().join("large.html");
+    let st = Command::new(env!("CARGO_BIN_EXE_roofline"))
+        .args(["report", "merge"])
+        .arg(&large_dir)
+        .arg("-o")
+        .arg(&large)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    check_rank_dots_on_demand(&d, &large, dir.path(), 70);
 }

@@ -5,8 +5,11 @@
 //! scalar flops in region `work`; n is random per run (printed), every expected figure is
 //! worked out from that. Slurm's `srun` is checked on a one-node cluster the test starts and
 //! stops itself (a generated slurm.conf, `AuthType=auth/none`), with the fixture built without
-//! MPI (its tasks are ranks by Slurm's variables). Each test skips, saying why,
-//! where its MPI (or Slurm) is not installed.
+//! MPI (its tasks are ranks by Slurm's variables). The perf path under a launcher is checked
+//! on the simulated PMU (`--backend simulated`: the platform's perf events, groups and
+//! formulas counting a memory-mode trace of each rank), under mpirun and srun: W exact per
+//! rank and region, the node's DRAM counted by local rank 0 alone and never summed. Each test
+//! skips, saying why, where its MPI (or Slurm) is not installed.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -63,6 +66,19 @@ const MPICH: Mpi = Mpi {
     recorded: "mpich-hydra",
 };
 
+/// Tasks started by Open MPI's mpirun, the fixture built without MPI (rank and size from Open
+/// MPI's variables): the perf path on the simulated PMU traces each rank in memory mode, where
+/// Open MPI's own start-up alone takes about a minute on 2 vCPUs.
+const OPEN_MPI_TASKS: Mpi = Mpi {
+    name: "Open MPI (tasks without MPI)",
+    cc: "cc",
+    cflags: &["-DWITHOUT_MPI"],
+    launcher: OPEN_MPI.launcher,
+    np: "-np",
+    env: &[],
+    recorded: "open-mpi",
+};
+
 /// Tasks started by Slurm's srun: the fixture built without MPI (rank and size from Slurm's
 /// variables; the MPI transports under tracing are the other tests'), so the job is quick.
 const SLURM: Mpi = Mpi {
@@ -105,8 +121,25 @@ fn build(mpi: &Mpi, dir: &Path) -> Option<PathBuf> {
     Some(exe)
 }
 
-/// `LAUNCHER EXTRA -np N roofline measure --backend trace -o JOB/ -- ranks_work ARGS`.
-fn run_job(mpi: &Mpi, extra: &[&str], env: &[(&str, String)], np: u32, job: &Path, exe: &Path, args: &[String]) -> Output {
+/// What each rank's roofline counts with: the trace backend (exact W, core Q).
+const TRACE: &[&str] = &["--backend", "trace"];
+
+/// The perf path on the simulated PMU with Zen 3's events (they fit its counters: no
+/// multiplexing, so the counts are the trace's exactly, whatever machine runs the test).
+const SIMULATED_ZEN3: &[&str] = &["--backend", "simulated", "--platform", "zen3"];
+
+/// `LAUNCHER EXTRA -np N roofline measure BACKEND -o JOB/ -- ranks_work ARGS`.
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    mpi: &Mpi,
+    extra: &[&str],
+    env: &[(&str, String)],
+    backend: &[&str],
+    np: u32,
+    job: &Path,
+    exe: &Path,
+    args: &[String],
+) -> Output {
     let roofline = assert_cmd::cargo::cargo_bin("roofline");
     let mut dir = job.to_string_lossy().into_owned();
     dir.push('/');
@@ -117,7 +150,9 @@ fn run_job(mpi: &Mpi, extra: &[&str], env: &[(&str, String)], np: u32, job: &Pat
         .envs(mpi.env.iter().copied())
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .arg(roofline)
-        .args(["measure", "--backend", "trace", "-o", &dir, "--"])
+        .arg("measure")
+        .args(backend)
+        .args(["-o", &dir, "--"])
         .arg(exe)
         .args(args)
         .output()
@@ -175,7 +210,7 @@ fn every_rank_measured(mpi: &Mpi, np: u32, env: &[(&str, String)]) {
     let Some(exe) = build(mpi, tmp.path()) else { return };
     let n = support::random(2_000, 20_000, u64::from(np));
     let job = tmp.path().join("job");
-    let out = run_job(mpi, &[], env, np, &job, &exe, &[n.to_string()]);
+    let out = run_job(mpi, &[], env, TRACE, np, &job, &exe, &[n.to_string()]);
     assert!(out.status.success(), "{} job failed", mpi.name);
     let host = host();
     for r in 0..np {
@@ -252,7 +287,7 @@ fn open_mpi_three_ranks_one_dies() {
     // Open MPI aborts the job when a rank fails; told not to, the others finish and write
     // (and mpirun's own status is then 0).
     let keep_going = ["--mca", "orte_abort_on_non_zero_status", "0"];
-    let out = run_job(&OPEN_MPI, &keep_going, &[], 3, &job, &exe, &[n.to_string(), "1".into()]);
+    let out = run_job(&OPEN_MPI, &keep_going, &[], TRACE, 3, &job, &exe, &[n.to_string(), "1".into()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let host = host();
     assert!(
@@ -268,6 +303,96 @@ fn open_mpi_three_ranks_one_dies() {
     let job_point = point(&doc, "work");
     assert_eq!(w(job_point), 8 * n);
     assert_eq!(job_point["extra"]["imbalance"]["flops"].as_f64(), Some(1.5));
+}
+
+/// The perf path under a launcher, on the simulated PMU (the platform's perf events, groups
+/// and formulas counting a memory-mode trace of each rank): per-rank W exact for the whole
+/// run and region `work` (2 (r + 1) n), the node's and the job's W their sum (6n); the
+/// system-wide (uncore) DRAM events opened by local rank 0 alone, so rank 1 has no DRAM
+/// figure, and the node's and the job's DRAM are rank 0's count, once, with the merge naming
+/// rank 0 as the one that counted it, for the whole run and the region.
+fn perf_path_on_the_simulated_pmu(mpi: &Mpi, env: &[(&str, String)]) {
+    let _one = one_job_at_a_time();
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build(mpi, tmp.path()) else { return };
+    // calloc maps arrays of 128 KiB and more afresh: region `work` then reads x and y from
+    // DRAM (cold lines), so its DRAM figure is no zero.
+    let n = support::random(16_384, 24_000, 5);
+    let job = tmp.path().join("job");
+    let out = run_job(mpi, &[], env, SIMULATED_ZEN3, 2, &job, &exe, &[n.to_string()]);
+    assert!(out.status.success(), "{} job failed", mpi.name);
+    let host = host();
+    let rank_file =
+        |r: u32| -> Value { serde_json::from_str(&std::fs::read_to_string(job.join(format!("{host}-r{r}.json"))).unwrap()).unwrap() };
+    let (r0, r1) = (rank_file(0), rank_file(1));
+    assert_eq!(r0["environment"]["job"]["dram"], "node", "{:#}", r0["environment"]["job"]);
+    assert_eq!(r1["environment"]["job"]["dram"], "none", "{:#}", r1["environment"]["job"]);
+    assert!(
+        r1["points"].as_array().unwrap().iter().all(|p| p["bytes"]["dram"].is_null()),
+        "rank 1 opened no memory-controller event: {}",
+        names(&r1)
+    );
+    let dram_of = |doc: &Value, name: &str| point(doc, name)["bytes"]["dram"].as_f64();
+    let whole = r0["points"][0]["name"].as_str().unwrap().to_string();
+    let rank0_dram = dram_of(&r0, &whole).expect("rank 0 counted the node's DRAM");
+    let rank0_region_dram = dram_of(&r0, "work");
+    assert!(
+        rank0_dram > 0.0 && rank0_region_dram > Some(0.0),
+        "{rank0_dram} {rank0_region_dram:?}"
+    );
+    let (doc, _) = merge(&job, &tmp.path().join("job.json"));
+    for r in 0..2u64 {
+        for name in [format!("work @ rank {r}"), format!("{whole} @ rank {r}")] {
+            let p = point(&doc, &name);
+            assert_eq!(p["provenance"]["flops"], "simulated", "{name}: {p:#}");
+            assert!(
+                p["bytes"]["dram"].is_null(),
+                "{name}: the node's DRAM is on the node's point: {p:#}"
+            );
+        }
+        let p = point(&doc, &format!("work @ rank {r}"));
+        assert_eq!(w(p), 2 * (r + 1) * n, "rank {r}: {p:#}");
+        assert_eq!(p["flops"]["by_class"]["any_precision"].as_f64(), Some((2 * (r + 1) * n) as f64));
+        assert_eq!(p["extra"]["calls"], 1, "{p:#}");
+    }
+    assert!(w(point(&doc, &format!("{whole} @ rank 1"))) >= 4 * n);
+    let moved = point(&doc, &format!("{whole} @ rank 0"))["provenance"]["notes"].to_string();
+    assert!(moved.contains(&format!("it is on '{whole} @ node {host}'")), "{moved}");
+    for (name, dram) in [(whole.as_str(), Some(rank0_dram)), ("work", rank0_region_dram)] {
+        let node = point(&doc, &format!("{name} @ node {host}"));
+        let job_point = point(&doc, name);
+        assert_eq!(node["bytes"]["dram"].as_f64(), dram, "{name}: the node's DRAM is rank 0's, once");
+        assert_eq!(job_point["bytes"]["dram"].as_f64(), dram, "{name}: the job's DRAM is the node's");
+        let said = node["provenance"]["notes"].to_string();
+        assert!(
+            said.contains("rank 0 counted the node's memory traffic system-wide (once, never summed)"),
+            "{name}: {said}"
+        );
+    }
+    assert_eq!(w(point(&doc, &format!("work @ node {host}"))), 6 * n);
+    assert_eq!(w(point(&doc, "work")), 6 * n);
+    let imbalance = point(&doc, "work")["extra"]["imbalance"]["flops"].as_f64().unwrap();
+    assert!((imbalance - 4.0 / 3.0).abs() < 1e-12, "imbalance of W {imbalance}, want 4/3");
+    let node = &doc["job"]["nodes"][0];
+    assert_eq!(
+        (node["dram"].as_str(), node["dram_counted_by"].as_u64()),
+        (Some("node"), Some(0)),
+        "{node:#}"
+    );
+}
+
+#[test]
+fn open_mpi_perf_path_on_the_simulated_pmu() {
+    perf_path_on_the_simulated_pmu(&OPEN_MPI_TASKS, &[]);
+}
+
+/// The same with the MPI program: every rank's Open MPI start-up and transports traced in
+/// memory mode. Ignored in CI (about 60 s on 2 vCPUs): `cargo test --release --test mpi_jobs
+/// -- --ignored`.
+#[test]
+#[ignore = "about 60 s on 2 vCPUs; run with --ignored"]
+fn open_mpi_program_perf_path_on_the_simulated_pmu() {
+    perf_path_on_the_simulated_pmu(&OPEN_MPI, &[]);
 }
 
 /// `roofline measure` around the launcher: `roofline measure --backend trace -o R.json --
@@ -407,7 +532,8 @@ fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
-/// `srun -n 2 roofline measure …` on the test's own cluster: the same checks as under mpirun.
+/// `srun -n 2 roofline measure …` on the test's own cluster: the same checks as under mpirun,
+/// with the trace backend and with the simulated PMU.
 #[test]
 fn slurm_srun_two_ranks() {
     if !on_path(SLURM.cc) {
@@ -415,5 +541,8 @@ fn slurm_srun_two_ranks() {
         return;
     }
     let Some(cluster) = Cluster::start() else { return };
-    every_rank_measured(&SLURM, 2, &[("SLURM_CONF", cluster.conf().display().to_string())]);
+    let conf = [("SLURM_CONF", cluster.conf().display().to_string())];
+    every_rank_measured(&SLURM, 2, &conf);
+    // The perf path too, on the simulated PMU, on the same cluster.
+    perf_path_on_the_simulated_pmu(&SLURM, &conf);
 }

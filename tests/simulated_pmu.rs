@@ -312,6 +312,59 @@ fn measure_on_the_simulated_pmu_gives_the_traced_work() {
     assert!(sim["points"][0]["extra"]["multiplex_running_ratio"].is_object());
 }
 
+/// `measure --backend simulated` of a program with a region (the region API's markers): the
+/// region counted by the simulated counters from its own traced truth, beside the whole run,
+/// W exact (Zen 3's events fit its counters) and its DRAM traffic the cold arrays it reads;
+/// the whole run timed natively after the trace.
+#[test]
+fn a_commands_regions_count_on_the_simulated_pmu() {
+    if !ptrace_allowed() {
+        eprintln!("skipped: ptrace not permitted");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mpi/ranks_work.c");
+    let exe = dir.path().join("ranks_work");
+    match std::process::Command::new("cc")
+        .args(["-DWITHOUT_MPI", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        _ => {
+            eprintln!("skipped: no C compiler");
+            return;
+        }
+    }
+    // Rank 0 of no job: 2n flops in region `work` over arrays calloc maps afresh (≥ 128 KiB).
+    let n = random(16_384, 24_000);
+    let out = roofline(dir.path())
+        .env_remove("SLURM_PROCID")
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .args(["measure", "--backend", "simulated", "--platform", "zen3", "--json", "--"])
+        .arg(&exe)
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "the whole run and region work: {doc:#}");
+    let (whole, work) = (&points[0], &points[1]);
+    assert_eq!(work["name"], "work");
+    assert_eq!(work["flops"]["total"].as_f64(), Some(2.0 * n as f64), "{work:#}");
+    assert_eq!(work["flops"]["by_class"]["any_precision"].as_f64(), Some(2.0 * n as f64));
+    assert_eq!(work["extra"]["calls"], 1);
+    assert_eq!(work["provenance"]["flops"], "simulated");
+    assert_eq!(work["provenance"]["bytes"]["dram"], "simulated");
+    assert!(work["bytes"]["dram"].as_f64() > Some(0.0), "{work:#}");
+    assert!(work["provenance"]["notes"][0].as_str().unwrap().starts_with("SIMULATED PMU"));
+    assert!(whole["flops"]["total"].as_f64() >= Some(2.0 * n as f64), "{whole:#}");
+    assert_eq!(whole["seconds_samples"].as_array().map(Vec::len), Some(1), "{whole:#}");
+}
+
 #[test]
 fn validate_with_perf_without_a_pmu_names_doctor_and_trace() {
     let has_pmu = ["cpu", "cpu_core"]

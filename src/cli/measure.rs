@@ -89,6 +89,7 @@ impl Args {
             by_function: self.by_function || self.by_line,
             cache: self.cache.clone(),
             trace_timing: true,
+            single_run: false,
         }
     }
 }

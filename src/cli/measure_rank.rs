@@ -64,7 +64,7 @@ pub fn run(args: RankMeasure<'_>, rank: LauncherRank, dir: &Path) -> anyhow::Res
     let mut opts = args.options;
     opts.uncore = counts_dram;
     // The traced run is the rank's one run: the launcher's ranks meet once (MPI_Init).
-    opts.trace_timing = false;
+    opts.single_run = true;
     let cpus = launcher::bound_cpus();
     let failed = |status: i32, how: &str| {
         eprintln!(
@@ -87,12 +87,25 @@ pub fn run(args: RankMeasure<'_>, rank: LauncherRank, dir: &Path) -> anyhow::Res
         report.machine = v;
     }
     let (dram, why) = dram_scope(&report, counts_dram, chosen_by);
+    let simulated_node_dram = dram == DramScope::Node
+        && report
+            .points
+            .first()
+            .and_then(|p| p.provenance.bytes.get(level::DRAM))
+            .is_some_and(|s| *s == Source::Simulated);
     for p in &mut report.points {
-        if p.provenance.seconds.is_none() && p.seconds_samples.is_empty() {
+        let said = p.provenance.notes.iter().any(|n| n.starts_with("no T:"));
+        if p.provenance.seconds.is_none() && p.seconds_samples.is_empty() && !said {
             p.provenance.notes.push(format!(
                 "no T: the trace backend's one run is traced (a rank of a {} job cannot be run again natively)",
                 rank.launcher
             ));
+        }
+        if simulated_node_dram && p.bytes.contains_key(level::DRAM) {
+            // The stand-in counts what it simulated: this process's misses, not the node's.
+            p.provenance.notes.push(
+                "bytes.dram: the simulated PMU's memory-controller events count this rank's own simulated traffic (real ones count every process of the node)".into(),
+            );
         }
     }
     report.environment.rank = Some(rank.rank);

@@ -664,6 +664,10 @@ impl AccessSink for SharedHierarchy {
     fn bytes_per_level(&mut self) -> Vec<(String, f64)> {
         AccessSink::bytes_per_level(&mut *self.0.borrow_mut())
     }
+    // The regions' traffic: without it every region's levels read zero.
+    fn bytes_so_far(&self) -> Vec<(String, f64)> {
+        AccessSink::bytes_so_far(&*self.0.borrow())
+    }
     fn note(&self) -> Option<String> {
         AccessSink::note(&*self.0.borrow())
     }

@@ -205,19 +205,27 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         env!("CARGO_PKG_VERSION")
     );
     let sets = view.by_threads();
-    let charted: Vec<(Option<String>, View)> = match job {
-        Some(_) => super::job_page::views(view).into_iter().map(|(h, v)| (Some(h), v)).collect(),
+    // (heading, points, drawn only when asked)
+    let charted: Vec<(Option<String>, View, bool)> = match job {
+        Some(_) => super::job_page::views(view)
+            .into_iter()
+            .map(|c| (Some(c.heading), c.view, c.on_demand))
+            .collect(),
         None => sets
             .iter()
-            .map(|set| ((sets.len() > 1).then(|| threads_heading(set)), set.clone()))
+            .map(|set| ((sets.len() > 1).then(|| threads_heading(set)), set.clone(), false))
             .collect(),
     };
-    for (i, (heading, set)) in charted.iter().enumerate() {
-        if let Some(section) = super::page::chart_section(set, &format!("chart{i}"), heading.as_deref()) {
-            o.push_str(&section);
-        }
+    for (i, (heading, set, on_demand)) in charted.iter().enumerate() {
+        let id = format!("chart{i}");
+        let section = match heading {
+            Some(h) if *on_demand => super::page::chart_on_demand(set, &id, h, "ranks"),
+            _ => super::page::chart_section(set, &id, heading.as_deref()),
+        };
+        o.push_str(section.as_deref().unwrap_or_default());
     }
-    // The script right after the charts: they respond before the rest of the page is read.
+    // The script right after the charts: they respond before the rest of the page is read
+    // (a chart drawn on demand is set up when asked).
     let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
     energy_section(&mut o, view);
     command_energy_section(&mut o, view);
@@ -258,7 +266,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
         roofs_and_plots(&mut o, set)?;
         o.push_str("</details>");
     }
-    let charted: Vec<View> = charted.into_iter().map(|(_, v)| v).collect();
+    let charted: Vec<View> = charted.into_iter().map(|(_, v, _)| v).collect();
     o.push_str(&render_rest(view, &charted)?);
     Ok(o)
 }

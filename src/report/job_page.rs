@@ -1,8 +1,8 @@
 //! The page of a merged job (`report merge JOB/`): the same page as a report's, with the
 //! job's own parts. Above the charts, one line on the job (ranks, nodes, launchers,
 //! microarchitectures); the charts are the nodes' points against one node's roofs (one chart
-//! per microarchitecture), the ranks' points against one rank's roofs (up to [`RANK_DOTS`]
-//! ranks; a larger job lists its ranks in a table) and the job's points against the job's
+//! per microarchitecture), the ranks' points against one rank's roofs (drawn when
+//! the page opens up to [`RANK_DOTS`] ranks, when asked above) and the job's points against the job's
 //! roofs (nodes × a node's; none for a job over several microarchitectures, said instead);
 //! below them, the balance: per region the imbalance of T and W over the ranks, the slowest
 //! rank and node named, T per rank as bars with the stragglers marked, then the nodes with
@@ -16,8 +16,18 @@ use crate::schema::report::job::Job;
 use crate::schema::report::{Point, Report, Roofs};
 use crate::schema::units::{seconds, si, sig3};
 
-/// Ranks drawn as dots at most; a larger job's ranks are in its tables.
+/// Ranks drawn as dots when the page opens at most; a larger job's rank dots are drawn when
+/// asked (a button between the nodes' chart and the job's); its ranks are in the table as
+/// ever.
 pub const RANK_DOTS: usize = 64;
+
+/// One of a job's charts: its heading, its points and roofs, and whether it is drawn only
+/// when asked.
+pub struct JobChart {
+    pub heading: String,
+    pub view: View,
+    pub on_demand: bool,
+}
 
 /// A rank at least this much slower than the median rank is a straggler.
 pub const STRAGGLER: f64 = 1.10;
@@ -130,8 +140,9 @@ pub fn table_by_own_roofs(view: &View) -> Option<String> {
     Some(sections.join("\n"))
 }
 
-/// The job's charts, each with its heading: nodes (per microarchitecture), ranks, the job.
-pub fn views(view: &View) -> Vec<(String, View)> {
+/// The job's charts, each with its heading: nodes (per microarchitecture), ranks (drawn when
+/// asked above [`RANK_DOTS`] ranks), the job.
+pub fn views(view: &View) -> Vec<JobChart> {
     let Some((r, job)) = job_of(view) else { return Vec::new() };
     let source_on = |host: &str| job.ranks.iter().find(|k| k.node == host).map(|k| k.source.as_str());
     let mut out = Vec::new();
@@ -147,25 +158,26 @@ pub fn views(view: &View) -> Vec<(String, View)> {
         let first = job.nodes.iter().find(|n| n.host == hosts[0]);
         let in_group = |p: &Point| hosts.iter().any(|h| p.name.ends_with(&format!(" @ node {h}")));
         let v = sub_view(r, in_group, first.and_then(|n| n.roofs.as_ref()), source_on(hosts[0]));
-        out.push((
-            format!(
+        out.push(JobChart {
+            heading: format!(
                 "Nodes{} · roofs of one node ({}{})",
                 uarch.as_deref().map(|u| format!(" ({u})")).unwrap_or_default(),
                 hosts[0],
                 first.and_then(|n| n.cores).map(|c| format!(", {c} cores")).unwrap_or_default()
             ),
-            v,
-        ));
+            view: v,
+            on_demand: false,
+        });
     }
-    // Ranks, against the first rank's roofs (its CPUs' share of its node).
-    if job.ranks.len() <= RANK_DOTS
-        && let Some(first) = job.ranks.first()
-    {
+    // Ranks, against the first rank's roofs (its CPUs' share of its node); a large job's
+    // drawn when asked.
+    if let Some(first) = job.ranks.first() {
         let v = sub_view(r, |p| matches!(kind(p), Kind::Rank), first.roofs.as_ref(), Some(&first.source));
-        out.push((
-            format!("Ranks · roofs of one rank ({} CPU(s) of {})", first.cpus.len().max(1), first.node),
-            v,
-        ));
+        out.push(JobChart {
+            heading: format!("Ranks · roofs of one rank ({} CPU(s) of {})", first.cpus.len().max(1), first.node),
+            view: v,
+            on_demand: job.ranks.len() > RANK_DOTS,
+        });
     }
     // The job, against nodes × a node's roofs; none over several microarchitectures.
     if !job.heterogeneous {
@@ -175,7 +187,11 @@ pub fn views(view: &View) -> Vec<(String, View)> {
             r.report.ceilings.as_ref(),
             job.ranks.first().map(|k| k.source.as_str()),
         );
-        out.push((format!("Job (the nodes summed) · roofs of {} node(s)", job.nodes.len()), v));
+        out.push(JobChart {
+            heading: format!("Job (the nodes summed) · roofs of {} node(s)", job.nodes.len()),
+            view: v,
+            on_demand: false,
+        });
     }
     out
 }

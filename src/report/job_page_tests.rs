@@ -181,3 +181,69 @@ fn the_job_table_has_a_section_per_node_and_rank_under_its_own_roofs() {
     }
     assert!(table_by_own_roofs(&View::new(Vec::new(), None, PlotKind::All)).is_none());
 }
+
+/// A job of `n` ranks, 8 a node, made from the recorded rank 0 of `two-nodes` (each rank's
+/// W and T its own), merged, as a view.
+pub(super) fn generated(n: u32) -> View {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jobs/two-nodes/genoa-a-r0.json");
+    let base: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let inputs = (0..n)
+        .map(|r| {
+            let mut d = base.clone();
+            let (host, local) = (format!("node{}", r / 8), r % 8);
+            let job = &mut d["environment"]["job"];
+            job["rank"] = r.into();
+            job["size"] = n.into();
+            job["local_rank"] = local.into();
+            job["node"] = host.clone().into();
+            job["dram"] = if local == 0 { "node" } else { "none" }.into();
+            for p in d["points"].as_array_mut().unwrap() {
+                p["flops"]["total"] = (1000.0 + f64::from(r)).into();
+                p["seconds"] = (1e-3 * f64::from(1 + r % 7)).into();
+                if local != 0 {
+                    p["bytes"].as_object_mut().unwrap().remove("dram");
+                }
+            }
+            let name = format!("{host}-r{r}.json");
+            let report = crate::schema::Report::from_json(&d.to_string(), &name).unwrap();
+            (name, report)
+        })
+        .collect();
+    let (report, _) = crate::jobs::merge::merge_job(inputs, Environment::default()).unwrap();
+    View::new(vec![("job".into(), report)], None, PlotKind::All)
+}
+
+#[test]
+fn a_large_job_draws_its_rank_dots_on_demand() {
+    let ranks = RANK_DOTS as u32 + 6;
+    let view = generated(ranks);
+    let page = crate::report::html::render(&view, "job").unwrap();
+    // Drawn at once: the nodes and the job; the ranks behind a button, their section as text.
+    let open = "<script type=\"text/html\" id=\"chart1-markup\">";
+    let at = page.find(open).unwrap() + open.len();
+    let text = &page[at..at + page[at..].find("</script>").unwrap()];
+    let outside = page.replace(text, "");
+    assert_eq!(outside.matches("<section class=\"chartbox\"").count(), 2);
+    assert_eq!(outside.matches("<section class=\"later\" data-chart=\"chart1\">").count(), 1);
+    assert!(outside.contains("<button type=\"button\" class=\"draw\" aria-expanded=\"false\""));
+    assert!(!text.contains("</"), "the kept section must not end its script");
+    // Read back as the page's script does, it is the section drawn at once for a small job.
+    let markup = text.replace("<\\u002f", "</");
+    let charts = views(&view);
+    let rank_chart = &charts[1];
+    assert!(rank_chart.on_demand && !charts[0].on_demand && !charts[2].on_demand);
+    let drawn = crate::report::page::chart_section(&rank_chart.view, "chart1", Some(&rank_chart.heading)).unwrap();
+    let data_at = drawn.find("<script type=\"application/json\" id=\"chart1-data\">").unwrap();
+    assert_eq!(markup, format!("{}</section>", &drawn[..data_at]));
+    // Its data in the page beside it (the advice cards read it drawn or not): every rank's
+    // two points, and none of them again in the cards' own data.
+    let names = chart_names(&page, "chart1");
+    assert_eq!(names.len(), 2 * ranks as usize, "{names:?}");
+    assert!(names.iter().all(|n| n.contains(" @ rank ")), "{names:?}");
+    let cards_at = page.find("id=\"cards-data\">").unwrap();
+    assert!(!page[cards_at..].split("</script>").next().unwrap().contains(" @ rank "));
+    // A job of RANK_DOTS ranks still draws them at once.
+    let small = crate::report::html::render(&generated(RANK_DOTS as u32), "job").unwrap();
+    assert_eq!(small.matches("<section class=\"chartbox\"").count(), 3);
+    assert!(!small.contains("class=\"later\""));
+}

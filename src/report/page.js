@@ -62,15 +62,31 @@
     });
     parent.appendChild(t);
   }
-  var docs = [];
+  // A chart's data, read once (by its chart, or by the advice cards for a chart not drawn).
+  var parsed = {};
+  function docOf(id) {
+    if (!parsed[id]) {
+      var doc = JSON.parse(document.getElementById(id + "-data").textContent);
+      doc.dots.forEach(function (d) {
+        [d.tip, d.more].forEach(function (rows) { rows.forEach(function (kv) { kv[0] = doc.keys[kv[0]]; }); });
+      });
+      parsed[id] = doc;
+    }
+    return parsed[id];
+  }
+  // Every chart's id in page order, drawn or not.
+  function chartIds() {
+    var seen = {}, ids = [];
+    all(".chartbox svg.chart, section.later").forEach(function (e) {
+      var id = e.getAttribute("data-chart") || e.id;
+      if (!seen[id]) { seen[id] = true; ids.push(id); }
+    });
+    return ids;
+  }
   function setup(box) {
     var svg = box.querySelector("svg.chart");
-    var doc = JSON.parse(document.getElementById(svg.id + "-data").textContent);
-    docs.push(doc);
+    var doc = docOf(svg.id);
     var data = doc.dots;
-    data.forEach(function (d) {
-      [d.tip, d.more].forEach(function (rows) { rows.forEach(function (kv) { kv[0] = doc.keys[kv[0]]; }); });
-    });
     var wrap = box.querySelector(".chart-wrap");
     var tip = box.querySelector(".tip");
     var pin = box.querySelector(".pin");
@@ -248,6 +264,27 @@
   // sections below are still being read.
   all(".chartbox").forEach(setup);
 
+  // A chart drawn on demand (a large job's ranks): its section arrives as text (each `</`
+  // written `<\u002f`), is built and set up on the first press, shown or hidden after.
+  all("section.later").forEach(function (later) {
+    var id = later.getAttribute("data-chart"), button = later.querySelector("button.draw"), box = null, shown = false;
+    button.addEventListener("click", function () {
+      if (!box) {
+        var text = document.getElementById(id + "-markup");
+        button.parentNode.insertAdjacentHTML("afterend", text.textContent.replace(/<\\u002f/g, "</"));
+        text.parentNode.removeChild(text);
+        box = later.querySelector(".chartbox");
+        setup(box);
+        shown = true;
+      } else {
+        shown = !shown;
+        box.style.display = shown ? "" : "none";
+      }
+      button.setAttribute("aria-expanded", shown ? "true" : "false");
+      button.textContent = button.getAttribute(shown ? "data-hide" : "data-show");
+    });
+  });
+
   // The folded sections of many rows are built when first opened, from the page's data.
   // They follow this script in the page: their toggle is caught on the document (it does
   // not bubble; capture sees it).
@@ -292,7 +329,7 @@
   }
   once("details.cards", function (det) {
     var frag = document.createDocumentFragment();
-    docs.forEach(function (doc) { doc.dots.forEach(function (d) { frag.appendChild(card(d)); }); });
+    chartIds().forEach(function (id) { docOf(id).dots.forEach(function (d) { frag.appendChild(card(d)); }); });
     JSON.parse(document.getElementById("cards-data").textContent).forEach(function (d) { frag.appendChild(card(d)); });
     det.querySelector(".grid").appendChild(frag);
   });

@@ -94,6 +94,37 @@ pub fn machine_line(view: &View) -> String {
 /// One chart section: toolbar, chart, hover box; legend and pinned panel beside. `id` must
 /// be unique in the page. Returns None when no point can be placed.
 pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<String> {
+    let (mut o, data, _) = chart_parts(view, id, heading)?;
+    let _ = write!(o, "<script type=\"application/json\" id=\"{id}-data\">{data}</script></section>");
+    Some(o)
+}
+
+/// A chart drawn on demand: a button, the chart's section kept as text (the browser reads a
+/// string much faster than it lays out a thousand dots it may never show) and its data. The
+/// script builds the section on the first press and shows or hides it after; the advice
+/// cards read the data either way. `what` names the dots on the button ("ranks").
+pub fn chart_on_demand(view: &View, id: &str, heading: &str, what: &str) -> Option<String> {
+    let (section, data, dots) = chart_parts(view, id, Some(heading))?;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<section class=\"later\" data-chart=\"{id}\"><p class=\"toolbar\"><button type=\"button\" class=\"draw\" aria-expanded=\"false\" data-show=\"Draw the {what}' dots\" data-hide=\"Hide the {what}' dots\">Draw the {what}' dots</button><span class=\"muted\">{}: {dots} dot(s), drawn when asked</span></p>",
+        esc(heading)
+    );
+    // The section's own `</` (its frames' script included) written `<\u002f`: no `</script`
+    // ends this element early, and the script turns them back exactly (a literal `<` of the
+    // markup only ever opens a tag: text is escaped).
+    let _ = write!(
+        o,
+        "<script type=\"text/html\" id=\"{id}-markup\">{}</script>",
+        format!("{section}</section>").replace("</", "<\\u002f")
+    );
+    let _ = write!(o, "<script type=\"application/json\" id=\"{id}-data\">{data}</script></section>");
+    Some(o)
+}
+
+/// A chart section's markup up to its data (still open), its data, and its number of dots.
+fn chart_parts(view: &View, id: &str, heading: Option<&str>) -> Option<(String, String, usize)> {
     let chart = chart::layout(view)?;
     let mut o = String::new();
     let _ = write!(
@@ -117,12 +148,7 @@ pub fn chart_section(view: &View, id: &str, heading: Option<&str>) -> Option<Str
     o.push_str("<div class=\"tip\" role=\"tooltip\" hidden></div></div><aside class=\"side\"><div class=\"pin\" aria-live=\"polite\" hidden></div>");
     legend(&mut o, &chart);
     o.push_str("</aside>");
-    let _ = write!(
-        o,
-        "<script type=\"application/json\" id=\"{id}-data\">{}</script></section>",
-        chart_data(view, &chart)
-    );
-    Some(o)
+    Some((o, chart_data(view, &chart), chart.dots.len()))
 }
 
 fn legend(o: &mut String, chart: &Chart) {

@@ -155,6 +155,10 @@ pub struct CommandOptions {
     /// Trace: time the command natively after the trace (`repeat` runs). Without it the
     /// measurement has W and Q only (a gate on exact counts).
     pub trace_timing: bool,
+    /// The command runs exactly once (a rank of a launcher's job: its ranks meet once, in
+    /// `MPI_Init`): the trace backend and the simulated PMU count their traced run and run
+    /// nothing natively after it, so the measurement has no T.
+    pub single_run: bool,
 }
 
 impl Default for CommandOptions {
@@ -170,6 +174,7 @@ impl Default for CommandOptions {
             by_function: false,
             cache: None,
             trace_timing: true,
+            single_run: false,
         }
     }
 }

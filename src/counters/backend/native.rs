@@ -8,19 +8,14 @@ use crate::counters::command::{self, CommandSpec};
 use crate::counters::{RegionMeasurement, region_times};
 use crate::error::{Error, Result};
 
-/// `repeat` native runs of `cmd`, timed: the samples, or the status to pass on when one
-/// failed (said on stderr).
-pub(crate) fn native_runs(cmd: &CommandSpec, repeat: u32, after: &str) -> Result<std::result::Result<Vec<f64>, i32>> {
-    Ok(native_runs_with_regions(cmd, repeat, after, None)?.map(|(samples, _)| samples))
-}
-
 /// Region times of one native run, per name.
 pub(super) type RunRegions = BTreeMap<String, region_times::RegionTime>;
 
 /// The runs' times and region times, or the status to pass on.
 pub(super) type TimedRuns = std::result::Result<(Vec<f64>, Vec<RunRegions>), i32>;
 
-/// [`native_runs`], each run also handing its region times back through `collector`.
+/// `repeat` native runs of `cmd`, timed (the samples, or the status to pass on when one
+/// failed, said on stderr), each run also handing its region times back through `collector`.
 pub(super) fn native_runs_with_regions(
     cmd: &CommandSpec,
     repeat: u32,

@@ -9,7 +9,7 @@ use crate::counters::analytic::{self, KernelRun};
 use crate::counters::command::CommandSpec;
 use crate::counters::perf::{self, CounterSpec, EventCount};
 use crate::counters::team::EventSet;
-use crate::counters::{BackendKind, Measurement, simulated};
+use crate::counters::{BackendKind, Measurement, region_times, simulated};
 use crate::error::{Error, Result};
 use crate::schema::Source;
 
@@ -62,7 +62,9 @@ impl Backend for SimulatedBackend {
     /// The perf path of a command with the simulated PMU. The command is traced once (memory
     /// mode: W per class, bytes per level), then run natively `repeat` times (T); each run's
     /// counts are the simulated counters' over that run, read, scaled and turned into W and Q
-    /// exactly as perf's are.
+    /// exactly as perf's are. The regions of the region API's markers are counted the same
+    /// way, each from its traced truth. With `single_run` (a rank of a launcher's job) the
+    /// traced run is the one run: its counts are reported, without T.
     fn measure_command(&self, program: &Path, argv: &[String], opts: &CommandOptions) -> Result<CommandOutcome> {
         let cmd = CommandSpec {
             program: program.to_path_buf(),
@@ -84,11 +86,23 @@ impl Backend for SimulatedBackend {
         }
         let mut set = pmu.open(specs.clone(), &plan)?;
         let hierarchy = cache_hierarchy(opts.cache.as_deref())?;
-        let traced = simulated::trace_command_truth(&cmd, hierarchy)?;
+        let started = std::time::Instant::now();
+        let mut traced = simulated::trace_command_truth(&cmd, hierarchy)?;
+        let traced_seconds = started.elapsed().as_secs_f64();
         let split = traced.extra.simulated_dram_split;
-        let samples = match native_runs(&cmd, opts.repeat, "after the trace")? {
-            Ok(s) => s,
-            Err(status) => return Ok(CommandOutcome::Failed { status }),
+        let traced_regions = std::mem::take(&mut traced.regions);
+        let (samples, region_runs) = if opts.single_run {
+            (vec![traced_seconds], Vec::new())
+        } else {
+            let collector = if traced_regions.is_empty() {
+                None
+            } else {
+                Some(region_times::Collector::new()?)
+            };
+            match native_runs_with_regions(&cmd, opts.repeat, "after the trace", collector.as_ref())? {
+                Ok(x) => x,
+                Err(status) => return Ok(CommandOutcome::Failed { status }),
+            }
         };
         let mut runs = Vec::with_capacity(samples.len());
         for &secs in &samples {
@@ -113,8 +127,17 @@ impl Backend for SimulatedBackend {
             };
             idle_baseline(&specs, &mut m, seconds, &idle)?;
         }
+        m.regions = count_regions(&mut set, &specs, &traced_regions, traced_seconds)?;
+        if opts.single_run {
+            without_time(&mut m);
+        } else {
+            regions_timed(&mut m.regions, &region_runs);
+        }
         m.extra.insert("traced_instructions", serde_json::json!(traced.extra.instructions));
         simulated::mark_simulated(&mut m, &pmu);
+        for r in &mut m.regions {
+            simulated::mark_simulated(&mut r.measurement, &pmu);
+        }
         Ok(CommandOutcome::Measured(Box::new(m)))
     }
 
@@ -166,6 +189,68 @@ impl Backend for SimulatedBackend {
         simulated::mark_simulated(&mut m, &kernel.pmu);
         Ok(m)
     }
+}
+
+/// Each traced region counted by the simulated counters from its own truth (W by class and
+/// the cache simulator's bytes while it was open), through perf's formulas, as the program's
+/// own counting session would count it on real counters. Its DRAM read/write split is the
+/// whole run's only: on platforms whose DRAM events count reads and writes apart, a region's
+/// DRAM is not counted (said).
+fn count_regions(
+    set: &mut simulated::SimulatedCounterSet,
+    specs: &[CounterSpec],
+    traced: &[crate::counters::RegionMeasurement],
+    seconds: f64,
+) -> Result<Vec<crate::counters::RegionMeasurement>> {
+    let split_dram = specs
+        .iter()
+        .any(|s| s.quantity == "bytes.dram_read" || s.quantity == "bytes.dram_write");
+    let mut out = Vec::with_capacity(traced.len());
+    for r in traced {
+        let t = &r.measurement;
+        let counts = set.counts_of(&simulated::Truth::from_trace(t, None, seconds))?;
+        let mut m = perf::to_measurement(specs, &counts, Vec::new());
+        crate::counters::trust::mark(&mut m, specs, &counts, Source::Simulated);
+        m.threads = t.threads;
+        m.extra.calls = t.extra.calls;
+        m.extra.region = t.extra.region.clone();
+        let notes = &mut m.provenance.get_or_insert_with(Default::default).notes;
+        notes.extend(
+            t.provenance
+                .iter()
+                .flat_map(|p| p.notes.iter().filter(|n| n.starts_with("region '")).cloned()),
+        );
+        if split_dram && t.bytes.contains_key("dram") {
+            notes.push(format!(
+                "bytes.dram: not counted for region '{}': this platform's DRAM events count reads and writes apart, and the simulated PMU has the cache simulator's split for the whole run only",
+                r.name
+            ));
+        }
+        out.push(crate::counters::RegionMeasurement {
+            name: r.name.clone(),
+            calls: r.calls,
+            measurement: m,
+        });
+    }
+    Ok(out)
+}
+
+/// The one traced run's counts without T: a traced run's wall time is the tracer's, not the
+/// command's (the counters were enabled for it; the rates are left out).
+fn without_time(m: &mut Measurement) {
+    let strip = |m: &mut Measurement| {
+        m.seconds_samples.clear();
+        let p = m.provenance.get_or_insert_with(Default::default);
+        p.seconds = None;
+        p.notes.push(
+            "no T: the command ran once, traced (the simulated counters counted that run); a rank of a launcher's job is not run again natively"
+                .into(),
+        );
+    };
+    for r in &mut m.regions {
+        strip(&mut r.measurement);
+    }
+    strip(m);
 }
 
 fn not_for_kernels() -> Error {

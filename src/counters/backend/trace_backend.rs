@@ -76,7 +76,7 @@ pub(super) fn trace_command(cmd: &CommandSpec, opts: &CommandOptions) -> Result<
     };
     // With the simulator, the levels' bytes and its note are in `m` already (trace_command).
     let mut m = trace::measure_command(cmd, &mut o)?;
-    if !opts.trace_timing {
+    if !opts.trace_timing || opts.single_run {
         return Ok(CommandOutcome::Measured(Box::new(m)));
     }
     let collector = if m.regions.is_empty() {
