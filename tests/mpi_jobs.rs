@@ -241,8 +241,11 @@ fn every_rank_measured(mpi: &Mpi, np: u32, env: &[(&str, String)]) {
         assert_eq!(p["flops"]["by_class"]["scalar_double"].as_f64(), Some((2 * (r + 1) * n) as f64));
         let core = p["bytes"]["core"].as_f64().unwrap();
         let loop_bytes = (24 * (r + 1) * n) as f64;
+        // A region is a window of every thread of the rank: Open MPI's own threads (its
+        // progress and PMIx threads) wake during it, about 800 B of integer code each time
+        // (a rank traced alone, with and without the code cache: 270–1,616 B above the loop).
         assert!(
-            core >= loop_bytes && core < loop_bytes + 1024.0,
+            core >= loop_bytes && core < loop_bytes + 8192.0,
             "rank {r}: core Q {core}, loop {loop_bytes}"
         );
         total += 2 * (r + 1) * n;

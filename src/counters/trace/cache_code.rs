@@ -1,4 +1,4 @@
-//! The code cache's translations (opt-in, `ROOFLINE_TRACE_CACHE=1`, flops mode): a hot block
+//! The code cache's translations (flops mode; `ROOFLINE_TRACE_CACHE=0` turns it off): a hot block
 //! copied into a cache area of the tracee with a counter increment in front, its direct exits
 //! jumping to other translations or to exit stubs, and its returns and indirect branches
 //! looking their target up in a table in the tracee. What this file builds is bytes (iced-x86's

@@ -1,5 +1,5 @@
-//! The code cache, tracer side (opt-in: `ROOFLINE_TRACE_CACHE=K`, flops mode): a block seen
-//! `K` times (at traps and on run-ahead paths) is translated (`cache_code.rs`) into a cache
+//! The code cache, tracer side (flops mode; `ROOFLINE_TRACE_CACHE=K`, 2 unless set, 0 turns it
+//! off): a block seen `K` times (at traps and on run-ahead paths) is translated (`cache_code.rs`) into a cache
 //! area of the tracee, and a thread that traps at its start is sent into the translation
 //! instead of being counted and run ahead. Translations run natively, chained to each other,
 //! and count themselves (one counter per translation); the tracer sees the thread again only

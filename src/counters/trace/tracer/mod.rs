@@ -243,9 +243,14 @@ pub struct Tracer<'s> {
     /// counted again (before this, first-touched pages of a GEMM's C added rows to core Q).
     tile_restart: Option<(Pid, u64)>,
     /// `ROOFLINE_TRACE_CACHE=K`: executions that make a block hot enough to translate into the
-    /// code cache (`cache.rs`); 0, the default, leaves the cache off.
+    /// code cache (`cache.rs`): 2 unless set; 0 leaves the cache off.
     cache_hot: u32,
 }
+
+/// Executions that make a block hot enough for the code cache where `ROOFLINE_TRACE_CACHE`
+/// does not say: blocks run once stay with the run-ahead, which emulates a path of them per
+/// stop; 1 and 2 cost the same on a start-up-heavy program (CPython with numpy), 3 more.
+const DEFAULT_CACHE_HOT: u32 = 2;
 
 /// Between two looks at a thread that runs: yield the CPU, then sleep a little.
 fn short_pause(rounds: &mut u32) {
@@ -305,7 +310,10 @@ impl<'s> Tracer<'s> {
                 .unwrap_or(1 << 20),
             regions: Regions::default(),
             tile_restart: None,
-            cache_hot: std::env::var("ROOFLINE_TRACE_CACHE").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+            cache_hot: std::env::var("ROOFLINE_TRACE_CACHE")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_CACHE_HOT),
         }
     }
 

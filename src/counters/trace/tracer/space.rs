@@ -107,7 +107,7 @@ pub(super) struct Space {
     /// Addresses whose breakpoint is sticky (entry point, region markers): a handful, looked
     /// up at every block a path runs into (the breakpoint map was a cache miss each time).
     pub(super) sticky_addrs: FastSet,
-    /// Translations of hot blocks (`cache.rs`; opt-in).
+    /// Translations of hot blocks (`cache.rs`; flops mode).
     pub(super) cache: CodeCache,
 }
 
