@@ -24,6 +24,28 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// The command line as a [`std::process::Command`] (no shell): its resolved program, its
+    /// arguments, its added variables; stdio inherited unless the caller sets it.
+    pub fn command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        command
+            .args(self.argv.get(1..).unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+
+    /// Start `command` (made by [`CommandSpec::command`]) and wait for it to end: a command
+    /// that cannot start is an input error naming the program.
+    pub fn run_to_end(&self, command: &mut std::process::Command) -> Result<ExitStatus> {
+        let mut child = command.spawn().map_err(|e| {
+            Error::input(
+                format!("cannot run {}: {e}", self.program.display()),
+                "check the command and its permissions",
+            )
+        })?;
+        child.wait().map_err(|e| Error::io("waiting for the command", e))
+    }
+
     /// `argv` with its program resolved ([`resolve_program`]) and no variables added: a
     /// missing, non-executable or empty command is an input error here, before anything runs.
     pub fn resolve(argv: &[String]) -> Result<CommandSpec> {

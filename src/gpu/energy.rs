@@ -357,16 +357,10 @@ fn run_between_updates(
         .as_fd()
         .try_clone_to_owned()
         .map_err(|e| Error::io("duplicating stderr for the command's stdout", e))?;
-    let mut command = std::process::Command::new(&cmd.program);
-    command.args(cmd.argv.get(1..).unwrap_or_default()).stdout(stdout);
+    let mut command = cmd.command();
+    command.stdout(stdout);
     let before = energy.mark(window)?;
-    let mut child = command.spawn().map_err(|e| {
-        Error::input(
-            format!("cannot run {}: {e}", cmd.program.display()),
-            "check the command and its permissions",
-        )
-    })?;
-    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
+    let status = cmd.run_to_end(&mut command)?;
     let after = energy.mark(window)?;
     let (code, signal) = crate::counters::command::exit_code(&status);
     if signal.is_some() || code != 0 {

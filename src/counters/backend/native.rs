@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::counters::command::{self, CommandSpec};
 use crate::counters::{RegionMeasurement, region_times};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Region times of one native run, per name.
 pub(super) type RunRegions = BTreeMap<String, region_times::RegionTime>;
@@ -82,21 +82,12 @@ pub(super) fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegion
 /// from spawn to exit: `Ok(Ok(seconds))`, or `Ok(Err((exit code to pass on, what
 /// happened)))` when it failed.
 pub(super) fn native_run(cmd: &CommandSpec, env: Option<(&str, &Path)>) -> Result<std::result::Result<f64, (i32, String)>> {
-    let mut command = std::process::Command::new(&cmd.program);
-    command
-        .args(cmd.argv.get(1..).unwrap_or_default())
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)));
+    let mut command = cmd.command();
     if let Some((k, v)) = env {
         command.env(k, v);
     }
     let t0 = std::time::Instant::now();
-    let mut child = command.spawn().map_err(|e| {
-        Error::input(
-            format!("cannot run {}: {e}", cmd.program.display()),
-            "check the command and its permissions",
-        )
-    })?;
-    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
+    let status = cmd.run_to_end(&mut command)?;
     let secs = t0.elapsed().as_secs_f64();
     let (code, signal) = command::exit_code(&status);
     Ok(match signal {

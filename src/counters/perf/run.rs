@@ -1,11 +1,11 @@
 //! Run a command under the counters, count the idle background, and pass its exit status on.
 
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use super::{CounterSet, CounterSpec, EventCount, Scaled, Scope, Target};
 use crate::counters::command::CommandSpec;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The outcome of one counted run.
 #[derive(Debug)]
@@ -23,19 +23,10 @@ pub struct CommandRun {
 /// counted too): the CLI's main thread.
 pub fn run_command(specs: &[CounterSpec], plan: &[Vec<usize>], cmd: &CommandSpec) -> Result<CommandRun> {
     let mut set = CounterSet::open(specs.to_vec(), plan, Target::InheritOnExec)?;
-    let mut command = Command::new(&cmd.program);
-    command
-        .args(cmd.argv.get(1..).unwrap_or_default())
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)));
+    let mut command = cmd.command();
     set.enable(true)?;
     let t0 = Instant::now();
-    let mut child = command.spawn().map_err(|e| {
-        Error::input(
-            format!("cannot run {}: {e}", cmd.program.display()),
-            "check the command and its permissions",
-        )
-    })?;
-    let status = child.wait().map_err(|e| Error::io("waiting for the command", e))?;
+    let status = cmd.run_to_end(&mut command)?;
     let wall = t0.elapsed();
     set.disable()?;
     let counts = set.scaled()?;
