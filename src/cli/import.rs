@@ -58,24 +58,33 @@ fn run_perf_stat(a: PerfStatArgs) -> anyhow::Result<i32> {
     let bytes =
         std::fs::read(&a.file).map_err(|e| Error::input(format!("{origin}: cannot read ({e})"), "pass a perf stat -x, output file"))?;
     let text = String::from_utf8_lossy(&bytes);
-    let (mut platform, mut how) = super::events::choose_platform(&a.platform)?;
-    if a.platform.platform.is_none() {
-        // Event names of one family (symbolic names, PMU names) say where the file was measured.
-        if let Some((p, known, of)) = perf_stat::infer_platform(&text, &origin, &platform) {
-            eprintln!(
-                "note: no --platform: {origin} names {known} of its {of} events as {} ({}) does, not as this machine ({}) does: \
-                 read as {}; pass --platform to choose another generation",
-                p.name, p.key, platform.key, p.key
-            );
-            how = format!("inferred from the event names ({known} of {of} known to {})", p.key);
-            platform = p;
-        } else {
-            eprintln!(
-                "warning: no --platform: assuming {origin} was measured on a machine like this one ({}); pass --platform otherwise",
-                platform.key
-            );
+    let (platform, how) = if a.platform.platform.is_some() {
+        super::events::choose_platform(&a.platform)?
+    } else {
+        // Event names of one family (symbolic names, PMU names) say where the file was measured;
+        // a CPU that no platform describes reads only such a file.
+        let here = super::events::platform_of_this_cpu();
+        match (perf_stat::infer_platform(&text, &origin, here.as_ref()), here) {
+            (Some((p, known, of)), here) => {
+                let this = here.map_or_else(|| "no platform".to_string(), |h| h.key);
+                eprintln!(
+                    "note: no --platform: {origin} names {known} of its {of} events as {} ({}) does, not as this machine ({this}) does: \
+                     read as {}; pass --platform to choose another generation",
+                    p.name, p.key, p.key
+                );
+                let how = format!("inferred from the event names ({known} of {of} known to {})", p.key);
+                (p, how)
+            }
+            (None, Some(here)) => {
+                eprintln!(
+                    "warning: no --platform: assuming {origin} was measured on a machine like this one ({}); pass --platform otherwise",
+                    here.key
+                );
+                (here, "this machine (cpuid model)".to_string())
+            }
+            (None, None) => super::events::choose_platform(&a.platform)?,
         }
-    }
+    };
     let name = a.name.clone().unwrap_or_else(|| {
         a.file
             .file_name()

@@ -53,7 +53,15 @@ pub struct Identification {
 
 /// Why a platform's flags disagree with the CPU, or `None` when they agree.
 pub fn flag_conflict(p: &Platform, f: &CpuidFacts) -> Option<String> {
-    let missing: Vec<&str> = p.identify.requires.iter().filter(|r| !f.has(r)).map(String::as_str).collect();
+    // A required entry `a|b` is met by either flag (a hypervisor may hide one of two flags that
+    // each tell the generation apart).
+    let missing: Vec<&str> = p
+        .identify
+        .requires
+        .iter()
+        .filter(|r| !r.split('|').any(|a| f.has(a)))
+        .map(String::as_str)
+        .collect();
     let extra: Vec<&str> = p.identify.lacks.iter().filter(|l| f.has(l)).map(String::as_str).collect();
     let mut why = Vec::new();
     if !missing.is_empty() {
@@ -218,5 +226,25 @@ mod tests {
         assert!(id.platform.is_none());
         assert_eq!(id.identified_by, IdentifiedBy::Generic);
         assert!(id.warnings[0].contains("unknown CPU"));
+    }
+
+    #[test]
+    fn granite_rapids_with_amx_fp16_hidden_is_known_by_avx10() {
+        // A KVM guest seen here: model 0xa7 (Rocket Lake), AMX and AVX10.1 shown, AMX-FP16 hidden,
+        // 480 MiB L3. Either GNR-only flag identifies GNR; SPR (which lacks AVX10.1) does not fit.
+        let all = Platform::embedded();
+        let base = ["avx2", "avx512f", "avx512_fp16", "amx_tile", "amx_bf16"];
+        for extra in [&["avx10", "avx10_1"][..], &["amx_fp16"][..]] {
+            let flags: Vec<&str> = base.iter().chain(extra).copied().collect();
+            let id = identify(&facts("GenuineIntel", 6, 0xA7, &flags), &[cache(2, 2048), cache(3, 480 * 1024)], &all);
+            assert_eq!(
+                (id.platform.map(|p| p.key), id.identified_by),
+                (Some("gnr".to_string()), IdentifiedBy::FeatureFlags),
+                "{extra:?}"
+            );
+        }
+        // Neither: SPR/EMR by flags, never GNR.
+        let id = identify(&facts("GenuineIntel", 6, 0xA7, &base), &[cache(2, 2048)], &all);
+        assert_ne!(id.platform.map(|p| p.key).as_deref(), Some("gnr"));
     }
 }

@@ -409,7 +409,8 @@ impl Platform {
     fn check(&self, text: &str, origin: &str) -> Result<()> {
         let at = |needle: &str| text.find(needle).map(|o| format!(":{}", line_of(text, o))).unwrap_or_default();
         let hint = "see platforms/README.md for the format";
-        for f in self.identify.requires.iter().chain(&self.identify.lacks) {
+        let alternatives = self.identify.requires.iter().flat_map(|r| r.split('|'));
+        for f in alternatives.chain(self.identify.lacks.iter().map(String::as_str)) {
             if !super::cpuid::known_flag(f) {
                 return Err(Error::input(
                     format!("{origin}{}: unknown feature flag '{f}'", at(&format!("\"{f}\""))),

@@ -357,7 +357,7 @@ fn borrow(name: &str, platform: &Platform, row_pmu: Option<&str>) -> Resolved {
 /// resolves the most distinct events (ties: the first in table order), and how many it knows.
 /// None when this machine's table does as well, or the file holds only raw `rUUEE` codes
 /// (they name no family: `--platform` is then needed).
-pub fn infer_platform(text: &str, origin: &str, this: &Platform) -> Option<(Platform, usize, usize)> {
+pub fn infer_platform(text: &str, origin: &str, this: Option<&Platform>) -> Option<(Platform, usize, usize)> {
     let parsed = parse(text, origin).ok()?;
     let mut events: Vec<&str> = parsed.rows.iter().map(|r| r.event.as_str()).collect();
     events.sort_unstable();
@@ -373,7 +373,7 @@ pub fn infer_platform(text: &str, origin: &str, this: &Platform) -> Option<(Plat
         return None;
     }
     let known = |p: &Platform| symbolic.iter().filter(|e| matches!(resolve(e, p), Resolved::Event(_))).count();
-    let here = known(this);
+    let here = this.map_or(0, known);
     let best = Platform::embedded()
         .into_iter()
         .map(|p| (known(&p), p))
