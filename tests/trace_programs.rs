@@ -382,6 +382,24 @@ fn code_cache_counts_equal_single_stepping() {
     };
     let cached = run("flops", "2");
     let slow = run("reference", "0");
+    // The same with run-ahead paths into the cache left to trap at their end.
+    let unpathed = {
+        let out = dir.path().join("unpathed.json");
+        Command::cargo_bin("roofline")
+            .unwrap()
+            .args(["measure", "--backend", "trace", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(&n)
+            .env("ROOFLINE_TRACE_CACHE", "2")
+            .env("ROOFLINE_TRACE_CACHE_PATH", "0")
+            .env("ROOFLINE_TRACE_PATH_INSNS", "16")
+            .timeout(std::time::Duration::from_secs(120))
+            .assert()
+            .success();
+        whole_run(&out)
+    };
     for key in ["core_load_bytes", "core_store_bytes", "nt_store_bytes"] {
         assert_eq!(cached["extra"][key], slow["extra"][key], "{key}");
     }
@@ -392,6 +410,22 @@ fn code_cache_counts_equal_single_stepping() {
     assert_eq!(t["scratch_overwrites"], 0, "{t}");
     assert!(t["cache"]["blocks"].as_u64().unwrap() > 0, "no translated block ran: {t}");
     assert!(t["cache"]["links"].as_u64().unwrap() > 0, "no stub was linked: {t}");
+    // Paths that lead into the cache are translated at their trap (`cache_path`), which saves
+    // the trap at their end and every trap on them later: fewer stops, the same counts.
+    assert!(t["cache"]["paths"].as_u64().unwrap() > 0, "no path was translated: {t}");
+    assert_eq!(unpathed["flops"], slow["flops"]);
+    assert_eq!(unpathed["extra"]["core_load_bytes"], slow["extra"]["core_load_bytes"]);
+    let stops = |r: &Value| r["extra"]["trace"]["stops"].as_u64().unwrap();
+    assert!(
+        stops(&cached) * 10 <= stops(&unpathed) * 9,
+        "translating paths saved under 10 % of {} stops: {}",
+        stops(&unpathed),
+        stops(&cached)
+    );
+    // Every lookup miss (returns, the `ops[i % 3]` calls, the switch's jump table) is done
+    // by the tracer, none single-stepped.
+    assert!(t["cache"]["misses"].as_u64().unwrap() > 0, "{t}");
+    assert_eq!(t["cache"]["misses_stepped"], 0, "{t}");
 }
 
 /// Run-ahead through loops (a loop whose branches the emulator decides runs all its

@@ -236,7 +236,11 @@ mod tests {
         let base = ["avx2", "avx512f", "avx512_fp16", "amx_tile", "amx_bf16"];
         for extra in [&["avx10", "avx10_1"][..], &["amx_fp16"][..]] {
             let flags: Vec<&str> = base.iter().chain(extra).copied().collect();
-            let id = identify(&facts("GenuineIntel", 6, 0xA7, &flags), &[cache(2, 2048), cache(3, 480 * 1024)], &all);
+            let id = identify(
+                &facts("GenuineIntel", 6, 0xA7, &flags),
+                &[cache(2, 2048), cache(3, 480 * 1024)],
+                &all,
+            );
             assert_eq!(
                 (id.platform.map(|p| p.key), id.identified_by),
                 (Some("gnr".to_string()), IdentifiedBy::FeatureFlags),

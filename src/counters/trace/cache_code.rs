@@ -48,7 +48,7 @@ pub const HEADER: u64 = 64;
 /// it translates (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one
 /// 8-byte write while other threads look it up: whatever they read is a whole translation.
 pub const TABLE_BUCKETS: u64 = 1 << TABLE_BITS;
-const TABLE_BITS: u32 = 18;
+const TABLE_BITS: u32 = 20;
 /// Entries per bucket: a target whose bucket holds another translation is found in the other
 /// way, so that two hot targets sharing a bucket do not leave one of them to a trap per lookup.
 pub const WAYS: u64 = 2;

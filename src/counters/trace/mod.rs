@@ -568,6 +568,8 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "exits": stats.cache_exits,
         "misses": stats.cache_misses,
         "misses_translated": stats.cache_misses_translated,
+        "misses_stepped": stats.cache_misses_stepped,
+        "paths": stats.cache_paths,
         "return_sites": stats.cache_return_sites,
         "links": stats.cache_links,
         "flushes": stats.cache_flushes,

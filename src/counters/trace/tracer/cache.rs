@@ -31,6 +31,8 @@ use crate::counters::trace::classify::Flow;
 
 use super::block::{Block, ends_in_sigreturn};
 use super::cache_state::{Area, Entry, MaskedCount, ThreadCounters};
+use super::count::indirect_target;
+use super::run_ahead::RunAhead;
 use super::threads::Then;
 
 impl Tracer<'_> {
@@ -42,7 +44,7 @@ impl Tracer<'_> {
 
     /// At a block trap (the block decoded at `pc`): send the thread into the block's
     /// translation where it is hot, or translated already. True when it went.
-    pub(super) fn enter_cache(&mut self, pid: Pid, si: usize, pc: u64, block: &Block, mut regs: libc::user_regs_struct) -> bool {
+    pub(super) fn enter_cache(&mut self, pid: Pid, si: usize, pc: u64, block: &Block, regs: libc::user_regs_struct) -> bool {
         if !self.cache_on(si) {
             return false;
         }
@@ -51,6 +53,12 @@ impl Tracer<'_> {
             return false;
         }
         let Some(at) = self.translation(pid, si, pc) else { return false };
+        self.send_into(pid, si, pc, at, regs)
+    }
+
+    /// Send stopped thread `pid` (at the start of block `pc`) into `pc`'s translation at `at`.
+    /// False where it gets no counter area (the thread counts as before).
+    fn send_into(&mut self, pid: Pid, si: usize, pc: u64, at: u64, mut regs: libc::user_regs_struct) -> bool {
         if !self.thread_counters(pid, si, &mut regs) {
             return false;
         }
@@ -67,6 +75,39 @@ impl Tracer<'_> {
         self.move_rip(pid, &mut regs, at);
         self.cont(pid, None);
         true
+    }
+
+    /// At a block trap whose run-ahead path `ra` ends before a translated or hot block: the
+    /// path's blocks are translated (up to `cache_path` different ones, each translatable) and
+    /// the thread is sent into the first, where it runs on into the translations the path led
+    /// to, with no trap at the path's end (and none the next time it takes the path). The path
+    /// is not counted: its translations count it. False where the first block is not
+    /// translated (the path is then counted and run as before).
+    pub(super) fn cache_path(&mut self, pid: Pid, si: usize, pc: u64, ra: &RunAhead, my_hold: bool, regs: libc::user_regs_struct) -> bool {
+        if !ra.ends_at_cache || ra.exit_unknown || self.cache_path == 0 || !self.cache_on(si) {
+            return false;
+        }
+        let mut blocks: Vec<u64> = Vec::with_capacity(ra.members.len() + 1);
+        for b in std::iter::once(&ra.first).chain(&ra.members) {
+            if !blocks.contains(&b.start) {
+                blocks.push(b.start);
+                if blocks.len() > self.cache_path {
+                    return false;
+                }
+            }
+        }
+        // Last first: each translation's exits find the next one made already.
+        for &b in blocks.iter().rev() {
+            if b != pc {
+                self.translation(pid, si, b);
+            }
+        }
+        let Some(at) = self.translation(pid, si, pc) else { return false };
+        if my_hold {
+            self.release_hold();
+        }
+        self.stats.cache_paths += 1;
+        self.send_into(pid, si, pc, at, regs)
     }
 
     /// A trap inside a cache area at `at` (the `int3`'s address). False when it is no stub's.
@@ -98,11 +139,12 @@ impl Tracer<'_> {
                 self.arrive(pid, x, regs);
             }
             ExitKind::Miss(l) => {
-                // Before the original return or indirect branch (counted with its block). A
-                // return is done here: its target popped, the thread arrives there. Any other
-                // runs there, one step, and the thread arrives at its target.
+                // Before the original return or indirect branch (counted with its block): done
+                // here (a return's target popped, an indirect `call`'s return address pushed)
+                // and the thread arrives at its target. One the tracer cannot do runs there,
+                // one step, and the thread arrives at its target.
                 self.stats.cache_misses += 1;
-                if let Some((target, rsp)) = self.popped_return(si, l, &regs) {
+                if let Some((target, rsp)) = self.branch_done_here(si, l, &regs) {
                     if self.spaces[si].cache.trans.get(&target).is_some_and(|t| t.is_some()) {
                         self.stats.cache_misses_translated += 1;
                     }
@@ -111,6 +153,11 @@ impl Tracer<'_> {
                     self.arrive(pid, target, regs);
                     return true;
                 }
+                self.stats.cache_misses_stepped += 1;
+                if self.debug {
+                    let i = self.spaces[si].insn_at(l, &mut self.factory);
+                    eprintln!("[{pid}] cache: miss at {l:#x} stepped: {} ({:?})", i.instr, i.instr.code());
+                }
                 self.move_rip(pid, &mut regs, l);
                 self.step_on(pid, si, l, regs, Then::Arrive);
             }
@@ -118,21 +165,32 @@ impl Tracer<'_> {
         true
     }
 
-    /// Where the return at `at` goes from `regs` and the `rsp` it leaves: its target read from
-    /// the stack, `rsp` past it and the bytes `ret imm16` releases. None for any other branch,
-    /// or where the stack cannot be read.
-    fn popped_return(&mut self, si: usize, at: u64, regs: &libc::user_regs_struct) -> Option<(u64, u64)> {
+    /// The return or indirect `jmp`/`call` at `at`, done from `regs` (those before it): its
+    /// target and the `rsp` it leaves (a return's target read from the stack, `rsp` past it
+    /// and the bytes `ret imm16` releases; a `call`'s return address written below `rsp`).
+    /// None for any other branch, or where memory cannot be read or written.
+    fn branch_done_here(&mut self, si: usize, at: u64, regs: &libc::user_regs_struct) -> Option<(u64, u64)> {
         let insn = self.spaces[si].insn_at(at, &mut self.factory);
-        let release = match insn.instr.code() {
-            iced_x86::Code::Retnq => 0,
-            iced_x86::Code::Retnq_imm16 => u64::from(insn.instr.immediate16()),
-            _ => return None,
-        };
-        let mut target = [0u8; 8];
-        if self.spaces[si].mem.read(regs.rsp, &mut target) != target.len() {
-            return None;
+        let mem = &self.spaces[si].mem;
+        match insn.instr.code() {
+            iced_x86::Code::Retnq | iced_x86::Code::Retnq_imm16 => {
+                let release = if insn.instr.code() == iced_x86::Code::Retnq {
+                    0
+                } else {
+                    u64::from(insn.instr.immediate16())
+                };
+                let target = mem.read_u64(regs.rsp)?;
+                Some((target, regs.rsp.wrapping_add(8 + release)))
+            }
+            iced_x86::Code::Jmp_rm64 => Some((indirect_target(mem, &insn.instr, regs)?, regs.rsp)),
+            iced_x86::Code::Call_rm64 => {
+                let target = indirect_target(mem, &insn.instr, regs)?;
+                let rsp = regs.rsp.wrapping_sub(8);
+                let back = insn.instr.next_ip();
+                self.spaces[si].mem.write(rsp, &back.to_le_bytes()).then_some((target, rsp))
+            }
+            _ => None,
         }
-        Some((u64::from_le_bytes(target), regs.rsp.wrapping_add(8 + release)))
     }
 
     /// Link the exit stub at `stub` to the translation at `to` (when in reach), once.

@@ -330,6 +330,12 @@ impl Tracer<'_> {
         let feed = self.mode == TraceMode::Memory && self.sink.is_some();
         let mut path_accesses: Option<Vec<Access>> = None;
         let (ra, my_hold) = self.try_run_ahead(at, &block, &regs);
+        if let Some(r) = &ra
+            && !sticky
+            && self.cache_path(pid, si, pc, r, my_hold, regs)
+        {
+            return;
+        }
         if emulate_exit && ra.is_none() {
             // The emulator could not compute the exit either: step through.
             self.step_through(pid, si, pc, &block, regs, "exit unknown to the emulator");
@@ -818,32 +824,37 @@ fn exit_target(mem: &Memory, block: &Block, regs: &libc::user_regs_struct) -> Op
         }
         Exit::Indirect { at_entry } => {
             let last = block.insns.last().cloned();
-            last.filter(|_| at_entry).and_then(|l| {
-                let i = &l.instr;
-                match i.op0_kind() {
-                    OpKind::Register => reg_value(regs, i.op0_register()),
-                    OpKind::Memory => {
-                        let um = iced_x86::UsedMemory::new(
-                            i.memory_segment(),
-                            i.memory_base(),
-                            i.memory_index(),
-                            i.memory_index_scale(),
-                            i.memory_displacement64(),
-                            iced_x86::MemorySize::UInt64,
-                            OpAccess::Read,
-                        );
-                        let a = um.virtual_address(0, |r, _, _| match r {
-                            Register::FS => Some(regs.fs_base),
-                            Register::GS => Some(regs.gs_base),
-                            Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
-                            _ => reg_value(regs, r),
-                        })?;
-                        mem.read_u64(a)
-                    }
-                    _ => None,
-                }
-            })
+            last.filter(|_| at_entry).and_then(|l| indirect_target(mem, &l.instr, regs))
         }
+    }
+}
+
+/// Where indirect `jmp`/`call` `i` goes from `regs` (those just before it) and memory: its
+/// register, or the 8 bytes its memory operand names. None for other operands.
+pub(super) fn indirect_target(mem: &Memory, i: &iced_x86::Instruction, regs: &libc::user_regs_struct) -> Option<u64> {
+    match i.op0_kind() {
+        OpKind::Register => reg_value(regs, i.op0_register()),
+        // (RIP-relative, a PLT's `jmp [rip+x]`: the decoder made the displacement absolute.)
+        OpKind::Memory if i.is_ip_rel_memory_operand() => mem.read_u64(i.ip_rel_memory_address()),
+        OpKind::Memory => {
+            let um = iced_x86::UsedMemory::new(
+                i.memory_segment(),
+                i.memory_base(),
+                i.memory_index(),
+                i.memory_index_scale(),
+                i.memory_displacement64(),
+                iced_x86::MemorySize::UInt64,
+                OpAccess::Read,
+            );
+            let a = um.virtual_address(0, |r, _, _| match r {
+                Register::FS => Some(regs.fs_base),
+                Register::GS => Some(regs.gs_base),
+                Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+                _ => reg_value(regs, r),
+            })?;
+            mem.read_u64(a)
+        }
+        _ => None,
     }
 }
 

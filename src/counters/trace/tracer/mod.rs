@@ -160,6 +160,10 @@ pub struct DriverStats {
     pub cache_exits: u64,
     pub cache_misses: u64,
     pub cache_misses_translated: u64,
+    /// Lookup misses whose branch the tracer could not do itself (single-stepped).
+    pub cache_misses_stepped: u64,
+    /// Run-ahead paths translated whole at their trap (`Tracer::cache_path`).
+    pub cache_paths: u64,
     pub cache_return_sites: u64,
     pub cache_links: u64,
     pub cache_flushes: u64,
@@ -245,7 +249,14 @@ pub struct Tracer<'s> {
     /// `ROOFLINE_TRACE_CACHE=K`: executions that make a block hot enough to translate into the
     /// code cache (`cache.rs`): 2 unless set; 0 leaves the cache off.
     cache_hot: u32,
+    /// `ROOFLINE_TRACE_CACHE_PATH=N`: a run-ahead path of at most N different blocks that ends
+    /// before the code cache is translated whole at its trap (`Tracer::cache_path`); 0: never.
+    cache_path: usize,
 }
+
+/// Run-ahead paths of up to this many different blocks, ending before the code cache, are
+/// translated whole where `ROOFLINE_TRACE_CACHE_PATH` does not say.
+const DEFAULT_CACHE_PATH: usize = 64;
 
 /// Executions that make a block hot enough for the code cache where `ROOFLINE_TRACE_CACHE`
 /// does not say: blocks run once stay with the run-ahead, which emulates a path of them per
@@ -314,6 +325,10 @@ impl<'s> Tracer<'s> {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_CACHE_HOT),
+            cache_path: std::env::var("ROOFLINE_TRACE_CACHE_PATH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_CACHE_PATH),
         }
     }
 

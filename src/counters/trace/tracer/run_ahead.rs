@@ -35,6 +35,8 @@ pub(super) struct RunAhead {
     pub(super) call_regs: Option<[Option<u64>; 16]>,
     /// The path ends in `rt_sigreturn`: where the thread traps next is not checked.
     pub(super) exit_unknown: bool,
+    /// The path ends before a block the code cache translated or wants (`cache.rs`).
+    pub(super) ends_at_cache: bool,
 }
 
 impl Tracer<'_> {
@@ -258,6 +260,7 @@ impl Tracer<'_> {
         let exit_unknown = ends_in_sigreturn(seq.last().unwrap_or(&first));
         let call_regs = call_regs.filter(|_| ends_in_stop(seq.last().unwrap_or(&first)));
         Some(RunAhead {
+            ends_at_cache: why == CODE_CACHE,
             call_regs,
             first,
             members: seq,
@@ -270,6 +273,8 @@ impl Tracer<'_> {
     }
 }
 
+/// Why a path ended before a block the code cache translated or wants.
+const CODE_CACHE: &str = "code cache";
 /// Accesses a path inside a loop of several blocks may collect in memory mode before it gives
 /// up (16 bytes each).
 const MAX_LOOP_PATH_ACCESSES: usize = 1 << 22;
@@ -518,7 +523,7 @@ impl Round {
                 break;
             }
             if from.cache_hot > 0 && sp.cache.wanted(n, sp.blocks.get(&n).map_or(0, |x| x.hits.get()), from.cache_hot) {
-                self.why = "code cache";
+                self.why = CODE_CACHE;
                 break;
             }
             if self.insns >= from.max_path_insns {
