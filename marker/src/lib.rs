@@ -32,6 +32,9 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Instant;
 
+pub mod energy;
+pub use energy::{REGION_ENERGY_ENV, monotonic_ns, write_region_energy};
+
 thread_local! {
     /// Marker calls seen on this thread, begin and end (also keeps the two markers' bodies
     /// distinct, so no linker folds them into one address the tracer could not tell apart).
@@ -141,6 +144,7 @@ impl Markers {
         if self.open.iter().any(|&(i, _)| i == idx) {
             return Err(Error::AlreadyOpen(name.to_string()));
         }
+        energy::log_begin(name.as_bytes());
         self.open.push((idx, Instant::now()));
         roofline_region_begin(self.names[idx].as_ptr());
         Ok(())
@@ -157,6 +161,7 @@ impl Markers {
         let (idx, start) = self.open[pos];
         roofline_region_end(self.names[idx].as_ptr());
         let seconds = start.elapsed().as_secs_f64();
+        energy::log_end(self.names[idx].as_bytes());
         self.open.remove(pos);
         let t = &mut self.totals[idx];
         t.calls += 1;
@@ -206,6 +211,7 @@ impl Drop for Markers {
         // Nobody to tell at drop: a time that could not be written is missing in the
         // report, which says so.
         let _ = write_region_times(&regions);
+        let _ = write_region_energy();
     }
 }
 
