@@ -19,6 +19,9 @@
 //!   (`ROOFLINE_REGION_TIMES` set) a [`Markers`] writes its regions' calls and summed seconds
 //!   there when it is dropped.
 //!
+//! - under `roofline measure --energy` (`ROOFLINE_REGION_ENERGY` set) the calls are also logged
+//!   against the monotonic clock ([`energy`]), so each region gets its joules.
+//!
 //! Outside `roofline` the markers only keep time ([`Markers::totals`]). Counting in-process
 //! (hardware counters on a machine with a PMU, software events, the report schema) is the
 //! `roofline` crate's `Session`, which calls these same markers: a program can start with
