@@ -200,7 +200,10 @@ pub fn region_energy_of(m: &Meter, name: &str, runs: &[RegionRun], idle: &Idle, 
         "{}; the region's calls logged against the monotonic clock while the counters were read every ~0.2 ms, each call's joules read off the counters' cumulative energy (linear between updates); joules per run summed over its calls",
         m.description()
     );
-    assemble(m, samples, watts, idle, opts, flops, source, notes)
+    let mut e = assemble(m, samples, watts, idle, opts, flops, source, notes);
+    let drew = format!(": region '{name}' drew");
+    e.notes = e.notes.into_iter().map(|n| n.replacen(": the run drew", &drew, 1)).collect();
+    e
 }
 
 /// Regions of one run by name: their segments.

@@ -72,6 +72,11 @@ struct Setup {
 /// updating every ~`update` s (jittered), read every ~0.2 ms; the counts start near the top of
 /// 64 bits, so they wrap.
 fn setup(next: &mut impl FnMut() -> u64, tree: &str, seconds: f64, update: f64) -> Setup {
+    setup_in(next, tree, seconds, update, (2.0, 8.0))
+}
+
+/// [`setup`] with the phases' power `range` times the idle power.
+fn setup_in(next: &mut impl FnMut() -> u64, tree: &str, seconds: f64, update: f64, range: (f64, f64)) -> Setup {
     let pmu = discover(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rapl").join(tree)).unwrap();
     let n = pmu.domains.len();
     let idle: Vec<f64> = (0..n).map(|_| uniform(next, 5.0, 40.0)).collect();
@@ -79,7 +84,7 @@ fn setup(next: &mut impl FnMut() -> u64, tree: &str, seconds: f64, update: f64) 
     let mut t = 0.1;
     while t < seconds {
         let len = uniform(next, 0.0005, 0.03);
-        let watts: Vec<f64> = idle.iter().map(|i| i * uniform(next, 2.0, 8.0)).collect();
+        let watts: Vec<f64> = idle.iter().map(|i| i * uniform(next, range.0, range.1)).collect();
         phases.push((t, t + len, watts));
         t += len;
     }
@@ -208,10 +213,17 @@ fn region_joules_match_the_integral_of_the_power_over_their_calls() {
                     .iter()
                     .map(|(a, b)| s.profile.cumulative(*b, d) - s.profile.cumulative(*a, d))
                     .sum();
-                // Per segment: the cumulative energy at each end is off by at most the power
-                // near it × (update interval + read gap), scaled by the segment's busy share;
-                // the idle time inside a folded segment by the power range over it; the
-                // counter's unit and the nanosecond rounding beside.
+                // The cumulative energy at an instant t is off by at most the power there ×
+                // the read gap where the power is constant around t (over two update
+                // intervals and gaps each side), else by the highest power there × (update
+                // interval + read gap). Per segment: its ends' bounds scaled by its busy
+                // share, the idle time inside a folded segment at the highest power over it,
+                // the counter's unit and the nanosecond rounding beside.
+                let end_bound = |t: f64| {
+                    let (lo, hi) = (t - 2.0 * reach, t + 2.0 * reach);
+                    let phases = s.profile.phases.iter().filter(|(a, b, _)| *b > lo && *a < hi).count();
+                    s.profile.max_in(lo, hi, d) * if phases == 1 { s.max_gap } else { reach }
+                };
                 let tol: f64 = segs
                     .segments
                     .iter()
@@ -219,7 +231,11 @@ fn region_joules_match_the_integral_of_the_power_over_their_calls() {
                         let (a, b) = ((g[0] as i128 - zero_ns) as f64 * 1e-9, (g[1] as i128 - zero_ns) as f64 * 1e-9);
                         let busy = g[2] as f64 * 1e-9;
                         let p = s.profile.max_in(a - 2.0 * reach, b + 2.0 * reach, d);
-                        let ends = if b > a { busy / (b - a) * 2.0 * p * reach } else { busy * p };
+                        let ends = if b > a {
+                            busy / (b - a) * (end_bound(a) + end_bound(b))
+                        } else {
+                            busy * p
+                        };
                         ends + p * ((b - a) - busy).max(0.0) + p * 4e-9 + 4.0 * SCALE
                     })
                     .sum();
@@ -306,4 +322,29 @@ fn calls_past_the_log_s_limit_count_at_the_placed_calls_power() {
         "{:?}",
         e.notes
     );
+}
+
+#[test]
+fn a_region_drawing_no_more_than_idle_is_said_to_be_inseparable_from_its_neighbours() {
+    // Phases at 0.3–0.6× the idle power: every region's power is below idle, so each domain
+    // says it; at 3–8× none does (the idle slices' spread is far below 2×).
+    let mut next = xorshift(seed());
+    for (range, said) in [((0.3, 0.6), true), ((3.0, 8.0), false)] {
+        let s = setup_in(&mut next, "intel-spr", 0.5, 0.001, range);
+        let zero_ns = 77_000_000i128;
+        let region = calls(&mut next, 0.15, 0.45, 2, 0.05, 0.1);
+        let run = region_run_of(&s.meter, &s.readings, zero_ns, &segments_of(&region, zero_ns));
+        let idle = s.meter.idle_from(&s.readings[..s.idle_end], 5);
+        let e = region_energy_of(&s.meter, "quiet", &[run], &idle, EnergyOptions::default(), 0.0);
+        for d in s.meter.domains() {
+            let note = format!("{}: region 'quiet' drew", d.name);
+            assert_eq!(
+                e.notes.iter().any(|n| n.starts_with(&note)),
+                said,
+                "{range:?} {}: {:?}",
+                d.name,
+                e.notes
+            );
+        }
+    }
 }
