@@ -434,6 +434,7 @@ impl Session {
             c.source_mut().read_raw_into(&mut raw)?;
         }
         // Time starts after our own read; the marker is the last thing before the region.
+        roofline_marker::energy::log_begin(name.as_bytes());
         self.open.push(Open {
             idx,
             start: Instant::now(),
@@ -486,6 +487,7 @@ impl Session {
         .ok_or_else(|| Error::input(format!("region '{name}' ended but never begun"), "call begin before end"))?;
         roofline_region_end(self.names[self.open[pos].idx].as_ptr());
         let seconds = self.open[pos].start.elapsed().as_secs_f64();
+        roofline_marker::energy::log_end(self.names[self.open[pos].idx].as_bytes());
         if let Some(c) = self.counters.as_mut() {
             c.source_mut().read_raw_into(&mut self.now)?;
         }
@@ -648,6 +650,7 @@ impl Drop for Session {
         // Nobody to tell at drop: a time that could not be written is missing in the report,
         // which says so.
         let _ = region_times::write_session(times);
+        let _ = roofline_marker::write_region_energy();
         // Counted regions go to `measure --backend perf` too: its counters outside the
         // program count the whole run, this session's count each region.
         if self.mode == Mode::Counters {
@@ -1021,6 +1024,8 @@ fn write_c_times(g: &Global) {
         .collect();
     // Nobody to tell (at exit): a time not written is missing in the report, which says so.
     let _ = region_times::write_process(&times);
+    // When each thread's regions ran, for `measure --energy` (nothing unless it asked).
+    let _ = roofline_marker::write_region_energy();
 }
 
 /// Under `roofline measure`, write the merged region times again when the process exits

@@ -296,3 +296,148 @@ fn a_whole_command_s_energy_is_said_in_every_view_as_what_it_is() {
     let back: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(back["command_energy"], report["command_energy"]);
 }
+
+/// A live recording (`# live`: replayed against the clock) of a counter of constant power per
+/// domain over `seconds`, updating every millisecond, on the tree's domains in order.
+fn live_recording(path: &Path, watts: &[f64], seconds: f64) {
+    use std::fmt::Write;
+    let scale = 1.0 / 4_294_967_296.0;
+    let mut text = String::from("# live\n");
+    let steps = (seconds * 1e3) as usize;
+    for k in 0..=steps {
+        let t = k as f64 * 1e-3;
+        let _ = write!(text, "{t:.3}");
+        for w in watts {
+            let _ = write!(text, " {}", (w * t / scale) as u64 + (1 << 40));
+        }
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn marker_regions_get_their_joules_nested_repeated_and_short_ones_said_coarse() {
+    // tests/c/energy_regions.c (LIKWID markers, linked against the staticlib) under `measure
+    // --backend trace --energy --repeat 2`, its counters a live recording of constant power
+    // per domain over the Skylake-SP tree (pkg, cores, ram): each region's power must be the
+    // domain's, its joules per run that power × its time in the run, within the bound of a
+    // counter update (1 ms) and a read gap (taken as at most 5 ms on a loaded machine) at each
+    // end of each call.
+    if std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").is_ok_and(|s| s.trim() == "3") {
+        eprintln!("skipped: ptrace not permitted");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("energy_regions");
+    let lib = std::env::current_exe().unwrap().parent().unwrap().join("libroofline.a");
+    assert!(lib.is_file(), "cargo builds the staticlib beside the tests: {lib:?}");
+    let st = std::process::Command::new("cc")
+        .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/energy_regions.c"))
+        .arg(&lib)
+        .args(["-Wl,--gc-sections", "-lpthread", "-ldl", "-lm"])
+        .status()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(st.success());
+    let watts = [37.5, 21.0, 8.25]; // pkg, cores, ram: the meter's order
+    let rec = dir.path().join("live.txt");
+    live_recording(&rec, &watts, 90.0);
+    let out = dir.path().join("r.json");
+    let inner_us = 60_000u64;
+    roofline()
+        .args([
+            "measure",
+            "--backend",
+            "trace",
+            "--energy",
+            "--idle-seconds",
+            "0.3",
+            "--repeat",
+            "2",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(inner_us.to_string())
+        .env("ROOFLINE_SYSFS_PMUS", root.join("tests/fixtures/rapl/intel-skx"))
+        .env("ROOFLINE_RAPL_RECORDING", &rec)
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let points = doc["points"].as_array().unwrap();
+    let point = |name: &str| {
+        points
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no point {name}"))
+    };
+    let names = ["pkg", "cores", "ram"];
+    // (region, calls a run, seconds in it a run at least)
+    let inner_s = inner_us as f64 * 1e-6;
+    for (region, calls, at_least) in [
+        ("outer", 2.0, 2.0 * (3.0 + 1.0 / 3.0) * inner_s),
+        ("inner", 6.0, 6.0 * inner_s),
+        ("blip", 5.0, 5e-4),
+    ] {
+        let e = &point(region)["extra"]["energy"];
+        assert!(e.is_object(), "{region}: no energy in {}", point(region));
+        for (d, want) in names.iter().zip(watts) {
+            let dom = &e["domains"][d];
+            let samples = dom["joules_samples"].as_array().unwrap();
+            assert_eq!(samples.len(), 2, "{region} {d}: one sample per energy run");
+            let w = dom["watts"].as_f64().unwrap();
+            let seconds = dom["joules"].as_f64().unwrap() / w;
+            assert!(
+                seconds >= at_least * 0.999,
+                "{region}: {seconds} s in the region a run, at least {at_least}"
+            );
+            let tol = want * 2.0 * calls * (1e-3 + 5e-3) / seconds;
+            assert!((w - want).abs() <= tol, "{region} {d}: {w} W against {want} W (± {tol})");
+        }
+        let coarse = e["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("coarse"));
+        assert_eq!(coarse, region == "blip", "{region}: {}", e["notes"]);
+        assert_eq!(e["total_domain"], "pkg+ram");
+    }
+    // The whole command has its joules too, and the table, the page and the JSON view carry
+    // the regions'.
+    assert!(points[0]["extra"]["energy"]["domains"]["pkg"]["joules"].as_f64().unwrap() > 0.0);
+    let table = roofline().args(["report", "show"]).arg(&out).assert().success();
+    let table = String::from_utf8_lossy(&table.get_output().stdout).into_owned();
+    for region in ["outer", "inner", "blip"] {
+        assert!(
+            table.lines().any(|l| l.starts_with(region) && l.contains("pkg")),
+            "{region} in:\n{table}"
+        );
+    }
+    assert!(table.contains("region 'blip': a call lasts"), "{table}");
+    let page = dir.path().join("r.html");
+    roofline().args(["plot"]).arg(&out).arg("-o").arg(&page).assert().success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("Energy per point") && html.contains("<td>inner</td><td>pkg</td>"),
+        "no region joules on the page"
+    );
+    let json = dir.path().join("v.json");
+    roofline()
+        .args(["report", "show"])
+        .arg(&out)
+        .arg("-o")
+        .arg(&json)
+        .assert()
+        .success();
+    let view: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let text = view.to_string();
+    assert!(
+        text.contains("\"inner\"") && text.contains("joules_samples"),
+        "JSON view: {text:.400}"
+    );
+}

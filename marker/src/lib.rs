@@ -19,6 +19,9 @@
 //!   (`ROOFLINE_REGION_TIMES` set) a [`Markers`] writes its regions' calls and summed seconds
 //!   there when it is dropped.
 //!
+//! - under `roofline measure --energy` (`ROOFLINE_REGION_ENERGY` set) the calls are also logged
+//!   against the monotonic clock ([`energy`]), so each region gets its joules.
+//!
 //! Outside `roofline` the markers only keep time ([`Markers::totals`]). Counting in-process
 //! (hardware counters on a machine with a PMU, software events, the report schema) is the
 //! `roofline` crate's `Session`, which calls these same markers: a program can start with
@@ -31,6 +34,9 @@ use std::io::Write;
 use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Instant;
+
+pub mod energy;
+pub use energy::{REGION_ENERGY_ENV, monotonic_ns, write_region_energy};
 
 thread_local! {
     /// Marker calls seen on this thread, begin and end (also keeps the two markers' bodies
@@ -141,6 +147,7 @@ impl Markers {
         if self.open.iter().any(|&(i, _)| i == idx) {
             return Err(Error::AlreadyOpen(name.to_string()));
         }
+        energy::log_begin(name.as_bytes());
         self.open.push((idx, Instant::now()));
         roofline_region_begin(self.names[idx].as_ptr());
         Ok(())
@@ -157,6 +164,7 @@ impl Markers {
         let (idx, start) = self.open[pos];
         roofline_region_end(self.names[idx].as_ptr());
         let seconds = start.elapsed().as_secs_f64();
+        energy::log_end(self.names[idx].as_bytes());
         self.open.remove(pos);
         let t = &mut self.totals[idx];
         t.calls += 1;
@@ -206,6 +214,7 @@ impl Drop for Markers {
         // Nobody to tell at drop: a time that could not be written is missing in the
         // report, which says so.
         let _ = write_region_times(&regions);
+        let _ = write_region_energy();
     }
 }
 

@@ -50,8 +50,9 @@ pub enum GpuCommand {
         /// Only kernels whose name matches this regular expression (ncu's -k regex:).
         #[arg(short = 'k', long = "kernel", value_name = "KERNEL_REGEX")]
         kernel: Option<String>,
-        /// GPU ordinal: the board whose energy `--energy` reads, and whose name stands in where
-        /// ncu gives none.
+        /// GPU ordinal whose name stands in where ncu gives none. `--energy` reads every GPU
+        /// the command can use (those CUDA lists here), each board and their sum, and names
+        /// the boards NVML lists that CUDA hides.
         #[arg(long, default_value_t = 0)]
         device: usize,
         #[command(flatten)]
@@ -353,12 +354,21 @@ fn command_energy(
     options: crate::counters::energy::EnergyOptions,
     cmd: &[String],
 ) -> crate::Result<std::result::Result<crate::schema::energy::CommandEnergy, i32>> {
-    let ctx = device::open(ordinal)?;
+    device::open(ordinal)?;
     ncu::require()?;
     crate::counters::command::CommandSpec::resolve(cmd)?;
-    eprintln!("roofline: gpu measure: energy: idle power, then one run of the whole command without ncu");
-    let meter = crate::gpu::energy::start(&ctx, options)?;
-    crate::gpu::energy::measure_command(&meter, cmd)
+    eprintln!("roofline: gpu measure: energy: idle power of every GPU the command can use, then one run of the whole command without ncu");
+    let boards = crate::gpu::energy::start_boards(ordinal, options)?;
+    eprintln!(
+        "roofline: gpu measure: energy: counting {}{}",
+        boards.counted.join(", "),
+        if boards.left_out.is_empty() {
+            String::new()
+        } else {
+            format!("; not counted (hidden from CUDA): {}", boards.left_out.join(", "))
+        }
+    );
+    crate::gpu::energy::measure_command(&boards, cmd)
 }
 
 /// A capture's report: the per-kernel table with each point's instruction roofline on stdout

@@ -116,12 +116,31 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let mut report = backend::command_report(&args.command, measurement);
     if let Some(e) = &energy {
-        let runs = match backend::energy_runs(e, &args.command, args.repeat)? {
+        // Marker regions (points after the whole run's) get their joules from the same runs.
+        let regions = report.points.len() > 1;
+        let runs = match backend::energy_runs(e, &args.command, args.repeat, regions)? {
             Ok(runs) => runs,
             Err(status) => return Ok(status),
         };
+        let ends: Vec<_> = runs.iter().map(|r| (r.before.clone(), r.after.clone())).collect();
         if let Some(p) = report.points.first_mut() {
-            p.extra.energy = Some(e.runs_energy(&runs, p.flops.total)?);
+            p.extra.energy = Some(e.runs_energy(&ends, p.flops.total)?);
+        }
+        for p in report.points.iter_mut().skip(1) {
+            let per_run: Vec<_> = runs.iter().filter_map(|r| r.regions.get(&p.name).cloned()).collect();
+            if per_run.is_empty() {
+                continue;
+            }
+            let mut energy = e.region_energy(&p.name, &per_run, p.flops.total)?;
+            if per_run.len() < runs.len() {
+                energy.notes.push(format!(
+                    "region '{}' logged no calls in {} of {} energy run(s)",
+                    p.name,
+                    runs.len() - per_run.len(),
+                    runs.len()
+                ));
+            }
+            p.extra.energy = Some(energy);
         }
     }
     let json = report.to_json();

@@ -127,8 +127,31 @@ pub struct TakenRun {
     /// Region points counted by the program's own sessions, per name: the first session's,
     /// and how many sessions counted that name.
     pub counted: BTreeMap<String, (Point, usize, String)>,
+    /// When each region ran (`measure --energy`'s runs): per name, the segments of the
+    /// thread (of any process) that spent the longest in it, as the times take the longest
+    /// thread's.
+    pub energy: crate::counters::energy::RunSegments,
     /// Files that did not parse.
     pub bad: usize,
+}
+
+/// Prefix of the files `roofline_marker::write_region_energy` writes.
+#[cfg(feature = "trace")]
+const ENERGY_PREFIX: &str = "energy-";
+
+/// One process's log of when its regions ran.
+#[cfg(feature = "trace")]
+#[derive(Debug, serde::Deserialize)]
+struct EnergyLog {
+    regions: Vec<NamedSegments>,
+}
+
+#[cfg(feature = "trace")]
+#[derive(Debug, serde::Deserialize)]
+struct NamedSegments {
+    name: String,
+    #[serde(flatten)]
+    segments: crate::counters::energy::RegionSegments,
 }
 
 #[cfg(feature = "trace")]
@@ -136,6 +159,19 @@ impl TakenRun {
     /// Add one file a session wrote (`name` tells points from times); what does not parse
     /// is counted in `bad` (a temporary file of a write cut short, or not ours). Any bytes.
     pub fn add_file(&mut self, name: &str, data: &[u8]) {
+        if name.starts_with(ENERGY_PREFIX) {
+            let Ok(doc) = serde_json::from_slice::<EnergyLog>(data) else {
+                self.bad += 1;
+                return;
+            };
+            for r in doc.regions {
+                let longer = self.energy.get(&r.name).is_none_or(|had| r.segments.busy_ns() > had.busy_ns());
+                if longer {
+                    self.energy.insert(r.name, r.segments);
+                }
+            }
+            return;
+        }
         if name.starts_with(POINTS_PREFIX) {
             let Ok(doc) = serde_json::from_slice::<SessionPoints>(data) else {
                 self.bad += 1;

@@ -304,54 +304,134 @@ fn gemm_precision(ty: super::blas::GemmType) -> &'static str {
 /// 2.5 ms on the H200).
 const COMMAND_POLL_SECONDS: f64 = 5e-4;
 
+/// The boards `gpu measure --energy` reads: every GPU the CUDA driver lists here (the command
+/// inherits `CUDA_VISIBLE_DEVICES`, so these are the boards it could use), each with its
+/// context open (kept by the caller while the command runs, so each idle power is that of a
+/// board ready to run) and its meter started, the idle windows measured side by side; and the
+/// NVML boards left out (hidden from CUDA), by PCI address. With
+/// [`RECORDING_ENV`] set, the one board `ordinal` replays it.
+pub struct Boards {
+    /// Held open while the command runs, not read.
+    #[allow(dead_code)]
+    pub contexts: Vec<Arc<CudaContext>>,
+    pub meters: Vec<Energy>,
+    /// `gpu<ordinal>` of each counted board.
+    pub counted: Vec<String>,
+    /// NVML boards not counted: `PCI address (name)`.
+    pub left_out: Vec<String>,
+}
+
+/// Open every board CUDA lists and start its meter: see [`Boards`].
+pub fn start_boards(ordinal: usize, options: EnergyOptions) -> Result<Boards> {
+    use crate::counters::energy::nvml;
+    if std::env::var_os(RECORDING_ENV).is_some() {
+        let ctx = super::device::open(ordinal)?;
+        let meter = start(&ctx, options)?;
+        return Ok(Boards {
+            contexts: vec![ctx],
+            meters: vec![meter],
+            counted: vec![nvml::gpu_domain_name(ordinal)],
+            left_out: Vec::new(),
+        });
+    }
+    let count = CudaContext::device_count().map_err(cuda_err("counting the GPUs"))?.max(0) as usize;
+    let contexts: Vec<Arc<CudaContext>> = (0..count).map(super::device::open).collect::<Result<_>>()?;
+    let ids: Vec<String> = contexts.iter().map(pci_bus_id).collect::<Result<_>>()?;
+    let meters: Vec<Energy> = std::thread::scope(|scope| {
+        let started: Vec<_> = contexts
+            .iter()
+            .zip(&ids)
+            .map(|(ctx, id)| scope.spawn(move || Energy::with_meter(nvml::open_gpu(id, ctx.ordinal())?, options)))
+            .collect();
+        started
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::unavailable("a GPU meter's thread panicked", "run again")))
+            })
+            .collect::<Result<Vec<Energy>>>()
+    })?;
+    let left_out = nvml::boards()?
+        .into_iter()
+        .filter(|(id, _)| !ids.iter().any(|c| nvml::same_bus_id(c, id)))
+        .map(|(id, name)| format!("{id} ({name})"))
+        .collect();
+    Ok(Boards {
+        counted: contexts.iter().map(|c| nvml::gpu_domain_name(c.ordinal())).collect(),
+        contexts,
+        meters,
+        left_out,
+    })
+}
+
 /// `gpu measure --energy`: one run of the whole command `argv` of its own, without Nsight
 /// Compute (which replays each kernel many times with its clocks locked, so no joules belong
-/// to one launch), the board's counter read all along on a thread of its own. The command
-/// starts right after an update of the counter is seen and the readings go on until the first
-/// update after it exits, so the window's ends outside the run are a read gap before and at
-/// most an update interval after (taken off at the idle power: see
-/// [`crate::counters::energy::whole_run_of`]). The command's stdout goes to stderr: the report
-/// owns stdout. `Ok(Err(status))` when the command failed (said on stderr, nothing written).
-pub fn measure_command(energy: &Energy, argv: &[String]) -> Result<std::result::Result<CommandEnergy, i32>> {
+/// to one launch), every board's counter read all along on a thread of its own. The command
+/// starts right after an update of each counter is seen and the readings go on until the
+/// first update of each after it exits, so the windows' ends outside the run are a read gap
+/// before and at most an update interval after (taken off at the idle power: see
+/// [`crate::counters::energy::whole_run_of`]). Each board is reckoned on its own counter and
+/// clock, and the boards summed. The command's stdout goes to stderr: the report owns stdout.
+/// `Ok(Err(status))` when the command failed (said on stderr, nothing written).
+pub fn measure_command(boards: &Boards, argv: &[String]) -> Result<std::result::Result<CommandEnergy, i32>> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let cmd = crate::counters::command::CommandSpec::resolve(argv)?;
+    let meters = &boards.meters;
     // How long to wait for an update on either side of the run: three update intervals.
-    let patience = (3.0 * energy.granularity_seconds().unwrap_or(1.0)).max(0.3);
-    let window = energy.window()?;
+    let patience = meters
+        .iter()
+        .map(|e| (3.0 * e.granularity_seconds().unwrap_or(1.0)).max(0.3))
+        .fold(0.3, f64::max);
+    let windows: Vec<Window> = meters.iter().map(|e| e.window()).collect::<Result<_>>()?;
     let stop = AtomicBool::new(false);
     let (run, polled) = std::thread::scope(|scope| {
         let poller = scope.spawn(|| -> Result<()> {
             while !stop.load(Ordering::Relaxed) {
-                energy.mark(&window)?;
+                for (e, w) in meters.iter().zip(&windows) {
+                    e.mark(w)?;
+                }
                 std::thread::sleep(std::time::Duration::from_secs_f64(COMMAND_POLL_SECONDS));
             }
             Ok(())
         });
-        let run = run_between_updates(energy, &window, &cmd, patience);
+        let run = run_between_updates(meters, &windows, &cmd, patience);
         stop.store(true, Ordering::Relaxed);
         (run, poller.join())
     });
     polled.map_err(|_| Error::unavailable("the energy counter's reading thread panicked", "run again"))??;
-    let (start, end) = match run? {
-        Ok(span) => span,
+    let spans = match run? {
+        Ok(spans) => spans,
         Err(status) => return Ok(Err(status)),
     };
-    let whole = energy.whole_run(&window.readings(), start, end)?;
-    Ok(Ok(command_energy(whole, end - start)))
+    let mut wholes = Vec::with_capacity(meters.len());
+    for ((e, w), (start, end)) in meters.iter().zip(&windows).zip(&spans) {
+        wholes.push(e.whole_run(&w.readings(), *start, *end)?);
+    }
+    // The run's length on the first board's clock (every board's differs by the reads
+    // between them).
+    let seconds = spans.first().map_or(0.0, |(a, b)| b - a);
+    Ok(Ok(command_energy(
+        crate::counters::energy::combine_boards(wholes),
+        seconds,
+        &boards.counted,
+        &boards.left_out,
+    )))
 }
 
-/// The command run between two readings, after an update of the counter is seen and until
-/// one is seen after it exits (each wait at most `patience` seconds): the run's start and end
-/// (seconds of the readings), or the command's status when it failed.
+/// The command run between readings of every board, after an update of each counter is seen
+/// and until one of each is seen after it exits (each wait at most `patience` seconds): the
+/// run's start and end on each board's clock, or the command's status when it failed.
+#[allow(clippy::type_complexity)]
 fn run_between_updates(
-    energy: &Energy,
-    window: &Window,
+    meters: &[Energy],
+    windows: &[Window],
     cmd: &crate::counters::command::CommandSpec,
     patience: f64,
-) -> Result<std::result::Result<(f64, f64), i32>> {
-    let first = window.readings().first().cloned();
-    if let Some(first) = &first {
-        wait_for_update(window, first, patience);
+) -> Result<std::result::Result<Vec<(f64, f64)>, i32>> {
+    for w in windows {
+        if let Some(first) = w.readings().first() {
+            wait_for_update(w, first, patience);
+        }
     }
     let stdout = std::io::stderr()
         .as_fd()
@@ -359,9 +439,9 @@ fn run_between_updates(
         .map_err(|e| Error::io("duplicating stderr for the command's stdout", e))?;
     let mut command = cmd.command();
     command.stdout(stdout);
-    let before = energy.mark(window)?;
+    let before: Vec<_> = meters.iter().zip(windows).map(|(e, w)| e.mark(w)).collect::<Result<_>>()?;
     let status = cmd.run_to_end(&mut command)?;
-    let after = energy.mark(window)?;
+    let after: Vec<_> = meters.iter().zip(windows).map(|(e, w)| e.mark(w)).collect::<Result<_>>()?;
     let (code, signal) = crate::counters::command::exit_code(&status);
     if signal.is_some() || code != 0 {
         eprintln!(
@@ -371,8 +451,10 @@ fn run_between_updates(
         );
         return Ok(Err(code));
     }
-    wait_for_update(window, &after, patience);
-    Ok(Ok((before.seconds, after.seconds)))
+    for (w, a) in windows.iter().zip(&after) {
+        wait_for_update(w, a, patience);
+    }
+    Ok(Ok(before.iter().zip(&after).map(|(b, a)| (b.seconds, a.seconds)).collect()))
 }
 
 /// Wait (at most `patience` seconds) until a reading after `since` shows the first domain's
@@ -384,19 +466,40 @@ fn wait_for_update(window: &Window, since: &crate::counters::energy::Reading, pa
     }
 }
 
-/// The report's `command_energy`: the run's figures and the one line that says what they are.
-fn command_energy(whole: crate::counters::energy::WholeRun, seconds: f64) -> CommandEnergy {
+/// The report's `command_energy`: the run's figures and the one line that says what they are,
+/// naming the boards counted and those left out.
+pub fn command_energy(whole: crate::counters::energy::WholeRun, seconds: f64, counted: &[String], left_out: &[String]) -> CommandEnergy {
     use crate::schema::units::sig3;
     let e = &whole.energy;
-    let idle = e.idle.get(&e.total_domain);
+    let sum = |f: &dyn Fn(&str) -> Option<f64>| counted.iter().filter_map(|b| f(b)).sum::<f64>();
+    let watts = sum(&|b| e.domains.get(b).map(|d| d.watts));
+    let idle_watts = sum(&|b| e.idle.get(b).map(|i| i.watts));
+    let idle_seconds = e.idle.values().map(|i| i.seconds).fold(0.0, f64::max);
+    let boards = if counted.len() > 1 {
+        let each: Vec<String> = counted
+            .iter()
+            .map(|b| format!("{b} {} J", sig3(e.domains.get(b).map_or(0.0, |d| d.joules))))
+            .collect();
+        format!("{} GPU boards summed: {}", counted.len(), each.join(", "))
+    } else {
+        "the GPU board".to_string()
+    };
+    let left = if left_out.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not counted: {} (hidden from CUDA here, so from the command too)",
+            left_out.join(", ")
+        )
+    };
     let measured = format!(
-        "the whole command, one run of its own without Nsight Compute (ncu replays each kernel, so no joules belong to one kernel): {} J on {} (the GPU board) over {} s, {} W mean; idle {} W measured for {} s before (a CUDA context open, nothing running), {}; ± {} J",
+        "the whole command, one run of its own without Nsight Compute (ncu replays each kernel, so no joules belong to one kernel): {} J on {} ({boards}) over {} s, {} W mean; idle {} W measured for {} s before (a CUDA context open, nothing running), {}; ± {} J{left}",
         sig3(e.total_joules),
         e.total_domain,
         sig3(seconds),
-        sig3(e.domains.get(&e.total_domain).map_or(0.0, |d| d.watts)),
-        idle.map_or("?".into(), |i| sig3(i.watts)),
-        idle.map_or("?".into(), |i| sig3(i.seconds)),
+        sig3(watts),
+        sig3(idle_watts),
+        sig3(idle_seconds),
         if e.idle_subtracted { "subtracted" } else { "not subtracted" },
         sig3(whole.uncertainty_joules)
     );

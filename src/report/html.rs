@@ -228,6 +228,7 @@ pub fn render(view: &View, title: &str) -> Result<String> {
     // (a chart drawn on demand is set up when asked).
     let _ = write!(o, "<script>{}</script>", super::page::SCRIPT);
     energy_section(&mut o, view);
+    point_energy_section(&mut o, view);
     command_energy_section(&mut o, view);
     if job.is_some() {
         super::job_page::sections(&mut o, view);
@@ -304,6 +305,48 @@ fn energy_section(o: &mut String, view: &View) {
         }
     }
     o.push_str("</table></div><p class=\"muted\">Energy roofline (Choi, Bedard, Fowler and Vuduc): 1 / (pJ per flop + pJ per byte / intensity), the constant power left out; the energy balance point is where a byte costs as much as the flops it feeds.</p></section>");
+}
+
+/// The joules of every point that has them (a command's and each of its marker regions',
+/// the suite kernels'), per domain, with how they were read and their caveats.
+fn point_energy_section(o: &mut String, view: &View) {
+    let with: Vec<(&crate::schema::Point, &crate::schema::energy::PointEnergy)> = view
+        .reports
+        .iter()
+        .flat_map(|r| r.report.points.iter())
+        .filter_map(|p| p.extra.energy.as_ref().map(|e| (p, e)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    o.push_str("<section class=\"point-energy\"><h2>Energy per point</h2><div class=\"scroll\"><table><tr><th>point</th><th>domain</th><th>J/run</th><th>spread</th><th>W</th><th>idle W</th><th>GFLOP/J</th></tr>");
+    let mut notes: Vec<String> = Vec::new();
+    for (p, e) in &with {
+        for (name, d) in &e.domains {
+            let gflop_j = (p.flops.total > 0.0 && d.joules > 0.0).then(|| p.flops.total / 1e9 / d.joules);
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{:.4e}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&p.name),
+                esc(name),
+                d.joules,
+                d.spread.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x)),
+                sig3(d.watts),
+                e.idle.get(name).map_or("-".into(), |i| sig3(i.watts)),
+                gflop_j.map_or("-".into(), sig3)
+            );
+        }
+        for n in std::iter::once(&e.source).chain(&e.notes) {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+    }
+    o.push_str("</table></div><p class=\"muted\">");
+    for (i, n) in notes.iter().enumerate() {
+        let _ = write!(o, "{}{}", if i > 0 { "; " } else { "" }, esc(n));
+    }
+    o.push_str("</p></section>");
 }
 
 /// The energy of the whole command (`gpu measure --energy`) of each report that carries it:

@@ -119,10 +119,19 @@ impl PointEnergy {
 }
 
 /// The whole of per-domain figures (joules or watts): `psys` where it exists, else `pkg`
-/// plus `ram`, else `pkg`, else the first domain.
+/// plus `ram`, else `pkg`; several GPU boards (`gpu0`, `gpu1`, … and nothing else) summed, as
+/// `gpu0+gpu1`; else the first domain.
 pub fn total_of(values: &BTreeMap<String, f64>) -> Option<(String, f64)> {
     if let Some(v) = values.get("psys") {
         return Some(("psys".into(), *v));
+    }
+    let board = |k: &str| {
+        k.strip_prefix("gpu")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if values.len() >= 2 && values.keys().all(|k| board(k)) {
+        let names: Vec<&str> = values.keys().map(String::as_str).collect();
+        return Some((names.join("+"), values.values().sum()));
     }
     match (values.get("pkg"), values.get("ram")) {
         (Some(p), Some(r)) => Some(("pkg+ram".into(), p + r)),

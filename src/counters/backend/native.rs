@@ -103,20 +103,44 @@ pub(super) fn signal_name(sig: i32) -> String {
         .unwrap_or_else(|_| format!("signal {sig}"))
 }
 
+/// One energy run of a command: the readings just before and after it and, where its regions
+/// were asked for, each region's joules.
+pub(crate) struct EnergyRun {
+    pub before: crate::counters::energy::Reading,
+    pub after: crate::counters::energy::Reading,
+    /// Per region name (empty unless asked).
+    pub regions: BTreeMap<String, crate::counters::energy::RegionRun>,
+}
+
 /// `repeat` native runs of `argv` for `--energy`, each between two readings of the energy
 /// counters (apart from the counted or traced runs, whose counting would add its own power):
-/// the readings, or the status to pass on when a run failed (said on stderr).
+/// the runs, or the status to pass on when a run failed (said on stderr). With `regions`
+/// the program logs when its marker regions run (`roofline_marker::energy`) while the
+/// counters are read all along on a thread of their own, from an update seen before it starts
+/// to one seen after it exits, and each region gets its joules of the run.
 pub(crate) fn energy_runs(
     energy: &crate::counters::energy::Energy,
     argv: &[String],
     repeat: u32,
-) -> Result<std::result::Result<Vec<(crate::counters::energy::Reading, crate::counters::energy::Reading)>, i32>> {
+    regions: bool,
+) -> Result<std::result::Result<Vec<EnergyRun>, i32>> {
     let cmd = CommandSpec::resolve(argv)?;
+    let collector = if regions { Some(region_times::Collector::new()?) } else { None };
     let mut runs = Vec::with_capacity(repeat as usize);
     for rep in 0..repeat {
-        let before = energy.read()?;
-        match native_run(&cmd, None)? {
-            Ok(_) => runs.push((before, energy.read()?)),
+        let run = match &collector {
+            Some(c) => energy_run_with_regions(energy, &cmd, c)?,
+            None => {
+                let before = energy.read()?;
+                native_run(&cmd, None)?.map(|_| (before, BTreeMap::new()))
+            }
+        };
+        match run {
+            Ok((before, regions)) => runs.push(EnergyRun {
+                before,
+                after: energy.read()?,
+                regions,
+            }),
             Err((code, what)) => {
                 eprintln!(
                     "roofline: {} {what} in its energy run {} of {}; no report written",
@@ -129,4 +153,76 @@ pub(crate) fn energy_runs(
         }
     }
     Ok(Ok(runs))
+}
+
+type RegionsRun = std::result::Result<
+    (
+        crate::counters::energy::Reading,
+        BTreeMap<String, crate::counters::energy::RegionRun>,
+    ),
+    (i32, String),
+>;
+
+/// One energy run with the counters read all along and the regions logged: the reading
+/// before it and each region's joules.
+fn energy_run_with_regions(
+    energy: &crate::counters::energy::Energy,
+    cmd: &CommandSpec,
+    collector: &region_times::Collector,
+) -> Result<RegionsRun> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let zero_ns = energy.clock_zero_ns()?;
+    let patience = (3.0 * energy.granularity_seconds().unwrap_or(0.01)).max(0.005);
+    let poll = energy.poll_seconds();
+    let window = energy.window()?;
+    let stop = AtomicBool::new(false);
+    let (ran, polled) = std::thread::scope(|scope| {
+        let poller = scope.spawn(|| -> Result<()> {
+            while !stop.load(Ordering::Relaxed) {
+                energy.mark(&window)?;
+                std::thread::sleep(std::time::Duration::from_secs_f64(poll));
+            }
+            Ok(())
+        });
+        let ran = (|| -> Result<std::result::Result<crate::counters::energy::Reading, (i32, String)>> {
+            let first = energy.mark(&window)?;
+            wait_for_update(&window, &first, patience, poll);
+            let before = energy.mark(&window)?;
+            let mut command = cmd.command();
+            let (k, v) = collector.env();
+            command.env(k, v).env(roofline_marker::REGION_ENERGY_ENV, "1");
+            let status = cmd.run_to_end(&mut command)?;
+            let after = energy.mark(&window)?;
+            let (code, signal) = command::exit_code(&status);
+            if let Some(sig) = signal {
+                return Ok(Err((code, format!("was killed by {}", signal_name(sig)))));
+            }
+            if code != 0 {
+                return Ok(Err((code, format!("exited with status {code}"))));
+            }
+            wait_for_update(&window, &after, patience, poll);
+            Ok(Ok(before))
+        })();
+        stop.store(true, Ordering::Relaxed);
+        (ran, poller.join())
+    });
+    polled.map_err(|_| crate::error::Error::unavailable("the energy counters' reading thread panicked", "run again"))??;
+    let before = match ran? {
+        Ok(b) => b,
+        Err(e) => return Ok(Err(e)),
+    };
+    let readings = window.readings();
+    let mut regions = BTreeMap::new();
+    for (name, segs) in collector.take_run().energy {
+        regions.insert(name, energy.region_run(&readings, zero_ns, &segs)?);
+    }
+    Ok(Ok((before, regions)))
+}
+
+/// Wait (at most `patience` seconds) until a reading after `since` shows the counter changed.
+fn wait_for_update(window: &crate::counters::energy::Window, since: &crate::counters::energy::Reading, patience: f64, poll: f64) {
+    let t0 = std::time::Instant::now();
+    while !window.changed_since(since) && t0.elapsed().as_secs_f64() < patience {
+        std::thread::sleep(std::time::Duration::from_secs_f64(poll));
+    }
 }

@@ -20,6 +20,9 @@ mod meter;
 #[cfg(feature = "gpu")]
 pub mod nvml;
 mod recording;
+mod regions;
+#[cfg(test)]
+mod regions_tests;
 #[cfg(test)]
 mod tests;
 mod whole;
@@ -31,7 +34,8 @@ pub use meter::{Idle, Meter, Reading, Source};
 #[cfg(test)]
 use meter::{counts_between, refuse_without_permission};
 pub use recording::Recording;
-pub use whole::{WholeRun, whole_run_of};
+pub use regions::{RegionRun, RegionSegments, RunSegments, region_energy_of, region_run_of};
+pub use whole::{WholeRun, combine_boards, whole_run_of};
 
 use crate::error::Result;
 use crate::schema::energy::{DomainEnergy, IdlePower, PointEnergy};
@@ -208,6 +212,32 @@ impl Energy {
     /// it), the run from `start` to `end` (seconds of the readings): see [`whole_run_of`].
     pub fn whole_run(&self, readings: &[Reading], start: f64, end: f64) -> Result<WholeRun> {
         self.with_meter_ref(|m| whole_run_of(m, readings, start, end, &self.idle, self.options))
+    }
+
+    /// The monotonic clock (`roofline_marker::monotonic_ns`, the clock programs log their
+    /// regions against) at the meter's second 0, nanoseconds: one reading between two reads
+    /// of the clock.
+    pub fn clock_zero_ns(&self) -> Result<i128> {
+        let a = roofline_marker::monotonic_ns();
+        let r = self.read()?;
+        let b = roofline_marker::monotonic_ns();
+        Ok((a as i128 + b as i128) / 2 - (r.seconds * 1e9).round() as i128)
+    }
+
+    /// Seconds between readings taken all along a run (a fraction of RAPL's update).
+    pub fn poll_seconds(&self) -> f64 {
+        IDLE_POLL_SECONDS
+    }
+
+    /// One region's joules in one run from the readings taken all along it: see
+    /// [`region_run_of`].
+    pub fn region_run(&self, readings: &[Reading], zero_ns: i128, segs: &RegionSegments) -> Result<RegionRun> {
+        self.with_meter_ref(|m| region_run_of(m, readings, zero_ns, segs))
+    }
+
+    /// A region's energy over its runs: see [`region_energy_of`].
+    pub fn region_energy(&self, name: &str, runs: &[RegionRun], flops: f64) -> Result<PointEnergy> {
+        self.with_meter_ref(|m| region_energy_of(m, name, runs, &self.idle, self.options, flops))
     }
 
     /// A command's energy from a reading before and after each of its runs.

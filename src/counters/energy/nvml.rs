@@ -129,6 +129,33 @@ pub fn open_gpu(pci_bus_id: &str, ordinal: usize) -> Result<Meter> {
     ))
 }
 
+/// Every board NVML lists: (PCI address, name). The boards a command cannot use (hidden from
+/// CUDA by `CUDA_VISIBLE_DEVICES`) are among them.
+pub fn boards() -> Result<Vec<(String, String)>> {
+    let lib = nvml()?;
+    let n = lib.device_count().map_err(|e| unsupported(&e))?;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let d = lib.device_by_index(i).map_err(|e| unsupported(&e))?;
+        let id = d.pci_info().map(|p| p.bus_id).unwrap_or_else(|_| format!("NVML index {i}"));
+        out.push((id, d.name().unwrap_or_else(|_| "NVIDIA GPU".into())));
+    }
+    Ok(out)
+}
+
+/// Whether two PCI addresses name the same board (NVML writes hex in capitals, the CUDA
+/// driver's attributes give numbers; the domain may be 4 or 8 digits).
+pub fn same_bus_id(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        let s = s.trim().to_ascii_lowercase();
+        match s.split_once(':') {
+            Some((dom, rest)) => format!("{:0>8}:{rest}", dom.trim_start_matches('0')),
+            None => s,
+        }
+    };
+    norm(a) == norm(b)
+}
+
 /// A recording of NVML readings (`seconds millijoules` a line) as the meter of GPU `ordinal`;
 /// one line and exit 2 where a line holds other than one count.
 pub fn recorded_meter(recording: Recording, ordinal: usize) -> Result<Meter> {

@@ -341,3 +341,116 @@ fn a_whole_command_is_its_energy_within_the_derived_bound() {
         }
     }
 }
+
+#[test]
+fn several_boards_are_each_reckoned_on_their_own_counter_and_summed() {
+    // Two to four boards, each with its own counter (granularity, phase, read instants and
+    // clock), idle then a command of random power: each board's joules within its own bound,
+    // the total their sum within the summed bounds, every board named and the hidden ones
+    // said.
+    let mut d = Draws(0x9e37_79b9_7f4a_7c15);
+    for draw in 0..40 {
+        let boards = 2 + (d.next() * 3.0) as usize;
+        let run_seconds = d.between(0.2, 2.0);
+        let idle_seconds = 1.0;
+        let mut wholes = Vec::new();
+        let mut truths = Vec::new();
+        for b in 0..boards {
+            let g = d.between(0.02, 0.15);
+            let phase = d.between(0.0, g);
+            let idle_watts = d.between(60.0, 140.0);
+            let mut at = vec![0.0];
+            while *at.last().unwrap() < idle_seconds + 1.0 + run_seconds + 1.0 {
+                let next = at.last().unwrap() + d.between(5e-4, 4e-3);
+                at.push(next);
+            }
+            let changes = changes_at(&at, g, phase);
+            let first = at.iter().position(|t| *t >= idle_seconds).unwrap() + 1;
+            let start = (first + 1..at.len()).find(|&k| changes[k]).unwrap() + 1;
+            let stop = (start..at.len()).find(|&k| at[k] >= at[start] + run_seconds).unwrap();
+            let last = (stop + 1..at.len()).find(|&k| changes[k]).unwrap();
+            let (t_start, t_stop) = (at[start], at[stop]);
+            let watts = d.between(idle_watts, 700.0);
+            truths.push(watts * (t_stop - t_start));
+            let phases = [(t_start, idle_watts), (t_stop - t_start, watts), (10.0, idle_watts)];
+            let readings = counter_readings(&phases, g, phase, &at[..=last]);
+            let text: String = readings.iter().map(|r| format!("{} {}\n", r.seconds, r.counts[0])).collect();
+            let meter = recorded_meter(Recording::parse(&text, "simulated").unwrap(), b).unwrap();
+            let options = EnergyOptions {
+                subtract_idle: false,
+                idle_seconds,
+            };
+            let energy = crate::counters::energy::Energy::with_meter(meter, options).unwrap();
+            let window: Vec<Reading> = (first..=last).map(|_| energy.read().unwrap()).collect();
+            let run = energy.whole_run(&window, t_start, t_stop).unwrap();
+            let name = format!("gpu{b}");
+            assert!(
+                (run.energy.total_joules - truths[b]).abs() <= run.uncertainty_joules + 1e-9 * truths[b],
+                "draw {draw} {name}: {} J vs {} J (±{})",
+                run.energy.total_joules,
+                truths[b],
+                run.uncertainty_joules
+            );
+            wholes.push(run);
+        }
+        let bound: f64 = wholes.iter().map(|w| w.uncertainty_joules).sum();
+        let each: Vec<f64> = wholes.iter().map(|w| w.energy.total_joules).collect();
+        let all = crate::counters::energy::combine_boards(wholes);
+        let names: Vec<String> = (0..boards).map(|b| format!("gpu{b}")).collect();
+        assert_eq!(all.energy.total_domain, names.join("+"));
+        assert_eq!(all.energy.domains.keys().cloned().collect::<Vec<_>>(), names);
+        assert_eq!(all.energy.idle.len(), boards);
+        assert!((all.uncertainty_joules - bound).abs() <= 1e-9 * bound);
+        let truth: f64 = truths.iter().sum();
+        assert!(
+            (all.energy.total_joules - truth).abs() <= bound + 1e-9 * truth,
+            "draw {draw}: {} J vs {truth} J (±{bound})",
+            all.energy.total_joules
+        );
+        for (b, n) in names.iter().enumerate() {
+            assert_eq!(all.energy.domains[n].joules, each[b]);
+        }
+        let hidden = vec!["00000000:9A:00.0 (NVIDIA H200)".to_string()];
+        let c = crate::gpu::energy::command_energy(all, run_seconds, &names, &hidden);
+        assert!(c.measured.contains(&format!("{boards} GPU boards summed: gpu0 ")), "{}", c.measured);
+        assert!(c.measured.contains(&format!("on {}", names.join("+"))), "{}", c.measured);
+        assert!(c.measured.contains("not counted: 00000000:9A:00.0 (NVIDIA H200)"), "{}", c.measured);
+    }
+}
+
+#[test]
+fn one_board_says_it_is_the_board_and_nothing_left_out() {
+    let readings: Vec<Reading> = (0..400)
+        .map(|k| Reading {
+            seconds: k as f64 * 0.005,
+            counts: vec![(k / 20) as u64 * 2_000],
+        })
+        .collect();
+    let text: String = readings.iter().map(|r| format!("{} {}\n", r.seconds, r.counts[0])).collect();
+    let meter = recorded_meter(Recording::parse(&text, "simulated").unwrap(), 1).unwrap();
+    let energy = crate::counters::energy::Energy::with_meter(
+        meter,
+        EnergyOptions {
+            subtract_idle: false,
+            idle_seconds: 0.5,
+        },
+    )
+    .unwrap();
+    let window: Vec<Reading> = (0..200).map(|_| energy.read().unwrap()).collect();
+    let run = energy.whole_run(&window, window[50].seconds, window[150].seconds).unwrap();
+    let all = crate::counters::energy::combine_boards(vec![run]);
+    assert_eq!(all.energy.total_domain, "gpu1");
+    let c = crate::gpu::energy::command_energy(all, 0.5, &["gpu1".into()], &[]);
+    assert!(
+        c.measured.contains("on gpu1 (the GPU board)") && !c.measured.contains("not counted"),
+        "{}",
+        c.measured
+    );
+}
+
+#[test]
+fn pci_addresses_of_nvml_and_cuda_match_whatever_their_case_and_domain_width() {
+    assert!(same_bus_id("00000000:9A:00.0", "00000000:9a:00.0"));
+    assert!(same_bus_id("0000:1b:00.0", "00000000:1B:00.0"));
+    assert!(!same_bus_id("00000000:1B:00.0", "00000000:1C:00.0"));
+}

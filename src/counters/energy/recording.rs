@@ -3,6 +3,11 @@
 //! GPU's NVML counter (`seconds millijoules`) and RAPL's perf counters (`seconds count…`, in
 //! the order of the recorded sysfs tree's domains) are replayed so, and the arithmetic on them
 //! is tested where there is no such counter.
+//!
+//! A recording with a line `# live` is replayed against the clock instead: each read gives
+//! the counts of the last line whose seconds have passed since the first read (as a counter
+//! that updates at the recorded instants would), `wait` sleeps. The tests measure real
+//! programs' regions so, against a counter of known power.
 
 use super::domains::Domain;
 use super::meter::{Meter, Reading, Source};
@@ -13,6 +18,8 @@ use crate::error::{Error, Result};
 pub struct Recording {
     readings: Vec<Reading>,
     next: usize,
+    /// Replayed against the clock: the instant of the first read, once read.
+    live: Option<Option<std::time::Instant>>,
 }
 
 impl Recording {
@@ -20,7 +27,11 @@ impl Recording {
     /// (as many as on the first line), or where time goes backwards.
     pub fn parse(text: &str, origin: &str) -> Result<Recording> {
         let mut readings: Vec<Reading> = Vec::new();
+        let mut live = None;
         for (i, line) in text.lines().enumerate() {
+            if line.trim() == "# live" {
+                live = Some(None);
+            }
             let line = line.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
                 continue;
@@ -43,7 +54,7 @@ impl Recording {
             }
             readings.push(Reading { seconds, counts });
         }
-        Ok(Recording { readings, next: 0 })
+        Ok(Recording { readings, next: 0, live })
     }
 
     /// The readings, in order.
@@ -75,6 +86,19 @@ impl Recording {
 
 impl Source for Recording {
     fn read(&mut self) -> Result<Reading> {
+        if let Some(start) = &mut self.live {
+            let t0 = *start.get_or_insert_with(std::time::Instant::now);
+            let seconds = t0.elapsed().as_secs_f64();
+            let passed = self.readings.partition_point(|r| r.seconds <= seconds);
+            if passed == self.readings.len() && self.readings.last().is_none_or(|r| r.seconds < seconds) {
+                return Err(Error::unavailable(
+                    "the recording of energy readings ran out",
+                    "record a longer window",
+                ));
+            }
+            let counts = self.readings[passed.saturating_sub(1)].counts.clone();
+            return Ok(Reading { seconds, counts });
+        }
         let r = self.readings.get(self.next).cloned();
         self.next += 1;
         r.ok_or_else(|| Error::unavailable("the recording of energy readings ran out", "record a longer window"))
@@ -82,5 +106,9 @@ impl Source for Recording {
     fn counter_bits(&self) -> u32 {
         64
     }
-    fn wait(&mut self, _seconds: f64) {}
+    fn wait(&mut self, seconds: f64) {
+        if self.live.is_some() {
+            std::thread::sleep(std::time::Duration::from_secs_f64(seconds.max(0.0)));
+        }
+    }
 }

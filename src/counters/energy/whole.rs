@@ -154,3 +154,38 @@ pub fn whole_run_of(m: &Meter, readings: &[Reading], start: f64, end: f64, idle:
         uncertainty_joules,
     }
 }
+
+/// Several boards' runs of one command (each from its own counter, `gpu measure --energy` on
+/// a host with several GPUs) as one: every board's domain, idle power and notes, the total
+/// their sum (`gpu0+gpu1`, see [`total_of`]), the uncertainty the sum of theirs. The source
+/// names each board's counter.
+pub fn combine_boards(runs: Vec<WholeRun>) -> WholeRun {
+    let mut runs = runs.into_iter();
+    let Some(first) = runs.next() else {
+        return WholeRun {
+            energy: PointEnergy::default(),
+            uncertainty_joules: 0.0,
+        };
+    };
+    let mut out = first;
+    for r in runs {
+        let e = r.energy;
+        out.energy.domains.extend(e.domains);
+        out.energy.idle.extend(e.idle);
+        for n in e.notes {
+            if !out.energy.notes.contains(&n) {
+                out.energy.notes.push(n);
+            }
+        }
+        out.energy.source = format!("{}; {}", out.energy.source, e.source);
+        out.energy.granularity_seconds = match (out.energy.granularity_seconds, e.granularity_seconds) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        out.uncertainty_joules += r.uncertainty_joules;
+    }
+    let (domain, joules) = PointEnergy::pick_total(&out.energy.domains).unwrap_or_default();
+    out.energy.total_domain = domain;
+    out.energy.total_joules = joules;
+    out
+}
