@@ -5,7 +5,10 @@
 //! a long series of the AMX loop (`LONG` samples) to show whether slow samples come in phases.
 //!
 //! Usage: `cargo run --release -p roofline-kernels --example amx_cpus -- [ROUNDS] [SAMPLES] [MS] [LONG]`
-//! (defaults 3 5 2 200). Prints per CPU and round the AMX flop/cycle min/median/max of its
+//! (defaults 3 5 2 200), or `-- ramp MS [all]`: on each CPU in turn (`all`: on every CPU at
+//! once, one thread each) the AMX loop for MS ms without a pause from a cold start, in 2 ms
+//! samples, printing when each CPU's rate first reached 90 % of its best sample and stayed
+//! there, then on the first CPU that rate again after 10 ms, 100 ms and 1 s idle. Prints per CPU and round the AMX flop/cycle min/median/max of its
 //! samples (platform: 1024) and the FMA flop/cycle (platform: 32 on two 512-bit FMA pipes).
 
 use std::time::Instant;
@@ -30,8 +33,90 @@ fn amx_fpc(rounds: u64, ghz: f64) -> f64 {
     (peak_mixed::ops_per_round(Unit::AmxBf16) * rounds) as f64 / t.elapsed().as_secs_f64() / (ghz * 1e9)
 }
 
+/// One CPU's ramp: (seconds since the start, flop/cycle) of 2 ms samples for `ms` ms.
+fn ramp(cpu: usize, ms: usize) -> Option<Vec<(f64, f64)>> {
+    if !pin_to_cpu(cpu) {
+        return None;
+    }
+    let g = ghz();
+    let rounds = (2e-3 * g * 1e9 / 64.0) as u64;
+    let t0 = Instant::now();
+    let mut v = Vec::new();
+    while t0.elapsed().as_secs_f64() < ms as f64 * 1e-3 {
+        let t = t0.elapsed().as_secs_f64();
+        v.push((t, amx_fpc(rounds, g)));
+    }
+    Some(v)
+}
+
+/// When a ramp first reached 90 % of its best sample for good (seconds), its first and last
+/// samples' rates.
+fn settled(v: &[(f64, f64)]) -> (f64, f64, f64) {
+    let best = v.iter().map(|x| x.1).fold(0.0, f64::max);
+    let last_slow = v.iter().rposition(|x| x.1 < 0.9 * best);
+    let t = match last_slow {
+        None => 0.0,
+        Some(i) if i + 1 < v.len() => v[i + 1].0,
+        Some(i) => v[i].0,
+    };
+    (t, v.first().map_or(0.0, |x| x.1), v.last().map_or(0.0, |x| x.1))
+}
+
+fn ramps(ms: usize, all: bool) {
+    let cpus = allowed_cpus();
+    println!(
+        "AMX ramp from cold, {ms} ms per cpu ({}): cpu, settled after (ms), first, last, best flop/cycle; 20 ms medians",
+        if all { "all cpus at once" } else { "one cpu at a time" }
+    );
+    let results: Vec<(usize, Option<Vec<(f64, f64)>>)> = if all {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = cpus.iter().map(|&c| (c, s.spawn(move || ramp(c, ms)))).collect();
+            hs.into_iter().map(|(c, h)| (c, h.join().ok().flatten())).collect()
+        })
+    } else {
+        cpus.iter()
+            .map(|&c| (c, std::thread::scope(|s| s.spawn(move || ramp(c, ms)).join().ok().flatten())))
+            .collect()
+    };
+    for (cpu, v) in results {
+        let Some(v) = v else { continue };
+        let (t, first, last) = settled(&v);
+        let best = v.iter().map(|x| x.1).fold(0.0, f64::max);
+        let meds: Vec<String> = v
+            .chunks(10)
+            .map(|c| format!("{:.0}", quantile(&c.iter().map(|x| x.1).collect::<Vec<_>>(), 0.5)))
+            .collect();
+        println!(
+            "cpu {cpu:>3}: {:>6.1} ms {first:>6.0} {last:>6.0} {best:>6.0} | {}",
+            t * 1e3,
+            meds.join(" ")
+        );
+    }
+    let cpu = cpus[0];
+    pin_to_cpu(cpu);
+    let g = ghz();
+    let rounds = (2e-3 * g * 1e9 / 64.0) as u64;
+    for idle_ms in [10u64, 100, 1000] {
+        std::thread::sleep(std::time::Duration::from_millis(idle_ms));
+        let v: Vec<f64> = (0..5).map(|_| amx_fpc(rounds, g)).collect();
+        println!(
+            "cpu {cpu} after {idle_ms} ms idle: 5 samples {:?}",
+            v.iter().map(|x| x.round() as i64).collect::<Vec<_>>()
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if !Unit::AmxBf16.available() {
+        eprintln!("amx_cpus: {}", Unit::AmxBf16.why_unavailable());
+        std::process::exit(2);
+    }
+    if args.first().is_some_and(|a| a == "ramp") {
+        let ms = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(300);
+        ramps(ms, args.get(2).is_some_and(|a| a == "all"));
+        return;
+    }
     let num = |i: usize, d: usize| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
     let (rounds, samples, ms, long) = (num(0, 3), num(1, 5).max(1), num(2, 2).max(1), num(3, 200));
     if !Unit::AmxBf16.available() {
