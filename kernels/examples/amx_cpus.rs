@@ -33,8 +33,11 @@ fn amx_fpc(rounds: u64, ghz: f64) -> f64 {
     (peak_mixed::ops_per_round(Unit::AmxBf16) * rounds) as f64 / t.elapsed().as_secs_f64() / (ghz * 1e9)
 }
 
-/// One CPU's ramp: (seconds since the start, flop/cycle) of 2 ms samples for `ms` ms.
-fn ramp(cpu: usize, ms: usize) -> Option<Vec<(f64, f64)>> {
+/// (seconds since the start, flop/cycle) of each 2 ms sample.
+type Series = Vec<(f64, f64)>;
+
+/// One CPU's ramp: the samples of `ms` ms.
+fn ramp(cpu: usize, ms: usize) -> Option<Series> {
     if !pin_to_cpu(cpu) {
         return None;
     }
@@ -68,7 +71,7 @@ fn ramps(ms: usize, all: bool) {
         "AMX ramp from cold, {ms} ms per cpu ({}): cpu, settled after (ms), first, last, best flop/cycle; 20 ms medians",
         if all { "all cpus at once" } else { "one cpu at a time" }
     );
-    let results: Vec<(usize, Option<Vec<(f64, f64)>>)> = if all {
+    let results: Vec<(usize, Option<Series>)> = if all {
         std::thread::scope(|s| {
             let hs: Vec<_> = cpus.iter().map(|&c| (c, s.spawn(move || ramp(c, ms)))).collect();
             hs.into_iter().map(|(c, h)| (c, h.join().ok().flatten())).collect()

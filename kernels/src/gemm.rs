@@ -262,7 +262,8 @@ pub unsafe fn macro_kernel<V: Lanes, const MR: usize, const NB: usize, M: Micro<
                     if !first {
                         copy_tile::<V>(mrv, nrv, cp, ldc, ctile, nr);
                     }
-                    M::run(kc, ap, bp, ctile, nr, first, cnext);
+                    // The tile buffer's stride is not C's: no next tile to ask for.
+                    M::run(kc, ap, bp, ctile, nr, first, ctile);
                     copy_tile::<V>(mrv, nrv, ctile, nr, cp, ldc);
                 }
             }
@@ -1341,7 +1342,7 @@ mod tests {
             let mc = mr * (1 + rng.below(40));
             let m = 1 + rng.below(5000);
             let b = balanced_mc(m, mc, mr);
-            assert!(b % mr == 0 && b >= mr && b <= mc, "m {m} mc {mc} mr {mr}: {b}");
+            assert!(b.is_multiple_of(mr) && b >= mr && b <= mc, "m {m} mc {mc} mr {mr}: {b}");
             assert_eq!(m.div_ceil(b), m.div_ceil(mc), "m {m} mc {mc} mr {mr}: {b}");
             // Every block but the last is full; the last is short by less than one block's
             // share rounded to mr, plus the rounding of the others.
