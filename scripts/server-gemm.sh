@@ -4,7 +4,7 @@
 #
 #   scripts/server-gemm.sh prepare DEST [--baseline ROOFLINE]
 #       here: build (release) and copy into DEST roofline, the kernel crate's unit tests, the
-#       examples gemm_shapes, amx_shapes and amx_clock, scripts/torch/peer_ratio.py and this
+#       examples gemm_shapes, amx_shapes, amx_clock and amx_cpus, scripts/torch/peer_ratio.py and this
 #       script (stripped copies). --baseline copies an earlier roofline in as roofline-old.
 #   bash DEST/server-gemm.sh run [TRIALS]
 #       there: every step below, its log and JSON in $OUT (else a new temporary directory).
@@ -13,8 +13,10 @@
 #   tests      the kernel crate's GEMM tests (AMX blockings computed where AMX runs)
 #   validate   roofline validate (trace) of dgemm and of the AMX GEMMs at two sizes
 #   machine    the clock per ISA (and roofline-old's, where present)
-#   clock-amx  the clock under AMX and the tile unit's flop/cycle (amx_clock)
-#   dgemm      the production dgemm against the AVX-512 FMA peak loop, interleaved on one core
+#   clock-amx  the clock under AMX and the tile unit's flop/cycle (amx_clock), and per vCPU
+#              over rounds and on one vCPU over 0.5 s (amx_cpus: the slow phases)
+#   dgemm      the production dgemm (Intel: late16, mc 128) and the previous kernel (eb) against
+#              the AVX-512 FMA peak loop, interleaved on one core
 #   peers      the suite's GEMMs against PyTorch's matmul, alternated per trial (TRIALS, default
 #              5): one thread pinned (dgemm n = 1024; bf16 and int8 AMX at n = 1024, 2048; with
 #              roofline-old beside where present), then 16 threads (--split)
@@ -45,9 +47,9 @@ prepare() {
     | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4)
   cp "$tgt/release/roofline" "$dest/roofline"
   cp "$tests" "$dest/kernels_lib_tests"
-  for x in gemm_shapes amx_shapes amx_clock; do cp "$tgt/release/examples/$x" "$dest/$x"; done
+  for x in gemm_shapes amx_shapes amx_clock amx_cpus; do cp "$tgt/release/examples/$x" "$dest/$x"; done
   [ -z "$baseline" ] || cp "$baseline" "$dest/roofline-old"
-  strip "$dest/roofline" "$dest/kernels_lib_tests" "$dest/gemm_shapes" "$dest/amx_shapes" "$dest/amx_clock"
+  strip "$dest/roofline" "$dest/kernels_lib_tests" "$dest/gemm_shapes" "$dest/amx_shapes" "$dest/amx_clock" "$dest/amx_cpus"
   cp scripts/torch/peer_ratio.py scripts/server-gemm.sh "$dest/"
   ls -la "$dest"
 }
@@ -66,7 +68,8 @@ run() {
   for ws in 48KiB 4MiB; do timeout 120 ./roofline validate --kernels bf16_gemm,int8_gemm --working-set $ws 2>&1 | grep -E " amx "; done
   echo "== machine"; for b in ./roofline ${old:+./roofline-old}; do echo "$b"; timeout 60 $b machine 2>&1 | grep -i -E "^clock|warning" ; done
   echo "== clock under AMX"; timeout 60 ./amx_clock 11 3
-  echo "== dgemm against the FMA peak loop, cpu 3"; timeout 120 ./gemm_shapes 1024 9 3 3 8x16/256/144/eb 8x16/256/144 | tee "$out/dgemm-peak.txt"
+  echo "== AMX rate per vCPU and over time"; timeout 60 ./amx_cpus 3 5 2 200
+  echo "== dgemm against the FMA peak loop, cpu 3"; timeout 120 ./gemm_shapes 1024 9 3 3 8x16/256/128/late16 8x16/256/144/eb | tee "$out/dgemm-peak.txt"
   echo "== peers, 1 thread (cpu 3)"
   timeout 300 taskset -c 3 python3 peer_ratio.py --trials "$trials" --json "$out/peer1.json" \
     dgemm:avx512:1024:1:./roofline$old bf16_gemm:amx:1024:1:./roofline$old bf16_gemm:amx:2048:1:./roofline$old \

@@ -37,6 +37,31 @@ fn ceilings_bad_threads_and_output() {
     refused(&["ceilings", "--quick", "-o", "c.svg"], "extension");
 }
 
+/// `--figure UNIT` (scripts): a unit this CPU has prints its quick ceiling as five numbers
+/// (GFLOP/s, best, spread, GHz, % of the platform's rate or '-'); one it lacks is refused in
+/// one line; an unknown figure is refused naming the forms.
+#[test]
+fn figure_of_a_low_precision_unit() {
+    refused(&["ceilings", "--figure", "bf16.nothing"], "not peak, a unit");
+    let has = |flag: &str| std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == flag));
+    if !has("avx_vnni") || !has("avx2") {
+        eprintln!("skipping the measured figure: no AVX-VNNI");
+        return;
+    }
+    let out = roofline()
+        .args(["ceilings", "--figure", "int8.avx2", "--threads", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    let f: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(f.len(), 5, "{text}");
+    let num = |i: usize| f[i].parse::<f64>().unwrap_or(f64::NAN);
+    assert!(num(0) > 0.0 && num(1) >= num(0) * (1.0 - 1e-9), "best below the median: {text}");
+    assert!(num(2) >= 0.0 && num(3) > 0.0, "{text}");
+    assert!(f[4] == "-" || num(4) > 0.0, "{text}");
+}
+
 #[test]
 fn sweep_bad_input() {
     refused(&["sweep", "no_such_kernel"], "unknown kernel");

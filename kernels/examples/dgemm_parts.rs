@@ -10,16 +10,20 @@
 //! - `packing`: the nest's packing of A and B alone (its "GFLOP/s" is 2n³ over its time).
 //!
 //! Usage: `cargo run --release -p roofline-kernels --example dgemm_parts -- [N] [ROUNDS] [CPU] [KC]`
-//! (defaults 1024 9 0 256). Prints per kernel and part the median GFLOP/s and the median % of
+//! (defaults 1024 9 0 256). Environment: `DP_NC` / `DP_LDC`, the `macro` part's B panel width
+//! and C row stride (default n); `DP_PACK`, the `packing` part without B (1), without A (2), B
+//! row by row (4); `ROOFLINE_THREAD_CPU_TIME=1` times by the thread's CPU time (a shared build
+//! machine). Kernels: `8x16eb` (`Zmm8x16Eb`) and `late16` (Intel's, `Zmm8x16EbLate<16>`).
+//! Prints per kernel and part the median GFLOP/s and the median % of
 //! the peak loop's figure measured just before and after it.
 
-use std::time::Instant;
-
 use roofline_kernels::check::Buf;
-use roofline_kernels::gemm::{Args, Block, Blocking, Micro, Zmm8x16Eb, macro_kernel, nest, pack_a_8_zmm, pack_b};
+use roofline_kernels::gemm::{
+    Args, Block, Blocking, Micro, Zmm8x16Eb, Zmm8x16EbLate, macro_kernel, nest, pack_a_8_zmm, pack_b, pack_b_by_rows,
+};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
-use roofline_kernels::runner::{pin_to_cpu, quantile};
+use roofline_kernels::runner::{example_seconds, pin_to_cpu, quantile};
 use roofline_kernels::{Precision, simd::F64x8};
 
 type MicroFn = unsafe fn(usize, *const f64, *const f64, *mut f64, usize, bool);
@@ -39,7 +43,7 @@ macro_rules! kernel {
         #[target_feature(enable = "avx512f,avx2,fma")]
         unsafe fn micro(kc: usize, ap: *const f64, bp: *const f64, c: *mut f64, ldc: usize, first: bool) {
             // SAFETY: forwarded (AVX-512F checked in main; panels sized by the caller).
-            unsafe { <$m as Micro<f64>>::run(kc, ap, bp, c, ldc, first) }
+            unsafe { <$m as Micro<f64>>::run(kc, ap, bp, c, ldc, first, c) }
         }
         #[target_feature(enable = "avx512f,avx2,fma")]
         unsafe fn macro_(b: &Block<f64>, ap: *const f64, bp: *const f64, ct: *mut f64) {
@@ -71,7 +75,7 @@ fn main() {
         std::process::exit(2);
     }
     pin_to_cpu(cpu);
-    let kernels = [kernel!("8x16eb", Zmm8x16Eb, 8)];
+    let kernels = [kernel!("8x16eb", Zmm8x16Eb, 8), kernel!("late16", Zmm8x16EbLate<16>, 8)];
     let mut rng = Rng::new(11);
     let mut buf = |len: usize| {
         let mut b = Buf::<f64>::new(len, 0).unwrap();
@@ -79,7 +83,13 @@ fn main() {
         b
     };
     let (a, b) = (buf(n * n), buf(n * n));
-    let mut c = buf(n * n);
+    // Knobs of the `macro` part (env): DP_NC columns of its B panel (default n), DP_LDC its C
+    // row stride (default n).
+    let knob = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (macro_nc, macro_ldc) = (knob("DP_NC", n).min(n), knob("DP_LDC", n).max(n));
+    let mut c = buf(n * macro_ldc);
+    // DP_PACK (the `packing` part): 1 leaves B out, 2 leaves A out, 4 packs B row by row.
+    let pack_knob = knob("DP_PACK", 0);
     let mut apack = buf(320 * kc);
     let mut bpack = buf(n.div_ceil(16) * 16 * kc);
     let mut csmall = buf(320 * 16);
@@ -91,9 +101,9 @@ fn main() {
     };
     let peak_gflops = || {
         let rounds = 2_000_000u64;
-        let t = Instant::now();
+        let t = example_seconds();
         std::hint::black_box(peak.run(rounds));
-        (peak.flops_per_round() * rounds) as f64 / t.elapsed().as_secs_f64() / 1e9
+        (peak.flops_per_round() * rounds) as f64 / (example_seconds() - t) / 1e9
     };
     // SAFETY (all parts): AVX-512F checked above; apack holds 320·kc ≥ roundup(mc, MR)·kc,
     // bpack roundup(n, 16)·kc, csmall 320 rows of 16, C n rows of n, ctile 16·16.
@@ -104,7 +114,7 @@ fn main() {
         let tile_flops = (2 * k.mr * 16 * kc) as f64;
         let best_of = |f: &mut dyn FnMut() -> f64| (0..4).map(|_| f()).skip(1).fold(0.0, f64::max);
         let mut run = || -> f64 {
-            let t = Instant::now();
+            let t = example_seconds();
             let flops = match part {
                 0 => {
                     for _ in 0..2000 {
@@ -122,16 +132,18 @@ fn main() {
                 }
                 2 => {
                     let blocks = n / mc;
-                    for ic in 0..blocks {
-                        let blk = Block {
-                            mc,
-                            kc,
-                            nc: n,
-                            c: unsafe { cp.add(ic * mc * n) },
-                            ldc: n,
-                            first: false,
-                        };
-                        unsafe { (k.macro_)(&blk, ap, bp, ct) };
+                    for jc in (0..n).step_by(macro_nc) {
+                        for ic in 0..blocks {
+                            let blk = Block {
+                                mc,
+                                kc,
+                                nc: macro_nc.min(n - jc),
+                                c: unsafe { cp.add(ic * mc * macro_ldc + jc) },
+                                ldc: macro_ldc,
+                                first: false,
+                            };
+                            unsafe { (k.macro_)(&blk, ap, bp, ct) };
+                        }
                     }
                     (blocks * mc * n * kc * 2) as f64
                 }
@@ -139,7 +151,14 @@ fn main() {
                     // Only the nest's packing: the rate is 2n³ over its time, so gemm's rate
                     // over this one is the share of the product's time that packing takes.
                     for pc in (0..n).step_by(kc) {
-                        unsafe { pack_b::<F64x8, 2>(kc.min(n - pc), n, br.add(pc * n), n, bp) };
+                        if pack_knob & 4 != 0 {
+                            unsafe { pack_b_by_rows::<F64x8, 2>(kc.min(n - pc), n, br.add(pc * n), n, bp) };
+                        } else if pack_knob & 1 == 0 {
+                            unsafe { pack_b::<F64x8, 2>(kc.min(n - pc), n, br.add(pc * n), n, bp) };
+                        }
+                        if pack_knob & 2 != 0 {
+                            continue;
+                        }
                         for ic in (0..n).step_by(mc) {
                             let (rows, depth) = (mc.min(n - ic), kc.min(n - pc));
                             unsafe { pack_a_8_zmm(rows, depth, ar.add(ic * n + pc), n, ap) }
@@ -171,7 +190,7 @@ fn main() {
                     2.0 * (n as f64).powi(3)
                 }
             };
-            flops / t.elapsed().as_secs_f64() / 1e9
+            flops / (example_seconds() - t) / 1e9
         };
         if part == 2 {
             // The macro-kernel reads packed panels: pack them as the nest would.

@@ -5,19 +5,20 @@
 //! GFLOP/s over rounds, its spread (IQR/median) and the median % of the round's peak.
 //!
 //! Usage: `cargo run --release -p roofline-kernels --example gemm_shapes -- [N] [ROUNDS] [REPS] [CPU] [SHAPE...]`
-//! with SHAPE = `MRxNR/kc/mc[/PF]` (MR×NR one of 8x16, 8x24, 12x16, 14x16, 6x32, 10x16, 4x32;
+//! with SHAPE = `MRxNR/kc/mc[/PF][@NC]` (NC: columns of B per packed panel, default 4096;
+//! MR×NR one of 8x16, 8x24, 12x16, 14x16, 6x32, 10x16, 4x32;
 //! PF, software prefetch in the micro-kernel: `a8`, `a16` (A panel 8 or 16 updates ahead),
 //! `b8` (B panel), `a8b8`; for 8x16, and `a8` for 12x16; `eb`: 8x16 written out with embedded
-//! broadcasts, `micro_zmm_8x16_eb`; `u4`: 4 rank-1 updates per loop trip, 8x16 and 12x16).
+//! broadcasts, `micro_zmm_8x16_eb`; `late4`, `late8`, `late16`: the same asking for the next C
+//! tile in L1 4, 8 or 16 loop trips before the end, and B packed row by row (`Zmm8x16EbLate`,
+//! Intel's production kernel at 16); `u4`: 4 rank-1 updates per loop trip, 8x16 and 12x16).
 //! Defaults: 1024 9 3 0 and a grid around the production shape.
 
-use std::time::Instant;
-
 use roofline_kernels::check::Buf;
-use roofline_kernels::gemm::{Args, Blocking, Generic, Zmm8x16Eb, gemm_pf, nest};
+use roofline_kernels::gemm::{Args, Blocking, Generic, Zmm8x16Eb, Zmm8x16EbLate, gemm_pf, nest};
 use roofline_kernels::peak::{PeakIsa, PeakMode, PeakSpec};
 use roofline_kernels::rng::Rng;
-use roofline_kernels::runner::{pin_to_cpu, quantile};
+use roofline_kernels::runner::{example_seconds, pin_to_cpu, quantile};
 use roofline_kernels::{Precision, simd::F64x8};
 
 type Run = unsafe fn(&Args<f64>);
@@ -38,6 +39,18 @@ unsafe fn t8x16eb(a: &Args<f64>) {
     // SAFETY: AVX-512F (this function's features); the nest passes 8·kc and 16·kc panels and
     // an 8 × 16 tile.
     nest::<F64x8, 8, 2, Zmm8x16Eb>(a)
+}
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn t8x16late4(a: &Args<f64>) {
+    nest::<F64x8, 8, 2, Zmm8x16EbLate<4>>(a)
+}
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn t8x16late8(a: &Args<f64>) {
+    nest::<F64x8, 8, 2, Zmm8x16EbLate<8>>(a)
+}
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn t8x16late16(a: &Args<f64>) {
+    nest::<F64x8, 8, 2, Zmm8x16EbLate<16>>(a)
 }
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn t8x16u4(a: &Args<f64>) {
@@ -64,6 +77,9 @@ fn tile_fn(mr: usize, nr: usize, pf: &str) -> Option<Run> {
     Some(match (mr, nr, pf) {
         (8, 16, "a8") => t8x16a8,
         (8, 16, "eb") => t8x16eb,
+        (8, 16, "late4") => t8x16late4,
+        (8, 16, "late8") => t8x16late8,
+        (8, 16, "late16") => t8x16late16,
         (8, 16, "u4") => t8x16u4,
         (12, 16, "u4") => t12x16u4,
         (8, 16, "a16") => t8x16a16,
@@ -101,7 +117,12 @@ fn parse(s: &str) -> Shape {
         eprintln!("gemm_shapes: shape '{s}' is not MRxNR/kc/mc with a known tile");
         std::process::exit(2)
     };
-    let parts: Vec<&str> = s.split('/').collect();
+    // `@NC`: columns of B per packed panel (default 4096, rounded to a multiple of NR).
+    let (body, nc) = match s.split_once('@') {
+        Some((b, nc)) => (b, nc.parse::<usize>().unwrap_or_else(|_| bad())),
+        None => (s, 4096),
+    };
+    let parts: Vec<&str> = body.split('/').collect();
     if parts.len() != 3 && parts.len() != 4 {
         bad()
     }
@@ -117,7 +138,7 @@ fn parse(s: &str) -> Shape {
         blk: Blocking {
             mc: mc.div_ceil(mr) * mr,
             kc,
-            nc: (4096 / nr).max(1) * nr,
+            nc: (nc / nr).max(1) * nr,
         },
         run,
     }
@@ -165,9 +186,9 @@ fn main() {
     };
     let peak_rounds = 2_000_000u64;
     let peak_gflops = || {
-        let t = Instant::now();
+        let t = example_seconds();
         std::hint::black_box(peak.run(peak_rounds));
-        (peak.flops_per_round() * peak_rounds) as f64 / t.elapsed().as_secs_f64() / 1e9
+        (peak.flops_per_round() * peak_rounds) as f64 / (example_seconds() - t) / 1e9
     };
     let (aptr, bptr, cptr) = (a.ptr(), b.ptr(), c.mut_ptr());
     let time_shape = |s: &Shape| -> f64 {
@@ -191,11 +212,11 @@ fn main() {
         };
         let mut best = f64::INFINITY;
         for r in 0..=reps {
-            let t = Instant::now();
+            let t = example_seconds();
             // SAFETY: AVX-512F checked at start; the buffers are sized for the shape.
             unsafe { (s.run)(&args) };
             if r > 0 {
-                best = best.min(t.elapsed().as_secs_f64());
+                best = best.min(example_seconds() - t);
             }
         }
         2.0 * (n as f64).powi(3) / best / 1e9

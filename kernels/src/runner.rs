@@ -51,6 +51,26 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
     s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
 }
 
+/// Seconds for the interleaved timing examples: wall-clock time, or with
+/// `ROOFLINE_THREAD_CPU_TIME=1` the calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), which
+/// leaves out the time the thread was descheduled (a build machine shared by other jobs; a
+/// hypervisor's steal time still counts). Only differences of two readings mean anything.
+pub fn example_seconds() -> f64 {
+    static WALL: std::sync::OnceLock<(bool, Instant)> = std::sync::OnceLock::new();
+    let (thread, t0) = *WALL.get_or_init(|| (std::env::var("ROOFLINE_THREAD_CPU_TIME").is_ok_and(|v| v == "1"), Instant::now()));
+    if !thread {
+        return t0.elapsed().as_secs_f64();
+    }
+    let mut ts = nix::libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let ok = unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        ts.tv_sec as f64 + 1e-9 * ts.tv_nsec as f64
+    } else {
+        t0.elapsed().as_secs_f64()
+    }
+}
+
 /// A sample lasts at least this long: short calls are timed in batches.
 pub const SAMPLE_TARGET_SECONDS: f64 = 20e-6;
 

@@ -32,7 +32,9 @@ pub struct Args {
     pub output: OutputArgs,
     /// One figure only, printed as a number (for scripts/compare-peers.sh):
     /// `peak` (double AVX-512 FMA, else the widest FMA; prints GFLOP/s, GHz, theoretical
-    /// GFLOP/s) or `KERNEL:BYTES` (a streaming kernel at that working set; prints core GB/s).
+    /// GFLOP/s), a low-precision unit's key such as `bf16.amx` (its quick ceiling: GFLOP/s,
+    /// best sample, spread, GHz, % of the platform's rate) or `KERNEL:BYTES` (a streaming
+    /// kernel at that working set; prints core GB/s).
     #[arg(long, hide = true, value_name = "FIGURE")]
     pub figure: Option<String>,
 }
@@ -100,7 +102,31 @@ fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
-    let bad = || crate::Error::input(format!("--figure {spec}: not peak or KERNEL:BYTES"), "e.g. --figure load:16KiB");
+    if let Some(u) = crate::kernels::lowp::Unit::ALL.into_iter().find(|u| u.key() == spec) {
+        // The main job's figure: the quick budget, as `roofline` measures it.
+        let platform = Host::detect().platform();
+        let Some(c) = compute::measure_mixed(u, threads, Budget::quick(), platform.as_ref()) else {
+            anyhow::bail!(crate::Error::unavailable(
+                format!("{spec}: {}", u.why_unavailable()),
+                "choose another unit"
+            ));
+        };
+        println!(
+            "{:.3} {:.3} {:.4} {} {}",
+            c.gflops,
+            c.gflops_best,
+            c.spread,
+            or_dash(c.ghz, 3),
+            or_dash(c.percent_of_theoretical, 2)
+        );
+        return Ok(0);
+    }
+    let bad = || {
+        crate::Error::input(
+            format!("--figure {spec}: not peak, a unit (bf16.amx) or KERNEL:BYTES"),
+            "e.g. --figure load:16KiB",
+        )
+    };
     let (k, b) = spec.split_once(':').ok_or_else(bad)?;
     let op = Op::ALL.into_iter().find(|o| o.name() == k).ok_or_else(bad)?;
     let bytes = crate::util::parse_bytes(b)?;
