@@ -305,7 +305,11 @@ fn memory_mode_notes_once_and_names_the_policy() {
     );
     assert_eq!(stdout.matches("cache traffic simulated").count(), 1, "{stdout}");
     // The n prefetched lines were never touched before the region: each is filled into L1
-    // inside its window (the whole run also has the start-up's lines).
+    // inside its window (the whole run also has the start-up's lines). Each fill may also
+    // evict a line the start-up left dirty in L1, written back to L2 inside the window: at
+    // most one per fill, and at most the L1's 512 lines (how many are dirty depends on the
+    // C library's start-up paths: 70-110 lines on a Granite Rapids guest, fewer on Zen 4).
+    // The region's own stack (a line or two) adds its fills and write-backs.
     let r = doc["points"]
         .as_array()
         .unwrap()
@@ -313,7 +317,10 @@ fn memory_mode_notes_once_and_names_the_policy() {
         .find(|p| p["name"] == "r")
         .expect("region r");
     let l2 = r["bytes"]["l2"].as_f64().unwrap() as u64;
-    assert!(l2 >= 64 * n && l2 <= 64 * n + 64 * 64, "l2 {l2} for {n} prefetched lines");
+    let most = 64 * n + 64 * n.min(512) + 4 * 64;
+    assert!(l2 >= 64 * n && l2 <= most, "l2 {l2} for {n} prefetched lines (at most {most})");
+    // Nothing else: DRAM and L3 see the n lines exactly once (the L3 holds the start-up).
+    assert_eq!(r["bytes"]["dram"].as_f64(), Some((64 * n) as f64), "{r}");
     assert!(
         p["bytes"]["l2"].as_f64().unwrap() as u64 >= l2,
         "the whole run has the region's lines"

@@ -234,6 +234,32 @@ impl Memory {
 }
 
 impl Memory {
+    /// Write each `(addr, bytes)` in order, into memory the tracee may write itself (the code
+    /// cache's areas and table): one `process_vm_writev` for up to `IOV_MAX` of them, where a
+    /// stop makes a few dozen (a path's translations, their table entries, stub links). Falls
+    /// back to `write` one by one where that call fails or writes less. False where any write
+    /// failed.
+    pub fn write_many(&self, writes: &[(u64, Vec<u8>)]) -> bool {
+        const IOV_MAX: usize = 1024;
+        let mut ok = true;
+        for chunk in writes.chunks(IOV_MAX) {
+            let local: Vec<std::io::IoSlice> = chunk.iter().map(|(_, b)| std::io::IoSlice::new(b)).collect();
+            let remote: Vec<nix::sys::uio::RemoteIoVec> = chunk
+                .iter()
+                .map(|(a, b)| nix::sys::uio::RemoteIoVec {
+                    base: *a as usize,
+                    len: b.len(),
+                })
+                .collect();
+            let want: usize = chunk.iter().map(|(_, b)| b.len()).sum();
+            if nix::sys::uio::process_vm_writev(self.pid, &local, &remote).ok() != Some(want) {
+                // (Rewriting what the call did write puts the same bytes in the same order.)
+                ok &= chunk.iter().all(|(a, b)| self.write(*a, b));
+            }
+        }
+        ok
+    }
+
     /// Write `bytes` at `addr` (a displaced-execution stub into the tracee's scratch area).
     pub fn write(&self, addr: u64, bytes: &[u8]) -> bool {
         if let Some(f) = &self.file

@@ -205,10 +205,11 @@ impl Tracer<'_> {
         let Some((rel, opcode)) = cache_code::link_bytes(stub, to) else {
             return;
         };
-        if sp.mem.write(stub + 1, &rel) && sp.mem.write_byte(stub, opcode) {
-            sp.cache.stubs.insert(stub, (kind, true));
-            self.stats.cache_links += 1;
-        }
+        // (In this order: a thread reaching the stub meanwhile meets the `int3` and traps.)
+        sp.cache.pending.push((stub + 1, rel.to_vec()));
+        sp.cache.pending.push((stub, vec![opcode]));
+        sp.cache.stubs.insert(stub, (kind, true));
+        self.stats.cache_links += 1;
     }
 
     /// The translation of the block starting at `pc`, made on first use (with its return
@@ -295,17 +296,15 @@ impl Tracer<'_> {
         // Written once: the slot must still be blank.
         let mut bytes = pc.to_le_bytes().to_vec();
         bytes.extend_from_slice(&tr.bytes);
-        let mut was = vec![0u8; bytes.len()];
-        if sp.mem.read(slot_at, &mut was) != was.len() || was.iter().any(|b| *b != 0) {
+        let used = (bytes.len() as u64).next_multiple_of(16);
+        if !blank_to(&sp.mem, &mut sp.cache.areas[ai], used) {
             self.stats.scratch_overwrites += 1;
             sp.cache.failed = true;
             return None;
         }
-        if !sp.mem.write(slot_at, &bytes) {
-            return None;
-        }
+        sp.cache.pending.push((slot_at, bytes));
         let a = &mut sp.cache.areas[ai];
-        a.code_used += (bytes.len() as u64).next_multiple_of(16);
+        a.code_used += used;
         for (off, kind) in &tr.stubs {
             sp.cache.stubs.insert(at + off, (*kind, false));
             if let ExitKind::Direct(x) = kind {
@@ -327,9 +326,8 @@ impl Tracer<'_> {
                 .map(|w| b * WAYS + w)
                 .find(|s| !sp.cache.slots.contains_key(s))
                 .unwrap_or(b * WAYS + WAYS - 1);
-            if sp.mem.write(table + s * 8, &at.to_le_bytes()) {
-                sp.cache.slots.insert(s, pc);
-            }
+            sp.cache.pending.push((table + s * 8, at.to_le_bytes().to_vec()));
+            sp.cache.slots.insert(s, pc);
         }
         self.stats.cache_translations += 1;
         if self.debug {
@@ -386,7 +384,11 @@ impl Tracer<'_> {
             return None;
         }
         let c = &mut self.spaces[si].cache;
-        c.areas.push(Area { base, code_used: 0 });
+        c.areas.push(Area {
+            base,
+            code_used: 0,
+            checked: 0,
+        });
         Some(c.areas.len() - 1)
     }
 
@@ -503,6 +505,28 @@ impl Tracer<'_> {
         sp.cache.counters.insert(child.as_raw(), c);
     }
 }
+
+/// Whether the next `used` bytes of `area` (from its `code_used`) were blank before the tracer
+/// wrote any: read back a page at a time as the slots reach them (one read per page, not one
+/// per translation), so a slot is never written over anything.
+fn blank_to(mem: &crate::counters::trace::sys::Memory, area: &mut Area, used: u64) -> bool {
+    let end = area.code_used + used;
+    if end <= area.checked {
+        return true;
+    }
+    let from = area.checked.max(area.code_used);
+    let to = (HEADER + end).next_multiple_of(BLANK_CHECK) - HEADER;
+    let to = to.min(AREA_SIZE - HEADER);
+    let mut was = vec![0u8; (to - from) as usize];
+    if mem.read(area.base + HEADER + from, &mut was) != was.len() || was.iter().any(|b| *b != 0) {
+        return false;
+    }
+    area.checked = to;
+    end <= to
+}
+
+/// Bytes of a cache area read back blank at a time.
+const BLANK_CHECK: u64 = 4096;
 
 /// Upper bound of the bytes `cache_code` adds before a lane-counted masked instruction.
 const LANE_COUNT_BYTES: u64 = 64;

@@ -18,6 +18,9 @@ use super::block::Block;
 pub(super) struct Area {
     pub(super) base: u64,
     pub(super) code_used: u64,
+    /// Bytes after the header read back blank, before any was written: a slot is written
+    /// only inside them (`Tracer::blank_to`).
+    pub(super) checked: u64,
 }
 
 /// A translation's block, and its counters' indexes in every thread's counter area: the
@@ -71,6 +74,9 @@ pub(super) struct CodeCache {
     pub(super) used: bool,
     /// An area or the table could not be mapped: no more translations in this space.
     pub(super) failed: bool,
+    /// Writes into the areas and the table not made yet, in order: made in one go before
+    /// any thread of the space runs again (`Tracer::flush_all`).
+    pub(super) pending: Vec<(u64, Vec<u8>)>,
 }
 
 impl CodeCache {
@@ -95,14 +101,19 @@ impl CodeCache {
     /// Translations of code in `[lo, hi)` are forgotten with the code (`Space::forget_code`):
     /// no thread goes into them from a trap or the table any more. Their bytes stay.
     /// Their table entries are cleared (a thread looking one up then misses).
-    pub(super) fn forget(&mut self, mem: &Memory, lo: u64, hi: u64) {
+    pub(super) fn forget(&mut self, lo: u64, hi: u64) {
         self.trans.retain(|a, _| *a < lo || *a >= hi);
         let gone: Vec<u64> = self.slots.iter().filter(|(_, a)| **a >= lo && **a < hi).map(|(s, _)| *s).collect();
         let Some(table) = self.table else { return };
         for s in gone {
-            if mem.write(table + s * 8, &0u64.to_le_bytes()) {
-                self.slots.remove(&s);
-            }
+            self.pending.push((table + s * 8, 0u64.to_le_bytes().to_vec()));
+            self.slots.remove(&s);
         }
+    }
+
+    /// Make the pending writes (before a thread of the space runs). False where one failed.
+    pub(super) fn write_pending(&mut self, mem: &Memory) -> bool {
+        let w = std::mem::take(&mut self.pending);
+        w.is_empty() || mem.write_many(&w)
     }
 }

@@ -661,6 +661,10 @@ impl<'s> Tracer<'s> {
             if !sp.dirty.is_empty() {
                 sp.flush();
             }
+            if !sp.cache.pending.is_empty() && !sp.cache.write_pending(&sp.mem) {
+                // (A translation half written is never entered: none from now on.)
+                sp.cache.failed = true;
+            }
         }
     }
 

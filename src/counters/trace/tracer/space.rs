@@ -240,7 +240,7 @@ impl Space {
         self.short_paths.retain(|a, _| outside(a));
         self.hold_skip.retain(|a, _| outside(a));
         self.missed_pages.retain(|p| !(lo >> 12..=(hi - 1) >> 12).contains(p));
-        self.cache.forget(&self.mem, lo, hi);
+        self.cache.forget(lo, hi);
         self.syms.forget_maps();
         true
     }
