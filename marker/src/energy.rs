@@ -16,7 +16,6 @@
 //! per process (`energy-PID.json`) rewritten at each write.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
@@ -142,16 +141,7 @@ pub fn write_region_energy() -> std::io::Result<()> {
         Err(_) => return Ok(()),
     };
     let name = format!("energy-{}.json", std::process::id());
-    let dir = Path::new(&dir);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let res = std::fs::File::create(&tmp).and_then(|mut f| f.write_all(doc.as_bytes()));
-    match res.and_then(|()| std::fs::rename(&tmp, dir.join(&name))) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    crate::write_whole(Path::new(&dir), &name, &doc)
 }
 
 /// The document [`write_region_energy`] writes: `{"pid":…,"regions":[{"thread":…,"name":…,

@@ -241,9 +241,15 @@ pub fn write_region_times_to(dir: &Path, regions: &[(&str, Totals)]) -> std::io:
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!("session-{}-{thread}-{seq}.json", std::process::id());
+    write_whole(dir, &name, &doc)
+}
+
+/// Write `doc` to `dir/name` whole or not at all: into a hidden temporary file first, renamed
+/// over `name` (a reader listing `dir` never sees half a document).
+pub(crate) fn write_whole(dir: &Path, name: &str, doc: &str) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let res = std::fs::File::create(&tmp).and_then(|mut f| f.write_all(doc.as_bytes()));
-    match res.and_then(|()| std::fs::rename(&tmp, dir.join(&name))) {
+    match res.and_then(|()| std::fs::rename(&tmp, dir.join(name))) {
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
