@@ -554,7 +554,16 @@ fn reference_mode_interleaves_two_threads_the_same_way_every_run() {
     assert_eq!(runs[0]["threads"].as_u64(), Some(2), "{}", runs[0]["extra"]["per_thread"]);
     for l in ["core", "l2", "l3", "dram"] {
         assert!(level(&runs[0], l) > 0.0, "{l}: none");
-        assert_eq!(level(&runs[0], l), level(&runs[1], l), "{l}: two stepped runs differ (n {n})");
+        // On a mismatch, what each thread counted and how the tracer ran them, both runs: the
+        // first place to look for what made them differ.
+        let said = |m: &Value| format!("per thread {}; trace {}", m["extra"]["per_thread"], m["extra"]["trace"]);
+        assert_eq!(
+            level(&runs[0], l),
+            level(&runs[1], l),
+            "{l}: two stepped runs differ (n {n})\nfirst: {}\nsecond: {}",
+            said(&runs[0]),
+            said(&runs[1])
+        );
     }
     let steps = |m: &Value| m["extra"]["trace"]["single_steps"].as_u64();
     assert_eq!(steps(&runs[0]), steps(&runs[1]), "n {n}");

@@ -14,7 +14,10 @@
 //! exit), so the tracer looks at the idle threads after each stepped system call and takes the
 //! stop of any woken one before the next turn: it rejoins right after the call that woke it,
 //! at the same point on every run. A system call that returns without sleeping is one
-//! instruction like any other. Threads outside counting, or in a space that is not stepped,
+//! instruction like any other, and so is one that waits uninterruptibly (state `D`: disk I/O, a
+//! lock, reclaim on a loaded machine) for up to `SLEEP_IDLE_UNINTERRUPTIBLE`: such a wait ends
+//! on its own, at a time no other thread decides, so a thread idle after it would rejoin at
+//! a point that changes from run to run. Threads outside counting, or in a space that is not stepped,
 //! take no turns.
 
 use std::collections::BTreeMap;
@@ -23,10 +26,18 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
-/// How long a thread stepped over a system call must sleep before the others go on without it.
-/// A `futex` wait for a thread kept stopped sleeps forever, so the choice only matters for a
-/// call that sleeps briefly on its own (disk I/O): one that ends sooner counts as one step.
+use super::sys::Sleep;
+
+/// How long a thread stepped over a system call must sleep (state `S`) before the others go on
+/// without it. A `futex` wait for a thread kept stopped sleeps forever, so the choice only
+/// matters for a call that sleeps briefly on its own: one that ends sooner counts as one step.
 pub(super) const SLEEP_IDLE: Duration = Duration::from_millis(1);
+
+/// The same for a thread asleep uninterruptibly (state `D`): a wait inside the kernel (disk
+/// I/O, a lock, reclaim on a loaded machine) that ends on its own, at a time the run does not
+/// decide. The others wait for it, so that it rejoins at the same point on every run; only a
+/// wait that long (a `vfork` parent, which waits for its child, kept stopped) lets them go on.
+pub(super) const SLEEP_IDLE_UNINTERRUPTIBLE: Duration = Duration::from_millis(200);
 
 /// A thread waiting for its turn: the step to make, and whether it runs a system call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,17 +122,21 @@ impl Lockstep {
         }
     }
 
-    /// The stepping thread, stepped over a system call, is `sleeping` in the kernel now (or
-    /// not). True when it has slept for `SLEEP_IDLE`: it is idle from now on, and the next
-    /// thread may have its turn.
-    pub fn flight_sleeps(&mut self, sleeping: bool, now: Instant) -> bool {
+    /// The stepping thread, stepped over a system call, sleeps in the kernel now as `sleep`
+    /// says. True when it has slept for `SLEEP_IDLE` (`SLEEP_IDLE_UNINTERRUPTIBLE` while in
+    /// state `D`): it is idle from now on, and the next thread may have its turn.
+    pub fn flight_sleeps(&mut self, sleep: Sleep, now: Instant) -> bool {
         let Some(f) = self.flight.as_mut() else { return false };
-        if !sleeping {
-            f.sleeping_since = None;
-            return false;
-        }
+        let enough = match sleep {
+            Sleep::Awake => {
+                f.sleeping_since = None;
+                return false;
+            }
+            Sleep::Interruptible => SLEEP_IDLE,
+            Sleep::Uninterruptible => SLEEP_IDLE_UNINTERRUPTIBLE,
+        };
         let since = *f.sleeping_since.get_or_insert(now);
-        if now.duration_since(since) < SLEEP_IDLE {
+        if now.duration_since(since) < enough {
             return false;
         }
         let f = self.flight.take().expect("checked above");
@@ -185,16 +200,27 @@ mod tests {
         ls.queue(2, c);
         let t0 = Instant::now();
         assert_eq!(ls.next().map(|t| t.pid), Some(a.pid));
+        let (awake, asleep, in_kernel) = (Sleep::Awake, Sleep::Interruptible, Sleep::Uninterruptible);
         // Running (not asleep): waited for however long it takes.
-        assert!(!ls.flight_sleeps(false, t0 + SLEEP_IDLE * 10));
+        assert!(!ls.flight_sleeps(awake, t0 + SLEEP_IDLE * 10));
         // Asleep, but not yet for SLEEP_IDLE; then awake again (the timer starts over).
-        assert!(!ls.flight_sleeps(true, t0));
-        assert!(!ls.flight_sleeps(true, t0 + SLEEP_IDLE / 2));
-        assert!(!ls.flight_sleeps(false, t0 + SLEEP_IDLE / 2));
-        assert!(!ls.flight_sleeps(true, t0 + SLEEP_IDLE));
+        assert!(!ls.flight_sleeps(asleep, t0));
+        assert!(!ls.flight_sleeps(asleep, t0 + SLEEP_IDLE / 2));
+        assert!(!ls.flight_sleeps(awake, t0 + SLEEP_IDLE / 2));
+        assert!(!ls.flight_sleeps(asleep, t0 + SLEEP_IDLE));
+        // Waiting inside the kernel (`D`, a wait that ends on its own): waited for up to
+        // SLEEP_IDLE_UNINTERRUPTIBLE, however long past SLEEP_IDLE.
+        let d0 = t0 + SLEEP_IDLE * 3;
+        assert!(!ls.flight_sleeps(awake, d0));
+        assert!(!ls.flight_sleeps(in_kernel, d0));
+        assert!(!ls.flight_sleeps(in_kernel, d0 + SLEEP_IDLE * 5));
+        assert!(!ls.flight_sleeps(in_kernel, d0 + SLEEP_IDLE_UNINTERRUPTIBLE / 2));
+        assert!(!ls.flight_sleeps(awake, d0 + SLEEP_IDLE_UNINTERRUPTIBLE / 2));
         assert!(ls.flight.is_some());
         // Asleep for SLEEP_IDLE: idle, the others take their turns without it.
-        assert!(ls.flight_sleeps(true, t0 + SLEEP_IDLE * 2));
+        let t0 = d0 + SLEEP_IDLE_UNINTERRUPTIBLE;
+        assert!(!ls.flight_sleeps(asleep, t0));
+        assert!(ls.flight_sleeps(asleep, t0 + SLEEP_IDLE * 2));
         assert_eq!(ls.idle(), vec![a.pid]);
         let mut order = Vec::new();
         for _ in 0..4 {

@@ -599,6 +599,8 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "fed_by_steps": stats.fed_by_steps,
         "replayed_loops": stats.replayed_loops,
         "held_paths": stats.held_paths,
+        "polled_waits": stats.polled_waits,
+        "polls_caught": stats.polls_caught,
         "hold_timeouts": stats.hold_timeouts,
         "interrupted_steps": stats.interrupted_steps,
         "restart_hazards": stats.restart_hazards.len(),

@@ -497,18 +497,39 @@ pub fn tgkill(tgid: Pid, tid: Pid, sig: Signal) -> bool {
     unsafe { libc::syscall(libc::SYS_tgkill, tgid.as_raw(), tid.as_raw(), sig as libc::c_int) == 0 }
 }
 
+/// How a thread is in the kernel, from the state in /proc/TID/stat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sleep {
+    /// Running, runnable, stopped by the tracer, or gone.
+    Awake,
+    /// `S`: in a system call that waits for something (a `futex`, a `read`, a signal).
+    Interruptible,
+    /// `D`: waiting inside the kernel (disk I/O, a lock, reclaim), which ends on its own; or a
+    /// `vfork` parent waiting for its child's `exec`.
+    Uninterruptible,
+}
+
+/// How thread `tid` is in the kernel (`Sleep::Awake` when it is gone).
+pub fn task_sleep(tid: Pid) -> Sleep {
+    let Ok(stat) = std::fs::read(format!("/proc/{}/stat", tid.as_raw())) else {
+        return Sleep::Awake;
+    };
+    // "pid (comm) S ...": the command may hold spaces and parentheses, the state follows the last ')'.
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return Sleep::Awake;
+    };
+    match stat.get(close + 2) {
+        Some(b'S') => Sleep::Interruptible,
+        Some(b'D') => Sleep::Uninterruptible,
+        _ => Sleep::Awake,
+    }
+}
+
 /// Whether thread `tid` sleeps in the kernel (state `S` or `D` in /proc/TID/stat): in a system
 /// call that waits (a `futex`, a `read`), not running and not stopped by the tracer. False when
 /// it is gone.
 pub fn task_sleeps(tid: Pid) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/{}/stat", tid.as_raw())) else {
-        return false;
-    };
-    // "pid (comm) S ...": the command may hold spaces and parentheses, the state follows the last ')'.
-    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
-        return false;
-    };
-    matches!(stat.get(close + 2), Some(b'S' | b'D'))
+    task_sleep(tid) != Sleep::Awake
 }
 
 /// Run one system call in the stopped thread `pid` (at a signal-delivery or single-step stop):

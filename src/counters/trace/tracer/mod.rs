@@ -30,6 +30,7 @@ mod displaced;
 mod feed;
 mod run_ahead;
 mod space;
+mod spin;
 mod threads;
 
 use iced_x86::InstructionInfoFactory;
@@ -53,6 +54,7 @@ use super::tally::Tally;
 use super::{AccessSink, TraceMode};
 use crate::counters::command::CommandSpec;
 use crate::error::{Error, Result};
+use spin::Spin;
 
 use feed::asleep_in;
 use space::{Space, Sticky};
@@ -126,6 +128,10 @@ pub struct DriverStats {
     pub held_paths: u64,
     /// Holds given up because another thread did not stop in time (run-ahead skipped there).
     pub hold_timeouts: u64,
+    /// Waits for a stop that polled first (`spin.rs`), and of these the ones whose stop came
+    /// while polling.
+    pub polled_waits: u64,
+    pub polls_caught: u64,
     /// Single-steps cut short inside a system call that the kernel restarts (a signal, our
     /// own SIGSTOP included, woke a thread blocked in it): the call is restarted where it
     /// ran and the step asked again.
@@ -219,6 +225,11 @@ pub struct Tracer<'s> {
     lockstep: Lockstep,
     /// Wait statuses seen while injecting a system call, handled before the next waitpid.
     deferred: std::collections::VecDeque<WaitStatus>,
+    /// Registers set for stopped threads and not yet written (`move_rip`): written once, in
+    /// `flush_all` before anything runs, however often the stop moved `rip`.
+    regs_out: Vec<(Pid, libc::user_regs_struct)>,
+    /// Whether and how long `wait_any` polls before it sleeps (`spin.rs`).
+    spin: Spin,
     /// Test instrument (`ROOFLINE_TRACE_FAULT=no-join`): threads are not stopped to join
     /// counting, so the tests can see the gap check report what that loses.
     fault_no_join: bool,
@@ -308,6 +319,13 @@ impl<'s> Tracer<'s> {
             interleave: Interleave::default(),
             lockstep: Lockstep::new(std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "free-steps")),
             deferred: std::collections::VecDeque::new(),
+            regs_out: Vec::new(),
+            spin: Spin::new(std::time::Duration::from_micros(
+                std::env::var("ROOFLINE_TRACE_SPIN_US")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(200),
+            )),
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
             no_site: Rc::new(Site::symbol(Rc::from(""))),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
@@ -466,7 +484,7 @@ impl<'s> Tracer<'s> {
                     Err(e) => return Err(io("waitpid", e)),
                 }
             } else {
-                match waitpid(None, Some(any_own_child())) {
+                match self.wait_any() {
                     Ok(s) => s,
                     Err(Errno::EINTR) => continue,
                     Err(Errno::ECHILD) => break,
@@ -525,6 +543,31 @@ impl<'s> Tracer<'s> {
         Ok(self.ending.unwrap_or(Ending::Exited(0)))
     }
 
+    /// The next wait status of any tracee: polled for a while first where that pays, then
+    /// slept for (`spin.rs`).
+    fn wait_any(&mut self) -> nix::Result<WaitStatus> {
+        let window = self.spin.next_window();
+        let mut seen = None;
+        if !window.is_zero() {
+            let until = std::time::Instant::now() + window;
+            self.stats.polled_waits += 1;
+            seen = loop {
+                match waitpid(None, Some(any_own_child() | WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) => {}
+                    other => break Some(other),
+                }
+                if std::time::Instant::now() >= until {
+                    break None;
+                }
+                std::hint::spin_loop();
+            };
+            self.stats.polls_caught += u64::from(seen.is_some());
+        }
+        let st = seen.unwrap_or_else(|| waitpid(None, Some(any_own_child())));
+        self.spin.stopped(std::time::Instant::now());
+        st
+    }
+
     /// Reference mode with several threads: the next thread in turn steps (`lockstep.rs`), and
     /// the next wait status comes. None when the stepping thread went idle (asleep in a system
     /// call) or the wait was interrupted: ask again.
@@ -548,7 +591,7 @@ impl<'s> Tracer<'s> {
         };
         if !turn.syscall {
             // One instruction: its stop comes.
-            return waitpid(None, Some(any_own_child())).map(Some);
+            return self.wait_any().map(Some);
         }
         let mut rounds = 0u32;
         loop {
@@ -556,7 +599,7 @@ impl<'s> Tracer<'s> {
                 WaitStatus::StillAlive => {}
                 st => return Ok(Some(st)),
             }
-            if sys::interrupted() || self.lockstep.flight_sleeps(sys::task_sleeps(turn.pid), std::time::Instant::now()) {
+            if sys::interrupted() || self.lockstep.flight_sleeps(sys::task_sleep(turn.pid), std::time::Instant::now()) {
                 return Ok(None);
             }
             short_pause(&mut rounds);
@@ -617,6 +660,7 @@ impl<'s> Tracer<'s> {
     }
 
     fn gone(&mut self, pid: Pid) {
+        self.regs_out.retain(|(p, _)| *p != pid);
         if let Some(id) = self.sink_ids.remove(&pid) {
             // Its id may be reused by the next thread: what it left waiting goes first.
             if let Some(sink) = self.sink.as_deref_mut() {
@@ -655,8 +699,12 @@ impl<'s> Tracer<'s> {
         let _ = ptrace::cont(pid, sig);
     }
 
-    /// Write every space's changed breakpoints (before any tracee runs).
+    /// Write every space's changed breakpoints and code cache, and the registers set for
+    /// stopped threads (before any tracee runs).
     fn flush_all(&mut self) {
+        for (pid, regs) in self.regs_out.drain(..) {
+            let _ = ptrace::setregs(pid, regs);
+        }
         for sp in &mut self.spaces {
             if !sp.dirty.is_empty() {
                 sp.flush();
@@ -695,7 +743,7 @@ impl<'s> Tracer<'s> {
         if !th.started || !self.spaces[si].stepping || !self.spaces[si].active() {
             return None;
         }
-        let rip = ptrace::getregs(pid).ok()?.rip;
+        let rip = self.regs(pid).ok()?.rip;
         let sp = &mut self.spaces[si];
         let syscall = !sp.xol.in_areas(rip) && sp.insn_at(rip, &mut self.factory).flow == Flow::Stop;
         Some((order, syscall))
@@ -713,7 +761,7 @@ impl<'s> Tracer<'s> {
         if ev == Event::PTRACE_EVENT_EXIT as i32 {
             // The thread is about to die (its own exit, or killed with its process): a counted
             // loop it is in gets the trips it ran, a pending `rep` its iterations.
-            if let Ok(regs) = ptrace::getregs(pid) {
+            if let Ok(regs) = self.regs(pid) {
                 let nat = self.threads.get_mut(&pid).and_then(|t| t.native.take());
                 if let Some(nat) = nat {
                     self.finish_loop(pid, space, &nat, &regs);
@@ -839,7 +887,7 @@ impl<'s> Tracer<'s> {
             t.started = true;
             t.stop_requested = false;
         }
-        let Ok(regs) = ptrace::getregs(pid) else {
+        let Ok(regs) = self.regs(pid) else {
             self.cont(pid, None);
             return;
         };

@@ -184,7 +184,7 @@ impl Tracer<'_> {
             return;
         }
         if self.spaces[th.space].active() {
-            let pc = ptrace::getregs(pid).map(|r| r.rip).unwrap_or(0);
+            let pc = self.regs(pid).map(|r| r.rip).unwrap_or(0);
             self.stats.gaps.push((pid.as_raw(), pc));
         }
     }
@@ -366,16 +366,15 @@ impl Tracer<'_> {
             self.cont(pid, None);
             return;
         }
-        let Ok(mut regs) = ptrace::getregs(pid) else {
+        let Ok(mut regs) = self.regs(pid) else {
             self.cont(pid, None);
             return;
         };
         // Stopped inside a system call the kernel would restart at rip - 2: restart it here,
         // so that the counted path starts at the `syscall` instruction itself.
-        if let Some(r) = sys::restarted_syscall(&regs)
-            && ptrace::setregs(pid, r).is_ok()
-        {
+        if let Some(r) = sys::restarted_syscall(&regs) {
             regs = r;
+            self.set_regs(pid, &regs);
         }
         self.stats.joined += 1;
         // In the middle of a displaced copy (passing a marker breakpoint outside counting):
@@ -419,14 +418,14 @@ impl Tracer<'_> {
             return;
         }
         self.check_gap(pid);
-        let Some(th) = self.threads.get_mut(&pid) else { return };
-        let Ok(mut regs) = ptrace::getregs(pid) else {
+        let Ok(mut regs) = self.regs(pid) else {
             {
                 self.flush_all();
                 let _ = ptrace::cont(pid, Some(sig));
             }
             return;
         };
+        let Some(th) = self.threads.get_mut(&pid) else { return };
         // Only the stop right after its step can be a restart of the tile instruction stepped.
         let stepped_tile = th.stepped_tile.take();
         if sig == Signal::SIGTRAP {
@@ -503,10 +502,9 @@ impl Tracer<'_> {
             // Nothing after the interrupted call ran: restart it where it is and ask the
             // same step again (its instruction was counted when the step was asked).
             self.stats.interrupted_steps += 1;
-            if ptrace::setregs(pid, *restart).is_ok() {
-                self.step(pid, None);
-                return;
-            }
+            self.set_regs(pid, &restart);
+            self.step(pid, None);
+            return;
         }
         if matches!(
             step,
@@ -616,7 +614,26 @@ impl Tracer<'_> {
             }
         }
         regs.rip = to;
-        let _ = ptrace::setregs(pid, *regs);
+        self.set_regs(pid, regs);
+    }
+
+    /// Registers for the stopped thread `pid`, written in `flush_all` before anything runs:
+    /// a stop that moves `rip` twice (back over the trap, then into a translation) costs one
+    /// SETREGS, not two.
+    pub(super) fn set_regs(&mut self, pid: Pid, regs: &libc::user_regs_struct) {
+        match self.regs_out.iter_mut().find(|(p, _)| *p == pid) {
+            Some((_, r)) => *r = *regs,
+            None => self.regs_out.push((pid, *regs)),
+        }
+    }
+
+    /// The registers of the stopped thread `pid`: those set and not yet written, else the
+    /// kernel's.
+    pub(super) fn regs(&self, pid: Pid) -> nix::Result<libc::user_regs_struct> {
+        match self.regs_out.iter().find(|(p, _)| *p == pid) {
+            Some((_, r)) => Ok(*r),
+            None => ptrace::getregs(pid),
+        }
     }
 
     /// `ROOFLINE_TRACE_DEBUG`: where a fault the program is about to receive happened, and in
