@@ -107,14 +107,14 @@ mod tests {
             // Per way a base cycle of 10..1000 µs; every cycle within +-10 % of it (the two
             // bases differ by more than that, so the faster way is never in doubt).
             let poll_base = 10 + next() % 990;
-            let sleep_base = if next() % 2 == 0 {
+            let sleep_base = if next().is_multiple_of(2) {
                 poll_base * 3 / 2 + 1
             } else {
                 poll_base * 2 / 3
             };
             let mut now = Instant::now();
             s.stopped(now);
-            let mut cycle = |polling: bool, next: &mut dyn FnMut() -> u64| {
+            let cycle = |polling: bool, next: &mut dyn FnMut() -> u64| {
                 let base = if polling { poll_base } else { sleep_base };
                 Duration::from_micros(base * 9 / 10 + next() % (base / 5 + 1))
             };
