@@ -991,11 +991,12 @@ mod isa {
     /// Run one SIMD module's kernel (the module is chosen by the caller).
     macro_rules! run_simd {
         ($m:ident, $op:expr, $a:expr, $b:expr, $c:expr, $s:expr, $passes:expr) => {{
-            let n = $a.len();
+            // The caller's arrays: those the kernel touches hold n elements, the others one.
+            let n = $a.len().max($b.len());
             let (a, b, c) = ($a.as_mut_ptr(), $b.as_ptr(), $c.as_ptr());
             // SAFETY: the caller checked that the variant is supported by this CPU and that
-            // `a`, `b` and `c` hold n elements each (kernels that do not use an array get a
-            // slice of the same length).
+            // each of `a`, `b` and `c` the kernel touches holds n elements (an array it does
+            // not touch may be shorter; its pointer is never read or written).
             unsafe {
                 match $op {
                     Op::Copy => $m::copy(a, b, n),
@@ -1092,7 +1093,10 @@ struct Buf<T> {
 const PAGE_OFFSETS: [usize; 3] = [0, 1344, 2688];
 
 impl<T: Elem> Buf<T> {
-    fn new(n: usize, misalign: usize, page_offset: usize) -> Result<Buf<T>, String> {
+    /// `n` elements drawn from `fill` (zeros without one), written once: the arrays of a
+    /// DRAM-sized ceiling are gigabytes, and a zero fill before the random one doubled the
+    /// cost of making them.
+    fn new(n: usize, misalign: usize, page_offset: usize, mut fill: Option<SplitMix>) -> Result<Buf<T>, String> {
         const PAGE: usize = 4096;
         let size = std::mem::size_of::<T>();
         let pad = PAGE / size + misalign;
@@ -1100,12 +1104,16 @@ impl<T: Elem> Buf<T> {
         data.try_reserve_exact(n + pad)
             .map_err(|e| format!("cannot allocate {} elements: {e}", n + pad))?;
         crate::check::advise_huge_pages(data.as_ptr() as usize, data.capacity() * size);
-        data.resize(n + pad, T::from_f64(0.0));
         // Elements from the allocation to the next page boundary, then to the offset (Vec<T>
         // is aligned to T, so both are whole elements).
         let addr = data.as_ptr() as usize;
         let to_page = (addr.next_multiple_of(PAGE) - addr) / size;
         let start = (to_page + page_offset / size) % (PAGE / size) + misalign;
+        let zero = T::from_f64(0.0);
+        data.extend((0..n + pad).map(|i| match fill.as_mut() {
+            Some(rng) if (start..start + n).contains(&i) => T::from_f64(rng.next_f64()),
+            _ => zero,
+        }));
         Ok(Buf { data, start, n })
     }
     fn s(&self) -> &[T] {
@@ -1310,14 +1318,19 @@ impl Kernel for StreamKernel {
 }
 
 /// The arrays and scalar of one run, plus what `verify` needs.
+///
+/// Only the arrays the kernel touches have `n` elements (`a` written, or read and written by
+/// daxpy; `b` read; `c` read second); the others are one element, so a DRAM-sized `load` or
+/// `store` allocates and fills its working set, not twice it.
 pub struct StreamInstance<T: Elem> {
     op: Op,
     variant: Variant,
+    n: usize,
     a: Buf<T>,
     b: Buf<T>,
     c: Buf<T>,
-    /// daxpy's y before the first run (restored by `verify`).
-    a0: Vec<T>,
+    /// The seed `a` was filled from (daxpy reads `a`; `verify` refills it from the seed).
+    a_seed: u64,
     s: T,
     /// The last run's result word (reductions and `load`).
     pub result: u64,
@@ -1328,22 +1341,15 @@ pub struct StreamInstance<T: Elem> {
 
 impl<T: Elem> StreamInstance<T> {
     fn new(op: Op, n: usize, variant: Variant, seed: u64, misalign: usize) -> Result<Self, String> {
-        let mut rng = SplitMix(seed);
-        let mut a = Buf::<T>::new(n, misalign, PAGE_OFFSETS[0])?;
-        let mut b = Buf::<T>::new(n, misalign, PAGE_OFFSETS[1])?;
-        let mut c = Buf::<T>::new(if op.reads() == 2 && op != Op::Daxpy { n } else { 1 }, misalign, PAGE_OFFSETS[2])?;
-        // The unused `c` is one element: kernels that do not read it get `b` in its place.
-        for x in b.m() {
-            *x = T::from_f64(rng.next_f64());
-        }
-        for x in c.m() {
-            *x = T::from_f64(rng.next_f64());
-        }
-        for x in a.m() {
-            *x = T::from_f64(rng.next_f64());
-        }
-        let a0 = if op == Op::Daxpy { a.s().to_vec() } else { Vec::new() };
-        let s = T::from_f64(rng.next_f64());
+        let mut seeds = SplitMix(seed);
+        let (a_seed, b_seed, c_seed) = (seeds.next_u64(), seeds.next_u64(), seeds.next_u64());
+        let s = T::from_f64(seeds.next_f64());
+        let len = |used: bool| if used { n } else { 1 };
+        let a_read = op == Op::Daxpy;
+        let a = Buf::<T>::new(len(op.writes() > 0), misalign, PAGE_OFFSETS[0], a_read.then_some(SplitMix(a_seed)))?;
+        let b = Buf::<T>::new(len(op.reads() > 0), misalign, PAGE_OFFSETS[1], Some(SplitMix(b_seed)))?;
+        let c_read = op.reads() == 2 && op != Op::Daxpy;
+        let c = Buf::<T>::new(len(c_read), misalign, PAGE_OFFSETS[2], Some(SplitMix(c_seed)))?;
         let peel = if op.non_temporal() && variant != Variant::Scalar {
             let align = (variant.width_bits() / 8) as usize;
             let off = a.s().as_ptr().align_offset(align);
@@ -1354,10 +1360,11 @@ impl<T: Elem> StreamInstance<T> {
         Ok(StreamInstance {
             op,
             variant,
+            n,
             a,
             b,
             c,
-            a0,
+            a_seed,
             s,
             result: 0,
             peel,
@@ -1365,12 +1372,28 @@ impl<T: Elem> StreamInstance<T> {
         })
     }
 
+    /// `c` where the kernel reads a second array, else `b` (unused by the kernel, or read
+    /// twice by `sum`-like uses).
+    fn second(&self) -> &[T] {
+        if self.c.n == self.n { self.c.s() } else { self.b.s() }
+    }
+
+    /// daxpy's `y` as it was made (its runs overwrite it).
+    fn a_initial(&self) -> Vec<T> {
+        let mut rng = SplitMix(self.a_seed);
+        (0..self.n).map(|_| T::from_f64(rng.next_f64())).collect()
+    }
+
     fn run_once(&mut self) -> u64 {
-        let n = self.a.n;
+        let n = self.n;
+        // Every array the kernel touches has n elements, the others one (the SIMD loops take
+        // the longer of a and b as n, and pointers).
+        assert!(self.a.n == n || (self.op.writes() == 0 && self.a.n == 1));
+        assert!(self.b.n == n || (self.op.reads() == 0 && self.b.n == 1));
         let c: &[T] = if self.c.n == n { self.c.s() } else { self.b.s() };
         let (a, b) = (
-            &mut self.a.data[self.a.start..self.a.start + n],
-            &self.b.data[self.b.start..self.b.start + n],
+            &mut self.a.data[self.a.start..self.a.start + self.a.n],
+            &self.b.data[self.b.start..self.b.start + self.b.n],
         );
         T::dispatch(self.variant, self.op, a, b, c, self.s, self.passes)
     }
@@ -1378,15 +1401,11 @@ impl<T: Elem> StreamInstance<T> {
     /// The scalar f64 reference of the current inputs: (expected output array, expected result).
     fn reference(&self) -> (Vec<f64>, f64) {
         let b: Vec<f64> = self.b.s().iter().map(|x| x.to_f64()).collect();
-        let c: Vec<f64> = if self.c.n == self.a.n {
-            self.c.s().iter().map(|x| x.to_f64()).collect()
-        } else {
-            b.clone()
-        };
+        let c: Vec<f64> = self.second().iter().map(|x| x.to_f64()).collect();
         let a: Vec<f64> = if self.op == Op::Daxpy {
-            self.a0.iter().map(|x| x.to_f64()).collect()
+            self.a_initial().iter().map(|x| x.to_f64()).collect()
         } else {
-            vec![0.0; self.a.n]
+            vec![0.0; self.n]
         };
         let s = self.s.to_f64();
         let out: Vec<f64> = match self.op {
@@ -1395,7 +1414,7 @@ impl<T: Elem> StreamInstance<T> {
             Op::Add => b.iter().zip(&c).map(|(x, y)| x + y).collect(),
             Op::Triad | Op::TriadNt => b.iter().zip(&c).map(|(x, y)| x + s * y).collect(),
             Op::Daxpy => a.iter().zip(&b).map(|(y, x)| s * x + y).collect(),
-            Op::Store | Op::StoreNt => vec![s; self.a.n],
+            Op::Store | Op::StoreNt => vec![s; self.n],
             _ => Vec::new(),
         };
         let res = match self.op {
@@ -1424,7 +1443,7 @@ impl<T: Elem> Instance for StreamInstance<T> {
             self.variant
         );
         if self.op == Op::Daxpy {
-            let a0 = self.a0.clone();
+            let a0 = self.a_initial();
             self.a.m().copy_from_slice(&a0);
         } else if self.op.writes() > 0 {
             for x in self.a.m() {
@@ -1446,13 +1465,13 @@ impl<T: Elem> Instance for StreamInstance<T> {
                 let got = f64::from_bits(self.result);
                 let mag: f64 = match self.op {
                     Op::Dot => {
-                        let c = if self.c.n == self.a.n { self.c.s() } else { self.b.s() };
+                        let c = self.second();
                         self.b.s().iter().zip(c).map(|(x, y)| (x.to_f64() * y.to_f64()).abs()).sum()
                     }
                     _ => self.b.s().iter().map(|x| x.to_f64().abs()).sum(),
                 };
                 // Worst-case bound of a recursive sum of n terms in precision eps.
-                let tol = 2.0 * eps * (self.a.n as f64 + ACCS as f64 + 16.0) * mag + f64::MIN_POSITIVE;
+                let tol = 2.0 * eps * (self.n as f64 + ACCS as f64 + 16.0) * mag + f64::MIN_POSITIVE;
                 let within = (got - want_res).abs() <= tol; // false for NaN
                 if !within {
                     return Err(format!("{name}: result {got}, reference {want_res} (tolerance {tol:e})"));
@@ -1475,7 +1494,7 @@ impl<T: Elem> Instance for StreamInstance<T> {
 
     fn counts(&self) -> Counts {
         // Only `load` takes several passes, and it has no reduction flops: counts scale exactly.
-        stream_counts(self.op, T::PREC, self.variant, self.a.n, self.peel).scaled(self.passes as u64)
+        stream_counts(self.op, T::PREC, self.variant, self.n, self.peel).scaled(self.passes as u64)
     }
 }
 
@@ -1534,6 +1553,25 @@ mod tests {
                     inst.verify().unwrap_or_else(|e| panic!("n={n} misalign={mis}: {e}"));
                 }
             }
+        }
+    }
+
+    /// An instance holds its working set, not more: the arrays a kernel does not touch are
+    /// one element (a DRAM-sized ceiling allocates and fills gigabytes per instance), and
+    /// daxpy's `y` is refilled from its seed for `verify` after runs changed it, not copied.
+    #[test]
+    fn instances_hold_only_the_arrays_they_touch() {
+        let mut rng = SplitMix(seed());
+        for op in Op::ALL {
+            let n = 2 + (rng.next_u64() % 5000) as usize;
+            let mut i = StreamInstance::<f64>::new(op, n, Variant::Scalar, rng.next_u64(), 0).unwrap();
+            let held: usize = [&i.a, &i.b, &i.c].iter().map(|b| b.n).filter(|&len| len == n).sum();
+            assert_eq!(held as u64, op.arrays() * n as u64, "{op:?} n={n}");
+            assert!([&i.a, &i.b, &i.c].iter().all(|b| b.n == n || b.n == 1), "{op:?}");
+            for _ in 0..1 + rng.next_u64() % 3 {
+                i.run();
+            }
+            i.verify().unwrap_or_else(|e| panic!("{op:?} n={n} after runs: {e}"));
         }
     }
 

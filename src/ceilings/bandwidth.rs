@@ -3,9 +3,9 @@
 
 use roofline_kernels::api::Kernel;
 use roofline_kernels::stream::{Op, StreamKernel};
-use roofline_kernels::{Instance, Precision, Variant};
+use roofline_kernels::{Precision, Variant};
 
-use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
+use super::measure::{Budget, repeated_team, stats, time_instances};
 use crate::schema::ceilings::{BandwidthCeiling, Host};
 
 /// What `gbs` counts: the bytes the kernel's load and store instructions move.
@@ -91,21 +91,14 @@ pub fn measure(
         precision: Precision::F64,
     };
     let n = k.size_for_bytes(per_thread);
-    let mut probe = k.instance(n, variant, seed)?;
-    let one = time_one(probe.as_mut());
-    drop(probe);
-    let times = reps_for(one, budget.sample);
-    let mut team: Vec<Box<dyn Instance>> = Vec::new();
-    for i in 0..threads {
-        let seed = seed.wrapping_add(i as u64);
-        // `load` repeats inside the kernel (one reduction per sample); the others repeat calls.
-        team.push(match op {
-            Op::Load => k.load_instance(n, variant, seed, times as usize)?,
-            _ => Box::new(Repeated {
-                inner: k.instance(n, variant, seed)?,
-                times,
-            }),
-        });
+    let member_seed = |i: usize| seed.wrapping_add(i as u64);
+    let (mut team, times) = repeated_team(threads, budget.sample, |i| k.instance(n, variant, member_seed(i)))?;
+    if op == Op::Load && times > 1 {
+        // `load` repeats inside the kernel (one reduction per sample, no per-call epilogue
+        // between passes); remade, cheaply: a pass shorter than a sample is a small array.
+        team = (0..threads)
+            .map(|i| k.load_instance(n, variant, member_seed(i), times as usize))
+            .collect::<Result<_, _>>()?;
     }
     let counts: Vec<_> = team.iter().map(|i| i.counts()).collect();
     let core: u64 = counts.iter().map(|c| c.core_bytes()).sum();

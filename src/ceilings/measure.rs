@@ -103,14 +103,22 @@ impl Instance for ClockInstance {
     }
 }
 
-/// Seconds of one run of `inst` (the best of three, after a warm-up run).
+/// A run this long is timed once: its repetition count is 1 at any sample length the
+/// ceilings use, and each extra run of a DRAM-sized kernel costs a tenth of a second.
+const LONG_RUN: Duration = Duration::from_millis(10);
+
+/// Seconds of one run of `inst` (the best of three, after a warm-up run; one, when it is long).
 pub fn time_one(inst: &mut dyn Instance) -> f64 {
     inst.run();
     let mut best = f64::INFINITY;
     for _ in 0..3 {
         let t0 = Instant::now();
         inst.run();
-        best = best.min(t0.elapsed().as_secs_f64());
+        let t = t0.elapsed();
+        best = best.min(t.as_secs_f64());
+        if t >= LONG_RUN {
+            break;
+        }
     }
     best.max(1e-9)
 }
@@ -118,6 +126,28 @@ pub fn time_one(inst: &mut dyn Instance) -> f64 {
 /// How many repetitions of something taking `one` seconds fill `target`.
 pub fn reps_for(one: f64, target: Duration) -> u64 {
     ((target.as_secs_f64() / one).ceil() as u64).clamp(1, 1 << 40)
+}
+
+/// A team of `threads` instances, `make(i)` for thread i, each repeated to fill one sample of
+/// `sample`; with the repetition count. The count is timed on the team's own first instance:
+/// a separate probe instance doubled the memory a DRAM-sized ceiling allocates and fills,
+/// which was most of the main job's time on a machine with a large last-level cache.
+pub fn repeated_team(
+    threads: usize,
+    sample: Duration,
+    mut make: impl FnMut(usize) -> Result<Box<dyn Instance>, String>,
+) -> Result<(Vec<Box<dyn Instance>>, u64), String> {
+    let mut first = make(0)?;
+    let times = reps_for(time_one(first.as_mut()), sample);
+    let mut inner = vec![first];
+    for i in 1..threads.max(1) {
+        inner.push(make(i)?);
+    }
+    let team = inner
+        .into_iter()
+        .map(|inner| Box::new(Repeated { inner, times }) as Box<dyn Instance>)
+        .collect();
+    Ok((team, times))
 }
 
 /// Time a team (one instance per pinned thread) under `budget`.
@@ -164,6 +194,44 @@ pub const SPREAD_WARNING: f64 = 0.05;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An instance that counts its runs (shared, so the test reads them after the team owns it).
+    struct Counting(std::sync::Arc<std::sync::atomic::AtomicU64>);
+    impl Instance for Counting {
+        fn run(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn verify(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn counts(&self) -> roofline_kernels::Counts {
+            roofline_kernels::Counts::default()
+        }
+    }
+
+    #[test]
+    fn a_team_is_made_once_and_its_first_member_times_the_repetitions() {
+        for threads in [1usize, 2, 5] {
+            let runs: Vec<_> = (0..threads)
+                .map(|_| std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)))
+                .collect();
+            let mut made = 0;
+            let (mut team, times) = repeated_team(threads, Duration::from_millis(1), |i| {
+                made += 1;
+                Ok(Box::new(Counting(runs[i].clone())))
+            })
+            .unwrap();
+            assert_eq!(made, threads, "no probe instance beside the team");
+            assert_eq!(team.len(), threads);
+            // The probe ran the first member: a warm-up and three timed runs (each far below LONG_RUN).
+            let count = |i: usize| runs[i].load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(count(0), 4);
+            assert!((1..threads).all(|i| count(i) == 0));
+            assert!(times > 1, "a run of nothing is far shorter than a 1 ms sample: {times}");
+            team[threads - 1].run();
+            assert_eq!(count(threads - 1), if threads == 1 { 4 + times } else { times });
+        }
+    }
 
     #[test]
     fn interquartile_spread_ignores_a_few_preempted_samples() {

@@ -1,12 +1,12 @@
 //! Sweeps: a suite kernel against working-set size (×factor steps), with the plateau detector
 //! marking levels, each size classified, and a fit T(n) = a + b·n exposing the fixed overhead.
 
-use super::measure::{Budget, Repeated, reps_for, stats, time_instances, time_one};
+use super::measure::{Budget, repeated_team, stats, time_instances};
 use super::plateau;
 use crate::schema::ceilings::Host;
 use crate::schema::sweep::{LevelBoundary, LinearFit, Plateau, Sweep, SweepPoint};
+use roofline_kernels::Variant;
 use roofline_kernels::api::Kernel;
-use roofline_kernels::{Instance, Variant};
 
 /// Working-set sizes from `from` to `to` (inclusive where reached), ×`factor` each step.
 pub fn sizes(from: u64, to: u64, factor: f64) -> Vec<u64> {
@@ -118,17 +118,7 @@ pub fn run(
             continue;
         }
         last_n = n;
-        let mut probe = kernel.instance(n, variant, seed)?;
-        let one = time_one(probe.as_mut());
-        drop(probe);
-        let times = reps_for(one, budget.sample);
-        let mut team: Vec<Box<dyn Instance>> = Vec::new();
-        for i in 0..threads {
-            team.push(Box::new(Repeated {
-                inner: kernel.instance(n, variant, seed.wrapping_add(i as u64))?,
-                times,
-            }));
-        }
+        let (team, times) = repeated_team(threads, budget.sample, |i| kernel.instance(n, variant, seed.wrapping_add(i as u64)))?;
         let counts: Vec<_> = team.iter().map(|i| i.counts()).collect();
         let flops: u64 = counts.iter().map(|c| c.flops_total()).sum();
         let bytes: u64 = counts.iter().map(|c| c.core_bytes()).sum();
