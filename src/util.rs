@@ -99,6 +99,14 @@ pub fn map_of<K: Ord, V>(pairs: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K,
     m
 }
 
+/// Seconds since the Unix epoch (0 where the clock is set before it).
+pub fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 /// CPUs this process may run on.
 pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)

@@ -187,6 +187,47 @@ pub fn load_or_measure_with(opts: &Options, refresh: bool) -> Result<Ceilings> {
     Ok(c)
 }
 
+/// Measure the ceilings of `threads` again and put them in place of `c`'s figures at that
+/// thread count (those of other counts stay), with a note saying `why`; the cache is
+/// rewritten. For figures read from the cache that something measured now contradicts: a
+/// shared host's bandwidth moves by a quarter within minutes, and a roof from one moment
+/// under a point from another says nothing about the point.
+pub fn remeasure_threads(c: &mut Ceilings, threads: usize, why: &str) -> Result<()> {
+    let opts = Options {
+        quick: c.quick,
+        threads: vec![threads],
+        sweep: false,
+        progress: true,
+    };
+    let fresh = measure(&Host::detect(), &opts)?;
+    replace_threads(c, fresh, threads as u32, why);
+    for d in c.disorder() {
+        eprintln!("roofline: warning: {d}");
+    }
+    write_cache(c);
+    Ok(())
+}
+
+/// `c`'s figures at `threads` replaced by `fresh`'s (measured at that count only); its notes
+/// and warnings kept once, and a note saying when and why.
+fn replace_threads(c: &mut Ceilings, fresh: Ceilings, threads: u32, why: &str) {
+    c.compute.retain(|x| x.threads != threads);
+    c.compute.extend(fresh.compute.into_iter().filter(|x| x.threads == threads));
+    c.bandwidth.retain(|x| x.threads != threads);
+    c.bandwidth.extend(fresh.bandwidth.into_iter().filter(|x| x.threads == threads));
+    if !c.threads.contains(&threads) {
+        c.threads.push(threads);
+    }
+    let said = fresh.warnings.iter().map(|w| format!("×{threads}: {w}"));
+    for n in fresh.notes.into_iter().chain(said) {
+        if !c.notes.contains(&n) {
+            c.notes.push(n);
+        }
+    }
+    c.notes
+        .push(format!("×{threads}: re-measured at {} (Unix time): {why}", fresh.measured_at_unix));
+}
+
 /// Write `c` to the cache file (a failure is said on stderr: the figures are still good).
 pub fn write_cache(c: &Ceilings) {
     if let Some(p) = &cache_path() {
@@ -402,10 +443,7 @@ pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
     Ok(Ceilings {
         schema: CEILINGS_SCHEMA.to_string(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        measured_at_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        measured_at_unix: crate::util::unix_seconds(),
         quick: opts.quick,
         threads: opts.threads.iter().map(|t| *t as u32).collect(),
         machine: host.clone(),
@@ -472,6 +510,57 @@ mod tests {
             notes: vec![],
             warnings: vec![],
         }
+    }
+
+    /// A thread count measured again replaces that count's figures only: the other counts'
+    /// stay as cached, and a note says when and why.
+    #[test]
+    fn remeasured_threads_replace_only_their_own_figures() {
+        let host = Host::detect();
+        let mut cached = sample(&host);
+        let mut two = sample(&host);
+        for c in &mut two.compute {
+            c.threads = 2;
+        }
+        for b in &mut two.bandwidth {
+            b.threads = 2;
+        }
+        cached.compute.extend(two.compute.clone());
+        cached.bandwidth.extend(two.bandwidth.clone());
+        cached.threads = vec![1, 2];
+        let mut fresh = sample(&host);
+        fresh.measured_at_unix = 1_800_000_000;
+        for c in &mut fresh.compute {
+            c.gflops *= 1.25;
+        }
+        for b in &mut fresh.bandwidth {
+            b.gbs *= 1.5;
+        }
+        fresh.warnings = vec!["L1 load ×1: spread 6.0 %".into()];
+        replace_threads(&mut cached, fresh, 1, "triad@dram above the roofs");
+        let one: Vec<f64> = cached.bandwidth.iter().filter(|b| b.threads == 1).map(|b| b.gbs).collect();
+        assert_eq!(one, vec![225.0, 255.0, 30.0, 45.0]);
+        let fma1: Vec<f64> = cached.compute.iter().filter(|c| c.threads == 1).map(|c| c.gflops).collect();
+        assert_eq!(fma1, vec![50.0, 25.0]);
+        assert_eq!(
+            cached.bandwidth.iter().filter(|b| b.threads == 2).cloned().collect::<Vec<_>>(),
+            two.bandwidth
+        );
+        assert_eq!(cached.compute.iter().filter(|c| c.threads == 2).count(), 2);
+        assert!(
+            cached.notes.contains(&"×1: L1 load ×1: spread 6.0 %".to_string()),
+            "{:?}",
+            cached.notes
+        );
+        assert!(
+            cached
+                .notes
+                .iter()
+                .any(|n| n == "×1: re-measured at 1800000000 (Unix time): triad@dram above the roofs"),
+            "{:?}",
+            cached.notes
+        );
+        assert_eq!(cached.threads, vec![1, 2]);
     }
 
     fn opts(quick: bool, threads: Vec<usize>) -> Options {

@@ -89,6 +89,12 @@ pub trait Steps {
     fn choose_cpu(&mut self) -> Option<crate::schema::report::CpuChoice> {
         None
     }
+    /// The roofs of `threads` measured again, because the suite's points `why` are above them:
+    /// where they were read from a cache (measured at another moment of a shared machine).
+    /// None where they were measured in this run already, or cannot be again (by default).
+    fn remeasure_ceilings(&mut self, _threads: u32, _why: &str, _bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
+        None
+    }
 }
 
 /// A CPU within this fraction of the fastest probe rate counts as fast: the first such CPU is
@@ -108,6 +114,8 @@ pub struct Wired {
     /// in one go, so the cache holds them together.
     pub thread_counts: Vec<u32>,
     ceilings: Option<crate::schema::ceilings::Ceilings>,
+    /// The thread counts whose ceilings were measured in this run (not read from the cache).
+    measured_now: Vec<u32>,
     /// `--energy`: the meter, its idle power measured; each point read around its runs.
     pub energy: Option<crate::counters::energy::Energy>,
 }
@@ -132,6 +140,7 @@ impl Wired {
             trace_checks: Default::default(),
             thread_counts: vec![1],
             ceilings: None,
+            measured_now: Vec::new(),
             energy: None,
         })
     }
@@ -208,7 +217,11 @@ impl Steps for Wired {
             if !all.contains(&(threads as usize)) {
                 all.push(threads as usize);
             }
+            let before = crate::util::unix_seconds();
             let mut c = with_own_progress(bar, || crate::ceilings::load_or_measure(true, &all, false))?;
+            if c.measured_at_unix >= before {
+                self.measured_now = all.iter().map(|&t| t as u32).collect();
+            }
             if let Some(e) = &self.energy {
                 let opts = crate::ceilings::Options {
                     quick: true,
@@ -222,6 +235,16 @@ impl Steps for Wired {
         }
         let c = self.ceilings.as_ref().ok_or_else(|| anyhow::anyhow!("no ceilings"))?;
         Ok(RoofSet::from_roofs(&c.roofs(threads)))
+    }
+    fn remeasure_ceilings(&mut self, threads: u32, why: &str, bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
+        if self.measured_now.contains(&threads) {
+            return None;
+        }
+        let c = self.ceilings.as_mut()?;
+        self.measured_now.push(threads);
+        bar.suspend(|| eprintln!("roofline: {why}: re-measuring the cached ceilings of {threads} thread(s)"));
+        let done = with_own_progress(bar, || crate::ceilings::remeasure_threads(c, threads as usize, why));
+        Some(done.map(|()| RoofSet::from_roofs(&c.roofs(threads))).map_err(Into::into))
     }
     fn points(&mut self, machine: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
         use crate::counters::analytic;
@@ -393,7 +416,7 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
     // Each thread count: its roofs, then the suite placed under them.
     for (i, &threads) in thread_counts.iter().enumerate() {
         let bar = spinner(&format!("quick ceilings ({threads} thread(s))"));
-        let roofs = match steps.ceilings(&machine, threads, &bar) {
+        let mut roofs = match steps.ceilings(&machine, threads, &bar) {
             Ok(r) => r,
             Err(e) => {
                 bar.suspend(|| {
@@ -406,6 +429,19 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
         let bar = spinner(&format!("kernel suite ({threads} thread(s))"));
         let points = steps.points(&machine, threads, &bar)?;
         bar.finish_and_clear();
+        let above = points_above(&points, &roofs);
+        if !above.is_empty() {
+            let bar = spinner(&format!("quick ceilings ({threads} thread(s)), again"));
+            let why = format!("{} above the roofs", above.join(", "));
+            match steps.remeasure_ceilings(threads, &why, &bar) {
+                Some(Ok(fresh)) => roofs = fresh,
+                Some(Err(e)) => {
+                    bar.suspend(|| eprintln!("roofline: warning: could not re-measure the ceilings ({e:#}); the cached ones stay"))
+                }
+                None => {}
+            }
+            bar.finish_and_clear();
+        }
         if !roofs.is_empty() {
             let mut r = roofs.to_roofs();
             r.threads = Some(threads);
@@ -419,6 +455,19 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
     }
     report.energy_roofs = steps.energy_roofs();
     Ok(report)
+}
+
+/// The points above their roofs beyond both spreads (`model::above_roof`), by name.
+fn points_above(points: &[Point], roofs: &RoofSet) -> Vec<String> {
+    points
+        .iter()
+        .filter_map(|p| {
+            let mut p = p.clone();
+            p.derive();
+            let a = crate::model::analyse(&p, roofs);
+            crate::model::above_roof(&p, &a, roofs).map(|_| p.name)
+        })
+        .collect()
 }
 
 /// The thread counts of `--threads`, each once, in order, capped by the machine's CPUs (`all`
@@ -675,6 +724,74 @@ mod tests {
             );
         }
         assert!(html.contains("id=\"chart0-box\"") && html.contains("id=\"chart1-box\"") && !html.contains("id=\"chart2-box\""));
+    }
+
+    /// The fake's steps, with roofs that can be measured again (`factor` × the fake's) and a
+    /// record of each call.
+    struct Remeasuring {
+        fake: Fake,
+        factor: f64,
+        calls: Vec<(u32, String)>,
+    }
+
+    impl Steps for Remeasuring {
+        fn machine(&mut self, bar: &ProgressBar) -> anyhow::Result<MachineModel> {
+            self.fake.machine(bar)
+        }
+        fn environment(&mut self, m: &MachineModel) -> Environment {
+            self.fake.environment(m)
+        }
+        fn ceilings(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+            self.fake.ceilings(m, threads, bar)
+        }
+        fn points(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
+            self.fake.points(m, threads, bar)
+        }
+        fn remeasure_ceilings(&mut self, threads: u32, why: &str, bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
+            self.calls.push((threads, why.to_string()));
+            let mut r = self.fake.ceilings(&machine(), threads, bar).ok()?;
+            for c in &mut r.compute {
+                c.gflops *= self.factor;
+            }
+            Some(Ok(r))
+        }
+    }
+
+    /// A point above roofs read from the cache makes the main job measure that thread count's
+    /// roofs again and read its points against the new ones; a count with no point above is
+    /// left alone. (dgemm's 40 GFLOP/s is above the fake's 1-thread roof of 28.8, under the
+    /// 2-thread one.)
+    #[test]
+    fn a_point_above_cached_roofs_has_them_measured_again() {
+        for (factor, still_above) in [(1.5, false), (1.2, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("roofline-report");
+            let args = Args {
+                dir: out.clone(),
+                threads: "1,2".into(),
+                ..Args::default()
+            };
+            let mut steps = Remeasuring {
+                fake: Fake { ceilings_fail: false },
+                factor,
+                calls: Vec::new(),
+            };
+            assert_eq!(run_with(args, &mut steps).unwrap(), 0);
+            assert_eq!(steps.calls.len(), 1, "{:?}", steps.calls);
+            assert_eq!(steps.calls[0].0, 1);
+            assert!(
+                steps.calls[0].1.contains("dgemm") && !steps.calls[0].1.contains("triad"),
+                "{:?}",
+                steps.calls
+            );
+            let r = report::read_report(&out.join(bundle::JSON)).unwrap();
+            let roof = 28.8 * factor;
+            assert!((r.ceilings.as_ref().unwrap().compute_gflops["double.avx2.fma"] - roof).abs() < 1e-9);
+            let dgemm = r.points.iter().find(|p| p.name == "dgemm" && p.threads == 1).unwrap();
+            assert!((dgemm.roof_fraction.unwrap() - 40.0 / roof).abs() < 1e-9);
+            let noted = dgemm.provenance.notes.iter().any(|n| n.starts_with("above its roof:"));
+            assert_eq!(noted, still_above, "{:?}", dgemm.provenance.notes);
+        }
     }
 
     /// The fake's steps with a CPU choice of random probe rates.
