@@ -514,11 +514,38 @@ fn triad_near_shared_capacity(dir: &Path) -> Option<(PathBuf, u64)> {
     Some((exe, pick(&mut s, 3500, 4600)))
 }
 
+/// Whether this machine lets a command run in a new PID namespace (`unshare --pid --fork
+/// --mount-proc`: root, or unprivileged user namespaces).
+fn pid_namespaces() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc", "true"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
 /// `measure --backend trace --trace MODE` of the triad with ASLR off and small caches: the
 /// report's point.
+///
+/// In a new PID namespace where the machine allows one, so that the program's thread ids are
+/// the same on every run. They are an input: on the Emerald Rapids host's C library, code run
+/// at a thread's start writes the thread's id in decimal, one loop iteration (11 or 14
+/// instructions) per digit; with ids of 5 digits in one run and 4 in the next (the counter
+/// wraps at 32768 on a busy machine), two exact reference runs differed by those instructions
+/// and a few bytes (5 of 30 runs of this test there, under load).
 fn measure_triad_levels(dir: &Path, mode: &str, exe: &Path, n: u64, run: u32) -> Value {
     let out = dir.join(format!("levels-{mode}-{run}.json"));
-    let o = std::process::Command::new("setarch")
+    let mut cmd = if pid_namespaces() {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--pid", "--fork", "--mount-proc", "setarch"]);
+        c
+    } else {
+        std::process::Command::new("setarch")
+    };
+    let o = cmd
         .arg("-R")
         .arg(assert_cmd::cargo::cargo_bin("roofline"))
         .args(["measure", "--backend", "trace", "--trace", mode])
@@ -550,6 +577,15 @@ fn reference_mode_interleaves_two_threads_the_same_way_every_run() {
         return;
     };
     let runs: Vec<Value> = (0..2).map(|r| measure_triad_levels(dir.path(), "reference", &exe, n, r)).collect();
+    if pid_namespaces() {
+        // The same thread ids on both runs: the same program input (measure_triad_levels).
+        let ids = |m: &Value| -> Vec<u64> {
+            m["extra"]["per_thread"]
+                .as_array()
+                .map_or(vec![], |a| a.iter().filter_map(|t| t["thread"].as_u64()).collect())
+        };
+        assert_eq!(ids(&runs[0]), ids(&runs[1]));
+    }
     assert_eq!(w(&runs[0]), 4 * n);
     assert_eq!(runs[0]["threads"].as_u64(), Some(2), "{}", runs[0]["extra"]["per_thread"]);
     for l in ["core", "l2", "l3", "dram"] {

@@ -68,6 +68,8 @@ pub(super) struct Lockstep {
     idle: BTreeMap<usize, Pid>,
     /// Order of the thread stepped last (the next turn is the next thread after it).
     last: Option<usize>,
+    /// Idle threads whose stop was taken right after a stepped system call woke them.
+    woken: Vec<Pid>,
 }
 
 impl Lockstep {
@@ -147,6 +149,25 @@ impl Lockstep {
     /// The idle threads, in order of creation.
     pub fn idle(&self) -> Vec<Pid> {
         self.idle.values().copied().collect()
+    }
+
+    /// Idle thread `pid`'s stop was taken right after the stepped system call that woke it.
+    pub fn mark_woken(&mut self, pid: Pid) {
+        self.woken.push(pid);
+    }
+
+    /// How a status of `pid` (before `seen`) ends an idle wait: Some(true) when a stepped
+    /// call woke it (its stop was taken after the call, or came while the call was in
+    /// flight), Some(false) when the thread stopped without one (its call ended on its own,
+    /// at a moment no turn decided); None when it was not idle.
+    pub fn idle_ends(&mut self, pid: Pid) -> Option<bool> {
+        if !self.idle.values().any(|p| *p == pid) {
+            return None;
+        }
+        let before = self.woken.len();
+        self.woken.retain(|p| *p != pid);
+        let in_flight = self.flight.is_some_and(|f| f.turn.syscall);
+        Some(self.woken.len() < before || in_flight)
     }
 }
 
@@ -242,6 +263,42 @@ mod tests {
         }
         assert_eq!(order, vec![a.pid, b.pid, c.pid]);
         assert!(!ls.busy());
+    }
+
+    /// How an idle thread's stop is told: taken after a stepped call woke it (marked), or
+    /// arriving while a stepped call is in flight (that call woke it), or neither (its call
+    /// ended on its own); a thread that was not idle is none of these.
+    #[test]
+    fn an_idle_threads_stop_says_whether_a_stepped_call_woke_it() {
+        let (a, b) = (turn(7), turn(5));
+        for (marked, b_in_syscall, want) in [(true, false, true), (false, true, true), (false, false, false)] {
+            let mut ls = Lockstep::default();
+            ls.queue(0, Turn { syscall: true, ..a });
+            ls.queue(
+                1,
+                Turn {
+                    syscall: b_in_syscall,
+                    ..b
+                },
+            );
+            ls.next();
+            let t0 = Instant::now();
+            assert!(!ls.flight_sleeps(Sleep::Interruptible, t0));
+            assert!(ls.flight_sleeps(Sleep::Interruptible, t0 + SLEEP_IDLE));
+            assert_eq!(ls.idle_ends(b.pid), None, "not idle");
+            assert_eq!(ls.next().map(|t| t.pid), Some(b.pid));
+            if marked {
+                ls.seen(b.pid);
+                ls.mark_woken(a.pid);
+            }
+            assert_eq!(
+                ls.idle_ends(a.pid),
+                Some(want),
+                "marked {marked}, b in a system call {b_in_syscall}"
+            );
+            ls.seen(a.pid);
+            assert_eq!(ls.idle_ends(a.pid), None, "idle no more");
+        }
     }
 
     #[test]

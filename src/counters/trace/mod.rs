@@ -600,6 +600,7 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
         "replayed_loops": stats.replayed_loops,
         "held_paths": stats.held_paths,
         "polled_waits": stats.polled_waits,
+        "idle_ends_unwoken": stats.idle_ends_unwoken,
         "polls_caught": stats.polls_caught,
         "hold_timeouts": stats.hold_timeouts,
         "interrupted_steps": stats.interrupted_steps,
@@ -637,6 +638,7 @@ fn per_thread_json(stats: &DriverStats) -> serde_json::Value {
                 "single_steps": t.steps,
                 "native_loops": t.native_loops,
                 "resumed_outside_counting": t.outside_resumes,
+                "turn_syscalls": t.turn_syscalls,
             })
         })
         .collect();

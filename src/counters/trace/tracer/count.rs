@@ -118,6 +118,9 @@ impl Tracer<'_> {
 
     /// One single-stepped instruction: counted (`count`) and its addresses fed to the sink.
     pub(super) fn step_one(&mut self, pid: Pid, si: usize, pc: u64, regs: &libc::user_regs_struct, count: bool) {
+        if self.step_log_dir.is_some() {
+            self.log_step(pid, pc, count);
+        }
         let insn = self.spaces[si].insn_at(pc, &mut self.factory);
         let func = if self.by_function {
             self.spaces[si].site_of(pc)
@@ -191,6 +194,21 @@ impl Tracer<'_> {
                 tile_accesses(&insn, cfg, &mut reg, &mut out);
             }
             self.feed(tid, &out);
+        }
+    }
+
+    /// `ROOFLINE_TRACE_STEP_LOG`: one line per single-stepped instruction, `thread-order
+    /// address counted`, in DIR/steps-PID.txt (PID: the traced program's).
+    fn log_step(&mut self, pid: Pid, pc: u64, count: bool) {
+        if self.step_log.is_none()
+            && let Some(dir) = &self.step_log_dir
+        {
+            let path = std::path::Path::new(dir).join(format!("steps-{}.txt", self.main.as_raw()));
+            self.step_log = std::fs::File::create(path).ok().map(std::io::BufWriter::new);
+        }
+        let order = self.threads.get(&pid).map_or(usize::MAX, |t| t.index);
+        if let Some(w) = &mut self.step_log {
+            let _ = std::io::Write::write_fmt(w, format_args!("{order} {pc:x} {count}\n"));
         }
     }
 

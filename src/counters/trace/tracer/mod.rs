@@ -128,6 +128,9 @@ pub struct DriverStats {
     pub held_paths: u64,
     /// Holds given up because another thread did not stop in time (run-ahead skipped there).
     pub hold_timeouts: u64,
+    /// Reference mode: idle threads (asleep in a stepped system call) that stopped without a
+    /// stepped call waking them: they rejoined the turns at a moment the run did not decide.
+    pub idle_ends_unwoken: u64,
     /// Waits for a stop that polled first (`spin.rs`), and of these the ones whose stop came
     /// while polling.
     pub polled_waits: u64,
@@ -196,7 +199,14 @@ pub struct ThreadStats {
     pub native_loops: u64,
     /// Resumes while its space was not counting (before the entry point, outside regions).
     pub outside_resumes: u64,
+    /// Reference mode with several threads: its stepped system calls, the first
+    /// `TURN_SYSCALLS_KEPT`, each `number=result`, and how one that slept ended (what two runs
+    /// that differ are compared by first).
+    pub turn_syscalls: Vec<String>,
 }
+
+/// How many stepped system calls a thread's stats keep.
+const TURN_SYSCALLS_KEPT: usize = 64;
 
 pub struct Tracer<'s> {
     mode: TraceMode,
@@ -237,6 +247,10 @@ pub struct Tracer<'s> {
     no_site: Rc<Site>,
     /// `ROOFLINE_TRACE_DEBUG`: the driver says on stderr where it steps over and mispredicts.
     debug: bool,
+    /// `ROOFLINE_TRACE_STEP_LOG=DIR`: every single-stepped instruction, `thread-order address`,
+    /// into DIR/steps-PID.txt (two reference runs that differ are compared by it).
+    step_log: Option<std::io::BufWriter<std::fs::File>>,
+    step_log_dir: Option<std::ffi::OsString>,
     /// A run-ahead path in a space of several threads: the others held stopped until the
     /// path's thread stops again.
     hold: Option<Hold>,
@@ -329,6 +343,8 @@ impl<'s> Tracer<'s> {
             fault_no_join: std::env::var("ROOFLINE_TRACE_FAULT").is_ok_and(|v| v == "no-join"),
             no_site: Rc::new(Site::symbol(Rc::from(""))),
             debug: std::env::var_os("ROOFLINE_TRACE_DEBUG").is_some(),
+            step_log: None,
+            step_log_dir: std::env::var_os("ROOFLINE_TRACE_STEP_LOG"),
             hold: None,
             hold_cooldown: 0,
             releasing: false,
@@ -493,7 +509,11 @@ impl<'s> Tracer<'s> {
             };
             self.stats.stops += 1;
             // Reference mode: after a stepped system call, the idle threads it woke rejoin.
+            let idle_ended = st.pid().and_then(|p| self.lockstep.idle_ends(p));
             let woke = st.pid().and_then(|p| self.lockstep.seen(p)).is_some_and(|f| f.turn.syscall);
+            if woke || idle_ended.is_some() {
+                self.note_turn_syscall(&st, idle_ended);
+            }
             if let Some(h) = &mut self.hold
                 && let Some(pid) = st.pid()
             {
@@ -539,6 +559,9 @@ impl<'s> Tracer<'s> {
             if woke {
                 self.take_woken();
             }
+        }
+        if let Some(w) = &mut self.step_log {
+            let _ = std::io::Write::flush(w);
         }
         Ok(self.ending.unwrap_or(Ending::Exited(0)))
     }
@@ -606,6 +629,32 @@ impl<'s> Tracer<'s> {
         }
     }
 
+    /// Reference mode: a stepped system call's stop, or an idle thread's (`idle_ended`: woken
+    /// by a stepped call, or not), in its thread's `turn_syscalls`.
+    fn note_turn_syscall(&mut self, st: &WaitStatus, idle_ended: Option<bool>) {
+        let Some(pid) = st.pid() else { return };
+        let Some(index) = self.threads.get(&pid).map(|t| t.index) else {
+            return;
+        };
+        let entry = match (st, ptrace::getregs(pid)) {
+            (WaitStatus::Stopped(..), Ok(r)) => format!("{}={}", r.orig_rax as i64, r.rax as i64),
+            _ => format!("{st:?}"),
+        };
+        let how = match idle_ended {
+            None => "",
+            Some(true) => " (slept, woken by a stepped call)",
+            Some(false) => " (slept, ended on its own)",
+        };
+        if idle_ended == Some(false) {
+            self.stats.idle_ends_unwoken += 1;
+        }
+        if let Some(s) = self.stats.per_thread.get_mut(index)
+            && s.turn_syscalls.len() < TURN_SYSCALLS_KEPT
+        {
+            s.turn_syscalls.push(format!("{entry}{how}"));
+        }
+    }
+
     /// After a stepped system call (a `futex` wake, a signal sent): an idle thread it woke is
     /// awake now (a wake-up makes it runnable before the call returns); its stop is taken and
     /// handled before the next turn, so it rejoins the turns at the same point on every run.
@@ -620,6 +669,7 @@ impl<'s> Tracer<'s> {
                 match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
                     Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
                     Ok(st) => {
+                        self.lockstep.mark_woken(pid);
                         self.deferred.push_back(st);
                         break;
                     }
