@@ -32,7 +32,7 @@ Examples:
 
 pub const CEILINGS: &str = "\
 Examples:
-  roofline ceilings --quick                          # about 10 s; cached in ~/.cache/roofline/
+  roofline ceilings --quick                          # 10-20 s; cached in ~/.cache/roofline/
   roofline ceilings --quick --json -o ceilings.json  # the cached figures, as a file";
 
 pub const MEASURE: &str = "\
