@@ -527,6 +527,8 @@ mod tests {
             flop_per_cycle: None,
             theoretical_gflops: None,
             percent_of_theoretical: None,
+            cpu: None,
+            set_aside: Vec::new(),
         }
     }
 

@@ -22,6 +22,11 @@ pub fn allowed_cpus() -> Vec<usize> {
     cpus
 }
 
+/// The CPU [`prefer_cpu`] put first, if any.
+pub fn preferred_cpu() -> Option<usize> {
+    Some(PREFERRED.load(Ordering::Relaxed)).filter(|&c| c != usize::MAX)
+}
+
 /// From now on [`allowed_cpus`] lists `cpu` first, so one-thread runs pin to it and teams
 /// start on it; `None` restores the mask's order. A CPU outside the mask is ignored.
 pub fn prefer_cpu(cpu: Option<usize>) {
@@ -38,7 +43,10 @@ mod tests {
         let last = *mask.last().unwrap();
         prefer_cpu(Some(last));
         let moved = allowed_cpus();
+        let kept = preferred_cpu();
         prefer_cpu(None);
+        assert_eq!(kept, Some(last));
+        assert_eq!(preferred_cpu(), None);
         assert_eq!(moved[0], last);
         let mut rest = mask.clone();
         rest.retain(|&c| c != last);

@@ -224,6 +224,8 @@ pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, platform: Op
         flop_per_cycle: Some(f.flop_per_cycle),
         theoretical_gflops: per_cycle.map(|t| t * f.ghz * threads as f64),
         percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
+        cpu: None,
+        set_aside: Vec::new(),
     }
 }
 
@@ -278,7 +280,7 @@ fn mixed_rounds(unit: Unit, budget: Budget) -> Option<u64> {
 
 /// Measurements of an AMX ceiling at most: the first, and more while the best so far is
 /// [`slow_attempt`].
-pub const AMX_ATTEMPTS: usize = 3;
+pub const AMX_ATTEMPTS: usize = 5;
 
 /// Below this % of the platform's rate a measurement of the AMX tile unit is taken again.
 pub const AMX_SLOW_PERCENT: f64 = 90.0;
@@ -300,6 +302,50 @@ pub fn better_attempt(a: ComputeCeiling, b: ComputeCeiling) -> ComputeCeiling {
     if rate(&b) > rate(&a) { b } else { a }
 }
 
+/// The CPU of a one-thread attempt: the first allowed CPU (the preferred one), then each next
+/// one in turn, so a slow phase of one vCPU's unit is not measured `attempts` times over.
+pub fn attempt_cpu(allowed: &[usize], attempt: usize) -> Option<usize> {
+    (!allowed.is_empty()).then(|| allowed[attempt % allowed.len()])
+}
+
+/// Measure up to `attempts` times while the best so far is [`slow_attempt`]: the best is
+/// kept, with the others in its `set_aside`. `measure(i)` is attempt `i`; `cpu(i)` where it
+/// ran (one thread), recorded on the kept figure and on those set aside.
+pub fn best_of_attempts(
+    attempts: usize,
+    cpu: impl Fn(usize) -> Option<usize>,
+    mut measure: impl FnMut(usize) -> Option<ComputeCeiling>,
+) -> Option<ComputeCeiling> {
+    let with_cpu = |mut c: ComputeCeiling, i: usize| {
+        c.cpu = cpu(i).map(|c| c as u32);
+        c
+    };
+    let mut kept = with_cpu(measure(0)?, 0);
+    let mut set_aside = Vec::new();
+    for i in 1..attempts {
+        if !slow_attempt(&kept) {
+            break;
+        }
+        let Some(again) = measure(i) else {
+            break;
+        };
+        let again = with_cpu(again, i);
+        let best = better_attempt(kept.clone(), again.clone());
+        let other = if best == kept { again } else { kept };
+        set_aside.push(crate::schema::ceilings::SetAsideAttempt {
+            cpu: other.cpu,
+            gflops: other.gflops,
+            percent_of_theoretical: other.percent_of_theoretical,
+        });
+        kept = best;
+    }
+    if set_aside.is_empty() {
+        kept.cpu = None;
+    }
+    kept.set_aside = set_aside;
+    Some(kept)
+}
+
 /// Measure a low-precision unit (AMX bf16/int8 tiles, AVX-512 FP16 FMA, `vdpbf16ps`, VNNI) on
 /// `threads` threads, each sample paired with a clock sample as [`measure_peak`] does: a
 /// ceiling `precision.isa.fma` (GOP/s for int8/int16) with its % of the platform table's rate
@@ -311,24 +357,25 @@ pub fn better_attempt(a: ComputeCeiling, b: ComputeCeiling) -> ComputeCeiling {
 /// hyperthread is the likely cause; a cold start is not: most vCPUs start fast). A 25 ms
 /// measurement that falls in such a phase is slow throughout, with a small spread: an AMX
 /// ceiling is measured again, up to [`AMX_ATTEMPTS`] times, while the best so far is below
-/// [`AMX_SLOW_PERCENT`], and the best attempt is kept with its own spread.
+/// [`AMX_SLOW_PERCENT`], and the best attempt is kept with its own spread. At one thread each
+/// attempt runs on the next allowed CPU ([`attempt_cpu`]): the slow phases of one vCPU last up
+/// to 0.4 s, while other vCPUs are fast meanwhile.
 pub fn measure_mixed(unit: Unit, threads: usize, budget: Budget, platform: Option<&Platform>) -> Option<ComputeCeiling> {
-    let attempts = if matches!(unit, Unit::AmxBf16 | Unit::AmxInt8) {
-        AMX_ATTEMPTS
-    } else {
-        1
-    };
-    let mut kept = measure_mixed_once(unit, threads, budget, platform)?;
-    for _ in 1..attempts {
-        if !slow_attempt(&kept) {
-            break;
-        }
-        let Some(again) = measure_mixed_once(unit, threads, budget, platform) else {
-            break;
-        };
-        kept = better_attempt(kept, again);
+    if !matches!(unit, Unit::AmxBf16 | Unit::AmxInt8) {
+        return measure_mixed_once(unit, threads, budget, platform);
     }
-    Some(kept)
+    let allowed = roofline_kernels::cpus::allowed_cpus();
+    let hop = threads == 1 && allowed.len() > 1;
+    let cpu = |i: usize| if hop { attempt_cpu(&allowed, i) } else { None };
+    let preferred = roofline_kernels::cpus::preferred_cpu();
+    let kept = best_of_attempts(AMX_ATTEMPTS, cpu, |i| {
+        if hop {
+            roofline_kernels::cpus::prefer_cpu(cpu(i));
+        }
+        measure_mixed_once(unit, threads, budget, platform)
+    });
+    roofline_kernels::cpus::prefer_cpu(preferred);
+    kept
 }
 
 /// One measurement of [`measure_mixed`].
@@ -372,6 +419,8 @@ fn measure_mixed_once(unit: Unit, threads: usize, budget: Budget, platform: Opti
         flop_per_cycle: Some(f.flop_per_cycle),
         theoretical_gflops: per_cycle.map(|t| t * f.ghz * threads as f64),
         percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
+        cpu: None,
+        set_aside: Vec::new(),
     })
 }
 
@@ -434,6 +483,8 @@ fn unpaired(spec: PeakSpec, threads: usize, budget: Budget, rounds: u64) -> Comp
         flop_per_cycle: None,
         theoretical_gflops: None,
         percent_of_theoretical: None,
+        cpu: None,
+        set_aside: Vec::new(),
     }
 }
 
@@ -490,6 +541,8 @@ mod tests {
             flop_per_cycle: Some(fpc),
             theoretical_gflops: None,
             percent_of_theoretical: pct,
+            cpu: None,
+            set_aside: Vec::new(),
         };
         for _ in 0..200 {
             let (fa, fb) = (100.0 + 1000.0 * rng.unit(), 100.0 + 1000.0 * rng.unit());
@@ -502,6 +555,74 @@ mod tests {
             let kept = better_attempt(a.clone(), b.clone());
             assert_eq!(kept, if fb > fa { b } else { a });
         }
+    }
+
+    /// Attempts go on while the best so far is slow, each on its own CPU; the fastest is kept
+    /// with the CPU it ran on, every other one is set aside with its CPU and figure.
+    #[test]
+    fn amx_attempts_hop_cpus_until_one_is_fast_and_set_the_rest_aside() {
+        let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+        for _ in 0..300 {
+            let allowed: Vec<usize> = (0..1 + rng.below(16)).map(|i| 2 * i + rng.below(2)).collect();
+            let attempts = 1 + rng.below(6);
+            // Each attempt's flop per cycle: a slow phase (380-480) or a fast unit (930-1030).
+            let rates: Vec<f64> = (0..attempts)
+                .map(|_| {
+                    if rng.unit() < 0.6 {
+                        380.0 + 100.0 * rng.unit()
+                    } else {
+                        930.0 + 100.0 * rng.unit()
+                    }
+                })
+                .collect();
+            let mut calls = Vec::new();
+            let kept = best_of_attempts(
+                attempts,
+                |i| attempt_cpu(&allowed, i),
+                |i| {
+                    calls.push(i);
+                    let fpc = rates[i];
+                    Some(ComputeCeiling {
+                        precision: "bf16".into(),
+                        isa: "amx".into(),
+                        fma: true,
+                        mode: "fma".into(),
+                        threads: 1,
+                        gflops: 2.5 * fpc,
+                        gflops_best: 2.5 * fpc,
+                        spread: 0.01,
+                        samples: 7,
+                        ghz: Some(2.5),
+                        flop_per_cycle: Some(fpc),
+                        theoretical_gflops: Some(2.5 * 1024.0),
+                        percent_of_theoretical: Some(100.0 * fpc / 1024.0),
+                        cpu: None,
+                        set_aside: Vec::new(),
+                    })
+                },
+            )
+            .unwrap();
+            // Calls stop at the first fast attempt (all are slow: every attempt).
+            let expected = rates.iter().position(|&r| r >= 921.6).map_or(attempts, |p| p + 1);
+            assert_eq!(calls, (0..expected).collect::<Vec<_>>(), "{rates:?}");
+            let best = (0..expected).max_by(|&a, &b| rates[a].total_cmp(&rates[b])).unwrap();
+            assert_eq!(kept.flop_per_cycle, Some(rates[best]));
+            assert_eq!(kept.set_aside.len(), expected - 1);
+            if expected == 1 {
+                assert_eq!(kept.cpu, None, "measured once: no CPU to name");
+            } else {
+                assert_eq!(kept.cpu, Some(allowed[best % allowed.len()] as u32));
+                let mut aside: Vec<(Option<u32>, f64)> = kept.set_aside.iter().map(|a| (a.cpu, a.gflops)).collect();
+                let mut others: Vec<(Option<u32>, f64)> = (0..expected)
+                    .filter(|&i| i != best)
+                    .map(|i| (Some(allowed[i % allowed.len()] as u32), 2.5 * rates[i]))
+                    .collect();
+                aside.sort_by(|a, b| a.1.total_cmp(&b.1));
+                others.sort_by(|a, b| a.1.total_cmp(&b.1));
+                assert_eq!(aside, others);
+            }
+        }
+        assert_eq!(attempt_cpu(&[], 3), None);
     }
 
     /// However many warm-up runs a thread logged before its timed samples (slow ones: a cold

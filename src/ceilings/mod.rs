@@ -490,6 +490,8 @@ mod tests {
             flop_per_cycle: Some(gflops / 3.0),
             theoretical_gflops: None,
             percent_of_theoretical: None,
+            cpu: None,
+            set_aside: Vec::new(),
         };
         Ceilings {
             schema: CEILINGS_SCHEMA.into(),

@@ -33,7 +33,8 @@ pub struct Args {
     /// One figure only, printed as a number (for scripts/compare-peers.sh):
     /// `peak` (double AVX-512 FMA, else the widest FMA; prints GFLOP/s, GHz, theoretical
     /// GFLOP/s), a low-precision unit's key such as `bf16.amx` (its quick ceiling: GFLOP/s,
-    /// best sample, spread, GHz, % of the platform's rate) or `KERNEL:BYTES` (a streaming
+    /// best sample, spread, GHz, % of the platform's rate, measurements made, the kept one's
+    /// CPU where it hopped) or `KERNEL:BYTES` (a streaming
     /// kernel at that working set; prints core GB/s).
     #[arg(long, hide = true, value_name = "FIGURE")]
     pub figure: Option<String>,
@@ -112,12 +113,14 @@ fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
             ));
         };
         println!(
-            "{:.3} {:.3} {:.4} {} {}",
+            "{:.3} {:.3} {:.4} {} {} {} {}",
             c.gflops,
             c.gflops_best,
             c.spread,
             or_dash(c.ghz, 3),
-            or_dash(c.percent_of_theoretical, 2)
+            or_dash(c.percent_of_theoretical, 2),
+            1 + c.set_aside.len(),
+            c.cpu.map_or("-".to_string(), |cpu| cpu.to_string())
         );
         return Ok(0);
     }

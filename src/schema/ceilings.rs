@@ -126,6 +126,23 @@ pub struct ComputeCeiling {
     /// Pipes × lanes × flops per instruction × measured clock × threads.
     pub theoretical_gflops: Option<f64>,
     pub percent_of_theoretical: Option<f64>,
+    /// The CPU a one-thread ceiling was kept from, where it was measured more than once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// Earlier measurements set aside as slow phases of the unit (AMX below 90 % of its rate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<SetAsideAttempt>,
+}
+
+/// A measurement of a compute ceiling read as a slow phase of its unit and measured again.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetAsideAttempt {
+    /// The CPU it ran on (one thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    pub gflops: f64,
+    pub percent_of_theoretical: Option<f64>,
 }
 
 /// One bandwidth ceiling: a kernel at a memory level's working set and a thread count.

@@ -65,6 +65,9 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
         ];
         let _ = writeln!(s, "{}", cols.line(cells));
     }
+    for x in c.compute.iter().filter(|x| want(x.threads) && !x.set_aside.is_empty()) {
+        let _ = writeln!(s, "{}", set_aside_line(x));
+    }
     let _ = writeln!(
         s,
         "\nbandwidth (GB/s = 1e9 B/s; `core` = load+store instructions, `+WA` adds write-allocate reads)"
@@ -135,6 +138,28 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// A ceiling measured more than once: where the kept figure ran and what was set aside.
+pub fn set_aside_line(x: &crate::schema::ceilings::ComputeCeiling) -> String {
+    let on = |cpu: Option<u32>| cpu.map(|c| format!(" on CPU {c}")).unwrap_or_default();
+    let aside: Vec<String> = x
+        .set_aside
+        .iter()
+        .map(|a| match a.percent_of_theoretical {
+            Some(p) => format!("{:.0} % of the unit's rate{}", p, on(a.cpu)),
+            None => format!("{:.1}{}", a.gflops, on(a.cpu)),
+        })
+        .collect();
+    format!(
+        "  {} {} ×{}: kept the fastest of {} measurements{}; set aside as slow phases of the unit: {}",
+        x.precision,
+        x.isa,
+        x.threads,
+        x.set_aside.len() + 1,
+        on(x.cpu),
+        aside.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -121,3 +121,50 @@ fn the_sweep_section_lists_plateaus_and_levels() {
         "{t}"
     );
 }
+
+/// An AMX ceiling measured on several CPUs says under the compute table where its kept figure
+/// ran and each figure set aside; one measured once adds no line, and older files (without the
+/// fields) read as measured once.
+#[test]
+fn a_ceiling_measured_again_names_its_cpu_and_the_attempts_set_aside() {
+    let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+    for _ in 0..20 {
+        let mut c = ceilings();
+        assert!(c.compute.iter().all(|x| x.cpu.is_none() && x.set_aside.is_empty()));
+        let plain = table(&c, &options(vec![1]));
+        let kept_cpu = rng.below(64) as u32;
+        let aside: Vec<(u32, f64)> = (0..1 + rng.below(4))
+            .map(|_| (rng.below(64) as u32, 30.0 + 59.0 * rng.unit()))
+            .collect();
+        c.compute[0].cpu = Some(kept_cpu);
+        c.compute[0].set_aside = aside
+            .iter()
+            .map(|&(cpu, p)| crate::schema::ceilings::SetAsideAttempt {
+                cpu: Some(cpu),
+                gflops: p,
+                percent_of_theoretical: Some(p),
+            })
+            .collect();
+        let t = table(&c, &options(vec![1]));
+        let extra: Vec<&str> = t.lines().filter(|l| !plain.lines().any(|p| p == *l)).collect();
+        assert_eq!(extra.len(), 1, "{t}");
+        let line = extra[0];
+        assert!(
+            line.contains(&format!("fastest of {} measurements on CPU {kept_cpu};", aside.len() + 1)),
+            "{line}"
+        );
+        for (cpu, p) in &aside {
+            assert!(line.contains(&format!("{p:.0} % of the unit's rate on CPU {cpu}")), "{line}");
+        }
+        // The table's row for the ceiling comes before the line, the bandwidth header after.
+        let at = t.find(line).unwrap();
+        assert!(t.find("14.6").unwrap() < at && at < t.find("bandwidth").unwrap(), "{t}");
+        // Round trip through JSON keeps the fields; a ceiling measured once writes neither.
+        let json = serde_json::to_value(&c).unwrap();
+        assert!(json["compute"][1].get("cpu").is_none() && json["compute"][1].get("set_aside").is_none());
+        let back: Ceilings = serde_json::from_value(json).unwrap();
+        assert_eq!(back.compute, c.compute);
+        // Asked only for 2 threads: the 1-thread ceiling's line is not shown.
+        assert!(!table(&c, &options(vec![2])).contains("set aside"));
+    }
+}
