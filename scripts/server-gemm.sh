@@ -20,7 +20,11 @@
 #   peers      the suite's GEMMs against PyTorch's matmul, alternated per trial (TRIALS, default
 #              5): one thread pinned (dgemm n = 1024; bf16 and int8 AMX at n = 1024, 2048; with
 #              roofline-old beside where present), then 16 threads (--split)
-#   ceilings   roofline ceilings --quick --threads 1,16, twice: the AMX and FMA peaks with spread
+#   main       the main job (`roofline`, no cached ceilings: 1 thread and all CPUs), its table
+#   sweep      roofline ceilings --sweep --threads 1,16: the plateaus and each level's roof
+#   amx-peak   the main job's quick AMX figure (`ceilings --figure`), five runs each of bf16 and
+#              int8 at 1 and 16 threads: % of the unit's rate, measurements made, the CPU kept
+#   ceilings   roofline ceilings --quick --threads 1,16: the AMX and FMA peaks with spread
 set -uo pipefail
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -77,8 +81,20 @@ run() {
   echo "== peers, 16 threads"
   timeout 200 python3 peer_ratio.py --trials "$trials" --json "$out/peer16.json" \
     bf16_gemm:amx:1024:16 bf16_gemm:amx:2048:16 int8_gemm:amx:1024:16 int8_gemm:amx:2048:16 2>&1 | grep -v trial
-  echo "== ceilings (quick, 1 and 16 threads), twice"
-  for i in 1 2; do
+  echo "== main job (no cached ceilings)"
+  local t0=$SECONDS
+  (mkdir -p "$out/main" && cd "$out/main" && timeout 240 "$OLDPWD/roofline" > table.txt 2> stderr.txt; echo "rc $?" >> table.txt)
+  echo "main job: $((SECONDS - t0)) s"; cat "$out/main/table.txt"; grep -i -E "warning|re-measur" "$out/main/stderr.txt"
+  echo "== sweep (1 and 16 threads)"
+  t0=$SECONDS
+  timeout 240 ./roofline ceilings --sweep --threads 1,16 --refresh > "$out/sweep.txt" 2> "$out/sweep.err"
+  echo "sweep: $((SECONDS - t0)) s, rc $?"; cat "$out/sweep.txt"
+  echo "== AMX peak, the main job's quick figure, five runs each (GFLOP/s best spread GHz % measurements cpu)"
+  for fig in bf16.amx int8.amx; do for t in 1 16; do
+    for i in 1 2 3 4 5; do echo "$fig x$t: $(timeout 60 ./roofline ceilings --figure $fig --threads $t 2>&1)"; done
+  done; done
+  echo "== ceilings (quick, 1 and 16 threads)"
+  for i in 1; do
     timeout 120 ./roofline ceilings --quick --threads 1,16 --refresh --json > "$out/ceilings$i.json" 2>/dev/null
     python3 -c "
 import json, sys

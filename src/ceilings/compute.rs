@@ -280,7 +280,7 @@ fn mixed_rounds(unit: Unit, budget: Budget) -> Option<u64> {
 
 /// Measurements of an AMX ceiling at most: the first, and more while the best so far is
 /// [`slow_attempt`].
-pub const AMX_ATTEMPTS: usize = 5;
+pub const AMX_ATTEMPTS: usize = 8;
 
 /// Below this % of the platform's rate a measurement of the AMX tile unit is taken again.
 pub const AMX_SLOW_PERCENT: f64 = 90.0;

@@ -353,8 +353,39 @@ impl RoofSet {
     #[cfg(feature = "analysis")]
     fn fill_theoretical(&mut self, report: &Report) {
         let threads = report.points.iter().map(|p| p.threads).max().unwrap_or(1);
-        if let Some(theory) = RoofSet::theoretical_from_json(&report.machine, self.threads.unwrap_or(threads)) {
+        if let Some(mut theory) = RoofSet::theoretical_from_json(&report.machine, self.threads.unwrap_or(threads)) {
+            theory.cap_below_wider_measured(self);
             self.fill_from(&theory);
+        }
+    }
+
+    /// Hold each compute roof of this (theoretical) set at or below every measured roof in
+    /// `measured` that bounds it: of the same precision and mode at a wider vector ISA (up to
+    /// AVX-512; tiles and GPUs are other units), and, for a roof without FMA, of FMA at the same
+    /// or a wider ISA. A narrower vector, or a multiply and an add in place of an FMA, runs on
+    /// the same pipes at no higher rate, so a paper peak above what was measured (a clock read
+    /// while the host was quiet, the peaks measured while it was busy) is a roof no code
+    /// reaches. The roof stays theoretical (dashed).
+    pub fn cap_below_wider_measured(&mut self, measured: &RoofSet) {
+        for c in &mut self.compute {
+            let lowest_bound = measured
+                .compute
+                .iter()
+                .filter(|m| {
+                    let (wider, at_least) = (isa_rank(&m.isa) > isa_rank(&c.isa), isa_rank(&m.isa) >= isa_rank(&c.isa));
+                    m.empirical
+                        && !m.mix
+                        && m.precision == c.precision
+                        && isa_rank(&m.isa) <= isa_rank("avx512")
+                        && ((m.fma == c.fma && wider) || (m.fma && !c.fma && at_least))
+                        && m.gflops.is_finite()
+                        && m.gflops > 0.0
+                })
+                .map(|m| m.gflops)
+                .fold(None, |a: Option<f64>, g| Some(a.map_or(g, |a| a.min(g))));
+            if let Some(g) = lowest_bound {
+                c.gflops = c.gflops.min(g);
+            }
         }
     }
 
