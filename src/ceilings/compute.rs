@@ -132,12 +132,11 @@ pub struct PairedFigures {
 ///
 /// A team's rate is the sum of its threads' rates, not its flops over the slowest thread's
 /// time: each core's units work on their own, so what the machine can do at once is what each
-/// does, and a kernel that balances its work dynamically reaches it. On the Emerald Rapids guest
-/// (`kernels/examples/cpu_pairs.rs`, a fresh 16-vCPU machine) one vCPU ran the FMA loop at half
-/// rate beside the other 15 while the median one ran at 0.99 of its rate alone: the slowest
-/// thread's time read that as a machine of 16 half cores (56 % of the 16-thread theory). A
-/// kernel split statically waits for the slowest thread; the report says so where the CPUs are
-/// unequal (`environment.cpu_choice`).
+/// does, and a kernel that balances its work dynamically reaches it. On a fresh 16-vCPU
+/// Emerald Rapids guest (`kernels/examples/cpu_pairs.rs`) the slowest of 16 threads ran the FMA
+/// loop at 0.50 of its rate alone and the median one at 0.99: the slowest thread's time reads
+/// that as a machine of 16 half cores. A kernel split statically waits for the slowest thread;
+/// the report says so where the CPUs are unequal (`environment.cpu_choice`).
 pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -> Option<PairedFigures> {
     let n = logs.iter().map(Vec::len).min()?;
     if n == 0 {
