@@ -126,7 +126,39 @@ pub fn time_team_hooked(
     on_sample: &(dyn Fn(usize, f64) + Sync),
     hooks: Option<&dyn TeamHooks>,
 ) -> Vec<f64> {
+    time_team_per_thread(instances, repeat, on_sample, hooks).samples
+}
+
+/// One team thread's own time: where it ran and how long its calls took, barriers excluded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThreadTime {
+    /// The team thread's index.
+    pub thread: usize,
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Its timed seconds per call, without the waits for the others at each repetition's end.
+    pub seconds_per_call: f64,
+}
+
+/// A team's timing: each repetition's wall time per call (ended by the slowest thread), and
+/// each thread's own time per call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TeamTiming {
+    pub samples: Vec<f64>,
+    pub threads: Vec<ThreadTime>,
+}
+
+/// [`time_team_hooked`] that also gives each thread's own time per call ([`TeamTiming`]): a
+/// repetition ends when its slowest thread ends, and how much the others waited says whether
+/// the team was held back by one of its CPUs.
+pub fn time_team_per_thread(
+    instances: Vec<Box<dyn Instance>>,
+    repeat: Repeat,
+    on_sample: &(dyn Fn(usize, f64) + Sync),
+    hooks: Option<&dyn TeamHooks>,
+) -> TeamTiming {
     let n = instances.len().max(1);
+    let own_times = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let cpus = allowed_cpus();
     let barrier = Arc::new(Barrier::new(n));
     let samples = Arc::new(Mutex::new(Vec::new()));
@@ -136,6 +168,7 @@ pub fn time_team_hooked(
         for (i, mut inst) in instances.into_iter().enumerate() {
             let barrier = barrier.clone();
             let samples = samples.clone();
+            let own_times = own_times.clone();
             let stop = stop.clone();
             let calls = calls.clone();
             let cpu = cpus.get(i % cpus.len().max(1)).copied().unwrap_or(i);
@@ -170,6 +203,7 @@ pub fn time_team_hooked(
                 let mut total = 0.0;
                 let mut count = 0;
                 let mut made = 0u64;
+                let mut own = 0.0;
                 if let Some(h) = hooks {
                     h.begin(i);
                 }
@@ -179,6 +213,7 @@ pub fn time_team_hooked(
                     for _ in 0..k {
                         inst.run();
                     }
+                    own += t0.elapsed().as_secs_f64();
                     barrier.wait();
                     let batch = t0.elapsed().as_secs_f64();
                     made += k as u64;
@@ -207,10 +242,24 @@ pub fn time_team_hooked(
                 if let Some(h) = hooks {
                     h.end(i, made);
                 }
+                if let Ok(mut v) = own_times.lock() {
+                    v.push(ThreadTime {
+                        thread: i,
+                        cpu,
+                        seconds_per_call: own / made.max(1) as f64,
+                    });
+                }
             });
         }
     });
-    Arc::try_unwrap(samples).map(|m| m.into_inner().unwrap()).unwrap_or_default()
+    let mut threads = Arc::try_unwrap(own_times)
+        .map(|m| m.into_inner().unwrap_or_default())
+        .unwrap_or_default();
+    threads.sort_by_key(|t| t.thread);
+    TeamTiming {
+        samples: Arc::try_unwrap(samples).map(|m| m.into_inner().unwrap()).unwrap_or_default(),
+        threads,
+    }
 }
 
 #[cfg(test)]
@@ -230,6 +279,43 @@ mod tests {
         assert!(warmup_seconds(&Repeat::default()) <= 0.05 && warmup_seconds(&Repeat::default()) > 0.0);
         r.min_total = Duration::ZERO;
         assert_eq!(warmup_seconds(&r), 0.0);
+    }
+
+    /// Each team thread's own time leaves out its waits for the others: a thread that sleeps
+    /// 2 ms a call beside one that does nothing has the long own time, the idle one a short
+    /// one, and no thread's own time per call exceeds the team's mean time per call.
+    #[test]
+    fn each_thread_times_itself_without_the_waits() {
+        struct Sleeper(Duration);
+        impl Instance for Sleeper {
+            fn run(&mut self) {
+                std::thread::sleep(self.0);
+            }
+            fn verify(&mut self) -> Result<(), String> {
+                Ok(())
+            }
+            fn counts(&self) -> crate::Counts {
+                crate::Counts::default()
+            }
+        }
+        // The sleeper first: thread 0's call sets the calls per repetition.
+        let team: Vec<Box<dyn Instance>> = vec![Box::new(Sleeper(Duration::from_millis(2))), Box::new(Sleeper(Duration::ZERO))];
+        let repeat = Repeat {
+            min_total: Duration::from_millis(30),
+            min_samples: 5,
+            max_samples: 50,
+            warmup: 1,
+        };
+        let t = time_team_per_thread(team, repeat, &|_, _| {}, None);
+        assert_eq!(t.threads.iter().map(|x| x.thread).collect::<Vec<_>>(), vec![0, 1]);
+        let cpus = allowed_cpus();
+        for x in &t.threads {
+            assert_eq!(x.cpu, cpus[x.thread % cpus.len()]);
+        }
+        let mean = t.samples.iter().sum::<f64>() / t.samples.len() as f64;
+        assert!(t.threads.iter().all(|x| x.seconds_per_call <= mean * (1.0 + 1e-9)), "{t:?}");
+        assert!(t.threads[0].seconds_per_call >= 2e-3, "{t:?}");
+        assert!(t.threads[1].seconds_per_call < 0.5 * t.threads[0].seconds_per_call, "{t:?}");
     }
 
     /// A short kernel is timed for --min-time: before, 100 samples of 20 µs ended after 2 ms

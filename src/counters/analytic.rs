@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use roofline_kernels::runner::{Repeat, TeamHooks, time_team_hooked};
+use roofline_kernels::runner::{Repeat, TeamHooks};
 use roofline_kernels::{Counts, Kernel, Variant};
 
 use crate::counters::Measurement;
@@ -121,9 +121,20 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
         acc.add(&i.counts());
         acc
     });
-    let samples = time_team_hooked(instances, spec.repeat, on_sample, hooks);
+    let timing = roofline_kernels::runner::time_team_per_thread(instances, spec.repeat, on_sample, hooks);
     let mut m = measurement(&counts, k.effective_flops(spec.n, spec.variant).map(|e| e * copies), spec.threads);
-    m.seconds_samples = samples;
+    m.seconds_samples = timing.samples;
+    if timing.threads.len() > 1 {
+        let own: Vec<serde_json::Value> = timing
+            .threads
+            .iter()
+            .map(|t| serde_json::json!({"cpu": t.cpu, "seconds_per_call": t.seconds_per_call}))
+            .collect();
+        m.extra.insert("team_threads", own);
+        if let (Some(w), Some(p)) = (team_wait(&timing.threads), m.provenance.as_mut()) {
+            p.notes.push(w.note());
+        }
+    }
     let extra = &mut m.extra;
     extra.kernel = Some(k.name().to_string());
     extra.insert("variant", spec.variant.name());
@@ -136,6 +147,53 @@ pub fn run_hooked(spec: &KernelRun, on_sample: &(dyn Fn(usize, f64) + Sync), hoo
     extra.insert("core_load_bytes", counts.core_load_bytes);
     extra.insert("core_store_bytes", counts.core_store_bytes);
     Ok(m)
+}
+
+/// A team held back by one of its threads: each repetition ends when the slowest ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TeamWait {
+    /// The slowest thread's CPU.
+    pub cpu: usize,
+    /// Its time per call over the median thread's.
+    pub slowest_over_median: f64,
+}
+
+/// Above this ratio of the slowest thread's time to the median thread's, a team point says
+/// that it waited for one CPU.
+pub const TEAM_WAIT_NOTED: f64 = 1.2;
+
+/// The wait of a team whose slowest thread took more than [`TEAM_WAIT_NOTED`] times the (lower)
+/// median thread's time per call (threads' own times, [`roofline_kernels::runner::ThreadTime`]).
+pub fn team_wait(threads: &[roofline_kernels::runner::ThreadTime]) -> Option<TeamWait> {
+    let mut times: Vec<f64> = threads
+        .iter()
+        .map(|t| t.seconds_per_call)
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .collect();
+    if times.len() < 2 || times.len() != threads.len() {
+        return None;
+    }
+    times.sort_by(f64::total_cmp);
+    // The lower median: of two threads, the faster one.
+    let median = times[(times.len() - 1) / 2];
+    let slowest = threads.iter().max_by(|a, b| a.seconds_per_call.total_cmp(&b.seconds_per_call))?;
+    let ratio = slowest.seconds_per_call / median;
+    (ratio > TEAM_WAIT_NOTED).then_some(TeamWait {
+        cpu: slowest.cpu,
+        slowest_over_median: ratio,
+    })
+}
+
+impl TeamWait {
+    /// The point's note.
+    pub fn note(&self) -> String {
+        format!(
+            "the team waited for its slowest thread: CPU {} took {:.2}x the median thread's time per call (a neighbour on its core, or a lower clock); at the median thread's pace the run would take {:.0} % of its time: balance the work dynamically, or leave that CPU out (extra.team_threads)",
+            self.cpu,
+            self.slowest_over_median,
+            100.0 / self.slowest_over_median
+        )
+    }
 }
 
 /// W and Q of `counts` as a measurement (no samples yet), analytic provenance.
@@ -309,6 +367,48 @@ pub fn apply_cache_model(m: &mut Measurement, kernel: &dyn Kernel, n: usize, var
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A team whose slowest thread took more than 1.2x the (lower) median thread's time names that
+    /// thread's CPU and the ratio; a balanced team, one thread, or a thread without a time
+    /// gives no note.
+    #[test]
+    fn a_team_held_back_by_one_cpu_says_which() {
+        use roofline_kernels::runner::ThreadTime;
+        let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+        for _ in 0..500 {
+            let n = 2 + rng.below(31);
+            let base = 1e-4 * (1.0 + rng.unit());
+            // Most threads within 5 % of the base; one (maybe) slowed by 1-2.5x.
+            let mut threads: Vec<ThreadTime> = (0..n)
+                .map(|i| ThreadTime {
+                    thread: i,
+                    cpu: 3 * i + 1,
+                    seconds_per_call: base * (1.0 + 0.05 * rng.unit()),
+                })
+                .collect();
+            let slow_at = rng.below(n);
+            let factor = 1.0 + 1.5 * rng.unit();
+            threads[slow_at].seconds_per_call = base * 1.05 * factor;
+            let mut sorted: Vec<f64> = threads.iter().map(|t| t.seconds_per_call).collect();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted[(n - 1) / 2];
+            let ratio = threads[slow_at].seconds_per_call / median;
+            match team_wait(&threads) {
+                Some(w) => {
+                    assert!(ratio > TEAM_WAIT_NOTED, "{ratio}");
+                    assert_eq!(w.cpu, 3 * slow_at + 1);
+                    assert!((w.slowest_over_median - ratio).abs() < 1e-12 * ratio);
+                    let note = w.note();
+                    assert!(note.contains(&format!("CPU {} took {:.2}x", w.cpu, ratio)), "{note}");
+                }
+                None => assert!(ratio <= TEAM_WAIT_NOTED, "{ratio} from {threads:?}"),
+            }
+            assert_eq!(team_wait(&threads[..1]), None, "one thread waits for no one");
+            let mut missing = threads.clone();
+            missing[0].seconds_per_call = 0.0;
+            assert_eq!(team_wait(&missing), None, "a thread without a time: no claim");
+        }
+    }
     use std::time::Duration;
 
     fn quick() -> Repeat {
