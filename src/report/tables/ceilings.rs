@@ -152,7 +152,7 @@ pub fn set_aside_line(x: &crate::schema::ceilings::ComputeCeiling) -> String {
         })
         .collect();
     format!(
-        "  {} {} ×{}: kept the fastest of {} measurements{}; set aside as slow phases of the unit: {}",
+        "  {} {} ×{}: kept the fastest of {} measurements{}; set aside as slow: {}",
         x.precision,
         x.isa,
         x.threads,
