@@ -188,7 +188,7 @@ impl TeamWait {
     /// The point's note.
     pub fn note(&self) -> String {
         format!(
-            "the team waited for its slowest thread: CPU {} took {:.2}x the median thread's time per call (a neighbour on its core, or a lower clock); at the median thread's pace the run would take {:.0} % of its time: balance the work dynamically, or leave that CPU out (extra.team_threads)",
+            "the team waited for its slowest thread: CPU {} took {:.2}x the median thread's time per call (a neighbour on its core, a lower clock, or a smaller share of a shared cache or of memory); at the median thread's pace the run would take {:.0} % of its time: balance the work dynamically, or leave that CPU out (extra.team_threads)",
             self.cpu,
             self.slowest_over_median,
             100.0 / self.slowest_over_median
