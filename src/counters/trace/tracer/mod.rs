@@ -636,7 +636,7 @@ impl<'s> Tracer<'s> {
         let Some(index) = self.threads.get(&pid).map(|t| t.index) else {
             return;
         };
-        let entry = match (st, ptrace::getregs(pid)) {
+        let entry = match (st, self.regs(pid)) {
             (WaitStatus::Stopped(..), Ok(r)) => format!("{}={}", r.orig_rax as i64, r.rax as i64),
             _ => format!("{st:?}"),
         };
