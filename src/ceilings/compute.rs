@@ -190,8 +190,8 @@ pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -
 /// The FMA loops are measured again while slow, as the AMX tile unit is ([`measure_mixed`]), up
 /// to [`PEAK_ATTEMPTS`] times: on the Emerald Rapids guest the main job's one-thread AVX-512
 /// FMA ceiling once read 52 GFLOP/s (a neighbour on the chosen vCPU's core for those 25 ms)
-/// while the suite's dgemm ran at 55 on the same vCPU a few seconds later and the ceiling
-/// read 71-84 in other runs of that call.
+/// while the suite's dgemm ran at 55 on the same vCPU a few seconds later (71 in that call's
+/// quick ceilings, 79-88 for its FMA peak loop).
 pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, platform: Option<&Platform>) -> ComputeCeiling {
     let attempts = if spec.mode == PeakMode::Fma { PEAK_ATTEMPTS } else { 1 };
     match measured_again_while_slow(threads, attempts, || Some(measure_peak_once(spec, threads, budget, platform))) {
