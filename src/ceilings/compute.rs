@@ -325,11 +325,12 @@ pub fn slow_attempt(c: &ComputeCeiling) -> bool {
     }
 }
 
-/// The better of two measurements of one ceiling: the higher flop per cycle at its own clock
-/// (else GFLOP/s), so a slow phase of the unit on the host does not become its roof.
-pub fn better_attempt(a: ComputeCeiling, b: ComputeCeiling) -> ComputeCeiling {
+/// Whether measurement `b` of a ceiling is the better one against `a`: more flop per cycle at
+/// its own clock (else GFLOP/s), so a slow phase of the unit on the host does not become its
+/// roof.
+fn faster_attempt(b: &ComputeCeiling, a: &ComputeCeiling) -> bool {
     let rate = |c: &ComputeCeiling| c.flop_per_cycle.unwrap_or(c.gflops);
-    if rate(&b) > rate(&a) { b } else { a }
+    rate(b) > rate(a)
 }
 
 /// The CPU of a one-thread attempt: the first allowed CPU (the preferred one), then each next
@@ -360,8 +361,11 @@ pub fn best_of_attempts(
             break;
         };
         let again = with_cpu(again, i);
-        let best = better_attempt(kept.clone(), again.clone());
-        let other = if best == kept { again } else { kept };
+        let (best, other) = if faster_attempt(&again, &kept) {
+            (again, kept)
+        } else {
+            (kept, again)
+        };
         set_aside.push(crate::schema::ceilings::SetAsideAttempt {
             cpu: other.cpu,
             gflops: other.gflops,
@@ -592,8 +596,7 @@ mod tests {
             let no_rate = ceiling(fa, None, sa);
             assert_eq!(slow_attempt(&no_rate), sa > crate::schema::ceilings::NOISY_COMPUTE_CEILING);
             let b = ceiling(fb, Some(100.0 * fb / 1024.0), 0.01);
-            let kept = better_attempt(a.clone(), b.clone());
-            assert_eq!(kept, if fb > fa { b } else { a });
+            assert_eq!(faster_attempt(&b, &a), fb > fa);
         }
     }
 
