@@ -15,11 +15,13 @@
 #   machine    the clock per ISA (and roofline-old's, where present)
 #   clock-amx  the clock under AMX and the tile unit's flop/cycle (amx_clock), and per vCPU
 #              over rounds and on one vCPU over 0.5 s (amx_cpus: the slow phases)
-#   dgemm      the production dgemm (Intel: late16, mc 128) and the previous kernel (eb) against
-#              the AVX-512 FMA peak loop, interleaved on one core
+#   dgemm      the production dgemm (Intel: late16, mc 128), the previous kernel (eb) and three
+#              other micro-tiles (6x32, 8x24, 14x16) against the AVX-512 FMA peak loop,
+#              interleaved on one core (DGEMM_SHAPES: other gemm_shapes shapes)
 #   peers      the suite's GEMMs against PyTorch's matmul, alternated per trial (TRIALS, default
-#              5): one thread pinned (dgemm n = 1024; bf16 and int8 AMX at n = 1024, 2048; with
-#              roofline-old beside where present), then 16 threads (--split)
+#              5; dgemm also against the FMA peak loop and numpy's OpenBLAS): one thread
+#              pinned (dgemm n = 1024; bf16 and int8 AMX at n = 1024, 2048; with roofline-old
+#              beside where present), then 16 threads (--split)
 #   main       the main job (`roofline`, no cached ceilings: 1 thread and all CPUs), its table
 #   sweep      roofline ceilings --sweep --threads 1,16: the plateaus and each level's roof
 #   amx-peak   the main job's quick AMX figure (`ceilings --figure`), five runs each of bf16 and
@@ -73,7 +75,7 @@ run() {
   echo "== machine"; for b in ./roofline ${old:+./roofline-old}; do echo "$b"; timeout 60 $b machine 2>&1 | grep -i -E "^clock|warning" ; done
   echo "== clock under AMX"; timeout 60 ./amx_clock 11 3
   echo "== AMX rate per vCPU and over time"; timeout 60 ./amx_cpus 3 5 2 200
-  echo "== dgemm against the FMA peak loop, cpu 3"; timeout 120 ./gemm_shapes 1024 9 3 3 8x16/256/128/late16 8x16/256/144/eb | tee "$out/dgemm-peak.txt"
+  echo "== dgemm against the FMA peak loop, cpu 3"; timeout 150 ./gemm_shapes 1024 9 3 3 ${DGEMM_SHAPES:-8x16/256/128/late16 8x16/256/144/eb 6x32/128/144 8x24/192/144 14x16/192/140} | tee "$out/dgemm-peak.txt"
   echo "== peers, 1 thread (cpu 3)"
   timeout 300 taskset -c 3 python3 peer_ratio.py --trials "$trials" --json "$out/peer1.json" \
     dgemm:avx512:1024:1:./roofline$old bf16_gemm:amx:1024:1:./roofline$old bf16_gemm:amx:2048:1:./roofline$old \

@@ -13,6 +13,10 @@ binaries each trial runs every one of them (an old build beside a new one).
 
 Prints per case and binary: the median ratio ours/torch over the trials, its spread
 ((Q3 - Q1) / median), min and max, and the median GFLOP/s (and spread) of each side.
+dgemm cases also take, in every trial, the FMA peak loop (`roofline ceilings --figure peak`
+at that thread count, a fifth of a second) and, where numpy imports, numpy's float64 matmul
+(its OpenBLAS); they print each side's median share of the trial's peak loop, so "ours at
+X % of peak" and "the libraries at Y %" come from the same seconds of a noisy host.
 Set OMP_WAIT_POLICY=PASSIVE (the default here) so torch's idle threads do not spin while
 the suite's team runs.
 """
@@ -65,6 +69,25 @@ def time_torch(op, n, reps=5):
     return 2 * n**3 / quantile(ts, 0.5) / 1e9
 
 
+def peak_loop(binary, threads):
+    out = subprocess.run([binary, "ceilings", "--figure", "peak", "--threads", str(threads)],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise SystemExit(f"peer_ratio: {binary} ceilings --figure peak: {out.stderr.strip()[-300:]}")
+    return float(out.stdout.split()[0])
+
+
+def numpy_op(n, threads):
+    # numpy's OpenBLAS reads its thread count once, at import.
+    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    try:
+        import numpy
+    except ImportError:
+        return None
+    a, b = numpy.random.rand(n, n), numpy.random.rand(n, n)
+    return lambda: a @ b
+
+
 def time_ours(binary, kernel, variant, n, threads):
     cmd = [binary, "run", kernel, "--variant", variant, "--size", str(n), "--threads", str(threads),
            "--repeat", "5", "--min-time", "0.1", "--no-verify", "--json"]
@@ -104,22 +127,34 @@ def main():
             continue
         ours = {b: [] for b in binaries}
         theirs, ratios = [], {b: [] for b in binaries}
+        extra = {}
+        if kernel == "dgemm":
+            extra["peak"] = lambda: peak_loop(binaries[0], threads)
+            np_op = numpy_op(n, threads)
+            if np_op is not None:
+                extra["numpy"] = lambda: time_torch(np_op, n)
+        extras = {k: [] for k in extra}
         for t in range(trials):
-            order = ["torch"] + binaries
+            order = ["torch"] + binaries + list(extra)
             k = t % len(order)
             order = order[k:] + order[:k]
             got = {}
             for who in order:
                 if who == "torch":
                     got[who] = time_torch(op, n)
+                elif who in extra:
+                    got[who] = extra[who]()
                 else:
                     got[who], team = time_ours(who, kernel, variant, n, threads)
             theirs.append(got["torch"])
+            for k in extra:
+                extras[k].append(got[k])
             for b in binaries:
                 ours[b].append(got[b])
                 ratios[b].append(got[b] / got["torch"])
             print(f"  {case} trial {t + 1}: torch {got['torch']:.1f} " +
-                  " ".join(f"{os.path.basename(b)} {got[b]:.1f} ({got[b] / got['torch']:.2f})" for b in binaries), flush=True)
+                  " ".join(f"{os.path.basename(b)} {got[b]:.1f} ({got[b] / got['torch']:.2f})" for b in binaries) +
+                  "".join(f" {k} {got[k]:.1f}" for k in extra), flush=True)
         for b in binaries:
             r = ratios[b]
             row = {
@@ -129,6 +164,15 @@ def main():
                 "ours_median": quantile(ours[b], 0.5), "ours_spread": spread(ours[b]),
                 "torch_median": quantile(theirs, 0.5), "torch_spread": spread(theirs),
             }
+            if "peak" in extras:
+                pk = extras["peak"]
+                row["peak_gflops"] = pk
+                row["ours_of_peak"] = quantile([o / q for o, q in zip(ours[b], pk)], 0.5)
+                row["torch_of_peak"] = quantile([o / q for o, q in zip(theirs, pk)], 0.5)
+                if "numpy" in extras:
+                    row["numpy_gflops"] = extras["numpy"]
+                    row["numpy_of_peak"] = quantile([o / q for o, q in zip(extras["numpy"], pk)], 0.5)
+                    row["ours_over_numpy"] = quantile([o / q for o, q in zip(ours[b], extras["numpy"])], 0.5)
             results.append(row)
     print(f"{'case':<34} {'binary':<14} {'ratio':>6} {'spread':>7} {'min':>5} {'max':>5} "
           f"{'ours':>8} {'±':>6} {'torch':>8} {'±':>6}")
@@ -137,6 +181,13 @@ def main():
               f"{os.path.basename(r['binary']):<14} {r['ratio_median']:>6.2f} {100 * r['ratio_spread']:>6.1f}% "
               f"{min(r['ratios']):>5.2f} {max(r['ratios']):>5.2f} {r['ours_median']:>8.1f} "
               f"{100 * r['ours_spread']:>5.1f}% {r['torch_median']:>8.1f} {100 * r['torch_spread']:>5.1f}%")
+        if "ours_of_peak" in r:
+            line = (f"  of the FMA peak loop (median {quantile(r['peak_gflops'], 0.5):.1f}), per trial: "
+                    f"ours {100 * r['ours_of_peak']:.1f} %, torch {100 * r['torch_of_peak']:.1f} %")
+            if "numpy_of_peak" in r:
+                line += (f", numpy (OpenBLAS) {100 * r['numpy_of_peak']:.1f} %; "
+                         f"ours/numpy {r['ours_over_numpy']:.2f}")
+            print(line)
     if json_out:
         with open(json_out, "w") as f:
             json.dump({"torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
