@@ -60,9 +60,83 @@ fn the_marker_crate_gives_each_region_its_exact_work_from_every_pool_thread() {
     rayon_regions_exact("marker_regions");
 }
 
+/// The rayon program stripped as a release build often is (`strip`, Cargo's `strip = true`):
+/// no symbol table, and the same points, found by the markers' own sections.
+#[test]
+fn a_stripped_program_gives_each_region_its_exact_work() {
+    let Some(exe) = example("rayon_regions") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("rayon_stripped");
+    if !binutil("strip", &[exe.to_str().unwrap(), "-o", stripped.to_str().unwrap()]) {
+        return;
+    }
+    let symbols = std::process::Command::new("nm").arg(&stripped).output();
+    if let Ok(o) = symbols {
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("roofline_region_begin"),
+            "strip left the symbol table"
+        );
+    }
+    rayon_regions_exact_at(&stripped);
+}
+
+/// A program whose markers the tracer cannot find (stripped, and the marker sections renamed):
+/// the command still succeeds, the native runs still keep time, and the report says which
+/// regions ran without a W.
+#[test]
+fn regions_the_tracer_missed_are_named_and_the_run_still_succeeds() {
+    let Some(exe) = example("rayon_regions") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let hidden = dir.path().join("rayon_hidden");
+    let (e, h) = (exe.to_str().unwrap(), hidden.to_str().unwrap());
+    if !binutil(
+        "objcopy",
+        &[
+            "--strip-all",
+            "--rename-section",
+            "roofline.region_begin=other.begin",
+            "--rename-section",
+            "roofline.region_end=other.end",
+            e,
+            h,
+        ],
+    ) {
+        return;
+    }
+    let n = random(1_000, 9_000, 3);
+    let doc = measure(dir.path(), &[], &[h, &n.to_string(), "2"], &[("RAYON_NUM_THREADS", "2")]);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{doc:#}");
+    let notes = points[0]["provenance"]["notes"].to_string();
+    assert!(
+        notes.contains("'daxpy', 'dot' ran in the native runs but the tracer saw no marker"),
+        "{notes}"
+    );
+}
+
+/// Run a binutils tool; false (said) where it is not installed.
+fn binutil(tool: &str, args: &[&str]) -> bool {
+    match std::process::Command::new(tool).args(args).status() {
+        Ok(s) => {
+            assert!(s.success(), "{tool} {args:?}: {s}");
+            true
+        }
+        Err(e) => {
+            eprintln!("skipping: {tool}: {e}");
+            false
+        }
+    }
+}
+
 /// Example `name` (the rayon program with regions `daxpy` and `dot`) under the trace backend.
 fn rayon_regions_exact(name: &str) {
     let Some(exe) = example(name) else { return };
+    rayon_regions_exact_at(&exe);
+}
+
+/// The rayon program with regions `daxpy` and `dot` at `exe` under the trace backend.
+fn rayon_regions_exact_at(exe: &Path) {
+    let name = exe.file_name().unwrap().to_str().unwrap();
     let n = random(20_000, 90_000, 1);
     let calls = random(2, 5, 2);
     let dir = tempfile::tempdir().unwrap();

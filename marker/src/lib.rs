@@ -48,7 +48,12 @@ thread_local! {
 
 /// Marker the trace backend breakpoints: a region named by the NUL-terminated `name`
 /// (first argument register) starts when this returns. Counting nothing itself.
+///
+/// Each marker is alone in a section named after it (`roofline.region_begin`, `.region_end`): `strip` (and `strip = true` in a Cargo
+/// profile) removes the symbol table but keeps the section headers, so the tracer still finds
+/// the markers of a stripped program.
 #[unsafe(no_mangle)]
+#[unsafe(link_section = "roofline.region_begin")]
 #[inline(never)]
 pub extern "C" fn roofline_region_begin(name: *const c_char) {
     std::hint::black_box(name);
@@ -57,6 +62,7 @@ pub extern "C" fn roofline_region_begin(name: *const c_char) {
 
 /// Marker the trace backend breakpoints: the region named by `name` ends when this is called.
 #[unsafe(no_mangle)]
+#[unsafe(link_section = "roofline.region_end")]
 #[inline(never)]
 pub extern "C" fn roofline_region_end(name: *const c_char) {
     std::hint::black_box(name);

@@ -46,6 +46,26 @@ pub(super) fn native_runs_with_regions(
     Ok(Ok((samples, regions)))
 }
 
+/// The regions the native runs reported and the traced run did not see, said in a note: the
+/// tracer found no markers in the program (say, a stripped binary whose markers are not in
+/// sections of their own), so those regions have no W or Q.
+pub(super) fn regions_not_traced(traced: &[RegionMeasurement], runs: &[RunRegions]) -> Option<String> {
+    let unseen: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|run| run.keys())
+        .filter(|name| !traced.iter().any(|r| &r.name == *name))
+        .map(String::as_str)
+        .collect();
+    if unseen.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = unseen.iter().map(|n| format!("'{n}'")).collect();
+    Some(format!(
+        "region(s) {} ran in the native runs but the tracer saw no marker of them: no W or Q for them (were the markers found? a stripped program keeps them only in their own sections, `roofline.region_begin` and `roofline.region_end`)",
+        names.join(", ")
+    ))
+}
+
 /// Each traced region's T: its wall time in every native run that reported it (its
 /// calls there should be the traced run's; a mismatch is said).
 pub(super) fn regions_timed(regions: &mut [RegionMeasurement], runs: &[RunRegions]) {
@@ -125,15 +145,18 @@ pub(crate) fn energy_runs(
     regions: bool,
 ) -> Result<std::result::Result<Vec<EnergyRun>, i32>> {
     let cmd = CommandSpec::resolve(argv)?;
-    let collector = if regions { Some(region_times::Collector::new()?) } else { None };
+    // The directory is set either way: a session keeps time there rather than fail for want
+    // of counters.
+    let collector = region_times::Collector::new()?;
     let mut runs = Vec::with_capacity(repeat as usize);
     for rep in 0..repeat {
-        let run = match &collector {
-            Some(c) => energy_run_with_regions(energy, &cmd, c)?,
-            None => {
-                let before = energy.read()?;
-                native_run(&cmd, None)?.map(|_| (before, BTreeMap::new()))
-            }
+        let run = if regions {
+            energy_run_with_regions(energy, &cmd, &collector)?
+        } else {
+            let before = energy.read()?;
+            let ran = native_run(&cmd, Some(collector.env()))?.map(|_| (before, BTreeMap::new()));
+            collector.take_run();
+            ran
         };
         match run {
             Ok((before, regions)) => runs.push(EnergyRun {

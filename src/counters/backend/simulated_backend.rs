@@ -94,12 +94,8 @@ impl Backend for SimulatedBackend {
         let (samples, region_runs) = if opts.single_run {
             (vec![traced_seconds], Vec::new())
         } else {
-            let collector = if traced_regions.is_empty() {
-                None
-            } else {
-                Some(region_times::Collector::new()?)
-            };
-            match native_runs_with_regions(&cmd, opts.repeat, "after the trace", collector.as_ref())? {
+            let collector = region_times::Collector::new()?;
+            match native_runs_with_regions(&cmd, opts.repeat, "after the trace", Some(&collector))? {
                 Ok(x) => x,
                 Err(status) => return Ok(CommandOutcome::Failed { status }),
             }
@@ -132,6 +128,10 @@ impl Backend for SimulatedBackend {
             without_time(&mut m);
         } else {
             regions_timed(&mut m.regions, &region_runs);
+            if let Some(note) = regions_not_traced(&m.regions, &region_runs) {
+                eprintln!("roofline: {note}");
+                m.provenance.get_or_insert_with(Default::default).notes.push(note);
+            }
         }
         m.extra.insert("traced_instructions", serde_json::json!(traced.extra.instructions));
         simulated::mark_simulated(&mut m, &pmu);

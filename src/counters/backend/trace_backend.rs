@@ -79,17 +79,19 @@ pub(super) fn trace_command(cmd: &CommandSpec, opts: &CommandOptions) -> Result<
     if !opts.trace_timing || opts.single_run {
         return Ok(CommandOutcome::Measured(Box::new(m)));
     }
-    let collector = if m.regions.is_empty() {
-        None
-    } else {
-        Some(region_times::Collector::new()?)
-    };
-    let (samples, runs) = match native_runs_with_regions(cmd, opts.repeat, "after the trace", collector.as_ref())? {
+    // Always: a session in a native run keeps time where it finds the directory, and fails
+    // for want of counters where it does not (a program whose markers the tracer missed).
+    let collector = region_times::Collector::new()?;
+    let (samples, runs) = match native_runs_with_regions(cmd, opts.repeat, "after the trace", Some(&collector))? {
         Ok(x) => x,
         Err(status) => return Ok(CommandOutcome::Failed { status }),
     };
     m.seconds_samples = samples;
     regions_timed(&mut m.regions, &runs);
+    if let Some(note) = regions_not_traced(&m.regions, &runs) {
+        eprintln!("roofline: {note}");
+        m.provenance.get_or_insert_with(Default::default).notes.push(note);
+    }
     m.extra.insert("repeats", serde_json::json!(opts.repeat));
     if let Some(p) = m.provenance.as_mut() {
         p.seconds = Some(crate::schema::Source::Native);

@@ -116,9 +116,61 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
             }
         }
     }
+    if shentsize >= 64 {
+        marker_sections(d, shoff, shentsize, shnum, &mut info.functions);
+    }
     info.functions.sort_by(|a, b| a.value.cmp(&b.value).then(b.size.cmp(&a.size)));
     info.functions.dedup_by(|a, b| a.value == b.value);
     Some(info)
+}
+
+/// The region markers' own sections (`roofline-marker` puts each marker alone in a section
+/// named after it) and the function each holds. `strip` removes the symbol tables but keeps
+/// the section headers: a stripped program's markers are found here.
+const MARKER_SECTIONS: [(&str, &str); 2] = [
+    ("roofline.region_begin", "roofline_region_begin"),
+    ("roofline.region_end", "roofline_region_end"),
+];
+
+/// Add a function symbol for each marker section (executable, non-empty) whose function no
+/// symbol table named.
+fn marker_sections(d: &[u8], shoff: usize, shentsize: usize, shnum: usize, functions: &mut Vec<Symbol>) {
+    let section = |k: usize| shoff.checked_add(k.checked_mul(shentsize)?);
+    let Some(strtab_off) = u16_at(d, 0x3e)
+        .and_then(|i| section(i as usize))
+        .and_then(|o| u64_at(d, o.saturating_add(24)))
+    else {
+        return;
+    };
+    for k in 0..shnum.min(65536) {
+        let Some(o) = section(k) else { return };
+        let (Some(name_off), Some(sh_type), Some(flags), Some(addr), Some(size)) = (
+            u32_at(d, o),
+            u32_at(d, o.saturating_add(4)),
+            u64_at(d, o.saturating_add(8)),
+            u64_at(d, o.saturating_add(16)),
+            u64_at(d, o.saturating_add(32)),
+        ) else {
+            return;
+        };
+        // SHT_PROGBITS, SHF_EXECINSTR
+        if sh_type != 1 || flags & 0x4 == 0 || size == 0 || addr == 0 {
+            continue;
+        }
+        let Some(bytes) = (strtab_off as usize).checked_add(name_off as usize).and_then(|at| d.get(at..)) else {
+            continue;
+        };
+        let name = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
+        for (section_name, function) in MARKER_SECTIONS {
+            if name == section_name.as_bytes() && !functions.iter().any(|f| f.name == function) {
+                functions.push(Symbol {
+                    name: function.to_string(),
+                    value: addr,
+                    size,
+                });
+            }
+        }
+    }
 }
 
 /// The function starts of an `.eh_frame_hdr` at file offset `off`, link-time address `va` (the
@@ -516,6 +568,38 @@ mod tests {
         let loc = ps.locate(here).expect("our text is mapped");
         assert!(loc.function.as_deref().unwrap_or("").contains("reads_our_own_symbols"), "{loc:?}");
         assert_eq!(loc.function_start, Some(here));
+    }
+
+    /// Our own executable with its symbol tables blanked out (as `strip` leaves it): the
+    /// region markers are still found, at the addresses the symbol table gave.
+    #[test]
+    fn markers_are_found_in_a_stripped_image() {
+        // Referenced here, so the linker keeps both markers.
+        let markers = [
+            crate::region::roofline_region_begin as *const () as usize,
+            crate::region::roofline_region_end as *const () as usize,
+        ];
+        assert!(markers[0] != markers[1]);
+        let mut exe = std::fs::read("/proc/self/exe").unwrap();
+        let whole = parse_elf(&exe).unwrap();
+        let at = |info: &ElfInfo, name: &str| info.functions.iter().find(|f| f.name == name).map(|f| f.value);
+        let begin = at(&whole, "roofline_region_begin").expect("the symbol table names the marker");
+        let end = at(&whole, "roofline_region_end").expect("the symbol table names the marker");
+        let shoff = u64_at(&exe, 0x28).unwrap() as usize;
+        let (shentsize, shnum) = (u16_at(&exe, 0x3a).unwrap() as usize, u16_at(&exe, 0x3c).unwrap() as usize);
+        let mut blanked = 0;
+        for k in 0..shnum {
+            let o = shoff + k * shentsize + 4;
+            if matches!(u32_at(&exe, o), Some(2 | 11)) {
+                exe[o..o + 4].copy_from_slice(&0u32.to_le_bytes());
+                blanked += 1;
+            }
+        }
+        assert!(blanked >= 1);
+        let stripped = parse_elf(&exe).unwrap();
+        assert!(stripped.functions.len() <= 2, "{} functions left", stripped.functions.len());
+        assert_eq!(at(&stripped, "roofline_region_begin"), Some(begin));
+        assert_eq!(at(&stripped, "roofline_region_end"), Some(end));
     }
 
     #[test]
