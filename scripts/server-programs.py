@@ -9,7 +9,8 @@ against what must hold, not against an earlier output:
   numpy / torch a @ b     exit 0; W of the whole run within [2n³, 2n³·(1 + 2 %)]: the product
                           is 2n³ flops and nothing else in the program computes 2 % of that
 
-python3 server-programs.py [--runs R] [--seed S] ROOFLINE RAYON_REGIONS
+python3 server-programs.py [--runs R] [--peer-runs P] [--seed S] ROOFLINE RAYON_REGIONS
+(R rayon runs idle and R loaded, default 20; P runs of each of numpy and torch, default 3)
 Prints one line per run and a summary; exit status 1 if any check failed. Figures reported:
 the traced run's wall time over the native run's (the slowdown a user sees).
 """
@@ -25,8 +26,11 @@ import time
 def traced(roofline, argv, env=None, timeout=600):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         t0 = time.perf_counter()
-        out = subprocess.run([roofline, "measure", "--backend", "trace", "-o", f.name, "--"] + argv,
-                             capture_output=True, text=True, timeout=timeout, env=env)
+        try:
+            out = subprocess.run([roofline, "measure", "--backend", "trace", "-o", f.name, "--"] + argv,
+                                 capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            out = subprocess.CompletedProcess(argv, -9, "", f"timed out after {timeout} s")
         wall = time.perf_counter() - t0
         doc = None
         if out.returncode == 0:
@@ -56,11 +60,13 @@ def hogs(k):
 
 def main():
     args = sys.argv[1:]
-    runs, seed = 20, int(time.time())
+    runs, peer_runs, seed = 20, 3, int(time.time())
     while args and args[0].startswith("--"):
         flag = args.pop(0)
         if flag == "--runs":
             runs = int(args.pop(0))
+        elif flag == "--peer-runs":
+            peer_runs = int(args.pop(0))
         elif flag == "--seed":
             seed = int(args.pop(0))
     roofline, rayon = args
@@ -104,9 +110,9 @@ def main():
         if probe.returncode != 0:
             print(f"{name}: not installed here, skipped", flush=True)
             continue
-        for i in range(3):
+        for i in range(peer_runs):
             nat, nat_s = native([sys.executable, "-c", code])
-            out, doc, wall = traced(roofline, [sys.executable, "-c", code])
+            out, doc, wall = traced(roofline, [sys.executable, "-c", code], timeout=240)
             w = flops(doc) if doc else None
             ok = out.returncode == 0 and w is not None and 2 * n**3 <= w <= 2 * n**3 * 1.02
             print(f"{name} {i + 1}: rc {out.returncode} W {w} (2n³ = {2 * n**3}) "

@@ -182,7 +182,7 @@ def main():
               f"{min(r['ratios']):>5.2f} {max(r['ratios']):>5.2f} {r['ours_median']:>8.1f} "
               f"{100 * r['ours_spread']:>5.1f}% {r['torch_median']:>8.1f} {100 * r['torch_spread']:>5.1f}%")
         if "ours_of_peak" in r:
-            line = (f"  of the FMA peak loop (median {quantile(r['peak_gflops'], 0.5):.1f}), per trial: "
+            line = (f"  of the FMA peak loop taken beside each (median {quantile(r['peak_gflops'], 0.5):.1f}): "
                     f"ours {100 * r['ours_of_peak']:.1f} %, torch {100 * r['torch_of_peak']:.1f} %")
             if "numpy_of_peak" in r:
                 line += (f", numpy (OpenBLAS) {100 * r['numpy_of_peak']:.1f} %; "
