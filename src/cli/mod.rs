@@ -13,6 +13,7 @@ pub mod gpu;
 pub mod import;
 pub mod kernels_cmd;
 pub mod machine;
+mod machine_check;
 pub mod measure;
 pub mod measure_rank;
 pub mod plot;

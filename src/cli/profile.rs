@@ -329,6 +329,10 @@ impl Steps for Wired {
             p.extra.kernel = Some(name.to_string());
             p.extra.insert("variant", v.name());
             p.extra.insert("size", n as u64);
+            // The machine's speed right after the point, read against its roofs in `collect`.
+            if let Some(spec) = super::machine_check::probe_spec() {
+                super::machine_check::record(&mut p, spec, threads as usize);
+            }
             // W and core Q checked by a flops-mode trace at a small size (skipped where ptrace
             // is not permitted: the point then says so).
             let key = format!("{name}/{v}");
@@ -427,7 +431,7 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
         };
         bar.finish_and_clear();
         let bar = spinner(&format!("kernel suite ({threads} thread(s))"));
-        let points = steps.points(&machine, threads, &bar)?;
+        let mut points = steps.points(&machine, threads, &bar)?;
         bar.finish_and_clear();
         let above = points_above(&points, &roofs);
         if !above.is_empty() {
@@ -441,6 +445,15 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
                 None => {}
             }
             bar.finish_and_clear();
+        }
+        let phased = super::machine_check::judge(&mut points, &roofs);
+        if !phased.is_empty() {
+            eprintln!(
+                "roofline: {} of {} point(s) at {threads} thread(s) ran while the machine was slower or faster than when its roofs were measured (the FMA loop run beside each; their notes say by how much): {}",
+                phased.len(),
+                points.len(),
+                phased.join(", ")
+            );
         }
         if !roofs.is_empty() {
             let mut r = roofs.to_roofs();
@@ -649,6 +662,64 @@ mod tests {
                 team_total <= team_goal.max(4 * l2 * u64::from(threads)),
                 "{threads} threads allocate {team_total} for a goal of {team_goal}"
             );
+        }
+    }
+
+    /// The fake's points with the FMA loop beside dgemm read at `fraction` of the 1-thread
+    /// AVX2 FMA roof (28.8 GFLOP/s).
+    struct Phased {
+        fraction: f64,
+    }
+
+    impl Steps for Phased {
+        fn machine(&mut self, bar: &ProgressBar) -> anyhow::Result<MachineModel> {
+            Fake { ceilings_fail: false }.machine(bar)
+        }
+        fn environment(&mut self, m: &MachineModel) -> Environment {
+            Fake { ceilings_fail: false }.environment(m)
+        }
+        fn ceilings(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
+            Fake { ceilings_fail: false }.ceilings(m, threads, bar)
+        }
+        fn points(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
+            let mut points = Fake { ceilings_fail: false }.points(m, threads, bar)?;
+            let check = serde_json::json!({ "roof": "double.avx2.fma", "gflops": 28.8 * self.fraction });
+            points[1].extra.insert(super::super::machine_check::KEY, check);
+            Ok(points)
+        }
+    }
+
+    /// The main job reads the loop run beside a point against the roofs it places the point
+    /// under: a slow or fast phase is noted on that point alone, a steady one on none.
+    #[test]
+    fn a_point_measured_in_a_slow_or_fast_phase_says_so() {
+        use super::super::machine_check::{FAST, KEY, SLOW};
+        let mut rng = crate::kernels::rng::Rng::new(0x9a5e);
+        for _ in 0..20 {
+            let fraction = rng.range(0.3, 1.6);
+            let r = collect(&mut Phased { fraction }, &[1]).unwrap();
+            let dgemm = r.points.iter().find(|p| p.name == "dgemm").unwrap();
+            let kept = dgemm.extra.other[KEY]["fraction"].as_f64().unwrap();
+            assert!((kept - fraction).abs() < 1e-9, "{kept} vs {fraction}");
+            let noted: Vec<&String> = dgemm
+                .provenance
+                .notes
+                .iter()
+                .filter(|n| n.contains("while this point ran"))
+                .collect();
+            let want = if fraction < SLOW {
+                Some("slower")
+            } else if fraction > FAST {
+                Some("faster")
+            } else {
+                None
+            };
+            assert_eq!(noted.len(), usize::from(want.is_some()), "{fraction}: {noted:?}");
+            if let Some(w) = want {
+                assert!(noted[0].contains(w), "{noted:?}");
+            }
+            let triad = r.points.iter().find(|p| p.name == "triad").unwrap();
+            assert!(!triad.provenance.notes.iter().any(|n| n.contains("while this point ran")));
         }
     }
 
