@@ -200,6 +200,14 @@ pub fn measure_peak(spec: PeakSpec, threads: usize, budget: Budget, platform: Op
     }
 }
 
+/// One measurement of a peak loop where it runs now, read as its ceiling is (a team's figure
+/// is the sum of its threads' rates), without measuring again elsewhere while slow: how fast
+/// the machine is at this moment, beside something else measured here (the main job's check
+/// beside each suite point).
+pub fn measure_peak_here(spec: PeakSpec, threads: usize, budget: Budget) -> ComputeCeiling {
+    measure_peak_once(spec, threads, budget, None)
+}
+
 /// Measurements of an FMA peak ceiling at most (see [`measure_peak`]).
 pub const PEAK_ATTEMPTS: usize = 3;
 

@@ -7,7 +7,7 @@
 //! with it. A point measured in a slow phase against roofs measured in a fast one reads far
 //! below its roof for a reason that is not the kernel's; the check says so on the point.
 
-use crate::ceilings::compute::{measure_peak_alone, precision_name};
+use crate::ceilings::compute::{measure_peak_here, precision_name};
 use crate::ceilings::measure::Budget;
 use crate::kernels::Precision;
 use crate::kernels::peak::{PeakMode, PeakSpec};
@@ -30,10 +30,12 @@ pub fn probe_spec() -> Option<PeakSpec> {
         .max_by_key(|s| s.isa)
 }
 
-/// Run the loop at `threads` for the quick budget (about 30 ms) and keep its GFLOP/s on the
-/// point, with the key of the roof it is to be read against.
+/// Run the loop at `threads` for the quick budget (about 30 ms, with its clock probe) and keep
+/// its GFLOP/s on the point, with the key of the roof it is to be read against.
 pub fn record(point: &mut Point, spec: PeakSpec, threads: usize) {
-    let gflops = measure_peak_alone(spec, threads, Budget::quick()).gflops;
+    // Read as the roof is: a team's rate is the sum of its threads' (a slow vCPU in the team
+    // is the team note's to name, not a slower machine).
+    let gflops = measure_peak_here(spec, threads, Budget::quick()).gflops;
     if gflops.is_finite() && gflops > 0.0 {
         let roof = format!("{}.{}.fma", precision_name(spec.precision), spec.isa.name());
         point.extra.insert(KEY, serde_json::json!({ "roof": roof, "gflops": gflops }));
