@@ -49,9 +49,10 @@ thread_local! {
 /// Marker the trace backend breakpoints: a region named by the NUL-terminated `name`
 /// (first argument register) starts when this returns. Counting nothing itself.
 ///
-/// Each marker is alone in a section named after it (`roofline.region_begin`, `.region_end`): `strip` (and `strip = true` in a Cargo
-/// profile) removes the symbol table but keeps the section headers, so the tracer still finds
-/// the markers of a stripped program.
+/// Each marker is alone in a section named after it (`roofline.region_begin`,
+/// `roofline.region_end`): `strip` (and `strip = true` in a Cargo profile) removes the symbol
+/// table but keeps the section headers, so the tracer still finds the markers of a stripped
+/// program.
 #[unsafe(no_mangle)]
 #[unsafe(link_section = "roofline.region_begin")]
 #[inline(never)]

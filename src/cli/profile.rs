@@ -541,8 +541,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// Fake steps: a two-core machine, roofs and two kernels, the way the real ones report.
+    #[derive(Default)]
     struct Fake {
         ceilings_fail: bool,
+        /// The FMA loop beside dgemm, as a fraction of the 1-thread AVX2 FMA roof (28.8
+        /// GFLOP/s); none recorded when None.
+        dgemm_loop_fraction: Option<f64>,
     }
 
     fn machine() -> MachineModel {
@@ -611,7 +615,12 @@ mod tests {
                     vec![t, t * 1.1, t * 0.95],
                 )
             };
-            Ok(vec![mk("triad", 2e7, 3.2e8, 3.2e8, 0.02), mk("dgemm", 2e9, 2e9, 2e7, 0.05)])
+            let mut points = vec![mk("triad", 2e7, 3.2e8, 3.2e8, 0.02), mk("dgemm", 2e9, 2e9, 2e7, 0.05)];
+            if let Some(f) = self.dgemm_loop_fraction {
+                let check = serde_json::json!({ "roof": "double.avx2.fma", "gflops": 28.8 * f });
+                points[1].extra.insert(super::super::machine_check::KEY, check);
+            }
+            Ok(points)
         }
     }
 
@@ -665,30 +674,6 @@ mod tests {
         }
     }
 
-    /// The fake's points with the FMA loop beside dgemm read at `fraction` of the 1-thread
-    /// AVX2 FMA roof (28.8 GFLOP/s).
-    struct Phased {
-        fraction: f64,
-    }
-
-    impl Steps for Phased {
-        fn machine(&mut self, bar: &ProgressBar) -> anyhow::Result<MachineModel> {
-            Fake { ceilings_fail: false }.machine(bar)
-        }
-        fn environment(&mut self, m: &MachineModel) -> Environment {
-            Fake { ceilings_fail: false }.environment(m)
-        }
-        fn ceilings(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
-            Fake { ceilings_fail: false }.ceilings(m, threads, bar)
-        }
-        fn points(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
-            let mut points = Fake { ceilings_fail: false }.points(m, threads, bar)?;
-            let check = serde_json::json!({ "roof": "double.avx2.fma", "gflops": 28.8 * self.fraction });
-            points[1].extra.insert(super::super::machine_check::KEY, check);
-            Ok(points)
-        }
-    }
-
     /// The main job reads the loop run beside a point against the roofs it places the point
     /// under: a slow or fast phase is noted on that point alone, a steady one on none.
     #[test]
@@ -697,7 +682,11 @@ mod tests {
         let mut rng = crate::kernels::rng::Rng::new(0x9a5e);
         for _ in 0..20 {
             let fraction = rng.range(0.3, 1.6);
-            let r = collect(&mut Phased { fraction }, &[1]).unwrap();
+            let mut steps = Fake {
+                dgemm_loop_fraction: Some(fraction),
+                ..Fake::default()
+            };
+            let r = collect(&mut steps, &[1]).unwrap();
             let dgemm = r.points.iter().find(|p| p.name == "dgemm").unwrap();
             let kept = dgemm.extra.other[KEY]["fraction"].as_f64().unwrap();
             assert!((kept - fraction).abs() < 1e-9, "{kept} vs {fraction}");
@@ -732,7 +721,7 @@ mod tests {
             threads: "1".into(),
             ..Args::default()
         };
-        assert_eq!(run_with(args, &mut Fake { ceilings_fail: false }).unwrap(), 0);
+        assert_eq!(run_with(args, &mut Fake::default()).unwrap(), 0);
         for f in [bundle::INDEX, bundle::SVG, bundle::JSON] {
             assert!(out.join(f).is_file(), "{f} missing");
         }
@@ -763,7 +752,7 @@ mod tests {
             threads: "1,2".into(),
             ..Args::default()
         };
-        assert_eq!(run_with(args, &mut Fake { ceilings_fail: false }).unwrap(), 0);
+        assert_eq!(run_with(args, &mut Fake::default()).unwrap(), 0);
         let r = report::read_report(&out.join(bundle::JSON)).unwrap();
         // Both roof sets, each at its thread count: the fake's 0.9 × 32 GFLOP/s per core.
         let one = r.ceilings.as_ref().unwrap();
@@ -843,7 +832,7 @@ mod tests {
                 ..Args::default()
             };
             let mut steps = Remeasuring {
-                fake: Fake { ceilings_fail: false },
+                fake: Fake::default(),
                 factor,
                 calls: Vec::new(),
             };
@@ -872,16 +861,16 @@ mod tests {
 
     impl Steps for ChoosingFake {
         fn machine(&mut self, bar: &ProgressBar) -> anyhow::Result<MachineModel> {
-            Fake { ceilings_fail: false }.machine(bar)
+            Fake::default().machine(bar)
         }
         fn environment(&mut self, m: &MachineModel) -> Environment {
-            Fake { ceilings_fail: false }.environment(m)
+            Fake::default().environment(m)
         }
         fn ceilings(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<RoofSet> {
-            Fake { ceilings_fail: false }.ceilings(m, threads, bar)
+            Fake::default().ceilings(m, threads, bar)
         }
         fn points(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
-            Fake { ceilings_fail: false }.points(m, threads, bar)
+            Fake::default().points(m, threads, bar)
         }
         fn choose_cpu(&mut self) -> Option<crate::schema::report::CpuChoice> {
             Some(self.choice.clone())
@@ -955,7 +944,14 @@ mod tests {
 
     #[test]
     fn failing_ceilings_fall_back_to_theory() {
-        let r = collect(&mut Fake { ceilings_fail: true }, &[2]).unwrap();
+        let r = collect(
+            &mut Fake {
+                ceilings_fail: true,
+                ..Fake::default()
+            },
+            &[2],
+        )
+        .unwrap();
         let c = r.ceilings.unwrap();
         assert_eq!(c.kind, "theoretical");
         // 32 GFLOP/s per core × 2 threads
@@ -971,7 +967,7 @@ mod tests {
             dir: dir.path().join("missing/bundle"),
             ..Args::default()
         };
-        let e = run_with(args, &mut Fake { ceilings_fail: false }).unwrap_err();
+        let e = run_with(args, &mut Fake::default()).unwrap_err();
         assert!(e.to_string().contains("does not exist"), "{e}");
     }
 }

@@ -69,32 +69,21 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
         }
     }
     if shentsize >= 64 {
+        let header = |k: usize| SectionHeader::read(d, shoff.checked_add(k.checked_mul(shentsize)?)?);
         for k in 0..shnum.min(65536) {
-            let o = shoff.checked_add(k.checked_mul(shentsize)?)?;
-            let Some(sh_type) = u32_at(d, o.saturating_add(4)) else { break };
+            let Some(sh) = header(k) else { break };
             // SHT_SYMTAB = 2, SHT_DYNSYM = 11
-            if sh_type != 2 && sh_type != 11 {
+            if sh.kind != 2 && sh.kind != 11 {
                 continue;
             }
-            let (Some(off), Some(size), Some(link), Some(entsize)) = (
-                u64_at(d, o.saturating_add(24)),
-                u64_at(d, o.saturating_add(32)),
-                u32_at(d, o.saturating_add(40)),
-                u64_at(d, o.saturating_add(56)),
-            ) else {
-                continue;
-            };
-            let so = shoff.checked_add((link as usize).checked_mul(shentsize)?)?;
-            let (Some(stroff), Some(strsize)) = (u64_at(d, so.saturating_add(24)), u64_at(d, so.saturating_add(32))) else {
-                continue;
-            };
-            let strtab = d.get(stroff as usize..(stroff as usize).checked_add(strsize as usize)?)?;
-            if entsize < 24 {
+            let Some(names) = header(sh.link as usize) else { continue };
+            let strtab = d.get(names.offset as usize..(names.offset as usize).checked_add(names.size as usize)?)?;
+            if sh.entsize < 24 {
                 continue;
             }
-            let n = (size / entsize).min(1 << 22) as usize;
+            let n = (sh.size / sh.entsize).min(1 << 22) as usize;
             for s in 0..n {
-                let so = (off as usize).checked_add(s.checked_mul(entsize as usize)?)?;
+                let so = (sh.offset as usize).checked_add(s.checked_mul(sh.entsize as usize)?)?;
                 let (Some(name), Some(st_info), Some(shndx), Some(value), Some(sz)) = (
                     u32_at(d, so),
                     d.get(so.saturating_add(4)).copied(),
@@ -109,15 +98,20 @@ pub fn parse_elf(d: &[u8]) -> Option<ElfInfo> {
                 if (ty != 2 && ty != 10) || shndx == 0 || value == 0 {
                     continue;
                 }
-                let Some(bytes) = strtab.get(name as usize..) else { continue };
-                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-                let name = String::from_utf8_lossy(&bytes[..end]).into_owned();
+                let Some(name) = cstr_at(strtab, name as usize) else { continue };
+                let name = String::from_utf8_lossy(name).into_owned();
                 info.functions.push(Symbol { name, value, size: sz });
             }
         }
-    }
-    if shentsize >= 64 {
-        marker_sections(d, shoff, shentsize, shnum, &mut info.functions);
+        // The section names' table (e_shstrndx).
+        if let Some(names) = u16_at(d, 0x3e).and_then(|i| header(i as usize)) {
+            marker_sections(
+                d,
+                names.offset as usize,
+                (0..shnum.min(65536)).map_while(header),
+                &mut info.functions,
+            );
+        }
     }
     info.functions.sort_by(|a, b| a.value.cmp(&b.value).then(b.size.cmp(&a.size)));
     info.functions.dedup_by(|a, b| a.value == b.value);
@@ -132,41 +126,58 @@ const MARKER_SECTIONS: [(&str, &str); 2] = [
     ("roofline.region_end", "roofline_region_end"),
 ];
 
+/// One ELF64 section header: the fields the reader uses.
+#[derive(Debug, Clone, Copy)]
+struct SectionHeader {
+    name: u32,
+    kind: u32,
+    flags: u64,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    entsize: u64,
+}
+
+impl SectionHeader {
+    /// The header at file offset `o`; None where it runs past the file.
+    fn read(d: &[u8], o: usize) -> Option<SectionHeader> {
+        Some(SectionHeader {
+            name: u32_at(d, o)?,
+            kind: u32_at(d, o.checked_add(4)?)?,
+            flags: u64_at(d, o.checked_add(8)?)?,
+            addr: u64_at(d, o.checked_add(16)?)?,
+            offset: u64_at(d, o.checked_add(24)?)?,
+            size: u64_at(d, o.checked_add(32)?)?,
+            link: u32_at(d, o.checked_add(40)?)?,
+            entsize: u64_at(d, o.checked_add(56)?)?,
+        })
+    }
+}
+
+/// The NUL-terminated string at `at` of `d` (to the end of `d` without a NUL).
+fn cstr_at(d: &[u8], at: usize) -> Option<&[u8]> {
+    let bytes = d.get(at..)?;
+    Some(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())])
+}
+
 /// Add a function symbol for each marker section (executable, non-empty) whose function no
-/// symbol table named.
-fn marker_sections(d: &[u8], shoff: usize, shentsize: usize, shnum: usize, functions: &mut Vec<Symbol>) {
-    let section = |k: usize| shoff.checked_add(k.checked_mul(shentsize)?);
-    let Some(strtab_off) = u16_at(d, 0x3e)
-        .and_then(|i| section(i as usize))
-        .and_then(|o| u64_at(d, o.saturating_add(24)))
-    else {
-        return;
-    };
-    for k in 0..shnum.min(65536) {
-        let Some(o) = section(k) else { return };
-        let (Some(name_off), Some(sh_type), Some(flags), Some(addr), Some(size)) = (
-            u32_at(d, o),
-            u32_at(d, o.saturating_add(4)),
-            u64_at(d, o.saturating_add(8)),
-            u64_at(d, o.saturating_add(16)),
-            u64_at(d, o.saturating_add(32)),
-        ) else {
-            return;
-        };
+/// symbol table named; section names are read from the table at file offset `names`.
+fn marker_sections(d: &[u8], names: usize, sections: impl Iterator<Item = SectionHeader>, functions: &mut Vec<Symbol>) {
+    for sh in sections {
         // SHT_PROGBITS, SHF_EXECINSTR
-        if sh_type != 1 || flags & 0x4 == 0 || size == 0 || addr == 0 {
+        if sh.kind != 1 || sh.flags & 0x4 == 0 || sh.size == 0 || sh.addr == 0 {
             continue;
         }
-        let Some(bytes) = (strtab_off as usize).checked_add(name_off as usize).and_then(|at| d.get(at..)) else {
+        let Some(name) = names.checked_add(sh.name as usize).and_then(|at| cstr_at(d, at)) else {
             continue;
         };
-        let name = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
         for (section_name, function) in MARKER_SECTIONS {
             if name == section_name.as_bytes() && !functions.iter().any(|f| f.name == function) {
                 functions.push(Symbol {
                     name: function.to_string(),
-                    value: addr,
-                    size,
+                    value: sh.addr,
+                    size: sh.size,
                 });
             }
         }
