@@ -6,11 +6,21 @@ against what must hold, not against an earlier output:
                           run `measure` times after it, W(daxpy) = W(dot) = 2·N·CALLS
                           exactly (N and CALLS drawn per run; idle runs, then runs beside one
                           busy loop per CPU)
+  omp_triad N REPS        (with --omp) an OpenMP team of 2 to every CPU, passive or active
+                          waiting: exit 0, the traced run's output lines equal to the native
+                          run's, W = 2·N·REPS exactly (tests/fixtures/trace/omp_triad.c)
+  eigen_gemm N REPS       (with --eigen) Eigen's OpenMP GEMM, n a multiple of 24 up to 120,
+                          2 to every CPU threads: W = REPS·(2n³ + 2n² + 3) exactly (the
+                          fixture's header derives it); and n = 480, 960 on every CPU, where
+                          Eigen blocks k: W − 3·REPS = REPS·(2n³ + 2n²·KB) for a whole number
+                          of k-blocks KB in [1, n/8]
   numpy / torch a @ b     exit 0; W of the whole run within [2n³, 2n³·(1 + 2 %)]: the product
                           is 2n³ flops and nothing else in the program computes 2 % of that
 
-python3 server-programs.py [--runs R] [--peer-runs P] [--seed S] ROOFLINE RAYON_REGIONS
-(R rayon runs idle and R loaded, default 20; P runs of each of numpy and torch, default 3)
+python3 server-programs.py [--runs R] [--peer-runs P] [--seed S] [--omp OMP_TRIAD]
+                           [--eigen EIGEN_GEMM] ROOFLINE RAYON_REGIONS
+(R runs idle and R loaded of rayon and of each of --omp and --eigen, default 20; P runs of
+each of numpy and torch, default 3)
 Prints one line per run and a summary; exit status 1 if any check failed. Figures reported:
 the traced run's wall time over the native run's (the slowdown a user sees).
 """
@@ -61,6 +71,7 @@ def hogs(k):
 def main():
     args = sys.argv[1:]
     runs, peer_runs, seed = 20, 3, int(time.time())
+    omp = eigen = None
     while args and args[0].startswith("--"):
         flag = args.pop(0)
         if flag == "--runs":
@@ -69,6 +80,10 @@ def main():
             peer_runs = int(args.pop(0))
         elif flag == "--seed":
             seed = int(args.pop(0))
+        elif flag == "--omp":
+            omp = args.pop(0)
+        elif flag == "--eigen":
+            eigen = args.pop(0)
     roofline, rayon = args
     rng = random.Random(seed)
     cpus = os.cpu_count()
@@ -99,6 +114,64 @@ def main():
         finally:
             for h in hog:
                 h.kill()
+
+    # OpenMP teams: the C triad and Eigen's GEMM. Each draw: (what, argv, env, check(W) -> bool).
+    def omp_draw():
+        n, reps, threads = rng.randint(5_000, 2_000_000), rng.randint(1, 4), rng.randint(2, cpus)
+        policy = rng.choice(["passive", "active"])
+        return (f"n {n} reps {reps} threads {threads} {policy}", [omp, str(n), str(reps)],
+                {"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": policy},
+                lambda w: w == 2 * n * reps, f"2·n·reps = {2 * n * reps}")
+
+    def eigen_draw(i):
+        reps = rng.randint(1, 3)
+        if i % 4 == 3:
+            # Large: Eigen blocks k; KB whole, in [1, n/8].
+            n, threads = rng.choice([480, 960]), cpus
+
+            def check(w):
+                kb = (w - 3 * reps - reps * 2 * n**3) / (reps * 2 * n**2)
+                return kb == int(kb) and 1 <= kb <= n / 8
+            want = f"reps·(2n³ + 2n²·KB) + 3·reps, KB whole in [1, {n // 8}]"
+        else:
+            n, threads = 24 * rng.randint(1, 5), rng.randint(2, cpus)
+            exact = reps * (2 * n**3 + 2 * n**2 + 3)
+
+            def check(w):
+                return w == exact
+            want = str(exact)
+        return (f"n {n} reps {reps} threads {threads}", [eigen, str(n), str(reps)],
+                {"OMP_NUM_THREADS": str(threads)}, check, want)
+
+    teams = []
+    if omp:
+        teams.append(("omp_triad", lambda i: omp_draw()))
+    if eigen:
+        teams.append(("eigen_gemm", eigen_draw))
+    for name, draw in teams:
+        for loaded in (False, True):
+            hog = hogs(cpus) if loaded else []
+            try:
+                for i in range(runs):
+                    what, argv, extra, check, want = draw(i)
+                    env = dict(os.environ, **extra)
+                    nat, _ = native(argv, env=env)
+                    out, doc, wall = traced(roofline, argv, env=env)
+                    w = flops(doc) if doc else None
+                    # `measure` prints the traced run's output, the native run's, then its summary.
+                    lines = [x for x in out.stdout.splitlines() if x.strip()]
+                    want_lines = [x for x in nat.stdout.splitlines() if x.strip()]
+                    ok = (out.returncode == 0 and w is not None and check(int(w))
+                          and lines[:2 * len(want_lines)] == want_lines * 2)
+                    tag = "loaded" if loaded else "idle"
+                    print(f"{name} {tag} {i + 1}: {what} rc {out.returncode} W {w} want {want} "
+                          f"{'ok' if ok else 'FAILED'} ({wall:.2f} s)", flush=True)
+                    if not ok:
+                        failed.append(f"{name} {tag} {what}: rc {out.returncode} W {w} "
+                                      f"out {lines[:4]} native {want_lines[:2]} {out.stderr.strip()[-400:]}")
+            finally:
+                for h in hog:
+                    h.kill()
 
     n = 1024
     peers = {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The trace backend's long stress run (issue #36): every multi-threaded case of
 # tests/trace_stress.rs (rayon pool made before and inside regions, nested join, threads asleep
-# in futex/read/nanosleep across region ends, OpenMP teams with passive and active waiting)
+# in futex/read/nanosleep across region ends, OpenMP teams with passive and active waiting, Eigen's OpenMP GEMM)
 # traced RUNS times each (default 100) with random sizes and thread counts, half of the runs idle
 # and half with a CPU hog beside, every 10th also against the reference mode. Any exit status,
 # output or W different from the native run, the formula or the reference fails and prints the

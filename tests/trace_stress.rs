@@ -236,7 +236,8 @@ fn stress_pools(d: &mut Draw) -> Option<Run> {
     })
 }
 
-/// A C fixture built once into a directory that lives as long as the test.
+/// A C (or, by its `.cpp` name, C++) fixture built once into a directory that lives as long as
+/// the test.
 fn build_c(source: &str, exe: &str, flags: &[&str]) -> Option<PathBuf> {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
@@ -245,7 +246,8 @@ fn build_c(source: &str, exe: &str, flags: &[&str]) -> Option<PathBuf> {
         return Some(out);
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace").join(source);
-    let ok = Native::new("cc")
+    let compiler = if source.ends_with(".cpp") { "c++" } else { "cc" };
+    let ok = Native::new(compiler)
         .args(flags)
         .arg("-o")
         .arg(&out)
@@ -253,7 +255,7 @@ fn build_c(source: &str, exe: &str, flags: &[&str]) -> Option<PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipping {source}: cc could not build it");
+        eprintln!("skipping {source}: {compiler} could not build it");
         return None;
     }
     Some(out)
@@ -290,6 +292,28 @@ fn omp_triad(d: &mut Draw) -> Option<Run> {
     })
 }
 
+/// Eigen's OpenMP GEMM (`libeigen3-dev`): a team Eigen sizes from the product (up to
+/// OMP_NUM_THREADS), the B panel packed by every thread into one shared buffer.
+fn eigen_gemm(d: &mut Draw) -> Option<Run> {
+    if !Path::new("/usr/include/eigen3/Eigen/Dense").exists() {
+        eprintln!("skipping eigen_gemm: no /usr/include/eigen3 (libeigen3-dev)");
+        return None;
+    }
+    let exe = build_c(
+        "eigen_gemm.cpp",
+        "eigen_gemm",
+        &["-O2", "-march=native", "-fopenmp", "-DNDEBUG", "-I/usr/include/eigen3"],
+    )?;
+    // n: a multiple of 24 up to 120, where the fixture's formula holds (its header says why).
+    let (n, reps, threads) = (24 * d.pick(1, 6), d.pick(1, 4), d.pick(1, 17));
+    Some(Run {
+        what: format!("n {n} reps {reps} threads {threads}"),
+        argv: vec![exe.display().to_string(), n.to_string(), reps.to_string()],
+        env: vec![("OMP_NUM_THREADS".into(), threads.to_string())],
+        regions: vec![(String::new(), reps * (2 * n * n * n + 2 * n * n + 3))],
+    })
+}
+
 #[test]
 fn short() {
     // The README's examples 20 times each (10 idle, 10 loaded), the other patterns 10 times.
@@ -306,7 +330,11 @@ fn short() {
         0,
     );
     stress(
-        &[("stress_pools", &stress_pools), ("blocked_syscalls", &blocked_syscalls)],
+        &[
+            ("stress_pools", &stress_pools),
+            ("blocked_syscalls", &blocked_syscalls),
+            ("eigen_gemm", &eigen_gemm),
+        ],
         runs.div_ceil(2),
         0,
     );
@@ -326,6 +354,7 @@ fn long() {
             ("stress_pools", &stress_pools),
             ("blocked_syscalls", &blocked_syscalls),
             ("omp_triad", &omp_triad),
+            ("eigen_gemm", &eigen_gemm),
         ],
         runs,
         10,
