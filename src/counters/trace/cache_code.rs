@@ -158,11 +158,20 @@ fn writes_gs(ins: &Instruction) -> bool {
 }
 
 /// An indirect branch's operand can be loaded into `rcx` after `rsp` moved by 160: a register
-/// other than rsp, or memory whose index is not rsp.
+/// other than rsp, or memory whose index is not rsp and whose segment has base 0. The load
+/// drops the prefix: in 64-bit mode `cs`, `ds`, `es` and `ss` address flat memory, and `ds` is
+/// also CET's `notrack` (3E), which every jump table of a program built with `-fcf-protection`
+/// (Ubuntu's and Fedora's default) carries; `fs` and `gs` have bases of their own.
 fn indirect_operand_ok(ins: &Instruction) -> bool {
     match ins.op0_kind() {
         OpKind::Register => ins.op0_register() != Register::RSP,
-        OpKind::Memory => ins.memory_index() != Register::RSP && ins.segment_prefix() == Register::None,
+        OpKind::Memory => {
+            ins.memory_index() != Register::RSP
+                && matches!(
+                    ins.segment_prefix(),
+                    Register::None | Register::CS | Register::DS | Register::ES | Register::SS
+                )
+        }
         _ => false,
     }
 }

@@ -125,6 +125,41 @@ fn indirect_branches_through_rsp_and_system_calls_are_not_translated() {
 }
 
 #[test]
+fn jump_tables_with_notrack_or_a_flat_segment_are_translated_and_fs_ones_are_not() {
+    // notrack jmp [rax*8+0x78ae40], as gcc -fcf-protection emits a switch (python3.12 on Ubuntu).
+    let notrack = [0x3e, 0xff, 0x24, 0xc5, 0x40, 0xae, 0x78, 0x00];
+    let plain = &notrack[1..];
+    assert!(translatable(&block_at(&notrack, 0x60_2aa5)));
+    let load = |bytes: &[u8]| {
+        let t = translate(&block_at(bytes, 0x60_2aa5), 0x4000_0000, 0x40, 0x3ff0_0000, &|_| None).unwrap();
+        let out = decode(&t.bytes, 0x4000_0000);
+        let l = *out
+            .iter()
+            .find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == Register::RCX && i.op1_kind() == OpKind::Memory)
+            .unwrap();
+        (
+            l.memory_base(),
+            l.memory_index(),
+            l.memory_index_scale(),
+            l.memory_displacement64(),
+            l.memory_segment(),
+        )
+    };
+    // The same load of the target as without the prefix: [rax*8+0x78ae40], flat.
+    assert_eq!(load(&notrack), load(plain));
+    assert_eq!(load(plain), (Register::None, Register::RAX, 8, 0x78_ae40, Register::DS));
+    // cs, es, ss: flat too; fs and gs (64 and 65) have bases of their own.
+    for prefix in [0x2e, 0x26, 0x36] {
+        let bytes: Vec<u8> = std::iter::once(prefix).chain(plain.iter().copied()).collect();
+        assert!(translatable(&block_at(&bytes, 0x60_2aa5)), "prefix {prefix:#x}");
+    }
+    for prefix in [0x64, 0x65] {
+        let bytes: Vec<u8> = std::iter::once(prefix).chain(plain.iter().copied()).collect();
+        assert!(!translatable(&block_at(&bytes, 0x60_2aa5)), "prefix {prefix:#x}");
+    }
+}
+
+#[test]
 fn link_bytes_reach_and_encode_a_jump() {
     let (rel, op) = link_bytes(0x1000, 0x2000).unwrap();
     assert_eq!(op, 0xe9);

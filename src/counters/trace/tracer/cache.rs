@@ -117,7 +117,11 @@ impl Tracer<'_> {
         };
         self.stats.cache_exits += 1;
         if self.debug {
-            eprintln!("[{pid}] cache: exit at {at:#x} (stub {stub:#x}) to {kind:x?}");
+            let to = match kind {
+                ExitKind::Direct(x) | ExitKind::Miss(x) => x,
+            };
+            let function = self.spaces[si].function_of(to).0;
+            eprintln!("[{pid}] cache: exit at {at:#x} (stub {stub:#x}) to {kind:x?} in {function}");
         }
         match kind {
             ExitKind::Direct(x) => {

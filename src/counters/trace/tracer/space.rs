@@ -412,7 +412,7 @@ impl Space {
     }
 
     /// Function name and whether it keeps rbp as a frame pointer.
-    fn function_of(&mut self, addr: u64) -> (Rc<str>, bool) {
+    pub(super) fn function_of(&mut self, addr: u64) -> (Rc<str>, bool) {
         let page = addr >> 12;
         let loc = if self.missed_pages.contains(&page) {
             None
