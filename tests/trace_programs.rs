@@ -483,6 +483,49 @@ fn jump_tables_with_notrack_run_in_the_code_cache() {
     );
 }
 
+/// `rep stosq` and `rep movsb` (glibc's memset and memcpy for large sizes, upwards and with
+/// the direction flag set) inside a loop that runs in the code cache: each translation adds
+/// `rcx` to a counter of its own before the instruction, so the bytes equal single-stepping's
+/// and the loop no longer leaves the cache at every string instruction (before: about four
+/// stops per round).
+#[test]
+fn rep_string_instructions_are_counted_in_the_code_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "rep_strings.c", "rep_strings", &[]) else {
+        return;
+    };
+    let mut s = seed();
+    let run = |mode: &str, n: u64| {
+        let out = dir.path().join(format!("{mode}.json"));
+        Command::cargo_bin("roofline")
+            .unwrap()
+            .args(["measure", "--backend", "trace", "--trace", mode, "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(n.to_string())
+            .env("ROOFLINE_TRACE_CACHE", "2")
+            .env("ROOFLINE_TRACE_PATH_INSNS", "16")
+            .timeout(std::time::Duration::from_secs(120))
+            .assert()
+            .success();
+        whole_run(&out)
+    };
+    // Counts: against single-stepping on a small run (stepping takes 6 ms a round).
+    let n = pick(&mut s, 200, 500);
+    let (cached, slow) = (run("flops", n), run("reference", n));
+    for key in ["core_load_bytes", "core_store_bytes"] {
+        assert_eq!(cached["extra"][key], slow["extra"][key], "{key}, n {n}");
+    }
+    assert_eq!(cached["flops"], slow["flops"], "n {n}");
+    let t = &cached["extra"]["trace"];
+    assert!(t["cache"]["blocks"].as_u64().unwrap() > n, "the loop did not run in the cache: {t}");
+    // Stops: a long run stops no more often than a short one.
+    let n = pick(&mut s, 4_000, 12_000);
+    let t = &run("flops", n)["extra"]["trace"];
+    assert!(t["stops"].as_u64().unwrap() * 4 < n, "{} stops in {n} rounds: {t}", t["stops"]);
+}
+
 /// Run-ahead through loops (a loop whose branches the emulator decides runs all its
 /// iterations at one trap; a non-affine counted loop emulated within the path) on a program of
 /// real loop shapes: SpMV with indices loaded from memory, a stencil, a linked-list walk and a

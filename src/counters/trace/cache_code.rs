@@ -125,7 +125,7 @@ pub fn lane_counted(insns: &[std::rc::Rc<Insn>]) -> Vec<(usize, u32)> {
 pub fn translatable(insns: &[std::rc::Rc<Insn>]) -> bool {
     let Some(last) = insns.last() else { return false };
     for i in insns {
-        if i.string.is_some()
+        if (i.string.is_some() && !rep_countable(i))
             || i.tile.is_some()
             || i.unclassified
             || (i.mask.is_some() && masked_lanes(i).is_none())
@@ -144,6 +144,41 @@ pub fn translatable(insns: &[std::rc::Rc<Insn>]) -> bool {
         Flow::IndirectCall => last.instr.code() == Code::Call_rm64 && indirect_operand_ok(&last.instr),
         Flow::Next => true,
     }
+}
+
+/// Whether `i` is a `rep movs` or `rep stos` whose iterations its translation counts: `rcx` at
+/// its start (64-bit addressing, flat segments). Its bytes are its element times those
+/// iterations, which a counter of its own adds up (`rep_count_add`). `repe`/`repne` `cmps`
+/// and `scas` end where the data says and stay out of the cache.
+pub fn rep_countable(i: &Insn) -> bool {
+    let Some(s) = i.string else { return false };
+    s.rep
+        && s.stores == 1
+        && matches!(
+            i.instr.mnemonic(),
+            Mnemonic::Movsb
+                | Mnemonic::Movsw
+                | Mnemonic::Movsd
+                | Mnemonic::Movsq
+                | Mnemonic::Stosb
+                | Mnemonic::Stosw
+                | Mnemonic::Stosd
+                | Mnemonic::Stosq
+        )
+        && i.instr.has_rep_prefix()
+        && (0..i.instr.op_count()).all(|o| matches!(i.instr.op_kind(o), OpKind::MemoryESRDI | OpKind::MemorySegRSI | OpKind::Register))
+        && matches!(i.instr.segment_prefix(), Register::None | Register::DS | Register::ES)
+}
+
+/// The rep-counted string instructions of `insns` (`rep_countable`), in order: the `j`-th has
+/// the counter after the block's own, its lane counters (`lane_counted`) and `j`.
+pub fn rep_counted(insns: &[std::rc::Rc<Insn>]) -> Vec<usize> {
+    insns
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| rep_countable(i))
+        .map(|(idx, _)| idx)
+        .collect()
 }
 
 /// Whether `ins` changes the `gs` base, which holds the thread's counter area while it runs
@@ -277,6 +312,21 @@ fn active_lanes_add(k: u8, lanes: u32, slot: u64, seq: &mut Vec<Instruction>) ->
     Some(())
 }
 
+/// Before a rep-counted string instruction (`rep_countable`): its iterations, `rcx`, added to
+/// its thread's counter at `slot`, the flags kept (saved below the red zone). Counted at its
+/// start: a signal handler that runs while it is under way returns into it, which goes on
+/// with what is left of `rcx`.
+fn rep_count_add(slot: u64, seq: &mut Vec<Instruction>) -> Option<()> {
+    use Register::*;
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, -128)))?);
+    seq.push(op(Ok(Instruction::with(Code::Pushfq)))?);
+    let at = MemoryOperand::new(Register::None, Register::None, 1, i64::try_from(slot).ok()?, 4, false, GS);
+    seq.push(op(Instruction::with2(Code::Add_rm64_r64, at, RCX))?);
+    seq.push(op(Ok(Instruction::with(Code::Popfq)))?);
+    seq.push(op(Instruction::with2(Code::Lea_r64_m, RSP, mem(RSP, 128)))?);
+    Some(())
+}
+
 /// Labels of stubs are fake instruction addresses, below any real code, that the encoder
 /// retargets branches to.
 struct Labels {
@@ -301,7 +351,8 @@ impl Labels {
 
 /// The translation of `insns` (one block, decoded at their addresses) placed at `at`.
 /// `counter`: its counter's offset in a thread's counter area (the active-lane counters of
-/// its masked instructions, `lane_counted`, follow it); `table_ptr`: the address holding the lookup table's
+/// its masked instructions, `lane_counted`, follow it, then the iteration counters of its
+/// `rep movs`/`rep stos`, `rep_counted`); `table_ptr`: the address holding the lookup table's
 /// address (in the area's header); `translated(x)`: the translation of the original address
 /// `x`, where one exists. None where the block cannot be translated.
 pub fn translate(
@@ -324,10 +375,15 @@ pub fn translate(
     // instruction's copy, and a body has no branch, so such a target is data (a function
     // taking its own address, `lea rax,[rip+f]` at `f`): it must stay the original address.
     let lanes = lane_counted(insns);
+    let reps = rep_counted(insns);
     for (idx, i) in body.iter().enumerate() {
         if let Some(k) = lanes.iter().position(|(at, _)| *at == idx) {
             let slot = counter.checked_add(8 * (k as u64 + 1))?;
             active_lanes_add(i.mask?, lanes[k].1, slot, &mut seq)?;
+        }
+        if let Some(j) = reps.iter().position(|at| *at == idx) {
+            let slot = counter.checked_add(8 * ((lanes.len() + j) as u64 + 1))?;
+            rep_count_add(slot, &mut seq)?;
         }
         let mut c = i.instr;
         c.set_ip(0);

@@ -101,7 +101,7 @@ fn a_call_pushes_the_original_return_address() {
 #[test]
 fn indirect_branches_through_rsp_and_system_calls_are_not_translated() {
     assert!(!translatable(&block_at(&[0x0f, 0x05], 0x1000))); // syscall
-    assert!(!translatable(&block_at(&[0xf3, 0xa4], 0x1000))); // rep movsb
+    assert!(!translatable(&block_at(&[0xf3, 0xa6], 0x1000))); // repe cmpsb
     assert!(!translatable(&block_at(&[0xff, 0xe4], 0x1000))); // jmp rsp
     assert!(translatable(&block_at(&[0xff, 0xe0], 0x1000))); // jmp rax
     assert!(translatable(&block_at(&[0xff, 0x64, 0x24, 0x08], 0x1000))); // jmp [rsp+8]
@@ -156,6 +156,35 @@ fn jump_tables_with_notrack_or_a_flat_segment_are_translated_and_fs_ones_are_not
     for prefix in [0x64, 0x65] {
         let bytes: Vec<u8> = std::iter::once(prefix).chain(plain.iter().copied()).collect();
         assert!(!translatable(&block_at(&bytes, 0x60_2aa5)), "prefix {prefix:#x}");
+    }
+}
+
+#[test]
+fn rep_movs_and_stos_add_rcx_to_their_own_counter_before_they_run() {
+    // The block's counter at 0x40, so the rep's iteration counter is at 0x48.
+    for bytes in [&[0xf3, 0x48, 0xab][..], &[0xf3, 0xa4], &[0xf3, 0x3e, 0xa4]] {
+        let insns = block_at(bytes, 0x1000);
+        assert!(translatable(&insns), "{}", insns[0].instr);
+        assert_eq!(rep_counted(&insns), vec![0]);
+        let t = translate(&insns, 0x4000_0000, 0x40, 0x3ff0_0000, &|_| None).unwrap();
+        let out = decode(&t.bytes, 0x4000_0000);
+        let add = out
+            .iter()
+            .position(|i| i.code() == Code::Add_rm64_r64 && i.op1_register() == Register::RCX)
+            .unwrap_or_else(|| panic!("no add of rcx: {out:?}"));
+        assert_eq!(out[add].memory_segment(), Register::GS);
+        assert_eq!(out[add].memory_displacement64(), 0x48);
+        // Flags kept around it, and the string instruction itself after it.
+        assert_eq!(out[add - 1].code(), Code::Pushfq);
+        assert_eq!(out[add + 1].code(), Code::Popfq);
+        let rep = out.iter().position(|i| i.is_string_instruction()).unwrap();
+        assert!(rep > add && out[rep].has_rep_prefix(), "{out:?}");
+    }
+    // Ended by the data (repe cmps, repne scas), 32-bit addressing (ecx), an fs segment: out.
+    for bytes in [&[0xf3, 0xa6][..], &[0xf2, 0xae], &[0x67, 0xf3, 0xab], &[0x64, 0xf3, 0xa4]] {
+        let insns = block_at(bytes, 0x1000);
+        assert!(!translatable(&insns), "{}", insns[0].instr);
+        assert!(rep_counted(&insns).is_empty());
     }
 }
 

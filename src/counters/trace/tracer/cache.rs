@@ -30,7 +30,7 @@ use super::Tracer;
 use crate::counters::trace::classify::Flow;
 
 use super::block::{Block, ends_in_sigreturn};
-use super::cache_state::{Area, Entry, MaskedCount, ThreadCounters};
+use super::cache_state::{Area, Entry, MaskedCount, RepCount, ThreadCounters};
 use super::count::indirect_target;
 use super::run_ahead::RunAhead;
 use super::threads::Then;
@@ -271,20 +271,21 @@ impl Tracer<'_> {
         let sp = &self.spaces[si];
         let block = sp.blocks.get(&pc).cloned()?;
         let bp = sp.bps.get(&pc).copied().unwrap_or_default();
-        if (block.needs_step && !block.emu_masks) || block.rep || bp.sticky() || bp.inside || sp.is_sticky(pc) || ends_in_sigreturn(&block)
-        {
+        if (block.needs_step && !block.emu_masks) || bp.sticky() || bp.inside || sp.is_sticky(pc) || ends_in_sigreturn(&block) {
             return None;
         }
         if !cache_code::translatable(&block.insns) {
             return None;
         }
         let lanes = cache_code::lane_counted(&block.insns);
+        let reps = cache_code::rep_counted(&block.insns);
         let counter = self.spaces[si].cache.counters_used;
-        if (counter + 1 + lanes.len()) as u64 > THREAD_COUNTERS {
+        let counters = 1 + lanes.len() + reps.len();
+        if (counter + counters) as u64 > THREAD_COUNTERS {
             return None;
         }
         let code_len: u64 = block.insns.iter().map(|i| u64::from(i.len)).sum();
-        let room = code_len * 2 + 256 + ORIGIN + LANE_COUNT_BYTES * lanes.len() as u64;
+        let room = code_len * 2 + 256 + ORIGIN + LANE_COUNT_BYTES * (lanes.len() + reps.len()) as u64;
         let ai = self.cache_area(pid, si, pc, room)?;
         let sp = &mut self.spaces[si];
         let area = sp.cache.areas[ai];
@@ -316,12 +317,26 @@ impl Tracer<'_> {
             }
         }
         let masked = masked_counts(&block, &lanes, counter);
+        let reps = reps
+            .iter()
+            .enumerate()
+            .map(|(j, &idx)| {
+                let mut per_iteration = Tally::default();
+                per_iteration.add_string(&block.insns[idx], 1);
+                RepCount {
+                    idx,
+                    counter: counter + 1 + lanes.len() + j,
+                    per_iteration,
+                }
+            })
+            .collect();
         sp.cache.entries.push(Entry {
             block: block.clone(),
             counter,
             masked,
+            reps,
         });
-        sp.cache.counters_used = counter + 1 + lanes.len();
+        sp.cache.counters_used = counter + counters;
         // The table entry (one 8-byte write): the first free way of the block's bucket, else
         // the last way, whose translation is then reached through traps and links only.
         if let Some(table) = sp.cache.table {
@@ -436,7 +451,7 @@ impl Tracer<'_> {
         // Per thread and entry: the executions and each lane counter's sum since the last read
         // (read in one go: a thread still running may be between the two, and its next read
         // counts the rest).
-        let mut runs: Vec<(i32, usize, u64, Vec<u64>)> = Vec::new();
+        let mut runs: Vec<(i32, usize, u64, Vec<u64>, Vec<u64>)> = Vec::new();
         let sp = &mut self.spaces[si];
         let mut buf = vec![0u8; 8 * n];
         for (tid, c) in sp.cache.counters.iter_mut() {
@@ -453,8 +468,9 @@ impl Tracer<'_> {
             for (ei, e) in sp.cache.entries.iter().enumerate() {
                 let d = gained(e.counter);
                 let sums: Vec<u64> = e.masked.iter().map(|m| m.lanes.as_ref().map_or(0, |(k, _)| gained(*k))).collect();
-                if d > 0 || sums.iter().any(|s| *s > 0) {
-                    runs.push((*tid, ei, d, sums));
+                let iterations: Vec<u64> = e.reps.iter().map(|r| gained(r.counter)).collect();
+                if d > 0 || sums.iter().any(|s| *s > 0) || iterations.iter().any(|i| *i > 0) {
+                    runs.push((*tid, ei, d, sums, iterations));
                 }
             }
         }
@@ -462,7 +478,7 @@ impl Tracer<'_> {
         if self.spaces[si].threads <= 1 {
             self.spaces[si].cache.used = false;
         }
-        for (tid, ei, n, sums) in runs {
+        for (tid, ei, n, sums, iterations) in runs {
             let entry = self.spaces[si].cache.entries[ei].clone();
             let pid = Pid::from_raw(tid);
             self.stats.cache_blocks += n;
@@ -472,6 +488,9 @@ impl Tracer<'_> {
                 if let Some((_, per_lane)) = &m.lanes {
                     self.add_masked(pid, &entry.block, m.idx, per_lane, sum);
                 }
+            }
+            for (r, i) in entry.reps.iter().zip(iterations) {
+                self.add_masked(pid, &entry.block, r.idx, &r.per_iteration, i);
             }
         }
     }
@@ -532,7 +551,8 @@ fn blank_to(mem: &crate::counters::trace::sys::Memory, area: &mut Area, used: u6
 /// Bytes of a cache area read back blank at a time.
 const BLANK_CHECK: u64 = 4096;
 
-/// Upper bound of the bytes `cache_code` adds before a lane-counted masked instruction.
+/// Upper bound of the bytes `cache_code` adds before a lane-counted masked instruction or a
+/// rep-counted string instruction.
 const LANE_COUNT_BYTES: u64 = 64;
 
 /// The masked instructions of `block` as a translation at counter `counter` counts them: each

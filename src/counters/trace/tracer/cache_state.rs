@@ -25,12 +25,24 @@ pub(super) struct Area {
 
 /// A translation's block, and its counters' indexes in every thread's counter area: the
 /// block's executions at `counter`, then one counter of active lanes per lane-counted masked
-/// instruction (`cache_code::lane_counted`).
+/// instruction (`cache_code::lane_counted`), then one of iterations per `rep movs`/`rep stos`
+/// (`cache_code::rep_counted`).
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) block: Rc<Block>,
     pub(super) counter: usize,
     pub(super) masked: Rc<[MaskedCount]>,
+    pub(super) reps: Rc<[RepCount]>,
+}
+
+/// A `rep movs`/`rep stos` of a translated block: its bytes are `per_iteration` times the sum
+/// of its iteration counter (at `counter`); the instruction itself counts with its block.
+#[derive(Debug, Clone)]
+pub(super) struct RepCount {
+    /// The instruction's index in the block.
+    pub(super) idx: usize,
+    pub(super) counter: usize,
+    pub(super) per_iteration: Tally,
 }
 
 /// A masked instruction of a translated block: its tally is `base` per execution plus
