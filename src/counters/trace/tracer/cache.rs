@@ -448,10 +448,10 @@ impl Tracer<'_> {
         }
         self.stats.cache_flushes += 1;
         let n = self.spaces[si].cache.counters_used;
-        // Per thread and entry: the executions and each lane counter's sum since the last read
-        // (read in one go: a thread still running may be between the two, and its next read
-        // counts the rest).
-        let mut runs: Vec<(i32, usize, u64, Vec<u64>, Vec<u64>)> = Vec::new();
+        // Per thread and entry: the executions, each lane counter's sum and each string
+        // instruction's iterations since the last read (read in one go: a thread still running
+        // may be between the two, and its next read counts the rest).
+        let mut runs: Vec<EntryRun> = Vec::new();
         let sp = &mut self.spaces[si];
         let mut buf = vec![0u8; 8 * n];
         for (tid, c) in sp.cache.counters.iter_mut() {
@@ -470,7 +470,13 @@ impl Tracer<'_> {
                 let sums: Vec<u64> = e.masked.iter().map(|m| m.lanes.as_ref().map_or(0, |(k, _)| gained(*k))).collect();
                 let iterations: Vec<u64> = e.reps.iter().map(|r| gained(r.counter)).collect();
                 if d > 0 || sums.iter().any(|s| *s > 0) || iterations.iter().any(|i| *i > 0) {
-                    runs.push((*tid, ei, d, sums, iterations));
+                    runs.push(EntryRun {
+                        tid: *tid,
+                        entry: ei,
+                        executions: d,
+                        lane_sums: sums,
+                        iterations,
+                    });
                 }
             }
         }
@@ -478,9 +484,10 @@ impl Tracer<'_> {
         if self.spaces[si].threads <= 1 {
             self.spaces[si].cache.used = false;
         }
-        for (tid, ei, n, sums, iterations) in runs {
-            let entry = self.spaces[si].cache.entries[ei].clone();
-            let pid = Pid::from_raw(tid);
+        for run in runs {
+            let (n, sums, iterations) = (run.executions, run.lane_sums, run.iterations);
+            let entry = self.spaces[si].cache.entries[run.entry].clone();
+            let pid = Pid::from_raw(run.tid);
             self.stats.cache_blocks += n;
             self.add_block(pid, &entry.block, &[], n);
             for (m, sum) in entry.masked.iter().zip(sums) {
@@ -527,6 +534,15 @@ impl Tracer<'_> {
         }
         sp.cache.counters.insert(child.as_raw(), c);
     }
+}
+
+/// What one thread ran of one translation since the counters' last read.
+struct EntryRun {
+    tid: i32,
+    entry: usize,
+    executions: u64,
+    lane_sums: Vec<u64>,
+    iterations: Vec<u64>,
 }
 
 /// Whether the next `used` bytes of `area` (from its `code_used`) were blank before the tracer
