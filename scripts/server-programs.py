@@ -24,6 +24,7 @@ each of numpy and torch, default 3)
 Prints one line per run and a summary; exit status 1 if any check failed. Figures reported:
 the traced run's wall time over the native run's (the slowdown a user sees).
 """
+import contextlib
 import json
 import os
 import random
@@ -64,8 +65,15 @@ def flops(doc, name=None):
     return None
 
 
+@contextlib.contextmanager
 def hogs(k):
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(k)]
+    """k busy loops while the block runs (none for k = 0)."""
+    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(k)]
+    try:
+        yield
+    finally:
+        for h in procs:
+            h.kill()
 
 
 def main():
@@ -92,8 +100,7 @@ def main():
     slow = {}
 
     for loaded in (False, True):
-        hog = hogs(cpus) if loaded else []
-        try:
+        with hogs(cpus if loaded else 0):
             for i in range(runs):
                 n, calls = rng.randint(1_000, 400_000), rng.randint(1, 6)
                 argv = [rayon, str(n), str(calls)]
@@ -111,9 +118,6 @@ def main():
                 if not ok:
                     failed.append(f"rayon {tag} n {n} calls {calls}: rc {out.returncode} "
                                   f"{out.stderr.strip()[-400:]}")
-        finally:
-            for h in hog:
-                h.kill()
 
     # OpenMP teams: the C triad and Eigen's GEMM. Each draw: (what, argv, env, check(W) -> bool).
     def omp_draw():
@@ -150,8 +154,7 @@ def main():
         teams.append(("eigen_gemm", eigen_draw))
     for name, draw in teams:
         for loaded in (False, True):
-            hog = hogs(cpus) if loaded else []
-            try:
+            with hogs(cpus if loaded else 0):
                 for i in range(runs):
                     what, argv, extra, check, want = draw(i)
                     env = dict(os.environ, **extra)
@@ -169,9 +172,6 @@ def main():
                     if not ok:
                         failed.append(f"{name} {tag} {what}: rc {out.returncode} W {w} "
                                       f"out {lines[:4]} native {want_lines[:2]} {out.stderr.strip()[-400:]}")
-            finally:
-                for h in hog:
-                    h.kill()
 
     n = 1024
     peers = {

@@ -428,6 +428,27 @@ fn code_cache_counts_equal_single_stepping() {
     assert_eq!(t["cache"]["misses_stepped"], 0, "{t}");
 }
 
+/// `roofline measure --backend trace --trace MODE -- EXE ARGS` with the code cache taking a
+/// block counted twice and paths kept short (`ROOFLINE_TRACE_CACHE=2`,
+/// `ROOFLINE_TRACE_PATH_INSNS=16`), so that a loop runs in its translations: the whole run's
+/// point and the program's output.
+fn trace_in_cache(dir: &Path, mode: &str, exe: &Path, args: &[u64]) -> (Value, String) {
+    let out = dir.join(format!("cached-{mode}.json"));
+    let run = Command::cargo_bin("roofline")
+        .unwrap()
+        .args(["measure", "--backend", "trace", "--trace", mode, "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(exe)
+        .args(args.iter().map(u64::to_string))
+        .env("ROOFLINE_TRACE_CACHE", "2")
+        .env("ROOFLINE_TRACE_PATH_INSNS", "16")
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    (whole_run(&out), String::from_utf8_lossy(&run.get_output().stdout).into_owned())
+}
+
 /// An interpreter's dispatch through a jump table built as Ubuntu and Fedora build their
 /// programs (`-fcf-protection`: the table's `jmp` carries CET's `notrack` prefix) and as their
 /// python3 is linked (no PIE: `notrack jmp [table + rax*8]`, a memory operand). With paths
@@ -448,26 +469,12 @@ fn jump_tables_with_notrack_run_in_the_code_cache() {
     };
     let mut s = seed();
     let (n, rounds) = (pick(&mut s, 500, 3_000), pick(&mut s, 20, 60));
-    let out = dir.path().join("dispatch.json");
-    let run = Command::cargo_bin("roofline")
-        .unwrap()
-        .args(["measure", "--backend", "trace", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .args([n.to_string(), rounds.to_string()])
-        .env("ROOFLINE_TRACE_CACHE", "2")
-        .env("ROOFLINE_TRACE_PATH_INSNS", "16")
-        .timeout(std::time::Duration::from_secs(120))
-        .assert()
-        .success();
-    let stdout = String::from_utf8_lossy(&run.get_output().stdout).to_string();
+    let (p, stdout) = trace_in_cache(dir.path(), "flops", &exe, &[n, rounds]);
     let want: f64 = stdout
         .lines()
         .find_map(|l| l.strip_prefix("flops "))
         .and_then(|f| f.trim().parse().ok())
         .unwrap_or_else(|| panic!("no flops line: {stdout}"));
-    let p = whole_run(&out);
     assert_eq!(p["flops"]["total"].as_f64(), Some(want), "n {n} rounds {rounds}");
     let t = &p["extra"]["trace"];
     assert!(
@@ -495,22 +502,7 @@ fn rep_string_instructions_are_counted_in_the_code_cache() {
         return;
     };
     let mut s = seed();
-    let run = |mode: &str, n: u64| {
-        let out = dir.path().join(format!("{mode}.json"));
-        Command::cargo_bin("roofline")
-            .unwrap()
-            .args(["measure", "--backend", "trace", "--trace", mode, "-o"])
-            .arg(&out)
-            .arg("--")
-            .arg(&exe)
-            .arg(n.to_string())
-            .env("ROOFLINE_TRACE_CACHE", "2")
-            .env("ROOFLINE_TRACE_PATH_INSNS", "16")
-            .timeout(std::time::Duration::from_secs(120))
-            .assert()
-            .success();
-        whole_run(&out)
-    };
+    let run = |mode: &str, n: u64| trace_in_cache(dir.path(), mode, &exe, &[n]).0;
     // Counts: against single-stepping on a small run (stepping takes 6 ms a round).
     let n = pick(&mut s, 200, 500);
     let (cached, slow) = (run("flops", n), run("reference", n));

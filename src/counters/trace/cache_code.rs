@@ -146,28 +146,13 @@ pub fn translatable(insns: &[std::rc::Rc<Insn>]) -> bool {
     }
 }
 
-/// Whether `i` is a `rep movs` or `rep stos` whose iterations its translation counts: `rcx` at
-/// its start (64-bit addressing, flat segments). Its bytes are its element times those
-/// iterations, which a counter of its own adds up (`rep_count_add`). `repe`/`repne` `cmps`
-/// and `scas` end where the data says and stay out of the cache.
+/// Whether `i` is a string instruction whose iterations its translation counts: one that
+/// repeats `rcx` times (`Insn::repeats_rcx_times`: `rep movs`, `rep stos`) on flat segments.
+/// Its bytes are its element times those iterations, which a counter of its own adds up
+/// (`rep_count_add`). `repe`/`repne` `cmps` and `scas` end where the data says and stay out
+/// of the cache.
 pub fn rep_countable(i: &Insn) -> bool {
-    let Some(s) = i.string else { return false };
-    s.rep
-        && s.stores == 1
-        && matches!(
-            i.instr.mnemonic(),
-            Mnemonic::Movsb
-                | Mnemonic::Movsw
-                | Mnemonic::Movsd
-                | Mnemonic::Movsq
-                | Mnemonic::Stosb
-                | Mnemonic::Stosw
-                | Mnemonic::Stosd
-                | Mnemonic::Stosq
-        )
-        && i.instr.has_rep_prefix()
-        && (0..i.instr.op_count()).all(|o| matches!(i.instr.op_kind(o), OpKind::MemoryESRDI | OpKind::MemorySegRSI | OpKind::Register))
-        && matches!(i.instr.segment_prefix(), Register::None | Register::DS | Register::ES)
+    i.repeats_rcx_times() && matches!(i.instr.segment_prefix(), Register::None | Register::DS | Register::ES)
 }
 
 /// The rep-counted string instructions of `insns` (`rep_countable`), in order: the `j`-th has

@@ -257,6 +257,27 @@ impl Insn {
     pub fn next(&self) -> u64 {
         self.addr.wrapping_add(u64::from(self.len))
     }
+
+    /// A `rep movs` or `rep stos` with 64-bit addressing: it runs exactly `rcx` iterations
+    /// (a signal may interrupt it; it resumes where it was). Not `repe`/`repne` `cmps` and
+    /// `scas`, which stop on a comparison, nor an address-size prefix (67h: `ecx`, `esi`, `edi`).
+    pub fn repeats_rcx_times(&self) -> bool {
+        let i = &self.instr;
+        self.string.is_some_and(|s| s.rep)
+            && matches!(
+                i.mnemonic(),
+                Mnemonic::Movsb
+                    | Mnemonic::Movsw
+                    | Mnemonic::Movsd
+                    | Mnemonic::Movsq
+                    | Mnemonic::Stosb
+                    | Mnemonic::Stosw
+                    | Mnemonic::Stosd
+                    | Mnemonic::Stosq
+            )
+            && !i.has_repne_prefix()
+            && (0..i.op_count()).all(|o| matches!(i.op_kind(o), OpKind::MemoryESRDI | OpKind::MemorySegRSI | OpKind::Register))
+    }
 }
 
 /// Byte size of the XSAVE area (XSAVE family memory operands), from CPUID leaf 0xD.

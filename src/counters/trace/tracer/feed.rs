@@ -1,7 +1,7 @@
 //! Address feeding (memory mode): the accesses of stepped instructions, emulated blocks and
 //! replayed loops, in the order the cache simulator gets them.
 
-use iced_x86::{Mnemonic, OpAccess, OpKind, Register};
+use iced_x86::{OpAccess, Register};
 use nix::libc;
 use nix::unistd::Pid;
 use std::collections::HashMap;
@@ -299,23 +299,8 @@ fn emulated_accesses_masked(emu: &Emu, insn: &Insn, mask: Option<u64>, trap: &li
 fn rep_accesses(block: &Block, regs: &libc::user_regs_struct) -> Option<Vec<Access>> {
     let insn = block.insns.first()?;
     let s = insn.string?;
-    let i = &insn.instr;
-    let fixed = matches!(
-        i.mnemonic(),
-        Mnemonic::Movsb
-            | Mnemonic::Movsw
-            | Mnemonic::Movsd
-            | Mnemonic::Movsq
-            | Mnemonic::Stosb
-            | Mnemonic::Stosw
-            | Mnemonic::Stosd
-            | Mnemonic::Stosq
-    );
-    if !fixed || i.has_repne_prefix() || s.elem == 0 {
-        return None;
-    }
-    // An address-size prefix (67h) makes rcx/rsi/rdi 32-bit: rare, left to stepping.
-    if (0..i.op_count()).any(|o| matches!(i.op_kind(o), OpKind::MemoryESEDI | OpKind::MemorySegESI)) {
+    // (An address-size prefix, rare, is left to stepping.)
+    if !insn.repeats_rcx_times() || s.elem == 0 {
         return None;
     }
     let count = regs.rcx;
