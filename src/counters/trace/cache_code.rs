@@ -48,7 +48,9 @@ pub const HEADER: u64 = 64;
 /// it translates (`ORIGIN`), which the lookup compares, so that an entry can be replaced by one
 /// 8-byte write while other threads look it up: whatever they read is a whole translation.
 pub const TABLE_BUCKETS: u64 = 1 << TABLE_BITS;
-const TABLE_BITS: u32 = 20;
+/// 2²¹ buckets (32 MiB, reserved like the counters): a million translations (PyTorch) leave
+/// about 3 % of them outside the table (a bucket's third and later), 2²⁰ about 10 %.
+const TABLE_BITS: u32 = 21;
 /// Entries per bucket: a target whose bucket holds another translation is found in the other
 /// way, so that two hot targets sharing a bucket do not leave one of them to a trap per lookup.
 pub const WAYS: u64 = 2;
@@ -236,9 +238,13 @@ fn mem(base: Register, displ: i64) -> MemoryOperand {
     MemoryOperand::with_base_displ(base, displ)
 }
 
-/// Counters per thread: a thread's counter area (`gs` base, set by the tracer) holds this many
-/// 8-byte counters, one per translation of its space.
-pub const THREAD_COUNTERS: u64 = 1 << 18;
+/// Counters per thread: a thread's counter area (`gs` base, set by the tracer) has room for this
+/// many 8-byte counters, one per translation of its space (and one per lane or string
+/// counter). 128 MiB of address space per thread, reserved, not committed: a page is made when a
+/// counter on it is first written, so a thread's memory grows with the translations it runs.
+/// 2¹⁸ ran out importing PyTorch (263 000 translations in `import torch` alone); every block
+/// first hot after that was run by traps.
+pub const THREAD_COUNTERS: u64 = 1 << 24;
 
 /// `add qword gs:[counter], 1` (`counter`: the translation's offset in its thread's counter
 /// area), with the flags saved around it unless `flags_dead`.

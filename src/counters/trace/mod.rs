@@ -551,6 +551,13 @@ fn tracer_notes(stats: &DriverStats) -> Vec<String> {
             stats.scratch_overwrites
         ));
     }
+    if stats.cache_counters_full > 0 {
+        notes.push(format!(
+            "the code cache ran out of counters after {} translations: {} blocks hot after that ran by traps \
+             (exact, slower)",
+            stats.cache_translations, stats.cache_counters_full
+        ));
+    }
     if stats.loop_count_errors > 0 {
         notes.push(format!("{} native loop trip counts were inexact", stats.loop_count_errors));
     }
@@ -564,6 +571,7 @@ fn trace_stats_json(stats: &DriverStats) -> serde_json::Value {
     let cache = serde_json::json!({
         "translations": stats.cache_translations,
         "refused": stats.cache_refused,
+        "counters_full": stats.cache_counters_full,
         "entries": stats.cache_entries,
         "exits": stats.cache_exits,
         "misses": stats.cache_misses,

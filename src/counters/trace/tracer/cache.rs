@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 use std::rc::Rc;
 
 use crate::counters::trace::TraceMode;
-use crate::counters::trace::cache_code::{self, AREA_SIZE, ExitKind, HEADER, ORIGIN, TABLE_BYTES, THREAD_COUNTERS, WAYS};
+use crate::counters::trace::cache_code::{self, AREA_SIZE, ExitKind, HEADER, ORIGIN, TABLE_BYTES, WAYS};
 use crate::counters::trace::tally::Tally;
 use crate::counters::trace::xol::{REACH, Xol};
 
@@ -281,7 +281,8 @@ impl Tracer<'_> {
         let reps = cache_code::rep_counted(&block.insns);
         let counter = self.spaces[si].cache.counters_used;
         let counters = 1 + lanes.len() + reps.len();
-        if (counter + counters) as u64 > THREAD_COUNTERS {
+        if (counter + counters) as u64 > self.thread_counters {
+            self.stats.cache_counters_full += 1;
             return None;
         }
         let code_len: u64 = block.insns.iter().map(|i| u64::from(i.len)).sum();
@@ -427,7 +428,7 @@ impl Tracer<'_> {
             return false;
         }
         let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
-        let Some(base) = self.mmap_in(pid, si, 0, 8 * THREAD_COUNTERS, rw, false) else {
+        let Some(base) = self.mmap_in(pid, si, 0, 8 * self.thread_counters, rw, false) else {
             self.spaces[si].cache.failed = true;
             return false;
         };

@@ -145,7 +145,7 @@ impl Tracer<'_> {
         false
     }
 
-    /// Run `mmap(hint, len, prot, MAP_PRIVATE | MAP_ANONYMOUS [| MAP_FIXED_NOREPLACE])` in the
+    /// Run `mmap(hint, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE [| MAP_FIXED_NOREPLACE])` in the
     /// stopped thread `pid` (through a `syscall` instruction found in its executable memory):
     /// the address mapped, or None (taken, refused, or no `syscall` found).
     pub(super) fn mmap_in(&mut self, pid: Pid, si: usize, hint: u64, len: u64, prot: u64, noreplace: bool) -> Option<u64> {
@@ -163,7 +163,9 @@ impl Tracer<'_> {
             }
         }?;
         const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
-        let mut flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
+        // No swap reserved: the code cache's table and counter areas are large and mostly
+        // untouched (their pages are made as they are used).
+        let mut flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE) as u64;
         if noreplace {
             flags |= MAP_FIXED_NOREPLACE;
         }

@@ -44,6 +44,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+use super::cache_code;
 use super::classify::Flow;
 use super::interleave::Interleave;
 use super::lockstep::{Lockstep, SLEEP_IDLE, Turn};
@@ -165,6 +166,8 @@ pub struct DriverStats {
     /// executions counted from the counters.
     pub cache_translations: u64,
     pub cache_refused: u64,
+    /// Of those, refused because the threads' counter areas were full.
+    pub cache_counters_full: u64,
     pub cache_entries: u64,
     pub cache_exits: u64,
     pub cache_misses: u64,
@@ -277,6 +280,9 @@ pub struct Tracer<'s> {
     /// `ROOFLINE_TRACE_CACHE_PATH=N`: a run-ahead path of at most N different blocks that ends
     /// before the code cache is translated whole at its trap (`Tracer::cache_path`); 0: never.
     cache_path: usize,
+    /// `ROOFLINE_TRACE_COUNTERS=N` (tests): counters per thread (`THREAD_COUNTERS` unless set),
+    /// so that running out of them can be tried on a small program.
+    thread_counters: u64,
 }
 
 /// Run-ahead paths of up to this many different blocks, ending before the code cache, are
@@ -363,6 +369,11 @@ impl<'s> Tracer<'s> {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_CACHE_PATH),
+            thread_counters: std::env::var("ROOFLINE_TRACE_COUNTERS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n| (16..=cache_code::THREAD_COUNTERS).contains(&n))
+                .unwrap_or(cache_code::THREAD_COUNTERS),
         }
     }
 
