@@ -14,7 +14,9 @@
 #   validate   roofline validate (trace) of dgemm and of the AMX GEMMs at two sizes
 #   machine    the clock per ISA (and roofline-old's, where present)
 #   clock-amx  the clock under AMX and the tile unit's flop/cycle (amx_clock), and per vCPU
-#              over rounds and on one vCPU over 0.5 s (amx_cpus: the slow phases)
+#              over rounds and on one vCPU over 0.5 s (amx_cpus: the slow phases); every vCPU
+#              at once in six issue patterns (amx_clock variants: vCPUs sharing a host core
+#              come in pairs of equal figures)
 #   dgemm      the production dgemm (Intel: late16, mc 128), the previous kernel (eb) and three
 #              other micro-tiles (6x32, 8x24, 14x16) against the AVX-512 FMA peak loop,
 #              interleaved on one core (DGEMM_SHAPES: other gemm_shapes shapes)
@@ -25,7 +27,8 @@
 #   main       the main job (`roofline`, no cached ceilings: 1 thread and all CPUs), its table
 #   sweep      roofline ceilings --sweep --threads 1,16: the plateaus and each level's roof
 #   amx-peak   the main job's quick AMX figure (`ceilings --figure`), five runs each of bf16 and
-#              int8 at 1 and 16 threads: % of the unit's rate, measurements made, the CPU kept
+#              int8 at 1 and 16 threads: % of the unit's rate, measurements made, the CPU kept,
+#              slow threads (count@share/worth in fastest threads)
 #   ceilings   roofline ceilings --quick --threads 1,16: the AMX and FMA peaks with spread
 set -uo pipefail
 
@@ -75,6 +78,10 @@ run() {
   echo "== machine"; for b in ./roofline ${old:+./roofline-old}; do echo "$b"; timeout 60 $b machine 2>&1 | grep -i -E "^clock|warning" ; done
   echo "== clock under AMX"; timeout 60 ./amx_clock 11 3
   echo "== AMX rate per vCPU and over time"; timeout 60 ./amx_cpus 3 5 2 200
+  echo "== AMX on every vCPU at once (bf16 flop/cycle per issue pattern)"
+  local n; n=$(nproc)
+  for c in $(seq 0 $((n - 1))); do timeout 60 ./amx_clock 9 "$c" variants > "$out/variants.$c" 2>&1 & done; wait
+  for c in $(seq 0 $((n - 1))); do cat "$out/variants.$c"; done
   echo "== dgemm against the FMA peak loop, cpu 3"; timeout 150 ./gemm_shapes 1024 9 3 3 ${DGEMM_SHAPES:-8x16/256/128/late16 8x16/256/144/eb 6x32/128/144 8x24/192/144 14x16/192/140} | tee "$out/dgemm-peak.txt"
   echo "== peers, 1 thread (cpu 3)"
   timeout 300 taskset -c 3 python3 peer_ratio.py --trials "$trials" --json "$out/peer1.json" \
@@ -91,7 +98,7 @@ run() {
   t0=$SECONDS
   timeout 240 ./roofline ceilings --sweep --threads 1,16 --refresh > "$out/sweep.txt" 2> "$out/sweep.err"
   echo "sweep: $((SECONDS - t0)) s, rc $?"; cat "$out/sweep.txt"
-  echo "== AMX peak, the main job's quick figure, five runs each (GFLOP/s best spread GHz % measurements cpu)"
+  echo "== AMX peak, the main job's quick figure, five runs each (GFLOP/s best spread GHz % measurements cpu slow-threads)"
   for fig in bf16.amx int8.amx; do for t in 1 16; do
     for i in 1 2 3 4 5; do echo "$fig x$t: $(timeout 60 ./roofline ceilings --figure $fig --threads $t 2>&1)"; done
   done; done
@@ -102,7 +109,7 @@ run() {
 import json, sys
 for c in json.load(open(sys.argv[1]))['compute']:
     if c['isa'] == 'amx' or (c['isa'], c['mode'], c['precision']) == ('avx512', 'fma', 'double'):
-        print(c['precision'], c['isa'], c['threads'], 'threads: %.0f G/s, spread %.3f, %.2f GHz, %.1f %% of theory' % (c['gflops'], c['spread'], c['ghz'] or 0, c['percent_of_theoretical'] or 0))
+        print(c['precision'], c['isa'], c['threads'], 'threads: %.0f G/s, spread %.3f, %.2f GHz, %.1f %% of theory' % (c['gflops'], c['spread'], c['ghz'] or 0, c['percent_of_theoretical'] or 0), c.get('unequal_threads', ''))
 " "$out/ceilings$i.json"
   done
   date -u

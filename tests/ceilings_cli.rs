@@ -37,9 +37,9 @@ fn ceilings_bad_threads_and_output() {
     refused(&["ceilings", "--quick", "-o", "c.svg"], "extension");
 }
 
-/// `--figure UNIT` (scripts): a unit this CPU has prints its quick ceiling as seven fields
+/// `--figure UNIT` (scripts): a unit this CPU has prints its quick ceiling as eight fields
 /// (GFLOP/s, best, spread, GHz, % of the platform's rate or '-', measurements made, the kept
-/// one's CPU or '-'); one it lacks is refused in one line; an unknown figure is refused naming
+/// one's CPU or '-', the team's slow threads as count@share/worthN or '-'); one it lacks is refused in one line; an unknown figure is refused naming
 /// the forms.
 #[test]
 fn figure_of_a_low_precision_unit() {
@@ -56,13 +56,13 @@ fn figure_of_a_low_precision_unit() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
     let f: Vec<&str> = text.split_whitespace().collect();
-    assert_eq!(f.len(), 7, "{text}");
+    assert_eq!(f.len(), 8, "{text}");
     let num = |i: usize| f[i].parse::<f64>().unwrap_or(f64::NAN);
     assert!(num(0) > 0.0 && num(1) >= num(0) * (1.0 - 1e-9), "best below the median: {text}");
     assert!(num(2) >= 0.0 && num(3) > 0.0, "{text}");
     assert!(f[4] == "-" || num(4) > 0.0, "{text}");
-    // VNNI is measured once: one measurement, no CPU named.
-    assert_eq!((f[5], f[6]), ("1", "-"), "{text}");
+    // VNNI is measured once: one measurement, no CPU named; one thread has no slow threads.
+    assert_eq!((f[5], f[6], f[7]), ("1", "-", "-"), "{text}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use roofline_kernels::{Counts, Instance, Precision};
 
 use super::measure::{Budget, ClockInstance, PeakInstance, reps_for, stats, time_instances, time_one};
 use crate::machine::Platform;
-use crate::schema::ceilings::ComputeCeiling;
+use crate::schema::ceilings::{ComputeCeiling, UnequalThreads};
 
 pub fn precision_name(p: Precision) -> &'static str {
     match p {
@@ -110,7 +110,7 @@ fn tail<T>(v: &[T], n: usize) -> &[T] {
 }
 
 /// Figures of a paired measurement, from every thread's (clock seconds, peak seconds) log.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PairedFigures {
     /// Team GFLOP/s per sample (the sum of every thread's own flops over its own peak time):
     /// median…
@@ -123,8 +123,12 @@ pub struct PairedFigures {
     pub samples: usize,
     /// Median over samples of the threads' mean clock (GHz).
     pub ghz: f64,
-    /// Median over every thread and sample of flops per cycle, each sample at its own clock.
+    /// Flops per cycle per thread, each sample at its own clock: the mean over the threads of
+    /// each thread's median (a team's rate is the sum of its threads': the median thread of a
+    /// team half of whose threads share cores would read as all fast or all slow).
     pub flop_per_cycle: f64,
+    /// Each thread's GFLOP/s, the median over its samples.
+    pub thread_gflops: Vec<f64>,
 }
 
 /// Reduce per-thread logs (`logs[thread][run]`, warm-up runs already dropped) of pairs
@@ -145,10 +149,11 @@ pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -
     let threads = logs.len() as f64;
     let mut team_time = Vec::with_capacity(n);
     let mut team_ghz = Vec::with_capacity(n);
-    let mut fpc = Vec::with_capacity(n * logs.len());
+    let mut fpc: Vec<Vec<f64>> = vec![Vec::with_capacity(n); logs.len()];
+    let mut rate: Vec<Vec<f64>> = vec![Vec::with_capacity(n); logs.len()];
     for j in 0..n {
         let (mut inverse_times, mut ghz_sum, mut counted) = (0.0f64, 0.0f64, 0usize);
-        for log in logs {
+        for (i, log) in logs.iter().enumerate() {
             let (tc, tp) = log[j];
             if !(tc > 0.0 && tp > 0.0) {
                 continue;
@@ -157,7 +162,8 @@ pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -
             inverse_times += 1.0 / tp;
             ghz_sum += ghz;
             counted += 1;
-            fpc.push(flops / tp / (ghz * 1e9));
+            fpc[i].push(flops / tp / (ghz * 1e9));
+            rate[i].push(flops / tp / 1e9);
         }
         // A sample with a thread missing is no team sample.
         if counted == logs.len() && inverse_times > 0.0 {
@@ -173,13 +179,15 @@ pub fn paired_figures(logs: &[Vec<(f64, f64)>], clock_cycles: f64, flops: f64) -
         v.sort_by(|a, b| a.total_cmp(b));
         crate::schema::stats::quantile(&v, 0.5)
     };
+    let thread_fpc: Vec<f64> = fpc.into_iter().filter(|v| !v.is_empty()).map(median).collect();
     Some(PairedFigures {
         gflops: flops * threads / s.median / 1e9,
         gflops_best: flops * threads / s.min / 1e9,
         spread: s.spread,
         samples: s.samples,
         ghz: median(team_ghz),
-        flop_per_cycle: median(fpc),
+        flop_per_cycle: thread_fpc.iter().sum::<f64>() / thread_fpc.len().max(1) as f64,
+        thread_gflops: rate.into_iter().filter(|v| !v.is_empty()).map(median).collect(),
     })
 }
 
@@ -263,6 +271,7 @@ fn measure_peak_once(spec: PeakSpec, threads: usize, budget: Budget, platform: O
         percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
         cpu: None,
         set_aside: Vec::new(),
+        unequal_threads: UnequalThreads::from_rates(&f.thread_gflops),
     }
 }
 
@@ -473,6 +482,7 @@ fn measure_mixed_once(unit: Unit, threads: usize, budget: Budget, platform: Opti
         percent_of_theoretical: per_cycle.map(|t| 100.0 * f.flop_per_cycle / t),
         cpu: None,
         set_aside: Vec::new(),
+        unequal_threads: UnequalThreads::from_rates(&f.thread_gflops),
     })
 }
 
@@ -537,6 +547,7 @@ fn unpaired(spec: PeakSpec, threads: usize, budget: Budget, rounds: u64) -> Comp
         percent_of_theoretical: None,
         cpu: None,
         set_aside: Vec::new(),
+        unequal_threads: None,
     }
 }
 
@@ -595,6 +606,7 @@ mod tests {
             percent_of_theoretical: pct,
             cpu: None,
             set_aside: Vec::new(),
+            unequal_threads: None,
         };
         for _ in 0..200 {
             let (fa, fb) = (100.0 + 1000.0 * rng.unit(), 100.0 + 1000.0 * rng.unit());
@@ -649,6 +661,7 @@ mod tests {
                         percent_of_theoretical: Some(100.0 * fpc / 1024.0),
                         cpu: None,
                         set_aside: Vec::new(),
+                        unequal_threads: None,
                     })
                 },
             )
@@ -770,11 +783,34 @@ mod tests {
             }
             assert!((f.ghz - ghz).abs() < 1e-9 * ghz);
             assert_eq!(f.samples, samples);
-            // The median over threads and samples of flop/cycle: each thread at its share.
-            let mut per: Vec<f64> = share.iter().flat_map(|s| std::iter::repeat_n(s * fpc, samples)).collect();
-            per.sort_by(f64::total_cmp);
-            let expected = crate::schema::stats::quantile(&per, 0.5);
+            // Flop/cycle per thread is the threads' mean: the team's sum over its size.
+            let expected = share.iter().map(|s| s * fpc).sum::<f64>() / threads as f64;
             assert!((f.flop_per_cycle - expected).abs() < 1e-9 * expected, "{f:?} against {expected}");
+            // Each thread's own rate, and the slow ones (0.4-0.6 of the fastest, the rest at 1)
+            // counted, at their median share, with the team worth the sum of the shares.
+            assert_eq!(f.thread_gflops.len(), threads);
+            for (g, s) in f.thread_gflops.iter().zip(&share) {
+                assert!((g - s * fpc * ghz).abs() < 1e-9 * g, "{g} against share {s}");
+            }
+            // (Where every thread is slow, the fastest of them is the reference.)
+            let fastest = share.iter().copied().fold(0.0, f64::max);
+            let mut slow: Vec<f64> = share
+                .iter()
+                .map(|s| s / fastest)
+                .filter(|r| *r < crate::schema::ceilings::SLOW_THREAD_SHARE)
+                .collect();
+            match UnequalThreads::from_rates(&f.thread_gflops) {
+                None => assert!(threads == 1 || slow.is_empty(), "{share:?}"),
+                Some(u) => {
+                    assert!(threads > 1);
+                    slow.sort_by(f64::total_cmp);
+                    assert_eq!(u.slow as usize, slow.len(), "{share:?}");
+                    let m = crate::schema::stats::quantile(&slow, 0.5);
+                    assert!((u.slow_share - m).abs() < 1e-9, "{u:?} against {m}");
+                    let worth: f64 = share.iter().map(|s| s / fastest).sum();
+                    assert!((u.fastest_threads_worth - worth).abs() < 1e-9 * worth, "{u:?} against {worth}");
+                }
+            }
             // A sample that lacks one thread's pair is dropped, not counted as a smaller team.
             let mut gap = logs.clone();
             gap[0][0] = (0.0, 0.0);

@@ -492,6 +492,7 @@ mod tests {
             percent_of_theoretical: None,
             cpu: None,
             set_aside: Vec::new(),
+            unequal_threads: None,
         };
         Ceilings {
             schema: CEILINGS_SCHEMA.into(),

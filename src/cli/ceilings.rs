@@ -113,14 +113,18 @@ fn figure(spec: &str, threads: usize) -> anyhow::Result<i32> {
             ));
         };
         println!(
-            "{:.3} {:.3} {:.4} {} {} {} {}",
+            "{:.3} {:.3} {:.4} {} {} {} {} {}",
             c.gflops,
             c.gflops_best,
             c.spread,
             or_dash(c.ghz, 3),
             or_dash(c.percent_of_theoretical, 2),
             1 + c.set_aside.len(),
-            c.cpu.map_or("-".to_string(), |cpu| cpu.to_string())
+            c.cpu.map_or("-".to_string(), |cpu| cpu.to_string()),
+            c.unequal_threads.as_ref().map_or("-".to_string(), |u| format!(
+                "{}@{:.2}/worth{:.1}",
+                u.slow, u.slow_share, u.fastest_threads_worth
+            ))
         );
         return Ok(0);
     }

@@ -103,6 +103,7 @@ mod tests {
             }],
             bandwidth: Vec::new(),
             threads: Some(1),
+            notes: Vec::new(),
         }
     }
 

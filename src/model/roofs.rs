@@ -115,6 +115,8 @@ pub struct RoofSet {
     pub bandwidth: Vec<BandwidthRoof>,
     /// The thread count the roofs were measured or computed for; None: not known.
     pub threads: Option<u32>,
+    /// Notes on how they were measured (`Roofs.notes`).
+    pub notes: Vec<String>,
 }
 
 /// The bandwidth roof a level's bytes are read against: `core` bytes against `l1`.
@@ -168,6 +170,7 @@ impl RoofSet {
             compute,
             bandwidth,
             threads: r.threads,
+            notes: r.notes.clone(),
         };
         s.sort();
         s
@@ -212,6 +215,7 @@ impl RoofSet {
                 keys
             },
             threads: self.threads,
+            notes: self.notes.clone(),
         }
     }
 
@@ -315,6 +319,7 @@ impl RoofSet {
             compute,
             bandwidth,
             threads: Some(t as u32),
+            notes: Vec::new(),
         };
         s.sort();
         s

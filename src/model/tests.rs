@@ -644,6 +644,7 @@ fn a_paper_roof_is_not_above_a_measured_one_that_bounds_it() {
             ],
             bandwidth: vec![],
             threads: Some(16),
+            notes: vec![],
         };
         // Each paper roof with the measured roofs that bound it, written out by hand.
         let paper: Vec<(&str, &str, bool, f64, Vec<f64>)> = vec![
@@ -659,6 +660,7 @@ fn a_paper_roof_is_not_above_a_measured_one_that_bounds_it() {
             compute: paper.iter().map(|(p, i, f, g, _)| roof(p, i, *f, *g, false)).collect(),
             bandwidth: vec![],
             threads: Some(16),
+            notes: vec![],
         };
         theory.cap_below_wider_measured(&measured);
         for (c, (p, i, f, g, bounds)) in theory.compute.iter().zip(&paper) {

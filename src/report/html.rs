@@ -410,6 +410,9 @@ fn roofs_and_plots(o: &mut String, view: &View) -> Result<()> {
         if let Some(t) = view.roofs.threads {
             let _ = write!(o, "<p class=\"muted\">Roofs for {t} thread(s).</p>");
         }
+        for n in &view.roofs.notes {
+            let _ = write!(o, "<p class=\"muted\">{}</p>", esc(n));
+        }
     }
     // Plots
     o.push_str("<h3>Rooflines</h3><div class=\"plots\">");

@@ -146,6 +146,9 @@ fn roofs_line(roofs: &RoofSet) -> String {
             let _ = write!(o, " {} {} GB/s{traffic};", level_label(&b.level), sig3(b.gbs));
         }
         o.push('\n');
+        for n in &roofs.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
     } else {
         o.push_str("roofs: none (no ceilings in the report, no --ceilings, no machine peaks): attainable figures unknown\n");
     }

@@ -121,7 +121,7 @@ pub struct ComputeCeiling {
     pub samples: usize,
     /// Clock measured while running this ISA on `threads` threads (GHz).
     pub ghz: Option<f64>,
-    /// Flops per cycle per thread at that clock.
+    /// Flops per cycle per thread at that clock (the mean over the threads of each one's median).
     pub flop_per_cycle: Option<f64>,
     /// Pipes × lanes × flops per instruction × measured clock × threads.
     pub theoretical_gflops: Option<f64>,
@@ -132,6 +132,51 @@ pub struct ComputeCeiling {
     /// Earlier measurements set aside as slow phases of the unit (AMX below 90 % of its rate).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_aside: Vec<SetAsideAttempt>,
+    /// A team whose threads ran unequally while all ran: absent where every thread ran within
+    /// [`SLOW_THREAD_SHARE`] of the fastest (and at one thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unequal_threads: Option<UnequalThreads>,
+}
+
+/// A thread of a team below this share of the fastest thread's rate counts as slow. CPUs that
+/// share a core's units (two hyperthreads; on a guest, vCPUs the hypervisor put on one core's
+/// two hyperthreads, which the guest's CPUID does not show) run a peak loop at about half.
+pub const SLOW_THREAD_SHARE: f64 = 0.7;
+
+/// Why the threads of a team run unequally, as the reports say it.
+pub const UNEQUAL_THREADS_WHY: &str = "CPUs that share one core's units, such as two hyperthreads, or on a guest two vCPUs the hypervisor runs on one host core, which the guest's CPUID does not show; or a neighbour on their cores";
+
+/// The threads of a team ceiling that ran slower than the fastest one, each thread's rate
+/// being the median over its samples.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnequalThreads {
+    /// Threads below [`SLOW_THREAD_SHARE`] of the fastest thread's rate.
+    pub slow: u32,
+    /// Their median rate over the fastest thread's.
+    pub slow_share: f64,
+    /// The team's rate over the fastest thread's: how many of its fastest thread it is worth.
+    pub fastest_threads_worth: f64,
+}
+
+impl UnequalThreads {
+    /// From each thread's rate (any unit); None for one thread, or where none is slow.
+    pub fn from_rates(rates: &[f64]) -> Option<UnequalThreads> {
+        let fastest = rates.iter().copied().filter(|r| r.is_finite()).fold(0.0, f64::max);
+        if rates.len() < 2 || fastest <= 0.0 {
+            return None;
+        }
+        let mut slow: Vec<f64> = rates.iter().map(|r| r / fastest).filter(|s| *s < SLOW_THREAD_SHARE).collect();
+        if slow.is_empty() {
+            return None;
+        }
+        slow.sort_by(f64::total_cmp);
+        Some(UnequalThreads {
+            slow: slow.len() as u32,
+            slow_share: crate::schema::stats::quantile(&slow, 0.5),
+            fastest_threads_worth: rates.iter().map(|r| r / fastest).sum(),
+        })
+    }
 }
 
 /// A measurement of a compute ceiling read as a slow phase of its unit and measured again.
@@ -231,6 +276,7 @@ impl Ceilings {
             theoretical: Default::default(),
             spread: Default::default(),
             threads: Some(t),
+            notes: Vec::new(),
         };
         for c in self.compute.iter().filter(|c| c.threads == t) {
             let key = c.key();
@@ -255,6 +301,28 @@ impl Ceilings {
         }
         for (level, traffic) in &r.bandwidth_traffic_gbs {
             r.bandwidth_gbs.entry(level.clone()).or_insert(*traffic);
+        }
+        let unequal: Vec<String> = self
+            .compute
+            .iter()
+            .filter(|c| c.threads == t)
+            .filter_map(|c| {
+                let u = c.unequal_threads.as_ref()?;
+                Some(format!(
+                    "{} {} {}: {} of {t} at {:.0} %",
+                    c.precision,
+                    c.isa,
+                    c.mode,
+                    u.slow,
+                    100.0 * u.slow_share
+                ))
+            })
+            .collect();
+        if !unequal.is_empty() {
+            r.notes.push(format!(
+                "{t} threads: some ran their peak loop at well below the fastest thread's rate while all ran ({}; {UNEQUAL_THREADS_WHY}); each roof is the team's sum, which a kernel that balances its work dynamically can reach and a static split cannot",
+                unequal.join(", ")
+            ));
         }
         r
     }

@@ -377,6 +377,10 @@ pub struct Roofs {
     pub spread: BTreeMap<String, f64>,
     /// The thread count the roofs are for; None: not known.
     pub threads: Option<u32>,
+    /// What a reader of these roofs should know about how they were measured (a team whose
+    /// threads ran unequally, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A merged report keeps every source's machine and environment.

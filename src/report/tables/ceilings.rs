@@ -68,6 +68,11 @@ pub fn table(c: &Ceilings, opts: &Options) -> String {
     for x in c.compute.iter().filter(|x| want(x.threads) && !x.set_aside.is_empty()) {
         let _ = writeln!(s, "{}", set_aside_line(x));
     }
+    for x in c.compute.iter().filter(|x| want(x.threads)) {
+        if let Some(line) = unequal_threads_line(x) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
     let _ = writeln!(
         s,
         "\nbandwidth (GB/s = 1e9 B/s; `core` = load+store instructions, `+WA` adds write-allocate reads)"
@@ -160,6 +165,24 @@ pub fn set_aside_line(x: &crate::schema::ceilings::ComputeCeiling) -> String {
         on(x.cpu),
         aside.join(", ")
     )
+}
+
+/// A team ceiling whose threads ran unequally: how many were slow, how slow, what the team
+/// is worth, and the likely cause.
+pub fn unequal_threads_line(x: &crate::schema::ceilings::ComputeCeiling) -> Option<String> {
+    let u = x.unequal_threads.as_ref()?;
+    Some(format!(
+        "  {} {} {} ×{}: {} of {} threads ran at {:.0} % of the fastest one while all ran ({}); the team is worth {:.1} of its fastest thread",
+        x.precision,
+        x.isa,
+        x.mode,
+        x.threads,
+        u.slow,
+        x.threads,
+        100.0 * u.slow_share,
+        crate::schema::ceilings::UNEQUAL_THREADS_WHY,
+        u.fastest_threads_worth
+    ))
 }
 
 #[cfg(test)]

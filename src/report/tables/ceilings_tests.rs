@@ -168,3 +168,84 @@ fn a_ceiling_measured_again_names_its_cpu_and_the_attempts_set_aside() {
         assert!(!table(&c, &options(vec![2])).contains("set aside"));
     }
 }
+
+/// A team ceiling whose threads ran unequally gets a line under the compute table (how many,
+/// how slow, what the team is worth) and a note on the roofs of its thread count, which the
+/// report's table prints under its roofs; even teams and one thread get neither.
+#[test]
+fn a_team_whose_threads_ran_unequally_is_said_under_the_table_and_on_its_roofs() {
+    let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+    for _ in 0..20 {
+        let threads = 2 + rng.below(31);
+        // Each thread's rate: a share of the fastest, slow ones at 0.3-0.65, the others 0.75-1.
+        let mut rates: Vec<f64> = (0..threads)
+            .map(|_| {
+                if rng.unit() < 0.4 {
+                    0.3 + 0.35 * rng.unit()
+                } else {
+                    0.75 + 0.25 * rng.unit()
+                }
+            })
+            .collect();
+        rates[0] = 1.0;
+        let slow: Vec<f64> = rates.iter().copied().filter(|r| *r < 0.7).collect();
+        let mut c = ceilings();
+        c.compute[1].threads = threads as u32;
+        c.compute[1].unequal_threads = crate::schema::ceilings::UnequalThreads::from_rates(&rates);
+        let opts = options(vec![1, threads]);
+        let t = table(&c, &opts);
+        let roofs = c.roofs(threads as u32);
+        if slow.is_empty() {
+            assert!(c.compute[1].unequal_threads.is_none());
+            assert!(!t.contains("ran at") && roofs.notes.is_empty(), "{t}");
+            continue;
+        }
+        let mut sorted = slow.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = crate::schema::stats::quantile(&sorted, 0.5);
+        let worth: f64 = rates.iter().sum();
+        let line = t.lines().find(|l| l.contains("ran at")).unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            line.starts_with(&format!(
+                "  double avx512 mul+add ×{threads}: {} of {threads} threads ran at {:.0} % of the fastest one",
+                slow.len(),
+                100.0 * median
+            )),
+            "{line}"
+        );
+        assert!(line.ends_with(&format!("worth {worth:.1} of its fastest thread")), "{line}");
+        assert!(line.contains("hyperthreads"), "{line}");
+        // The roofs of that thread count carry the note; the one-thread roofs do not.
+        assert_eq!(roofs.notes.len(), 1, "{:?}", roofs.notes);
+        assert!(
+            roofs.notes[0].contains(&format!(
+                "double avx512 mul+add: {} of {threads} at {:.0} %",
+                slow.len(),
+                100.0 * median
+            )),
+            "{:?}",
+            roofs.notes
+        );
+        assert!(c.roofs(1).notes.is_empty());
+        // Through a report: the note sits under the roofs line of its thread count.
+        let mut report = crate::schema::Report::new(serde_json::Value::Null, Default::default());
+        report.ceilings = Some(roofs.clone());
+        let view = crate::report::View::new(vec![("r".into(), report)], None, crate::report::PlotKind::Carm);
+        let text = crate::report::table::render(&view);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("roofs ("))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            lines.get(at + 1).copied(),
+            Some(format!("  note: {}", roofs.notes[0]).as_str()),
+            "{text}"
+        );
+        // JSON round trip of the ceilings and of the report's roofs keeps both.
+        let back: Ceilings = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back.compute, c.compute);
+        let r: crate::schema::Roofs = serde_json::from_value(serde_json::to_value(&roofs).unwrap()).unwrap();
+        assert_eq!(r.notes, roofs.notes);
+    }
+}
