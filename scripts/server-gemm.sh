@@ -79,9 +79,11 @@ run() {
   echo "== clock under AMX"; timeout 60 ./amx_clock 11 3
   echo "== AMX rate per vCPU and over time"; timeout 60 ./amx_cpus 3 5 2 200
   echo "== AMX on every vCPU at once (bf16 flop/cycle per issue pattern)"
-  local n; n=$(nproc)
-  for c in $(seq 0 $((n - 1))); do timeout 60 ./amx_clock 9 "$c" variants > "$out/variants.$c" 2>&1 & done; wait
-  for c in $(seq 0 $((n - 1))); do cat "$out/variants.$c"; done
+  # (`wait` with the pids: a bare `wait` also waits for the log's `tee`, which never ends.)
+  local n pids=(); n=$(nproc)
+  for c in $(seq 0 $((n - 1))); do timeout 60 ./amx_clock 9 "$c" variants > "/tmp/variants.$c" 2>&1 & pids+=($!); done
+  wait "${pids[@]}"
+  for c in $(seq 0 $((n - 1))); do cat "/tmp/variants.$c"; done
   echo "== dgemm against the FMA peak loop, cpu 3"; timeout 150 ./gemm_shapes 1024 9 3 3 ${DGEMM_SHAPES:-8x16/256/128/late16 8x16/256/144/eb 6x32/128/144 8x24/192/144 14x16/192/140} | tee "$out/dgemm-peak.txt"
   echo "== peers, 1 thread (cpu 3)"
   timeout 300 taskset -c 3 python3 peer_ratio.py --trials "$trials" --json "$out/peer1.json" \
