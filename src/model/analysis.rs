@@ -305,23 +305,17 @@ pub fn classify(p: &Point, roofs: &RoofSet, primary: Option<&Attainable>, roof_f
 /// over median) is at its roof, not above it (cuBLAS's dgemm reads 100.0 % of the FP64
 /// tensor ceiling it set itself).
 pub fn above_roof(p: &Point, a: &Analysis, roofs: &RoofSet) -> Option<String> {
-    let f = a.roof_fraction.filter(|f| f.is_finite() && *f > 1.0)?;
-    let prim = a.primary.and_then(|m| a.attainable.iter().find(|x| x.model == m))?;
-    let roof_spread = match &prim.limiter {
-        Limiter::Compute { isa, .. } => point_compute_roof(p, roofs, Some(isa))
-            .or_else(|| point_compute_roof(p, roofs, None))
-            .map_or(0.0, |(r, _)| r.spread),
-        Limiter::Memory { level } => roofs.bandwidth.iter().find(|b| &b.level == level).map_or(0.0, |b| b.spread),
-    };
-    let point_spread = p.spread().filter(|s| s.is_finite()).unwrap_or(0.0);
+    let Over {
+        f,
+        prim,
+        point_spread,
+        roof_spread,
+        roof,
+    } = over_roof(p, a, roofs)?;
     if f <= 1.0 + point_spread + roof_spread {
         return None;
     }
     let achieved = point_rate(p)?;
-    let roof = match &prim.limiter {
-        Limiter::Compute { isa, .. } => format!("the {} {} compute roof", point_precision(p), isa_label(isa)),
-        Limiter::Memory { level } => format!("the {} bandwidth roof at its AI", level_label(level)),
-    };
     let unit = rate_unit(point_precision(p));
     Some(format!(
         "above its roof: {} reaches {:.4} {unit}, {:.1}% of {roof} ({:.4} {unit}, {} model), beyond the spreads of both (point {:.1} %, roof {:.1} %): the roof is too low (a ceiling under what this code reaches, a peak at another clock) or a count is wrong",
@@ -333,6 +327,63 @@ pub fn above_roof(p: &Point, a: &Analysis, roofs: &RoofSet) -> Option<String> {
         point_spread * 100.0,
         roof_spread * 100.0
     ))
+}
+
+/// Over its roof by more than this share (and by less than both spreads): said, not warned.
+pub const OVER_ROOF_SAID: f64 = 0.05;
+
+/// A point over its roof by more than [`OVER_ROOF_SAID`] but within the spreads of both
+/// (`above_roof` says nothing there): a note that names the fraction and the spreads that
+/// cover it, so a figure well over 100 % never stands unexplained. None otherwise.
+pub fn over_roof_within_spreads(p: &Point, a: &Analysis, roofs: &RoofSet) -> Option<String> {
+    let Over {
+        f,
+        point_spread,
+        roof_spread,
+        roof,
+        ..
+    } = over_roof(p, a, roofs)?;
+    if f <= 1.0 + OVER_ROOF_SAID || f > 1.0 + point_spread + roof_spread {
+        return None;
+    }
+    Some(format!(
+        "over its roof within the spreads: {:.1}% of {roof}, inside the point's time spread ({:.1} %) and the roof's ({:.1} %) together, so read as at its roof, not above it; more repetitions (a larger working set or longer runs) would narrow the point's spread",
+        f * 100.0,
+        point_spread * 100.0,
+        roof_spread * 100.0
+    ))
+}
+
+/// A point's fraction of its primary roof where over 1, with the spreads that bound it.
+struct Over<'a> {
+    f: f64,
+    prim: &'a Attainable,
+    point_spread: f64,
+    roof_spread: f64,
+    /// The roof, in words.
+    roof: String,
+}
+
+fn over_roof<'a>(p: &Point, a: &'a Analysis, roofs: &RoofSet) -> Option<Over<'a>> {
+    let f = a.roof_fraction.filter(|f| f.is_finite() && *f > 1.0)?;
+    let prim = a.primary.and_then(|m| a.attainable.iter().find(|x| x.model == m))?;
+    let roof_spread = match &prim.limiter {
+        Limiter::Compute { isa, .. } => point_compute_roof(p, roofs, Some(isa))
+            .or_else(|| point_compute_roof(p, roofs, None))
+            .map_or(0.0, |(r, _)| r.spread),
+        Limiter::Memory { level } => roofs.bandwidth.iter().find(|b| &b.level == level).map_or(0.0, |b| b.spread),
+    };
+    let roof = match &prim.limiter {
+        Limiter::Compute { isa, .. } => format!("the {} {} compute roof", point_precision(p), isa_label(isa)),
+        Limiter::Memory { level } => format!("the {} bandwidth roof at its AI", level_label(level)),
+    };
+    Some(Over {
+        f,
+        prim,
+        point_spread: p.spread().filter(|s| s.is_finite()).unwrap_or(0.0),
+        roof_spread,
+        roof,
+    })
 }
 
 /// Fill each point's `bound` and `roof_fraction` and record the model's figures in
@@ -351,10 +402,14 @@ pub fn annotate_by_threads(report: &mut Report, roofs: &RoofSet, by_threads: &[R
         let roofs = by_threads.iter().find(|s| s.threads == Some(p.threads)).unwrap_or(roofs);
         let a = analyse(p, roofs);
         let above = above_roof(p, &a, roofs);
+        // Re-annotating (a report read back) keeps one copy of each.
         if let Some(w) = &above {
-            // Re-annotating (a report read back) keeps one copy.
             p.provenance.notes.retain(|n| !n.starts_with("above its roof:"));
             p.provenance.notes.push(w.clone());
+        }
+        if let Some(n) = over_roof_within_spreads(p, &a, roofs) {
+            p.provenance.notes.retain(|n| !n.starts_with("over its roof within the spreads:"));
+            p.provenance.notes.push(n);
         }
         p.bound = (a.skipped.is_none()).then(|| a.bound.clone());
         p.roof_fraction = a.roof_fraction;

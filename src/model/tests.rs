@@ -231,6 +231,17 @@ fn a_point_over_its_roof_by_less_than_both_spreads_is_at_it() {
             f > 1.0 + tolerance,
             "round {round}: fraction {f}, tolerance {tolerance}: {warned:?}"
         );
+        // Over by more than 5 % but within the spreads: said in a note with both spreads.
+        let said = crate::model::analysis::over_roof_within_spreads(&p, &a, &roofs);
+        assert_eq!(
+            said.is_some(),
+            f > 1.0 + crate::model::analysis::OVER_ROOF_SAID && f <= 1.0 + tolerance,
+            "round {round}: fraction {f}, tolerance {tolerance}: {said:?}"
+        );
+        if let Some(n) = said {
+            assert!(n.contains(&format!("{:.1}% of the double AVX-512", f * 100.0)), "{n}");
+            assert!(n.contains(&format!("({:.1} %)", roof_spread * 100.0)), "{n}");
+        }
     }
 }
 

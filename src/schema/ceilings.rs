@@ -302,10 +302,18 @@ impl Ceilings {
         for (level, traffic) in &r.bandwidth_traffic_gbs {
             r.bandwidth_gbs.entry(level.clone()).or_insert(*traffic);
         }
-        let unequal: Vec<String> = self
-            .compute
+        // Said of each precision's peak (the roof a point of that precision meets first); the
+        // `ceilings` table lists every ceiling.
+        let mut peaks: Vec<&ComputeCeiling> = Vec::new();
+        for c in self.compute.iter().filter(|c| c.threads == t) {
+            match peaks.iter_mut().find(|p| p.precision == c.precision) {
+                Some(p) if p.gflops < c.gflops => *p = c,
+                Some(_) => {}
+                None => peaks.push(c),
+            }
+        }
+        let unequal: Vec<String> = peaks
             .iter()
-            .filter(|c| c.threads == t)
             .filter_map(|c| {
                 let u = c.unequal_threads.as_ref()?;
                 Some(format!(
@@ -320,7 +328,7 @@ impl Ceilings {
             .collect();
         if !unequal.is_empty() {
             r.notes.push(format!(
-                "{t} threads: some ran their peak loop at well below the fastest thread's rate while all ran ({}; {UNEQUAL_THREADS_WHY}); each roof is the team's sum, which a kernel that balances its work dynamically can reach and a static split cannot",
+                "{t} threads: some ran their precision's peak loop well below the fastest thread's rate while all ran ({}; {UNEQUAL_THREADS_WHY}); each roof is the team's sum, which a kernel that balances its work dynamically can reach and a static split cannot",
                 unequal.join(", ")
             ));
         }

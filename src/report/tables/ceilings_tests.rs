@@ -192,19 +192,33 @@ fn a_team_whose_threads_ran_unequally_is_said_under_the_table_and_on_its_roofs()
         let mut c = ceilings();
         c.compute[1].threads = threads as u32;
         c.compute[1].unequal_threads = crate::schema::ceilings::UnequalThreads::from_rates(&rates);
+        // A slower ceiling of the same precision and thread count, its threads unequal too:
+        // listed in the table, not in the roofs' note (said of each precision's peak only).
+        let mut slower = c.compute[1].clone();
+        slower.isa = "avx2".into();
+        slower.gflops /= 2.0;
+        slower.unequal_threads = crate::schema::ceilings::UnequalThreads::from_rates(&[1.0, 0.1]);
+        c.compute.push(slower);
         let opts = options(vec![1, threads]);
         let t = table(&c, &opts);
         let roofs = c.roofs(threads as u32);
         if slow.is_empty() {
             assert!(c.compute[1].unequal_threads.is_none());
-            assert!(!t.contains("ran at") && roofs.notes.is_empty(), "{t}");
+            assert!(!t.contains("avx512 mul+add ×") && roofs.notes.is_empty(), "{t} {:?}", roofs.notes);
             continue;
         }
         let mut sorted = slow.clone();
         sorted.sort_by(f64::total_cmp);
         let median = crate::schema::stats::quantile(&sorted, 0.5);
         let worth: f64 = rates.iter().sum();
-        let line = t.lines().find(|l| l.contains("ran at")).unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            t.contains(&format!("  double avx2 mul+add ×{threads}: 1 of {threads} threads ran at 10 %")),
+            "{t}"
+        );
+        let line = t
+            .lines()
+            .find(|l| l.contains("avx512") && l.contains("ran at"))
+            .unwrap_or_else(|| panic!("{t}"));
         assert!(
             line.starts_with(&format!(
                 "  double avx512 mul+add ×{threads}: {} of {threads} threads ran at {:.0} % of the fastest one",
@@ -217,6 +231,7 @@ fn a_team_whose_threads_ran_unequally_is_said_under_the_table_and_on_its_roofs()
         assert!(line.contains("hyperthreads"), "{line}");
         // The roofs of that thread count carry the note; the one-thread roofs do not.
         assert_eq!(roofs.notes.len(), 1, "{:?}", roofs.notes);
+        assert!(!roofs.notes[0].contains("avx2"), "{:?}", roofs.notes);
         assert!(
             roofs.notes[0].contains(&format!(
                 "double avx512 mul+add: {} of {threads} at {:.0} %",
