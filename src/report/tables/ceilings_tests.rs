@@ -257,6 +257,10 @@ fn a_team_whose_threads_ran_unequally_is_said_under_the_table_and_on_its_roofs()
             Some(format!("  note: {}", roofs.notes[0]).as_str()),
             "{text}"
         );
+        // The page prints it under its roof table, escaped (the note holds an apostrophe).
+        let page = crate::report::html::render(&view, "r").unwrap();
+        let escaped = crate::report::markup::esc(&roofs.notes[0]);
+        assert!(escaped != roofs.notes[0] && page.contains(&format!("<p class=\"muted\">{escaped}</p>")));
         // JSON round trip of the ceilings and of the report's roofs keeps both.
         let back: Ceilings = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
         assert_eq!(back.compute, c.compute);
