@@ -141,9 +141,11 @@ pub struct ComputeCeiling {
 /// A thread of a team below this share of the fastest thread's rate counts as slow. CPUs that
 /// share a core's units (two hyperthreads; on a guest, vCPUs the hypervisor put on one core's
 /// two hyperthreads, which the guest's CPUID does not show) run a peak loop at about half.
+#[cfg(feature = "analysis")]
 pub const SLOW_THREAD_SHARE: f64 = 0.7;
 
 /// Why the threads of a team run unequally, as the reports say it.
+#[cfg(feature = "analysis")]
 pub const UNEQUAL_THREADS_WHY: &str = "CPUs that share one core's units, such as two hyperthreads, or on a guest two vCPUs the hypervisor runs on one host core, which the guest's CPUID does not show; or a neighbour on their cores";
 
 /// The threads of a team ceiling that ran slower than the fastest one, each thread's rate
@@ -159,6 +161,7 @@ pub struct UnequalThreads {
     pub fastest_threads_worth: f64,
 }
 
+#[cfg(feature = "analysis")]
 impl UnequalThreads {
     /// From each thread's rate (any unit); None for one thread, or where none is slow.
     pub fn from_rates(rates: &[f64]) -> Option<UnequalThreads> {
