@@ -209,15 +209,15 @@ pub fn remeasure_threads(c: &mut Ceilings, threads: usize, why: &str) -> Result<
 }
 
 /// The bandwidth ceilings that set the roofs of `levels` (roof levels: `l2`, `dram`) at
-/// `threads` measured once more: per level the kernel of the highest core-side figure and the
-/// one of the highest traffic figure (those two make the level's roofs; all six kernels at a
-/// DRAM working set would cost the main job its time limit on 2 vCPUs), each at the working
-/// set it had, keeping the higher of its two figures, with a note saying why; for figures
-/// measured minutes ago in this run that a point measured since
-/// contradicts. A roof is what the machine can do, and a shared host's bandwidth (or, on a
-/// guest, which vCPUs share a host core) moves within seconds: on the Emerald Rapids guest the
-/// main job's 16-thread L2 roof read 959 GB/s in one run and 1461 in the next, and the suite's
-/// `triad@256.0KiB×16` 151 % of the lower one. The cache is left to the caller.
+/// `threads`, measured once more, for roofs of this run that a point measured since
+/// contradicts. Per level: the kernel of the highest core-side figure and the one of the
+/// highest traffic figure (those two make the level's roofs; all six kernels at a DRAM working
+/// set would cost the main job its time limit on 2 vCPUs), each at the working set it had,
+/// keeping the higher of its two figures; a note says why and what rose. A roof is what the
+/// machine can do, and a shared host's bandwidth (or, on a guest, which vCPUs share a host
+/// core) moves within seconds: on the Emerald Rapids guest the main job's 16-thread L2 roof
+/// read 959 GB/s in one run and 1461 in the next, and the suite's `triad@256.0KiB×16` 151 % of
+/// the lower one. The cache is left to the caller.
 pub fn remeasure_levels(c: &mut Ceilings, threads: usize, levels: &[String], why: &str) -> Result<()> {
     let budget = if c.quick { Budget::quick() } else { Budget::full() };
     let variant = bandwidth::widest_variant();

@@ -853,6 +853,35 @@ mod tests {
         }
     }
 
+    /// The points above their roofs and the levels the memory-bound ones are bound by: the
+    /// fake's triad (16 GB/s from DRAM) is above a DRAM roof cut to a random share under half,
+    /// and names `dram`; its dgemm (40 GFLOP/s) is above the 28.8 compute roof and names no
+    /// level; with the DRAM roof raised instead only dgemm is above.
+    #[test]
+    fn points_above_their_roofs_name_the_levels_they_are_bound_by() {
+        let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+        let bar = ProgressBar::hidden();
+        for _ in 0..20 {
+            let mut fake = Fake::default();
+            let points = fake.points(&machine(), 1, &bar).unwrap();
+            let roofs = fake.ceilings(&machine(), 1, &bar).unwrap();
+            let scaled = |k: f64| {
+                let mut r = roofs.clone();
+                for b in r.bandwidth.iter_mut().filter(|b| b.level == "dram") {
+                    (b.gbs, b.traffic_gbs) = (b.gbs * k, b.traffic_gbs * k);
+                }
+                r
+            };
+            let (names, levels) = points_above(&points, &scaled(0.1 + 0.35 * rng.unit()));
+            assert_eq!(
+                (names, levels),
+                (vec!["triad".to_string(), "dgemm".to_string()], vec!["dram".to_string()])
+            );
+            let (names, levels) = points_above(&points, &scaled(2.0 + rng.unit()));
+            assert_eq!((names, levels), (vec!["dgemm".to_string()], Vec::<String>::new()));
+        }
+    }
+
     /// A point above roofs read from the cache makes the main job measure that thread count's
     /// roofs again and read its points against the new ones; a count with no point above is
     /// left alone. (dgemm's 40 GFLOP/s is above the fake's 1-thread roof of 28.8, under the
