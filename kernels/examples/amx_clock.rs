@@ -32,13 +32,15 @@ use roofline_kernels::runner::pin_to_cpu;
 struct Zeros([u8; 1024]);
 static ZEROS: Zeros = Zeros([0; 1024]);
 
-/// Seconds for `iters` iterations of the loop chosen by `what` (0 imul, 1 imul+amx, 2 amx).
-fn time(what: u32, iters: u64) -> f64 {
+/// Configure 16 × 64-byte tiles: accumulators tmm0–3 zeroed, sources tmm4–7 loaded from
+/// `ZEROS`.
+///
+/// # Safety
+/// AMX available and permitted (checked in main).
+unsafe fn prepare_tiles() {
     let cfg = TileConfig::uniform(16, 64);
     let z = ZEROS.0.as_ptr();
-    let t = Instant::now();
-    // SAFETY: AMX available and permitted (checked in main); tile loads read the 1 KiB ZEROS
-    // at stride 64; register-only otherwise; iters ≥ 1.
+    // SAFETY: the caller checked AMX; the tile loads read the 1 KiB ZEROS at stride 64.
     unsafe {
         load_tile_config(&cfg);
         asm!(
@@ -47,6 +49,16 @@ fn time(what: u32, iters: u64) -> f64 {
             "tileloadd tmm6, [{z} + {s}*1]", "tileloadd tmm7, [{z} + {s}*1]",
             z = in(reg) z, s = in(reg) 64usize, options(nostack, readonly)
         );
+    }
+}
+
+/// Seconds for `iters` iterations of the loop chosen by `what` (0 imul, 1 imul+amx, 2 amx).
+fn time(what: u32, iters: u64) -> f64 {
+    let t = Instant::now();
+    // SAFETY: AMX available and permitted (checked in main); tile loads read the 1 KiB ZEROS
+    // at stride 64; register-only otherwise; iters ≥ 1.
+    unsafe {
+        prepare_tiles();
         match what {
             0 => asm!("2:", ".rept 96", "imul {x}, {x}", ".endr", "dec {n}", "jnz 2b",
                 x = inout(reg) 3u64 => _, n = inout(reg) iters => _, options(nostack, nomem)),
@@ -70,19 +82,11 @@ fn time(what: u32, iters: u64) -> f64 {
 
 /// Seconds for `iters` iterations of 4 tile products, each followed by `K` dependent `imul`.
 fn time_knee<const K: usize>(iters: u64) -> f64 {
-    let cfg = TileConfig::uniform(16, 64);
-    let z = ZEROS.0.as_ptr();
     let t = Instant::now();
     // SAFETY: as in `time`: AMX available and permitted (checked in main); tile loads read the
     // 1 KiB ZEROS at stride 64; register-only otherwise; iters ≥ 1.
     unsafe {
-        load_tile_config(&cfg);
-        asm!(
-            "tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
-            "tileloadd tmm4, [{z} + {s}*1]", "tileloadd tmm5, [{z} + {s}*1]",
-            "tileloadd tmm6, [{z} + {s}*1]", "tileloadd tmm7, [{z} + {s}*1]",
-            z = in(reg) z, s = in(reg) 64usize, options(nostack, readonly)
-        );
+        prepare_tiles();
         asm!("2:",
             "tdpbf16ps tmm0, tmm4, tmm6", ".rept {k}", "imul {x}, {x}", ".endr",
             "tdpbf16ps tmm1, tmm4, tmm7", ".rept {k}", "imul {x}, {x}", ".endr",
@@ -153,22 +157,15 @@ fn hog(seconds: f64) {
     }
 }
 
-/// Seconds for `iters` rounds of four tile products in the issue pattern `v`: 0 back to back
-/// (the peak loop), 1 the sources reloaded from L1 before each product (as a GEMM's inner loop),
-/// 2 the four sources reloaded once per round, 3 back to back with an `lfence` per round.
+/// Seconds for `iters` rounds of four tile products in the issue pattern `v`: 1 the sources
+/// reloaded from L1 before each product (as a GEMM's inner loop), 2 the four sources reloaded
+/// once per round, else back to back with an `lfence` per round (back to back alone: `time`).
 fn time_variant(v: u32, iters: u64) -> f64 {
-    let cfg = TileConfig::uniform(16, 64);
     let z = ZEROS.0.as_ptr();
     let t = Instant::now();
     // SAFETY: as in `time`; the tile loads read the 1 KiB ZEROS at stride 64.
     unsafe {
-        load_tile_config(&cfg);
-        asm!(
-            "tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
-            "tileloadd tmm4, [{z} + {s}*1]", "tileloadd tmm5, [{z} + {s}*1]",
-            "tileloadd tmm6, [{z} + {s}*1]", "tileloadd tmm7, [{z} + {s}*1]",
-            z = in(reg) z, s = in(reg) 64usize, options(nostack, readonly)
-        );
+        prepare_tiles();
         match v {
             1 => asm!("2:",
                 "tileloadd tmm4, [{z} + {s}*1]", "tdpbf16ps tmm0, tmm4, tmm6",
@@ -184,15 +181,10 @@ fn time_variant(v: u32, iters: u64) -> f64 {
                 "tdpbf16ps tmm2, tmm5, tmm6", "tdpbf16ps tmm3, tmm5, tmm7",
                 "dec {n}", "jnz 2b",
                 z = in(reg) z, s = in(reg) 64usize, n = inout(reg) iters => _, options(nostack, readonly)),
-            3 => asm!("2:",
-                "tdpbf16ps tmm0, tmm4, tmm6", "tdpbf16ps tmm1, tmm4, tmm7",
-                "tdpbf16ps tmm2, tmm5, tmm6", "tdpbf16ps tmm3, tmm5, tmm7",
-                "lfence", "dec {n}", "jnz 2b",
-                n = inout(reg) iters => _, options(nostack, nomem)),
             _ => asm!("2:",
                 "tdpbf16ps tmm0, tmm4, tmm6", "tdpbf16ps tmm1, tmm4, tmm7",
                 "tdpbf16ps tmm2, tmm5, tmm6", "tdpbf16ps tmm3, tmm5, tmm7",
-                "dec {n}", "jnz 2b",
+                "lfence", "dec {n}", "jnz 2b",
                 n = inout(reg) iters => _, options(nostack, nomem)),
         }
         release_tiles();
@@ -210,7 +202,8 @@ fn variants(rounds: usize, cpu: usize) {
         int_ghz.push((iters * 288) as f64 / time(0, iters) / 1e9);
         for (i, row) in fpc.iter_mut().enumerate() {
             let t = match i {
-                0..=3 => time_variant(i as u32, iters),
+                0 => time(2, iters),
+                1..=3 => time_variant(i as u32, iters),
                 4 => time_knee::<5>(iters),
                 _ => time_knee::<6>(iters),
             };
