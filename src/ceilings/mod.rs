@@ -208,25 +208,48 @@ pub fn remeasure_threads(c: &mut Ceilings, threads: usize, why: &str) -> Result<
     Ok(())
 }
 
-/// The bandwidth ceilings that set the roofs of `levels` (roof levels: `l2`, `dram`) at
-/// `threads`, measured once more, for roofs of this run that a point measured since
-/// contradicts. Per level: the kernel of the highest core-side figure and the one of the
-/// highest traffic figure (those two make the level's roofs; all six kernels at a DRAM working
-/// set would cost the main job its time limit on 2 vCPUs), each at the working set it had,
-/// keeping the higher of its two figures; a note says why and what rose. A roof is what the
-/// machine can do, and a shared host's bandwidth (or, on a guest, which vCPUs share a host
-/// core) moves within seconds: on the Emerald Rapids guest the main job's 16-thread L2 roof
-/// read 959 GB/s in one run and 1461 in the next, and the suite's `triad@256.0KiB×16` 151 % of
-/// the lower one. The cache is left to the caller.
-pub fn remeasure_levels(c: &mut Ceilings, threads: usize, levels: &[String], why: &str) -> Result<()> {
+/// A suite point above the roof of a bandwidth level: the level (`l2`, `dram`) and the point's
+/// kernel (`dot`, `daxpy`; any name, only the stream kernels among them are measured).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointAbove {
+    /// The roof level the point is bound by, as the roofs name it (`l2`, `dram`).
+    pub level: String,
+    /// The point's suite kernel.
+    pub kernel: String,
+}
+
+/// The bandwidth ceilings of the levels that points above them are bound by, measured once
+/// more at `threads`, for roofs of this run that a point measured since contradicts. Per
+/// level: the kernel of the highest core-side figure and the one of the highest traffic figure
+/// (those two make the level's roofs; all six kernels at a DRAM working set would cost the
+/// main job its time limit on 2 vCPUs), and the points' own kernels where they are stream
+/// kernels (a roof is the best any kernel reaches there: with two read streams per thread,
+/// `dot@dram×16` read 110 % of a DRAM roof set by `load` and `store_nt`); each at the level's
+/// working set, a kernel measured before keeping the higher of its two figures, one new to the
+/// level added. A note says why and what rose. A shared host's bandwidth (or, on a guest,
+/// which vCPUs share a host core) moves within seconds: on the Emerald Rapids guest the main
+/// job's 16-thread L2 roof read 959 GB/s in one run and 1461 in the next, and the suite's
+/// `triad@256.0KiB×16` 151 % of the lower one. The cache is left to the caller.
+pub fn remeasure_levels(c: &mut Ceilings, threads: usize, above: &[PointAbove], why: &str) -> Result<()> {
+    use roofline_kernels::stream::Op;
     let budget = if c.quick { Budget::quick() } else { Budget::full() };
     let variant = bandwidth::widest_variant();
     let s0 = seed();
-    let mut roof_setters: Vec<usize> = Vec::new();
-    for level in levels {
+    let mut levels: Vec<&str> = Vec::new();
+    for a in above {
+        if !levels.contains(&a.level.as_str()) {
+            levels.push(&a.level);
+        }
+    }
+    // (index of a ceiling measured before, or the level and working set of a new one; op)
+    let mut plan: Vec<(Option<usize>, String, u64, Op)> = Vec::new();
+    let op_of = |name: &str| Op::ALL.into_iter().find(|o| o.name() == name);
+    for &level in &levels {
         let at: Vec<usize> = (0..c.bandwidth.len())
             .filter(|&i| c.bandwidth[i].threads == threads as u32 && level.eq_ignore_ascii_case(&c.bandwidth[i].level))
             .collect();
+        let Some(&first) = at.first() else { continue };
+        let (name, per_thread) = (c.bandwidth[first].level.clone(), c.bandwidth[first].working_set_per_thread_bytes);
         let best = |key: &dyn Fn(usize) -> f64| at.iter().copied().max_by(|&i, &j| key(i).total_cmp(&key(j)));
         let core = best(&|i| {
             if c.bandwidth[i].kernel.contains("_nt") {
@@ -236,25 +259,42 @@ pub fn remeasure_levels(c: &mut Ceilings, threads: usize, levels: &[String], why
             }
         });
         let traffic = best(&|i| c.bandwidth[i].traffic_gbs());
-        for i in core.into_iter().chain(traffic) {
-            if !roof_setters.contains(&i) {
-                roof_setters.push(i);
+        let points = above.iter().filter(|a| a.level == level).filter_map(|a| {
+            let op = op_of(&a.kernel)?;
+            Some(at.iter().copied().find(|&i| c.bandwidth[i].kernel == a.kernel).ok_or(op))
+        });
+        for known in core.into_iter().map(Ok).chain(traffic.map(Ok)).chain(points) {
+            let step = match known {
+                Ok(i) => match op_of(&c.bandwidth[i].kernel) {
+                    Some(op) => (Some(i), name.clone(), per_thread, op),
+                    None => continue,
+                },
+                Err(op) => (None, name.clone(), per_thread, op),
+            };
+            if !plan.iter().any(|p| p.0 == step.0 && p.1 == step.1 && p.3 == step.3) {
+                plan.push(step);
             }
         }
     }
     let mut raised = Vec::new();
-    for i in roof_setters {
-        let b = &mut c.bandwidth[i];
-        let Some(op) = roofline_kernels::stream::Op::ALL.into_iter().find(|o| o.name() == b.kernel) else {
-            continue;
-        };
-        let fresh = bandwidth::measure(op, variant, &b.level, b.working_set_per_thread_bytes, threads, budget, s0)
-            .map_err(|e| Error::unavailable(e, "try fewer threads"))?;
-        // (The two figures of a kernel move together: its traffic is a fixed multiple of its
-        // core-side bytes.)
-        if fresh.gbs > b.gbs && fresh.traffic_gbs() >= b.traffic_gbs() {
-            raised.push(format!("{} {} {:.1} → {:.1} GB/s", b.level, b.kernel, b.gbs, fresh.gbs));
-            *b = fresh;
+    for (known, level, per_thread, op) in plan {
+        let ws = known.map_or(per_thread, |i| c.bandwidth[i].working_set_per_thread_bytes);
+        let fresh =
+            bandwidth::measure(op, variant, &level, ws, threads, budget, s0).map_err(|e| Error::unavailable(e, "try fewer threads"))?;
+        match known {
+            // (The two figures of a kernel move together: its traffic is a fixed multiple of
+            // its core-side bytes.)
+            Some(i) => {
+                let b = &mut c.bandwidth[i];
+                if fresh.gbs > b.gbs && fresh.traffic_gbs() >= b.traffic_gbs() {
+                    raised.push(format!("{} {} {:.1} → {:.1} GB/s", b.level, b.kernel, b.gbs, fresh.gbs));
+                    *b = fresh;
+                }
+            }
+            None => {
+                raised.push(format!("{} {} {:.1} GB/s (new)", fresh.level, fresh.kernel, fresh.gbs));
+                c.bandwidth.push(fresh);
+            }
         }
     }
     c.notes.push(format!(
@@ -267,6 +307,22 @@ pub fn remeasure_levels(c: &mut Ceilings, threads: usize, levels: &[String], why
         }
     ));
     Ok(())
+}
+
+/// The points of `above` whose kernel is a stream kernel that `c` has not measured at their
+/// level and `threads`, where it has measured that level (what [`remeasure_levels`] would add).
+pub fn kernels_new_to_levels(c: &Ceilings, threads: usize, above: &[PointAbove]) -> Vec<PointAbove> {
+    let measured = |a: &PointAbove, kernel: Option<&str>| {
+        c.bandwidth
+            .iter()
+            .any(|b| b.threads == threads as u32 && a.level.eq_ignore_ascii_case(&b.level) && kernel.is_none_or(|k| k == b.kernel))
+    };
+    above
+        .iter()
+        .filter(|a| roofline_kernels::stream::Op::ALL.iter().any(|o| o.name() == a.kernel))
+        .filter(|a| measured(a, None) && !measured(a, Some(&a.kernel)))
+        .cloned()
+        .collect()
 }
 
 /// `c`'s figures at `threads` replaced by `fresh`'s (measured at that count only); its notes
@@ -578,9 +634,11 @@ mod tests {
 
     /// Levels measured again: the kernels that set a level's roofs (highest core-side and
     /// highest traffic figure) are measured at the working set they had and keep the higher
-    /// figure: one far under what any machine's L1 does is replaced, one far over it stays;
-    /// the level's other kernels, other levels and other thread counts are untouched; a note
-    /// says which rose.
+    /// figure: one far under what any machine's L1 does is replaced, one far over it stays.
+    /// The point's own kernel, drawn: a stream kernel new to the level is measured there and
+    /// added; one the level has (`store`, its figure far under any L1's) keeps the higher
+    /// figure; another kernel (`stencil2d`) is not measured. The level's other kernels, other
+    /// levels and other thread counts are untouched; a note says which rose.
     #[test]
     fn levels_measured_again_keep_each_kernels_higher_figure() {
         let host = Host::detect();
@@ -606,24 +664,87 @@ mod tests {
         c.bandwidth.push(store);
         c.bandwidth.push(two);
         let before = c.bandwidth.clone();
-        remeasure_levels(&mut c, 1, &["l1".to_string()], "triad@16.0KiB above the roofs").unwrap();
+        let kernel = ["dot", "store", "stencil2d"][rng.below(3)];
+        let above = [PointAbove {
+            level: "l1".into(),
+            kernel: kernel.into(),
+        }];
+        let why = format!("{kernel}@16.0KiB above the roofs");
+        remeasure_levels(&mut c, 1, &above, &why).unwrap();
         let load = &c.bandwidth[0];
         assert_eq!((load.level.as_str(), load.kernel.as_str(), load.threads), ("L1", "load", 1));
         assert!(load.gbs.is_finite() && load.gbs > low, "{load:?}");
         assert_eq!(load.working_set_per_thread_bytes, ws);
         // Copy: measured again, its figures far under its recorded traffic: all kept.
         assert_eq!(c.bandwidth[1], before[1]);
-        // DRAM (another level), L1 store (sets no roof) and L1 at 2 threads stay.
-        assert_eq!(c.bandwidth[2..], before[2..]);
         let note = c.notes.last().unwrap();
         assert!(
-            note.starts_with("×1: l1 measured again in the same run (triad@16.0KiB above the roofs)"),
+            note.starts_with(&format!("×1: l1 measured again in the same run ({why})")),
             "{note}"
         );
         assert!(
             note.contains(&format!("L1 load {low:.1} → {:.1} GB/s", load.gbs)) && !note.contains("copy"),
             "{note}"
         );
+        // DRAM (another level) and L1 at 2 threads stay; L1 store where it was not the point's.
+        let store = c.bandwidth.iter().position(|b| b.kernel == "store").unwrap();
+        for (i, b) in before.iter().enumerate().skip(2) {
+            if !(i == store && kernel == "store") {
+                assert_eq!(&c.bandwidth[i], b);
+            }
+        }
+        match kernel {
+            "dot" => {
+                assert_eq!(c.bandwidth.len(), before.len() + 1);
+                let dot = c.bandwidth.last().unwrap();
+                assert_eq!((dot.level.as_str(), dot.kernel.as_str(), dot.threads), ("L1", "dot", 1));
+                assert_eq!(dot.working_set_per_thread_bytes, ws);
+                assert!(dot.gbs.is_finite() && dot.gbs > low && dot.traffic_gbs() == dot.gbs, "{dot:?}");
+                assert!(note.contains(&format!("L1 dot {:.1} GB/s (new)", dot.gbs)), "{note}");
+            }
+            "store" => {
+                assert_eq!(c.bandwidth.len(), before.len());
+                let s = &c.bandwidth[store];
+                assert!(s.gbs > lower && s.working_set_per_thread_bytes == ws, "{s:?}");
+                assert!(note.contains(&format!("L1 store {lower:.1} → {:.1} GB/s", s.gbs)), "{note}");
+            }
+            _ => {
+                assert_eq!(c.bandwidth.len(), before.len());
+                let rose = note.split_once("higher figure: ").map(|x| x.1).unwrap_or_default();
+                assert!(
+                    rose.starts_with("L1 load") && !rose.contains("store") && !rose.contains("stencil"),
+                    "{note}"
+                );
+            }
+        }
+    }
+
+    /// Kernels new to their levels: a stream kernel the level lacks at that thread count;
+    /// not one it has, not a kernel outside the stream set, not a level never measured, not
+    /// another thread count's.
+    #[test]
+    fn kernels_new_to_levels_are_stream_kernels_a_measured_level_lacks() {
+        let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
+        let c = sample(&Host::detect());
+        let at = |level: &str, kernel: &str| PointAbove {
+            level: level.into(),
+            kernel: kernel.into(),
+        };
+        let candidates = [
+            (at("dram", "dot"), true),
+            (at("l1", "daxpy"), true),
+            (at("dram", "triad"), false),
+            (at("l1", "load"), false),
+            (at("dram", "stencil2d"), false),
+            (at("l2", "dot"), false),
+        ];
+        for _ in 0..20 {
+            let drawn: Vec<&(PointAbove, bool)> = candidates.iter().filter(|_| rng.below(2) == 1).collect();
+            let above: Vec<PointAbove> = drawn.iter().map(|(a, _)| a.clone()).collect();
+            let new: Vec<PointAbove> = drawn.iter().filter(|(_, n)| *n).map(|(a, _)| a.clone()).collect();
+            assert_eq!(kernels_new_to_levels(&c, 1, &above), new);
+            assert!(kernels_new_to_levels(&c, 2, &above).is_empty());
+        }
     }
 
     /// A thread count measured again replaces that count's figures only: the other counts'

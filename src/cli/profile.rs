@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 use super::common::PlatformArg;
+use crate::ceilings::PointAbove;
 use crate::counters::backend::{self, AnalyticBackend, Backend};
 use crate::error::Error;
 use crate::machine::MachineModel;
@@ -92,9 +93,15 @@ pub trait Steps {
     /// The roofs of `threads` measured again, because the suite's points `why` are above them:
     /// where they were read from a cache (measured at another moment of a shared machine).
     /// None where they were measured in this run already, or cannot be again (by default).
-    /// `levels`: the roof levels those points are bound by (memory-bound ones; `l2`, `dram`):
+    /// `above`: the memory-bound ones, each with the roof level it is bound by (`l2`, `dram`):
     /// where the roofs were measured in this run already, those levels are measured once more.
-    fn remeasure_ceilings(&mut self, _threads: u32, _levels: &[String], _why: &str, _bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
+    fn remeasure_ceilings(
+        &mut self,
+        _threads: u32,
+        _above: &[PointAbove],
+        _why: &str,
+        _bar: &ProgressBar,
+    ) -> Option<anyhow::Result<RoofSet>> {
         None
     }
 }
@@ -241,7 +248,7 @@ impl Steps for Wired {
         let c = self.ceilings.as_ref().ok_or_else(|| anyhow::anyhow!("no ceilings"))?;
         Ok(RoofSet::from_roofs(&c.roofs(threads)))
     }
-    fn remeasure_ceilings(&mut self, threads: u32, levels: &[String], why: &str, bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
+    fn remeasure_ceilings(&mut self, threads: u32, above: &[PointAbove], why: &str, bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
         if self.remeasured.contains(&threads) {
             return None;
         }
@@ -250,8 +257,14 @@ impl Steps for Wired {
         let done = if self.measured_now.contains(&threads) {
             // Measured minutes ago: only the bandwidth levels the points contradict, the higher
             // figure kept (a whole new set would cost the main job its time limit on 2 vCPUs).
-            if levels.is_empty() {
+            if above.is_empty() {
                 return None;
+            }
+            let mut levels: Vec<&str> = Vec::new();
+            for a in above {
+                if !levels.contains(&a.level.as_str()) {
+                    levels.push(&a.level);
+                }
             }
             bar.suspend(|| {
                 eprintln!(
@@ -259,12 +272,20 @@ impl Steps for Wired {
                     levels.join(", ")
                 )
             });
-            let done = with_own_progress(bar, || crate::ceilings::remeasure_levels(c, threads as usize, levels, why));
+            let done = with_own_progress(bar, || crate::ceilings::remeasure_levels(c, threads as usize, above, why));
             crate::ceilings::write_cache(c);
             done
         } else {
             bar.suspend(|| eprintln!("roofline: {why}: re-measuring the cached ceilings of {threads} thread(s)"));
-            with_own_progress(bar, || crate::ceilings::remeasure_threads(c, threads as usize, why))
+            with_own_progress(bar, || {
+                crate::ceilings::remeasure_threads(c, threads as usize, why)?;
+                // The points' own stream kernels that the level's set lacks (`dot` at DRAM).
+                let missing = crate::ceilings::kernels_new_to_levels(c, threads as usize, above);
+                if missing.is_empty() {
+                    return Ok(());
+                }
+                crate::ceilings::remeasure_levels(c, threads as usize, &missing, why)
+            })
         };
         Some(done.map(|()| RoofSet::from_roofs(&c.roofs(threads))).map_err(Into::into))
     }
@@ -455,11 +476,11 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
         let bar = spinner(&format!("kernel suite ({threads} thread(s))"));
         let mut points = steps.points(&machine, threads, &bar)?;
         bar.finish_and_clear();
-        let (above, levels) = points_above(&points, &roofs);
+        let (above, bound) = points_above(&points, &roofs);
         if !above.is_empty() {
             let bar = spinner(&format!("quick ceilings ({threads} thread(s)), again"));
             let why = format!("{} above the roofs", above.join(", "));
-            match steps.remeasure_ceilings(threads, &levels, &why, &bar) {
+            match steps.remeasure_ceilings(threads, &bound, &why, &bar) {
                 Some(Ok(fresh)) => roofs = fresh,
                 Some(Err(e)) => {
                     bar.suspend(|| eprintln!("roofline: warning: could not re-measure the ceilings ({e:#}); the cached ones stay"))
@@ -493,9 +514,10 @@ pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<R
 }
 
 /// The points above their roofs beyond both spreads (`model::above_roof`), by name, and the
-/// bandwidth levels the memory-bound ones among them are bound by (each once).
-fn points_above(points: &[Point], roofs: &RoofSet) -> (Vec<String>, Vec<String>) {
-    let (mut names, mut levels) = (Vec::new(), Vec::new());
+/// memory-bound ones among them with the bandwidth level each is bound by (each level and
+/// kernel once).
+fn points_above(points: &[Point], roofs: &RoofSet) -> (Vec<String>, Vec<PointAbove>) {
+    let (mut names, mut bound) = (Vec::new(), Vec::<PointAbove>::new());
     for p in points {
         let mut p = p.clone();
         p.derive();
@@ -507,14 +529,18 @@ fn points_above(points: &[Point], roofs: &RoofSet) -> (Vec<String>, Vec<String>)
             .primary
             .and_then(|m| a.attainable.iter().find(|x| x.model == m))
             .map(|x| &x.limiter);
-        if let Some(crate::model::Limiter::Memory { level }) = limiter
-            && !levels.contains(level)
-        {
-            levels.push(level.clone());
+        if let Some(crate::model::Limiter::Memory { level }) = limiter {
+            let a = PointAbove {
+                level: level.clone(),
+                kernel: p.name.split(['@', '×']).next().unwrap_or_default().to_string(),
+            };
+            if !bound.contains(&a) {
+                bound.push(a);
+            }
         }
         names.push(p.name);
     }
-    (names, levels)
+    (names, bound)
 }
 
 /// The thread counts of `--threads`, each once, in order, capped by the machine's CPUs (`all`
@@ -841,9 +867,15 @@ mod tests {
         fn points(&mut self, m: &MachineModel, threads: u32, bar: &ProgressBar) -> anyhow::Result<Vec<Point>> {
             self.fake.points(m, threads, bar)
         }
-        fn remeasure_ceilings(&mut self, threads: u32, levels: &[String], why: &str, bar: &ProgressBar) -> Option<anyhow::Result<RoofSet>> {
+        fn remeasure_ceilings(
+            &mut self,
+            threads: u32,
+            above: &[PointAbove],
+            why: &str,
+            bar: &ProgressBar,
+        ) -> Option<anyhow::Result<RoofSet>> {
             // dgemm, the fake's point above its roof, is compute-bound: no level to name.
-            assert!(levels.is_empty(), "{levels:?}");
+            assert!(above.is_empty(), "{above:?}");
             self.calls.push((threads, why.to_string()));
             let mut r = self.fake.ceilings(&machine(), threads, bar).ok()?;
             for c in &mut r.compute {
@@ -854,16 +886,19 @@ mod tests {
     }
 
     /// The points above their roofs and the levels the memory-bound ones are bound by: the
-    /// fake's triad (16 GB/s from DRAM) is above a DRAM roof cut to a random share under half,
-    /// and names `dram`; its dgemm (40 GFLOP/s) is above the 28.8 compute roof and names no
-    /// level; with the DRAM roof raised instead only dgemm is above.
+    /// fake's triad (16 GB/s from DRAM, its label drawn from the forms the main job gives) is
+    /// above a DRAM roof cut to a random share under half, and names `dram` and its kernel;
+    /// its dgemm (40 GFLOP/s) is above the 28.8 compute roof and names no level; with the DRAM
+    /// roof raised instead only dgemm is above.
     #[test]
     fn points_above_their_roofs_name_the_levels_they_are_bound_by() {
         let mut rng = roofline_kernels::rng::Rng::new(roofline_kernels::rng::fresh_seed());
         let bar = ProgressBar::hidden();
         for _ in 0..20 {
             let mut fake = Fake::default();
-            let points = fake.points(&machine(), 1, &bar).unwrap();
+            let mut points = fake.points(&machine(), 1, &bar).unwrap();
+            let label = ["triad", "triad@dram", "triad@dram×16", "triad@256.0KiB×2"][rng.below(4)];
+            points[0].name = label.to_string();
             let roofs = fake.ceilings(&machine(), 1, &bar).unwrap();
             let scaled = |k: f64| {
                 let mut r = roofs.clone();
@@ -872,13 +907,14 @@ mod tests {
                 }
                 r
             };
-            let (names, levels) = points_above(&points, &scaled(0.1 + 0.35 * rng.unit()));
-            assert_eq!(
-                (names, levels),
-                (vec!["triad".to_string(), "dgemm".to_string()], vec!["dram".to_string()])
-            );
-            let (names, levels) = points_above(&points, &scaled(2.0 + rng.unit()));
-            assert_eq!((names, levels), (vec!["dgemm".to_string()], Vec::<String>::new()));
+            let (names, bound) = points_above(&points, &scaled(0.1 + 0.35 * rng.unit()));
+            let triad = PointAbove {
+                level: "dram".into(),
+                kernel: "triad".into(),
+            };
+            assert_eq!((names, bound), (vec![label.to_string(), "dgemm".to_string()], vec![triad]));
+            let (names, bound) = points_above(&points, &scaled(2.0 + rng.unit()));
+            assert_eq!((names, bound), (vec!["dgemm".to_string()], Vec::new()));
         }
     }
 
