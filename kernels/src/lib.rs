@@ -11,6 +11,8 @@
 #[cfg(feature = "suite")]
 pub mod api;
 #[cfg(feature = "suite")]
+pub mod buffer_pool;
+#[cfg(feature = "suite")]
 pub mod check;
 #[cfg(feature = "suite")]
 pub mod cos_chain;

@@ -25,6 +25,7 @@
 //! barrier so that the compiler cannot vectorize them (the counts say "scalar").
 
 use crate::api::{Instance, Kernel};
+use crate::buffer_pool::BufferPool;
 use crate::types::{Counts, FlopClass, Precision, Variant};
 
 /// Vectors per iteration of the element-wise main loops.
@@ -244,6 +245,39 @@ pub trait Elem: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
     /// Run `op` with `variant` on the slices (already checked: same length, variant supported);
     /// `passes` repeats `load` inside one call (1 for every other kernel).
     fn dispatch(variant: Variant, op: Op, a: &mut [Self], b: &[Self], c: &[Self], s: Self, passes: usize) -> u64;
+    /// This type's freed arrays, kept while a [`ReusedArrays`] scope is open.
+    fn pool() -> &'static BufferPool<Self>;
+}
+
+/// While one of these lives, the large arrays of the stream kernels are kept when freed and
+/// handed to the next kernel that needs as much ([`crate::buffer_pool`]), up to a quarter of
+/// the memory available at each release; when the last one is dropped, they are freed. A
+/// ceilings run or the main job opens one around its kernels; outside any, arrays are freed
+/// as usual.
+#[derive(Debug)]
+#[must_use = "arrays are reused only while the scope lives"]
+pub struct ReusedArrays(());
+
+static REUSE_SCOPES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl ReusedArrays {
+    /// Open a scope (scopes nest).
+    pub fn open() -> ReusedArrays {
+        REUSE_SCOPES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ReusedArrays(())
+    }
+    fn active() -> bool {
+        REUSE_SCOPES.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
+}
+
+impl Drop for ReusedArrays {
+    fn drop(&mut self) {
+        if REUSE_SCOPES.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            f64::pool().release();
+            f32::pool().release();
+        }
+    }
 }
 
 /// Pass a value through an empty asm statement: the compiler must treat it as unknown,
@@ -1036,6 +1070,10 @@ mod isa {
 
     impl Elem for f64 {
         const PREC: Precision = Precision::F64;
+        fn pool() -> &'static BufferPool<f64> {
+            static POOL: BufferPool<f64> = BufferPool::new();
+            &POOL
+        }
         fn from_f64(x: f64) -> f64 {
             x
         }
@@ -1057,6 +1095,10 @@ mod isa {
 
     impl Elem for f32 {
         const PREC: Precision = Precision::F32;
+        fn pool() -> &'static BufferPool<f32> {
+            static POOL: BufferPool<f32> = BufferPool::new();
+            &POOL
+        }
         fn from_f64(x: f64) -> f32 {
             x as f32
         }
@@ -1079,7 +1121,7 @@ mod isa {
 
 /// A buffer whose first element sits `page_offset` bytes (a multiple of 64) past a 4 KiB
 /// boundary, plus `misalign` elements.
-struct Buf<T> {
+struct Buf<T: Elem> {
     data: Vec<T>,
     start: usize,
     n: usize,
@@ -1100,10 +1142,17 @@ impl<T: Elem> Buf<T> {
         const PAGE: usize = 4096;
         let size = std::mem::size_of::<T>();
         let pad = PAGE / size + misalign;
-        let mut data: Vec<T> = Vec::new();
-        data.try_reserve_exact(n + pad)
-            .map_err(|e| format!("cannot allocate {} elements: {e}", n + pad))?;
-        crate::check::advise_huge_pages(data.as_ptr() as usize, data.capacity() * size);
+        let pooled = if ReusedArrays::active() { T::pool().take(n + pad) } else { None };
+        let mut data = match pooled {
+            Some(v) => v,
+            None => {
+                let mut v: Vec<T> = Vec::new();
+                v.try_reserve_exact(n + pad)
+                    .map_err(|e| format!("cannot allocate {} elements: {e}", n + pad))?;
+                crate::check::advise_huge_pages(v.as_ptr() as usize, v.capacity() * size);
+                v
+            }
+        };
         // Elements from the allocation to the next page boundary, then to the offset (Vec<T>
         // is aligned to T, so both are whole elements).
         let addr = data.as_ptr() as usize;
@@ -1121,6 +1170,16 @@ impl<T: Elem> Buf<T> {
     }
     fn m(&mut self) -> &mut [T] {
         &mut self.data[self.start..self.start + self.n]
+    }
+}
+
+impl<T: Elem> Drop for Buf<T> {
+    fn drop(&mut self) {
+        let bytes = self.data.capacity() * size_of::<T>();
+        if bytes >= crate::buffer_pool::POOLED_FROM_BYTES && ReusedArrays::active() {
+            let budget = available_memory_bytes().map_or(0, |b| b / 4) as usize;
+            T::pool().give(std::mem::take(&mut self.data), budget);
+        }
     }
 }
 
@@ -1573,6 +1632,30 @@ mod tests {
             }
             i.verify().unwrap_or_else(|e| panic!("{op:?} n={n} after runs: {e}"));
         }
+    }
+
+    /// Arrays reused within a scope hold what fresh ones would: every kernel on arrays a
+    /// kernel of another op and seed left behind (larger, on the same pooled memory) computes
+    /// the reference result, before and after runs; when the scope closes, the pools are
+    /// empty. (Only this test opens a scope in this crate, so no other test's arrays are
+    /// kept after it.)
+    #[test]
+    fn reused_arrays_hold_what_fresh_ones_would() {
+        let mut rng = SplitMix(seed());
+        let scope = ReusedArrays::open();
+        let big = crate::buffer_pool::POOLED_FROM_BYTES / 8;
+        for _ in 0..2 {
+            for op in Op::ALL {
+                let n = big + (rng.next_u64() % (big as u64 / 2)) as usize;
+                let mut i = StreamInstance::<f64>::new(op, n, crate::cpu_probe::widest_variant(), rng.next_u64(), 0).unwrap();
+                i.verify().unwrap_or_else(|e| panic!("{op:?} n={n}: {e}"));
+                i.run();
+                i.verify().unwrap_or_else(|e| panic!("{op:?} n={n} after a run: {e}"));
+            }
+        }
+        assert!(f64::pool().bytes() > 0, "nothing was kept");
+        drop(scope);
+        assert_eq!(f64::pool().bytes(), 0);
     }
 
     #[test]

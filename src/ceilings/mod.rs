@@ -231,6 +231,7 @@ pub struct PointAbove {
 /// job's 16-thread L2 roof read 959 GB/s in one run and 1461 in the next, and the suite's
 /// `triad@256.0KiB×16` 151 % of the lower one. The cache is left to the caller.
 pub fn remeasure_levels(c: &mut Ceilings, threads: usize, above: &[PointAbove], why: &str) -> Result<()> {
+    let _reuse = roofline_kernels::stream::ReusedArrays::open();
     use roofline_kernels::stream::Op;
     let budget = if c.quick { Budget::quick() } else { Budget::full() };
     let variant = bandwidth::widest_variant();
@@ -427,6 +428,9 @@ fn seed() -> u64 {
 
 /// Measure everything `opts` asks for on `host`.
 pub fn measure(host: &Host, opts: &Options) -> Result<Ceilings> {
+    // The kernels' large arrays reused between them (their first touch is most of a DRAM
+    // ceiling's cost).
+    let _reuse = roofline_kernels::stream::ReusedArrays::open();
     let budget = if opts.quick { Budget::quick() } else { Budget::full() };
     let variant = bandwidth::widest_variant();
     let specs = compute::specs(opts.quick);

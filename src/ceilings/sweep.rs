@@ -108,6 +108,7 @@ pub fn run(
     seed: u64,
     mut progress: impl FnMut(),
 ) -> Result<Sweep, String> {
+    let _reuse = roofline_kernels::stream::ReusedArrays::open();
     let mut points = Vec::new();
     let mut last_n = 0;
     for &ws in sizes_bytes {

@@ -449,6 +449,8 @@ fn spinner(msg: &str) -> ProgressBar {
 /// Run the steps and assemble the report. A failing ceilings step falls back to the machine's
 /// theoretical roofs (with a warning); a failing machine or kernel step is an error.
 pub fn collect(steps: &mut dyn Steps, thread_counts: &[u32]) -> anyhow::Result<Report> {
+    // The stream kernels' large arrays reused from one ceiling or point to the next.
+    let _reuse = roofline_kernels::stream::ReusedArrays::open();
     // The CPU first: the clocks, the roofs and the points of one thread are all measured there.
     let bar = spinner("choosing the CPU for one thread");
     let cpu_choice = steps.choose_cpu();
