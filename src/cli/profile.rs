@@ -284,7 +284,9 @@ impl Steps for Wired {
                 if missing.is_empty() {
                     return Ok(());
                 }
-                crate::ceilings::remeasure_levels(c, threads as usize, &missing, why)
+                crate::ceilings::remeasure_levels(c, threads as usize, &missing, why)?;
+                crate::ceilings::write_cache(c);
+                Ok(())
             })
         };
         Some(done.map(|()| RoofSet::from_roofs(&c.roofs(threads))).map_err(Into::into))
