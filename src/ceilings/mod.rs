@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::schema::ceilings::{BandwidthCeiling, CEILINGS_SCHEMA, Ceilings, Host};
 use measure::Budget;
+use roofline_kernels::stream::Op;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -232,25 +233,18 @@ pub struct PointAbove {
 /// `triad@256.0KiB×16` 151 % of the lower one. The cache is left to the caller.
 pub fn remeasure_levels(c: &mut Ceilings, threads: usize, above: &[PointAbove], why: &str) -> Result<()> {
     let _reuse = roofline_kernels::stream::ReusedArrays::open();
-    use roofline_kernels::stream::Op;
     let budget = if c.quick { Budget::quick() } else { Budget::full() };
     let variant = bandwidth::widest_variant();
     let s0 = seed();
-    let mut levels: Vec<&str> = Vec::new();
-    for a in above {
-        if !levels.contains(&a.level.as_str()) {
-            levels.push(&a.level);
-        }
-    }
-    // (index of a ceiling measured before, or the level and working set of a new one; op)
+    let levels = levels_of(above);
+    // (the index of a ceiling measured before, or none; the level as the ceilings name it; the
+    // working set per thread; the kernel)
     let mut plan: Vec<(Option<usize>, String, u64, Op)> = Vec::new();
-    let op_of = |name: &str| Op::ALL.into_iter().find(|o| o.name() == name);
     for &level in &levels {
         let at: Vec<usize> = (0..c.bandwidth.len())
             .filter(|&i| c.bandwidth[i].threads == threads as u32 && level.eq_ignore_ascii_case(&c.bandwidth[i].level))
             .collect();
         let Some(&first) = at.first() else { continue };
-        let (name, per_thread) = (c.bandwidth[first].level.clone(), c.bandwidth[first].working_set_per_thread_bytes);
         let best = |key: &dyn Fn(usize) -> f64| at.iter().copied().max_by(|&i, &j| key(i).total_cmp(&key(j)));
         let core = best(&|i| {
             if c.bandwidth[i].kernel.contains("_nt") {
@@ -260,26 +254,26 @@ pub fn remeasure_levels(c: &mut Ceilings, threads: usize, above: &[PointAbove], 
             }
         });
         let traffic = best(&|i| c.bandwidth[i].traffic_gbs());
-        let points = above.iter().filter(|a| a.level == level).filter_map(|a| {
-            let op = op_of(&a.kernel)?;
-            Some(at.iter().copied().find(|&i| c.bandwidth[i].kernel == a.kernel).ok_or(op))
-        });
-        for known in core.into_iter().map(Ok).chain(traffic.map(Ok)).chain(points) {
-            let step = match known {
-                Ok(i) => match op_of(&c.bandwidth[i].kernel) {
-                    Some(op) => (Some(i), name.clone(), per_thread, op),
-                    None => continue,
-                },
-                Err(op) => (None, name.clone(), per_thread, op),
-            };
-            if !plan.iter().any(|p| p.0 == step.0 && p.1 == step.1 && p.3 == step.3) {
-                plan.push(step);
+        let mut steps: Vec<(Option<usize>, Op)> = core
+            .into_iter()
+            .chain(traffic)
+            .filter_map(|i| Some((Some(i), stream_op(&c.bandwidth[i].kernel)?)))
+            .collect();
+        for a in above.iter().filter(|a| a.level == level) {
+            if let Some(op) = stream_op(&a.kernel) {
+                steps.push((at.iter().copied().find(|&i| c.bandwidth[i].kernel == a.kernel), op));
+            }
+        }
+        let name = &c.bandwidth[first].level;
+        for (known, op) in steps {
+            let ws = c.bandwidth[known.unwrap_or(first)].working_set_per_thread_bytes;
+            if !plan.iter().any(|p| p.0 == known && p.1 == *name && p.3 == op) {
+                plan.push((known, name.clone(), ws, op));
             }
         }
     }
     let mut raised = Vec::new();
-    for (known, level, per_thread, op) in plan {
-        let ws = known.map_or(per_thread, |i| c.bandwidth[i].working_set_per_thread_bytes);
+    for (known, level, ws, op) in plan {
         let fresh =
             bandwidth::measure(op, variant, &level, ws, threads, budget, s0).map_err(|e| Error::unavailable(e, "try fewer threads"))?;
         match known {
@@ -320,10 +314,25 @@ pub fn kernels_new_to_levels(c: &Ceilings, threads: usize, above: &[PointAbove])
     };
     above
         .iter()
-        .filter(|a| roofline_kernels::stream::Op::ALL.iter().any(|o| o.name() == a.kernel))
-        .filter(|a| measured(a, None) && !measured(a, Some(&a.kernel)))
+        .filter(|a| stream_op(&a.kernel).is_some() && measured(a, None) && !measured(a, Some(&a.kernel)))
         .cloned()
         .collect()
+}
+
+/// The levels of `above`, each once, in their order.
+pub fn levels_of(above: &[PointAbove]) -> Vec<&str> {
+    let mut levels: Vec<&str> = Vec::new();
+    for a in above {
+        if !levels.contains(&a.level.as_str()) {
+            levels.push(&a.level);
+        }
+    }
+    levels
+}
+
+/// The stream kernel of that name, if it is one.
+fn stream_op(name: &str) -> Option<Op> {
+    Op::ALL.into_iter().find(|o| o.name() == name)
 }
 
 /// `c`'s figures at `threads` replaced by `fresh`'s (measured at that count only); its notes

@@ -260,12 +260,7 @@ impl Steps for Wired {
             if above.is_empty() {
                 return None;
             }
-            let mut levels: Vec<&str> = Vec::new();
-            for a in above {
-                if !levels.contains(&a.level.as_str()) {
-                    levels.push(&a.level);
-                }
-            }
+            let levels = crate::ceilings::levels_of(above);
             bar.suspend(|| {
                 eprintln!(
                     "roofline: {why}: measuring the {} roofs of {threads} thread(s) once more (a shared machine's bandwidth moves within seconds; each kernel keeps its higher figure)",
